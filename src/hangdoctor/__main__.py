@@ -1,0 +1,7 @@
+"""Allow `python -m hangdoctor`."""
+
+import sys
+
+from hangdoctor.cli import main
+
+sys.exit(main())

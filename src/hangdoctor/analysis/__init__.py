@@ -1,0 +1,1 @@
+"""Pure helpers over evidence that rules share: roles, frame origins, what a thread waits on."""

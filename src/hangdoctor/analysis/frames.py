@@ -1,0 +1,74 @@
+"""Where a frame's code comes from: the user's own code, the standard library, an installed
+package, native code, or hangdoctor itself. The culprit's location is the innermost user frame."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from enum import Enum
+
+from hangdoctor.evidence.model import Frame
+
+_STDLIB = re.compile(r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)?t?/(?!(?:site|dist)-packages/)")
+_PACKAGE = re.compile(r"/(?:site|dist)-packages/")
+_TOOL = re.compile(r"/(?:site-packages|src)/hangdoctor/")
+
+
+class Origin(str, Enum):
+    """Whose code a frame runs."""
+
+    USER = "user"
+    STDLIB = "stdlib"
+    PACKAGE = "package"
+    NATIVE = "native"
+    TOOL = "tool"
+
+
+def origin(frame: Frame) -> Origin:
+    """Classify a frame by its file path (a pure function: works on bundles from elsewhere)."""
+    if frame.native:
+        return Origin.NATIVE
+    path = frame.file.replace("\\", "/")
+    if path.startswith("<frozen") or path.startswith("<built-in"):
+        return Origin.STDLIB
+    if _TOOL.search(path):
+        return Origin.TOOL
+    if _PACKAGE.search(path):
+        return Origin.PACKAGE
+    if _STDLIB.search(path):
+        return Origin.STDLIB
+    return Origin.USER
+
+
+def python_frames(frames: Sequence[Frame]) -> list[Frame]:
+    """The Python frames of a stack, innermost first."""
+    return [frame for frame in frames if not frame.native]
+
+
+def innermost_user_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame in the user's own code, or None."""
+    return next((f for f in frames if origin(f) is Origin.USER), None)
+
+
+def blame_frame(frames: Sequence[Frame]) -> Frame | None:
+    """Where to point the user: the innermost user frame, else the innermost Python frame."""
+    return innermost_user_frame(frames) or next(iter(python_frames(frames)), None)
+
+
+def in_function(frames: Sequence[Frame], path_suffix: str, functions: set[str]) -> bool:
+    """Whether any frame runs one of `functions` in a file ending with `path_suffix`."""
+    return any(
+        f.file.replace("\\", "/").endswith(path_suffix) and f.function.split(".")[-1] in functions
+        for f in frames
+    )
+
+
+def short_file(path: str) -> str:
+    """The last two parts of a path: enough to recognise a file, short enough to read."""
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 1 else parts[0]
+
+
+def short_location(frame: Frame) -> str:
+    """`project/train.py:12 in func`."""
+    return f"{short_file(frame.file)}:{frame.line} in {frame.function}"

@@ -1,0 +1,161 @@
+"""JobView: an indexed, read-only view of a bundle that rules query.
+
+The first snapshot is the truth for kernel wait states and stacks (it was read before any
+ptrace attach); later snapshots add CPU rates and show whether stacks moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from hangdoctor.analysis.roles import Role, assign_roles
+from hangdoctor.evidence.model import (
+    Bundle,
+    OpenFile,
+    ProcessEvidence,
+    SocketEndpoint,
+    ThreadEvidence,
+)
+
+
+@dataclass(frozen=True)
+class PipeEnd:
+    """One process's descriptor on a pipe."""
+
+    pid: int
+    fd: int
+    mode: str | None
+
+
+class JobView:
+    """Read-only queries over a bundle."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        self.bundle = bundle
+        self.first = bundle.snapshots[0] if bundle.snapshots else None
+        self.last = bundle.snapshots[-1] if bundle.snapshots else None
+        self._processes = {p.pid: p for p in self.first.processes} if self.first else {}
+        self._roles = assign_roles(self._processes, bundle.target_pid)
+
+    # processes -----------------------------------------------------------------------------
+    @property
+    def processes(self) -> list[ProcessEvidence]:
+        """Processes as first seen, root first."""
+        return list(self._processes.values())
+
+    def process(self, pid: int | None) -> ProcessEvidence | None:
+        """The process with this pid, if it was captured."""
+        return self._processes.get(pid) if pid is not None else None
+
+    def role(self, pid: int) -> Role:
+        """Its role in the job."""
+        return self._roles.get(pid, (Role.OTHER, None))[0]
+
+    def rank(self, pid: int) -> int | None:
+        """The distributed rank it is or serves, if any."""
+        return self._roles.get(pid, (Role.OTHER, None))[1]
+
+    def children(self, pid: int) -> list[ProcessEvidence]:
+        """Direct children that were captured."""
+        return [p for p in self._processes.values() if p.ppid == pid]
+
+    def threads(self) -> Iterator[tuple[ProcessEvidence, ThreadEvidence]]:
+        """Every (process, thread) pair of the first snapshot."""
+        for process in self._processes.values():
+            for thread in process.threads:
+                yield process, thread
+
+    # samples over time ----------------------------------------------------------------------
+    @cached_property
+    def _thread_samples(self) -> dict[tuple[int, int], list[tuple[float, ThreadEvidence]]]:
+        index: dict[tuple[int, int], list[tuple[float, ThreadEvidence]]] = {}
+        for snapshot in self.bundle.snapshots:
+            for process in snapshot.processes:
+                for thread in process.threads:
+                    index.setdefault((process.pid, thread.tid), []).append(
+                        (snapshot.elapsed_s, thread)
+                    )
+        return index
+
+    def samples(self, pid: int, tid: int) -> list[tuple[float, ThreadEvidence]]:
+        """(elapsed_s, thread) for every snapshot that saw this thread."""
+        return self._thread_samples.get((pid, tid), [])
+
+    def thread_cpu_share(self, pid: int, tid: int) -> float | None:
+        """Share of one CPU the thread used between its first and last sample."""
+        samples = [(t, s.kernel) for t, s in self.samples(pid, tid) if s.kernel is not None]
+        if len(samples) < 2 or samples[-1][0] - samples[0][0] <= 0:
+            return None
+        used = samples[-1][1].cpu_seconds - samples[0][1].cpu_seconds
+        return max(0.0, used / (samples[-1][0] - samples[0][0]))
+
+    def process_cpu_share(self, pid: int) -> float | None:
+        """Share of one CPU the process used between the first and last snapshot."""
+        seen = [
+            (snapshot.elapsed_s, process.cpu_seconds)
+            for snapshot in self.bundle.snapshots
+            for process in snapshot.processes
+            if process.pid == pid and process.cpu_seconds is not None
+        ]
+        if len(seen) < 2 or seen[-1][0] - seen[0][0] <= 0:
+            return None
+        return max(0.0, (seen[-1][1] - seen[0][1]) / (seen[-1][0] - seen[0][0]))
+
+    @cached_property
+    def sampled_span_s(self) -> float:
+        """Seconds between the first and the last snapshot."""
+        if not self.first or not self.last:
+            return 0.0
+        return self.last.elapsed_s - self.first.elapsed_s
+
+    # files, pipes, sockets -------------------------------------------------------------------
+    def open_file(self, pid: int, fd: int) -> OpenFile | None:
+        """What descriptor `fd` of `pid` points to."""
+        process = self.process(pid)
+        if process is None:
+            return None
+        return next((f for f in process.open_files if f.fd == fd), None)
+
+    def pipe_ends(self, target: str) -> list[PipeEnd]:
+        """Every captured descriptor on the pipe `pipe:[inode]`."""
+        return [
+            PipeEnd(pid=p.pid, fd=f.fd, mode=f.mode)
+            for p in self._processes.values()
+            for f in p.open_files
+            if f.target == target
+        ]
+
+    @cached_property
+    def _sockets(self) -> dict[int, SocketEndpoint]:
+        return {s.inode: s for s in self.bundle.sockets}
+
+    def socket(self, target: str) -> SocketEndpoint | None:
+        """The endpoint behind `socket:[inode]`, if it was found."""
+        if not target.startswith("socket:["):
+            return None
+        return self._sockets.get(int(target[len("socket:[") : -1]))
+
+    # naming ----------------------------------------------------------------------------------
+    def describe_process(self, pid: int) -> str:
+        """`rank 1 (pid 4242)`, `DataLoader worker of rank 0 (pid 4250)`, `main process (pid 7)`."""
+        role, rank = self.role(pid), self.rank(pid)
+        if role is Role.RANK:
+            return f"rank {rank} (pid {pid})"
+        if role is Role.DATALOADER_WORKER:
+            owner = f" of rank {rank}" if rank is not None else ""
+            return f"DataLoader worker{owner} (pid {pid})"
+        if role is Role.MAIN:
+            return f"main process (pid {pid})"
+        if role is Role.LAUNCHER:
+            return f"launcher (pid {pid})"
+        process = self.process(pid)
+        name = process.name if process and process.name else "process"
+        return f"{name} (pid {pid})"
+
+
+def thread_label(thread: ThreadEvidence) -> str:
+    """`MainThread (tid 42)`: the Python name when known, else the kernel's."""
+    name = (thread.python.name if thread.python else None) or thread.comm or "thread"
+    return f"{name} (tid {thread.tid})"

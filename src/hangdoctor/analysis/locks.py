@@ -1,0 +1,138 @@
+"""Who holds which lock and who waits for it: a wait-for graph between the threads of a process.
+
+Python's locks record no owner, so ownership is read from the code: a thread holds the locks
+of the `with` blocks (and unreleased `acquire()` calls) that enclose the lines its frames are on.
+A lock is identified by the object address py-spy reports for a local (`first`), by its owner's
+address for an attribute (`self.lock`), or by module and name for a global.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hangdoctor.analysis.frames import python_frames
+from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WAITING_SYSCALLS = {"futex", None}
+
+LockId = tuple[str, ...]
+
+
+def lock_identity(expression: str, frame: Frame) -> tuple[LockId, bool]:
+    """(identity, exact) of the lock `expression` evaluates to in `frame`.
+
+    `exact` is True when the identity comes from an object address rather than from text.
+    """
+    root, _, rest = expression.partition(".")
+    addresses = {v.name: v.addr for v in frame.locals if v.addr is not None}
+    if _NAME.match(root) and root in addresses:
+        if not rest:
+            return ("object", str(addresses[root])), True
+        return ("attribute", str(addresses[root]), rest), True
+    local_names = {v.name for v in frame.locals}
+    if _NAME.match(root) and root not in local_names:
+        # Not a local: a module global (or a builtin), the same object in every thread.
+        return ("global", frame.file, expression), False
+    return ("text", frame.file, frame.function, expression), False
+
+
+@dataclass(frozen=True)
+class LockWait:
+    """A thread blocked acquiring a lock."""
+
+    tid: int
+    expression: str
+    lock: LockId
+    frame: Frame
+    exact: bool
+
+
+@dataclass(frozen=True)
+class LockHold:
+    """A lock a thread holds, and where it took it."""
+
+    tid: int
+    expression: str
+    lock: LockId
+    frame: Frame
+    line: int
+    exact: bool
+
+
+def lock_wait(thread: ThreadEvidence) -> LockWait | None:
+    """The lock this thread is blocked acquiring, if its innermost Python line acquires one."""
+    if thread.python is None:
+        return None
+    if thread.kernel is not None and (
+        thread.kernel.state != "S" or thread.kernel.syscall_name not in _WAITING_SYSCALLS
+    ):
+        return None
+    frames = python_frames(thread.python.frames)
+    if not frames or not frames[0].acquiring:
+        return None
+    innermost = frames[0]
+    expression = innermost.acquiring[-1]
+    lock, exact = lock_identity(expression, innermost)
+    return LockWait(thread.tid, expression, lock, innermost, exact)
+
+
+def lock_holds(thread: ThreadEvidence) -> list[LockHold]:
+    """Every lock-like context this thread holds, outermost frames last."""
+    if thread.python is None:
+        return []
+    holds = []
+    for frame in python_frames(thread.python.frames):
+        for held in frame.held:
+            lock, exact = lock_identity(held.expression, frame)
+            holds.append(LockHold(thread.tid, held.expression, lock, frame, held.line, exact))
+    return holds
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """Threads each waiting for a lock the next one holds; the last waits for the first."""
+
+    waits: tuple[LockWait, ...]
+    holds: tuple[LockHold, ...]  # holds[i] is the lock waits[i] wants, held by the next thread
+
+    @property
+    def exact(self) -> bool:
+        """Whether every link was matched by object address."""
+        return all(w.exact for w in self.waits) and all(h.exact for h in self.holds)
+
+
+def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
+    """Deadlock cycles among the threads of one process, each reported once."""
+    waits = {t.tid: w for t in process.threads if (w := lock_wait(t)) is not None}
+    holders: dict[LockId, list[LockHold]] = {}
+    for thread in process.threads:
+        for hold in lock_holds(thread):
+            holders.setdefault(hold.lock, []).append(hold)
+
+    def next_hold(tid: int) -> LockHold | None:
+        wait = waits[tid]
+        candidates = sorted(holders.get(wait.lock, []), key=lambda hold: not hold.exact)
+        return next(iter(candidates), None)
+
+    cycles: list[Cycle] = []
+    seen: set[frozenset[int]] = set()
+    for start in sorted(waits):
+        path: list[int] = []
+        current: int | None = start
+        while current is not None and current in waits and current not in path:
+            path.append(current)
+            hold = next_hold(current)
+            current = hold.tid if hold else None
+        if current is None or current not in path:
+            continue
+        loop = path[path.index(current) :]
+        key = frozenset(loop)
+        if key in seen:
+            continue
+        seen.add(key)
+        loop_waits = tuple(waits[tid] for tid in loop)
+        loop_holds = tuple(next_hold(tid) for tid in loop)
+        cycles.append(Cycle(loop_waits, tuple(h for h in loop_holds if h is not None)))
+    return cycles

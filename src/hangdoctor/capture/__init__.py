@@ -1,0 +1,1 @@
+"""Capture: run the probes over a process tree and assemble an evidence bundle."""

@@ -1,0 +1,194 @@
+"""One capture of a live process tree: a few snapshots, each /proc first and stacks second."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import psutil
+
+from hangdoctor import __version__
+from hangdoctor.errors import NoSuchProcessError
+from hangdoctor.evidence.model import (
+    Bundle,
+    Frame,
+    ProbeError,
+    ProcessEvidence,
+    PythonThread,
+    Snapshot,
+    ThreadEvidence,
+)
+from hangdoctor.probes.procfs import process_tree, read_process
+from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
+from hangdoctor.probes.sockets import read_sockets
+from hangdoctor.probes.sources import with_source
+from hangdoctor.probes.system import read_system
+
+# A process is sampled again for stacks when it used this share of a CPU since the last snapshot.
+_BUSY_CPU_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How much to capture."""
+
+    samples: int = 2
+    interval_s: float = 0.5
+    stacks: StackOptions = field(default_factory=StackOptions)
+
+
+class _Timer:
+    """Adds up the time spent per probe, for the bundle and the benchmark."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def measure(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.totals[name] += time.perf_counter() - start
+
+
+def _absolute(frame: Frame, cwd: str | None) -> Frame:
+    if frame.native or os.path.isabs(frame.file) or frame.file.startswith("<") or not cwd:
+        return frame
+    return frame.model_copy(update={"file": os.path.normpath(os.path.join(cwd, frame.file))})
+
+
+def _with_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> ProcessEvidence:
+    threads = []
+    for thread in process.threads:
+        python = stacks.pop(thread.tid, None)
+        threads.append(thread.model_copy(update={"python": python}) if python else thread)
+    # Threads py-spy saw that /proc no longer lists (they started or ended in between).
+    threads.extend(ThreadEvidence(tid=tid, python=python) for tid, python in stacks.items())
+    return process.model_copy(update={"threads": tuple(threads), "stacks_sampled": True})
+
+
+def _enrich(stacks: dict[int, PythonThread], cwd: str | None) -> dict[int, PythonThread]:
+    return {
+        tid: thread.model_copy(
+            update={"frames": tuple(with_source(_absolute(f, cwd)) for f in thread.frames)}
+        )
+        for tid, thread in stacks.items()
+    }
+
+
+def _busy(process: ProcessEvidence, before: ProcessEvidence | None, elapsed: float) -> bool:
+    if any(t.kernel is not None and t.kernel.state == "R" for t in process.threads):
+        return True
+    if before is None or process.cpu_seconds is None or before.cpu_seconds is None:
+        return False
+    return (process.cpu_seconds - before.cpu_seconds) >= _BUSY_CPU_SHARE * max(elapsed, 1e-3)
+
+
+def _take_snapshot(
+    root_pid: int,
+    index: int,
+    started: float,
+    previous: Snapshot | None,
+    options: CaptureOptions,
+    py_spy: str | None,
+    timer: _Timer,
+    errors: list[ProbeError],
+) -> Snapshot | None:
+    elapsed = time.monotonic() - started
+    with timer.measure("process tree"):
+        try:
+            pids = process_tree(root_pid)
+        except psutil.NoSuchProcess:
+            errors.append(ProbeError(probe="procfs", pid=root_pid, kind="exited",
+                                     message="the process exited during the capture"))
+            return None
+    processes: list[ProcessEvidence] = []
+    with timer.measure("procfs"):
+        for pid in pids:
+            process, problems = read_process(pid)
+            errors.extend(problems)
+            if process is not None:
+                processes.append(process)
+    before = {p.pid: p for p in previous.processes} if previous else {}
+    since = elapsed - previous.elapsed_s if previous else 0.0
+    targets = [
+        p for p in processes
+        if p.is_python is not False and (index == 0 or _busy(p, before.get(p.pid), since))
+    ]
+    with timer.measure("py-spy"):
+        workers = max(1, min(8, len(targets)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(lambda p: dump_stacks(p.pid, py_spy, options.stacks), targets))
+    stacks_by_pid: dict[int, dict[int, PythonThread]] = {}
+    for process, (stacks, problem) in zip(targets, results):
+        if problem is not None:
+            errors.append(problem)
+        else:
+            stacks_by_pid[process.pid] = stacks
+    with timer.measure("sources"):
+        final = [
+            _with_stacks(p, _enrich(stacks_by_pid[p.pid], p.cwd)) if p.pid in stacks_by_pid else p
+            for p in processes
+        ]
+    return Snapshot(elapsed_s=elapsed, wall_time=time.time(), processes=tuple(final))
+
+
+def _dedupe(errors: list[ProbeError]) -> tuple[ProbeError, ...]:
+    seen: dict[tuple[str, int | None, str], ProbeError] = {}
+    for error in errors:
+        seen.setdefault((error.probe, error.pid, error.kind), error)
+    return tuple(seen.values())
+
+
+def capture_tree(root_pid: int, options: CaptureOptions | None = None) -> Bundle:
+    """Capture the tree rooted at `root_pid`; raises NoSuchProcessError if there is none."""
+    options = options or CaptureOptions()
+    if root_pid <= 0 or not psutil.pid_exists(root_pid):
+        raise NoSuchProcessError(f"no process with PID {root_pid}")
+    started = time.monotonic()
+    timer = _Timer()
+    errors: list[ProbeError] = []
+    py_spy = find_py_spy()
+    snapshots: list[Snapshot] = []
+    for index in range(max(1, options.samples)):
+        if snapshots:
+            pause = snapshots[-1].elapsed_s + options.interval_s - (time.monotonic() - started)
+            with timer.measure("waiting between samples"):
+                time.sleep(max(0.0, pause))
+        snapshot = _take_snapshot(
+            root_pid, index, started, snapshots[-1] if snapshots else None, options, py_spy,
+            timer, errors,
+        )
+        if snapshot is None:
+            break
+        snapshots.append(snapshot)
+    if not snapshots:
+        raise NoSuchProcessError(f"process {root_pid} exited before it could be captured")
+    with timer.measure("sockets"):
+        inodes = {
+            int(f.target[len("socket:["):-1])
+            for p in snapshots[0].processes
+            for f in p.open_files
+            if f.target.startswith("socket:[")
+        }
+        sockets = read_sockets(root_pid, inodes)
+    with timer.measure("system"):
+        system = read_system(py_spy_version(py_spy))
+    root = next((p for p in snapshots[0].processes if p.pid == root_pid), None)
+    return Bundle(
+        tool_version=__version__,
+        created_at=time.time(),
+        target_pid=root_pid,
+        command=root.cmdline if root else (),
+        snapshots=tuple(snapshots),
+        sockets=tuple(sockets),
+        system=system,
+        errors=_dedupe(errors),
+        timings_s={name: round(value, 4) for name, value in timer.totals.items()},
+    )

@@ -1,0 +1,87 @@
+"""`hangdoctor dump PID`: capture and diagnose a live process tree once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from hangdoctor.capture.tree import CaptureOptions, capture_tree
+from hangdoctor.cli.output import show, write_report_dir
+from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode
+from hangdoctor.evidence.model import Bundle
+from hangdoctor.probes.pystacks import StackOptions
+from hangdoctor.report.model import build_report
+from hangdoctor.rules.engine import diagnose
+
+
+def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None, str | None]:
+    """(exit code, message, help) for a finished capture: incomplete evidence outranks a
+    diagnosis, because the diagnosis may then be wrong."""
+    errors = bundle.errors
+    if any(e.kind == "exited" and e.pid == bundle.target_pid for e in errors):
+        return (ExitCode.NO_SUCH_PROCESS,
+                f"process {bundle.target_pid} exited during the capture; partial evidence "
+                "was reported", None)
+    denied = [e for e in errors if e.probe == "py-spy" and e.kind == "permission"]
+    if denied:
+        pids = ", ".join(str(e.pid) for e in denied)
+        return (ExitCode.PERMISSION,
+                f"not allowed to read the Python stacks of pid {pids}; /proc evidence was "
+                "reported", PTRACE_HELP)
+    broken = [e for e in errors if e.probe == "py-spy" and e.kind in ("missing_tool",
+                                                                     "timeout", "failed")]
+    if broken:
+        first = broken[0]
+        help = PY_SPY_HELP if first.kind == "missing_tool" else None
+        return (ExitCode.STACKS_UNAVAILABLE,
+                f"Python stacks unavailable ({first.message}); /proc evidence was reported",
+                help)
+    return (ExitCode.PROBLEM_FOUND if hung else ExitCode.OK), None, None
+
+
+@click.command("dump")
+@click.argument("pid", type=int)
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write report.json, report.md and evidence.json "
+                   "[default: ./hangdoctor-reports/dump-PID-TIME].")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the "
+              "summary.")
+@click.option("--native", is_flag=True, help="Also read native (C/C++) frames; about 5x slower.")
+@click.option("--locals/--no-locals", "with_locals", default=True, show_default=True,
+              help="Read local variables (secrets redacted); they identify locks in deadlocks.")
+@click.option("--samples", type=click.IntRange(1, 20), default=2, show_default=True,
+              help="Snapshots to take; two or more tell a busy loop from a passing moment.")
+@click.option("--interval", type=click.FloatRange(0.05, 10.0), default=0.5, show_default=True,
+              help="Seconds between snapshots.")
+@click.option("--timeout", "probe_timeout", type=click.FloatRange(0.5, 300.0), default=10.0,
+              show_default=True, help="Time limit for each stack dump, in seconds.")
+def dump_command(pid: int, report_dir: Path | None, as_json: bool, native: bool,
+                 with_locals: bool, samples: int, interval: float, probe_timeout: float) -> int:
+    """Capture the live process tree rooted at PID once, diagnose it, and report.
+
+    Exit codes: 0 nothing wrong found, 1 a problem was diagnosed, 2 bad usage, 3 no such
+    process (or it exited during the capture), 4 not permitted to read stacks, 5 py-spy
+    missing or failing. With 3 (after capture started), 4 and 5 the report holds what could
+    be read.
+    """
+    options = CaptureOptions(
+        samples=samples,
+        interval_s=interval,
+        stacks=StackOptions(native=native, locals=with_locals, timeout_s=probe_timeout),
+    )
+    bundle = capture_tree(pid, options)
+    diagnosis = diagnose(bundle)
+    report = build_report(bundle, diagnosis)
+    directory = report_dir or Path("hangdoctor-reports") / (
+        f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    report = write_report_dir(directory, report, bundle)
+    show(report, as_json, directory)
+    code, message, help = capture_exit_code(bundle, report.verdict == "hung")
+    if message:
+        click.echo(f"hangdoctor: warning: {message}", err=True)
+        if help:
+            click.echo(f"hangdoctor: hint: {help}", err=True)
+    return int(code)

@@ -1,0 +1,53 @@
+"""Errors that reach the user: each has one line of message, optional help, and an exit code.
+
+`cli.main` is the one place that turns them into output and exit codes.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of `hangdoctor dump` and `hangdoctor analyze` (documented in the README)."""
+
+    OK = 0  # captured; nothing wrong found
+    PROBLEM_FOUND = 1  # captured; a finding of severity error or critical (a hang was diagnosed)
+    USAGE = 2  # bad arguments or unreadable input
+    NO_SUCH_PROCESS = 3  # the target does not exist, or exited before or during the capture
+    PERMISSION = 4  # the target's stacks could not be read for lack of privileges
+    STACKS_UNAVAILABLE = 5  # py-spy missing, failing or timing out: only /proc evidence
+    INTERNAL = 70  # a bug in hangdoctor (EX_SOFTWARE)
+
+
+class HangdoctorError(Exception):
+    """An error the user can act on."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *, help: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.help = help
+
+
+class BadInputError(HangdoctorError):
+    """The user gave us something we cannot use."""
+
+    exit_code = ExitCode.USAGE
+
+
+class NoSuchProcessError(HangdoctorError):
+    """The process to capture does not exist."""
+
+    exit_code = ExitCode.NO_SUCH_PROCESS
+
+
+PTRACE_HELP = (
+    "reading Python stacks needs ptrace: run as the job's user or as root with CAP_SYS_PTRACE; "
+    "in Docker add `--cap-add SYS_PTRACE`, in Kubernetes "
+    "`securityContext.capabilities.add: [SYS_PTRACE]`; if /proc/sys/kernel/yama/ptrace_scope "
+    "is 1 or more, run `sudo sysctl kernel.yama.ptrace_scope=0` or use sudo"
+)
+
+PY_SPY_HELP = "install py-spy (`pip install py-spy`) or point HANGDOCTOR_PY_SPY at its binary"

@@ -1,0 +1,1 @@
+"""Typed evidence: what probes observed, serialisable to JSON and back."""

@@ -1,0 +1,173 @@
+"""The evidence model: plain typed observations, serialisable to JSON and back.
+
+Probes produce these objects and nothing else; rules read them and nothing else. A saved bundle
+can therefore be diagnosed again later, on another machine, with the same result.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BUNDLE_FORMAT = "hangdoctor-bundle/1"
+
+
+class Evidence(BaseModel):
+    """Base for every evidence record: immutable, and strict about unknown fields on load."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LocalVariable(Evidence):
+    """One local variable of a Python frame, as py-spy printed it (already redacted)."""
+
+    name: str
+    repr: str | None = None
+    addr: int | None = Field(default=None, description="address of the object, identifies it")
+    arg: bool = False
+
+
+class HeldContext(Evidence):
+    """A context manager entered, or a lock acquired, that is still open at a frame's line."""
+
+    expression: str = Field(description="its source text, e.g. `self.lock` or `open(path)`")
+    line: int = Field(description="the line that entered or acquired it")
+
+
+class Frame(Evidence):
+    """One frame of a stack, innermost first in a thread's list."""
+
+    function: str
+    file: str
+    line: int
+    native: bool = Field(default=False, description="a native (C/C++) frame from --native")
+    code: str | None = Field(default=None, description="the source line, when it could be read")
+    locals: tuple[LocalVariable, ...] = ()
+    held: tuple[HeldContext, ...] = Field(
+        default=(),
+        description="expressions of context managers entered and locks acquired, still open at "
+        "this line (from the source)",
+    )
+    acquiring: tuple[str, ...] = Field(
+        default=(), description="lock-like expressions this very line enters or acquires"
+    )
+
+
+class KernelThreadState(Evidence):
+    """What the kernel says a thread is doing, read from /proc before any ptrace attach."""
+
+    state: str = Field(description="R running, S sleeping, D disk sleep, T stopped, Z zombie")
+    wchan: str | None = Field(default=None, description="kernel function it sleeps in")
+    syscall: int | None = Field(default=None, description="syscall number, None when running")
+    syscall_name: str | None = None
+    syscall_args: tuple[int, ...] = ()
+    cpu_seconds: float = Field(default=0.0, description="user + system CPU time so far")
+
+
+class PythonThread(Evidence):
+    """A thread as py-spy saw it."""
+
+    thread_id: int | None = None
+    name: str | None = None
+    active: bool = False
+    owns_gil: bool = False
+    frames: tuple[Frame, ...] = ()
+
+
+class ThreadEvidence(Evidence):
+    """One OS thread: its kernel state and, for Python processes, its Python stack."""
+
+    tid: int
+    comm: str | None = None
+    kernel: KernelThreadState | None = None
+    python: PythonThread | None = None
+
+
+class OpenFile(Evidence):
+    """An open file descriptor: what it points to and how it was opened."""
+
+    fd: int
+    target: str = Field(description="readlink of /proc/PID/fd/N: a path, pipe:[ino], socket:[ino]")
+    mode: str | None = Field(default=None, description="r, w or rw, from fdinfo flags")
+
+
+class ProcessEvidence(Evidence):
+    """One process of the job's tree at one moment."""
+
+    pid: int
+    ppid: int | None = None
+    name: str | None = None
+    exe: str | None = None
+    cmdline: tuple[str, ...] = ()
+    cwd: str | None = None
+    environ: dict[str, str] = Field(
+        default_factory=dict, description="selected variables only, secrets redacted"
+    )
+    state: str | None = None
+    create_time: float | None = None
+    cpu_seconds: float | None = None
+    rss_bytes: int | None = None
+    is_python: bool | None = None
+    threads: tuple[ThreadEvidence, ...] = ()
+    open_files: tuple[OpenFile, ...] = ()
+    stacks_sampled: bool = Field(
+        default=False, description="whether Python stacks were read in this snapshot"
+    )
+
+
+class Snapshot(Evidence):
+    """The whole tree at one moment."""
+
+    elapsed_s: float = Field(description="seconds since the capture started")
+    wall_time: float = Field(description="Unix time of this snapshot")
+    processes: tuple[ProcessEvidence, ...] = ()
+
+
+class SocketEndpoint(Evidence):
+    """A socket from /proc/net, keyed by inode, so a blocked read can say where it reads from."""
+
+    inode: int
+    protocol: str
+    local: str | None = None
+    remote: str | None = None
+    state: str | None = None
+    path: str | None = None
+
+
+class ProbeError(Evidence):
+    """A probe that could not do its work; other probes went on."""
+
+    probe: str
+    pid: int | None = None
+    kind: str = Field(
+        description="permission, missing_tool, exited, timeout, not_python, failed"
+    )
+    message: str
+
+
+class SystemInfo(Evidence):
+    """The host, so that a bundle read elsewhere still says where it came from."""
+
+    hostname: str | None = None
+    kernel: str | None = None
+    machine: str | None = None
+    cpu_count: int | None = None
+    memory_total_bytes: int | None = None
+    python: str | None = None
+    py_spy: str | None = None
+
+
+class Bundle(Evidence):
+    """Everything one capture saw: what `analyze` reads back."""
+
+    format: str = BUNDLE_FORMAT
+    tool_version: str
+    created_at: float
+    target_pid: int
+    command: tuple[str, ...] = ()
+    snapshots: tuple[Snapshot, ...] = ()
+    sockets: tuple[SocketEndpoint, ...] = ()
+    system: SystemInfo = SystemInfo()
+    errors: tuple[ProbeError, ...] = ()
+    timings_s: dict[str, float] = Field(
+        default_factory=dict, description="time spent per probe during the capture"
+    )

@@ -1,0 +1,184 @@
+"""Per-process and per-thread state from /proc and psutil: cheap, and read before any ptrace
+attach, because a blocking stack dump changes what /proc/PID/task/TID/syscall shows."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import psutil
+
+from hangdoctor.evidence.model import (
+    KernelThreadState,
+    OpenFile,
+    ProbeError,
+    ProcessEvidence,
+    ThreadEvidence,
+)
+from hangdoctor.probes.syscalls import syscall_name
+from hangdoctor.redact import redact_argv, select_environment
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_MAX_OPEN_FILES = 4096
+_PYTHON_EXE = re.compile(r"python[\d.]*[a-z]?$|pypy", re.IGNORECASE)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def read_thread_state(task_dir: Path) -> KernelThreadState | None:
+    """State, wait channel, current syscall and CPU time of one thread (None if it is gone)."""
+    stat = _read(task_dir / "stat")
+    if stat is None:
+        return None
+    after_comm = stat[stat.rfind(")") + 2 :].split()
+    state = after_comm[0]
+    cpu_seconds = (int(after_comm[11]) + int(after_comm[12])) / _CLOCK_TICKS
+    wchan = (_read(task_dir / "wchan") or "").strip() or None
+    if wchan == "0":
+        wchan = None
+    number: int | None = None
+    args: tuple[int, ...] = ()
+    syscall = (_read(task_dir / "syscall") or "").split()
+    if syscall and syscall[0].lstrip("-").isdigit():
+        number = int(syscall[0])
+        if number < 0:  # -1: blocked, but not in a syscall (e.g. a page fault)
+            number = None
+        args = tuple(int(field, 16) for field in syscall[1:7])
+    return KernelThreadState(
+        state=state,
+        wchan=wchan,
+        syscall=number,
+        syscall_name=syscall_name(number) if number is not None else None,
+        syscall_args=args,
+        cpu_seconds=cpu_seconds,
+    )
+
+
+def read_threads(pid: int) -> tuple[ThreadEvidence, ...]:
+    """Every thread of `pid` with its kernel state."""
+    threads = []
+    task_root = Path(f"/proc/{pid}/task")
+    try:
+        tids = sorted(int(entry) for entry in os.listdir(task_root))
+    except OSError:
+        return ()
+    for tid in tids:
+        task_dir = task_root / str(tid)
+        kernel = read_thread_state(task_dir)
+        if kernel is None:
+            continue
+        comm = (_read(task_dir / "comm") or "").strip() or None
+        threads.append(ThreadEvidence(tid=tid, comm=comm, kernel=kernel))
+    return tuple(threads)
+
+
+def _fd_mode(pid: int, fd: str) -> str | None:
+    info = _read(Path(f"/proc/{pid}/fdinfo/{fd}"))
+    if not info:
+        return None
+    for line in info.splitlines():
+        if line.startswith("flags:"):
+            access = int(line.split()[1], 8) & 0o3
+            return {0: "r", 1: "w", 2: "rw"}.get(access)
+    return None
+
+
+def read_open_files(pid: int) -> tuple[OpenFile, ...]:
+    """Open descriptors, so that a blocked read or wait can say what it waits on."""
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        fds = sorted(os.listdir(fd_dir), key=int)[:_MAX_OPEN_FILES]
+    except OSError:
+        return ()
+    files = []
+    for fd in fds:
+        try:
+            target = os.readlink(f"{fd_dir}/{fd}")
+        except OSError:
+            continue
+        files.append(OpenFile(fd=int(fd), target=target, mode=_fd_mode(pid, fd)))
+    return tuple(files)
+
+
+def looks_like_python(exe: str | None, cmdline: tuple[str, ...], pid: int) -> bool | None:
+    """Whether py-spy is worth calling on this process (None: cannot tell)."""
+    names = [os.path.basename(exe or "")]
+    if cmdline:
+        names.append(os.path.basename(cmdline[0]))
+    if any(_PYTHON_EXE.search(name) for name in names if name):
+        return True
+    maps = _read(Path(f"/proc/{pid}/maps"))
+    if maps is None:
+        return None
+    return "libpython" in maps
+
+
+def read_process(pid: int) -> tuple[ProcessEvidence | None, list[ProbeError]]:
+    """One process's evidence without Python stacks; None when it has gone."""
+    errors: list[ProbeError] = []
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            name = proc.name()
+            ppid = proc.ppid()
+            state = proc.status()
+            create_time = proc.create_time()
+            cpu = proc.cpu_times()
+            rss = proc.memory_info().rss
+            cmdline = redact_argv(proc.cmdline())
+    except psutil.NoSuchProcess:
+        return None, [ProbeError(probe="procfs", pid=pid, kind="exited", message="process exited")]
+    except psutil.AccessDenied as error:
+        return None, [ProbeError(probe="procfs", pid=pid, kind="permission", message=str(error))]
+    try:
+        exe = proc.exe() or None
+    except (psutil.AccessDenied, psutil.ZombieProcess, psutil.NoSuchProcess):
+        exe = None
+    try:
+        cwd = proc.cwd() or None
+    except (psutil.AccessDenied, psutil.ZombieProcess, psutil.NoSuchProcess):
+        cwd = None
+    try:
+        environ = select_environment(proc.environ())
+    except (psutil.AccessDenied, psutil.ZombieProcess, psutil.NoSuchProcess) as error:
+        environ = {}
+        errors.append(
+            ProbeError(probe="environ", pid=pid, kind="permission", message=str(error) or
+                       "cannot read the environment")
+        )
+    threads = read_threads(pid)
+    return (
+        ProcessEvidence(
+            pid=pid,
+            ppid=ppid,
+            name=name,
+            exe=exe,
+            cmdline=cmdline,
+            cwd=cwd,
+            environ=environ,
+            state=state,
+            create_time=create_time,
+            cpu_seconds=cpu.user + cpu.system,
+            rss_bytes=rss,
+            is_python=looks_like_python(exe, cmdline, pid),
+            threads=threads,
+            open_files=read_open_files(pid),
+        ),
+        errors,
+    )
+
+
+def process_tree(root_pid: int) -> list[int]:
+    """The root and all its descendants, root first; raises psutil.NoSuchProcess for the root."""
+    root = psutil.Process(root_pid)
+    try:
+        children = root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        children = []
+    return [root_pid, *(child.pid for child in children)]

@@ -1,0 +1,150 @@
+"""Python stacks of every thread, from py-spy's JSON output, one call per process.
+
+py-spy's `--json --subprocesses` silently drops the children, so each pid gets its own call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hangdoctor.evidence.model import Frame, LocalVariable, ProbeError, PythonThread
+from hangdoctor.redact import REDACTED, is_secret_name, redact_value
+
+_MAX_REPR = 200
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    """How to call py-spy."""
+
+    native: bool = False
+    locals: bool = True
+    timeout_s: float = 10.0
+
+
+def find_py_spy() -> str | None:
+    """py-spy's binary: $HANGDOCTOR_PY_SPY, then PATH, then beside this interpreter."""
+    configured = os.environ.get("HANGDOCTOR_PY_SPY")
+    if configured:
+        return configured if Path(configured).is_file() else None
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.is_file() else None
+
+
+def py_spy_version(binary: str | None) -> str | None:
+    """The version string py-spy reports, or None."""
+    if binary is None:
+        return None
+    try:
+        done = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def _classify_failure(stderr: str) -> str:
+    text = stderr.lower()
+    if "permission denied" in text or "operation not permitted" in text:
+        return "permission"
+    if "no such file or directory" in text or "no such process" in text:
+        return "exited"
+    if "python" in text and ("failed to find" in text or "not a python" in text):
+        return "not_python"
+    return "failed"
+
+
+def _first_error_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    causes = [line for line in lines if line[:2].rstrip(":").isdigit() and ":" in line]
+    head = next((line for line in lines if line.startswith("Error")), lines[0] if lines else "")
+    if causes:
+        return f"{head} ({causes[-1].split(':', 1)[1].strip()})"
+    return head or "py-spy failed without a message"
+
+
+def _convert_local(raw: dict) -> LocalVariable:
+    name = str(raw.get("name", "?"))
+    value = raw.get("repr")
+    if value is not None:
+        value = REDACTED if is_secret_name(name) else redact_value(str(value)[:_MAX_REPR])
+    return LocalVariable(name=name, repr=value, addr=raw.get("addr"), arg=bool(raw.get("arg")))
+
+
+def _convert_frame(raw: dict) -> Frame:
+    return Frame(
+        function=str(raw.get("name", "?")),
+        file=str(raw.get("filename") or raw.get("short_filename") or "?"),
+        line=int(raw.get("line") or 0),
+        native=raw.get("module") is not None,
+        locals=tuple(_convert_local(item) for item in raw.get("locals") or ()),
+    )
+
+
+def parse_py_spy_json(text: str) -> dict[int, PythonThread]:
+    """py-spy's JSON dump, keyed by OS thread id."""
+    threads: dict[int, PythonThread] = {}
+    for raw in json.loads(text):
+        tid = raw.get("os_thread_id")
+        if tid is None:
+            continue
+        threads[int(tid)] = PythonThread(
+            thread_id=raw.get("thread_id"),
+            name=raw.get("thread_name"),
+            active=bool(raw.get("active")),
+            owns_gil=bool(raw.get("owns_gil")),
+            frames=tuple(_convert_frame(frame) for frame in raw.get("frames") or ()),
+        )
+    return threads
+
+
+def dump_stacks(
+    pid: int, binary: str | None, options: StackOptions
+) -> tuple[dict[int, PythonThread], ProbeError | None]:
+    """Stacks of every thread of `pid`, or the reason there are none."""
+    if binary is None:
+        return {}, ProbeError(
+            probe="py-spy", pid=pid, kind="missing_tool", message="py-spy was not found"
+        )
+    command = [binary, "dump", "--pid", str(pid), "--json"]
+    if options.native:
+        command.append("--native")
+    if options.locals:
+        command.append("--locals")
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=options.timeout_s,
+            check=False,
+            env={**os.environ, "RUST_BACKTRACE": "0"},
+        )
+    except subprocess.TimeoutExpired:
+        return {}, ProbeError(
+            probe="py-spy", pid=pid, kind="timeout",
+            message=f"py-spy did not answer within {options.timeout_s:g} s",
+        )
+    except OSError as error:
+        return {}, ProbeError(probe="py-spy", pid=pid, kind="missing_tool", message=str(error))
+    if done.returncode != 0:
+        return {}, ProbeError(
+            probe="py-spy", pid=pid, kind=_classify_failure(done.stderr),
+            message=_first_error_line(done.stderr),
+        )
+    try:
+        return parse_py_spy_json(done.stdout), None
+    except (ValueError, TypeError, KeyError) as error:
+        return {}, ProbeError(
+            probe="py-spy", pid=pid, kind="failed", message=f"unreadable py-spy output: {error}"
+        )

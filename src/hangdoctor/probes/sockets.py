@@ -1,0 +1,85 @@
+"""Socket endpoints from /proc/PID/net, so that a thread blocked reading socket:[inode] can be
+told apart as "reading from 10.0.0.5:443" or "waiting for a connection on :29500".
+
+Line formats: https://www.kernel.org/doc/html/latest/networking/proc_net_tcp.html
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from hangdoctor.evidence.model import SocketEndpoint
+
+_TCP_STATES = {
+    "01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+    "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK",
+    "0A": "LISTEN", "0B": "CLOSING",
+}
+
+
+def _address(hex_address: str) -> str:
+    host_hex, port_hex = hex_address.split(":")
+    raw = bytes.fromhex(host_hex)
+    # The kernel prints each 32-bit word in host (little-endian) order.
+    host_bytes = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    host = ipaddress.ip_address(host_bytes)
+    if isinstance(host, ipaddress.IPv6Address) and host.ipv4_mapped:
+        host = host.ipv4_mapped
+    text = f"[{host}]" if host.version == 6 else str(host)
+    return f"{text}:{int(port_hex, 16)}"
+
+
+def _inet(path: Path, protocol: str, wanted: set[int]) -> list[SocketEndpoint]:
+    found = []
+    try:
+        lines = path.read_text().splitlines()[1:]
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 10 or not fields[9].isdigit() or int(fields[9]) not in wanted:
+            continue
+        state = _TCP_STATES.get(fields[3]) if protocol.startswith("tcp") else None
+        found.append(
+            SocketEndpoint(
+                inode=int(fields[9]),
+                protocol=protocol,
+                local=_address(fields[1]),
+                remote=_address(fields[2]),
+                state=state,
+            )
+        )
+    return found
+
+
+def _unix(path: Path, wanted: set[int]) -> list[SocketEndpoint]:
+    found = []
+    try:
+        lines = path.read_text().splitlines()[1:]
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 7 or not fields[6].isdigit() or int(fields[6]) not in wanted:
+            continue
+        found.append(
+            SocketEndpoint(
+                inode=int(fields[6]),
+                protocol="unix",
+                path=fields[7] if len(fields) > 7 else None,
+            )
+        )
+    return found
+
+
+def read_sockets(pid: int, inodes: set[int]) -> list[SocketEndpoint]:
+    """Endpoints of the given socket inodes, as seen from `pid`'s network namespace."""
+    if not inodes:
+        return []
+    net = Path(f"/proc/{pid}/net")
+    endpoints: list[SocketEndpoint] = []
+    for name in ("tcp", "tcp6", "udp", "udp6"):
+        endpoints.extend(_inet(net / name, name, inodes))
+    endpoints.extend(_unix(net / "unix", inodes))
+    return endpoints

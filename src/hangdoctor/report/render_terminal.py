@@ -1,0 +1,58 @@
+"""The terminal summary: what hung, where, why, and what to do, in one screen."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.text import Text
+
+from hangdoctor.report.model import Report
+from hangdoctor.report.render_markdown import culprit_line
+
+_VERDICT_STYLE = {"hung": "bold red", "failed": "bold red", "running": "bold green",
+                  "completed": "bold green", "interrupted": "bold yellow"}
+
+
+def render_terminal(report: Report, console: Console, report_dir: str | None = None) -> None:
+    """Print the summary to `console`."""
+    verdict = Text(report.verdict.upper(), style=_VERDICT_STYLE.get(report.verdict, "bold"))
+    header = Text.assemble("hangdoctor: ", verdict)
+    if report.hang:
+        header.append(f" ({report.hang.kind})")
+    roles: dict[str, int] = {}
+    for process in report.processes:
+        roles[process["role"]] = roles.get(process["role"], 0) + 1
+    header.append("  " + ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in roles.items()))
+    console.print(header)
+    if not report.findings:
+        console.print("No problem found in this capture.")
+    for index, finding in enumerate(report.findings[:3]):
+        body = Text()
+        body.append(f"{finding.category}", style="bold")
+        body.append(f"  {finding.id}  {finding.severity.value}, confidence "
+                    f"{finding.confidence:.0%}\n")
+        body.append("Culprit: ", style="bold")
+        body.append(culprit_line(finding.culprit) + "\n")
+        location = finding.culprit.location if finding.culprit else None
+        if location and location.code:
+            body.append(f"    {location.code}\n", style="cyan")
+        if finding.explanation and index == 0:
+            body.append(finding.explanation + "\n")
+        body.append("Evidence:\n", style="bold")
+        for line in finding.evidence:
+            body.append(f"  - {line}\n")
+        body.append("What to do:\n", style="bold green")
+        for number, fix in enumerate(finding.fixes, 1):
+            body.append(f"  {number}. {fix}\n")
+        label = "Root cause" if index == 0 else "Also found"
+        console.print(Panel(body, title=escape(f"{label}: {finding.title}"), title_align="left",
+                            border_style="red" if index == 0 else "yellow"))
+    if len(report.findings) > 3:
+        console.print(f"... and {len(report.findings) - 3} more finding(s) in the report.")
+    for error in report.capture.get("errors") or []:
+        if error["kind"] != "not_python":
+            console.print(f"[yellow]capture: {escape(error['probe'])} pid {error['pid']}: "
+                          f"{escape(error['message'])}[/yellow]")
+    if report_dir:
+        console.print(f"Report: {escape(report_dir)}/report.md (and report.json, evidence.json)")

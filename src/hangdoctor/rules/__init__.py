@@ -1,0 +1,1 @@
+"""Diagnosis rules: pure functions from evidence (a JobView) to findings."""

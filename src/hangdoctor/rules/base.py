@@ -1,0 +1,40 @@
+"""The rule interface: an id, a category, a check, and the examples that prove it.
+
+Each rule carries evidence on which it must fire and evidence on which it must stay quiet; the
+test suite is generated from these (tests/unit/test_rule_examples.py).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence.model import Bundle
+from hangdoctor.rules.finding import Finding
+
+
+@dataclass(frozen=True)
+class Example:
+    """A named piece of evidence for a rule's self-test."""
+
+    name: str
+    build: Callable[[], Bundle]
+
+
+class Rule(ABC):
+    """A diagnosis rule. Subclasses set the class attributes and implement `check`."""
+
+    id: ClassVar[str]
+    category: ClassVar[str]
+    summary: ClassVar[str]
+    #: Breaks ties between findings of equal severity and confidence: the more specific wins.
+    specificity: ClassVar[int] = 50
+    fires_on: ClassVar[tuple[Example, ...]] = ()
+    quiet_on: ClassVar[tuple[Example, ...]] = ()
+
+    @abstractmethod
+    def check(self, job: JobView) -> Iterable[Finding]:
+        """Findings for this job's evidence: no I/O, no clock, no subprocesses."""

@@ -1,0 +1,295 @@
+"""HD102 process.blocked_io: waiting on a pipe, socket, terminal, file or child that will not
+answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
+from hangdoctor.analysis.frameworks import in_debugger, joining_threads, owned_by_framework_rules
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.waits import IO_KINDS, Wait, WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+
+_HTTP_FILES = ("urllib/request.py", "http/client.py", "requests/", "urllib3/", "httpx/")
+
+
+def _pipe_deadlock():
+    parent = b.process(
+        10,
+        b.thread(10, b.frame(f"{b.STDLIB}/subprocess.py", 1959, "Popen._wait"),
+                 b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
+                 b.frame("export.py", 8, "main", code="proc.wait()"),
+                 name="MainThread", syscall="wait4", args=(11, 0, 0)),
+        files={3: ("pipe:[777]", "r")},
+    )
+    child = b.process(11, b.thread(11, name="tar", syscall="write", args=(1,), python=False),
+                      ppid=10, name="tar", is_python=False, files={1: ("pipe:[777]", "w")})
+    return b.bundle(parent, child)
+
+
+def _socket_without_timeout():
+    return b.bundle(b.process(
+        20,
+        b.thread(20, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+                 b.frame(f"{b.STDLIB}/http/client.py", 286, "HTTPResponse._read_status"),
+                 b.frame(f"{b.STDLIB}/urllib/request.py", 216, "urlopen"),
+                 b.frame("fetch.py", 14, "download", code="urlopen(url).read()"),
+                 name="MainThread", syscall="recvfrom", args=(5,)),
+        files={5: ("socket:[900]", "rw")},
+    ), sockets=[b.SocketEndpoint(inode=900, protocol="tcp", local="10.0.0.2:51000",
+                                 remote="10.0.0.9:443", state="ESTABLISHED")])
+
+
+def _debugger_prompt():
+    return b.bundle(b.process(
+        30,
+        b.thread(30, b.frame(f"{b.STDLIB}/cmd.py", 126, "Cmd.cmdloop"),
+                 b.frame(f"{b.STDLIB}/bdb.py", 90, "Bdb.dispatch_line"),
+                 b.frame("train.py", 55, "train", code="breakpoint()"),
+                 name="MainThread", syscall="read", args=(0,)),
+        files={0: ("/dev/pts/3", "rw")},
+    ))
+
+
+def _daemon_thread_reading_socket():
+    # A background thread (e.g. a metrics client) waits on a socket; the main thread computes.
+    return b.bundle(b.process(
+        40,
+        b.thread(40, b.frame("train.py", 80, "train", code="loss.backward()"),
+                 name="MainThread", state="R"),
+        b.thread(41, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+                 b.frame("metrics.py", 20, "listen", code="conn.recv(4096)"),
+                 name="metrics", syscall="recvfrom", args=(7,)),
+        files={7: ("socket:[901]", "rw")},
+    ))
+
+
+def _parent_waits_for_busy_child():
+    # The parent waits for a child that is working: the child is examined on its own.
+    parent = b.process(
+        50,
+        b.thread(50, b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
+                 b.frame("launch.py", 8, "main", code="subprocess.run(cmd)"),
+                 name="MainThread", syscall="wait4", args=(51,)),
+    )
+    child = b.process(51, b.thread(51, b.frame("train.py", 10, "step"), state="R"), ppid=50)
+    return b.bundle(parent, child)
+
+
+def _sleeping():
+    return b.bundle(b.process(
+        60, b.thread(60, b.frame("train.py", 5, "main", code="time.sleep(60)"),
+                     syscall="clock_nanosleep"),
+    ))
+
+
+class BlockedIO(Rule):
+    """A thread the job depends on is blocked on I/O that will not complete by itself."""
+
+    id = "HD102"
+    category = "process.blocked_io"
+    summary = "blocked on a pipe, socket, terminal, file or child that will not answer"
+    specificity = 60
+    fires_on = (
+        Example("parent waits for a child blocked on a full pipe", _pipe_deadlock),
+        Example("HTTP read without a timeout", _socket_without_timeout),
+        Example("breakpoint() left in the code", _debugger_prompt),
+    )
+    quiet_on = (
+        Example("a background thread reading a socket", _daemon_thread_reading_socket),
+        Example("a parent waiting for a working child", _parent_waits_for_busy_child),
+        Example("a sleeping main thread", _sleeping),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            main = main_thread(process)
+            joining = main is not None and joining_threads(frames_of(main))
+            for thread in process.threads:
+                frames = frames_of(thread)
+                if innermost_user_frame(frames) is None or owned_by_framework_rules(frames):
+                    continue
+                if thread is not main and not joining:
+                    continue
+                wait = describe_wait(job, process, thread)
+                if wait.kind not in IO_KINDS:
+                    continue
+                finding = self._explain(job, process, thread, wait)
+                if finding is not None:
+                    yield finding
+
+    def _explain(
+        self, job: JobView, process: ProcessEvidence, thread: ThreadEvidence, wait: Wait
+    ) -> Finding | None:
+        frames = frames_of(thread)
+        place = innermost_user_frame(frames)
+        where = short_location(place) if place else "its current line"
+        evidence = [
+            f"{thread_label(thread)} of {job.describe_process(process.pid)} is {wait.summary} "
+            f"at {at(place)}",
+            f"kernel: {kernel_words(thread)}",
+        ]
+        confidence = 0.8
+        related = ()
+        if wait.kind is WaitKind.CHILD:
+            child = job.process(wait.peer_pid)
+            if child is None:
+                return None
+            blocked = self._child_blocked_on_our_pipe(job, process, child)
+            if blocked is None:
+                return None
+            child_thread, child_wait = blocked
+            evidence.append(
+                f"{job.describe_process(child.pid)} is {child_wait.summary}: the pipe is full "
+                "and nobody reads it"
+            )
+            title = (f"Pipe deadlock: {job.describe_process(process.pid)} waits for its child "
+                     f"{child.pid}, which waits for the parent to read its output")
+            explanation = (
+                "The child writes more output than a pipe holds (64 KiB on Linux) to a pipe "
+                "that this process opened (stdout=PIPE or stderr=PIPE) but does not read while "
+                "it waits for the child to exit. Each waits for the other forever."
+            )
+            fixes = (
+                f"Replace the wait at {where} with `proc.communicate()` (or "
+                "`subprocess.run(..., capture_output=True)`), which reads the pipes while waiting.",
+                "Or send the output to a file or to subprocess.DEVNULL instead of PIPE.",
+                "Give the wait a limit: `proc.communicate(timeout=...)`.",
+            )
+            confidence = 0.95
+            related = (culprit(job, child, child_thread),)
+        elif wait.kind is WaitKind.TERMINAL:
+            if in_debugger(frames):
+                title = f"Stopped at a debugger prompt at {where}"
+                explanation = ("A breakpoint() or pdb.set_trace() is waiting for someone to type "
+                               "a command on the terminal; the job will not continue by itself.")
+                fixes = (
+                    f"Remove the breakpoint at {where}, or run with PYTHONBREAKPOINT=0 to turn "
+                    "breakpoint() calls off.",
+                    "Type `c` and Enter in the job's terminal to continue this time.",
+                )
+            else:
+                title = f"Waiting for keyboard input at {where}"
+                explanation = "The job reads from the terminal (input() or sys.stdin) and waits "\
+                              "for a user who is not there."
+                fixes = (
+                    f"Remove the interactive read at {where}, or make it optional.",
+                    "Run unattended jobs with stdin redirected: `... < /dev/null`.",
+                )
+            confidence = 0.9
+        elif wait.kind in (WaitKind.SOCKET_READ, WaitKind.POLL, WaitKind.CONNECT,
+                           WaitKind.SOCKET_WRITE):
+            if wait.kind is WaitKind.POLL and not _network_stack(frames):
+                return None
+            http = any(any(h in f.file for h in _HTTP_FILES) for f in frames)
+            peer = f" with {wait.remote}" if wait.remote else ""
+            title = f"Blocked on a network call{peer} without a timeout at {where}"
+            explanation = (
+                "The thread waits for a peer that does not answer. Without a timeout the call "
+                "waits forever (a stalled server, a dropped connection behind a NAT or firewall)."
+            )
+            fixes = (
+                (f"Pass `timeout=` to the HTTP call at {where} (urlopen(url, timeout=30), "
+                 "requests.get(url, timeout=(5, 30))) and retry or skip on failure.")
+                if http else
+                (f"Set a timeout on the socket used at {where} (`sock.settimeout(30)`) or "
+                 "`socket.setdefaulttimeout(30)` at start-up, and handle socket.timeout."),
+                "Check that the peer is alive and reachable from this host.",
+            )
+        elif wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
+            finding = self._pipe(job, process, thread, wait, where)
+            if finding is None:
+                return None
+            title, explanation, fixes = finding
+        elif wait.kind is WaitKind.ACCEPT:
+            title = f"Waiting for a connection that never comes at {where}"
+            explanation = "The thread listens for a peer that has not connected."
+            fixes = (
+                "Check that the peer process started and uses the same address and port.",
+                "Give the listening socket a timeout (`sock.settimeout(...)`).",
+            )
+        elif wait.kind is WaitKind.FILE_LOCK:
+            title = f"Waiting for a file lock at {where}"
+            explanation = "Another process holds a lock on the file (flock/fcntl) and keeps it."
+            fixes = ("Find the holder with `lsof` or `fuser` on the file, and use a lock with a "
+                     "timeout (e.g. filelock.FileLock(path, timeout=...)).",)
+        else:  # FILE_IO
+            title = f"Blocked in file I/O at {where}"
+            explanation = ("The thread waits for storage to answer (a network filesystem, a FUSE "
+                           "mount or a failing disk) or opens a FIFO that has no writer.")
+            fixes = (
+                f"Check the storage behind {wait.target or 'the file'}: `dmesg` for I/O errors, "
+                "`mount` for hung NFS/FUSE mounts.",
+                "Copy inputs to local disk before training, or read them with a timeout.",
+            )
+            confidence = 0.7
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=confidence,
+            title=title,
+            explanation=explanation,
+            culprit=culprit(job, process, thread),
+            related=related,
+            evidence=tuple(evidence),
+            fixes=fixes,
+        )
+
+    @staticmethod
+    def _child_blocked_on_our_pipe(job: JobView, parent: ProcessEvidence, child: ProcessEvidence):
+        for thread in child.threads:
+            wait = describe_wait(job, child, thread)
+            if wait.kind is WaitKind.PIPE_WRITE and wait.target:
+                readers = [e for e in job.pipe_ends(wait.target) if e.mode in ("r", "rw")]
+                if any(end.pid == parent.pid for end in readers):
+                    return thread, wait
+        return None
+
+    @staticmethod
+    def _pipe(job: JobView, process: ProcessEvidence, thread: ThreadEvidence, wait: Wait,
+              where: str):
+        ends = job.pipe_ends(wait.target or "")
+        if wait.kind is WaitKind.PIPE_READ:
+            writers = [e for e in ends if e.mode in ("w", "rw")]
+            if any(e.pid != process.pid for e in writers):
+                return None  # another captured process feeds it: that one is examined itself
+            if any(e.pid == process.pid for e in writers):
+                return (
+                    f"Reading a pipe whose write end this process still holds, at {where}",
+                    "End-of-file only comes when every write end is closed; this process keeps "
+                    "one open itself, so the read waits forever.",
+                    ("Close the write end in the reader after starting the writer (or pass "
+                     "close_fds=True), before reading.",),
+                )
+            return (
+                f"Reading a pipe fed by a process outside the job, at {where}",
+                "The writer is not among the job's processes and sends nothing.",
+                ("Find the writer with `lsof` on the pipe, and read with a timeout.",),
+            )
+        readers = [e for e in ends if e.mode in ("r", "rw") and e.pid != process.pid]
+        if readers:
+            reader = job.process(readers[0].pid)
+            reader_main = main_thread(reader) if reader else None
+            if reader_main is not None:
+                reader_wait = describe_wait(job, reader, reader_main)
+                if reader_wait.kind is WaitKind.CHILD and reader_wait.peer_pid == process.pid:
+                    return None  # the parent's finding explains this pipe deadlock
+        return (
+            f"Blocked writing to a full pipe at {where}",
+            "The pipe's reader does not read (it is stuck itself, or it is a log collector or "
+            "`| tee` that stopped), so the pipe filled up and the writer waits.",
+            ("Find out why the reader stopped reading; write logs to a file instead of a pipe.",),
+        )
+
+
+def _network_stack(frames) -> bool:
+    return in_function(frames, "socket.py", {"readinto", "recv", "recv_into", "accept",
+                                             "create_connection", "connect"}) or any(
+        any(h in f.file for h in _HTTP_FILES) or f.file.endswith("ssl.py") for f in frames
+    )

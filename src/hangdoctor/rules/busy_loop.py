@@ -1,0 +1,106 @@
+"""HD104 process.busy_loop: a thread spinning on the CPU in the same frames across samples."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Frame, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of
+
+_BUSY_SHARE = 0.8
+
+
+def _signature(frames: tuple[Frame, ...]) -> tuple[tuple[str, str], ...]:
+    """The call chain without line numbers: a loop moves between lines, not functions."""
+    return tuple((f.file, f.function) for f in frames if not f.native)
+
+
+def _spin(cpu_after: float, second_frame_line: int):
+    def build():
+        before = b.process(90, b.thread(90, b.frame("wait.py", 7, "wait_ready",
+                                                    code="while not ready():"),
+                                        b.frame("wait.py", 20, "main"), name="MainThread",
+                                        state="R", cpu=10.0, owns_gil=True, active=True))
+        after = b.process(90, b.thread(90, b.frame("wait.py", second_frame_line, "wait_ready"),
+                                       b.frame("wait.py", 20, "main"), name="MainThread",
+                                       state="R", cpu=10.0 + cpu_after, owns_gil=True,
+                                       active=True))
+        return b.bundle(before, later=[[after]], interval_s=0.5)
+    return build
+
+
+def _moving_on():
+    before = b.process(91, b.thread(91, b.frame("train.py", 7, "forward"), state="R", cpu=3.0))
+    after = b.process(91, b.thread(91, b.frame("train.py", 30, "backward"), state="R", cpu=3.5))
+    return b.bundle(before, later=[[after]])
+
+
+class BusyLoop(Rule):
+    """CPU-bound with no sign of leaving: ~100% of a CPU in the same call chain in every sample."""
+
+    id = "HD104"
+    category = "process.busy_loop"
+    summary = "a thread spins on the CPU in the same code"
+    specificity = 40
+    fires_on = (
+        Example("a polling loop that never ends", _spin(0.49, 8)),
+    )
+    quiet_on = (
+        Example("the same frames but little CPU", _spin(0.05, 8)),
+        Example("a thread moving through different code", _moving_on),
+        Example("a single sample", lambda: b.bundle(b.process(
+            92, b.thread(92, b.frame("x.py", 1, "f"), state="R", cpu=1.0)))),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            for thread in process.threads:
+                share = job.thread_cpu_share(process.pid, thread.tid)
+                if share is None or share < _BUSY_SHARE:
+                    continue
+                stacks = [
+                    frames_of(sample) for _, sample in job.samples(process.pid, thread.tid)
+                    if sample.python is not None and sample.python.frames
+                ]
+                if len(stacks) < 2 or len({_signature(s) for s in stacks}) != 1:
+                    continue
+                yield self._finding(job, process, thread, stacks, share)
+
+    def _finding(self, job, process, thread: ThreadEvidence, stacks, share: float) -> Finding:
+        frames = stacks[-1]
+        place = innermost_user_frame(frames)
+        innermost = next((f for f in frames if not f.native), None)
+        in_user_code = innermost is not None and origin(innermost) is Origin.USER
+        lines = sorted({f.line for s in stacks for f in s[:1]})
+        where = short_location(place) if place else "its current line"
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR if in_user_code else Severity.WARNING,
+            confidence=0.7 if in_user_code else 0.4,
+            title=f"{thread_label(thread)} spins at {share:.0%} CPU in {where}",
+            explanation=(
+                f"Over {job.sampled_span_s:.1f} s the thread used {share:.0%} of a CPU and "
+                f"stayed in the same call chain in all {len(stacks)} samples. A dump cannot see "
+                "progress: if this code should have finished, it is looping without an exit."
+            ),
+            culprit=culprit(job, process, thread),
+            evidence=(
+                f"CPU {share:.0%} over {job.sampled_span_s:.1f} s in {len(stacks)} samples, "
+                f"innermost line(s) {', '.join(map(str, lines))}",
+                f"innermost frame: {at(innermost)}",
+            ),
+            fixes=(
+                f"Check the exit condition of the loop at {where}: what should make it true, "
+                "and can it ever become true (a flag set by another thread or process, a value "
+                "that never changes)?",
+                "Wait on an event instead of polling (threading.Event.wait(timeout=...)) and "
+                "bound the loop with a deadline or a maximum number of iterations.",
+                f"Watch it live with `py-spy top --pid {process.pid}`.",
+            ),
+        )

@@ -1,0 +1,217 @@
+"""HD201 data.pipeline_stall: the training loop waits for a batch while the code that should
+produce it (a DataLoader worker, or the dataset in the main process) is blocked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.frameworks import (
+    DATALOADER,
+    FETCH,
+    WORKER,
+    dataloader_consumer,
+    in_dataset_code,
+)
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.roles import Role
+from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+
+_NETWORK = {WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT, WaitKind.POLL}
+
+
+def _consumer(tid: int):
+    return b.thread(
+        tid,
+        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
+        b.frame(f"{b.SITE}/{DATALOADER}", 1133, "_MultiProcessingDataLoaderIter._try_get_data"),
+        b.frame(f"{b.SITE}/{DATALOADER}", 1295, "_MultiProcessingDataLoaderIter._get_data"),
+        b.frame(f"{b.SITE}/{DATALOADER}", 1329, "_MultiProcessingDataLoaderIter._next_data"),
+        b.frame(f"{b.SITE}/{DATALOADER}", 631, "_BaseDataLoaderIter.__next__"),
+        b.frame("train.py", 40, "train", code="for batch in loader:"),
+        name="MainThread", syscall="poll",
+    )
+
+
+def _idle_worker(pid: int, ppid: int):
+    return b.process(pid, b.thread(
+        pid,
+        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
+        b.frame(f"{b.SITE}/{WORKER}", 309, "_worker_loop"),
+        name="MainThread", syscall="poll"), ppid=ppid)
+
+
+def _busy_worker(pid: int, ppid: int, **kernel):
+    return b.process(pid, b.thread(
+        pid,
+        b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+        b.frame("data.py", 25, "ShardDataset.__getitem__", code="blob = urlopen(url).read()"),
+        b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
+        b.frame(f"{b.SITE}/{WORKER}", 349, "_worker_loop"),
+        name="MainThread", **kernel), ppid=ppid, files={9: ("socket:[55]", "rw")})
+
+
+def _worker_blocked_on_network():
+    return b.bundle(
+        b.process(1, _consumer(1), ppid=None),
+        _idle_worker(2, 1), _busy_worker(3, 1, syscall="recvfrom", args=(9,)),
+        sockets=[b.SocketEndpoint(inode=55, protocol="tcp", local="127.0.0.1:40000",
+                                  remote="10.1.1.1:9000", state="ESTABLISHED")],
+    )
+
+
+def _in_process_reader_blocked():
+    return b.bundle(b.process(5, b.thread(
+        5,
+        b.frame("data.py", 12, "LmdbDataset.__getitem__", code="self.lock.acquire()",
+                acquiring=("self.lock",)),
+        b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
+        b.frame(f"{b.SITE}/{DATALOADER}", 675, "_SingleProcessDataLoaderIter._next_data"),
+        b.frame(f"{b.SITE}/{DATALOADER}", 631, "_BaseDataLoaderIter.__next__"),
+        b.frame("train.py", 40, "train", code="for batch in loader:"),
+        name="MainThread", syscall="futex"), ppid=None))
+
+
+def _workers_idle():
+    return b.bundle(b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1), _idle_worker(3, 1))
+
+
+def _worker_computing():
+    return b.bundle(b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1),
+                    _busy_worker(3, 1, state="R"))
+
+
+class DataPipelineStall(Rule):
+    """Keys on the mechanism: a consumer inside DataLoader.__next__ that waits, and a producer
+    whose stack is inside the fetch of a batch (dataset or collate code) and is not running."""
+
+    id = "HD201"
+    category = "data.pipeline_stall"
+    summary = "the training loop waits for data that a blocked worker never delivers"
+    specificity = 85
+    fires_on = (
+        Example("worker blocked on a network read", _worker_blocked_on_network),
+        Example("single-process loader blocked in the dataset", _in_process_reader_blocked),
+    )
+    quiet_on = (
+        Example("all workers idle", _workers_idle),
+        Example("a worker still computing", _worker_computing),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            for thread in process.threads:
+                frames = frames_of(thread)
+                consumer_frame = dataloader_consumer(frames)
+                if consumer_frame is None:
+                    continue
+                consumer_wait = describe_wait(job, process, thread)
+                if consumer_wait.kind is WaitKind.RUNNING:
+                    continue
+                if in_dataset_code(frames):
+                    yield self._finding(job, process, thread, process, thread, consumer_wait, [])
+                    continue
+                blocked = []
+                for worker in job.children(process.pid):
+                    if job.role(worker.pid) is not Role.DATALOADER_WORKER:
+                        continue
+                    worker_main = main_thread(worker)
+                    if worker_main is None or not in_dataset_code(frames_of(worker_main)):
+                        continue
+                    wait = describe_wait(job, worker, worker_main)
+                    if wait.kind is not WaitKind.RUNNING:
+                        blocked.append((worker, worker_main, wait))
+                if blocked:
+                    worker, worker_main, wait = blocked[0]
+                    yield self._finding(
+                        job, process, thread, worker, worker_main, wait, blocked[1:]
+                    )
+
+    def _finding(
+        self,
+        job: JobView,
+        consumer: ProcessEvidence,
+        consumer_thread: ThreadEvidence,
+        producer: ProcessEvidence,
+        producer_thread: ThreadEvidence,
+        wait: Wait,
+        others: list[tuple[ProcessEvidence, ThreadEvidence, Wait]],
+    ) -> Finding:
+        consumer_at = blame_frame(frames_of(consumer_thread))
+        producer_at = blame_frame(frames_of(producer_thread))
+        where = short_location(producer_at) if producer_at else "the dataset code"
+        in_process = producer is consumer
+        workers = [w for w in job.children(consumer.pid)
+                   if job.role(w.pid) is Role.DATALOADER_WORKER]
+        who = (f"the dataset code in {job.describe_process(consumer.pid)}" if in_process
+               else job.describe_process(producer.pid))
+        evidence = [
+            f"{thread_label(consumer_thread)} of {job.describe_process(consumer.pid)} waits for "
+            f"the next batch at {at(consumer_at)}",
+            f"{who} is {wait.summary} at {at(producer_at)} ({kernel_words(producer_thread)})",
+        ]
+        if workers:
+            evidence.append(
+                f"{len(workers)} DataLoader worker(s); {1 + len(others)} blocked in dataset code"
+            )
+        for other, _thread, other_wait in others[:4]:
+            evidence.append(f"also blocked: {job.describe_process(other.pid)}, "
+                            f"{other_wait.summary}")
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
+            title=f"Data pipeline stall: {who} is blocked in {where}",
+            explanation=(
+                "The training loop waits for its next batch, and the code that produces it "
+                f"(the dataset's __getitem__/__iter__ or collate_fn) is {wait.summary}. "
+                "The DataLoader waits for it forever by default (timeout=0)."
+            ),
+            culprit=culprit(job, producer, producer_thread),
+            related=tuple(culprit(job, p, t) for p, t, _ in others),
+            evidence=tuple(evidence),
+            fixes=_fixes(wait, where, in_process),
+        )
+
+
+def _fixes(wait: Wait, where: str, in_process: bool) -> tuple[str, ...]:
+    specific: list[str] = []
+    if wait.kind in _NETWORK:
+        specific.append(
+            f"Give the read at {where} a timeout (urlopen(url, timeout=30), "
+            "requests.get(url, timeout=(5, 30)), sock.settimeout(30)) and retry or skip the "
+            "sample on failure."
+        )
+    elif wait.kind in (WaitKind.LOCK, WaitKind.FUTEX):
+        specific.append(
+            f"The dataset waits on a lock at {where}. A lock created before the DataLoader "
+            "forked its workers is copied in whatever state it had: create it inside the worker "
+            "(worker_init_fn or lazily in __getitem__), or use "
+            "DataLoader(multiprocessing_context='spawn' or 'forkserver')."
+        )
+    elif wait.kind in (WaitKind.FILE_IO, WaitKind.FILE_LOCK):
+        specific.append(
+            f"The dataset waits for storage at {where}: check the filesystem (NFS, FUSE, object "
+            "store mount) with `dmesg` and `mount`, or stage the data on local disk."
+        )
+    elif wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE, WaitKind.CHILD):
+        specific.append(
+            f"The dataset waits for another process at {where}: use "
+            "subprocess.run(..., timeout=...) or communicate(timeout=...)."
+        )
+    elif wait.kind is WaitKind.SLEEP:
+        specific.append(f"The dataset sleeps at {where}, likely an endless retry loop: bound "
+                        "the number of retries and raise when they run out.")
+    else:
+        specific.append(f"Find out why the dataset code at {where} does not return.")
+    if not in_process:
+        specific.append("Set DataLoader(timeout=120) so a stuck worker raises an error in the "
+                        "training loop instead of hanging it.")
+    specific.append("Reproduce with num_workers=0 to debug the dataset code in the main process.")
+    return tuple(specific)

@@ -1,0 +1,182 @@
+"""HD101 process.deadlock: threads blocked acquiring locks that the others hold."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import short_file, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.locks import find_lock_cycles
+from hangdoctor.evidence import build as b
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, kernel_words
+
+
+def _lock_order_deadlock():
+    # Two threads take the same two global locks in opposite orders.
+    return b.bundle(b.process(
+        100,
+        b.thread(100, b.frame(f"{b.STDLIB}/threading.py", 1112, "Thread._wait_for_tstate_lock",
+                              acquiring=("lock",)), b.frame("bank.py", 30, "<module>",
+                              code="t1.join()"), name="MainThread", syscall="futex"),
+        b.thread(101, b.frame("bank.py", 12, "move_a_to_b", code="with accounts_b:",
+                              held=[("accounts_a", 10)], acquiring=("accounts_b",)),
+                 name="Thread-1", syscall="futex"),
+        b.thread(102, b.frame("bank.py", 20, "move_b_to_a", code="with accounts_a:",
+                              held=[("accounts_b", 18)], acquiring=("accounts_a",)),
+                 name="Thread-2", syscall="futex"),
+    ))
+
+
+def _locks_passed_as_arguments():
+    # The same function called with its two lock arguments swapped: only addresses tell.
+    a, b_ = ("<_thread.lock at 0x10>", 16), ("<_thread.lock at 0x20>", 32)
+    return b.bundle(b.process(
+        200,
+        b.thread(201, b.frame("swap.py", 6, "transfer", code="with second:",
+                              held=[("first", 4)], acquiring=("second",),
+                              local_vars={"first": a, "second": b_}), syscall="futex"),
+        b.thread(202, b.frame("swap.py", 6, "transfer", code="with second:",
+                              held=[("first", 4)], acquiring=("second",),
+                              local_vars={"first": b_, "second": a}), syscall="futex"),
+    ))
+
+
+def _self_deadlock():
+    # A non-reentrant lock taken again, one call deeper, by the thread that holds it.
+    return b.bundle(b.process(
+        300,
+        b.thread(300, b.frame("cache.py", 22, "Cache.evict", code="with self.lock:",
+                              acquiring=("self.lock",), local_vars={"self": ("<Cache>", 7)}),
+                 b.frame("cache.py", 15, "Cache.put", code="self.evict()",
+                         held=[("self.lock", 13)], local_vars={"self": ("<Cache>", 7)}),
+                 name="MainThread", syscall="futex"),
+    ))
+
+
+def _waiting_for_a_free_lock():
+    # One thread waits for a lock nobody holds any more (it will get it): no cycle.
+    return b.bundle(b.process(
+        400,
+        b.thread(401, b.frame("w.py", 5, "work", code="with lock_b:", acquiring=("lock_b",)),
+                 syscall="futex"),
+        b.thread(402, b.frame("w.py", 9, "other", code="time.sleep(1)", held=[("lock_a", 8)]),
+                 syscall="clock_nanosleep"),
+    ))
+
+
+def _same_code_different_objects():
+    # Same method, different `self`: each thread holds its own object's lock.
+    return b.bundle(b.process(
+        500,
+        b.thread(501, b.frame("q.py", 9, "Box.put", code="with self.other.lock:",
+                              held=[("self.lock", 8)], acquiring=("self.other.lock",),
+                              local_vars={"self": ("<Box>", 1)}), syscall="futex"),
+        b.thread(502, b.frame("q.py", 30, "Box.get", code="time.sleep(5)",
+                              held=[("self.lock", 28)], local_vars={"self": ("<Box>", 2)}),
+                 syscall="clock_nanosleep"),
+    ))
+
+
+class LockDeadlock(Rule):
+    """Finds cycles in the wait-for graph of a process's threads."""
+
+    id = "HD101"
+    category = "process.deadlock"
+    summary = "threads wait for locks held by each other"
+    specificity = 90
+    fires_on = (
+        Example("lock-order deadlock on globals", _lock_order_deadlock),
+        Example("locks passed as swapped arguments", _locks_passed_as_arguments),
+        Example("non-reentrant lock taken twice", _self_deadlock),
+    )
+    quiet_on = (
+        Example("a lock that nobody holds", _waiting_for_a_free_lock),
+        Example("same attribute on different objects", _same_code_different_objects),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            threads = {t.tid: t for t in process.threads}
+            for cycle in find_lock_cycles(process):
+                yield self._finding(job, process, threads, cycle)
+
+    def _finding(self, job, process, threads, cycle) -> Finding:
+        first = threads[cycle.waits[0].tid]
+        lines = []
+        for wait, hold in zip(cycle.waits, cycle.holds):
+            waiter = threads[wait.tid]
+            own = [h for h in cycle.holds if h.tid == wait.tid]
+            owned = (
+                " while holding " + ", ".join(
+                    f"{_lock_words(h.expression, h.frame)} (taken at line {h.line})" for h in own)
+                if own else ""
+            )
+            lines.append(
+                f"{thread_label(waiter)} waits for {_lock_words(wait.expression, wait.frame)} at "
+                f"{at(wait.frame)}{owned}; {thread_label(threads[hold.tid])} holds it since "
+                f"{short_file(hold.frame.file)}:{hold.line} ({kernel_words(waiter)})"
+            )
+        if len(cycle.waits) == 1:
+            wait, hold = cycle.waits[0], cycle.holds[0]
+            title = (f"Self-deadlock: {thread_label(first)} waits for `{wait.expression}`, "
+                     "which it already holds")
+            explanation = (
+                f"`{wait.expression}` was taken at line {hold.line} and is acquired again at "
+                f"{at(wait.frame)} by the same thread. A threading.Lock is not re-entrant, so "
+                "the thread waits for itself forever."
+            )
+            fixes = (
+                f"Do not re-acquire `{wait.expression}` at {short_location(wait.frame)}: call an "
+                "internal variant that assumes the lock is already held.",
+                "Or make it a threading.RLock, which the holding thread may acquire again.",
+            )
+        else:
+            names = " and ".join(thread_label(threads[w.tid]) for w in cycle.waits)
+            title = f"Deadlock: {names} wait for each other's locks"
+            explanation = (
+                f"{len(cycle.waits)} threads of {job.describe_process(process.pid)} each hold "
+                "a lock that the next one needs, so none can continue: they take the same locks "
+                "in different orders."
+            )
+            sites = {(w.frame.file, w.frame.line) for w in cycle.waits}
+            if len(sites) == 1:
+                order_fix = (
+                    f"Every thread runs the same code at {short_location(cycle.waits[0].frame)}"
+                    ", which takes its locks in the order it was given them, and the threads "
+                    "pass them in different orders: take them in one global order there (for "
+                    "example sorted by id()), whatever order the caller used."
+                )
+            else:
+                order_fix = "Take these locks in one fixed order in every thread: " + "; ".join(
+                    f"{thread_label(threads[w.tid])} takes `{w.expression}` at "
+                    f"{short_location(w.frame)} while holding another"
+                    for w in cycle.waits
+                )
+            fixes = (
+                order_fix,
+                "Or protect the shared state with a single lock.",
+                "Or acquire with `lock.acquire(timeout=...)` and back off (release and retry) "
+                "on failure.",
+            )
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.95 if cycle.exact else 0.85,
+            title=title,
+            explanation=explanation,
+            culprit=culprit(job, process, first, cycle.waits[0].frame),
+            related=tuple(
+                culprit(job, process, threads[w.tid], w.frame) for w in cycle.waits[1:]
+            ),
+            evidence=tuple(lines),
+            fixes=fixes,
+        )
+
+
+def _lock_words(expression: str, frame) -> str:
+    """`second` (<_thread.lock at 0x7f..>) when py-spy gave the local's value, else `second`."""
+    local = next((v for v in frame.locals if v.name == expression and v.repr), None)
+    return f"`{expression}` ({local.repr})" if local else f"`{expression}`"

@@ -1,0 +1,73 @@
+"""What a rule concludes: a finding with a category, a culprit, evidence and fixes."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hangdoctor.evidence.model import Frame
+
+
+class Severity(str, Enum):
+    """How bad it is; `error` and `critical` mean the job is hung or broken."""
+
+    CRITICAL = "critical"
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def weight(self) -> int:
+        """Higher is worse, for ranking."""
+        return {"critical": 3, "error": 2, "warning": 1, "info": 0}[self.value]
+
+
+class Location(BaseModel):
+    """A place in source code."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int
+    function: str
+    code: str | None = Field(default=None, description="the source line, when it was readable")
+
+    @classmethod
+    def of(cls, frame: Frame | None) -> Location | None:
+        """The location of a frame."""
+        if frame is None:
+            return None
+        return cls(file=frame.file, line=frame.line, function=frame.function, code=frame.code)
+
+
+class Culprit(BaseModel):
+    """The process, thread and line to look at."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pid: int | None = None
+    rank: int | None = None
+    role: str | None = None
+    thread: str | None = None
+    tid: int | None = None
+    location: Location | None = None
+
+
+class Finding(BaseModel):
+    """One conclusion of one rule."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    category: str
+    severity: Severity
+    confidence: float = Field(ge=0, le=1)
+    title: str
+    explanation: str = ""
+    culprit: Culprit | None = None
+    evidence: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()
+    related: tuple[Culprit, ...] = Field(
+        default=(), description="other processes or threads taking part (e.g. a deadlock cycle)"
+    )

@@ -1,0 +1,55 @@
+"""Small builders that rules share: culprits, and how to name a thread's place in the code."""
+
+from __future__ import annotations
+
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.finding import Culprit, Location
+
+
+def frames_of(thread: ThreadEvidence) -> tuple[Frame, ...]:
+    """The thread's stack, innermost first (empty when it has no Python stack)."""
+    return thread.python.frames if thread.python else ()
+
+
+def culprit(
+    job: JobView, process: ProcessEvidence, thread: ThreadEvidence | None,
+    frame: Frame | None = None,
+) -> Culprit:
+    """A culprit pointing at `frame`, or at the thread's innermost user frame."""
+    where = frame if frame is not None else (blame_frame(frames_of(thread)) if thread else None)
+    return Culprit(
+        pid=process.pid,
+        rank=job.rank(process.pid),
+        role=job.role(process.pid).value,
+        thread=thread_label(thread) if thread else None,
+        tid=thread.tid if thread else None,
+        location=Location.of(where),
+    )
+
+
+def at(frame: Frame | None) -> str:
+    """`train.py:41 in main (`barrier()`)`, or 'an unknown place'."""
+    if frame is None:
+        return "an unknown place"
+    code = f" `{frame.code}`" if frame.code else ""
+    return f"{short_location(frame)}{code}"
+
+
+def main_thread(process: ProcessEvidence) -> ThreadEvidence | None:
+    """The process's main thread (its tid equals its pid)."""
+    return next((t for t in process.threads if t.tid == process.pid), None)
+
+
+def kernel_words(thread: ThreadEvidence) -> str:
+    """`state S, wchan futex_do_wait, syscall futex` for evidence lines."""
+    kernel = thread.kernel
+    if kernel is None:
+        return "kernel state unknown"
+    parts = [f"state {kernel.state}"]
+    if kernel.wchan:
+        parts.append(f"wchan {kernel.wchan}")
+    if kernel.syscall_name or kernel.syscall is not None:
+        parts.append(f"syscall {kernel.syscall_name or kernel.syscall}")
+    return ", ".join(parts)

@@ -1,0 +1,149 @@
+"""HD103 native.blocked: a thread stuck inside native code called from Python, especially while
+it holds the GIL so that every other Python thread is starved."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Frame, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+
+_RUNTIME_LIBRARIES = ("libc.so", "libpthread", "ld-linux", "libpython", "libffi", "python3")
+
+
+def _native_frames(thread: ThreadEvidence) -> list[Frame]:
+    """Native frames above the innermost Python frame (present with --native)."""
+    frames = []
+    for frame in frames_of(thread):
+        if not frame.native:
+            break
+        frames.append(frame)
+    return frames
+
+
+def _first_python(thread: ThreadEvidence) -> Frame | None:
+    return next((f for f in frames_of(thread) if not f.native), None)
+
+
+def _gil_held_in_sleep():
+    return b.bundle(b.process(
+        70,
+        b.thread(70, b.frame("io_ext.py", 9, "read_block", code="lib.read_block(handle)"),
+                 name="MainThread", syscall="clock_nanosleep", wchan="hrtimer_nanosleep",
+                 owns_gil=True),
+        b.thread(71, b.frame("logger.py", 4, "flush_loop", code="n += 1"), name="logger",
+                 syscall="futex", wchan="futex_wait_queue"),
+    ))
+
+
+def _gil_held_single_thread():
+    return b.bundle(b.process(
+        75,
+        b.thread(75, b.frame("ext.py", 3, "<module>", code="lib.wait_device()"),
+                 name="MainThread", syscall="ioctl", owns_gil=True),
+    ))
+
+
+def _python_running_with_gil():
+    # Executing Python holds the GIL: that is normal.
+    return b.bundle(b.process(
+        80,
+        b.thread(80, b.frame("train.py", 30, "step", code="total += x"), name="MainThread",
+                 state="R", owns_gil=True, active=True),
+        b.thread(81, b.frame("train.py", 90, "watch"), syscall="futex"),
+    ))
+
+
+def _sleep_without_gil():
+    return b.bundle(b.process(
+        85,
+        b.thread(85, b.frame("train.py", 30, "wait", code="time.sleep(10)"),
+                 syscall="clock_nanosleep", owns_gil=False),
+    ))
+
+
+class NativeBlocked(Rule):
+    """Python's own blocking calls release the GIL; a thread blocked in the kernel while it owns
+    the GIL is inside native code that did not, and every other Python thread waits for it."""
+
+    id = "HD103"
+    category = "native.blocked"
+    summary = "a thread stuck in native code, holding the GIL"
+    specificity = 70
+    fires_on = (
+        Example("GIL held across a blocking native call", _gil_held_in_sleep),
+        Example("single thread blocked in native code with the GIL", _gil_held_single_thread),
+    )
+    quiet_on = (
+        Example("Python code running with the GIL", _python_running_with_gil),
+        Example("time.sleep releases the GIL", _sleep_without_gil),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            for thread in process.threads:
+                python = thread.python
+                kernel = thread.kernel
+                if python is None or kernel is None or not python.owns_gil:
+                    continue
+                if kernel.state not in ("S", "D"):
+                    continue
+                starved = [
+                    t for t in process.threads
+                    if t is not thread and t.python is not None and t.kernel is not None
+                    and t.kernel.syscall_name == "futex"
+                ]
+                yield self._finding(job, process, thread, starved)
+
+    def _finding(self, job, process, thread, starved) -> Finding:
+        python_frame = _first_python(thread)
+        native = _native_frames(thread)
+        called = next(
+            (f for f in native if not any(lib in f.file for lib in _RUNTIME_LIBRARIES)), None
+        )
+        evidence = [
+            f"{thread_label(thread)} owns the GIL (py-spy) while blocked in the kernel "
+            f"({kernel_words(thread)})",
+            f"its innermost Python line is {at(python_frame)}",
+        ]
+        if native:
+            evidence.append("native frames, innermost first: " + " <- ".join(
+                f"{f.function} ({f.file.rsplit('/', 1)[-1]})" for f in native[:6]))
+        if starved:
+            evidence.append(
+                f"{len(starved)} other thread(s) wait and cannot run Python: "
+                + ", ".join(thread_label(t) for t in starved[:8])
+            )
+        where = short_location(python_frame) if python_frame else "its current line"
+        target = f" ({called.function} in {called.file.rsplit('/', 1)[-1]})" if called else ""
+        fixes = [
+            f"The native function called at {where}{target} blocks without releasing the GIL: "
+            "wrap the blocking part in Py_BEGIN_ALLOW_THREADS / Py_END_ALLOW_THREADS (C), "
+            "py::gil_scoped_release or py::call_guard<py::gil_scoped_release>() (pybind11), "
+            "or nogil (Cython).",
+            "With ctypes, load the library with ctypes.CDLL (releases the GIL) rather than "
+            "ctypes.PyDLL or ctypes.pythonapi.",
+            "Find out what the native call waits for: `hangdoctor dump --native PID` shows "
+            "the native frames, `gdb -p PID` the rest.",
+        ]
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9 if starved else 0.7,
+            title=f"Stuck in native code holding the GIL at {where}"
+            + (f"; {len(starved)} other thread(s) starved" if starved else ""),
+            explanation=(
+                "A call into native code (a C/C++ extension, a custom op, a ctypes function) "
+                "is blocked inside the kernel while holding Python's global interpreter lock. "
+                "No other thread of this process can run Python code until it returns."
+            ),
+            culprit=culprit(job, process, thread),
+            evidence=tuple(evidence),
+            fixes=tuple(fixes),
+        )

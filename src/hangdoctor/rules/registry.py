@@ -1,0 +1,18 @@
+"""The rules hangdoctor runs, in one list."""
+
+from __future__ import annotations
+
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.blocked_io import BlockedIO
+from hangdoctor.rules.busy_loop import BusyLoop
+from hangdoctor.rules.data_pipeline import DataPipelineStall
+from hangdoctor.rules.deadlock import LockDeadlock
+from hangdoctor.rules.native_blocked import NativeBlocked
+
+ALL_RULES: tuple[type[Rule], ...] = (
+    LockDeadlock,
+    BlockedIO,
+    NativeBlocked,
+    BusyLoop,
+    DataPipelineStall,
+)
