@@ -85,7 +85,7 @@ def redact_argv(argv: list[str] | tuple[str, ...]) -> tuple[str, ...]:
             hide_next = False
             continue
         if "=" in arg:
-            name, _, value = arg.partition("=")
+            name, _, _value = arg.partition("=")
             if is_secret_name(name.lstrip("-")):
                 out.append(f"{name}={REDACTED}")
                 continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import python_frames
+from hangdoctor.analysis.frames import Origin, origin, python_frames
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -59,6 +59,14 @@ class LockHold:
     frame: Frame
     line: int
     exact: bool
+    with_block: bool
+    inherited: bool = False  # taken by the parent before it forked this process
+
+    @property
+    def certain(self) -> bool:
+        """A `with` block releases in the same thread; a bare acquire() may be a signal that
+        another thread releases (threading.Condition works that way)."""
+        return self.with_block or self.inherited
 
 
 def lock_wait(thread: ThreadEvidence) -> LockWait | None:
@@ -78,15 +86,30 @@ def lock_wait(thread: ThreadEvidence) -> LockWait | None:
     return LockWait(thread.tid, expression, lock, innermost, exact)
 
 
+def _forked_here(frame: Frame) -> bool:
+    """multiprocessing's fork start method: frames outside this one ran in the parent."""
+    return frame.file.replace("\\", "/").endswith("multiprocessing/popen_fork.py") and (
+        frame.function.split(".")[-1] == "_launch"
+    )
+
+
 def lock_holds(thread: ThreadEvidence) -> list[LockHold]:
-    """Every lock-like context this thread holds, outermost frames last."""
+    """Every lock-like context this thread holds, innermost frames first."""
     if thread.python is None:
         return []
     holds = []
+    inherited = False
     for frame in python_frames(thread.python.frames):
+        if _forked_here(frame):
+            inherited = True
+            continue
+        stdlib = origin(frame) is Origin.STDLIB
         for held in frame.held:
+            if held.how != "with" and stdlib and not inherited:
+                continue  # the stdlib's own signalling (Condition, Semaphore, Event)
             lock, exact = lock_identity(held.expression, frame)
-            holds.append(LockHold(thread.tid, held.expression, lock, frame, held.line, exact))
+            holds.append(LockHold(thread.tid, held.expression, lock, frame, held.line, exact,
+                                  with_block=held.how == "with", inherited=inherited))
     return holds
 
 
@@ -102,6 +125,11 @@ class Cycle:
         """Whether every link was matched by object address."""
         return all(w.exact for w in self.waits) and all(h.exact for h in self.holds)
 
+    @property
+    def inherited(self) -> bool:
+        """A thread waits for a lock that its process inherited, held, from a fork."""
+        return any(h.inherited for h in self.holds)
+
 
 def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
     """Deadlock cycles among the threads of one process, each reported once."""
@@ -113,7 +141,10 @@ def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
 
     def next_hold(tid: int) -> LockHold | None:
         wait = waits[tid]
-        candidates = sorted(holders.get(wait.lock, []), key=lambda hold: not hold.exact)
+        candidates = [
+            hold for hold in holders.get(wait.lock, []) if hold.tid != tid or hold.certain
+        ]
+        candidates.sort(key=lambda hold: not hold.exact)
         return next(iter(candidates), None)
 
     cycles: list[Cycle] = []

@@ -6,8 +6,8 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import psutil
@@ -65,6 +65,10 @@ def _absolute(frame: Frame, cwd: str | None) -> Frame:
 
 def _with_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> ProcessEvidence:
     threads = []
+    main = stacks.get(process.pid)
+    if main is not None and main.name is None:
+        # py-spy reads names from the threading module, which a script may never import.
+        stacks[process.pid] = main.model_copy(update={"name": "MainThread"})
     for thread in process.threads:
         python = stacks.pop(thread.tid, None)
         threads.append(thread.model_copy(update={"python": python}) if python else thread)
@@ -126,7 +130,7 @@ def _take_snapshot(
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(lambda p: dump_stacks(p.pid, py_spy, options.stacks), targets))
     stacks_by_pid: dict[int, dict[int, PythonThread]] = {}
-    for process, (stacks, problem) in zip(targets, results):
+    for process, (stacks, problem) in zip(targets, results, strict=False):
         if problem is not None:
             errors.append(problem)
         else:

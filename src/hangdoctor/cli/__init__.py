@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
-    except Exception as error:  # noqa: BLE001 - the one place that catches everything
+    except Exception as error:
         if os.environ.get("HANGDOCTOR_DEBUG"):
             traceback.print_exc()
         _error(f"internal error: {type(error).__name__}: {error} (set HANGDOCTOR_DEBUG=1 for "

@@ -31,7 +31,7 @@ def frame(
     function: str,
     *,
     code: str | None = None,
-    held: Sequence[tuple[str, int]] = (),
+    held: Sequence[tuple[str, int] | tuple[str, int, str]] = (),
     acquiring: Sequence[str] = (),
     local_vars: dict[str, tuple[str, int | None]] | None = None,
     native: bool = False,
@@ -44,7 +44,8 @@ def frame(
         line=line,
         native=native,
         code=code,
-        held=tuple(HeldContext(expression=text, line=at) for text, at in held),
+        held=tuple(HeldContext(expression=h[0], line=h[1], how=h[2] if len(h) > 2 else "with")
+                   for h in held),
         acquiring=tuple(acquiring),
         locals=tuple(
             LocalVariable(name=name, repr=text, addr=addr)
@@ -109,7 +110,8 @@ def process(
         is_python=is_python,
         threads=tuple(threads),
         open_files=tuple(
-            OpenFile(fd=fd, target=target, mode=mode) for fd, (target, mode) in (files or {}).items()
+            OpenFile(fd=fd, target=target, mode=mode)
+            for fd, (target, mode) in (files or {}).items()
         ),
         stacks_sampled=is_python,
     )

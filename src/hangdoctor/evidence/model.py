@@ -31,6 +31,7 @@ class HeldContext(Evidence):
 
     expression: str = Field(description="its source text, e.g. `self.lock` or `open(path)`")
     line: int = Field(description="the line that entered or acquired it")
+    how: str = Field(default="with", description="`with` block, or explicit `acquire()` call")
 
 
 class Frame(Evidence):

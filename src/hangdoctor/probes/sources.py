@@ -16,37 +16,48 @@ _ACQUIRE = "acquire"
 _RELEASE = "release"
 
 
+class _SourceFile:
+    """A parsed file with its functions' line ranges, parsed once per capture."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        functions = [
+            node for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        ]
+        # Later starts are nested deeper: the last range containing a line is the innermost.
+        self.functions = sorted(functions, key=lambda node: node.lineno)
+
+    def scope_of(self, line: int) -> ast.AST:
+        """The innermost function (or the module) whose body contains `line`."""
+        scope: ast.AST = self.tree
+        for node in self.functions:
+            if node.lineno > line:
+                break
+            if line <= (node.end_lineno or node.lineno):
+                scope = node
+        return scope
+
+
 @functools.lru_cache(maxsize=256)
-def _parse(path: str, mtime: float) -> ast.Module | None:
+def _parse(path: str, mtime: float) -> _SourceFile | None:
     del mtime  # part of the cache key only
     try:
         if os.path.getsize(path) > _MAX_SOURCE_BYTES:
             return None
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return ast.parse(handle.read(), filename=path)
-    except (OSError, SyntaxError, ValueError):
+            return _SourceFile(ast.parse(handle.read(), filename=path))
+    except (OSError, SyntaxError, ValueError, RecursionError):
         return None
 
 
-def _tree(path: str) -> ast.Module | None:
+def _source(path: str) -> tuple[_SourceFile, float] | None:
     try:
         mtime = os.path.getmtime(path)
     except OSError:
         return None
-    return _parse(path, mtime)
-
-
-def _scope_of(tree: ast.Module, line: int) -> ast.AST:
-    """The innermost function (or the module) whose body contains `line`."""
-    scope: ast.AST = tree
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            end = getattr(node, "end_lineno", None) or node.lineno
-            if node.lineno <= line <= end and (
-                scope is tree or node.lineno >= getattr(scope, "lineno", 0)
-            ):
-                scope = node
-    return scope
+    parsed = _parse(path, mtime)
+    return (parsed, mtime) if parsed is not None else None
 
 
 def _own_nodes(scope: ast.AST):
@@ -71,11 +82,12 @@ def _lock_call(node: ast.AST) -> tuple[str, str] | None:
 
 
 def lock_context(
-    tree: ast.Module, line: int
+    tree: ast.Module | _SourceFile, line: int
 ) -> tuple[tuple[HeldContext, ...], tuple[str, ...]]:
     """(held, acquiring) at `line`: context managers and locks open there, and those the line
     itself enters or acquires."""
-    scope = _scope_of(tree, line)
+    source = tree if isinstance(tree, _SourceFile) else _SourceFile(tree)
+    scope = source.scope_of(line)
     held: list[HeldContext] = []
     acquiring: list[str] = []
     calls: list[tuple[int, int, str, str]] = []
@@ -98,7 +110,7 @@ def lock_context(
             acquiring.append(expression)
         elif lineno < line:
             if kind == _ACQUIRE:
-                explicit.append(HeldContext(expression=expression, line=lineno))
+                explicit.append(HeldContext(expression=expression, line=lineno, how="acquire"))
             else:
                 explicit = [held for held in explicit if held.expression != expression]
     return tuple(dict.fromkeys([*held, *explicit])), tuple(dict.fromkeys(acquiring))
@@ -109,9 +121,17 @@ def with_source(frame: Frame) -> Frame:
     if frame.native or frame.line <= 0 or not os.path.isfile(frame.file):
         return frame
     code = linecache.getline(frame.file, frame.line).strip() or None
-    tree = _tree(frame.file)
+    source = _source(frame.file)
     held: tuple[HeldContext, ...] = ()
     acquiring: tuple[str, ...] = ()
-    if tree is not None:
-        held, acquiring = lock_context(tree, frame.line)
+    if source is not None:
+        held, acquiring = _cached_context(frame.file, source[1], frame.line)
     return frame.model_copy(update={"code": code, "held": held, "acquiring": acquiring})
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_context(
+    path: str, mtime: float, line: int
+) -> tuple[tuple[HeldContext, ...], tuple[str, ...]]:
+    parsed = _parse(path, mtime)
+    return lock_context(parsed, line) if parsed is not None else ((), ())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from hangdoctor import __version__
 from hangdoctor.analysis.activity import hang_kind
@@ -25,11 +25,15 @@ class Tool(BaseModel):
 
 
 class Hang(BaseModel):
-    """When and how the job hung."""
+    """When and how the job hung. Times unknown to a one-off dump are left out, not null."""
 
     kind: Literal["idle", "busy"]
     last_progress_s: float | None = None
     declared_s: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unknown_times(self, handler: Any) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
 
 
 class Report(BaseModel):

@@ -64,7 +64,8 @@ def render_markdown(report: Report) -> str:
         lines += ["## Capture problems", ""]
         lines += [f"- {e['probe']} (pid {e['pid']}): {e['kind']}: {e['message']}" for e in errors]
         lines.append("")
-    lines += ["## Processes", "", "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
+    lines += ["## Processes", "",
+              "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
               "|---|---|---|---|---|---|---|---|"]
     for p in report.processes:
         rss = f"{p['rss_bytes'] / 2**20:.0f}" if p.get("rss_bytes") else ""

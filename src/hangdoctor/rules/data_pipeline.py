@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.frames import blame_frame, short_file, short_location
 from hangdoctor.analysis.frameworks import (
     DATALOADER,
     FETCH,
@@ -14,6 +14,7 @@ from hangdoctor.analysis.frameworks import (
     in_dataset_code,
 )
 from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.locks import LockHold, lock_holds, lock_wait
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence import build as b
@@ -159,6 +160,13 @@ class DataPipelineStall(Rule):
             evidence.append(
                 f"{len(workers)} DataLoader worker(s); {1 + len(others)} blocked in dataset code"
             )
+        inherited = _inherited_lock(producer_thread)
+        if inherited is not None:
+            evidence.append(
+                f"`{inherited.expression}` was held at {short_file(inherited.frame.file)}:"
+                f"{inherited.line} in {inherited.frame.function} when this process was forked: "
+                "its copy of the lock stays held forever"
+            )
         for other, _thread, other_wait in others[:4]:
             evidence.append(f"also blocked: {job.describe_process(other.pid)}, "
                             f"{other_wait.summary}")
@@ -176,13 +184,28 @@ class DataPipelineStall(Rule):
             culprit=culprit(job, producer, producer_thread),
             related=tuple(culprit(job, p, t) for p, t, _ in others),
             evidence=tuple(evidence),
-            fixes=_fixes(wait, where, in_process),
+            fixes=_fixes(wait, where, in_process, inherited is not None),
         )
 
 
-def _fixes(wait: Wait, where: str, in_process: bool) -> tuple[str, ...]:
+def _inherited_lock(thread: ThreadEvidence) -> LockHold | None:
+    """The held-at-fork lock this thread waits for, if that is what it waits for."""
+    wait = lock_wait(thread)
+    if wait is None:
+        return None
+    return next((h for h in lock_holds(thread) if h.inherited and h.lock == wait.lock), None)
+
+
+def _fixes(wait: Wait, where: str, in_process: bool, inherited: bool) -> tuple[str, ...]:
     specific: list[str] = []
-    if wait.kind in _NETWORK:
+    if inherited:
+        specific.append(
+            "The worker waits for a lock it inherited in the held state when the DataLoader "
+            "forked it: use DataLoader(multiprocessing_context='spawn' or 'forkserver'), or "
+            "create the lock inside the worker (worker_init_fn), or do not hold it while the "
+            "loader starts its workers (creating the iterator)."
+        )
+    elif wait.kind in _NETWORK:
         specific.append(
             f"Give the read at {where} a timeout (urlopen(url, timeout=30), "
             "requests.get(url, timeout=(5, 30)), sock.settimeout(30)) and retry or skip the "

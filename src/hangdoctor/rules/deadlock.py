@@ -55,6 +55,32 @@ def _self_deadlock():
     ))
 
 
+def _inherited_through_fork():
+    # A forked child still shows the parent's frames below multiprocessing's fork call.
+    return b.bundle(b.process(
+        600,
+        b.thread(600, b.frame("job.py", 9, "work", code="with registry_lock:",
+                              acquiring=("registry_lock",)),
+                 b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
+                 b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 71, "Popen._launch"),
+                 b.frame("job.py", 20, "main", code="p.start()",
+                         held=[("registry_lock", 19, "acquire")]),
+                 name="MainThread", syscall="futex"),
+    ))
+
+
+def _condition_wait():
+    # threading.Condition acquires its waiter twice on purpose: notify() releases it.
+    return b.bundle(b.process(
+        700,
+        b.thread(701, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait",
+                              code="waiter.acquire()", acquiring=("waiter",),
+                              held=[("waiter", 321, "acquire")],
+                              local_vars={"waiter": ("<_thread.lock>", 5)}),
+                 b.frame("q.py", 4, "consume", code="item = jobs.get()"), syscall="futex"),
+    ))
+
+
 def _waiting_for_a_free_lock():
     # One thread waits for a lock nobody holds any more (it will get it): no cycle.
     return b.bundle(b.process(
@@ -90,10 +116,12 @@ class LockDeadlock(Rule):
         Example("lock-order deadlock on globals", _lock_order_deadlock),
         Example("locks passed as swapped arguments", _locks_passed_as_arguments),
         Example("non-reentrant lock taken twice", _self_deadlock),
+        Example("lock held by the parent when it forked", _inherited_through_fork),
     )
     quiet_on = (
         Example("a lock that nobody holds", _waiting_for_a_free_lock),
         Example("same attribute on different objects", _same_code_different_objects),
+        Example("threading.Condition waiting for notify()", _condition_wait),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -105,7 +133,7 @@ class LockDeadlock(Rule):
     def _finding(self, job, process, threads, cycle) -> Finding:
         first = threads[cycle.waits[0].tid]
         lines = []
-        for wait, hold in zip(cycle.waits, cycle.holds):
+        for wait, hold in zip(cycle.waits, cycle.holds, strict=False):
             waiter = threads[wait.tid]
             own = [h for h in cycle.holds if h.tid == wait.tid]
             owned = (
@@ -118,7 +146,25 @@ class LockDeadlock(Rule):
                 f"{at(wait.frame)}{owned}; {thread_label(threads[hold.tid])} holds it since "
                 f"{short_file(hold.frame.file)}:{hold.line} ({kernel_words(waiter)})"
             )
-        if len(cycle.waits) == 1:
+        if cycle.inherited:
+            wait, hold = cycle.waits[0], next(h for h in cycle.holds if h.inherited)
+            title = (f"Lock inherited in the held state through fork: {thread_label(first)} "
+                     f"waits for `{wait.expression}` forever")
+            explanation = (
+                f"`{hold.expression}` was held (taken at {short_file(hold.frame.file)}:"
+                f"{hold.line} in {hold.frame.function}) when the parent forked "
+                f"{job.describe_process(process.pid)}. The child got a copy of the lock in its "
+                "held state, and no thread in the child will ever release it."
+            )
+            fixes = (
+                "Start child processes with the 'spawn' or 'forkserver' method "
+                "(multiprocessing.set_start_method, or DataLoader(multiprocessing_context="
+                "'spawn')) so they do not inherit held locks.",
+                f"Or do not hold `{hold.expression}` while forking, or create the lock anew in "
+                "the child (os.register_at_fork(after_in_child=...), or a DataLoader "
+                "worker_init_fn).",
+            )
+        elif len(cycle.waits) == 1:
             wait, hold = cycle.waits[0], cycle.holds[0]
             title = (f"Self-deadlock: {thread_label(first)} waits for `{wait.expression}`, "
                      "which it already holds")
@@ -164,7 +210,7 @@ class LockDeadlock(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.95 if cycle.exact else 0.85,
+            confidence=0.85 if cycle.inherited else 0.95 if cycle.exact else 0.85,
             title=title,
             explanation=explanation,
             culprit=culprit(job, process, first, cycle.waits[0].frame),

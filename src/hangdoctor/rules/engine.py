@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Rule
-from hangdoctor.rules.finding import Finding
+from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.registry import ALL_RULES
 
 
@@ -25,15 +25,13 @@ def _rank_key(finding: Finding, specificity: dict[str, int]) -> tuple:
             finding.id, finding.title)
 
 
-def _culprit_key(finding: Finding) -> tuple | None:
-    culprit = finding.culprit
-    if culprit is None or culprit.pid is None:
-        return None
-    return (culprit.pid, culprit.tid)
+def _thread_key(culprit: Culprit | None) -> tuple | None:
+    return (culprit.pid, culprit.tid) if culprit is not None and culprit.pid is not None else None
 
 
 def diagnose(bundle: Bundle, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosis:
-    """Findings of every rule, ranked; of several findings about one thread, the best stays."""
+    """Findings of every rule, ranked; a finding whose culprit a better-ranked finding already
+    names (as culprit or as a party to it) is dropped."""
     job = JobView(bundle)
     found: list[Finding] = []
     errors: list[str] = []
@@ -41,16 +39,14 @@ def diagnose(bundle: Bundle, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnos
     for rule in rules:
         try:
             found.extend(rule().check(job))
-        except Exception as error:  # noqa: BLE001 - one broken rule must not stop diagnosis
+        except Exception as error:
             errors.append(f"{rule.id}: {type(error).__name__}: {error}")
     found.sort(key=lambda f: _rank_key(f, specificity))
     kept: list[Finding] = []
     seen: set[tuple] = set()
     for finding in found:
-        key = _culprit_key(finding)
-        if key is not None and key in seen:
-            continue
-        if key is not None:
-            seen.add(key)
+        if _thread_key(finding.culprit) in seen:
+            continue  # a better-ranked finding already explains this thread
+        seen |= {_thread_key(c) for c in (finding.culprit, *finding.related)} - {None}
         kept.append(finding)
     return Diagnosis(findings=tuple(kept), rule_errors=tuple(errors))

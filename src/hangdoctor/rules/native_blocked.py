@@ -93,10 +93,12 @@ class NativeBlocked(Rule):
                     continue
                 if kernel.state not in ("S", "D"):
                     continue
+                # With the GIL taken, another Python thread found in a futex wait or on the CPU
+                # (take_gil wakes every switch interval to ask for it) is waiting for the GIL.
                 starved = [
                     t for t in process.threads
                     if t is not thread and t.python is not None and t.kernel is not None
-                    and t.kernel.syscall_name == "futex"
+                    and (t.kernel.syscall_name == "futex" or t.kernel.state == "R")
                 ]
                 yield self._finding(job, process, thread, starved)
 

@@ -1,0 +1,114 @@
+"""Shared test helpers: start a fixture program that really hangs, and always kill it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).parent.parent
+SHARED_SCHEMA = REPO.parent / "shared" / "report.schema.json"
+PACKAGE_SCHEMA = REPO / "src" / "hangdoctor" / "report" / "report.schema.json"
+
+
+def hang_line(fixture: str, label: str) -> int:
+    """The line of `fixture` marked `# HANG: label`."""
+    for number, line in enumerate((FIXTURES / fixture).read_text().splitlines(), start=1):
+        if f"# HANG: {label}" in line:
+            return number
+    raise AssertionError(f"no '# HANG: {label}' marker in {fixture}")
+
+
+class Hung:
+    """A running fixture program."""
+
+    def __init__(self, proc: subprocess.Popen, path: Path) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.path = path
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+
+
+def start_fixture(name: str, *args: str, settle_s: float = 0.5, timeout_s: float = 90) -> Hung:
+    """Start tests/fixtures/NAME and wait until it prints READY (then `settle_s` more)."""
+    path = FIXTURES / name
+    proc = subprocess.Popen(
+        [sys.executable, str(path), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    hung = Hung(proc, path)
+    deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    buffer = b""
+    while b"READY" not in buffer:
+        if time.monotonic() > deadline or proc.poll() is not None:
+            hung.kill()
+            raise AssertionError(f"{name} did not get READY (exit {proc.poll()}): {buffer!r}")
+        readable, _, _ = select.select([fd], [], [], 0.1)
+        if readable:
+            buffer += os.read(fd, 65536)
+    time.sleep(settle_s)
+    return hung
+
+
+@pytest.fixture
+def fixture_program() -> Iterator:
+    """Factory: `fixture_program("name.py")` starts it; every started program is killed."""
+    started: list[Hung] = []
+
+    def start(name: str, *args: str, **kwargs) -> Hung:
+        hung = start_fixture(name, *args, **kwargs)
+        started.append(hung)
+        return hung
+
+    yield start
+    for hung in started:
+        hung.kill()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+            prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run `hangdoctor ARGS` as a user would, in a subprocess."""
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "hangdoctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def dump(
+    pid: int, report_dir: Path, *extra: str, **kwargs
+) -> tuple[dict, subprocess.CompletedProcess]:
+    """`hangdoctor dump PID --json --report-dir DIR`, returning report.json and the result."""
+    done = run_cli("dump", str(pid), "--report-dir", str(report_dir), "--json", *extra, **kwargs)
+    report_file = report_dir / "report.json"
+    assert report_file.exists(), f"no report.json; stderr: {done.stderr}"
+    return json.loads(report_file.read_text()), done
+
+
+@pytest.fixture(scope="session")
+def report_schema() -> dict:
+    """The report contract."""
+    return json.loads(PACKAGE_SCHEMA.read_text())

@@ -1,0 +1,74 @@
+"""Lock context from source: which locks a line holds and which it acquires."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from hangdoctor.probes.sources import lock_context
+
+CODE = textwrap.dedent('''
+    def transfer(a, b):
+        with a:
+            log("got a")
+            with b:
+                move()
+
+    def manual(lock, other):
+        lock.acquire()
+        try:
+            other.acquire()
+            work()
+        finally:
+            lock.release()
+        after()
+
+    def two_at_once(x, y):
+        with x, y:
+            pass
+
+    class Box:
+        def put(self):
+            with self.lock:
+                self.evict()
+''')
+TREE = ast.parse(CODE)
+
+
+def line_of(text: str) -> int:
+    return next(i for i, line in enumerate(CODE.splitlines(), 1) if text in line)
+
+
+def expressions(held) -> list[str]:
+    return [h.expression for h in held]
+
+
+def test_nested_with_blocks():
+    held, acquiring = lock_context(TREE, line_of("with b:"))
+    assert expressions(held) == ["a"]
+    assert acquiring == ("b",)
+    held, acquiring = lock_context(TREE, line_of("move()"))
+    assert sorted(expressions(held)) == ["a", "b"]
+    assert acquiring == ()
+
+
+def test_explicit_acquire_and_release():
+    held, acquiring = lock_context(TREE, line_of("other.acquire()"))
+    assert expressions(held) == ["lock"] and held[0].how == "acquire"
+    assert acquiring == ("other",)
+    held, _ = lock_context(TREE, line_of("work()"))
+    assert sorted(expressions(held)) == ["lock", "other"]
+    held, _ = lock_context(TREE, line_of("after()"))
+    assert expressions(held) == ["other"]
+
+
+def test_scope_is_the_innermost_function():
+    held, _ = lock_context(TREE, line_of("self.evict()"))
+    assert expressions(held) == ["self.lock"]
+    held, acquiring = lock_context(TREE, line_of('log("got a")'))
+    assert expressions(held) == ["a"] and acquiring == ()
+
+
+def test_several_items_in_one_with():
+    _, acquiring = lock_context(TREE, line_of("with x, y:"))
+    assert acquiring == ("x", "y")
