@@ -7,6 +7,7 @@ import json
 
 import jsonschema
 import pytest
+
 from tests.conftest import dump, hang_line, run_cli
 
 

@@ -6,13 +6,13 @@ import json
 
 import jsonschema
 import pytest
-from tests.conftest import PACKAGE_SCHEMA, SHARED_SCHEMA
 
 from hangdoctor.report.model import build_report
 from hangdoctor.report.render_json import render_json
 from hangdoctor.report.render_markdown import render_markdown
 from hangdoctor.rules.engine import diagnose
 from hangdoctor.rules.registry import ALL_RULES
+from tests.conftest import PACKAGE_SCHEMA, SHARED_SCHEMA
 
 
 @pytest.mark.parametrize(

@@ -95,15 +95,17 @@ def _fd_wait(job: JobView, process: ProcessEvidence, fd: int, reading: bool) -> 
     if target.startswith("socket:"):
         endpoint = job.socket(target)
         remote = endpoint.remote if endpoint and endpoint.remote else None
-        where = ""
         if endpoint is not None and endpoint.protocol == "unix":
-            where = f" (unix socket {endpoint.path or 'unnamed'})"
+            what = f"a unix socket ({endpoint.path or 'unnamed'}, fd {fd})"
         elif endpoint is not None:
-            where = f" ({endpoint.protocol} {endpoint.local} -> {endpoint.remote}"
-            where += f", {endpoint.state})" if endpoint.state else ")"
+            state = f"{endpoint.state}, " if endpoint.state else ""
+            what = (f"a {endpoint.protocol.rstrip('6').upper()} socket connected to "
+                    f"{endpoint.remote} ({state}local {endpoint.local}, fd {fd})")
+        else:
+            what = f"a socket (fd {fd})"
         return Wait(
             WaitKind.SOCKET_READ if reading else WaitKind.SOCKET_WRITE,
-            f"blocked {direction} a socket{where}, fd {fd}",
+            f"blocked {direction} {what}",
             fd=fd, target=target, remote=remote,
         )
     if target.startswith(("/dev/pts/", "/dev/tty")) or target == "/dev/console":

@@ -14,6 +14,15 @@ _VERDICT_STYLE = {"hung": "bold red", "failed": "bold red", "running": "bold gre
                   "completed": "bold green", "interrupted": "bold yellow"}
 
 
+_ROLE_NAMES = {"main": "main process", "dataloader_worker": "DataLoader worker",
+               "child": "child process", "other": "helper process"}
+
+
+def _count(number: int, role: str) -> str:
+    name = _ROLE_NAMES.get(role, role)
+    return f"{number} {name}{'' if number == 1 else 'es' if name.endswith('ss') else 's'}"
+
+
 def render_terminal(report: Report, console: Console, report_dir: str | None = None) -> None:
     """Print the summary to `console`."""
     verdict = Text(report.verdict.upper(), style=_VERDICT_STYLE.get(report.verdict, "bold"))
@@ -23,7 +32,7 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
     roles: dict[str, int] = {}
     for process in report.processes:
         roles[process["role"]] = roles.get(process["role"], 0) + 1
-    header.append("  " + ", ".join(f"{n} {r.replace('_', ' ')}" for r, n in roles.items()))
+    header.append("  " + ", ".join(_count(n, r) for r, n in roles.items()))
     console.print(header)
     if not report.findings:
         console.print("No problem found in this capture.")
