@@ -44,30 +44,42 @@ class Hung:
             self.proc.wait(timeout=10)
 
 
-def start_fixture(name: str, *args: str, settle_s: float = 0.5, timeout_s: float = 90) -> Hung:
-    """Start tests/fixtures/NAME and wait until it prints READY (then `settle_s` more)."""
+def start_fixture(
+    name: str, *args: str, settle_s: float = 0.5, timeout_s: float = 90,
+    cwd_fixtures: bool = False,
+) -> Hung:
+    """Start tests/fixtures/NAME (or `python -m ...` when NAME is "-m") and wait until it prints
+    READY, then `settle_s` more."""
     path = FIXTURES / name
+    command = [sys.executable, name, *args] if name == "-m" else [sys.executable, str(path), *args]
     proc = subprocess.Popen(
-        [sys.executable, str(path), *args],
+        command,
+        cwd=FIXTURES if cwd_fixtures else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
     hung = Hung(proc, path)
-    deadline = time.monotonic() + timeout_s
+    try:
+        _wait_for_ready(proc, name, time.monotonic() + timeout_s)
+        time.sleep(settle_s)
+    except BaseException:
+        hung.kill()  # never leave a hung program behind, whatever went wrong
+        raise
+    return hung
+
+
+def _wait_for_ready(proc: subprocess.Popen, name: str, deadline: float) -> None:
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     buffer = b""
     while b"READY" not in buffer:
         if time.monotonic() > deadline or proc.poll() is not None:
-            hung.kill()
             raise AssertionError(f"{name} did not get READY (exit {proc.poll()}): {buffer!r}")
         readable, _, _ = select.select([fd], [], [], 0.1)
         if readable:
             buffer += os.read(fd, 65536)
-    time.sleep(settle_s)
-    return hung
 
 
 @pytest.fixture

@@ -148,10 +148,9 @@ def read_process(pid: int) -> tuple[ProcessEvidence | None, list[ProbeError]]:
         environ = select_environment(proc.environ())
     except (psutil.AccessDenied, psutil.ZombieProcess, psutil.NoSuchProcess) as error:
         environ = {}
-        errors.append(
-            ProbeError(probe="environ", pid=pid, kind="permission", message=str(error) or
-                       "cannot read the environment")
-        )
+        kind = "permission" if isinstance(error, psutil.AccessDenied) else "exited"
+        errors.append(ProbeError(probe="environ", pid=pid, kind=kind,
+                                 message=f"cannot read the environment ({kind})"))
     threads = read_threads(pid)
     return (
         ProcessEvidence(

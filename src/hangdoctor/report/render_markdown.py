@@ -14,7 +14,7 @@ def culprit_line(culprit: Culprit | None) -> str:
     parts = []
     if culprit.rank is not None:
         parts.append(f"rank {culprit.rank}")
-    if culprit.role:
+    if culprit.role and culprit.role != "rank":
         parts.append(culprit.role.replace("_", " "))
     if culprit.pid is not None:
         parts.append(f"pid {culprit.pid}")
