@@ -72,15 +72,19 @@ def test_socket_read_without_timeout(fixture_program, tmp_path, report_schema):
     assert any("timeout=" in fix for fix in root["fixes"])
 
 
-def test_native_call_holding_the_gil(fixture_program, tmp_path, report_schema):
+@pytest.mark.parametrize("native", [False, True], ids=["python-stacks", "native-stacks"])
+def test_native_call_holding_the_gil(fixture_program, tmp_path, report_schema, native):
     program = fixture_program("native_holds_gil.py")
-    report, done = dump(program.pid, tmp_path)
+    report, done = dump(program.pid, tmp_path, *(["--native"] if native else []))
     assert done.returncode == 1, done.stderr
     jsonschema.validate(report, report_schema)
     root = _root(report)
     assert root["category"] == "native.blocked"
     _assert_location(root, program, "native")
     assert any("heartbeat" in line for line in root["evidence"])  # the starved thread
+    if native:
+        # With native frames the evidence names the C function the Python line called.
+        assert any("sleep (libc" in line for line in root["evidence"])
 
 
 def test_busy_loop(fixture_program, tmp_path, report_schema):

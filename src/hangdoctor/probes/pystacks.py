@@ -111,7 +111,21 @@ def parse_py_spy_json(text: str) -> dict[int, PythonThread]:
 def dump_stacks(
     pid: int, binary: str | None, options: StackOptions
 ) -> tuple[dict[int, PythonThread], ProbeError | None]:
-    """Stacks of every thread of `pid`, or the reason there are none."""
+    """Stacks of every thread of `pid`, or the reason there are none.
+
+    Reading locals is the part of py-spy most likely to fail on an odd object; when it does,
+    the stacks are read again without them rather than lost.
+    """
+    stacks, problem = _dump_once(pid, binary, options)
+    if problem is not None and problem.kind == "failed" and options.locals:
+        without = StackOptions(native=options.native, locals=False, timeout_s=options.timeout_s)
+        return _dump_once(pid, binary, without)
+    return stacks, problem
+
+
+def _dump_once(
+    pid: int, binary: str | None, options: StackOptions
+) -> tuple[dict[int, PythonThread], ProbeError | None]:
     if binary is None:
         return {}, ProbeError(
             probe="py-spy", pid=pid, kind="missing_tool", message="py-spy was not found"

@@ -30,14 +30,17 @@ def _address(hex_address: str) -> str:
     return f"{text}:{int(port_hex, 16)}"
 
 
+def _rows(path: Path) -> list[list[str]]:
+    """The fields of each line of a /proc/net table, header skipped; none if unreadable."""
+    try:
+        return [line.split() for line in path.read_text().splitlines()[1:]]
+    except OSError:
+        return []
+
+
 def _inet(path: Path, protocol: str, wanted: set[int]) -> list[SocketEndpoint]:
     found = []
-    try:
-        lines = path.read_text().splitlines()[1:]
-    except OSError:
-        return found
-    for line in lines:
-        fields = line.split()
+    for fields in _rows(path):
         if len(fields) < 10 or not fields[9].isdigit() or int(fields[9]) not in wanted:
             continue
         state = _TCP_STATES.get(fields[3]) if protocol.startswith("tcp") else None
@@ -55,12 +58,7 @@ def _inet(path: Path, protocol: str, wanted: set[int]) -> list[SocketEndpoint]:
 
 def _unix(path: Path, wanted: set[int]) -> list[SocketEndpoint]:
     found = []
-    try:
-        lines = path.read_text().splitlines()[1:]
-    except OSError:
-        return found
-    for line in lines:
-        fields = line.split()
+    for fields in _rows(path):
         if len(fields) < 7 or not fields[6].isdigit() or int(fields[6]) not in wanted:
             continue
         found.append(
