@@ -157,6 +157,82 @@ class SystemInfo(Evidence):
     py_spy: str | None = None
 
 
+class ProgressStatus(Evidence):
+    """Training progress one instrumented process reports about itself (hangdoctor.instrument).
+
+    Written atomically as `status-<pid>.json` into $HANGDOCTOR_STATUS_DIR; times are Unix times.
+    """
+
+    pid: int
+    rank: int | None = None
+    updated_at: float
+    steps: int = Field(default=0, description="optimizer steps taken")
+    last_step_at: float | None = None
+    batches: int = Field(default=0, description="batches received from DataLoaders")
+    last_batch_at: float | None = None
+    data_wait_s: float = Field(default=0.0, description="time spent waiting for batches")
+    collectives: int = Field(default=0, description="torch.distributed collectives started")
+    last_collective: str | None = None
+    in_collective: str | None = Field(default=None, description="the collective now running")
+    in_collective_seq: int | None = None
+    in_collective_since: float | None = None
+    losses_seen: int = 0
+    last_loss: float | None = None
+    nonfinite_losses: int = Field(default=0, description="losses seen that were NaN or Inf")
+    last_nonfinite_at: float | None = None
+
+
+class ProcessSample(Evidence):
+    """One process in one sample of the light timeline."""
+
+    pid: int
+    cpu_seconds: float | None = None
+    rss_bytes: int | None = None
+    state: str | None = None
+
+
+class GpuSample(Evidence):
+    """One GPU in one sample of the light timeline (NVML)."""
+
+    index: int
+    utilization_percent: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+
+
+class TimelineSample(Evidence):
+    """What the supervisor's light sampler saw about once a second."""
+
+    elapsed_s: float
+    output_bytes: int = 0
+    processes: tuple[ProcessSample, ...] = ()
+    gpus: tuple[GpuSample, ...] = ()
+    steps: int = Field(default=0, description="optimizer steps, summed over processes")
+    batches: int = 0
+    collectives: int = 0
+
+
+class JobRecord(Evidence):
+    """A supervised job's life: how it ran, how it ended, what it printed last."""
+
+    command: tuple[str, ...] = ()
+    started_at: float
+    ended_at: float | None = None
+    exit_code: int | None = Field(default=None, description="128+N when ended by signal N")
+    signal: int | None = None
+    interrupted: bool = False
+    killed_by_hangdoctor: bool = False
+    hang_timeout_s: float | None = Field(default=None, description="idle threshold in force")
+    last_progress_s: float | None = None
+    hang_declared_s: float | None = None
+    hang_kind: str | None = None
+    progress: tuple[ProgressStatus, ...] = ()
+    timeline: tuple[TimelineSample, ...] = ()
+    output_bytes: int = 0
+    output_tail: tuple[str, ...] = Field(default=(), description="last lines, redacted")
+    kernel_log: tuple[str, ...] = ()
+
+
 class Bundle(Evidence):
     """Everything one capture saw: what `analyze` reads back."""
 
@@ -172,3 +248,4 @@ class Bundle(Evidence):
     timings_s: dict[str, float] = Field(
         default_factory=dict, description="time spent per probe during the capture"
     )
+    job: JobRecord | None = Field(default=None, description="set by `hangdoctor run`")
