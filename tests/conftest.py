@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -38,6 +39,12 @@ class Hung:
         self.path = path
 
     def kill(self) -> None:
+        # Descendants first: torchrun starts its ranks in sessions of their own, out of reach
+        # of a process-group kill.
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    child.kill()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -12,9 +12,10 @@ import click
 from hangdoctor import __version__
 from hangdoctor.cli.analyze import analyze_command
 from hangdoctor.cli.dump import dump_command
+from hangdoctor.cli.run import run_command
 from hangdoctor.errors import ExitCode, HangdoctorError
 
-COMMANDS = (dump_command, analyze_command)
+COMMANDS = (run_command, dump_command, analyze_command)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

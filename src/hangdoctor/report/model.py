@@ -104,12 +104,31 @@ def _processes(job: JobView) -> list[dict[str, Any]]:
     return out
 
 
+def _job_summary(bundle: Bundle) -> dict[str, Any]:
+    record = bundle.job
+    if record is None:
+        return {}
+    return {
+        "job": {
+            "duration_s": round(record.ended_at - record.started_at, 3)
+            if record.ended_at else None,
+            "signal": record.signal,
+            "interrupted": record.interrupted,
+            "killed_by_hangdoctor": record.killed_by_hangdoctor,
+            "hang_timeout_s": record.hang_timeout_s,
+            "output_bytes": record.output_bytes,
+            "progress": [s.model_dump() for s in record.progress],
+        }
+    }
+
+
 def build_report(
     bundle: Bundle,
     diagnosis: Diagnosis,
     *,
     verdict: Verdict | None = None,
     exit_code: int | None = None,
+    hang: Hang | None = None,
     artifacts: dict[str, str] | None = None,
 ) -> Report:
     """The report for a capture; a dump's verdict is `hung` when something is wrong."""
@@ -118,11 +137,13 @@ def build_report(
                                                                  Severity.CRITICAL)]
     if verdict is None:
         verdict = "hung" if problems else "running"
+    if hang is None and verdict == "hung":
+        hang = Hang(kind=hang_kind(job))
     return Report(
-        command=list(bundle.command),
+        command=list(bundle.job.command if bundle.job else bundle.command),
         verdict=verdict,
         exit_code=exit_code,
-        hang=Hang(kind=hang_kind(job)) if verdict == "hung" else None,
+        hang=hang,
         findings=list(diagnosis.findings),
         processes=_processes(job),
         system=bundle.system.model_dump(),
@@ -132,6 +153,7 @@ def build_report(
             "seconds_sampled": round(job.sampled_span_s, 3),
             "timings_s": bundle.timings_s,
             "errors": [e.model_dump() for e in bundle.errors],
+            **_job_summary(bundle),
             "rule_errors": list(diagnosis.rule_errors),
         },
         artifacts=dict(artifacts or {}),

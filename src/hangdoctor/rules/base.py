@@ -32,6 +32,8 @@ class Rule(ABC):
     summary: ClassVar[str]
     #: Breaks ties between findings of equal severity and confidence: the more specific wins.
     specificity: ClassVar[int] = 50
+    #: Whether every finding names a culprit process (rules over logs may not know one).
+    names_culprit: ClassVar[bool] = True
     fires_on: ClassVar[tuple[Example, ...]] = ()
     quiet_on: ClassVar[tuple[Example, ...]] = ()
 

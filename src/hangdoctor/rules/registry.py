@@ -7,6 +7,7 @@ from hangdoctor.rules.blocked_io import BlockedIO
 from hangdoctor.rules.busy_loop import BusyLoop
 from hangdoctor.rules.data_pipeline import DataPipelineStall
 from hangdoctor.rules.deadlock import LockDeadlock
+from hangdoctor.rules.job_failures import GpuMemoryExhausted, HostMemoryExhausted, WorkerKilled
 from hangdoctor.rules.native_blocked import NativeBlocked
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -15,4 +16,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     NativeBlocked,
     BusyLoop,
     DataPipelineStall,
+    WorkerKilled,
+    HostMemoryExhausted,
+    GpuMemoryExhausted,
 )

@@ -1,0 +1,63 @@
+"""`hangdoctor run -- CMD`: supervise a job, and diagnose it when it hangs or fails."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from hangdoctor.capture.tree import CaptureOptions
+from hangdoctor.errors import BadInputError
+from hangdoctor.probes.pystacks import StackOptions
+from hangdoctor.supervise.supervisor import RunOptions, run_supervised
+
+
+@click.command(
+    "run",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option("--hang-timeout", type=click.FloatRange(min=0.1), default=None, metavar="S",
+              help="Declare a hang S seconds after the last progress when nothing computes "
+                   "(3*S when something does). Default: adaptive (see the README).")
+@click.option("--on-hang", type=click.Choice(["report", "kill"]), default="report",
+              show_default=True,
+              help="report: report and keep watching; kill: report, then end the whole job "
+                   "(exit 124).")
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the report, the log and the evidence "
+                   "[default: ./hangdoctor-reports/TIMESTAMP].")
+@click.option("--no-instrument", is_flag=True,
+              help="Do not inject progress instrumentation into the job's Python processes.")
+@click.option("--kill-grace", type=click.FloatRange(min=0.0), default=10.0, show_default=True,
+              metavar="S", help="With --on-hang kill: seconds between SIGTERM and SIGKILL.")
+@click.option("--native", is_flag=True, help="Also capture native frames when a hang is "
+              "declared.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def run_command(hang_timeout: float | None, on_hang: str, report_dir: Path | None,
+                no_instrument: bool, kill_grace: float, native: bool,
+                command: tuple[str, ...]) -> int:
+    """Run COMMAND (after --), watch it, and diagnose it when it stalls or fails.
+
+    The job's output is shown unchanged and saved to output.log in the report directory.
+    Exit code: the job's own, 128+N when it died of signal N, 124 when hangdoctor ended it
+    because it hung, 127/126 when COMMAND cannot be found/run.
+    """
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise BadInputError("no command to run",
+                            help="usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]...")
+    directory = report_dir or Path("hangdoctor-reports") / time.strftime("%Y%m%d-%H%M%S")
+    if directory.exists() and any(directory.iterdir()):
+        directory = directory.with_name(f"{directory.name}-{time.time_ns() % 10**6}")
+    options = RunOptions(
+        command=tuple(command),
+        report_dir=directory,
+        hang_timeout_s=hang_timeout,
+        on_hang=on_hang,
+        instrument=not no_instrument,
+        kill_grace_s=kill_grace,
+        capture=CaptureOptions(stacks=StackOptions(native=native)),
+    )
+    return run_supervised(options)

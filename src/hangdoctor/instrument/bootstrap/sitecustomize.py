@@ -1,0 +1,160 @@
+"""hangdoctor's bootstrap, loaded by every Python process of a job run under `hangdoctor run`.
+
+It runs in the job's interpreter (any Python >= 3.8, any venv, hangdoctor not importable), so
+it is stdlib only. It must cost nothing in processes that never use torch: it only puts a small
+finder on sys.meta_path that waits for `import torch` to complete, and arms the probe
+(`_hangdoctor_probe`) then. Being first on PYTHONPATH, it hides any other `sitecustomize`, so it
+loads the one that would otherwise have run (a venv's, the distribution's) and hands it its name.
+"""
+
+import os
+import sys
+
+_STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
+_PROBE = "_hangdoctor_probe"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _arm() -> None:
+    """Load the probe from next to this file (sys.path may have changed since) and arm it."""
+    try:
+        probe = sys.modules.get(_PROBE)
+        if probe is None:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location(
+                _PROBE, os.path.join(_HERE, _PROBE + ".py")
+            )
+            probe = importlib.util.module_from_spec(spec)
+            sys.modules[_PROBE] = probe
+            try:
+                spec.loader.exec_module(probe)
+            except BaseException:
+                sys.modules.pop(_PROBE, None)
+                raise
+        probe.arm()
+    except Exception:
+        pass  # never break the job for the sake of watching it
+
+
+class _ArmingLoader:
+    """Wraps torch's own loader: runs it unchanged, then arms the probe.
+
+    The module sees its real loader in `__loader__` and `__spec__.loader` from the start, so
+    torch's code cannot tell the difference.
+    """
+
+    def __init__(self, loader, finder) -> None:
+        self._loader = loader
+        self._finder = finder
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("_loader", "_finder"):
+            raise AttributeError(name)  # no recursion while half-built (copy, pickle)
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module) -> None:
+        try:
+            module.__loader__ = self._loader
+            module.__spec__.loader = self._loader
+        except Exception:
+            pass
+        self._loader.exec_module(module)
+        try:  # noqa: SIM105 -- importing contextlib would cost every process
+            self._finder.torch_loaded()
+        except Exception:
+            pass
+
+
+class _TorchImportWatcher:
+    """A sys.meta_path finder that only ever answers for `torch`: with the spec the other finders
+    would have returned, its loader wrapped so that we know when torch is fully imported."""
+
+    def __init__(self) -> None:
+        self._busy = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" or self._busy:
+            return None
+        self._busy = True
+        try:
+            spec = self._spec_from_the_others(fullname, path, target)
+        except Exception:
+            return None  # the import machinery asks the others again and fails as it would have
+        finally:
+            self._busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _ArmingLoader(spec.loader, self)
+        return spec
+
+    def _spec_from_the_others(self, fullname, path, target):
+        for finder in list(sys.meta_path):
+            if finder is self:
+                continue
+            find_spec = getattr(finder, "find_spec", None)
+            if find_spec is None:
+                return None  # a legacy finder: leave the whole import to the machinery
+            spec = find_spec(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
+
+    def torch_loaded(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        _arm()
+
+
+def _install() -> None:
+    """Arm now if torch is already there (a .pth file imported it), else wait for it."""
+    if not os.environ.get(_STATUS_DIR_ENV):
+        return
+    try:
+        if "torch" in sys.modules:
+            _arm()
+        else:
+            sys.meta_path.insert(0, _TorchImportWatcher())
+    except Exception:
+        pass
+
+
+def _import_system():
+    """importlib's PathFinder and module_from_spec, from the frozen modules every interpreter has
+    already loaded: importing importlib.util would cost each process a few milliseconds."""
+    bootstrap = sys.modules.get("_frozen_importlib")
+    external = sys.modules.get("_frozen_importlib_external")
+    if bootstrap is None or external is None:
+        import importlib._bootstrap as bootstrap
+        import importlib._bootstrap_external as external
+    return external.PathFinder, bootstrap.module_from_spec
+
+
+def _chain_load() -> None:
+    """Run the `sitecustomize` that we hide, as `sitecustomize`, so it behaves as without us.
+
+    Its own errors propagate: `site` reports them exactly as it would have without us.
+    """
+    try:
+        path_finder, module_from_spec = _import_system()
+        path = [entry for entry in sys.path if os.path.abspath(entry) != _HERE]
+        spec = path_finder.find_spec("sitecustomize", path)
+        if spec is None or spec.loader is None:
+            return
+        module = module_from_spec(spec)
+    except Exception:
+        return
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop("sitecustomize", None)  # as a failed import leaves it
+        raise
+
+
+_install()
+_chain_load()

@@ -1,0 +1,37 @@
+"""The tail of the kernel log (Xid, OOM-killer, hung-task and I/O error lines live there).
+
+Reading it may need privileges (kernel.dmesg_restrict): the error says how to allow it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from hangdoctor.evidence.model import ProbeError
+from hangdoctor.redact import redact_value
+
+DMESG_HELP = ("reading the kernel log needs CAP_SYSLOG or `sudo sysctl kernel.dmesg_restrict=0`")
+
+
+def read_kernel_log(
+    lines: int = 200, timeout_s: float = 3.0
+) -> tuple[list[str], ProbeError | None]:
+    """The last `lines` of the kernel log, or why they could not be read."""
+    dmesg = shutil.which("dmesg")
+    if dmesg is None:
+        return [], ProbeError(probe="kernel log", kind="missing_tool", message="dmesg not found")
+    try:
+        done = subprocess.run([dmesg, "--time-format", "iso", "--nopager"], capture_output=True,
+                              text=True, timeout=timeout_s, check=False, errors="replace")
+    except subprocess.TimeoutExpired:
+        return [], ProbeError(probe="kernel log", kind="timeout",
+                              message=f"dmesg did not answer within {timeout_s:g} s")
+    except OSError as error:
+        return [], ProbeError(probe="kernel log", kind="failed", message=str(error))
+    if done.returncode != 0:
+        text = done.stderr.strip() or f"dmesg exited {done.returncode}"
+        kind = "permission" if "ermission" in text or "not permitted" in text else "failed"
+        return [], ProbeError(probe="kernel log", kind=kind, message=f"{text} ({DMESG_HELP})"
+                              if kind == "permission" else text)
+    return [redact_value(line) for line in done.stdout.splitlines()[-lines:]], None

@@ -1,0 +1,99 @@
+"""When is a job hung? A pure model of progress and thresholds, fed by the supervisor.
+
+Progress is new output or a training event (optimizer step, batch, collective). A job in which
+nothing computes is hung `timeout` seconds after its last progress; one that computes without
+visible progress (a long silent evaluation, a checkpoint being compressed) only after
+`busy_factor` times as long.
+
+Without a fixed timeout the threshold adapts:
+- until the first training event: a generous start-up budget (model loading, compilation);
+- afterwards: `adaptive_factor` times the longest gap seen between training events, within
+  [`min_adaptive_s`, `max_adaptive_s`].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class HangPolicy:
+    """Thresholds, in seconds."""
+
+    fixed_timeout_s: float | None = None
+    startup_budget_s: float = 300.0
+    adaptive_factor: float = 5.0
+    min_adaptive_s: float = 60.0
+    max_adaptive_s: float = 1800.0
+    busy_factor: float = 3.0
+
+
+@dataclass(frozen=True)
+class Counters:
+    """What is counted as progress at one moment."""
+
+    output_bytes: int = 0
+    steps: int = 0
+    batches: int = 0
+    collectives: int = 0
+
+    @property
+    def training_events(self) -> int:
+        """Events that come from the training loop itself."""
+        return self.steps + self.batches + self.collectives
+
+
+@dataclass(frozen=True)
+class HangDecision:
+    """A declared hang."""
+
+    kind: str  # idle or busy
+    last_progress_s: float
+    declared_s: float
+    threshold_s: float
+
+
+@dataclass
+class ProgressTracker:
+    """Times in seconds since the job started."""
+
+    policy: HangPolicy
+    last: Counters = field(default_factory=Counters)
+    last_progress_s: float = 0.0
+    last_training_event_s: float | None = None
+    longest_training_gap_s: float = 0.0
+
+    def observe(self, now_s: float, counters: Counters) -> bool:
+        """Record a reading; True when it shows progress."""
+        progressed = counters != self.last and (
+            counters.output_bytes > self.last.output_bytes
+            or counters.training_events > self.last.training_events
+        )
+        if counters.training_events > self.last.training_events:
+            if self.last_training_event_s is not None:
+                gap = now_s - self.last_training_event_s
+                self.longest_training_gap_s = max(self.longest_training_gap_s, gap)
+            self.last_training_event_s = now_s
+        self.last = counters
+        if progressed:
+            self.last_progress_s = now_s
+        return progressed
+
+    @property
+    def timeout_s(self) -> float:
+        """The idle threshold in force now."""
+        policy = self.policy
+        if policy.fixed_timeout_s is not None:
+            return policy.fixed_timeout_s
+        if self.last_training_event_s is None or self.longest_training_gap_s == 0.0:
+            return policy.startup_budget_s
+        adaptive = policy.adaptive_factor * self.longest_training_gap_s
+        return min(policy.max_adaptive_s, max(policy.min_adaptive_s, adaptive))
+
+    def check(self, now_s: float, busy: bool) -> HangDecision | None:
+        """A hang, if the job has gone too long without progress."""
+        threshold = self.timeout_s * (self.policy.busy_factor if busy else 1.0)
+        if now_s - self.last_progress_s < threshold:
+            return None
+        return HangDecision(kind="busy" if busy else "idle", last_progress_s=self.last_progress_s,
+                            declared_s=now_s, threshold_s=threshold)

@@ -1,0 +1,323 @@
+"""The supervisor: owns the job, keeps its output flowing, watches progress, declares hangs,
+captures and diagnoses them, and reports at the end whatever happened."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hangdoctor import __version__
+from hangdoctor.capture.tree import CaptureOptions, capture_tree
+from hangdoctor.cli.output import write_report_dir
+from hangdoctor.errors import HangdoctorError
+from hangdoctor.evidence.model import Bundle, JobRecord, SystemInfo
+from hangdoctor.instrument import instrumented_environment
+from hangdoctor.probes.kernel_log import read_kernel_log
+from hangdoctor.probes.system import read_system
+from hangdoctor.redact import redact_argv, redact_value
+from hangdoctor.report.model import Hang, Report, build_report
+from hangdoctor.rules.engine import diagnose
+from hangdoctor.supervise.launch import (
+    Launched,
+    become_subreaper,
+    exit_status,
+    launch,
+    take_terminal_back,
+)
+from hangdoctor.supervise.output import OutputLog, open_channels, resize, start_relays
+from hangdoctor.supervise.policy import Counters, HangDecision, HangPolicy, ProgressTracker
+from hangdoctor.supervise.sampler import TreeSampler
+from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
+
+TIMED_OUT = 124  # as `timeout` does when it ends the command
+_TICK_S = 0.2
+_SAMPLE_EVERY_S = 1.0
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_BUSY_CORES = 0.3  # the job computes when it uses more than this share of a CPU
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `hangdoctor run` was asked to do."""
+
+    command: tuple[str, ...]
+    report_dir: Path
+    hang_timeout_s: float | None = None
+    on_hang: str = "report"  # or "kill"
+    instrument: bool = True
+    kill_grace_s: float = 10.0
+    capture: CaptureOptions = field(default_factory=CaptureOptions)
+
+
+@dataclass
+class _HangState:
+    decision: HangDecision
+    number: int
+    signature: tuple
+    bundle: Bundle
+    report: Report
+    captured_at_s: float
+
+
+def _say(message: str) -> None:
+    """One line for the user on stderr, never mixed into the job's own output log."""
+    with contextlib.suppress(OSError):
+        sys.stderr.write(f"hangdoctor: {message}\n")
+        sys.stderr.flush()
+
+
+def _signature(report: Report) -> tuple:
+    root = report.root_cause
+    if root is None or root.culprit is None:
+        return ("none",)
+    location = root.culprit.location
+    return (root.category, root.culprit.pid, root.culprit.tid,
+            location.file if location else None, location.line if location else None)
+
+
+class Supervisor:
+    """Runs one job to its end."""
+
+    def __init__(self, options: RunOptions) -> None:
+        self.options = options
+        self.report_dir = options.report_dir
+        self.status_dir = options.report_dir / "progress" if options.instrument else None
+        self.received: list[int] = []
+        self.launched: Launched | None = None
+        self.hangs: list[_HangState] = []
+        self.current: _HangState | None = None
+        self.killed = False
+        self.system: SystemInfo | None = None
+        self.channels: list = []
+
+    # signals ---------------------------------------------------------------------------------
+    def _forward(self, signum: int, _frame: object) -> None:
+        self.received.append(signum)
+        if self.launched is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.launched.pgid, signum)
+
+    def _on_resize(self, _signum: int, _frame: object) -> None:
+        resize(self.channels)
+        if self.launched is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.launched.pgid, signal.SIGWINCH)
+
+    def _install_signals(self) -> dict[int, object]:
+        previous = {sig: signal.signal(sig, self._forward) for sig in _FORWARDED}
+        previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, self._on_resize)
+        # Writing to the terminal while the job owns it must not stop us.
+        previous[signal.SIGTTOU] = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        return previous
+
+    # main loop -------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Run the job; returns the exit code hangdoctor should exit with."""
+        options = self.options
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        if self.status_dir is not None:
+            self.status_dir.mkdir(parents=True, exist_ok=True)
+            env = instrumented_environment(env, self.status_dir)
+        self.channels = open_channels()
+        log_file = open(self.report_dir / "output.log", "wb")  # noqa: SIM115 - closed below
+        self.log = OutputLog(log_file)
+        become_subreaper()
+        previous = self._install_signals()
+        self.started = time.monotonic()
+        self.started_wall = time.time()
+        try:
+            self.launched = launch(options.command, env, self.channels)
+            relays = start_relays(self.channels, self.log)
+            returncode = self._watch()
+            for thread in relays:
+                thread.join(timeout=5.0)
+            reap_orphans(exclude=self.launched.process.pid)
+            take_terminal_back(self.launched)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)  # type: ignore[arg-type]
+            self.log.flush()
+            log_file.close()
+        return self._finish(returncode)
+
+    def _watch(self) -> int:
+        assert self.launched is not None
+        process = self.launched.process
+        policy = HangPolicy(fixed_timeout_s=self.options.hang_timeout_s)
+        self.tracker = ProgressTracker(policy)
+        self.sampler = TreeSampler(process.pid, self.started, self.status_dir)
+        next_sample = 0.0
+        try:
+            while True:
+                returncode = process.poll()
+                if returncode is not None:
+                    return returncode
+                now = time.monotonic() - self.started
+                if now >= next_sample:
+                    self.sampler.sample(self.log.total_bytes)
+                    next_sample = now + _SAMPLE_EVERY_S
+                self._check_progress(now)
+                if self.killed:
+                    return process.wait()
+                with contextlib.suppress(Exception):
+                    process.wait(timeout=_TICK_S)
+        finally:
+            self.sampler.close()
+
+    def _counters(self) -> Counters:
+        last = self.sampler.timeline[-1] if self.sampler.timeline else None
+        return Counters(
+            output_bytes=self.log.total_bytes,
+            steps=last.steps if last else 0,
+            batches=last.batches if last else 0,
+            collectives=last.collectives if last else 0,
+        )
+
+    def _check_progress(self, now: float) -> None:
+        progressed = self.tracker.observe(now, self._counters())
+        if self.current is not None:
+            if progressed:
+                _say(f"progress resumed {now - self.current.decision.declared_s:.0f} s after "
+                     "the hang was declared; watching again")
+                self.current = None
+            elif now - self.current.captured_at_s >= max(10.0, self.tracker.timeout_s):
+                self._capture(self.current.decision, now, again=True)
+            return
+        cores = self.sampler.cpu_cores_used()
+        decision = self.tracker.check(now, busy=cores is not None and cores > _BUSY_CORES)
+        if decision is None:
+            return
+        self._capture(decision, now, again=False)
+        if self.options.on_hang == "kill" and self.launched is not None:
+            _say(f"ending the job (SIGTERM, then SIGKILL after {self.options.kill_grace_s:g} s)")
+            terminate_tree(self.launched.process.pid, self.launched.pgid,
+                           self.options.kill_grace_s)
+            self.killed = True
+
+    # capture and reports ---------------------------------------------------------------------
+    def _record(self, ended_at: float | None, exit_code: int | None, sig: int | None,
+                interrupted: bool) -> JobRecord:
+        hang = self.current.decision if self.current else None
+        return JobRecord(
+            command=redact_argv(self.options.command),
+            started_at=self.started_wall,
+            ended_at=ended_at,
+            exit_code=exit_code,
+            signal=sig,
+            interrupted=interrupted,
+            killed_by_hangdoctor=self.killed,
+            hang_timeout_s=self.tracker.timeout_s,
+            last_progress_s=round(self.tracker.last_progress_s, 3),
+            hang_declared_s=round(hang.declared_s, 3) if hang else None,
+            hang_kind=hang.kind if hang else None,
+            progress=tuple(self.sampler.statuses),
+            timeline=tuple(self.sampler.timeline),
+            output_bytes=self.log.total_bytes,
+            output_tail=tuple(redact_value(line) for line in self.log.tail_lines()),
+        )
+
+    def _capture(self, decision: HangDecision, now: float, again: bool) -> None:
+        assert self.launched is not None
+        what = "still hung" if again else (
+            f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
+            f"({decision.kind}): hang declared, capturing every process")
+        _say(what)
+        try:
+            bundle = capture_tree(self.launched.process.pid, self.options.capture)
+        except HangdoctorError as error:
+            _say(f"capture failed: {error.message}")
+            return
+        kernel_lines, kernel_error = read_kernel_log()
+        record = self._record(None, None, None, False)
+        hang_record = record.model_copy(update={
+            "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
+            "kernel_log": tuple(kernel_lines)})
+        errors = bundle.errors + ((kernel_error,) if kernel_error else ())
+        bundle = bundle.model_copy(update={"job": hang_record, "errors": errors})
+        self.system = bundle.system
+        hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
+                    declared_s=round(decision.declared_s, 3))
+        report = build_report(bundle, diagnose(bundle), verdict="hung", hang=hang)
+        signature = _signature(report)
+        if again and self.current is not None and signature == self.current.signature:
+            self.current.captured_at_s = now
+            return
+        number = len(self.hangs) + 1
+        directory = self.report_dir / f"hang-{number}"
+        report = write_report_dir(directory, report, bundle)
+        state = _HangState(decision, number, signature, bundle, report, now)
+        self.hangs.append(state)
+        self.current = state
+        root = report.root_cause
+        summary = (f"{root.category}: {root.title}" if root
+                   else "no rule explains it yet; see the stacks in the report")
+        _say(f"{'the picture changed: ' if again else ''}{summary}")
+        _say(f"report: {directory}/report.md")
+
+    def _finish(self, returncode: int) -> int:
+        exit_code, sig = exit_status(returncode)
+        interrupted = bool(self.received) or sig == signal.SIGINT or (
+            exit_code == 130 and not self.killed)
+        if self.killed:
+            verdict, final_code = "hung", TIMED_OUT
+        elif interrupted:
+            verdict, final_code = "interrupted", exit_code
+        elif exit_code == 0:
+            verdict, final_code = "completed", 0
+        else:
+            verdict, final_code = "failed", exit_code
+        record = self._record(time.time(), exit_code, sig, interrupted)
+        hung_now = self.current
+        if hung_now is not None:
+            bundle = hung_now.bundle.model_copy(update={"job": record.model_copy(
+                update={"kernel_log": hung_now.bundle.job.kernel_log if hung_now.bundle.job
+                        else ()})})
+        else:
+            kernel_lines: list[str] = []
+            errors = ()
+            if verdict == "failed":
+                kernel_lines, kernel_error = read_kernel_log()
+                errors = (kernel_error,) if kernel_error else ()
+            record = record.model_copy(update={"kernel_log": tuple(kernel_lines)})
+            bundle = Bundle(
+                tool_version=__version__,
+                created_at=time.time(),
+                target_pid=self.launched.process.pid if self.launched else 0,
+                command=record.command,
+                system=self.system or read_system(None),
+                errors=errors,
+                job=record,
+            )
+        hang = None
+        if hung_now is not None:
+            decision = hung_now.decision
+            hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
+                        declared_s=round(decision.declared_s, 3))
+        report = build_report(bundle, diagnose(bundle), verdict=verdict, exit_code=final_code,
+                              hang=hang, artifacts=self._artifacts())
+        report = write_report_dir(self.report_dir, report, bundle)
+        root = report.root_cause
+        duration = record.ended_at - record.started_at if record.ended_at else 0.0
+        line = f"job {verdict} (exit {final_code}) after {duration:.1f} s"
+        if root is not None and verdict != "completed":
+            line += f"; {root.category}: {root.title}"
+        _say(line)
+        _say(f"report: {self.report_dir}/report.md")
+        return final_code
+
+    def _artifacts(self) -> dict[str, str]:
+        artifacts = {"log": "output.log"}
+        for state in self.hangs:
+            artifacts[f"hang-{state.number}"] = f"hang-{state.number}/report.json"
+        return artifacts
+
+
+def run_supervised(options: RunOptions) -> int:
+    """Run a job under supervision; returns the exit code to exit with."""
+    return Supervisor(options).run()

@@ -1,0 +1,350 @@
+"""The instrumentation `hangdoctor run` injects: real jobs, real torch, real status files."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import glob
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hangdoctor.evidence.model import ProgressStatus
+from hangdoctor.instrument import bootstrap_dir, instrumented_environment
+from hangdoctor.probes.progress import read_statuses
+
+STEPS = 12
+
+TRAIN = """
+import os, sys, torch
+steps, workers, nan_from = (int(arg) for arg in sys.argv[1:4])
+torch.manual_seed(0)
+data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = torch.utils.data.DataLoader(data, batch_size=4, num_workers=workers)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+batches = iter(loader)
+for step in range(steps):
+    x, y = next(batches)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    if step >= nan_from:
+        loss = loss * float("nan")
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("PID", os.getpid())
+print("LOSS", loss.item().hex())
+"""
+
+DISTRIBUTED = """
+import os, sys, time, torch
+import torch.distributed as dist
+count, mode = int(sys.argv[1]), sys.argv[2]
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["TEST_PORT"],
+                        rank=int(os.environ["RANK"]), world_size=2)
+tensor = torch.ones(4)
+for _ in range(count):
+    dist.all_reduce(tensor)
+print("PID", os.getpid(), "SUM", tensor[0].item(), flush=True)
+if mode == "hang":
+    if dist.get_rank() == 1:
+        time.sleep(120)  # never joins the last all_reduce
+    dist.all_reduce(tensor)
+dist.destroy_process_group()
+"""
+
+NO_TORCH = """
+import sys, threading
+print("THREADS", threading.active_count())
+print("PROBE", "_hangdoctor_probe" in sys.modules)
+print("SITE", sys.modules["sitecustomize"].__file__)
+"""
+
+
+class Job:
+    """A job started in its own session, so that it and its children can always be killed."""
+
+    def __init__(self, script: Path, *args: str, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+        )
+
+    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out, err
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def jobs() -> Iterator:
+    """Factory: `jobs(script, *args, env=...)` starts a job; every one is killed at the end."""
+    started: list[Job] = []
+
+    def start(script: Path, *args: str, env: dict[str, str]) -> Job:
+        job = Job(script, *args, env=env)
+        started.append(job)
+        return job
+
+    yield start
+    for job in started:
+        job.kill()
+
+
+def write_script(directory: Path, name: str, source: str) -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def plain_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HANGDOCTOR_STATUS_DIR")}
+    env["PYTHONWARNINGS"] = "ignore"  # torch warns about numpy missing; keep stderr readable
+    return env
+
+
+def instrumented(status_dir: Path, **extra: str) -> dict[str, str]:
+    status_dir.mkdir(parents=True, exist_ok=True)
+    return {**instrumented_environment(plain_env(), status_dir), **extra}
+
+
+def output_value(out: str, key: str) -> str:
+    return next(line.split()[1] for line in out.splitlines() if line.startswith(key + " "))
+
+
+def train(jobs, tmp_path: Path, env: dict[str, str], workers: int = 0,
+          nan_from: int = STEPS) -> tuple[int, str]:
+    script = write_script(tmp_path, "train.py", TRAIN)
+    code, out, err = jobs(script, str(STEPS), str(workers), str(nan_from), env=env).finish()
+    assert code == 0, err
+    return int(output_value(out, "PID")), output_value(out, "LOSS")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(condition, timeout_s: float = 30):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.fixture(scope="module")
+def plain_loss(tmp_path_factory) -> str:
+    """The final loss of the training script without instrumentation."""
+    pytest.importorskip("torch")
+    directory = tmp_path_factory.mktemp("plain")
+    script = write_script(directory, "train.py", TRAIN)
+    job = Job(script, str(STEPS), "0", str(STEPS), env=plain_env())
+    try:
+        code, out, err = job.finish()
+    finally:
+        job.kill()
+    assert code == 0, err
+    return output_value(out, "LOSS")
+
+
+@pytest.mark.torch
+def test_training_progress_is_reported_and_the_result_unchanged(jobs, tmp_path, plain_loss):
+    pytest.importorskip("torch")
+    status_dir = tmp_path / "status"
+    pid, loss = train(jobs, tmp_path, instrumented(status_dir))
+    assert loss == plain_loss  # bit for bit
+    [status] = read_statuses(status_dir)
+    assert status.pid == pid
+    assert status.rank is None
+    assert (status.steps, status.batches, status.losses_seen) == (STEPS, STEPS, STEPS)
+    assert status.data_wait_s > 0
+    assert status.nonfinite_losses == 0 and status.last_nonfinite_at is None
+    assert status.last_loss == pytest.approx(float.fromhex(loss))
+    assert status.last_step_at and status.last_batch_at and status.updated_at
+    assert status.collectives == 0 and status.in_collective is None
+    assert not list(status_dir.glob(".*"))  # no temporary file left behind
+
+
+@pytest.mark.torch
+def test_forked_dataloader_workers(jobs, tmp_path, plain_loss):
+    pytest.importorskip("torch")
+    status_dir = tmp_path / "status"
+    pid, loss = train(jobs, tmp_path, instrumented(status_dir), workers=2)
+    assert loss == plain_loss
+    statuses = read_statuses(status_dir)
+    # The workers make no progress of their own, so they stay silent: only the rank reports.
+    assert [s.pid for s in statuses] == [pid]
+    assert (statuses[0].steps, statuses[0].batches, statuses[0].losses_seen) == (STEPS,) * 3
+
+
+@pytest.mark.torch
+def test_nonfinite_loss_is_counted(jobs, tmp_path):
+    pytest.importorskip("torch")
+    status_dir = tmp_path / "status"
+    train(jobs, tmp_path, instrumented(status_dir), nan_from=STEPS - 4)
+    [status] = read_statuses(status_dir)
+    assert status.losses_seen == STEPS
+    assert status.nonfinite_losses == 4
+    assert status.last_nonfinite_at is not None
+    assert status.last_loss is None  # the last loss was NaN, which strict JSON cannot hold
+
+
+def start_ranks(jobs, tmp_path: Path, status_dir: Path, count: int, mode: str) -> list[Job]:
+    script = write_script(tmp_path, "ranks.py", DISTRIBUTED)
+    port = str(free_port())
+    return [
+        jobs(script, str(count), mode, env=instrumented(status_dir, RANK=str(rank),
+                                                        TEST_PORT=port))
+        for rank in (0, 1)
+    ]
+
+
+@pytest.mark.torch
+def test_collectives_are_counted_per_rank(jobs, tmp_path):
+    pytest.importorskip("torch")
+    status_dir = tmp_path / "status"
+    ranks = start_ranks(jobs, tmp_path, status_dir, 5, "done")
+    pids = {}
+    for rank, job in enumerate(ranks):
+        code, out, err = job.finish()
+        assert code == 0, err
+        pids[int(output_value(out, "PID"))] = rank
+    statuses = read_statuses(status_dir)
+    assert {s.pid: s.rank for s in statuses} == pids
+    for status in statuses:
+        assert status.collectives == 5
+        assert status.last_collective == "all_reduce"
+        assert status.in_collective is None and status.in_collective_seq is None
+
+
+@pytest.mark.torch
+def test_blocked_collective_is_visible(jobs, tmp_path):
+    pytest.importorskip("torch")
+    status_dir = tmp_path / "status"
+    start_ranks(jobs, tmp_path, status_dir, 5, "hang")
+
+    def blocked() -> dict[int, ProgressStatus] | None:
+        # Each rank writes on its own schedule (at most every 0.5 s): wait until rank 1's file
+        # has caught up with its last collective too.
+        by_rank = {s.rank: s for s in read_statuses(status_dir)}
+        rank0, rank1 = by_rank.get(0), by_rank.get(1)
+        settled = rank0 and rank0.in_collective and rank1 and rank1.collectives >= 5
+        return by_rank if settled else None
+
+    by_rank = wait_for(blocked)
+    assert by_rank[0].in_collective == "all_reduce"
+    assert by_rank[0].in_collective_seq == 6 and by_rank[0].collectives == 6
+    assert by_rank[0].in_collective_since <= time.time()
+    assert by_rank[1].in_collective is None and by_rank[1].collectives == 5
+
+
+def test_no_torch_means_no_thread_and_no_file(jobs, tmp_path):
+    status_dir = tmp_path / "status"
+    script = write_script(tmp_path, "plain.py", NO_TORCH)
+    code, out, err = jobs(script, env=instrumented(status_dir)).finish()
+    assert code == 0, err
+    assert output_value(out, "THREADS") == "1"
+    assert output_value(out, "PROBE") == "False"
+    assert output_value(out, "SITE") == str(bootstrap_dir() / "sitecustomize.py")
+    assert not list(status_dir.iterdir())
+
+
+def test_existing_sitecustomize_still_runs(jobs, tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("print('THEIR-SITECUSTOMIZE', flush=True)\n")
+    script = write_script(tmp_path, "plain.py", NO_TORCH)
+    (tmp_path / "status").mkdir()
+    env = instrumented_environment({**plain_env(), "PYTHONPATH": str(theirs)}, tmp_path / "status")
+    assert env["PYTHONPATH"] == os.pathsep.join([str(bootstrap_dir()), str(theirs)])
+    code, out, err = jobs(script, env=env).finish()
+    assert code == 0, err
+    assert out.count("THEIR-SITECUSTOMIZE") == 1
+    assert output_value(out, "SITE") == str(theirs / "sitecustomize.py")  # it has its name
+
+
+@pytest.mark.torch
+def test_unwritable_status_dir_leaves_the_job_alone(jobs, tmp_path, plain_loss):
+    pytest.importorskip("torch")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    _, loss = train(jobs, tmp_path, instrumented_environment(plain_env(), blocker / "status"))
+    assert loss == plain_loss
+
+
+def test_read_statuses_skips_what_it_cannot_read(tmp_path):
+    assert read_statuses(tmp_path / "missing") == []
+    good = ProgressStatus(pid=7, rank=1, updated_at=time.time(), steps=3)
+    (tmp_path / "status-7.json").write_text(good.model_dump_json())
+    (tmp_path / "status-8.json").write_text(good.model_dump_json()[:20])  # torn
+    (tmp_path / "status-9.json").write_text("{not json")
+    (tmp_path / "status-10.json").write_text('{"pid": 10}')  # no updated_at
+    (tmp_path / ".status-11.json.tmp").write_text(good.model_dump_json())  # being written
+    assert read_statuses(tmp_path) == [good]
+
+
+def test_instrumented_environment(tmp_path):
+    ours = str(bootstrap_dir())
+    env = instrumented_environment({"PATH": "/bin", "PYTHONPATH": f"/a{os.pathsep}{ours}"},
+                                   Path("relative"))
+    assert env["PYTHONPATH"] == os.pathsep.join([ours, "/a"])
+    assert env["HANGDOCTOR_STATUS_DIR"] == os.path.abspath("relative")
+    assert env["PATH"] == "/bin"
+    assert instrumented_environment({}, tmp_path)["PYTHONPATH"] == ours
+    assert (bootstrap_dir() / "sitecustomize.py").is_file()
+
+
+def test_bootstrap_parses_as_python_38():
+    for path in bootstrap_dir().glob("*.py"):
+        ast.parse(path.read_text(), filename=str(path), feature_version=(3, 8))
+
+
+def python_38() -> str | None:
+    pyenv = glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3.8"))
+    candidates = ["python3.8", *pyenv]
+    for candidate in candidates:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
+                                  capture_output=True, text=True, timeout=10, check=False)
+            if done.stdout.strip() == "(3, 8)":
+                return candidate
+    return None
+
+
+def test_python_38_arms_on_a_stub_torch(tmp_path):
+    """Another interpreter, without pydantic or hangdoctor: the bootstrap still arms on `import
+    torch` (a stub here, so the hooks fail quietly), reports once and keeps torch's loader."""
+    interpreter = python_38()
+    if interpreter is None:
+        pytest.skip("no Python 3.8 here")
+    stub = tmp_path / "stub" / "torch"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("")
+    status_dir = tmp_path / "status"
+    status_dir.mkdir()
+    env = instrumented_environment({**plain_env(), "PYTHONPATH": str(stub.parent)}, status_dir)
+    code = ("import torch; print(type(torch.__loader__).__name__,"
+            " type(torch.__spec__.loader).__name__)")
+    done = subprocess.run([interpreter, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SourceFileLoader", "SourceFileLoader"]
+    [status] = read_statuses(status_dir)
+    assert status.steps == 0 and status.rank is None

@@ -1,0 +1,63 @@
+"""The hang policy on synthetic time: thresholds, busy jobs, adaptive timeouts."""
+
+from __future__ import annotations
+
+from hangdoctor.supervise.policy import Counters, HangPolicy, ProgressTracker
+
+
+def tracker(**policy) -> ProgressTracker:
+    return ProgressTracker(HangPolicy(**policy))
+
+
+def test_idle_job_hangs_after_the_timeout():
+    t = tracker(fixed_timeout_s=10)
+    t.observe(1.0, Counters(output_bytes=5))
+    assert t.check(10.9, busy=False) is None
+    decision = t.check(11.0, busy=False)
+    assert decision is not None and decision.kind == "idle"
+    assert decision.last_progress_s == 1.0 and decision.threshold_s == 10
+
+
+def test_busy_job_gets_three_times_as_long():
+    t = tracker(fixed_timeout_s=10)
+    t.observe(0.0, Counters(output_bytes=1))
+    assert t.check(29.0, busy=True) is None
+    assert t.check(30.0, busy=True).kind == "busy"
+    # ...but once it stops computing, the idle threshold applies at once.
+    assert t.check(12.0, busy=False).kind == "idle"
+
+
+def test_a_hang_at_start_up_is_measured_from_the_start():
+    t = tracker(fixed_timeout_s=5)
+    assert t.check(4.9, busy=False) is None
+    assert t.check(5.0, busy=False) is not None
+
+
+def test_any_kind_of_progress_resets_the_clock():
+    t = tracker(fixed_timeout_s=5)
+    assert t.observe(4.0, Counters(steps=1))
+    assert t.observe(8.0, Counters(steps=1, batches=3))
+    assert not t.observe(9.0, Counters(steps=1, batches=3))
+    assert t.check(12.9, busy=False) is None
+    assert t.check(13.0, busy=False) is not None
+
+
+def test_adaptive_threshold_uses_start_up_budget_then_step_gaps():
+    t = tracker(startup_budget_s=300, adaptive_factor=5, min_adaptive_s=60,
+                max_adaptive_s=1800)
+    assert t.timeout_s == 300
+    t.observe(100.0, Counters(steps=1))  # first step after a long start-up
+    assert t.timeout_s == 300  # one event tells no gap yet
+    t.observe(102.0, Counters(steps=2))
+    assert t.timeout_s == 60  # 5 x 2 s, raised to the minimum
+    t.observe(142.0, Counters(steps=3))  # a 40 s gap (evaluation, checkpoint)
+    assert t.timeout_s == 200
+    t.observe(1142.0, Counters(steps=4))
+    assert t.timeout_s == 1800  # capped
+
+
+def test_output_alone_does_not_change_the_adaptive_threshold():
+    t = tracker()
+    for second in range(1, 50):
+        t.observe(float(second), Counters(output_bytes=second))
+    assert t.timeout_s == 300
