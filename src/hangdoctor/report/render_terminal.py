@@ -23,8 +23,9 @@ def _count(number: int, role: str) -> str:
     return f"{number} {name}{'' if number == 1 else 'es' if name.endswith('ss') else 's'}"
 
 
-def render_terminal(report: Report, console: Console, report_dir: str | None = None) -> None:
-    """Print the summary to `console`."""
+def render_terminal(report: Report, console: Console, report_dir: str | None = None,
+                    max_findings: int = 3) -> None:
+    """Print the summary to `console`: the verdict, then up to `max_findings` findings."""
     verdict = Text(report.verdict.upper(), style=_VERDICT_STYLE.get(report.verdict, "bold"))
     header = Text.assemble("hangdoctor: ", verdict)
     if report.hang:
@@ -36,7 +37,7 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
     console.print(header)
     if not report.findings:
         console.print("No problem found in this capture.")
-    for index, finding in enumerate(report.findings[:3]):
+    for index, finding in enumerate(report.findings[:max_findings]):
         body = Text()
         body.append(f"{finding.category}", style="bold")
         body.append(f"  {finding.id}  {finding.severity.value}, confidence "
@@ -57,8 +58,9 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
         label = "Root cause" if index == 0 else "Also found"
         console.print(Panel(body, title=escape(f"{label}: {finding.title}"), title_align="left",
                             border_style="red" if index == 0 else "yellow"))
-    if len(report.findings) > 3:
-        console.print(f"... and {len(report.findings) - 3} more finding(s) in the report.")
+    if len(report.findings) > max_findings:
+        console.print(f"... and {len(report.findings) - max_findings} more finding(s) in the "
+                      "report.")
     for error in report.capture.get("errors") or []:
         if error["kind"] != "not_python":
             console.print(f"[yellow]capture: {escape(error['probe'])} pid {error['pid']}: "

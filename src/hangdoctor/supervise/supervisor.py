@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.console import Console
+
 from hangdoctor import __version__
 from hangdoctor.capture.tree import CaptureOptions, capture_tree
 from hangdoctor.cli.output import write_report_dir
@@ -21,6 +23,7 @@ from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.system import read_system
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.report.model import Hang, Report, build_report
+from hangdoctor.report.render_terminal import render_terminal
 from hangdoctor.rules.engine import diagnose
 from hangdoctor.supervise.launch import (
     Launched,
@@ -254,11 +257,13 @@ class Supervisor:
         state = _HangState(decision, number, signature, bundle, report, now)
         self.hangs.append(state)
         self.current = state
-        root = report.root_cause
-        summary = (f"{root.category}: {root.title}" if root
-                   else "no rule explains it yet; see the stacks in the report")
-        _say(f"{'the picture changed: ' if again else ''}{summary}")
-        _say(f"report: {directory}/report.md")
+        if again:
+            _say("the picture changed:")
+        if report.root_cause is None:
+            _say("no rule explains it yet; the stacks of every process are in the report")
+        with contextlib.suppress(Exception):  # the summary is a courtesy: never fail on it
+            render_terminal(report, Console(stderr=True, highlight=False), str(directory),
+                            max_findings=1)
 
     def _finish(self, returncode: int) -> int:
         exit_code, sig = exit_status(returncode)
