@@ -286,3 +286,15 @@ def test_torchrun_rank_hang_under_run(tmp_path):
     # Rank 0 entered the barrier that rank 1 never reaches: the instrumentation saw it.
     assert progress[0]["in_collective"] == "barrier"
     assert leftovers(tmp_path / "report") == []
+
+
+@pytest.mark.torch
+def test_failure_is_diagnosed_from_the_log(tmp_path):
+    pytest.importorskip("torch")
+    done, report = hd_run(tmp_path, *fixture("run_worker_killed.py"))
+    assert done.returncode == 1
+    assert report["verdict"] == "failed"
+    root = report["findings"][0]
+    assert root["category"] == "data.worker_killed"
+    assert "Killed" in root["title"]
+    assert any("is killed by signal: Killed" in line for line in root["evidence"])
