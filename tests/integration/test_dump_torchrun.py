@@ -25,7 +25,10 @@ def test_ranks_and_launcher_are_recognised(fixture_program, tmp_path, monkeypatc
     assert [p["pid"] for p in by_role["launcher"]] == [program.pid]
     assert sorted(p["rank"] for p in by_role["rank"]) == [0, 1]
     root = report["findings"][0]
-    assert root["category"] == "process.blocked_io"
+    # Rank 1 is blocked outside any collective while rank 0 waits in the barrier.
+    assert root["category"] == "distributed.straggler"
+    assert any("barrier" in line for line in root["evidence"])
+    assert any("timeout" in fix for fix in root["fixes"])
     assert root["culprit"]["rank"] == 1
     assert root["culprit"]["role"] == "rank"
     assert root["culprit"]["location"]["line"] == hang_line("torchrun_rank_blocked.py", "rank1")

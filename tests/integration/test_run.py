@@ -280,7 +280,7 @@ def test_torchrun_rank_hang_under_run(tmp_path):
     roles = sorted(p["role"] for p in report["processes"])
     assert roles == ["launcher", "rank", "rank"]
     root = report["findings"][0]
-    assert root["category"] == "process.blocked_io"
+    assert root["category"] == "distributed.straggler"
     assert root["culprit"]["rank"] == 1
     progress = {p["rank"]: p for p in report["capture"]["job"]["progress"]}
     # Rank 0 entered the barrier that rank 1 never reaches: the instrumentation saw it.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from hangdoctor.probes.sources import lock_context
+from hangdoctor.probes.sources import control_context, lock_context
 
 CODE = textwrap.dedent('''
     def transfer(a, b):
@@ -72,3 +72,27 @@ def test_scope_is_the_innermost_function():
 def test_several_items_in_one_with():
     _, acquiring = lock_context(TREE, line_of("with x, y:"))
     assert acquiring == ("x", "y")
+
+
+RANKED = textwrap.dedent('''
+    def train(rank, loader):
+        for step, batch in enumerate(loader):
+            loss = model(batch)
+            if rank == 0:
+                dist.barrier()
+            else:
+                dist.all_reduce(loss)
+        dist.barrier()
+''')
+
+
+def test_guards_and_loops_around_a_collective():
+    tree = ast.parse(RANKED)
+    line = next(i for i, text in enumerate(RANKED.splitlines(), 1) if "dist.barrier()" in text)
+    guards, loops = control_context(tree, line)
+    assert guards == ("rank == 0",)
+    assert loops == ("for (step, batch) in enumerate(loader)",)
+    line = next(i for i, text in enumerate(RANKED.splitlines(), 1) if "all_reduce" in text)
+    assert control_context(tree, line)[0] == ("not (rank == 0)",)
+    last = len(RANKED.splitlines())
+    assert control_context(tree, last) == ((), ())

@@ -13,6 +13,7 @@ from functools import cached_property
 from hangdoctor.analysis.roles import Role, assign_roles
 from hangdoctor.evidence.model import (
     Bundle,
+    JobRecord,
     OpenFile,
     ProcessEvidence,
     SocketEndpoint,
@@ -57,9 +58,17 @@ class JobView:
         """The distributed rank it is or serves, if any."""
         return self._roles.get(pid, (Role.OTHER, None))[1]
 
+    @cached_property
+    def _children(self) -> dict[int, list[ProcessEvidence]]:
+        index: dict[int, list[ProcessEvidence]] = {}
+        for process in self._processes.values():
+            if process.ppid is not None:
+                index.setdefault(process.ppid, []).append(process)
+        return index
+
     def children(self, pid: int) -> list[ProcessEvidence]:
         """Direct children that were captured."""
-        return [p for p in self._processes.values() if p.ppid == pid]
+        return self._children.get(pid, [])
 
     def threads(self) -> Iterator[tuple[ProcessEvidence, ThreadEvidence]]:
         """Every (process, thread) pair of the first snapshot."""
@@ -118,14 +127,24 @@ class JobView:
             return None
         return next((f for f in process.open_files if f.fd == fd), None)
 
+    @property
+    def record(self) -> JobRecord | None:
+        """The supervised job's record (`hangdoctor run` only)."""
+        return self.bundle.job
+
+    @cached_property
+    def _pipe_ends(self) -> dict[str, list[PipeEnd]]:
+        index: dict[str, list[PipeEnd]] = {}
+        for process in self._processes.values():
+            for opened in process.open_files:
+                if opened.target.startswith("pipe:"):
+                    index.setdefault(opened.target, []).append(
+                        PipeEnd(pid=process.pid, fd=opened.fd, mode=opened.mode))
+        return index
+
     def pipe_ends(self, target: str) -> list[PipeEnd]:
         """Every captured descriptor on the pipe `pipe:[inode]`."""
-        return [
-            PipeEnd(pid=p.pid, fd=f.fd, mode=f.mode)
-            for p in self._processes.values()
-            for f in p.open_files
-            if f.target == target
-        ]
+        return self._pipe_ends.get(target, [])
 
     @cached_property
     def _sockets(self) -> dict[int, SocketEndpoint]:

@@ -33,6 +33,8 @@ def frame(
     code: str | None = None,
     held: Sequence[tuple[str, int] | tuple[str, int, str]] = (),
     acquiring: Sequence[str] = (),
+    loops: Sequence[str] = (),
+    guards: Sequence[str] = (),
     local_vars: dict[str, tuple[str, int | None]] | None = None,
     native: bool = False,
 ) -> Frame:
@@ -47,6 +49,8 @@ def frame(
         held=tuple(HeldContext(expression=h[0], line=h[1], how=h[2] if len(h) > 2 else "with")
                    for h in held),
         acquiring=tuple(acquiring),
+        loops=tuple(loops),
+        guards=tuple(guards),
         locals=tuple(
             LocalVariable(name=name, repr=text, addr=addr)
             for name, (text, addr) in (local_vars or {}).items()

@@ -51,6 +51,13 @@ class Frame(Evidence):
     acquiring: tuple[str, ...] = Field(
         default=(), description="lock-like expressions this very line enters or acquires"
     )
+    guards: tuple[str, ...] = Field(
+        default=(), description="conditions of the `if` blocks around this line, outermost first "
+        "(`not (...)` for an else branch): why only some ranks may get here"
+    )
+    loops: tuple[str, ...] = Field(
+        default=(), description="headers of the loops around this line, outermost first"
+    )
 
 
 class KernelThreadState(Evidence):

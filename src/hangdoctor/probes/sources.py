@@ -116,22 +116,60 @@ def lock_context(
     return tuple(dict.fromkeys([*held, *explicit])), tuple(dict.fromkeys(acquiring))
 
 
+def _header(node: ast.For | ast.AsyncFor | ast.While) -> str:
+    if isinstance(node, ast.While):
+        return f"while {ast.unparse(node.test)}"
+    return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+
+
+def control_context(
+    tree: ast.Module | _SourceFile, line: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(guards, loops) around `line` in its function: the `if` conditions that must hold to get
+    there, and the loops it runs in, outermost first."""
+    source = tree if isinstance(tree, _SourceFile) else _SourceFile(tree)
+    scope = source.scope_of(line)
+    found: list[tuple[int, str, str]] = []
+    for node in _own_nodes(scope):
+        end = getattr(node, "end_lineno", None)
+        if end is None or not node.lineno <= line <= end:
+            continue
+        if isinstance(node, ast.If) and node.body:
+            in_body = node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
+            in_else = bool(node.orelse) and node.orelse[0].lineno <= line
+            test = ast.unparse(node.test)
+            if in_body:
+                found.append((node.lineno, "guard", test))
+            elif in_else:
+                found.append((node.lineno, "guard", f"not ({test})"))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.body and (
+            node.body[0].lineno <= line
+        ):
+            found.append((node.lineno, "loop", _header(node)))
+    found.sort()
+    guards = tuple(text for _, kind, text in found if kind == "guard")
+    loops = tuple(text for _, kind, text in found if kind == "loop")
+    return guards, loops
+
+
 def with_source(frame: Frame) -> Frame:
     """The frame with its source line and lock context filled in, where the file is readable."""
     if frame.native or frame.line <= 0 or not os.path.isfile(frame.file):
         return frame
     code = linecache.getline(frame.file, frame.line).strip() or None
     source = _source(frame.file)
-    held: tuple[HeldContext, ...] = ()
-    acquiring: tuple[str, ...] = ()
-    if source is not None:
-        held, acquiring = _cached_context(frame.file, source[1], frame.line)
-    return frame.model_copy(update={"code": code, "held": held, "acquiring": acquiring})
+    if source is None:
+        return frame.model_copy(update={"code": code})
+    held, acquiring, guards, loops = _cached_context(frame.file, source[1], frame.line)
+    return frame.model_copy(update={"code": code, "held": held, "acquiring": acquiring,
+                                    "guards": guards, "loops": loops})
 
 
 @functools.lru_cache(maxsize=4096)
 def _cached_context(
     path: str, mtime: float, line: int
-) -> tuple[tuple[HeldContext, ...], tuple[str, ...]]:
+) -> tuple[tuple[HeldContext, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     parsed = _parse(path, mtime)
-    return lock_context(parsed, line) if parsed is not None else ((), ())
+    if parsed is None:
+        return (), (), (), ()
+    return (*lock_context(parsed, line), *control_context(parsed, line))

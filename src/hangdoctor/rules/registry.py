@@ -7,6 +7,13 @@ from hangdoctor.rules.blocked_io import BlockedIO
 from hangdoctor.rules.busy_loop import BusyLoop
 from hangdoctor.rules.data_pipeline import DataPipelineStall
 from hangdoctor.rules.deadlock import LockDeadlock
+from hangdoctor.rules.distributed import (
+    CollectiveMismatch,
+    RankExited,
+    Rendezvous,
+    Straggler,
+    UnevenInputs,
+)
 from hangdoctor.rules.job_failures import GpuMemoryExhausted, HostMemoryExhausted, WorkerKilled
 from hangdoctor.rules.native_blocked import NativeBlocked
 
@@ -16,6 +23,11 @@ ALL_RULES: tuple[type[Rule], ...] = (
     NativeBlocked,
     BusyLoop,
     DataPipelineStall,
+    Straggler,
+    CollectiveMismatch,
+    UnevenInputs,
+    RankExited,
+    Rendezvous,
     WorkerKilled,
     HostMemoryExhausted,
     GpuMemoryExhausted,
