@@ -16,6 +16,7 @@ from hangdoctor.rules.distributed import (
 )
 from hangdoctor.rules.job_failures import GpuMemoryExhausted, HostMemoryExhausted, WorkerKilled
 from hangdoctor.rules.native_blocked import NativeBlocked
+from hangdoctor.rules.progress_rules import InputBound, NonFiniteLoss
 
 ALL_RULES: tuple[type[Rule], ...] = (
     LockDeadlock,
@@ -28,6 +29,8 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnevenInputs,
     RankExited,
     Rendezvous,
+    NonFiniteLoss,
+    InputBound,
     WorkerKilled,
     HostMemoryExhausted,
     GpuMemoryExhausted,
