@@ -298,3 +298,24 @@ def test_failure_is_diagnosed_from_the_log(tmp_path):
     assert root["category"] == "data.worker_killed"
     assert "Killed" in root["title"]
     assert any("is killed by signal: Killed" in line for line in root["evidence"])
+
+
+@pytest.mark.torch
+def test_collective_mismatch_named_by_flight_recorder(tmp_path):
+    pytest.importorskip("torch")
+    done, report = hd_run(
+        tmp_path / "report", "--hang-timeout", "3", "--on-hang", "kill", "--kill-grace", "2",
+        "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
+        "--nproc_per_node", "2", "torchrun_guarded_barrier.py", cwd=FIXTURES)
+    assert done.returncode == 124, done.stderr
+    root = report["findings"][0]
+    assert root["category"] == "distributed.collective_mismatch"
+    assert root["culprit"]["rank"] == 0
+    line = hang_line("torchrun_guarded_barrier.py", "rank0")
+    assert root["culprit"]["location"]["line"] == line
+    assert any("rank == 0" in fix for fix in root["fixes"])
+    # Both ranks' Flight Recorders were read: the same sequence number, different operations.
+    bundle = json.loads((tmp_path / "report" / "evidence.json").read_text())
+    assert {r["rank"] for r in bundle["flight_records"]} == {0, 1}
+    assert any(line.startswith("Flight Recorder: all of them are at collective #")
+               for line in root["evidence"])

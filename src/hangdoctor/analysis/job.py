@@ -6,9 +6,10 @@ ptrace attach); later snapshots add CPU rates and show whether stacks moved.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from hangdoctor.analysis.roles import Role, assign_roles
 from hangdoctor.evidence.model import (
@@ -39,6 +40,13 @@ class JobView:
         self.last = bundle.snapshots[-1] if bundle.snapshots else None
         self._processes = {p.pid: p for p in self.first.processes} if self.first else {}
         self._roles = assign_roles(self._processes, bundle.target_pid)
+        self._derived: dict[str, Any] = {}
+
+    def derived(self, key: str, build: Callable[[JobView], Any]) -> Any:
+        """A view computed once per job and shared by every rule that asks (e.g. the ranks)."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]
 
     # processes -----------------------------------------------------------------------------
     @property
@@ -100,14 +108,19 @@ class JobView:
         used = samples[-1][1].cpu_seconds - samples[0][1].cpu_seconds
         return max(0.0, used / (samples[-1][0] - samples[0][0]))
 
+    @cached_property
+    def _process_samples(self) -> dict[int, list[tuple[float, float]]]:
+        index: dict[int, list[tuple[float, float]]] = {}
+        for snapshot in self.bundle.snapshots:
+            for process in snapshot.processes:
+                if process.cpu_seconds is not None:
+                    index.setdefault(process.pid, []).append(
+                        (snapshot.elapsed_s, process.cpu_seconds))
+        return index
+
     def process_cpu_share(self, pid: int) -> float | None:
         """Share of one CPU the process used between the first and last snapshot."""
-        seen = [
-            (snapshot.elapsed_s, process.cpu_seconds)
-            for snapshot in self.bundle.snapshots
-            for process in snapshot.processes
-            if process.pid == pid and process.cpu_seconds is not None
-        ]
+        seen = self._process_samples.get(pid, [])
         if len(seen) < 2 or seen[-1][0] - seen[0][0] <= 0:
             return None
         return max(0.0, (seen[-1][1] - seen[0][1]) / (seen[-1][0] - seen[0][0]))

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.roles import Role
-from hangdoctor.evidence.model import Frame, ProcessEvidence, ProgressStatus, ThreadEvidence
+from hangdoctor.evidence.model import (
+    CollectiveRecord,
+    Frame,
+    ProcessEvidence,
+    ProgressStatus,
+    ThreadEvidence,
+)
 
 COLLECTIVES = frozenset({
     "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
@@ -53,6 +59,7 @@ class RankState:
     call: str | None  # collective or start-up function it is in, from stack or instrumentation
     seq: int | None  # the collective's sequence number (instrumentation)
     site: Frame | None  # innermost user frame of the main thread
+    last_recorded: CollectiveRecord | None = None  # its newest Flight Recorder entry
 
     @property
     def pid(self) -> int | None:
@@ -122,6 +129,26 @@ class RankView:
             if rank not in by_rank:  # reported progress once, not found alive now
                 by_rank[rank] = RankState(rank, None, None, status, None, None, None)
         self.ranks = dict(sorted(by_rank.items()))
+        self.flight_recorder = self._apply_flight_records()
+
+    def _apply_flight_records(self) -> bool:
+        """Number the ranks' collectives by the Flight Recorder when every live rank has one:
+        it counts every collective the process group ran (also those issued from C++, as DDP
+        does), so its numbers agree across ranks where Python-level counts may not."""
+        records = {r.rank: r for r in self.job.bundle.flight_records
+                   if r.rank is not None and r.entries}
+        alive = [s for s in self.ranks.values() if s.alive]
+        if not alive or any(s.rank not in records for s in alive):
+            return False
+        for state in alive:
+            entries = records[state.rank].entries
+            group = entries[-1].process_group
+            last = max((e for e in entries if e.process_group == group), key=lambda e: e.seq)
+            update = {"last_recorded": last}
+            if state.in_collective:
+                update.update(call=last.op, seq=last.seq)
+            self.ranks[state.rank] = replace(state, **update)
+        return True
 
     @cached_property
     def world_size(self) -> int | None:
@@ -151,6 +178,11 @@ class RankView:
     def alive(self) -> list[RankState]:
         """Ranks whose process is alive."""
         return [s for s in self.ranks.values() if s.alive]
+
+
+def rank_view(job: JobView) -> RankView:
+    """The job's RankView, built once however many rules ask."""
+    return job.derived("ranks", RankView)
 
 
 def rank_list(states: Sequence[RankState], limit: int = 8) -> str:

@@ -219,6 +219,24 @@ class TimelineSample(Evidence):
     collectives: int = 0
 
 
+class CollectiveRecord(Evidence):
+    """One entry of PyTorch's Flight Recorder: a collective a rank issued."""
+
+    seq: int = Field(description="collective_seq_id within its process group")
+    op: str = Field(description="e.g. all_reduce, barrier (backend prefix removed)")
+    state: str | None = None
+    process_group: str | None = None
+    sizes: str | None = Field(default=None, description="input sizes, as text")
+
+
+class FlightRecord(Evidence):
+    """The last collectives one rank issued, from its Flight Recorder ring buffer."""
+
+    pid: int
+    rank: int | None = None
+    entries: tuple[CollectiveRecord, ...] = Field(default=(), description="oldest first")
+
+
 class JobRecord(Evidence):
     """A supervised job's life: how it ran, how it ended, what it printed last."""
 
@@ -256,3 +274,6 @@ class Bundle(Evidence):
         default_factory=dict, description="time spent per probe during the capture"
     )
     job: JobRecord | None = Field(default=None, description="set by `hangdoctor run`")
+    flight_records: tuple[FlightRecord, ...] = Field(
+        default=(), description="PyTorch Flight Recorder dumps of the ranks, when available"
+    )

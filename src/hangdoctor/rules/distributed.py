@@ -14,7 +14,7 @@ from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT, wait_fixes
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.frameworks import dataloader_consumer
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import RankState, RankView, rank_list
+from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ProgressStatus
@@ -139,7 +139,7 @@ class Straggler(Rule):
                 Example("ranks still joining", _never_joined))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        view = RankView(job)
+        view = rank_view(job)
         majority = _majority_waiting(view)
         if majority is None:
             return
@@ -159,7 +159,12 @@ class Straggler(Rule):
                 _describe_group(waiting),
                 f"rank {state.rank} is not in any collective: it is {doing} at {at(state.site)}",
             ]
-            if state.status is not None and waiting[0].seq is not None:
+            if state.last_recorded is not None and waiting[0].seq is not None:
+                evidence.append(
+                    f"Flight Recorder: rank {state.rank}'s last collective is "
+                    f"#{state.last_recorded.seq} ({state.last_recorded.op}); the others are "
+                    f"blocked in #{waiting[0].seq}")
+            elif state.status is not None and waiting[0].seq is not None:
                 evidence.append(
                     f"rank {state.rank} has started {state.status.collectives} collectives; the "
                     f"others are blocked in #{waiting[0].seq}")
@@ -203,15 +208,18 @@ def _split(view: RankView):
 
 
 def _is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
-    steps_odd = {s.steps for s in odd if s.steps is not None}
-    steps_rest = {s.steps for s in rest if s.steps is not None}
-    if steps_odd and steps_rest:
-        return max(steps_odd) < min(steps_rest)
-    site_odd, site_rest = odd[0].site, rest[0].site
-    if site_odd is None or site_rest is None:
+    """Whether the odd ranks have left the loop the others still run their collective in.
+
+    Step counts cannot tell: ranks blocked at different points of one iteration differ by a
+    step too. The code can: the others' collective sits inside a loop, and the odd rank's stack
+    is outside that loop (or out of that function altogether)."""
+    looping = rest[0].site
+    thread = odd[0].thread
+    if looping is None or not looping.loops or thread is None or thread.python is None:
         return False
-    return (site_odd.file == site_rest.file and site_odd.function == site_rest.function
-            and len(site_odd.loops) < len(site_rest.loops))
+    same = [f for f in thread.python.frames
+            if f.file == looping.file and f.function == looping.function]
+    return not same or len(same[0].loops) < len(looping.loops)
 
 
 class CollectiveMismatch(Rule):
@@ -226,7 +234,7 @@ class CollectiveMismatch(Rule):
                 Example("a rank that ran out of data", _rank_ran_out_of_data))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        split = _split(RankView(job))
+        split = _split(rank_view(job))
         if split is None or _is_uneven(*split):
             return
         odd, rest = split
@@ -236,8 +244,9 @@ class CollectiveMismatch(Rule):
         evidence = [_describe_group(odd), _describe_group(rest)]
         seqs = {s.seq for s in odd + rest if s.seq is not None}
         if len(seqs) == 1:
-            evidence.append(f"all of them are at collective #{seqs.pop()}: the same step of the "
-                            "sequence, but not the same operation")
+            source = "Flight Recorder: " if rank_view(job).flight_recorder else ""
+            evidence.append(f"{source}all of them are at collective #{seqs.pop()}: the same "
+                            "step of the sequence, but not the same operation")
         guard = site.guards[-1] if site is not None and site.guards else None
         if guard:
             evidence.append(f"the call at {where} runs only where `{guard}` holds")
@@ -275,7 +284,7 @@ class UnevenInputs(Rule):
     quiet_on = (Example("a barrier only rank 0 calls", _barrier_only_on_rank_0),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        split = _split(RankView(job))
+        split = _split(rank_view(job))
         if split is None or not _is_uneven(*split):
             return
         odd, rest = split
@@ -283,16 +292,17 @@ class UnevenInputs(Rule):
         where = short_location(state.site) if state.site else "its call site"
         loop = rest[0].site.loops[-1] if rest[0].site and rest[0].site.loops else None
         evidence = [_describe_group(odd), _describe_group(rest)]
+        if loop:
+            evidence.append(f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
+                            f"inside `{loop}`; {rank_list(odd)} already left it")
         if state.steps is not None and rest[0].steps is not None:
             evidence.append(f"{rank_list(odd)} took {state.steps} steps, "
                             f"{rank_list(rest)} {rest[0].steps}")
-        if loop:
-            evidence.append(f"{rank_list(rest)} are still inside `{loop}`; {rank_list(odd)} "
-                            "already left it")
         yield Finding(
             id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
-            title=f"Uneven inputs: {rank_list(odd)} finished early and wait at {where}; "
-                  f"{rank_list(rest)} are still training",
+            title=f"Uneven inputs: {rank_list(odd)} finished early and {_wait(odd)} at "
+                  f"{where}; {rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
+                  "training",
             explanation=("Ranks got different numbers of batches. The ones that finished "
                          "first wait in a collective after the loop, the others in the loop's "
                          "collective: they can never meet."),
@@ -319,7 +329,7 @@ class RankExited(Rule):
     quiet_on = (Example("every rank in the same collective", _all_in_the_same_collective),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        view = RankView(job)
+        view = rank_view(job)
         if not view.missing or not any(s.in_collective for s in view.alive):
             return
         waiting = [s for s in view.alive if s.in_collective]
@@ -360,7 +370,7 @@ class Rendezvous(Rule):
     quiet_on = (Example("every rank in the same collective", _all_in_the_same_collective),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        view = RankView(job)
+        view = rank_view(job)
         joining = [s for s in view.alive if s.in_start_up]
         if not joining or any((s.steps or 0) > 0 for s in view.ranks.values()):
             return

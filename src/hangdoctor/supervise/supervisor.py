@@ -19,6 +19,7 @@ from hangdoctor.cli.output import write_report_dir
 from hangdoctor.errors import HangdoctorError
 from hangdoctor.evidence.model import Bundle, JobRecord, SystemInfo
 from hangdoctor.instrument import instrumented_environment
+from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
 from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.system import read_system
 from hangdoctor.redact import redact_argv, redact_value
@@ -231,11 +232,17 @@ class Supervisor:
             f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
             f"({decision.kind}): hang declared, capturing every process")
         _say(what)
+        asked = request_dumps(self.status_dir) if self.status_dir is not None else None
         try:
             bundle = capture_tree(self.launched.process.pid, self.options.capture)
         except HangdoctorError as error:
             _say(f"capture failed: {error.message}")
             return
+        if asked is not None and self.status_dir is not None:
+            ranks = sum(1 for s in self.sampler.statuses if s.rank is not None)
+            if ranks:
+                records = collect_dumps(self.status_dir, asked, expected=ranks)
+                bundle = bundle.model_copy(update={"flight_records": tuple(records)})
         kernel_lines, kernel_error = read_kernel_log()
         record = self._record(None, None, None, False)
         hang_record = record.model_copy(update={

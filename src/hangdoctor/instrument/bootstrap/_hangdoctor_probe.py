@@ -343,7 +343,42 @@ def _start_writer() -> None:
 def _write_loop() -> None:
     while not _disabled:
         _flush()
+        _answer_flight_recorder_request()
         time.sleep(WRITE_INTERVAL_S)
+
+
+# ---- PyTorch's Flight Recorder, on request ------------------------------------------------------
+
+FLIGHT_RECORDER_REQUEST = "flight-recorder.request"
+_answered_request = None
+
+
+def _answer_flight_recorder_request() -> None:
+    """When the supervisor declares a hang it drops a request file; every rank then writes its
+    Flight Recorder ring buffer (the last collectives with their sequence numbers) as
+    `fr-<pid>.json`. This runs in the writer thread, which gets the GIL even while the main
+    thread is blocked inside a collective (torch releases it there)."""
+    global _answered_request
+    try:
+        request = os.path.join(_directory, FLIGHT_RECORDER_REQUEST)
+        if not os.path.exists(request):
+            return
+        stamp = os.stat(request).st_mtime_ns
+        if stamp == _answered_request or _dist is None or not _dist.is_initialized():
+            return
+        _answered_request = stamp
+        dump = getattr(sys.modules["torch"]._C._distributed_c10d, "_dump_fr_trace_json", None)
+        if dump is None:
+            return
+        trace = json.loads(dump(True, True))
+        pid = os.getpid()
+        body = json.dumps({"pid": pid, "rank": _rank(), "trace": trace})
+        temporary = os.path.join(_directory, f".fr-{pid}.json.tmp")
+        with open(temporary, "w") as handle:
+            handle.write(body)
+        os.replace(temporary, os.path.join(_directory, f"fr-{pid}.json"))
+    except Exception:
+        pass
 
 
 def _flush() -> None:

@@ -1,0 +1,73 @@
+"""PyTorch's Flight Recorder, asked for through the instrumentation.
+
+At a hang the supervisor drops a request file into the status folder; each instrumented rank
+answers with `fr-<pid>.json`, its ring buffer of recent collectives
+(torch._C._distributed_c10d._dump_fr_trace_json; entries carry collective_seq_id,
+profiling_name such as `gloo:all_reduce`, state, input_sizes and the process group).
+Format: https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/FlightRecorder.hpp
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from hangdoctor.evidence.model import CollectiveRecord, FlightRecord
+
+REQUEST = "flight-recorder.request"
+_KEEP = 16  # entries per rank: enough to see where ranks diverged
+
+
+def request_dumps(status_dir: Path) -> float:
+    """Ask every instrumented rank for its Flight Recorder; returns the request time."""
+    path = status_dir / REQUEST
+    path.write_text(str(time.time()))
+    return path.stat().st_mtime
+
+
+def _entry(raw: dict) -> CollectiveRecord | None:
+    seq = raw.get("collective_seq_id")
+    name = str(raw.get("profiling_name") or "")
+    if not isinstance(seq, int) or not name:
+        return None
+    group = raw.get("process_group")
+    return CollectiveRecord(
+        seq=seq,
+        op=name.split(":", 1)[-1],
+        state=raw.get("state"),
+        process_group=str(group[1] if isinstance(group, list) and len(group) > 1 else group)
+        if group is not None else None,
+        sizes=str(raw.get("input_sizes")) if raw.get("input_sizes") is not None else None,
+    )
+
+
+def parse_dump(text: str) -> FlightRecord | None:
+    """One `fr-<pid>.json` written by the instrumentation, or None if unusable."""
+    try:
+        data = json.loads(text)
+        entries = [e for e in (_entry(raw) for raw in data["trace"].get("entries", [])) if e]
+        return FlightRecord(pid=int(data["pid"]), rank=data.get("rank"),
+                            entries=tuple(entries[-_KEEP:]))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def collect_dumps(status_dir: Path, since: float, expected: int,
+                  timeout_s: float = 3.0) -> list[FlightRecord]:
+    """The dumps written after `since`, waiting up to `timeout_s` for `expected` of them."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        files = [p for p in status_dir.glob("fr-*.json") if p.stat().st_mtime >= since]
+        if len(files) >= expected or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    records = []
+    for path in files:
+        try:
+            record = parse_dump(path.read_text())
+        except OSError:
+            continue
+        if record is not None:
+            records.append(record)
+    return sorted(records, key=lambda r: (r.rank is None, r.rank, r.pid))
