@@ -14,6 +14,7 @@ from hangdoctor.rules.distributed import (
     Straggler,
     UnevenInputs,
 )
+from hangdoctor.rules.gpu_state import GpuKernelHang, GpuMemoryFull
 from hangdoctor.rules.job_failures import GpuMemoryExhausted, HostMemoryExhausted, WorkerKilled
 from hangdoctor.rules.native_blocked import NativeBlocked
 from hangdoctor.rules.progress_rules import InputBound, NonFiniteLoss
@@ -34,4 +35,6 @@ ALL_RULES: tuple[type[Rule], ...] = (
     WorkerKilled,
     HostMemoryExhausted,
     GpuMemoryExhausted,
+    GpuKernelHang,
+    GpuMemoryFull,
 )
