@@ -115,6 +115,8 @@ class HostMemoryExhausted(Rule):
             exit_code=137)),
         Example("memory climbed to the machine's size", lambda: _job(
             exit_code=137, timeline=_growing_rss(15.5), memory_total=16 * _GIB)),
+        Example("memory climbing steadily, not yet full", lambda: _job(
+            exit_code=0, timeline=_growing_rss(6.0), memory_total=64 * _GIB)),
     )
     quiet_on = (
         Example("a job that failed with flat memory", lambda: _job(
@@ -135,19 +137,27 @@ class HostMemoryExhausted(Rule):
             if match.kind == "host_alloc_failed":
                 evidence.append(f"job output: {match.line}")
         growth = _largest_growth(record, job.bundle.system.memory_total_bytes)
+        climbing = False
         if growth is not None:
             pid, start, peak, share = growth
-            if share >= 0.85:
+            near_full = share >= 0.85
+            # A steady climb is worth a warning before it reaches the machine's size.
+            climbing = peak - start >= _GIB and peak >= 2 * start
+            if near_full or climbing:
                 evidence.append(
                     f"pid {pid} grew from {start / _GIB:.1f} GiB to {peak / _GIB:.1f} GiB of "
-                    f"resident memory ({share:.0%} of the machine's memory)")
+                    f"resident memory ({share:.0%} of the machine's memory at the peak)")
                 culprit_pid = culprit_pid or pid
+            climbing = climbing and not near_full
         if not evidence:
             return
+        only_climbing = climbing and len(evidence) == 1
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR,
+            id=self.id, category=self.category,
+            severity=Severity.WARNING if only_climbing else Severity.ERROR,
             confidence=0.9 if len(evidence) > 1 else 0.75,
-            title="Host memory exhausted" + (f": pid {culprit_pid}" if culprit_pid else ""),
+            title=("Host memory climbing" if only_climbing else "Host memory exhausted")
+            + (f": pid {culprit_pid}" if culprit_pid else ""),
             explanation=("The machine ran out of RAM; the kernel killed a process or "
                          "allocations failed."),
             culprit=Culprit(pid=culprit_pid) if culprit_pid else None,
