@@ -1,34 +1,103 @@
-"""`hangdoctor analyze PATH`: diagnose a saved evidence bundle again."""
+"""`hangdoctor analyze PATH...`: diagnose a saved capture again, or the logs of a past failure."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from hangdoctor.cli.output import show, write_report_dir
 from hangdoctor.errors import BadInputError, ExitCode
-from hangdoctor.evidence.store import load_bundle
-from hangdoctor.report.model import build_report
-from hangdoctor.rules.engine import diagnose
+from hangdoctor.evidence.logfiles import LOGS_ONLY_PID, LogFile, read_logs
+from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
+from hangdoctor.evidence.store import BUNDLE_FILE, load_bundle
+from hangdoctor.report.model import Report, Verdict, build_report
+from hangdoctor.rules.engine import Diagnosis, diagnose
+from hangdoctor.rules.finding import Severity
+
+_PROBLEMS = (Severity.ERROR, Severity.CRITICAL)
+
+
+def is_bundle(path: Path) -> bool:
+    """Whether `path` is a saved capture (a report directory or an evidence file) rather than a
+    log: directories and evidence.json always are; another .json file is when it says so."""
+    if path.is_dir() or path.name == BUNDLE_FILE:
+        return True
+    if path.suffix != ".json":
+        return False
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and BUNDLE_FORMAT.split("/")[0].encode() in head
+
+
+def log_verdict(diagnosis: Diagnosis) -> Verdict:
+    """The verdict for logs alone. A log is read after the fact, so the job is over: it is not
+    `running`, and hangdoctor did not see it hang. An error-level finding in its log (a timeout,
+    a crash, a missing library, a dead GPU) is what ended it: `failed`. Without one the logs show
+    no failure, and `completed` says just that (the job's exit code is not known)."""
+    failed = any(f.severity in _PROBLEMS for f in diagnosis.findings)
+    return "failed" if failed else "completed"
+
+
+def _sources(files: list[LogFile]) -> list[dict[str, Any]]:
+    return [{"path": f.path, "bytes": f.size_bytes, "output_lines": len(f.output),
+             "kernel_lines": len(f.kernel), "truncated": f.truncated} for f in files]
 
 
 @click.command("analyze")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path),
+                metavar="PATH...")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write report.json and report.md there.")
+              help="Also write report.json and report.md (and, for logs, evidence.json) there.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the "
               "summary.")
-def analyze_command(path: Path, report_dir: Path | None, as_json: bool) -> int:
-    """Re-run the rules on a saved evidence bundle (a report directory or its evidence.json).
+def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: bool) -> int:
+    """Diagnose a saved capture again, or the logs of a past failure.
 
-    Exit codes: 0 nothing wrong found, 1 a problem was diagnosed, 2 unreadable input.
+    PATH is a report directory (or its evidence.json) written by `dump` or `run`, or a plain log
+    file: the job's output, torchrun's or NCCL's log, the kernel log (`dmesg`, `journalctl -k`).
+    Give as many log files as you have, with or without one capture; kernel lines are told from
+    the others by their content. Only the last 20 MB of each file are read, and secrets in them
+    are redacted before anything is stored.
+
+    \b
+    Verdict for logs alone:
+      failed     a problem of severity error or critical was found: what ended the job
+      completed  the logs show no failure (the job's own exit code is not known)
+
+    \b
+    Exit codes:
+      0  nothing wrong found
+      1  a problem was diagnosed
+      2  unreadable or missing input
     """
-    if not path.exists():
-        raise BadInputError(f"{path} does not exist")
-    bundle = load_bundle(path)
-    report = build_report(bundle, diagnose(bundle))
+    for path in paths:
+        if not path.exists():
+            raise BadInputError(f"{path} does not exist")
+    captures = [p for p in paths if is_bundle(p)]
+    logs = [p for p in paths if p not in captures]
+    if len(captures) > 1:
+        raise BadInputError("analyze reads one capture at a time",
+                            help=f"got {', '.join(map(str, captures))}; log files may be added "
+                            "to one of them")
+    bundle: Bundle | None = load_bundle(captures[0]) if captures else None
+    files: list[LogFile] = []
+    if logs:
+        bundle, files = read_logs(logs, base=bundle)
+    assert bundle is not None  # click requires at least one path
+    diagnosis = diagnose(bundle)
+    logs_only = not bundle.snapshots and bundle.target_pid == LOGS_ONLY_PID
+    report: Report = build_report(bundle, diagnosis,
+                                  verdict=log_verdict(diagnosis) if logs_only else None)
+    if files:
+        report = report.model_copy(update={"capture": {**report.capture,
+                                                       "logs": _sources(files)}})
     if report_dir is not None:
-        report = write_report_dir(report_dir, report, None)
+        report = write_report_dir(report_dir, report, bundle if files else None)
     show(report, as_json, report_dir)
-    return int(ExitCode.PROBLEM_FOUND if report.verdict == "hung" else ExitCode.OK)
+    problem = any(f.severity in _PROBLEMS for f in report.findings)
+    return int(ExitCode.PROBLEM_FOUND if problem else ExitCode.OK)

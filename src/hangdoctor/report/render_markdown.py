@@ -54,9 +54,15 @@ def render_markdown(report: Report) -> str:
         lines.append(f"- **Command:** `{' '.join(report.command)}`")
     if report.exit_code is not None:
         lines.append(f"- **Exit code:** {report.exit_code}")
+    logs = report.capture.get("logs") or []
+    for log in logs:
+        tail = ", last 20 MB only" if log.get("truncated") else ""
+        lines.append(f"- **Log:** `{log['path']}` ({log['output_lines']} output lines, "
+                     f"{log['kernel_lines']} kernel lines{tail})")
     lines.append("")
     if not report.findings:
-        lines += ["No problem found in this capture.", ""]
+        lines += ["No problem found in "
+                  + ("these logs." if logs and not report.processes else "this capture."), ""]
     for index, finding in enumerate(report.findings):
         lines += _finding(finding, "Root cause" if index == 0 else f"Also found ({index + 1})")
     errors = report.capture.get("errors") or []
@@ -64,6 +70,8 @@ def render_markdown(report: Report) -> str:
         lines += ["## Capture problems", ""]
         lines += [f"- {e['probe']} (pid {e['pid']}): {e['kind']}: {e['message']}" for e in errors]
         lines.append("")
+    if logs and not report.processes:
+        return "\n".join(lines)
     lines += ["## Processes", "",
               "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
               "|---|---|---|---|---|---|---|---|"]

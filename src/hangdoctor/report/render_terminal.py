@@ -34,9 +34,13 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
     for process in report.processes:
         roles[process["role"]] = roles.get(process["role"], 0) + 1
     header.append("  " + ", ".join(_count(n, r) for r, n in roles.items()))
+    logs = report.capture.get("logs") or []
+    if logs:
+        header.append(f"{', ' if roles else ''}{len(logs)} log file{'s' * (len(logs) > 1)}")
     console.print(header)
     if not report.findings:
-        console.print("No problem found in this capture.")
+        console.print("No problem found in " + ("these logs." if logs and not roles
+                                                 else "this capture."))
     for index, finding in enumerate(report.findings[:max_findings]):
         body = Text()
         body.append(f"{finding.category}", style="bold")

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT, wait_fixes
-from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.frames import Origin, origin, short_location
 from hangdoctor.analysis.frameworks import dataloader_consumer
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
@@ -85,6 +85,38 @@ def _rank_ran_out_of_data():
     progress = (*(_status(r, 100, 101, "all_reduce") for r in (0, 1, 2)),
                 _status(3, 99, 100, "barrier"))
     return _job(*others, done, progress=progress)
+
+
+def _helper_all_reduce(rank: int, loop: str, call_code: str, world: int = 2):
+    """A rank in the all_reduce of a helper called from the training loop."""
+    return _rank(rank, b.frame(_C10D, 2500, "all_reduce"),
+                 b.frame("train.py", 12, "average_gradients", code="dist.all_reduce(p.grad)",
+                         loops=("for p in model.parameters()",)),
+                 b.frame("train.py", 30, "train", code=call_code, loops=(loop,)),
+                 syscall="futex", world=world)
+
+
+def _guarded_barrier_beside_a_helper():
+    zero = _rank(0, b.frame(_C10D, 2600, "barrier"),
+                 b.frame("train.py", 35, "train", code="dist.barrier()",
+                         loops=("for step in range(steps)",), guards=("rank == 0",)),
+                 syscall="futex", world=2)
+    return _job(zero, _helper_all_reduce(1, "for step in range(steps)",
+                                         "average_gradients(model)"))
+
+
+def _epoch_helper_ran_out_of_data():
+    done = _rank(1, b.frame(_C10D, 2600, "barrier"),
+                 b.frame("train.py", 31, "train", code="dist.barrier()",
+                         loops=("for epoch in range(epochs)",)),
+                 syscall="futex", world=2)
+    busy = _rank(0, b.frame(_C10D, 2500, "all_reduce"),
+                 b.frame("train.py", 12, "train_epoch", code="dist.all_reduce(loss)",
+                         loops=("for batch in loader",)),
+                 b.frame("train.py", 30, "train", code="train_epoch(model, loader)",
+                         loops=("for epoch in range(epochs)",)),
+                 syscall="futex", world=2)
+    return _job(busy, done)
 
 
 def _rank_gone():
@@ -207,19 +239,38 @@ def _split(view: RankView):
     return odd, rest
 
 
+def _user_frames(thread) -> list:
+    return [f for f in thread.python.frames if origin(f) is Origin.USER] if (
+        thread is not None and thread.python is not None) else []
+
+
 def _is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
     """Whether the odd ranks have left the loop the others still run their collective in.
 
     Step counts cannot tell: ranks blocked at different points of one iteration differ by a
     step too. The code can: the others' collective sits inside a loop, and the odd rank's stack
-    is outside that loop (or out of that function altogether)."""
+    is outside that loop (or out of that function altogether). The loops are compared in the
+    innermost function of the user's code that both stacks run in. When both are inside the
+    same loops there, the others are deeper, in a function called from that loop: the odd rank
+    has returned from it (an epoch helper whose data ran out), unless the odd rank's collective
+    runs under an `if` of its own that the others did not take (a barrier only rank 0 calls,
+    beside a gradient-averaging helper that all_reduces in a loop over the parameters)."""
     looping = rest[0].site
     thread = odd[0].thread
     if looping is None or not looping.loops or thread is None or thread.python is None:
         return False
-    same = [f for f in thread.python.frames
-            if f.file == looping.file and f.function == looping.function]
-    return not same or len(same[0].loops) < len(looping.loops)
+    odd_frames = _user_frames(thread)
+    rest_frames = _user_frames(rest[0].thread) or [looping]
+    for frame in rest_frames:  # innermost first
+        for depth, mine in enumerate(odd_frames):
+            if mine.file != frame.file or mine.function != frame.function:
+                continue
+            if len(mine.loops) != len(frame.loops) or frame is rest_frames[0]:
+                return len(mine.loops) < len(frame.loops)
+            own_guards = {g for f in odd_frames[:depth] for g in f.guards}
+            own_guards |= set(mine.guards) - set(frame.guards)
+            return not own_guards
+    return True
 
 
 class CollectiveMismatch(Rule):
@@ -229,9 +280,13 @@ class CollectiveMismatch(Rule):
     category = "distributed.collective_mismatch"
     summary = "ranks are in different collectives"
     specificity = 85
-    fires_on = (Example("a barrier only rank 0 calls", _barrier_only_on_rank_0),)
+    fires_on = (Example("a barrier only rank 0 calls", _barrier_only_on_rank_0),
+                Example("a barrier only rank 0 calls, beside a helper's all_reduce",
+                        _guarded_barrier_beside_a_helper))
     quiet_on = (Example("every rank in the same collective", _all_in_the_same_collective),
-                Example("a rank that ran out of data", _rank_ran_out_of_data))
+                Example("a rank that ran out of data", _rank_ran_out_of_data),
+                Example("a rank that returned from its epoch helper first",
+                        _epoch_helper_ran_out_of_data))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         split = _split(rank_view(job))
@@ -280,8 +335,12 @@ class UnevenInputs(Rule):
     category = "distributed.uneven_inputs"
     summary = "ranks ran different numbers of steps"
     specificity = 88
-    fires_on = (Example("a rank that ran out of data", _rank_ran_out_of_data),)
-    quiet_on = (Example("a barrier only rank 0 calls", _barrier_only_on_rank_0),)
+    fires_on = (Example("a rank that ran out of data", _rank_ran_out_of_data),
+                Example("a rank that returned from its epoch helper first",
+                        _epoch_helper_ran_out_of_data))
+    quiet_on = (Example("a barrier only rank 0 calls", _barrier_only_on_rank_0),
+                Example("a barrier only rank 0 calls, beside a helper's all_reduce",
+                        _guarded_barrier_beside_a_helper))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         split = _split(rank_view(job))

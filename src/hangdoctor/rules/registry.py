@@ -16,6 +16,20 @@ from hangdoctor.rules.distributed import (
 )
 from hangdoctor.rules.gpu_state import GpuKernelHang, GpuMemoryFull
 from hangdoctor.rules.job_failures import GpuMemoryExhausted, HostMemoryExhausted, WorkerKilled
+from hangdoctor.rules.log_rules import (
+    CollectiveTimeoutFromLog,
+    DataLoaderTimeout,
+    GpuDeviceFault,
+    HungTaskInKernelLog,
+    LibraryMismatch,
+    NonFiniteFromLog,
+    OpenFilesLimit,
+    RankExitedFromLog,
+    RendezvousFailed,
+    SharedMemoryExhausted,
+    TransportFailure,
+    VersionIncompatible,
+)
 from hangdoctor.rules.native_blocked import NativeBlocked
 from hangdoctor.rules.progress_rules import InputBound, NonFiniteLoss
 
@@ -37,4 +51,16 @@ ALL_RULES: tuple[type[Rule], ...] = (
     GpuMemoryExhausted,
     GpuKernelHang,
     GpuMemoryFull,
+    HungTaskInKernelLog,
+    SharedMemoryExhausted,
+    DataLoaderTimeout,
+    CollectiveTimeoutFromLog,
+    TransportFailure,
+    RankExitedFromLog,
+    RendezvousFailed,
+    GpuDeviceFault,
+    VersionIncompatible,
+    LibraryMismatch,
+    OpenFilesLimit,
+    NonFiniteFromLog,
 )

@@ -243,7 +243,7 @@ class Supervisor:
             if ranks:
                 records = collect_dumps(self.status_dir, asked, expected=ranks)
                 bundle = bundle.model_copy(update={"flight_records": tuple(records)})
-        kernel_lines, kernel_error = read_kernel_log()
+        kernel_lines, kernel_error = read_kernel_log(since=self.started_wall - 60)
         record = self._record(None, None, None, False)
         hang_record = record.model_copy(update={
             "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
@@ -294,7 +294,7 @@ class Supervisor:
             kernel_lines: list[str] = []
             errors = ()
             if verdict == "failed":
-                kernel_lines, kernel_error = read_kernel_log()
+                kernel_lines, kernel_error = read_kernel_log(since=self.started_wall - 60)
                 errors = (kernel_error,) if kernel_error else ()
             record = record.model_copy(update={"kernel_log": tuple(kernel_lines)})
             bundle = Bundle(
