@@ -16,20 +16,17 @@ from hangdoctor.rules.distributed import (
 )
 from hangdoctor.rules.gpu_state import GpuKernelHang, GpuMemoryFull
 from hangdoctor.rules.job_failures import GpuMemoryExhausted, HostMemoryExhausted, WorkerKilled
-from hangdoctor.rules.log_rules import (
+from hangdoctor.rules.logs.algorithm import NonFiniteFromLog
+from hangdoctor.rules.logs.data import DataLoaderTimeout, SharedMemoryExhausted
+from hangdoctor.rules.logs.distributed import (
     CollectiveTimeoutFromLog,
-    DataLoaderTimeout,
-    GpuDeviceFault,
-    HungTaskInKernelLog,
-    LibraryMismatch,
-    NonFiniteFromLog,
-    OpenFilesLimit,
     RankExitedFromLog,
     RendezvousFailed,
-    SharedMemoryExhausted,
     TransportFailure,
-    VersionIncompatible,
 )
+from hangdoctor.rules.logs.environment import LibraryMismatch, OpenFilesLimit, VersionIncompatible
+from hangdoctor.rules.logs.gpu import GpuDeviceFault
+from hangdoctor.rules.logs.process import HungTaskInKernelLog
 from hangdoctor.rules.native_blocked import NativeBlocked
 from hangdoctor.rules.progress_rules import InputBound, NonFiniteLoss
 

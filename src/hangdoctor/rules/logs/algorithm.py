@@ -1,0 +1,169 @@
+"""Log rule for training that went numerically wrong: a loss or gradient that became NaN/Inf, or
+a loss scale that kept overflowing. It reads the losses logged before the failure to tell a
+slow divergence from a sudden NaN, since they call for different fixes.
+
+HD650 algorithm.nonfinite.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import scan, step_near
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.logs.common import _MAX_EVIDENCE, _cite, _clip, _logs, _output
+
+# --- HD650 algorithm.nonfinite ---------------------------------------------------------------
+_FINITE_LOSS = re.compile(r"\bloss['\"]?\s*[:=]?\s*(?:tensor\()?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)",
+                          re.IGNORECASE)
+# Values that start at infinity on purpose: the best loss so far, a loss scale.
+_NOT_A_TRAINING_VALUE = re.compile(r"best|min|prev|scale", re.IGNORECASE)
+#: Dynamic loss scaling skips a few steps now and then: that is how it works. Only many skips,
+#: or a scale driven down to almost nothing, say the gradients are really non-finite.
+_OVERFLOWS_WORTH_A_WARNING = 20
+_COLLAPSED_SCALE = 1.0
+
+
+class NonFiniteFromLog(Rule):
+    """The loss (or the gradients) became NaN or Inf; says at which step, and what the loss
+    was before."""
+
+    id = "HD650"
+    category = "algorithm.nonfinite"
+    summary = "loss or gradients became NaN/Inf"
+    specificity = 60
+    names_culprit = False
+    fires_on = (
+        Example("loss turns nan", lambda: _logs([
+            "step 1200 | loss 2.3141 | lr 3.0e-04", "step 1210 | loss 2.9876 | lr 3.0e-04",
+            "step 1220 | loss nan | lr 3.0e-04"])),
+        Example("Hugging Face Trainer", lambda: _logs([
+            "{'loss': 1.2032, 'grad_norm': 3.1, 'learning_rate': 1.9e-05, 'epoch': 0.41}",
+            "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1.9e-05, 'epoch': 0.42}"])),
+        Example("loss scale collapsed", lambda: _logs([
+            *(f"[2026-02-01 10:{i:02d}:00,000] [INFO] [loss_scaler.py:183:update_scale] "
+              f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2.0 ** -i}, "
+              f"reducing to {2.0 ** -(i + 1)}" for i in range(3)),
+            "Exception: Current loss scale already at minimum - cannot decrease scale anymore. "
+            "Exiting run."])),
+        Example("anomaly mode names the op", lambda: _logs([
+            "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th "
+            "output."])),
+    )
+    quiet_on = (
+        Example("finite losses, INFO lines", lambda: _logs([
+            "INFO step 10 loss: 0.5213", "INFO step 20 loss: 0.4980 (inference skipped)"])),
+        Example("a few overflows while the loss scale settles", lambda: _logs([
+            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
+            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0",
+            "{'loss': 4.2113, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}",
+            "step 10 loss 4.21 best_loss=inf"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        record = job.record
+        if record is not None and any(p.nonfinite_losses for p in record.progress):
+            return  # the instrumentation saw it first-hand: HD601 reports it
+        lines = _output(job)
+        found = scan(lines)
+        values = [m for m in found if m.kind == "nonfinite_value"
+                  and not _NOT_A_TRAINING_VALUE.search(m.fields.get("key", ""))]
+        # A non-finite gradient norm next to a finite loss is a step the grad scaler skipped.
+        skipped = [m for m in values if "loss" not in m.fields["key"].lower()
+                   and _FINITE_LOSS.search(m.line)]
+        counted = {id(m) for m in values} - {id(m) for m in skipped}
+        bad = [m for m in found if m.kind in ("nonfinite_detected", "loss_scale_collapsed")
+               or id(m) in counted]
+        overflows = [m for m in found if m.kind == "loss_scale_overflow"] + skipped
+        scales = [float(m.fields["scale"]) for m in overflows
+                  if _is_number(m.fields.get("scale"))]
+        collapsed = bool(scales) and min(scales) < _COLLAPSED_SCALE
+        if not bad and not collapsed and len(overflows) < _OVERFLOWS_WORTH_A_WARNING:
+            return
+        first = bad[0] if bad else overflows[0]
+        step = step_near(lines, first.index)
+        at = f" at step {step}" if step is not None else ""
+        evidence = _cite([first], limit=1)
+        before = _finite_losses_before(lines, first.index)
+        diverged = len(before) >= 3 and before[0][0] > 0 and before[-1][0] / before[0][0] >= 10
+        if before:
+            evidence.append(f"last finite loss before it: {before[-1][0]:g} "
+                            f"({_clip(before[-1][1])})")
+        if diverged:
+            evidence.append(f"the loss climbed from {before[0][0]:g} to {before[-1][0]:g} over "
+                            f"the {len(before)} values logged before it")
+        evidence += _cite([m for m in bad[1:3]])
+        if overflows:
+            evidence.append(f"{len(overflows)} step(s) skipped for gradient overflow"
+                            + (f"; loss scale fell to {min(scales):g}" if scales else ""))
+        if bad:
+            if first.kind == "loss_scale_collapsed":
+                title = f"Loss scaling gave up: gradients stayed non-finite{at}"
+            elif first.kind == "nonfinite_detected":
+                function = first.fields.get("function")
+                title = (f"{function} produced NaN in the backward pass{at}" if function
+                         else f"NaN/Inf detected in training{at}")
+            else:
+                key = first.fields.get("key", "loss")
+                what = "The loss" if "loss" in key.lower() else f"The gradient norm ({key})"
+                title = f"{what} became {first.fields.get('value', 'NaN')}{at}"
+            severity, confidence = Severity.ERROR, 0.9
+        elif collapsed:
+            title = f"Gradients keep overflowing: the loss scale fell to {min(scales):g}"
+            severity, confidence = Severity.ERROR, 0.8
+        else:
+            title = f"Gradients overflowed {len(overflows)} times (steps skipped)"
+            severity, confidence = Severity.WARNING, 0.6
+        rank = first.number("rank")
+        yield Finding(
+            id=self.id, category=self.category, severity=severity, confidence=confidence,
+            title=title,
+            explanation=(
+                ("Training diverged: the loss grew for several logged steps before it became "
+                 "non-finite, which points at the optimisation (learning rate too high, no "
+                 "gradient clipping) rather than one bad batch. " if diverged else
+                 "The first non-finite value is where to look: that batch, or an operation "
+                 "that overflowed (fp16) or divided by zero. " if bad else "")
+                + "Once a NaN or Inf reaches the weights every later step is garbage; in a "
+                "distributed job ranks can also desynchronise and stall."),
+            culprit=Culprit(rank=rank, role="rank") if rank is not None else None,
+            evidence=tuple(evidence[:_MAX_EVIDENCE]),
+            fixes=_DIVERGED_FIXES if diverged or not bad else _SUDDEN_NAN_FIXES,
+        )
+
+
+def _is_number(value: str | None) -> bool:
+    try:
+        float(value or "")
+    except ValueError:
+        return False
+    return True
+
+
+def _finite_losses_before(lines: tuple[str, ...], index: int, lookback: int = 200,
+                          keep: int = 10) -> list[tuple[float, str]]:
+    """The last `keep` finite losses logged before line `index`, oldest first."""
+    found: list[tuple[float, str]] = []
+    for position in range(index - 1, max(-1, index - lookback - 1), -1):
+        if match := _FINITE_LOSS.search(lines[position]):
+            found.append((float(match[1]), lines[position].strip()))
+            if len(found) >= keep:
+                break
+    return found[::-1]
+
+
+_CLIP = ("Clip gradients: `torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` before "
+         "`optimizer.step()`.")
+_LR = "Lower the learning rate or lengthen warm-up."
+_ANOMALY = ("Find the operation: run the failing step with "
+            "`torch.autograd.set_detect_anomaly(True)` (slow: only while debugging), and check "
+            "that batch's inputs and labels with `torch.isfinite(x).all()`.")
+_PRECISION = ("In mixed precision prefer bf16 (`torch.autocast('cuda', dtype=torch.bfloat16)`) "
+              "or keep a GradScaler with fp16; look for log(0), division by zero, sqrt or pow of "
+              "negatives in the loss.")
+_RESUME = "Resume from the last checkpoint before the failure (skipping the bad batch)."
+_DIVERGED_FIXES = (_LR, _CLIP, _PRECISION, _RESUME)
+_SUDDEN_NAN_FIXES = (_ANOMALY, _PRECISION, _CLIP, _RESUME)

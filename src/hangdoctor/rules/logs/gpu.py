@@ -1,0 +1,153 @@
+"""Log rule for faults of the GPU itself, its PCIe bus or its driver, as the kernel log reports
+them (NVIDIA Xid lines, a GPU fallen off the bus, PCIe AER). It tells a fault of the application
+from one that needs the node taken out of service.
+
+HD450 gpu.device_fault.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import scan
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.logs.common import _cite, _kernel, _logs, _output
+
+# --- HD450 gpu.device_fault ------------------------------------------------------------------
+# What an Xid means and what to do, from NVIDIA's Xid catalogue
+# (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) and the application
+# error list of NVIDIA's k8s-device-plugin (internal/rm/health.go): 13, 31, 43, 45, 68, 109 are
+# the application's fault and leave the GPU healthy; the others need the node looked at.
+_APP = "application"
+_NODE = "node"
+_XIDS: dict[int, tuple[str, str, str]] = {
+    13: ("Graphics Engine Exception: a kernel hit an illegal instruction or out-of-range access",
+         _APP, "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the "
+         "kernel; the GPU itself is fine."),
+    31: ("GPU memory page fault: a kernel accessed an invalid address", _APP,
+         "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the kernel "
+         "(often a custom op or an index out of range); the GPU itself is fine."),
+    43: ("GPU stopped processing: the application's context hit a fault", _APP,
+         "Restart the job; look at the Xid before it for the cause."),
+    45: ("Preemptive cleanup after earlier errors or a killed process", _APP,
+         "Follows other errors: look at the Xid before it."),
+    68: ("Video decoder (NVDEC) exception", _APP, "Restart the job; check the decoding code."),
+    109: ("Context switch timeout: a kernel ran too long or hung", _APP,
+          "Restart the job; look for a kernel that never ends."),
+    48: ("Double-bit ECC error: uncorrectable device memory error", _NODE,
+         "Reset the GPU (`nvidia-smi -r`) or reboot; drain the node if it repeats."),
+    63: ("Row remapping pending: a memory row was marked for remapping", _NODE,
+         "Reset the GPU when it is idle to apply the remapping (`nvidia-smi -r`)."),
+    64: ("Row remapping failed", _NODE,
+         "Drain the node and have the GPU replaced (RMA)."),
+    74: ("NVLink error", _NODE,
+         "Reset the GPUs or reboot the node; drain it if it repeats "
+         "(`nvidia-smi nvlink -s` shows link state)."),
+    79: ("GPU has fallen off the bus: it no longer answers on PCIe", _NODE,
+         "Drain the node and reboot it; if it repeats, check power, cooling, seating and "
+         "PCIe/BIOS firmware."),
+    94: ("Contained ECC error: only the application using that memory was affected", _NODE,
+         "Restart the job; reset the GPU when idle to retire the page."),
+    95: ("Uncontained ECC error: every application on the GPU is affected", _NODE,
+         "Drain the node and reset the GPU (or reboot)."),
+    119: ("GSP RPC timeout: the GPU's system processor stopped answering", _NODE,
+          "Reset the GPU or reboot the node; update the driver if it repeats."),
+}
+_FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
+
+
+class GpuDeviceFault(Rule):
+    """The GPU, its bus or its driver faulted: NVIDIA Xid lines, a GPU fallen off the bus, PCIe
+    Advanced Error Reporting. Says whether the application or the node is at fault."""
+
+    id = "HD450"
+    category = "gpu.device_fault"
+    summary = "the GPU or its bus faulted"
+    specificity = 90
+    names_culprit = False
+    fires_on = (
+        Example("GPU fell off the bus", lambda: _logs(kernel=[
+            "[1375242.518414] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python, "
+            "GPU has fallen off the bus.",
+            "[1375242.518421] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."])),
+        Example("an application's page fault", lambda: _logs(kernel=[
+            "[ 5310.113210] NVRM: Xid (PCI:0000:65:00): 31, pid=9120, name=python3, Ch 00000010, "
+            "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1_2c000000."
+            " Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"])),
+        Example("fatal PCIe error on the GPU", lambda: _logs(kernel=[
+            "[ 9120.2] pcieport 0000:3a:00.0: AER: Uncorrected (Fatal) error received: "
+            "0000:3b:00.0",
+            "[ 9120.3] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+            "type=Transaction Layer, (Receiver ID)"])),
+    )
+    quiet_on = (
+        Example("ordinary driver messages", lambda: _logs(kernel=[
+            "[   12.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
+            "[   13.0] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        matches = [m for lines in (_kernel(job), _output(job)) for m in scan(lines)
+                   if m.kind in ("xid", "gpu_lost", "pcie_error")]
+        if not matches:
+            return
+        xids = [m for m in matches if m.kind == "xid"]
+        lost = [m for m in matches if m.kind == "gpu_lost"]
+        pcie = [m for m in matches if m.kind == "pcie_error"]
+        codes = sorted({int(m.fields["xid"]) for m in xids})
+        node = [c for c in codes if _XIDS.get(c, ("", _NODE, ""))[1] == _NODE]
+        fatal = [m for m in pcie if _FATAL_AER.search(m.fields.get("severity", ""))]
+        if node or lost or fatal:
+            severity, confidence = Severity.CRITICAL, 0.95
+        elif codes or (pcie and not all("Correct" in m.fields.get("severity", "")
+                                        for m in pcie)):
+            severity, confidence = Severity.ERROR, 0.85
+        else:
+            severity, confidence = Severity.WARNING, 0.6
+        devices = sorted({re.sub(r"\.\d+$", "", m.fields["device"])
+                          for m in (*xids, *lost, *pcie) if m.fields.get("device")})
+        device = f" on {', '.join(devices[:3])}" if devices else ""
+        if 79 in codes or lost:
+            title = f"GPU fell off the bus{device} (Xid 79)"
+        elif codes:
+            worst = (node or codes)[0]
+            meaning = _XIDS.get(worst, ("see NVIDIA's Xid catalogue", "", ""))[0].split(":")[0]
+            title = f"GPU fault{device}: Xid {worst} ({meaning})"
+        else:
+            title = (f"PCIe {'fatal ' if fatal else ''}bus error{device}"
+                     if fatal or severity is not Severity.WARNING
+                     else f"Corrected PCIe errors{device}")
+        parts: list[str] = []
+        fixes: list[str] = []
+        for code in codes:
+            meaning, owner, action = _XIDS.get(code, (
+                "not in hangdoctor's table; look it up in NVIDIA's Xid catalogue", _NODE,
+                "Look the Xid up in NVIDIA's catalogue and follow its resolution."))
+            verdict = ("the application is at fault, the GPU is healthy" if owner == _APP
+                       else "the node needs attention")
+            parts.append(f"Xid {code}: {meaning} ({verdict}).")
+            fixes.append(f"Xid {code}: {action}")
+        if lost and 79 not in codes:
+            parts.append("The driver reports the GPU fell off the bus: it no longer answers.")
+            fixes.append(_XIDS[79][2])
+        if pcie:
+            parts.append(f"PCIe Advanced Error Reporting logged {len(pcie)} bus error(s)"
+                         + (", uncorrected" if fatal else ", all corrected") + ".")
+            fixes.append("Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta'`),"
+                         " reseat the GPU or riser, and update BIOS/PCIe firmware.")
+        if severity is Severity.CRITICAL:
+            fixes.append("Take the node out of service before rerunning (Slurm: `scontrol update "
+                         "nodename=<node> state=drain reason=gpu-xid`), and attach "
+                         "`nvidia-bug-report.sh` output if you contact support.")
+        culprit_pid = next((m.pids[0] for m in xids if m.pids), None)
+        evidence = _cite(sorted(matches, key=lambda m: (m.kind != "xid", m.index)),
+                         "kernel log")
+        yield Finding(
+            id=self.id, category=self.category, severity=severity, confidence=confidence,
+            title=title, explanation=" ".join(parts),
+            culprit=Culprit(pid=culprit_pid) if culprit_pid else None,
+            evidence=tuple(evidence), fixes=tuple(dict.fromkeys(fixes)),
+        )

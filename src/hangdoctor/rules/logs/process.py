@@ -1,0 +1,116 @@
+"""Log rule for a process stuck inside the kernel: the kernel's hung-task detector reports a task
+in uninterruptible sleep, and its call trace tells which storage or driver it waits for.
+
+HD150 process.blocked_io (hung tasks in the kernel log).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogMatch, scan
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.logs.common import _cite, _kernel, _logs
+
+# --- HD150 process.blocked_io (hung tasks in the kernel log) ---------------------------------
+_FRAME = re.compile(r"(?:\]|\s)\s*(?:\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
+_GENERIC_FRAMES = re.compile(
+    r"^(?:__?schedule\w*|schedule\w*|io_schedule\w*|__?mutex_lock\w*|mutex_lock\w*|"
+    r"rwsem_down\w*|down_\w+|wait_for_completion\w*|__wait_on_\w+|wait_on_\w+|bit_wait\w*|"
+    r"out_of_line_wait_on_bit\w*|__x64_sys_\w+|do_syscall_64|entry_SYSCALL\w*|ret_from_fork\w*|"
+    r"kthread|worker_thread|process_one_work|__switch_to\w*|\w*_slowpath|"
+    r"finish_task_switch\w*|rwsem\w*|__lock\w*|lock_\w+|do_\w+|vfs_\w+|ksys_\w+|"
+    r"__do_sys\w*|path_\w+|filemap_\w+|folio_\w+|__folio_\w+)$")
+_SUBSYSTEMS = (("nfs", "NFS"), ("rpc_", "NFS (SUNRPC)"), ("fuse", "a FUSE filesystem (s3fs, "
+               "gcsfuse, blobfuse, sshfs...)"), ("ll_", "Lustre"), ("lustre", "Lustre"),
+               ("ceph", "CephFS"), ("gpfs", "GPFS"), ("jbd2", "the local ext4 journal"),
+               ("ext4", "the local ext4 disk"), ("xfs", "the local XFS disk"),
+               ("btrfs", "the local btrfs disk"), ("blk_", "a block device"),
+               ("_nv", "the NVIDIA driver"), ("nvidia", "the NVIDIA driver"),
+               ("uvm", "the NVIDIA driver (UVM)"))
+_JOB_TASK = re.compile(r"^(?:python|pt_|torchrun|accelerate|deepspeed|ray|train|pytorch)",
+                       re.IGNORECASE)
+
+
+def _blocked_in(lines: tuple[str, ...], index: int) -> str | None:
+    """The subsystem a hung task waits in, from the call trace printed after its line."""
+    for line in lines[index + 1 : index + 40]:
+        if "blocked for more than" in line:
+            break
+        for name in _FRAME.findall(line):
+            if _GENERIC_FRAMES.match(name):
+                continue
+            for prefix, subsystem in _SUBSYSTEMS:
+                if name.startswith(prefix) or f"_{prefix}" in name:
+                    return subsystem
+    return None
+
+
+class HungTaskInKernelLog(Rule):
+    """The kernel's hung-task detector saw a task stuck in uninterruptible sleep (state D): it
+    waits for storage or a driver that does not answer, and cannot even be killed."""
+
+    id = "HD150"
+    category = "process.blocked_io"
+    summary = "a task was blocked in the kernel (hung task)"
+    specificity = 60
+    fires_on = (
+        Example("python stuck on NFS", lambda: _logs(kernel=[
+            "[43500.179242] INFO: task python3:1339 blocked for more than 120 seconds.",
+            "[43500.179254]       Not tainted 5.15.0-105-generic #115-Ubuntu",
+            '[43500.179265] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this '
+            "message.",
+            "[43500.179276] task:python3         state:D stack:0     pid:1339  ppid:1300",
+            "[43500.179290] Call Trace:",
+            "[43500.179293]  <TASK>",
+            "[43500.179300]  __schedule+0x2b8/0x7fc",
+            "[43500.179302]  schedule+0x69/0x110",
+            "[43500.179305]  rpc_wait_bit_killable+0x1e/0xa0 [sunrpc]",
+            "[43500.179310]  nfs_file_read+0x4f/0xa0 [nfs]"])),
+    )
+    quiet_on = (
+        Example("no hung task", lambda: _logs(kernel=[
+            "[   99.0] EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode."])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        kernel = _kernel(job)
+        hung = [m for m in scan(kernel) if m.kind == "hung_task"]
+        if not hung:
+            return
+        tasks: dict[int, LogMatch] = {}
+        for match in hung:
+            tasks.setdefault(match.pids[0], match)
+        first = next((m for m in tasks.values() if _JOB_TASK.match(m.fields["comm"])),
+                     next(iter(tasks.values())))
+        comm, pid = first.fields["comm"], first.pids[0]
+        where = _blocked_in(kernel, first.index)
+        job_task = bool(_JOB_TASK.match(comm))
+        title = (f"Task {comm} (pid {pid}) was blocked in the kernel for more than "
+                 f"{first.fields['seconds']} s" + (f", in {where}" if where else ""))
+        others = [m for m in tasks.values() if m is not first]
+        evidence = _cite([first, *others], "kernel log", limit=4)
+        if others:
+            evidence.append(f"{len(tasks)} tasks were reported blocked in all")
+        yield Finding(
+            id=self.id, category=self.category,
+            severity=Severity.ERROR if job_task else Severity.WARNING,
+            confidence=0.8 if job_task else 0.5, title=title,
+            explanation=("The task sat in uninterruptible sleep (state D), waiting inside the "
+                         "kernel for storage or a driver that did not answer"
+                         + (f" ({where})" if where else "")
+                         + "; such a task cannot be killed until the I/O completes."),
+            culprit=Culprit(pid=pid, thread=comm), evidence=tuple(evidence),
+            fixes=(
+                "While it hangs, see where: `sudo cat /proc/PID/stack`, and `mount` for the "
+                "network filesystem (NFS, FUSE, Lustre) it reads.",
+                "Read training data from local disk (copy it to local NVMe first, or use a "
+                "local cache) instead of a network mount; for NFS check the server and the "
+                "mount options (hard/soft, timeo).",
+                "A task in state D survives SIGKILL: fix or remount the storage, or reboot the "
+                "node.",
+            ),
+        )
