@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.advice import wait_fixes
 from hangdoctor.analysis.frames import blame_frame, short_file, short_location
 from hangdoctor.analysis.frameworks import (
     DATALOADER,
@@ -22,8 +23,6 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
-
-_NETWORK = {WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT, WaitKind.POLL}
 
 
 def _consumer(tid: int):
@@ -205,34 +204,15 @@ def _fixes(wait: Wait, where: str, in_process: bool, inherited: bool) -> tuple[s
             "create the lock inside the worker (worker_init_fn), or do not hold it while the "
             "loader starts its workers (creating the iterator)."
         )
-    elif wait.kind in _NETWORK:
-        specific.append(
-            f"Give the read at {where} a timeout (urlopen(url, timeout=30), "
-            "requests.get(url, timeout=(5, 30)), sock.settimeout(30)) and retry or skip the "
-            "sample on failure."
-        )
-    elif wait.kind in (WaitKind.LOCK, WaitKind.FUTEX):
+    elif wait.kind in (WaitKind.LOCK, WaitKind.FUTEX) and not in_process:
         specific.append(
             f"The dataset waits on a lock at {where}. A lock created before the DataLoader "
             "forked its workers is copied in whatever state it had: create it inside the worker "
             "(worker_init_fn or lazily in __getitem__), or use "
             "DataLoader(multiprocessing_context='spawn' or 'forkserver')."
         )
-    elif wait.kind in (WaitKind.FILE_IO, WaitKind.FILE_LOCK):
-        specific.append(
-            f"The dataset waits for storage at {where}: check the filesystem (NFS, FUSE, object "
-            "store mount) with `dmesg` and `mount`, or stage the data on local disk."
-        )
-    elif wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE, WaitKind.CHILD):
-        specific.append(
-            f"The dataset waits for another process at {where}: use "
-            "subprocess.run(..., timeout=...) or communicate(timeout=...)."
-        )
-    elif wait.kind is WaitKind.SLEEP:
-        specific.append(f"The dataset sleeps at {where}, likely an endless retry loop: bound "
-                        "the number of retries and raise when they run out.")
     else:
-        specific.append(f"Find out why the dataset code at {where} does not return.")
+        specific.extend(wait_fixes(wait, where))
     if not in_process:
         specific.append("Set DataLoader(timeout=120) so a stuck worker raises an error in the "
                         "training loop instead of hanging it.")
