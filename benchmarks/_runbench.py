@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -94,6 +96,44 @@ def leftovers(mark: str) -> list[int]:
     return found
 
 
+def children_cpu_s() -> float:
+    """User + system CPU seconds of our reaped children and everything they reaped: the delta
+    around one run is that run's whole tree, as long as runs do not overlap."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class SelfCpuPoller:
+    """Polls the user + system CPU seconds of one process (not its children) every 0.2 s
+    until it exits; the last reading is its own CPU cost, short by at most the last period."""
+
+    def __init__(self, pid: int, period_s: float = 0.2) -> None:
+        self.last = 0.0
+        self._stopped = threading.Event()
+        try:
+            self._process: psutil.Process | None = psutil.Process(pid)
+        except psutil.Error:
+            self._process = None
+        self._thread = threading.Thread(target=self._loop, args=(period_s,), daemon=True,
+                                        name=f"cpu-poller-{pid}")
+        self._thread.start()
+
+    def _loop(self, period_s: float) -> None:
+        while self._process is not None and not self._stopped.is_set():
+            try:
+                times = self._process.cpu_times()
+            except psutil.Error:
+                return
+            self.last = times.user + times.system
+            self._stopped.wait(period_s)
+
+    def stop(self) -> float:
+        """Stop polling; the last reading."""
+        self._stopped.set()
+        self._thread.join(timeout=5)
+        return self.last
+
+
 @dataclass
 class Finished:
     """A command that ran to its end."""
@@ -102,6 +142,8 @@ class Finished:
     stdout: bytes
     stderr: bytes
     wall_s: float
+    cpu_s: float  # user + system seconds of the whole tree (what its processes reaped counts)
+    self_cpu_s: float  # user + system of the started process alone (polled, up to 0.2 s short)
 
 
 def run_command(command: Sequence[str], timeout_s: float, env: dict[str, str] | None = None,
@@ -109,11 +151,13 @@ def run_command(command: Sequence[str], timeout_s: float, env: dict[str, str] | 
     """Run `command` in a session of its own, stdout and stderr captured, within `timeout_s`;
     its whole tree is killed on the way out, whatever happens."""
     mark = mark or new_mark()
+    before = children_cpu_s()
     start = time.perf_counter()
     process = subprocess.Popen(
         list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=marked_env(mark, env), cwd=cwd, start_new_session=True,
     )
+    poller = SelfCpuPoller(process.pid)
     try:
         try:
             stdout, stderr = process.communicate(timeout=timeout_s)
@@ -121,8 +165,10 @@ def run_command(command: Sequence[str], timeout_s: float, env: dict[str, str] | 
             raise BenchError(f"`{' '.join(command)}` did not finish within {timeout_s:g} s") \
                 from error
         wall = time.perf_counter() - start
-        return Finished(process.returncode, stdout, stderr, wall)
+        return Finished(process.returncode, stdout, stderr, wall, children_cpu_s() - before,
+                        poller.stop())
     finally:
+        poller.stop()
         kill_tree(process, mark)
 
 

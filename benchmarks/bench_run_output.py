@@ -5,7 +5,9 @@ Runs jobs/write_bytes_job.py (200 MB by default, as 1 MiB os.write chunks or as 
 alternating, with stdout a pipe that this benchmark drains in both cases (the job's pipe
 directly; hangdoctor's pipe, which hangdoctor's relay fills from the job's). Throughput is
 bytes / (last byte - first byte) as seen by the drain, so interpreter start-up and report
-writing do not count; end-to-end wall times are shown beside it. The target is a ratio
+writing do not count; end-to-end wall times are shown beside it. PYTHONUNBUFFERED is removed
+from the job's environment (in both variants) so that `lines` measures print's default
+buffering. The target is a ratio
 hangdoctor/direct of at least 0.9, and an output.log of exactly the job's byte count.
 Markdown tables, no asserts on timings, exit non-zero only when something fails to run;
 every run has a timeout and its whole tree is killed on the way out. Usage:
@@ -102,10 +104,11 @@ def run_once(mode: str, variant: str, round_: int, size: int, tmp: Path) -> Samp
     if variant == "run":
         command = [*hangdoctor_command(), "run", "--report-dir", str(report_dir), "--", *command]
     mark = new_mark()
+    env = marked_env(mark)
+    env.pop("PYTHONUNBUFFERED", None)  # `lines` is about print's default, buffered stdout
     start = time.perf_counter()
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=marked_env(mark),
-                               start_new_session=True)
+                               stderr=subprocess.PIPE, env=env, start_new_session=True)
     try:
         received, first, last, errors = drain(process, start + RUN_TIMEOUT_S)
         try:
