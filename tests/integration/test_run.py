@@ -296,8 +296,11 @@ def test_failure_is_diagnosed_from_the_log(tmp_path):
     assert report["verdict"] == "failed"
     root = report["findings"][0]
     assert root["category"] == "data.worker_killed"
-    assert "Killed" in root["title"]
-    assert any("is killed by signal: Killed" in line for line in root["evidence"])
+    # Which message PyTorch raises depends on timing: its SIGCHLD handler names the signal
+    # ("is killed by signal: Killed"), its liveness check only says "exited unexpectedly".
+    assert any("DataLoader worker (pid" in line for line in root["evidence"])
+    if any("is killed by signal: Killed" in line for line in root["evidence"]):
+        assert "Killed" in root["title"]
 
 
 @pytest.mark.torch

@@ -3,6 +3,7 @@ codes: a user never sees a traceback unless HANGDOCTOR_DEBUG=1 asks for one."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -10,22 +11,32 @@ import traceback
 import click
 
 from hangdoctor import __version__
-from hangdoctor.cli.analyze import analyze_command
-from hangdoctor.cli.dump import dump_command
-from hangdoctor.cli.run import run_command
 from hangdoctor.errors import ExitCode, HangdoctorError
 
-COMMANDS = (run_command, dump_command, analyze_command)
+#: Each subcommand lives in its own module, imported only when used: `run` must start the
+#: job without first paying for the capture, rules and report machinery.
+COMMANDS = {
+    "run": "hangdoctor.cli.run:run_command",
+    "dump": "hangdoctor.cli.dump:dump_command",
+    "analyze": "hangdoctor.cli.analyze:analyze_command",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, _, attribute = COMMANDS[name].partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="hangdoctor")
 def cli() -> None:
     """Find out why a deep-learning training job is stuck, and what to do about it."""
-
-
-for _command in COMMANDS:
-    cli.add_command(_command)
 
 
 def _error(message: str, help: str | None = None) -> None:

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from hangdoctor.capture.tree import CaptureOptions
 from hangdoctor.errors import BadInputError
-from hangdoctor.probes.pystacks import StackOptions
 from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 
 
@@ -58,6 +56,6 @@ def run_command(hang_timeout: float | None, on_hang: str, report_dir: Path | Non
         on_hang=on_hang,
         instrument=not no_instrument,
         kill_grace_s=kill_grace,
-        capture=CaptureOptions(stacks=StackOptions(native=native)),
+        native_stacks=native,
     )
     return run_supervised(options)

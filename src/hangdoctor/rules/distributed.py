@@ -244,8 +244,9 @@ def _user_frames(thread) -> list:
         thread is not None and thread.python is not None) else []
 
 
-def _is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
-    """Whether the odd ranks have left the loop the others still run their collective in.
+def _left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
+    """The header of the loop the others still run their collective in and the odd ranks have
+    left, or None when they have not left it.
 
     Step counts cannot tell: ranks blocked at different points of one iteration differ by a
     step too. The code can: the others' collective sits inside a loop, and the odd rank's stack
@@ -258,19 +259,28 @@ def _is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
     looping = rest[0].site
     thread = odd[0].thread
     if looping is None or not looping.loops or thread is None or thread.python is None:
-        return False
+        return None
     odd_frames = _user_frames(thread)
     rest_frames = _user_frames(rest[0].thread) or [looping]
-    for frame in rest_frames:  # innermost first
+    for index, frame in enumerate(rest_frames):  # innermost first
         for depth, mine in enumerate(odd_frames):
             if mine.file != frame.file or mine.function != frame.function:
                 continue
-            if len(mine.loops) != len(frame.loops) or frame is rest_frames[0]:
-                return len(mine.loops) < len(frame.loops)
+            if len(mine.loops) != len(frame.loops) or index == 0:
+                shorter = len(mine.loops) < len(frame.loops)
+                return frame.loops[len(mine.loops)] if shorter else None
             own_guards = {g for f in odd_frames[:depth] for g in f.guards}
             own_guards |= set(mine.guards) - set(frame.guards)
-            return not own_guards
-    return True
+            if own_guards:
+                return None
+            deeper = [f for f in rest_frames[:index] if f.loops]
+            return deeper[-1].loops[0] if deeper else looping.loops[-1]
+    return looping.loops[-1]
+
+
+def _is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
+    """Whether the odd ranks have left the loop the others still run their collective in."""
+    return _left_loop(odd, rest) is not None
 
 
 class CollectiveMismatch(Rule):
@@ -349,7 +359,7 @@ class UnevenInputs(Rule):
         odd, rest = split
         state = odd[0]
         where = short_location(state.site) if state.site else "its call site"
-        loop = rest[0].site.loops[-1] if rest[0].site and rest[0].site.loops else None
+        loop = _left_loop(odd, rest)
         evidence = [_describe_group(odd), _describe_group(rest)]
         if loop:
             evidence.append(f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "

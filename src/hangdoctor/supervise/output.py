@@ -103,7 +103,7 @@ class OutputLog:
     def record(self, data: bytes) -> None:
         """Append a chunk to the log and to the in-memory tail."""
         with self._lock:
-            self.file.write(data)
+            _write_all(self.file.fileno(), data)  # unbuffered: no copy into a buffer first
             self.total_bytes += len(data)
             self.last_output = time.monotonic()
             self._tail.append(data)
@@ -119,7 +119,7 @@ class OutputLog:
         return [line for line in lines if line.strip()][-count:]
 
     def flush(self) -> None:
-        """Push buffered bytes to disk."""
+        """Nothing is buffered in this process (kept for callers that flush before reading)."""
         with self._lock:
             self.file.flush()
 

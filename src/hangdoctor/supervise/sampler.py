@@ -66,6 +66,12 @@ class TreeSampler:
         self.timeline.append(sample)
         return sample
 
+    def refresh_progress(self) -> None:
+        """Read the progress files once more: a job writes its last counts as it exits, after
+        the last sample."""
+        if self.status_dir is not None:
+            self.statuses = read_statuses(self.status_dir)
+
     def cpu_cores_used(self, window_s: float = 3.0) -> float | None:
         """CPU cores the job used over about the last `window_s` seconds."""
         if len(self.timeline) < 2:

@@ -8,24 +8,14 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from hangdoctor import __version__
-from hangdoctor.capture.tree import CaptureOptions, capture_tree
-from hangdoctor.cli.output import write_report_dir
 from hangdoctor.errors import HangdoctorError
-from hangdoctor.evidence.model import Bundle, JobRecord, SystemInfo
 from hangdoctor.instrument import instrumented_environment
-from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
-from hangdoctor.probes.kernel_log import read_kernel_log
-from hangdoctor.probes.system import read_system
 from hangdoctor.redact import redact_argv, redact_value
-from hangdoctor.report.model import Hang, Report, build_report
-from hangdoctor.report.render_terminal import render_terminal
-from hangdoctor.rules.engine import diagnose
 from hangdoctor.supervise.launch import (
     Launched,
     become_subreaper,
@@ -35,8 +25,14 @@ from hangdoctor.supervise.launch import (
 )
 from hangdoctor.supervise.output import OutputLog, open_channels, resize, start_relays
 from hangdoctor.supervise.policy import Counters, HangDecision, HangPolicy, ProgressTracker
-from hangdoctor.supervise.sampler import TreeSampler
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
+
+if TYPE_CHECKING:
+    from hangdoctor.evidence.model import Bundle, JobRecord, SystemInfo
+    from hangdoctor.report.model import Report
+
+# The job is started before anything heavy is imported: the capture, the rules, the reports
+# and pydantic are loaded while the job itself starts up, not ahead of it.
 
 TIMED_OUT = 124  # as `timeout` does when it ends the command
 _TICK_S = 0.2
@@ -55,7 +51,7 @@ class RunOptions:
     on_hang: str = "report"  # or "kill"
     instrument: bool = True
     kill_grace_s: float = 10.0
-    capture: CaptureOptions = field(default_factory=CaptureOptions)
+    native_stacks: bool = False
 
 
 @dataclass
@@ -129,7 +125,8 @@ class Supervisor:
             self.status_dir.mkdir(parents=True, exist_ok=True)
             env = instrumented_environment(env, self.status_dir)
         self.channels = open_channels()
-        log_file = open(self.report_dir / "output.log", "wb")  # noqa: SIM115 - closed below
+        # Unbuffered: every chunk goes straight to the file, and nothing is lost if we die.
+        log_file = open(self.report_dir / "output.log", "wb", buffering=0)  # noqa: SIM115
         self.log = OutputLog(log_file)
         become_subreaper()
         previous = self._install_signals()
@@ -151,6 +148,8 @@ class Supervisor:
         return self._finish(returncode)
 
     def _watch(self) -> int:
+        from hangdoctor.supervise.sampler import TreeSampler
+
         assert self.launched is not None
         process = self.launched.process
         policy = HangPolicy(fixed_timeout_s=self.options.hang_timeout_s)
@@ -161,6 +160,7 @@ class Supervisor:
             while True:
                 returncode = process.poll()
                 if returncode is not None:
+                    self.sampler.refresh_progress()
                     return returncode
                 now = time.monotonic() - self.started
                 if now >= next_sample:
@@ -207,6 +207,8 @@ class Supervisor:
     # capture and reports ---------------------------------------------------------------------
     def _record(self, ended_at: float | None, exit_code: int | None, sig: int | None,
                 interrupted: bool) -> JobRecord:
+        from hangdoctor.evidence.model import JobRecord
+
         hang = self.current.decision if self.current else None
         return JobRecord(
             command=redact_argv(self.options.command),
@@ -227,6 +229,17 @@ class Supervisor:
         )
 
     def _capture(self, decision: HangDecision, now: float, again: bool) -> None:
+        from rich.console import Console
+
+        from hangdoctor.capture.tree import CaptureOptions, capture_tree
+        from hangdoctor.cli.output import write_report_dir
+        from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
+        from hangdoctor.probes.kernel_log import read_kernel_log
+        from hangdoctor.probes.pystacks import StackOptions
+        from hangdoctor.report.model import Hang, build_report
+        from hangdoctor.report.render_terminal import render_terminal
+        from hangdoctor.rules.engine import diagnose
+
         assert self.launched is not None
         what = "still hung" if again else (
             f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
@@ -234,7 +247,8 @@ class Supervisor:
         _say(what)
         asked = request_dumps(self.status_dir) if self.status_dir is not None else None
         try:
-            bundle = capture_tree(self.launched.process.pid, self.options.capture)
+            options = CaptureOptions(stacks=StackOptions(native=self.options.native_stacks))
+            bundle = capture_tree(self.launched.process.pid, options)
         except HangdoctorError as error:
             _say(f"capture failed: {error.message}")
             return
@@ -273,6 +287,13 @@ class Supervisor:
                             max_findings=1)
 
     def _finish(self, returncode: int) -> int:
+        from hangdoctor.cli.output import write_report_dir
+        from hangdoctor.evidence.model import Bundle
+        from hangdoctor.probes.kernel_log import read_kernel_log
+        from hangdoctor.probes.system import read_system
+        from hangdoctor.report.model import Hang, build_report
+        from hangdoctor.rules.engine import diagnose
+
         exit_code, sig = exit_status(returncode)
         interrupted = bool(self.received) or sig == signal.SIGINT or (
             exit_code == 130 and not self.killed)
