@@ -457,6 +457,15 @@ class RankExitedFromLog(Rule):
                          "`@torch.distributed.elastic.multiprocessing.errors.record` so "
                          "torchrun's summary carries the exception itself.")
             confidence = 0.6
+            # Its own exception is not a lost connection, while its peers' are: it failed first
+            # and the peers' connection errors are the consequence, not the cause.
+            prefix = f"[rank{first.rank}]:" if first.rank is not None else None
+            transport = _found(job, "transport_error")
+            own = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
+            if prefix and transport and not own:
+                confidence = 0.85
+                explanation += (" The other ranks' connection errors followed from it: they "
+                                "lost their peer.")
         evidence = [f"log: {_clip(first.line)}" if first.line else f"torchrun: {name} failed"]
         if first.cause and first.cause not in evidence[0]:
             evidence.append(f"torchrun: {first.cause}")

@@ -1,0 +1,128 @@
+"""The scenario catalog: one real training program per situation, what `hangdoctor run` must
+conclude about it, and how to run it.
+
+Each program lives in `programs/`. The line where it gets stuck (or the lines, for a loop) carries
+a `# HANG: label` comment; a scenario names the label(s) its culprit must point at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+PROGRAMS = Path(__file__).parent / "programs"
+HEALTHY = None  # expected category of a healthy control: no error-level finding at all
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One situation and the diagnosis it must get."""
+
+    name: str
+    program: str  # file in programs/
+    category: str | None  # findings[0].category; HEALTHY (None) for a healthy control
+    verdict: str = "hung"  # report.json verdict: hung, failed or completed
+    rank: int | None = None  # culprit rank, checked when not None
+    markers: tuple[str, ...] = ()  # `# HANG: label`s the culprit location may point at
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    hang_timeout_s: float = 3.0
+    torchrun: bool = False  # run under `torch.distributed.run --standalone`
+    nproc: int = 2
+    stdin_pipe: bool = False  # give the job a stdin pipe that nobody writes to
+    needs_torch: bool = True
+    limit_s: float = 90.0  # the whole run, hangdoctor included
+    xfail: str | None = None  # known misdiagnosis, with the reason
+
+    @property
+    def path(self) -> Path:
+        return PROGRAMS / self.program
+
+    @property
+    def healthy(self) -> bool:
+        return self.category is HEALTHY
+
+    def marker_lines(self) -> frozenset[int]:
+        """Lines of the program that carry one of the scenario's markers."""
+        lines = set()
+        text = self.path.read_text().splitlines()
+        for label in self.markers:
+            found = {n for n, line in enumerate(text, start=1) if f"# HANG: {label}" in line}
+            if not found:
+                raise AssertionError(f"no '# HANG: {label}' marker in {self.program}")
+            lines |= found
+        return frozenset(lines)
+
+    def command(self, python: str) -> list[str]:
+        """The job's command line."""
+        if self.torchrun:
+            return [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+                    str(self.nproc), str(self.path), *self.args]
+        return [python, str(self.path), *self.args]
+
+
+def _s(name: str, category: str | None, **kwargs) -> Scenario:
+    return Scenario(name=name, program=f"{name}.py", category=category, **kwargs)
+
+
+CATALOG: tuple[Scenario, ...] = (
+    # --- data.pipeline_stall ---------------------------------------------------------------------
+    _s("worker_remote_read", "data.pipeline_stall", markers=("read",)),
+    _s("worker_fork_lock", "data.pipeline_stall", markers=("index",)),
+    _s("inprocess_reader", "data.pipeline_stall", markers=("take",)),
+    _s("ddp_rank_worker_read", "data.pipeline_stall", rank=1, markers=("fetch",), torchrun=True),
+    # --- data.worker_killed (the job fails) ------------------------------------------------------
+    _s("worker_sigkill", "data.worker_killed", verdict="failed"),
+    _s("worker_sigbus", "data.worker_killed", verdict="failed"),
+    # --- process.deadlock ------------------------------------------------------------------------
+    _s("checkpoint_thread_locks", "process.deadlock", markers=("trainer", "checkpointer")),
+    _s("metrics_reentry", "process.deadlock", markers=("flush",)),
+    # --- process.blocked_io ----------------------------------------------------------------------
+    _s("export_compressed", "process.blocked_io", markers=("export",)),
+    _s("pretrained_download", "process.blocked_io", markers=("download",)),
+    _s("confirm_prompt", "process.blocked_io", markers=("prompt",), stdin_pipe=True),
+    _s("cache_file_lock", "process.blocked_io", markers=("lock",)),
+    # --- native.blocked, process.busy_loop -------------------------------------------------------
+    _s("native_device_wait", "native.blocked", markers=("device",)),
+    _s("eval_flag_spin", "process.busy_loop", markers=("poll",)),
+    # --- distributed -----------------------------------------------------------------------------
+    _s("ddp_rank0_checkpoint", "distributed.collective_mismatch", rank=0,
+       markers=("checkpoint",), torchrun=True),
+    _s("ddp_uneven_shards", "distributed.uneven_inputs", rank=1, markers=("epoch-end",),
+       torchrun=True),
+    _s("ddp_rank_fetches_config", "distributed.straggler", rank=1, markers=("poll-server",),
+       torchrun=True),
+    _s("ddp_rank_eval_loop", "distributed.straggler", rank=1, markers=("calibrate",),
+       torchrun=True),
+    # gloo does not hang when a peer's process ends: the waiting rank's recv fails at once with
+    # "Connection closed by peer", rank 0 exits 1 and torchrun ends the job. A rank that returned
+    # cleanly (exit 0) leaves only that transport error in the output.
+    _s("ddp_early_stop", "distributed.network", verdict="failed", torchrun=True),
+    # A rank that crashed: torchrun names it as the first failure, with its traceback.
+    _s("ddp_rank_raises", "distributed.rank_exited", verdict="failed", rank=1, torchrun=True),
+    # A rank that returned while a child it forked still holds its gloo sockets: the
+    # connections stay open, so the peer waits forever for a process that is gone.
+    _s("ddp_forked_snapshot", "distributed.rank_exited", rank=1, torchrun=True),
+    _s("ddp_rank_prepares_data", "distributed.rendezvous", rank=1, markers=("shard",),
+       torchrun=True),
+    # A process-group timeout shorter than rank 1's checkpoint upload: rank 0's all_reduce
+    # fails with gloo's "Timed out waiting 2000ms", torchrun ends rank 1. Only the log tells.
+    _s("ddp_short_pg_timeout", "distributed.collective_timeout", verdict="failed",
+       torchrun=True),
+    # --- algorithm.nonfinite: rank 1 skips a step and its all_reduce on a NaN loss ---------------
+    _s("ddp_skip_nonfinite", "algorithm.nonfinite", rank=1, torchrun=True),
+    # --- host.memory_exhausted (the job fails) ---------------------------------------------------
+    _s("keeps_activations", "host.memory_exhausted", verdict="failed"),
+    # --- environment (the job fails) ------------------------------------------------------------
+    _s("loader_open_files", "env.os_limits", verdict="failed"),
+    _s("custom_op_library", "env.library_mismatch", verdict="failed"),
+    # --- healthy controls ------------------------------------------------------------------------
+    _s("healthy_slow_input", HEALTHY, verdict="completed"),
+    _s("healthy_silent_eval", HEALTHY, verdict="completed"),
+    _s("healthy_training", HEALTHY, verdict="completed"),
+    _s("healthy_ddp", HEALTHY, verdict="completed", torchrun=True),
+)
+
+BY_NAME: Mapping[str, Scenario] = MappingProxyType({s.name: s for s in CATALOG})

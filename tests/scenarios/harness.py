@@ -1,0 +1,199 @@
+"""Run one scenario under `hangdoctor run --on-hang kill`, judge the report, and always end every
+process of the job, whatever happened.
+
+Every process of a job carries HD_TEST_JOB=<report dir> in its environment (inherited from the
+hangdoctor command), so processes left behind are found by that marker, reported, and killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from tests.scenarios.catalog import Scenario
+
+MARK = "HD_TEST_JOB"
+KILL_GRACE_S = 2.0
+_SEVERE = ("error", "critical")
+
+
+@dataclass
+class Outcome:
+    """What `hangdoctor run` concluded about one scenario, and how that compares."""
+
+    scenario: Scenario
+    seconds: float = 0.0
+    exit_code: int | None = None
+    verdict: str | None = None
+    category: str | None = None  # findings[0]
+    rank: int | None = None
+    location: str | None = None  # file:line of the culprit
+    severe: list[str] = field(default_factory=list)  # error/critical finding categories
+    verdict_ok: bool = False
+    category_ok: bool = False
+    rank_ok: bool | None = None  # None: not checked
+    location_ok: bool | None = None
+    leftovers: list[int] = field(default_factory=list)
+    problem: str | None = None  # the run itself went wrong (timeout, no report)
+    stderr_tail: str = ""  # hangdoctor's last words, when it wrote no report
+    report_dir: Path | None = None
+
+    @property
+    def correct(self) -> bool:
+        return (self.problem is None and self.verdict_ok and self.category_ok
+                and self.rank_ok is not False and self.location_ok is not False
+                and not self.leftovers)
+
+    def got(self) -> str:
+        """The category column: what hangdoctor said."""
+        if self.problem:
+            return f"({self.problem})"
+        text = self.category or "no finding"
+        if self.scenario.healthy:
+            text = ", ".join(self.severe) if self.severe else f"no error ({text})"
+        if not self.verdict_ok:
+            text += f" [verdict {self.verdict}]"
+        if self.leftovers:
+            text += f" [{len(self.leftovers)} process(es) left]"
+        return text
+
+    def explain(self) -> str:
+        """One paragraph for an assertion message."""
+        s = self.scenario
+        return (f"{s.name}: expected verdict {s.verdict}, category {s.category or 'healthy'}, "
+                f"rank {s.rank}, markers {s.markers}; got verdict {self.verdict} (exit "
+                f"{self.exit_code}), category {self.category}, rank {self.rank}, location "
+                f"{self.location}, severe findings {self.severe}, leftovers {self.leftovers}, "
+                f"problem {self.problem}; report in {self.report_dir}"
+                + (f"; hangdoctor's stderr ends with: {self.stderr_tail}" if self.stderr_tail
+                   else ""))
+
+
+def job_processes(report_dir: Path) -> list[psutil.Process]:
+    """Live (not zombie) processes whose environment marks them as this job's."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if (process.environ().get(MARK) == str(report_dir)
+                    and process.status() != psutil.STATUS_ZOMBIE):
+                found.append(process)
+    return found
+
+
+def _kill_all(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(processes, timeout=5)
+
+
+def _end(proc: subprocess.Popen, report_dir: Path) -> list[int]:
+    """End hangdoctor (if still running) and everything of the job; return the pids of job
+    processes that were still alive after hangdoctor exited on its own."""
+    left: list[int] = []
+    if proc.poll() is None:  # hangdoctor itself overran: kill its session and the job
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        deadline = time.monotonic() + 2.0  # processes that are just exiting
+        while (remaining := job_processes(report_dir)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p.pid for p in remaining]
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+    _kill_all(job_processes(report_dir))  # torchrun's ranks live in sessions of their own
+    return left
+
+
+def run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
+    """Run `scenario` under hangdoctor in `work_dir` (the job's cwd) and judge the report."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    report_dir = work_dir / "report"
+    outcome = Outcome(scenario, report_dir=report_dir)
+    command = [
+        sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", str(scenario.hang_timeout_s),
+        "--on-hang", "kill", "--kill-grace", str(KILL_GRACE_S), "--report-dir", str(report_dir),
+        "--", *scenario.command(sys.executable),
+    ]
+    env = {**os.environ, **scenario.env, MARK: str(report_dir)}
+    started = time.monotonic()
+    with open(work_dir / "stdout.log", "wb") as out, open(work_dir / "stderr.log", "wb") as err:
+        proc = subprocess.Popen(
+            command, cwd=work_dir, env=env, stdout=out, stderr=err,
+            stdin=subprocess.PIPE if scenario.stdin_pipe else subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=scenario.limit_s)
+        except subprocess.TimeoutExpired:
+            outcome.problem = f"no result within {scenario.limit_s:.0f} s"
+        finally:
+            outcome.leftovers = _end(proc, report_dir)
+            if proc.stdin is not None:
+                proc.stdin.close()
+    outcome.seconds = time.monotonic() - started
+    outcome.exit_code = proc.returncode
+    report_file = report_dir / "report.json"
+    if outcome.problem is None and not report_file.exists():
+        outcome.problem = "no report.json"
+        outcome.stderr_tail = (work_dir / "stderr.log").read_text(errors="replace")[-600:]
+    if report_file.exists():
+        _judge(outcome, json.loads(report_file.read_text()))
+    return outcome
+
+
+def _judge(outcome: Outcome, report: dict) -> None:
+    scenario = outcome.scenario
+    findings = report.get("findings") or []
+    root = findings[0] if findings else None
+    culprit = (root or {}).get("culprit") or {}
+    location = culprit.get("location") or {}
+    outcome.verdict = report.get("verdict")
+    outcome.category = root["category"] if root else None
+    outcome.rank = culprit.get("rank")
+    if location:
+        outcome.location = f"{Path(location['file']).name}:{location['line']}"
+    outcome.severe = [f["category"] for f in findings if f.get("severity") in _SEVERE]
+    outcome.verdict_ok = outcome.verdict == scenario.verdict
+    if scenario.healthy:
+        outcome.category_ok = not outcome.severe
+        return
+    outcome.category_ok = outcome.category == scenario.category
+    if scenario.rank is not None:
+        outcome.rank_ok = outcome.rank == scenario.rank
+    if scenario.markers:
+        outcome.location_ok = bool(location) and (
+            Path(location["file"]).resolve() == scenario.path.resolve()
+            and location["line"] in scenario.marker_lines())
+
+
+def _mark(value: bool | None) -> str:
+    return "n/a" if value is None else "yes" if value else "**no**"
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """The Markdown accuracy table and the `N/M correct` line."""
+    rows = ["| scenario | expected category | got | rank ok | location ok | seconds |",
+            "| --- | --- | --- | --- | --- | ---: |"]
+    for o in outcomes:
+        s = o.scenario
+        expected = s.category or "healthy: no error"
+        if s.xfail:
+            expected += " (known miss)"
+        got = o.got() if o.correct else f"**{o.got()}**"
+        rows.append(f"| {s.name} | {expected} | {got} | {_mark(o.rank_ok)} | "
+                    f"{_mark(o.location_ok)} | {o.seconds:.1f} |")
+    correct = sum(o.correct for o in outcomes)
+    total = sum(o.seconds for o in outcomes)
+    rows.append("")
+    rows.append(f"{correct}/{len(outcomes)} correct ({total:.0f} s)")
+    return "\n".join(rows)

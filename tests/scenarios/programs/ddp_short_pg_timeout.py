@@ -1,0 +1,42 @@
+"""Two-rank training with a short process-group timeout (2 s). Every 10 steps rank 1 writes a
+checkpoint, which takes longer than that; rank 0's next all_reduce gives up waiting and the job
+fails."""
+
+import datetime
+import io
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+def average_gradients(model: nn.Module, world: int) -> None:
+    for parameter in model.parameters():
+        dist.all_reduce(parameter.grad)
+        parameter.grad /= world
+
+
+def main() -> None:
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=2))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    generator = torch.Generator().manual_seed(rank)
+    for step in range(1, 101):
+        x = torch.randn(32, 16, generator=generator)
+        loss = nn.functional.mse_loss(model(x), x.sum(1, keepdim=True))
+        optimizer.zero_grad()
+        loss.backward()
+        average_gradients(model, world)
+        optimizer.step()
+        print(f"rank {rank} step {step} loss {loss.item():.4f}", flush=True)
+        if rank == 1 and step % 10 == 0:
+            torch.save(model.state_dict(), io.BytesIO())
+            time.sleep(10)  # the upload to remote storage
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

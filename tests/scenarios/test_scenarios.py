@@ -1,0 +1,36 @@
+"""Every scenario of the catalog, run for real under `hangdoctor run --on-hang kill`: the verdict,
+the root cause's category, the culprit's rank and line, and no process left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.scenarios.catalog import CATALOG, Scenario
+from tests.scenarios.harness import Outcome, run_scenario
+
+
+def _param(scenario: Scenario):
+    marks = [pytest.mark.scenario]
+    if scenario.needs_torch:
+        marks.append(pytest.mark.torch)
+    if scenario.xfail:
+        marks.append(pytest.mark.xfail(reason=scenario.xfail, strict=True))
+    return pytest.param(scenario, id=scenario.name, marks=marks)
+
+
+@pytest.mark.parametrize("scenario", [_param(s) for s in CATALOG])
+def test_scenario(scenario: Scenario, tmp_path, scenario_outcomes: list[Outcome]) -> None:
+    if scenario.needs_torch:
+        pytest.importorskip("torch")
+    outcome = run_scenario(scenario, tmp_path)
+    scenario_outcomes.append(outcome)
+    why = outcome.explain()
+    assert outcome.problem is None, why
+    assert outcome.leftovers == [], why
+    assert outcome.verdict == scenario.verdict, why
+    if scenario.healthy:
+        assert outcome.severe == [], why
+        return
+    assert outcome.category == scenario.category, why
+    assert outcome.rank_ok is not False, why
+    assert outcome.location_ok is not False, why
