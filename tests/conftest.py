@@ -39,16 +39,24 @@ class Hung:
         self.path = path
 
     def kill(self) -> None:
-        # Descendants first: torchrun starts its ranks in sessions of their own, out of reach
-        # of a process-group kill.
-        with contextlib.suppress(psutil.Error):
-            for child in psutil.Process(self.proc.pid).children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    child.kill()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=10)
+        kill_tree(self.proc, group=True)
+
+
+def kill_tree(proc: subprocess.Popen, group: bool = False) -> None:
+    """Test clean-up: `proc`, everything under it and (with `group`) its process group, even
+    if a test failed midway. Descendants first: torchrun starts its ranks in sessions of their
+    own, out of reach of a process-group kill."""
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+    with contextlib.suppress(ProcessLookupError):
+        if group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
 
 
 def start_fixture(

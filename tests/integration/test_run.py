@@ -15,7 +15,7 @@ import jsonschema
 import psutil
 import pytest
 
-from tests.conftest import FIXTURES, hang_line
+from tests.conftest import FIXTURES, hang_line, kill_tree
 
 sys.path.insert(0, str(FIXTURES))
 from run_binary_output import payload
@@ -49,18 +49,6 @@ def leftovers(report_dir: Path) -> list[int]:
                     and process.status() != psutil.STATUS_ZOMBIE):
                 found.append(process.pid)
     return found
-
-
-def kill_tree(proc: subprocess.Popen) -> None:
-    """Test clean-up: hangdoctor and everything under it, even if a test failed midway."""
-    try:
-        processes = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-    except psutil.Error:
-        processes = []
-    for process in processes:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-    proc.wait()
 
 
 def test_healthy_run_completes(tmp_path, report_schema):

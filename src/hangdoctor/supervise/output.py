@@ -118,10 +118,6 @@ class OutputLog:
         lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
         return [line for line in lines if line.strip()][-count:]
 
-    def flush(self) -> None:
-        """Nothing is buffered in this process (kept for callers that flush before reading)."""
-        with self._lock:
-            self.file.flush()
 
 
 def _write_all(fd: int, data: bytes) -> bool:

@@ -143,7 +143,6 @@ class Supervisor:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)  # type: ignore[arg-type]
-            self.log.flush()
             log_file.close()
         return self._finish(returncode)
 
@@ -291,7 +290,7 @@ class Supervisor:
         from hangdoctor.evidence.model import Bundle
         from hangdoctor.probes.kernel_log import read_kernel_log
         from hangdoctor.probes.system import read_system
-        from hangdoctor.report.model import Hang, build_report
+        from hangdoctor.report.model import build_report
         from hangdoctor.rules.engine import diagnose
 
         exit_code, sig = exit_status(returncode)
@@ -327,11 +326,7 @@ class Supervisor:
                 errors=errors,
                 job=record,
             )
-        hang = None
-        if hung_now is not None:
-            decision = hung_now.decision
-            hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
-                        declared_s=round(decision.declared_s, 3))
+        hang = hung_now.report.hang if hung_now is not None else None
         report = build_report(bundle, diagnose(bundle), verdict=verdict, exit_code=final_code,
                               hang=hang, artifacts=self._artifacts())
         report = write_report_dir(self.report_dir, report, bundle)
