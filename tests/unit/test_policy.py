@@ -61,3 +61,24 @@ def test_output_alone_does_not_change_the_adaptive_threshold():
     for second in range(1, 50):
         t.observe(float(second), Counters(output_bytes=second))
     assert t.timeout_s == 300
+
+
+def test_an_idle_wait_is_measured_from_the_last_computation():
+    # import torch and model building compute for 4 s without output, then the job waits
+    # 2 s for its first batch: that is not a 5 s idle hang.
+    t = tracker(fixed_timeout_s=5)
+    for second in (1.0, 2.0, 3.0, 4.0):
+        t.computed(second)
+    assert t.check(6.0, busy=False) is None
+    assert t.check(8.9, busy=False) is None
+    decision = t.check(9.0, busy=False)
+    assert decision is not None and decision.kind == "idle"
+    assert decision.last_progress_s == 0.0  # the report still says when progress was seen
+
+
+def test_computation_does_not_extend_the_busy_threshold():
+    t = tracker(fixed_timeout_s=10)
+    t.observe(0.0, Counters(output_bytes=1))
+    for second in range(1, 31):
+        t.computed(float(second))
+    assert t.check(30.0, busy=True).kind == "busy"

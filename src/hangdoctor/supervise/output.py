@@ -11,16 +11,20 @@ import contextlib
 import errno
 import fcntl
 import os
+import select
 import struct
 import termios
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from hangdoctor.supervise.pipes import is_pipe, tee, tee_supported
+
 _CHUNK = 1 << 16
 _TAIL_BYTES = 64 * 1024
+_PIPE_SIZE = 1 << 20
+_COALESCE_S = 0.001
 
 
 @dataclass
@@ -75,6 +79,8 @@ def open_channels() -> list[Channel]:
             channels.append(Channel(name, master, slave, fd, is_pty=True))
         else:
             read_end, write_end = os.pipe()
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
             channels.append(Channel(name, read_end, write_end, fd))
     return channels
 
@@ -91,33 +97,73 @@ def resize(channels: list[Channel]) -> None:
 
 @dataclass
 class OutputLog:
-    """Everything the job wrote, in arrival order, plus counters the watchdog reads."""
+    """Everything the job wrote, in arrival order, plus counters the watchdog reads. The file
+    must be open for reading and writing (the tail is read back from it) and not in append
+    mode (splice(2) refuses that)."""
 
     file: BinaryIO
     total_bytes: int = 0
     last_output: float = field(default_factory=time.monotonic)
-    _tail: deque[bytes] = field(default_factory=deque)
-    _tail_size: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _splice_ok: bool = True
+    _final_tail: bytes | None = None
 
     def record(self, data: bytes) -> None:
-        """Append a chunk to the log and to the in-memory tail."""
+        """Append a chunk (read by a relay) to the log."""
         with self._lock:
             _write_all(self.file.fileno(), data)  # unbuffered: no copy into a buffer first
-            self.total_bytes += len(data)
-            self.last_output = time.monotonic()
-            self._tail.append(data)
-            self._tail_size += len(data)
-            while self._tail_size > _TAIL_BYTES and len(self._tail) > 1:
-                self._tail_size -= len(self._tail.popleft())
+            self._counted(len(data))
+
+    def take_from_pipe(self, read_fd: int, count: int) -> None:
+        """Move exactly `count` bytes waiting in pipe `read_fd` into the log, in the kernel
+        where it can (splice), else through a buffer; the bytes leave the pipe either way."""
+        with self._lock:
+            left = count
+            while left and self._splice_ok:
+                try:
+                    moved = os.splice(read_fd, self.file.fileno(), left)
+                except InterruptedError:
+                    continue
+                except OSError:  # a file system without splice, or a full disk
+                    self._splice_ok = False
+                    break
+                if not moved:
+                    break
+                left -= moved
+            while left:
+                data = os.read(read_fd, min(left, _CHUNK))
+                if not data:
+                    break
+                _write_all(self.file.fileno(), data)
+                left -= len(data)
+            self._counted(count - left)
+
+    def _counted(self, size: int) -> None:
+        self.total_bytes += size
+        self.last_output = time.monotonic()
+
+    def close(self) -> None:
+        """Close the file, keeping its tail for the report."""
+        with self._lock:
+            self._final_tail = self._read_tail()
+            self.file.close()
+
+    def _read_tail(self) -> bytes:
+        if self._final_tail is not None:
+            return self._final_tail
+        try:
+            size = os.fstat(self.file.fileno()).st_size
+            return os.pread(self.file.fileno(), _TAIL_BYTES, max(0, size - _TAIL_BYTES))
+        except (OSError, ValueError):
+            return b""
 
     def tail_lines(self, count: int = 200) -> list[str]:
         """The last lines of output, decoded leniently, progress-bar redraws collapsed."""
         with self._lock:
-            text = b"".join(self._tail).decode("utf-8", errors="replace")
+            data = self._read_tail()
+        text = data.decode("utf-8", errors="replace")
         lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
         return [line for line in lines if line.strip()][-count:]
-
 
 
 def _write_all(fd: int, data: bytes) -> bool:
@@ -129,7 +175,7 @@ def _write_all(fd: int, data: bytes) -> bool:
         except InterruptedError:
             continue
         except BlockingIOError:
-            time.sleep(0.001)
+            _wait_writable(fd)
             continue
         except OSError:
             return False
@@ -137,10 +183,28 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
+def _wait_writable(fd: int) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        select.select([], [fd], [], 1.0)
+
+
+def _wait_readable(fd: int) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        select.select([fd], [], [], 1.0)
+
+
 def relay(channel: Channel, log: OutputLog) -> None:
     """Copy a channel until the job closes it. Never drops bytes from the log: if our own
     destination goes away, the job's output still goes to the log."""
-    destination_alive = True
+    try:
+        if channel.is_pty or not _relay_zero_copy(channel, log):
+            _relay_copy(channel, log)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(channel.read_fd)
+
+
+def _relay_copy(channel: Channel, log: OutputLog, destination_alive: bool = True) -> None:
     while True:
         try:
             data = os.read(channel.read_fd, _CHUNK)
@@ -155,8 +219,36 @@ def relay(channel: Channel, log: OutputLog) -> None:
         log.record(data)
         if destination_alive:
             destination_alive = _write_all(channel.destination_fd, data)
-    with contextlib.suppress(OSError):
-        os.close(channel.read_fd)
+
+
+def _relay_zero_copy(channel: Channel, log: OutputLog) -> bool:
+    """Pipe to pipe: tee(2) each chunk to our destination, then splice(2) it into the log.
+    False, having moved nothing, where that is not possible (then the caller copies)."""
+    if not (tee_supported() and is_pipe(channel.read_fd) and is_pipe(channel.destination_fd)):
+        return False
+    moved_any = False
+    while True:
+        try:
+            count = tee(channel.read_fd, channel.destination_fd, _CHUNK)
+        except InterruptedError:
+            continue
+        except BlockingIOError:  # our destination is non-blocking: so is tee, both ways
+            _wait_readable(channel.read_fd)
+            _wait_writable(channel.destination_fd)
+            continue
+        except BrokenPipeError:  # our reader went away: keep logging, by plain reads
+            _relay_copy(channel, log, destination_alive=False)
+            return True
+        except OSError:
+            if moved_any:
+                raise
+            return False
+        if not count:
+            return True
+        moved_any = True
+        log.take_from_pipe(channel.read_fd, count)
+        if count < _CHUNK // 2:
+            time.sleep(_COALESCE_S)
 
 
 def start_relays(channels: list[Channel], log: OutputLog) -> list[threading.Thread]:

@@ -1,9 +1,10 @@
 """When is a job hung? A pure model of progress and thresholds, fed by the supervisor.
 
 Progress is new output or a training event (optimizer step, batch, collective). A job in which
-nothing computes is hung `timeout` seconds after its last progress; one that computes without
-visible progress (a long silent evaluation, a checkpoint being compressed) only after
-`busy_factor` times as long.
+nothing computes is hung `timeout` seconds after its last progress or its last computation,
+whichever came later (so a long silent start-up such as `import torch` does not eat into the
+wait for the first batch); one that computes without visible progress (a long silent
+evaluation, a checkpoint being compressed) only after `busy_factor` times as long.
 
 Without a fixed timeout the threshold adapts:
 - until the first training event: a generous start-up budget (model loading, compilation);
@@ -62,6 +63,11 @@ class ProgressTracker:
     last_progress_s: float = 0.0
     last_training_event_s: float | None = None
     longest_training_gap_s: float = 0.0
+    last_computed_s: float = 0.0
+
+    def computed(self, now_s: float) -> None:
+        """Record that the job used the CPU just now (not progress, but not idle either)."""
+        self.last_computed_s = max(self.last_computed_s, now_s)
 
     def observe(self, now_s: float, counters: Counters) -> bool:
         """Record a reading; True when it shows progress."""
@@ -93,7 +99,9 @@ class ProgressTracker:
     def check(self, now_s: float, busy: bool) -> HangDecision | None:
         """A hang, if the job has gone too long without progress."""
         threshold = self.timeout_s * (self.policy.busy_factor if busy else 1.0)
-        if now_s - self.last_progress_s < threshold:
+        quiet_since = self.last_progress_s if busy else max(self.last_progress_s,
+                                                             self.last_computed_s)
+        if now_s - quiet_since < threshold:
             return None
         return HangDecision(kind="busy" if busy else "idle", last_progress_s=self.last_progress_s,
                             declared_s=now_s, threshold_s=threshold)

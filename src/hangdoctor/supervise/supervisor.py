@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,8 +127,7 @@ class Supervisor:
             env = instrumented_environment(env, self.status_dir)
         self.channels = open_channels()
         # Unbuffered: every chunk goes straight to the file, and nothing is lost if we die.
-        log_file = open(self.report_dir / "output.log", "wb", buffering=0)  # noqa: SIM115
-        self.log = OutputLog(log_file)
+        self.log = OutputLog(open(self.report_dir / "output.log", "w+b", buffering=0))  # noqa: SIM115
         become_subreaper()
         previous = self._install_signals()
         self.started = time.monotonic()
@@ -135,6 +135,8 @@ class Supervisor:
         try:
             self.launched = launch(options.command, env, self.channels)
             relays = start_relays(self.channels, self.log)
+            warm = threading.Thread(target=self._prepare_reporting, name="warm-up", daemon=True)
+            warm.start()
             returncode = self._watch()
             for thread in relays:
                 thread.join(timeout=5.0)
@@ -143,8 +145,22 @@ class Supervisor:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)  # type: ignore[arg-type]
-            log_file.close()
+            self.log.close()
         return self._finish(returncode)
+
+    def _prepare_reporting(self) -> None:
+        """Import the capture, rules and reports and read the host facts while the job runs,
+        on the spare core, so that the final report after the job exits is quick."""
+        with contextlib.suppress(Exception):
+            import hangdoctor.capture.tree
+            import hangdoctor.cli.output
+            import hangdoctor.report.render_terminal
+            import hangdoctor.rules.engine  # noqa: F401
+            from hangdoctor.probes.system import read_system
+
+            system = read_system(None)
+            if self.system is None:
+                self.system = system
 
     def _watch(self) -> int:
         from hangdoctor.supervise.sampler import TreeSampler
@@ -192,6 +208,8 @@ class Supervisor:
             elif now - self.current.captured_at_s >= max(10.0, self.tracker.timeout_s):
                 self._capture(self.current.decision, now, again=True)
             return
+        if (self.sampler.cpu_cores_used(window_s=_SAMPLE_EVERY_S) or 0.0) > _BUSY_CORES:
+            self.tracker.computed(now)
         cores = self.sampler.cpu_cores_used()
         decision = self.tracker.check(now, busy=cores is not None and cores > _BUSY_CORES)
         if decision is None:
