@@ -25,6 +25,7 @@ _CHUNK = 1 << 16
 _TAIL_BYTES = 64 * 1024
 _PIPE_SIZE = 1 << 20
 _COALESCE_S = 0.001
+_COALESCE_BELOW = 16 * 1024
 
 
 @dataclass
@@ -183,6 +184,14 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
+def _waiting_bytes(fd: int) -> int:
+    """Bytes waiting in a pipe (FIONREAD), or a large number when that cannot be told."""
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    except OSError:
+        return 1 << 30
+
+
 def _wait_writable(fd: int) -> None:
     with contextlib.suppress(OSError, ValueError):
         select.select([], [fd], [], 1.0)
@@ -227,9 +236,12 @@ def _relay_zero_copy(channel: Channel, log: OutputLog) -> bool:
     if not (tee_supported() and is_pipe(channel.read_fd) and is_pipe(channel.destination_fd)):
         return False
     moved_any = False
+    with contextlib.suppress(OSError):  # room for a burst: fewer, larger moves
+        if fcntl.fcntl(channel.destination_fd, fcntl.F_GETPIPE_SZ) < _PIPE_SIZE:
+            fcntl.fcntl(channel.destination_fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
     while True:
         try:
-            count = tee(channel.read_fd, channel.destination_fd, _CHUNK)
+            count = tee(channel.read_fd, channel.destination_fd, _PIPE_SIZE)
         except InterruptedError:
             continue
         except BlockingIOError:  # our destination is non-blocking: so is tee, both ways
@@ -247,7 +259,9 @@ def _relay_zero_copy(channel: Channel, log: OutputLog) -> bool:
             return True
         moved_any = True
         log.take_from_pipe(channel.read_fd, count)
-        if count < _CHUNK // 2:
+        if _waiting_bytes(channel.read_fd) < _COALESCE_BELOW:
+            # A job that writes in dribs (print lines, flushed 8 KiB at a time): let a few of
+            # them gather, so that one wake-up moves many instead of one each.
             time.sleep(_COALESCE_S)
 
 

@@ -1,0 +1,97 @@
+"""What a lint rule is and what it reports.
+
+A rule is a class with a stable id, a TAXONOMY.md category, a message and a fix, and the code
+examples that prove it: `valid` snippets on which it must stay quiet and `invalid` snippets on
+which it must fire. In an invalid snippet every line that must be reported ends with the marker
+comment `# expect` (`// expect` in CUDA); the test suite (tests/lint/test_rule_examples.py) is
+generated from these, so a rule cannot be added without the evidence that it works.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar, Literal
+
+from hangdoctor.lint.index import ModuleIndex
+
+#: The marker that ends each line an invalid example expects to be reported.
+EXPECT_MARKER = "expect"
+
+Language = Literal["python", "cuda"]
+
+
+class Severity(str, Enum):
+    """How sure and how bad: an `error` is a hang waiting to happen; a `warning` is a pattern
+    that often causes one but may be deliberate."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    """One reported problem."""
+
+    #: The file, as the user named it (or as found under a named directory).
+    path: str
+    #: 1-based line of the offending code.
+    line: int
+    #: 1-based column.
+    col: int
+    #: Rule id, e.g. "HL101" (HL000 for a file that cannot be read or parsed).
+    rule_id: str
+    #: The rule's short name, e.g. "collective-under-rank-condition".
+    name: str
+    #: A TAXONOMY.md category: the hang this pattern leads to.
+    category: str
+    severity: Severity
+    #: What is wrong here.
+    message: str
+    #: What to do about it.
+    fix: str
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.col, self.rule_id)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A place a rule reports, before it becomes a LintFinding; `message` overrides the rule's
+    default message when the rule has something more specific to say."""
+
+    line: int
+    col: int  # 0-based, as in the ast
+    message: str | None = None
+
+    @classmethod
+    def at(cls, node: ast.AST, message: str | None = None) -> Hit:
+        return cls(getattr(node, "lineno", 1), getattr(node, "col_offset", 0), message)
+
+
+class LintRule:
+    """Base of every lint rule. Subclasses set the class attributes and implement `check`."""
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    category: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.ERROR
+    language: ClassVar[Language] = "python"
+    message: ClassVar[str]
+    fix: ClassVar[str]
+    #: Why this pattern hangs, for `docs/lint.md` and SARIF help text.
+    why: ClassVar[str] = ""
+    #: Snippets on which the rule must stay quiet.
+    valid: ClassVar[tuple[str, ...]] = ()
+    #: Snippets on which it must fire, at (exactly) the lines marked `# expect`.
+    invalid: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, index: ModuleIndex) -> Iterator[Hit]:
+        """Hits in one parsed Python module (CUDA rules implement `check_source`)."""
+        raise NotImplementedError
+
+    def check_source(self, text: str) -> Iterator[Hit]:
+        """Hits in one CUDA source (Python rules implement `check`)."""
+        raise NotImplementedError

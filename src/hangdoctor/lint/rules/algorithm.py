@@ -1,0 +1,171 @@
+"""Memory and algorithm rules (HL3xx): training loops that leak autograd graphs or let
+gradients explode."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from hangdoctor.lint.index import ModuleIndex, last_name
+from hangdoctor.lint.model import Hit, LintRule, Severity
+
+#: Calls that turn a loss into a number or cut it from its graph.
+_DETACHING = re.compile(r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
+                        r"no_grad|inference_mode")
+_BACKWARD = frozenset({"backward", "manual_backward"})
+
+
+def _loss_like(node: ast.AST) -> bool:
+    """A bare loss tensor: `loss`, `d_loss`, `outputs.loss` (not `loss.item()`)."""
+    if isinstance(node, ast.Name):
+        name = node.id.lower()
+    elif isinstance(node, ast.Attribute):
+        name = node.attr.lower()
+    else:
+        return False
+    return "loss" in name and not name.endswith(("fn", "func", "fct", "_fns", "losses"))
+
+
+def _has_backward(loop: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and last_name(n.func) in _BACKWARD
+               for n in ast.walk(loop))
+
+
+def _assigned_in(node: ast.AST, name: str) -> list[ast.AST]:
+    """Assignments to `name` inside `node`."""
+    found = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in child.targets):
+                found.append(child)
+        elif isinstance(child, (ast.AnnAssign, ast.AugAssign)) and \
+                isinstance(child.target, ast.Name) and child.target.id == name:
+            found.append(child)
+    return found
+
+
+class LossKeptAcrossSteps(LintRule):
+    id = "HL301"
+    name = "loss-kept-across-steps"
+    category = "gpu.memory_exhausted"
+    severity = Severity.ERROR
+    message = "loss tensor kept across training steps: its autograd graph stays alive"
+    fix = "keep a number instead: `losses.append(loss.item())` or `total += loss.detach()`"
+    why = ("A loss tensor references the whole autograd graph of its step. Appending it to a "
+           "list, or summing it into a running total, keeps every step's graph (and, until "
+           "backward frees them, its activations) alive: device memory grows step after step "
+           "until allocations stall or fail.")
+    valid = (
+        "losses = []\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
+        "    opt.step()\n    losses.append(loss.item())\n",
+        "for x, y in loader:\n    micro = []\n    for part in x:\n"
+        "        micro.append(model(part).loss)\n    torch.stack(micro).mean().backward()\n",
+        "losses = []\nfor x, y in val_loader:\n    loss = crit(model(x), y)\n"
+        "    losses.append(loss)\n",
+        "total = 0\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
+        "    loss = loss.detach()\n    total += loss\n",
+    )
+    invalid = (
+        "losses = []\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
+        "    opt.step()\n    losses.append(loss)  # expect\n",
+        "total_loss = 0\nfor batch in loader:\n    outputs = model(**batch)\n"
+        "    accelerator.backward(outputs.loss)\n    total_loss += outputs.loss  # expect\n",
+    )
+
+    def check(self, index: ModuleIndex) -> Iterator[Hit]:
+        if "loss" not in index.source or "backward" not in index.source:
+            return
+        for call in index.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "append" and \
+                    len(call.args) == 1 and _loss_like(call.args[0]) and \
+                    isinstance(func.value, (ast.Name, ast.Attribute)):
+                container = last_name(func.value) or ""
+                if self._leaks(index, call, call.args[0], container):
+                    yield Hit.at(call)
+        for node in index.aug_assigns:
+            if isinstance(node.op, ast.Add) and _loss_like(node.value) and \
+                    isinstance(node.target, ast.Name) and \
+                    self._leaks(index, node, node.value, node.target.id):
+                yield Hit.at(node)
+
+    @staticmethod
+    def _leaks(index: ModuleIndex, node: ast.AST, loss: ast.AST, container: str) -> bool:
+        loop = index.enclosing_loop(node)
+        if loop is None or not _has_backward(loop):
+            return False
+        if any(not isinstance(a, ast.AugAssign) for a in _assigned_in(loop, container)):
+            return False  # a fresh container every step
+        scope = index.scope_of(node)
+        if isinstance(loss, ast.Name):
+            for assignment in _assigned_in(scope, loss.id):
+                value = getattr(assignment, "value", None)
+                if value is not None and _DETACHING.search(ast.unparse(value)):
+                    return False
+        return not any(isinstance(p, (ast.With, ast.AsyncWith))
+                       and _DETACHING.search(ast.unparse(p.items[0].context_expr))
+                       for p in index.ancestors(node))
+
+
+_RNN_LAYERS = ("nn.LSTM", "nn.GRU", "nn.RNN", "nn.LSTMCell", "nn.GRUCell", "nn.RNNCell")
+_CLIPPING = re.compile(r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipvalue|"
+                       r"max_grad_norm|clip_norm|spectral_norm|gradient_penalty|"
+                       r"autograd\.grad|\.clamp_\(")
+
+
+class MissingGradientClipping(LintRule):
+    id = "HL302"
+    name = "rnn-or-gan-without-gradient-clipping"
+    category = "algorithm.nonfinite"
+    severity = Severity.WARNING
+    message = ("training loop for a recurrent network or GAN with backward and step but no "
+               "gradient clipping")
+    fix = ("clip before the step: `torch.nn.utils.clip_grad_norm_(model.parameters(), "
+           "max_norm=1.0)` (or use spectral norm / a gradient penalty for a GAN)")
+    why = ("Recurrent networks (through long unrolls) and GANs (through the adversarial "
+           "game) are prone to exploding gradients; one bad step turns the weights into "
+           "NaN/Inf, after which the loss is NaN, ranks can desynchronise on skipped steps, and "
+           "the job spins or stalls without learning.")
+    valid = (
+        "import torch.nn as nn\nrnn = nn.LSTM(10, 20)\nfor x in loader:\n"
+        "    loss = rnn(x)[0].sum()\n    loss.backward()\n"
+        "    nn.utils.clip_grad_norm_(rnn.parameters(), 1.0)\n    opt.step()\n",
+        "import torch.nn as nn\nnet = nn.Linear(10, 20)\nfor x in loader:\n"
+        "    loss = net(x).sum()\n    loss.backward()\n    opt.step()\n",
+    )
+    invalid = (
+        "import torch.nn as nn\nrnn = nn.GRU(10, 20)\nfor x in loader:\n"
+        "    loss = rnn(x)[0].sum()\n    loss.backward()  # expect\n    opt.step()\n",
+        "for real in loader:\n    errD = netD(real).mean() - netD(netG(z)).mean()\n"
+        "    errD.backward()  # expect\n    optimizerD.step()\n"
+        "    errG = -netD(netG(z)).mean()\n    errG.backward()\n    optimizerG.step()\n",
+    )
+
+    def check(self, index: ModuleIndex) -> Iterator[Hit]:
+        source = index.source
+        if "backward" not in source or _CLIPPING.search(source):
+            return
+        family = None
+        for call in index.calls:
+            name = index.name_of(call)
+            if name.endswith(_RNN_LAYERS):
+                family = "a recurrent network"
+                break
+        if family is None:
+            lowered = source.lower()
+            if ("discriminator" in lowered or "netd" in lowered) and \
+                    ("generator" in lowered or "netg" in lowered):
+                family = "a GAN"
+        if family is None:
+            return
+        steps = [c for c in index.calls if last_name(c.func) == "step"
+                 and isinstance(c.func, ast.Attribute)
+                 and "opt" in (last_name(c.func.value) or "").lower()]
+        if not steps:
+            return
+        for call in index.calls:
+            if last_name(call.func) in _BACKWARD and index.enclosing_loop(call) is not None:
+                yield Hit.at(call, f"training loop for {family} with backward and step but no "
+                                   "gradient clipping")
+                return

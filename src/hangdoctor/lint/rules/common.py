@@ -1,0 +1,208 @@
+"""Recognisers the rule families share: rank conditions, collectives, data loaders.
+
+They key on mechanisms (what a name *does* in torch.distributed, accelerate or Lightning) rather
+than on the spelling of one example, and they are conservative: an expression they do not
+understand is not a rank condition, so a rule built on them stays quiet rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Literal
+
+from hangdoctor.lint.index import ModuleIndex, last_name
+
+Polarity = Literal["main", "other"]
+
+#: Identifiers that hold a process's rank.
+RANK_NAMES = frozenset({
+    "rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index",
+    "rank_id", "my_rank", "world_rank", "_rank", "_local_rank", "_global_rank", "proc_id",
+    "process_rank", "local_process_rank", "global_process_index",
+})
+#: Functions that return a rank.
+RANK_FUNCTIONS = frozenset({
+    "get_rank", "get_local_rank", "get_global_rank", "get_node_rank", "get_ordinal",
+    "get_local_ordinal", "get_process_index",
+})
+#: Environment variables that hold a rank.
+RANK_ENV = frozenset({
+    "RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "SLURM_PROCID", "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK",
+})
+#: Flags (attributes or calls) that are true on the main process only.
+MAIN_FLAGS = frozenset({
+    "is_main_process", "is_local_main_process", "is_main", "is_master", "is_master_process",
+    "is_world_process_zero", "is_local_process_zero", "is_rank_zero", "is_global_zero",
+    "is_local_zero", "master_process", "is_main_rank", "is_rank_0", "is_rank0",
+    "is_master_ordinal", "is_chief", "is_last_process",
+})
+#: Decorators that run a function on the main process only.
+MAIN_ONLY_DECORATORS = frozenset({
+    "rank_zero_only", "main_process_only", "on_main_process", "on_local_main_process",
+    "on_last_process", "on_process", "on_local_process",
+})
+#: torch.distributed functions every rank of the group must call.
+TORCH_COLLECTIVES = frozenset({
+    "barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_object",
+    "all_gather_into_tensor", "_all_gather_base", "all_gather_coalesced", "broadcast",
+    "broadcast_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+    "_reduce_scatter_base", "all_to_all", "all_to_all_single", "gather", "gather_object",
+    "scatter", "scatter_object_list", "new_group", "all_reduce_coalesced",
+})
+_TORCH_PREFIXES = ("torch.distributed.", "deepspeed.comm.", "deepspeed.", "horovod.torch.")
+#: accelerate's collectives, on an `Accelerator` or from `accelerate.utils`.
+ACCELERATE_COLLECTIVES = frozenset({
+    "wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes",
+    "gather_object", "broadcast", "broadcast_object_list",
+})
+#: Lightning's collectives, on a strategy or a Fabric.
+LIGHTNING_COLLECTIVES = frozenset({
+    "barrier", "all_reduce", "all_gather", "broadcast", "reduce_boolean_decision",
+})
+XLA_COLLECTIVES = frozenset({"rendezvous", "all_reduce", "all_gather", "mesh_reduce",
+                             "reduce_scatter", "all_to_all"})
+
+
+def _int(node: ast.AST) -> int | None:
+    """An int literal (also `-1`, and `"0"` as compared with an environment variable)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool):
+            return None
+        if isinstance(node.value, int):
+            return node.value
+        if isinstance(node.value, str) and node.value.lstrip("-").isdigit():
+            return int(node.value)
+    return None
+
+
+def _env_name(node: ast.AST) -> str | None:
+    """The variable named by `os.environ["X"]`, `os.environ.get("X")` or `os.getenv("X")`."""
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+    elif isinstance(node, ast.Call) and node.args and last_name(node.func) in ("get", "getenv"):
+        key = node.args[0]
+    else:
+        return None
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return key.value
+    return None
+
+
+def is_rank(node: ast.AST) -> bool:
+    """Whether `node` evaluates to this process's rank."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id in ("int", "str") and len(node.args) == 1:
+        return is_rank(node.args[0])
+    if isinstance(node, ast.Call):
+        if last_name(node.func) in RANK_FUNCTIONS:
+            return True
+        return _env_name(node) in RANK_ENV
+    if isinstance(node, ast.Subscript):
+        return _env_name(node) in RANK_ENV
+    name = last_name(node)
+    return name is not None and name.lower() in RANK_NAMES
+
+
+def _compare_polarity(node: ast.Compare) -> Polarity | None:
+    if len(node.ops) != 1:
+        return None
+    left, op, right = node.left, node.ops[0], node.comparators[0]
+    if not is_rank(left):
+        if not is_rank(right):
+            return None
+        left, right = right, left
+        op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
+              ast.GtE: ast.LtE()}.get(type(op), op)
+    if isinstance(op, (ast.In, ast.NotIn)):
+        if not isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            return None
+        values = {_int(element) for element in right.elts}
+        if None in values or values <= {-1}:
+            return None
+        if isinstance(op, ast.NotIn):
+            return "other"
+        return "main" if 0 in values else "other"
+    value = _int(right)
+    if value is None:
+        # `rank == src`, `rank != last`: one rank against the others.
+        if isinstance(op, (ast.Eq, ast.NotEq)) and not is_rank(right) \
+                and not isinstance(right, ast.Constant):
+            return "other"
+        return None
+    if value < 0:
+        return None  # `local_rank != -1` tells distributed runs from single-process ones
+    if isinstance(op, ast.Eq):
+        return "main" if value == 0 else "other"
+    if isinstance(op, ast.NotEq):
+        return "other"
+    # Ordering: turn `rank < v` into `rank <= v - 1`, `rank > v` into `rank >= v + 1`.
+    if isinstance(op, ast.Lt):
+        op, value = ast.LtE(), value - 1
+    elif isinstance(op, ast.Gt):
+        op, value = ast.GtE(), value + 1
+    if isinstance(op, ast.LtE) and value >= 0:
+        return "main" if value == 0 else "other"
+    if isinstance(op, ast.GtE) and value > 0:
+        return "other"
+    return None
+
+
+def rank_polarity(test: ast.AST) -> Polarity | None:
+    """"main" when `test` is true on the main process only (`rank == 0`, `is_main_process`),
+    "other" when on some other subset of ranks (`rank != 0`, `local_rank not in (-1, 0)`),
+    None when it is not a rank condition (or says the same on every rank)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = rank_polarity(test.operand)
+        return None if inner is None else flip(inner)
+    if isinstance(test, ast.BoolOp):
+        for value in test.values:
+            found = rank_polarity(value)
+            if found is not None:
+                return found
+        return None
+    if isinstance(test, ast.Compare):
+        return _compare_polarity(test)
+    if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and last_name(test) in MAIN_FLAGS:
+        return "main"
+    return None
+
+
+def flip(polarity: Polarity) -> Polarity:
+    return "other" if polarity == "main" else "main"
+
+
+def collective_name(index: ModuleIndex, call: ast.Call) -> str | None:
+    """The short name of the collective `call` makes (`barrier`), or None when it is not one."""
+    func = call.func
+    method = last_name(func)
+    if method is None:
+        return None
+    qualified = index.name_of(call)
+    if qualified.startswith(_TORCH_PREFIXES) and method in TORCH_COLLECTIVES:
+        return method
+    if qualified.startswith("accelerate.") and method in ACCELERATE_COLLECTIVES:
+        return method
+    if qualified.startswith("torch_xla.") and method in XLA_COLLECTIVES:
+        return method
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = last_name(func.value)
+    if receiver is None:
+        return None
+    receiver = receiver.lower()
+    if receiver == "dist" and "dist" not in index.aliases and method in TORCH_COLLECTIVES:
+        return method  # the usual `dist`, imported in a way we did not see
+    if "accelerator" in receiver and method in ACCELERATE_COLLECTIVES:
+        return method
+    if receiver in ("strategy", "fabric") and method in LIGHTNING_COLLECTIVES:
+        return method
+    return None
+
+
+def is_dataloader(index: ModuleIndex, call: ast.Call) -> bool:
+    """A `torch.utils.data.DataLoader(...)` (or a class named like one)."""
+    return index.name_of(call).endswith("DataLoader")
