@@ -42,6 +42,17 @@ def terminate_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def compile_like_an_install() -> None:
+    """Byte-compile hangdoctor's modules, as `pip install` of a wheel does. An editable
+    install in an environment with PYTHONDONTWRITEBYTECODE (as on the machines these numbers
+    come from) would otherwise recompile every module at every start, ~0.15 s of CPU a run."""
+    import compileall
+
+    import hangdoctor
+
+    compileall.compile_dir(str(Path(hangdoctor.__file__).parent), quiet=1)
+
+
 def hangdoctor_command() -> list[str]:
     """The installed `hangdoctor` script beside this interpreter, else `python -m hangdoctor`."""
     script = Path(sys.executable).parent / "hangdoctor"

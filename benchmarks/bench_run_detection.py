@@ -30,6 +30,7 @@ from pathlib import Path
 from _runbench import (
     JOBS,
     BenchError,
+    compile_like_an_install,
     hangdoctor_command,
     median,
     new_mark,
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     if not timeouts or min(timeouts) <= 0 or args.runs < 1 or args.good_steps < 1:
         parser.error("--timeouts must be positive, --runs and --good-steps at least 1")
     terminate_on_sigterm()
+    compile_like_an_install()
     results = Results()
     try:
         run_benchmark(timeouts, args.runs, args.good_steps, args.kill_grace, args.time_limit,

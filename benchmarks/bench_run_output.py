@@ -30,6 +30,7 @@ from pathlib import Path
 from _runbench import (
     JOBS,
     BenchError,
+    compile_like_an_install,
     hangdoctor_command,
     kill_tree,
     marked_env,
@@ -193,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--pairs must be at least 1 and --mb positive")
     size = int(args.mb * 1e6)
     terminate_on_sigterm()
+    compile_like_an_install()
     results = Results()
     try:
         run_benchmark(modes, args.pairs, size, results)

@@ -27,6 +27,7 @@ from pathlib import Path
 from _runbench import (
     JOBS,
     BenchError,
+    compile_like_an_install,
     hangdoctor_command,
     median,
     row,
@@ -244,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--pairs and --steps must be at least 1, --warmup and --fixed-pairs at "
                      "least 0")
     terminate_on_sigterm()
+    compile_like_an_install()
     results = Results()
     try:
         run_benchmark(variants, args.pairs, args.steps, args.warmup, args.fixed_pairs,
