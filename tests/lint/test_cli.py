@@ -155,6 +155,15 @@ def test_syntax_error_and_bad_encoding_are_reported_not_fatal(project: Path) -> 
     assert found == {("broken.py", "HL000"), ("latin.py", "HL000"), ("train.py", "HL101")}
 
 
+def test_byte_order_mark_is_not_a_parse_error(project: Path) -> None:
+    # Python skips a UTF-8 BOM (stylegan2-ada-pytorch ships every file with one).
+    (project / "bom.py").write_bytes(b"\xef\xbb\xbf" + BAD.encode())
+    code, out, _ = lint(project / "bom.py")
+    assert code == 1
+    assert [line.split()[1] for line in out.splitlines()] == ["HL101"]
+    assert ":3:5 " in out  # positions as without the mark
+
+
 def test_directory_walk_skips_virtualenvs(project: Path) -> None:
     for skipped in (".venv/lib", "node_modules/x", "env/lib/site-packages/pkg", ".git"):
         (project / skipped).mkdir(parents=True)

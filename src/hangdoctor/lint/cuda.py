@@ -16,7 +16,10 @@ This is a lexical analysis, not a C++ parser, so it keeps to what it can tell re
   derives from it) appears in the condition of an `if`, `for`, `while` or `?:` (a bounds check,
   an early return, or a grid-stride loop), or in `min`/`max`/`assert`.
 
-A subscript of a global pointer whose index uses an unchecked index variable is reported.
+A subscript of a global pointer whose index uses an unchecked index variable is reported,
+unless the kernel's launches in the same file all have an exact grid (the launcher asserts the
+size divides into blocks, or builds the grid from a size without rounding it up), or the kernel
+is a template that a file launching its own kernels never names (never instantiated).
 """
 
 from __future__ import annotations
@@ -126,6 +129,101 @@ def _pointer_params(params: str) -> frozenset[str]:
     return frozenset(names)
 
 
+_DECLARATOR = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)\s*(.*)", re.DOTALL)
+
+
+def _declarators(name: str, value: str) -> list[tuple[str, str]]:
+    """`int bb = blockIdx.y, hh = blockIdx.x, i = threadIdx.x;` declares three variables,
+    each with its own initializer; split at the top-level commas."""
+    pieces, depth, start = [], 0, 0
+    for position, char in enumerate(value):
+        if char in "([{<":
+            depth += 1
+        elif char in ")]}>":
+            depth -= 1
+        elif char == "," and depth == 0:
+            pieces.append(value[start:position])
+            start = position + 1
+    pieces.append(value[start:])
+    result = [(name, pieces[0])]
+    for piece in pieces[1:]:
+        found = _DECLARATOR.fullmatch(piece)
+        if found is None:
+            return [(name, value)]  # not a declarator list (a comma expression): as before
+        result.append((found.group(1), found.group(2)))
+    return result
+
+
+_DIVISIBLE = re.compile(
+    r"\b(?:assert|TORCH_CHECK|AT_ASSERT|AT_ASSERTM|CHECK)\s*\([^;]*%[^;]*==\s*0")
+
+
+def _never_instantiated(text: str, kernel: Kernel, definitions: int) -> bool:
+    """A kernel template that a file launching its own kernels (a `.cu` translation unit,
+    not a header of templates for others) never names outside its definitions: it is never
+    instantiated, so no code exists for it to run (DeepSpeed's unused `_fused_add` twins)."""
+    if "<<<" not in text:
+        return False
+    head = text[max(0, kernel.body_start - 2000):kernel.body_start]
+    if not re.search(r"\btemplate\s*<[^;{}]*>\s*(?:__global__|\w+\s+)*__global__[^;{}]*$",
+                     head):
+        return False
+    return len(re.findall(rf"\b{re.escape(kernel.name)}\b", text)) <= definitions
+
+
+def _exact_launches(text: str, name: str) -> bool:
+    """Whether every launch of kernel `name` in this file (at least one) comes after the
+    launching function asserts that the size divides evenly (`assert(B * C % threads == 0)`,
+    then `<<<B * C / threads, threads>>>`): the grid is exact and no thread is out of range.
+    Kernels launched from another file are judged on their body alone."""
+    launches = list(re.finditer(rf"\b{re.escape(name)}\s*(?:<[^<>;]*>)?\s*<<<", text))
+    if not launches:
+        return False
+    for launch in launches:
+        function_start = max(text.rfind("\n}", 0, launch.start()), 0)
+        if _DIVISIBLE.search(text, function_start, launch.start()):
+            continue
+        grid = _launch_grid(text, launch.end(), function_start)
+        if grid is None or _ROUNDS_UP.search(grid):
+            return False
+    return True
+
+
+#: A grid rounded up to whole blocks: `(n + b - 1) / b`, `ceil`, `DIV_UP(n, b)`, ...
+_ROUNDS_UP = re.compile(r"[+-]|ceil|div_?r?up|div_ru|cdiv|round_?up|GET_BLOCKS|BLOCKS|%|\?",
+                        re.IGNORECASE)
+
+
+def _launch_grid(text: str, start: int, function_start: int) -> str | None:
+    """The grid expression of the launch whose `<<<` ends at `start`, looking through one
+    `dim3 grid(expr)` / `int blocks = expr` declared earlier in the launching function."""
+    depth, position = 0, start
+    while position < len(text):
+        char = text[position]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char in ",>" and depth == 0:
+            break
+        position += 1
+    grid = text[start:position].strip()
+    before = text[function_start:start]
+    for hop in range(3):  # `dim3 grid(num_blocks)` after `const int num_blocks = rows;`
+        if not re.fullmatch(r"[A-Za-z_]\w*", grid):
+            return grid
+        declared = list(re.finditer(
+            rf"\b{grid}\s*(?:\(([^;]*)\)\s*;|\{{([^;]*)\}}\s*;|=\s*([^;]*);)", before))
+        if not declared:
+            # The launcher built its grid from this size, unrounded (one block per row);
+            # a grid passed in whole, or set field by field, is unknown.
+            return grid if hop else None
+        found = declared[-1]
+        grid = next(g for g in found.groups() if g is not None).strip()
+        before = before[:found.start()]
+    return None
+
+
 def _conditions(body: str) -> Iterator[tuple[int, str]]:
     """(offset, text) of each condition in `body`: if/for/while headers, min/max/assert
     arguments and the expression before a `?`."""
@@ -170,6 +268,33 @@ class UncheckedKernelIndex(LintRule):
         "  out[blockIdx.x] = tile[0];\n}\n",
         "// out[blockIdx.x * blockDim.x + threadIdx.x] in a comment\n"
         "__global__ void k(float* out, int n);\n",
+        # One block per (head, batch), one thread per channel: a launch-shape index
+        # (RWKV's wkv7 kernels), declared as a comma list.
+        "__global__ void fwd(int T, int H, float* y_) {\n"
+        "  int bb = blockIdx.y, hh = blockIdx.x, i = threadIdx.x;\n"
+        "  int ind = bb * T * H + hh * 64 + i;\n  y_[ind] = 0.0f;\n}\n",
+        # A grid of `hidden / TILE` blocks (floor division) never overshoots the data.
+        "__global__ void bwd(const float* g, float* out, int width) {\n"
+        "  int idx = blockDim.x * blockIdx.x + threadIdx.x;\n  out[idx] = g[idx];\n}\n"
+        "void launch(const float* g, float* out, int hidden) {\n"
+        "  dim3 grid_dim(hidden / TILE_DIM);\n  dim3 block_dim(TILE_DIM, TILE_DIM);\n"
+        "  bwd<<<grid_dim, block_dim, 0, stream>>>(g, out, hidden);\n}\n",
+        # A kernel template nothing instantiates: no code exists for it.
+        "template <typename T>\n__global__ void unused(const T* g, T* out) {\n"
+        "  int idx = blockDim.x * blockIdx.x + threadIdx.x;\n  out[idx] = g[idx];\n}\n"
+        "void launch(float* x) {\n  other<<<1, 32>>>(x);\n}\n",
+        # One block per row of a fixed-width matrix (Tacotron2's attention energy kernel).
+        "__global__ void energy(const float* mem, float* out) {\n"
+        "  const int g = blockIdx.x * WIDTH + threadIdx.x;\n  out[g] = mem[g];\n}\n"
+        "void launch(const float* mem, float* out, int rows) {\n"
+        "  const int numBlocks = rows;\n  const dim3 grid(numBlocks);\n"
+        "  energy<<<grid, dim3(WIDTH), 0, stream>>>(mem, out);\n}\n",
+        # The launcher asserts the size divides into whole blocks: the grid is exact.
+        "__global__ void fwd(const int C, float* y) {\n"
+        "  const int idx = blockIdx.x * blockDim.x + threadIdx.x;\n  y[idx % C] = 0.0f;\n}\n"
+        "void launch(int B, int C, float* y) {\n  dim3 threads(min(C, 32));\n"
+        "  assert(B * C % threads.x == 0);\n"
+        "  fwd<<<B * C / threads.x, threads>>>(C, y);\n}\n",
     )
     invalid = (
         "__global__ void add(const float* a, float* out, int n) {\n"
@@ -179,28 +304,45 @@ class UncheckedKernelIndex(LintRule):
         "    const T* __restrict__ src, T* __restrict__ dst) {\n"
         "  const auto tid = threadIdx.x + blockIdx.x * blockDim.x;\n"
         "  const auto row = tid / 4;\n  dst[row] = src[row];  // expect\n}\n",
+        # Launched with a rounded-up grid and no check in the kernel.
+        "__global__ void fwd(const int n, float* y) {\n"
+        "  int a = 0, idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  y[idx] = 0.0f;  // expect\n}\n"
+        "void launch(int n, float* y) {\n  fwd<<<(n + 255) / 256, 256>>>(n, y);\n}\n",
+        "__global__ void fwd(const int n, float* y) {\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n  y[idx] = 0.0f;  // expect\n}\n"
+        "void launch(int n, float* y) {\n  const int blocks = DIV_UP(n, 256);\n"
+        "  fwd<<<blocks, 256>>>(n, y);\n}\n",
     )
 
     def check_source(self, text: str) -> Iterator[Hit]:
         if "__global__" not in text:
             return
         text = strip_comments(text)
-        for kernel in kernels(text):
+        found = list(kernels(text))
+        definitions: dict[str, int] = {}
+        for kernel in found:
+            definitions[kernel.name] = definitions.get(kernel.name, 0) + 1
+        for kernel in found:
+            if _never_instantiated(text, kernel, definitions[kernel.name]):
+                continue
             yield from self._check_kernel(text, kernel)
 
     def _check_kernel(self, text: str, kernel: Kernel) -> Iterator[Hit]:
         body = kernel.body
         if not kernel.pointers or "threadIdx" not in body or "blockIdx" not in body:
             return
+        if _exact_launches(text, kernel.name):
+            return
         derives: dict[str, set[str]] = {}  # variable -> index variables in its initializer
         thread_ids: set[str] = set()
         for pattern in (_DECLARATION, _ASSIGNMENT):
             for found in pattern.finditer(body):
-                name, value = found.group(1), found.group(2)
-                names = set(_IDENT.findall(value))
-                if "threadIdx" in names and "blockIdx" in names:
-                    thread_ids.add(name)
-                derives.setdefault(name, set()).update(names)
+                for name, value in _declarators(found.group(1), found.group(2)):
+                    names = set(_IDENT.findall(value))
+                    if "threadIdx" in names and "blockIdx" in names:
+                        thread_ids.add(name)
+                    derives.setdefault(name, set()).update(names)
         # Close over derivation: a variable computed from an index variable is one too.
         index_vars = set(thread_ids)
         changed = True

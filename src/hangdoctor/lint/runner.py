@@ -70,7 +70,9 @@ def iter_files(paths: Iterable[Path], config: LintConfig) -> Iterator[Path]:
 
 def _decode(data: bytes) -> str:
     try:
-        return data.decode("utf-8")
+        # utf-8-sig: a leading byte-order mark is legal in Python source (the interpreter
+        # skips it) but a syntax error to ast.parse.
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(encoding)  # raises when the declared encoding is wrong too

@@ -65,12 +65,19 @@ class LossKeptAcrossSteps(LintRule):
         "    losses.append(loss)\n",
         "total = 0\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
         "    loss = loss.detach()\n    total += loss\n",
+        # Running totals of numbers: `reduced_loss` comes from `.item()`.
+        "epoch_loss = 0.0\niter_loss = 0\nfor x, y in loader:\n"
+        "    loss = crit(model(x), y)\n    loss.backward()\n"
+        "    reduced_loss = loss.item()\n    iter_loss += reduced_loss\n"
+        "    epoch_loss += iter_loss\n    iter_loss = 0\n",
     )
     invalid = (
         "losses = []\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
         "    opt.step()\n    losses.append(loss)  # expect\n",
         "total_loss = 0\nfor batch in loader:\n    outputs = model(**batch)\n"
         "    accelerator.backward(outputs.loss)\n    total_loss += outputs.loss  # expect\n",
+        "iter_loss = 0\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
+        "    iter_loss += loss  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -98,6 +105,8 @@ class LossKeptAcrossSteps(LintRule):
         if any(not isinstance(a, ast.AugAssign) for a in _assigned_in(loop, container)):
             return False  # a fresh container every step
         scope = index.scope_of(node)
+        if isinstance(loss, ast.Name) and _holds_number(scope, loss.id, depth=3):
+            return False
         if isinstance(loss, ast.Name):
             for assignment in _assigned_in(scope, loss.id):
                 value = getattr(assignment, "value", None)
@@ -106,6 +115,47 @@ class LossKeptAcrossSteps(LintRule):
         return not any(isinstance(p, (ast.With, ast.AsyncWith))
                        and _DETACHING.search(ast.unparse(p.items[0].context_expr))
                        for p in index.ancestors(node))
+
+
+def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
+    """Whether `name` only ever holds a Python number in `scope`: `iter_loss = 0` and
+    `iter_loss += reduced` where `reduced = loss.item()` (FastPitch's running totals)."""
+    writes = []
+    for node in ast.walk(scope):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            bound = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [
+                i.optional_vars for i in node.items if i.optional_vars is not None]
+            if any(isinstance(n, ast.Name) and n.id == name for b in bound
+                   for n in ast.walk(b)):
+                return False
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id == name:
+                writes.append(node)
+            elif isinstance(target, (ast.Tuple, ast.List)) and any(
+                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                return False  # unpacked from something we do not follow
+    if not writes:
+        return False
+    for write in writes:
+        value = write.value
+        if value is None:
+            return False
+        if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) \
+                and not isinstance(value.value, bool):
+            continue
+        if _DETACHING.search(ast.unparse(value)):
+            continue
+        if isinstance(write, ast.AugAssign) and isinstance(value, ast.Name) and depth > 0 \
+                and value.id != name and _holds_number(scope, value.id, depth - 1):
+            continue
+        return False
+    return True
 
 
 _RNN_LAYERS = ("nn.LSTM", "nn.GRU", "nn.RNN", "nn.LSTMCell", "nn.GRUCell", "nn.RNNCell")

@@ -13,8 +13,9 @@ from hangdoctor.lint.rules.common import is_dataloader
 _ENCODE_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "__call__"})
 _TOKENIZER_NAME = re.compile(r"^(tok|tokenizer|\w+_tokenizer|tokenizer_?\d+)$", re.IGNORECASE)
 #: Names of a length bound: slicing by one of them means the caller truncates by hand.
-_LENGTH_BOUND = re.compile(r"block_size|max_?len|max_?seq|seq_?len|chunk|context_length|"
-                           r"max_length|max_source|max_target|cutoff|max_tokens", re.IGNORECASE)
+_LENGTH_BOUND = re.compile(r"block_size|max_?len|max_?seq|seq(uence)?_?len|chunk|"
+                           r"context_length|max_length|max_source|max_target|cutoff|"
+                           r"max_tokens|^max_", re.IGNORECASE)
 
 
 _HF = frozenset({"transformers", "trl", "peft", "accelerate", "datasets", "optimum",
@@ -24,16 +25,61 @@ _FACTORY = re.compile(r"^(get|load|build|setup|make|create|init|train|save|prepa
                       re.IGNORECASE)
 #: `dataset.filter(lambda x: len(x["input_ids"]) <= 512)` and the like.
 _LENGTH_FILTER = re.compile(r"\.filter\([^)]*\b(len\(|lengths?\b)")
-#: Functions that are part of an input pipeline by their name.
-_DATA_FUNCTION = re.compile(r"collat|preprocess|tokeni[sz]|encode|prepare|process|transform|"
-                            r"__getitem__|__iter__|__call__|map_fn|_fn$", re.IGNORECASE)
+#: Calls that run a function once per example or batch of the input pipeline.
+_PIPELINE_SINKS = frozenset({"map", "with_transform", "set_transform", "DataLoader"})
+_PIPELINE_KEYWORDS = frozenset({"collate_fn", "data_collator"})
+#: Methods the data loader calls once per example.
+_PER_EXAMPLE_METHODS = frozenset({"__getitem__", "__iter__", "__next__"})
+_COLLATOR = re.compile(r"collat", re.IGNORECASE)
 
 
-def _in_data_path(index: ModuleIndex, call: ast.Call) -> bool:
+def _pipeline_callables(index: ModuleIndex) -> set[str]:
+    """Names of the functions (and classes) this module hands to the input pipeline: passed to
+    `.map`/`with_transform`/`DataLoader` or as `collate_fn=`/`data_collator=` (directly, through
+    `functools.partial`, or through a name bound to such a partial), and functions called from
+    a lambda given to `.map`."""
+    partials: dict[str, str] = {}
+    for node in index.assigns:
+        value = node.value
+        if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args \
+                and isinstance(value.args[0], ast.Name):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    partials[target.id] = value.args[0].id
+    found: set[str] = set()
+
+    def add(argument: ast.AST) -> None:
+        if isinstance(argument, ast.Call) and last_name(argument.func) == "partial" \
+                and argument.args:
+            argument = argument.args[0]
+        elif isinstance(argument, ast.Call):
+            argument = argument.func  # `collate_fn=Collator(tokenizer)`
+        if isinstance(argument, ast.Name):
+            found.add(argument.id)
+            if argument.id in partials:
+                found.add(partials[argument.id])
+        elif isinstance(argument, ast.Lambda):
+            found.update(last_name(n.func) or "" for n in ast.walk(argument.body)
+                         if isinstance(n, ast.Call))
+
+    for call in index.calls:
+        if last_name(call.func) in _PIPELINE_SINKS:
+            for argument in (*call.args, *(k.value for k in call.keywords)):
+                add(argument)
+        for item in call.keywords:
+            if item.arg in _PIPELINE_KEYWORDS:
+                add(item.value)
+    found.discard("")
+    return found
+
+
+def _in_data_path(index: ModuleIndex, call: ast.Call, pipeline: set[str]) -> bool:
     """Whether `call` runs in the input pipeline, once per example or batch: in a function
-    mapped over a dataset (`ds.map(fn)`, `ds.map(lambda b: ...)`), a collate function, a
-    dataset's `__getitem__`/`__iter__`, or a function named for such work. A one-off call on a
-    hand-written prompt in `main()` is not where unbounded inputs arrive."""
+    this module maps over a dataset (`ds.map(fn)`, `ds.map(lambda b: ...)`), a collate
+    function, or a dataset's `__getitem__`/`__iter__`. A one-off call on a prompt, a tokenizer
+    wrapper's `encode`, an evaluation helper, is not where unbounded inputs arrive; what the
+    module itself wires into the pipeline is the evidence, not a function's name."""
     for parent in index.ancestors(call):
         if isinstance(parent, ast.Lambda):
             holder = index.parent.get(parent)
@@ -42,15 +88,72 @@ def _in_data_path(index: ModuleIndex, call: ast.Call) -> bool:
             return isinstance(holder, ast.Call) and last_name(holder.func) in (
                 "map", "with_transform", "set_transform")
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if _DATA_FUNCTION.search(parent.name):
+            if parent.name in pipeline or _COLLATOR.search(parent.name) \
+                    or parent.name in _PER_EXAMPLE_METHODS:
                 return True
-            return any(isinstance(arg, ast.Name) and arg.id == parent.name
-                       for other in index.calls
-                       if last_name(other.func) in ("map", "with_transform", "set_transform",
-                                                    "DataLoader")
-                       or keyword(other, "collate_fn") is not None
-                       for arg in (*other.args, *(k.value for k in other.keywords)))
+            if parent.name == "__call__":
+                owner = index.parent.get(parent)
+                return isinstance(owner, ast.ClassDef) and (
+                    owner.name in pipeline or bool(_COLLATOR.search(owner.name)))
+            return False
     return False
+
+
+def _measured_only(index: ModuleIndex, call: ast.Call) -> bool:
+    """`len(tokenizer(turn).input_ids)`: the tokens are counted (to place a label mask), not
+    fed to the model; the sequence the model sees is built and truncated elsewhere."""
+    node: ast.AST = call
+    parent = index.parent.get(node)
+    while isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+        node, parent = parent, index.parent.get(parent)
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
+        and parent.func.id == "len"
+
+
+def _fixed_input(index: ModuleIndex, call: ast.Call, text: ast.AST) -> bool:
+    """Whether the tokenized text cannot come from the example: the function receives the
+    example as parameters, and the text is built without any of them (a dummy message a
+    collator tokenizes to keep ranks in step, a placeholder token)."""
+    function = next((p for p in index.ancestors(call)
+                     if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if function is None:
+        return False
+    arguments = function.args
+    params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    params.discard("self")
+    params.discard("cls")
+    if not params:
+        return False  # `__iter__(self)`: the examples come from the object's own state
+    sources: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        sources.setdefault(name.id, set()).update(used)
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            used = {n.id for n in ast.walk(node.iter) if isinstance(n, ast.Name)}
+            for name in ast.walk(node.target):
+                if isinstance(name, ast.Name):
+                    sources.setdefault(name.id, set()).update(used)
+    reached = {n.id for n in ast.walk(text) if isinstance(n, ast.Name)}
+    stack = list(reached)
+    while stack:
+        for source in sources.get(stack.pop(), ()):
+            if source not in reached:
+                reached.add(source)
+                stack.append(source)
+    return not reached & params
+
+
+def _defined_callable(index: ModuleIndex, name: str) -> bool:
+    """`Tokenizer(model)`, `patch_tokenizer(tok, args)`: a class (capitalised) or a function
+    defined or imported here, called directly, is not a tokenizer object tokenising text."""
+    return name[:1].isupper() or name in index.aliases or any(
+        f.name == name for f in index.functions)
 
 
 def _is_literal_text(node: ast.AST) -> bool:
@@ -99,6 +202,27 @@ class TokenizerWithoutTruncation(LintRule):
         # Tokenized in full, then chunked by hand into blocks (run_clm's group_texts).
         "import transformers\ndef tokenize(batch):\n    return tokenizer(batch['text'])\n"
         "def group(ids):\n    return [ids[i : i + block_size] for i in range(0, n, block_size)]\n",
+        # A tokenizer wrapper's own encode method: its callers decide on truncation.
+        "import transformers\nclass HFTokenizer:\n    def encode(self, text):\n"
+        "        return self.tokenizer.encode(text)\n",
+        # A helper this module never wires into the pipeline (LLaVA's tokenizer_image_token).
+        "import transformers\ndef tokenizer_image_token(prompt, tokenizer):\n"
+        "    return [tokenizer(c).input_ids for c in prompt.split('<image>')]\n",
+        # Tokens counted to place a label mask; the sequence itself is truncated elsewhere.
+        "import transformers\ndef preprocess(turns):\n"
+        "    return [len(tokenizer(t).input_ids) for t in turns]\nds = ds.map(preprocess)\n",
+        # Building a tokenizer, or calling a function that takes one, is not tokenising text.
+        "from tokenizers import Tokenizer\ndef collate_fn(batch):\n"
+        "    tokenizer = Tokenizer(model)\n    patch_tokenizer(tokenizer, batch)\n"
+        "from patcher import patch_tokenizer\n",
+        # A collator tokenizing a fixed dummy message, not the batch it was given.
+        "import transformers\nclass PaddingCollator:\n    def __call__(self, features):\n"
+        "        fake = [{'content': IMAGE_PLACEHOLDER}]\n"
+        "        ids = self.tokenizer.encode(fake[0]['content'])\n"
+        "        return pad(features, ids)\n",
+        # Truncated by hand to an attribute bound (`example[: self.max_words]`).
+        "import transformers\nclass Alpaca:\n    def __getitem__(self, i):\n"
+        "        ids = self.tokenizer.encode(self.rows[i])\n        return ids[: self.max_words]\n",
     )
     invalid = (
         "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained(name)\n"
@@ -109,6 +233,14 @@ class TokenizerWithoutTruncation(LintRule):
         "from transformers import BertTokenizerFast\n"
         "bert = BertTokenizerFast.from_pretrained('bert-base-uncased')\n"
         "ds = ds.map(lambda b: bert.batch_encode_plus(b['lines']))  # expect\n",
+        "import functools\nimport transformers\ndef tokenize_protein(example, tokenizer=None):\n"
+        "    return tokenizer(example['seq'])  # expect\n"
+        "fn = functools.partial(tokenize_protein, tokenizer=tok)\nds = ds.map(fn)\n",
+        "import transformers\ndef tokenize_dialog(dialog, tokenizer):\n"
+        "    return tokenizer.encode(dialog['text'])  # expect\n"
+        "ds = ds.map(lambda x: tokenize_dialog(x, tok))\n",
+        "import transformers\nclass SupervisedCollator:\n    def __call__(self, features):\n"
+        "        return self.tokenizer([f['text'] for f in features], padding=True)  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -126,6 +258,7 @@ class TokenizerWithoutTruncation(LintRule):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 built.update(n for t in targets if (n := last_name(t)))
         checked_scopes: dict[ast.AST, bool] = {}
+        pipeline: set[str] | None = None
         for call in index.calls:
             func = call.func
             receiver: ast.AST = func
@@ -137,6 +270,9 @@ class TokenizerWithoutTruncation(LintRule):
                 continue
             if isinstance(receiver, ast.Call):
                 continue  # `tokenizer()(...)`: not a tokenizer object
+            if isinstance(func, ast.Name) and name not in built and \
+                    _defined_callable(index, name):
+                continue
             if keyword_names(call) & {"truncation", "max_length", None}:
                 continue
             if not call.args and keyword(call, "text") is None:
@@ -144,7 +280,13 @@ class TokenizerWithoutTruncation(LintRule):
             first = call.args[0] if call.args else keyword(call, "text")
             if first is not None and _is_literal_text(first):
                 continue
-            if not _in_data_path(index, call):
+            if _measured_only(index, call):
+                continue
+            if pipeline is None:
+                pipeline = _pipeline_callables(index)
+            if not _in_data_path(index, call, pipeline):
+                continue
+            if first is not None and _fixed_input(index, call, first):
                 continue
             scope = index.tree
             if scope not in checked_scopes:
@@ -299,6 +441,21 @@ _THREAD_STARTERS = ("threading.Thread", "threading.Timer", "concurrent.futures.T
                     "concurrent.futures.thread.ThreadPoolExecutor")
 
 
+def _live_thread(index: ModuleIndex, start: ast.Call) -> bool:
+    """Whether the threads `start` makes can still run when a loader forks later: not a pool
+    used as a `with` block (shut down and joined at its end), and not in a class this module
+    never instantiates (a stream reader for inference, defined beside the loaders)."""
+    parent = index.parent.get(start)
+    if isinstance(parent, ast.withitem):
+        return False
+    owners = [p for p in index.ancestors(start) if isinstance(p, ast.ClassDef)]
+    if not owners:
+        return True
+    cls = owners[-1]
+    return any(last_name(call.func) == cls.name and not index.contains(cls, call)
+               for call in index.calls)
+
+
 class ForkedWorkersWithThreads(LintRule):
     id = "HL203"
     name = "forked-workers-with-threads"
@@ -318,18 +475,34 @@ class ForkedWorkersWithThreads(LintRule):
         "import threading\nfrom torch.utils.data import DataLoader\n"
         "threading.Thread(target=watch).start()\nloader = DataLoader(ds, num_workers=0)\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=8)\n",
+        # A pool used as a `with` block is joined before the loader exists; the stream
+        # reader's thread belongs to a class this module never creates (yolov5's dataloaders).
+        "from multiprocessing.pool import ThreadPool\nfrom threading import Thread\n"
+        "from torch.utils.data import DataLoader\nclass LoadStreams:\n"
+        "    def __init__(self, sources):\n        Thread(target=self.update).start()\n"
+        "def cache(paths):\n    with ThreadPool(8) as pool:\n"
+        "        return list(pool.imap(load, paths))\n"
+        "loader = DataLoader(ds, num_workers=4)\n",
     )
     invalid = (
         "import threading\nfrom torch.utils.data import DataLoader\n"
         "threading.Thread(target=upload, daemon=True).start()\n"
         "loader = DataLoader(ds, num_workers=4)  # expect\n",
+        # A memory monitor whose thread runs while each epoch's workers are forked (peft's
+        # dreambooth scripts).
+        "import threading\nfrom torch.utils.data import DataLoader\nclass Tracemalloc:\n"
+        "    def __enter__(self):\n        threading.Thread(target=self.watch).start()\n"
+        "loader = DataLoader(ds, num_workers=2)  # expect\n"
+        "for epoch in range(3):\n    with Tracemalloc():\n        for batch in loader:\n"
+        "            step(batch)\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
         if "num_workers" not in source or ("Thread" not in source and "Timer" not in source):
             return
-        if not any(index.name_of(c).startswith(_THREAD_STARTERS) for c in index.calls):
+        if not any(index.name_of(c).startswith(_THREAD_STARTERS) and _live_thread(index, c)
+                   for c in index.calls):
             return
         for call in index.calls:
             if last_name(call.func) == "set_start_method" and call.args and \

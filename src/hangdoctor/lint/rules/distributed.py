@@ -67,6 +67,11 @@ class CollectiveUnderRankCondition(LintRule):
         "        dist.barrier()\n",
         "if accelerator.is_main_process:\n    accelerator.save_state(out)\n"
         "accelerator.wait_for_everyone()\n",
+        # Only rank 0 evaluates unless the model is sharded; the collectives run only when it
+        # is, and then no rank has left (open_clip's evaluate()).
+        "import torch.distributed as dist\ndef evaluate(args):\n"
+        "    if not use_fsdp and not is_master(args):\n        return\n"
+        "    if use_fsdp:\n        dist.broadcast(signal, src=0)\n",
     )
     invalid = (
         "import torch.distributed as dist\nif dist.get_rank() == 0:\n    save(model)\n"
@@ -81,6 +86,9 @@ class CollectiveUnderRankCondition(LintRule):
         "import torch.distributed as dist\nfor batch in loader:\n    if rank > 0:\n"
         "        continue\n    dist.all_reduce(batch)  # expect\n",
         "@rank_zero_only\ndef log_metrics(m):\n    dist.all_reduce(m)  # expect\n",
+        "import torch.distributed as dist\ndef evaluate(args):\n"
+        "    if not use_fsdp and not is_master(args):\n        return\n"
+        "    dist.broadcast(signal, src=0)  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -111,7 +119,8 @@ class CollectiveUnderRankCondition(LintRule):
                 f"is called only on the ranks where `{condition}` is false; the others never "
                 "join it", both)
             if not node.orelse and isinstance(node.body[-1], _EXITS):
-                add(self._after(index, node), flip(polarity), scope,
+                add(_unless_excluded(index, self._after(index, node), node.test),
+                    flip(polarity), scope,
                     f"is skipped by the ranks that leave at line {node.body[-1].lineno} "
                     f"(`{type(node.body[-1]).__name__.lower()}` under `{condition}`); "
                     "the others wait for them in it")
@@ -148,6 +157,43 @@ class CollectiveUnderRankCondition(LintRule):
                 return
 
 
+def _contradicts(test: ast.expr, other: ast.expr) -> bool:
+    """`test` is `not other`, or `other` is `not test`."""
+    def negated(a: ast.expr, b: ast.expr) -> bool:
+        return isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.Not) and \
+            ast.dump(a.operand) == ast.dump(b)
+    return negated(test, other) or negated(other, test)
+
+
+def _unless_excluded(index: ModuleIndex, calls: Iterator[ast.Call],
+                     exit_test: ast.expr) -> Iterator[ast.Call]:
+    """Calls after an early exit under `cond and not is_rank0`, except those that run only
+    when `cond` is false (inside `if not cond:`): there no rank has left."""
+    if not (isinstance(exit_test, ast.BoolOp) and isinstance(exit_test.op, ast.And)):
+        yield from calls
+        return
+    others = [v for v in exit_test.values if rank_polarity(v) is None]
+    for call in calls:
+        child: ast.AST = call
+        excluded = False
+        for parent in index.ancestors(call):
+            if isinstance(parent, ast.If):
+                inside = parent.body if any(child is s for s in parent.body) else None
+                test = parent.test if inside is not None else None
+                if test is not None and any(_contradicts(test, o) for o in others):
+                    excluded = True
+                    break
+                if inside is None and any(child is s for s in parent.orelse) and \
+                        any(ast.dump(parent.test) == ast.dump(o) for o in others):
+                    excluded = True
+                    break
+            if isinstance(parent, _NESTED):
+                break
+            child = parent
+        if not excluded:
+            yield call
+
+
 _WORLD = frozenset({"world_size", "num_replicas", "num_processes", "nprocs", "get_world_size",
                     "num_shards", "world", "n_gpus", "ngpus", "num_gpus"})
 
@@ -171,11 +217,25 @@ class DdpWithoutDistributedSampler(LintRule):
         "model = DDP(model)\nloader = DataLoader(ds, batch_size=8, "
         "sampler=DistributedSampler(ds))\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n",
+        # The project's own loader class takes the rank and shards itself.
+        "from torch.nn.parallel import DistributedDataParallel\n"
+        "from common.dali import DaliDataLoader\nmodel = DistributedDataParallel(model)\n"
+        "loader = DaliDataLoader(gpu_id=args.local_rank, batch_size=8)\n",
+        # Evaluation: the wrapper is only unwrapped, each rank scores the whole set by hand.
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(test_set, batch_size=8)\n"
+        "model = torch.nn.parallel.DistributedDataParallel(model)\n"
+        "model_without_ddp = model.module\nevaluate(model_without_ddp, loader)\n",
     )
     invalid = (
         "import torch\nfrom torch.utils.data import DataLoader\n"
         "model = torch.nn.parallel.DistributedDataParallel(model)\n"
         "loader = DataLoader(ds, batch_size=8, shuffle=True)  # expect\n",
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "model = torch.nn.parallel.DistributedDataParallel(model)\n"
+        "model_without_ddp = model.module\n"
+        "loader = DataLoader(ds, batch_size=8, shuffle=True)  # expect\n"
+        "train(model, loader)\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -184,15 +244,82 @@ class DdpWithoutDistributedSampler(LintRule):
             return
         if "split_dataset_by_node" in source or ".shard(" in source:
             return  # sharded some other way
-        if not any(index.name_of(c).endswith("DistributedDataParallel") for c in index.calls):
+        wrappers = [c for c in index.calls
+                    if index.name_of(c).endswith("DistributedDataParallel")]
+        if not wrappers or all(_only_unwrapped(index, c) for c in wrappers):
             return
         for call in index.calls:
-            if not is_dataloader(index, call):
+            # torch's DataLoader itself: a loader class of the project's own
+            # (`DaliDataLoader(gpu_id=rank, ...)`) shards in its constructor.
+            if index.name_of(call).rpartition(".")[2] != "DataLoader":
                 continue
             names = keyword_names(call)
             if names & {"sampler", "batch_sampler", None}:
                 continue
             yield Hit.at(call)
+
+
+def _only_unwrapped(index: ModuleIndex, wrap: ast.Call) -> bool:
+    """`model = DDP(model); model_without_ddp = model.module` and then only the bare module is
+    run (an evaluation script): the DDP wrapper never runs a step, so nothing synchronises
+    the ranks over this module's loaders."""
+    assign = index.parent.get(wrap)
+    if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
+            and isinstance(assign.targets[0], ast.Name)):
+        return False
+    name = assign.targets[0].id
+    unwrapped = False
+    for node in ast.walk(index.scope_of(wrap)):
+        if isinstance(node, ast.Name) and node.id == name and \
+                isinstance(node.ctx, ast.Load) and node.lineno > assign.lineno:
+            parent = index.parent.get(node)
+            if not (isinstance(parent, ast.Attribute) and parent.attr == "module"):
+                return False
+            unwrapped = True
+    return unwrapped
+
+
+#: Ranks within one data-parallel replica (tensor, pipeline, expert parallelism): they all
+#: read the same batch, so slicing by one partitions a weight or activation, not the data.
+_MODEL_PARALLEL = ("model_parallel", "tensor_parallel", "pipeline_parallel",
+                   "pipeline_model_parallel", "expert_parallel", "context_parallel")
+
+
+def _evidence_scope(index: ModuleIndex, node: ast.AST) -> ast.AST:
+    """The function around `node`, or for a method its whole class (a sampler computes its
+    padded length in `__init__` and shards in `__iter__`)."""
+    scope = index.scope_of(node)
+    owner = index.parent.get(scope)
+    return owner if isinstance(owner, ast.ClassDef) else scope
+
+
+def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
+    """Whether the code around `node` makes the shards equal or is not sharding data: it
+    rounds a length to a multiple of the world size (`ceil(n / ws) * ws`, `num_batches *
+    world_size`, `n % world_size`) before slicing, or the rank is a model-parallel rank."""
+    scope = _evidence_scope(index, node)
+    rank_names = {rank.id} if isinstance(rank, ast.Name) else set()
+    for sub in ast.walk(scope):
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Mult, ast.Mod)) and (
+                last_name(sub.left) in _WORLD or last_name(sub.right) in _WORLD):
+            return True
+        if isinstance(sub, ast.Assign) and rank_names and any(
+                isinstance(t, ast.Name) and t.id in rank_names for t in sub.targets):
+            called = index.name_of(sub.value) if isinstance(sub.value, ast.Call) else ""
+            if any(part in called for part in _MODEL_PARALLEL):
+                return True
+    if isinstance(rank, ast.Call):
+        return any(part in index.name_of(rank) for part in _MODEL_PARALLEL)
+    return False
+
+
+def _stream_bounded(index: ModuleIndex, shard: ast.Call) -> bool:
+    """A tf.data shard that is then repeated forever (`.repeat()`: every rank runs as many
+    steps as the loop asks) or cut to one count on every rank (`.take(n)`)."""
+    return any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+               and (sub.func.attr == "take"
+                    or (sub.func.attr == "repeat" and not sub.args and not sub.keywords))
+               for sub in ast.walk(index.scope_of(shard)))
 
 
 class UnevenShards(LintRule):
@@ -210,11 +337,34 @@ class UnevenShards(LintRule):
         "indices = indices[rank:total_size:world_size]\n",
         "shard = data[rank::world_size]\nloader = DataLoader(shard, drop_last=True)\n",
         "part = data[::2]\n",
+        # Padded to a multiple of the world size first (DistributedSampler's own recipe).
+        "def shard(indices, rank, world_size):\n"
+        "    total = math.ceil(len(indices) / world_size) * world_size\n"
+        "    indices += indices[: total - len(indices)]\n"
+        "    return indices[rank::world_size]\n",
+        # A sampler that computes the padded length in __init__ and shards in __iter__.
+        "class Sampler:\n    def __init__(self, n, batch, world_size, rank):\n"
+        "        self.num_samples = n // (batch * world_size) * batch * world_size\n"
+        "    def __iter__(self):\n"
+        "        return iter(self.indices[self.rank::self.world_size])\n",
+        # Tensor-parallel ranks all see the same batch: this partitions a weight.
+        "def init_weight(master, size):\n    pieces = torch.split(master, size)\n"
+        "    rank = get_tensor_model_parallel_rank()\n"
+        "    world_size = get_tensor_model_parallel_world_size()\n"
+        "    return pieces[rank::world_size]\n",
+        # tf.data: repeated forever, or cut to one count on every rank.
+        "d = tf.data.Dataset.from_tensor_slices(files)\n"
+        "d = d.shard(num_shards=world_size, index=rank)\nd = d.repeat()\n",
+        "def eval_ds(ds, n):\n    ds = ds.shard(get_world_size(), get_rank())\n"
+        "    return ds.take(n)\n",
     )
     invalid = (
         "import torch.distributed as dist\n"
         "shard = files[dist.get_rank()::dist.get_world_size()]  # expect\n",
         "ds = ds.shard(num_shards=world_size, index=args.rank)  # expect\n",
+        "def prompts_for_rank(prompts, world_size, global_rank):\n"
+        "    mine = prompts[global_rank::world_size]  # expect\n"
+        "    per_step = len(mine) // 2\n    return mine, per_step\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -225,7 +375,8 @@ class UnevenShards(LintRule):
             piece = node.slice
             if (isinstance(piece, ast.Slice) and piece.upper is None
                     and piece.lower is not None and piece.step is not None
-                    and is_rank(piece.lower) and last_name(piece.step) in _WORLD):
+                    and is_rank(piece.lower) and last_name(piece.step) in _WORLD
+                    and not _evened(index, node, piece.lower)):
                 yield Hit.at(node)
         for call in index.calls:
             if last_name(call.func) != "shard" or not isinstance(call.func, ast.Attribute):
@@ -234,7 +385,8 @@ class UnevenShards(LintRule):
             if shard_index is None and len(call.args) >= 2:
                 shard_index = call.args[1]
             if shard_index is not None and is_rank(shard_index) and \
-                    keyword(call, "contiguous") is None:
+                    keyword(call, "contiguous") is None and \
+                    not _evened(index, call, shard_index) and not _stream_bounded(index, call):
                 yield Hit.at(call)
 
 

@@ -113,12 +113,30 @@ class DebuggerLeftIn(LintRule):
     valid = (
         "def f():\n    return 1\n",
         "import pdb\ntry:\n    train()\nexcept Exception:\n    pdb.post_mortem()\n",
+        # Debug on demand: `kill -USR2 <pid>` opens it (CompVis' stable-diffusion main.py).
+        "import signal\ndef divein(*args):\n    import pudb\n    pudb.set_trace()\n"
+        "signal.signal(signal.SIGUSR2, divein)\n",
+        # A helper that breaks in its caller, for a developer to call (gpt-neox's ddb()).
+        "import sys\nfrom pdb import Pdb\ndef ddb():\n"
+        "    Pdb(skip=['torch.*']).set_trace(sys._getframe().f_back)\n",
     )
     invalid = (
         "for batch in loader:\n    breakpoint()  # expect\n",
         "import pdb\nloss = step()\npdb.set_trace()  # expect\n",
         "import ipdb; ipdb.set_trace()  # expect\n",
+        "import pdb\nfor row in rows:\n    if row.id in seen:\n"
+        "        pdb.set_trace()  # expect\n",
     )
+
+    @staticmethod
+    def _on_demand(index: ModuleIndex, call: ast.Call, handlers: set[str | None]) -> bool:
+        """A debugger that opens only when someone asks for it: in a signal handler
+        (`signal.signal(SIGUSR2, divein)`), or a helper that opens it on its caller's frame
+        (`Pdb().set_trace(sys._getframe().f_back)`), which exists to be called by hand."""
+        if last_name(call.func) == "set_trace" and call.args:
+            return True
+        return any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and p.name in handlers for p in index.ancestors(call))
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
@@ -126,7 +144,11 @@ class DebuggerLeftIn(LintRule):
             return
         shadowed = "breakpoint" in index.aliases or any(
             f.name == "breakpoint" for f in index.functions)
+        handlers = {last_name(c.args[1]) for c in index.calls
+                    if last_name(c.func) == "signal" and len(c.args) >= 2}
         for call in index.calls:
+            if self._on_demand(index, call, handlers):
+                continue
             func = call.func
             if isinstance(func, ast.Name) and func.id == "breakpoint" and not shadowed:
                 yield Hit.at(call)
