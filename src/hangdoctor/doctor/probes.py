@@ -29,7 +29,6 @@ from hangdoctor.probes.kernel_log import DMESG_HELP, read_kernel_log
 from hangdoctor.redact import redact_value
 
 KERNEL_LOG_LINES = 20000
-PROBE_TIMEOUT_S = 10.0
 
 
 def read_kernel_log_file(path: Path) -> KernelLog:

@@ -104,7 +104,6 @@ class OutputLog:
 
     file: BinaryIO
     total_bytes: int = 0
-    last_output: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _splice_ok: bool = True
     _final_tail: bytes | None = None
@@ -113,7 +112,7 @@ class OutputLog:
         """Append a chunk (read by a relay) to the log."""
         with self._lock:
             _write_all(self.file.fileno(), data)  # unbuffered: no copy into a buffer first
-            self._counted(len(data))
+            self.total_bytes += len(data)
 
     def take_from_pipe(self, read_fd: int, count: int) -> None:
         """Move exactly `count` bytes waiting in pipe `read_fd` into the log, in the kernel
@@ -137,11 +136,7 @@ class OutputLog:
                     break
                 _write_all(self.file.fileno(), data)
                 left -= len(data)
-            self._counted(count - left)
-
-    def _counted(self, size: int) -> None:
-        self.total_bytes += size
-        self.last_output = time.monotonic()
+            self.total_bytes += count - left
 
     def close(self) -> None:
         """Close the file, keeping its tail for the report."""

@@ -16,8 +16,6 @@ import stat
 import sys
 from functools import cache
 
-SPLICE_F_NONBLOCK = 2  # <linux/splice.h>
-
 
 @cache
 def _libc_tee():
