@@ -8,59 +8,11 @@ a `# HANG: label` comment; a scenario names the label(s) its culprit must point 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 
-PROGRAMS = Path(__file__).parent / "programs"
-HEALTHY = None  # expected category of a healthy control: no error-level finding at all
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One situation and the diagnosis it must get."""
-
-    name: str
-    program: str  # file in programs/
-    category: str | None  # findings[0].category; HEALTHY (None) for a healthy control
-    verdict: str = "hung"  # report.json verdict: hung, failed or completed
-    rank: int | None = None  # culprit rank, checked when not None
-    markers: tuple[str, ...] = ()  # `# HANG: label`s the culprit location may point at
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    hang_timeout_s: float = 3.0
-    torchrun: bool = False  # run under `torch.distributed.run --standalone`
-    nproc: int = 2
-    stdin_pipe: bool = False  # give the job a stdin pipe that nobody writes to
-    needs_torch: bool = True
-    limit_s: float = 90.0  # the whole run, hangdoctor included
-    xfail: str | None = None  # known misdiagnosis, with the reason
-
-    @property
-    def path(self) -> Path:
-        return PROGRAMS / self.program
-
-    @property
-    def healthy(self) -> bool:
-        return self.category is HEALTHY
-
-    def marker_lines(self) -> frozenset[int]:
-        """Lines of the program that carry one of the scenario's markers."""
-        lines = set()
-        text = self.path.read_text().splitlines()
-        for label in self.markers:
-            found = {n for n, line in enumerate(text, start=1) if f"# HANG: {label}" in line}
-            if not found:
-                raise AssertionError(f"no '# HANG: {label}' marker in {self.program}")
-            lines |= found
-        return frozenset(lines)
-
-    def command(self, python: str) -> list[str]:
-        """The job's command line."""
-        if self.torchrun:
-            return [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-                    str(self.nproc), str(self.path), *self.args]
-        return [python, str(self.path), *self.args]
+from tests.scenarios.catalog_ddp import USERS_DDP
+from tests.scenarios.catalog_frameworks import USERS_FRAMEWORKS
+from tests.scenarios.scenario import HEALTHY, Scenario
 
 
 def _s(name: str, category: str | None, **kwargs) -> Scenario:
@@ -124,5 +76,9 @@ CATALOG: tuple[Scenario, ...] = (
     _s("healthy_training", HEALTHY, verdict="completed"),
     _s("healthy_ddp", HEALTHY, verdict="completed", torchrun=True),
 )
+
+# Programs written the way users write training code, each from a public report (issue 10);
+# every one was run before any rule was changed for it, and its first try is recorded.
+CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS
 
 BY_NAME: Mapping[str, Scenario] = MappingProxyType({s.name: s for s in CATALOG})

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.scenarios.catalog import Scenario
+from tests.scenarios.scenario import Scenario
 
 MARK = "HD_TEST_JOB"
 KILL_GRACE_S = 2.0
