@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hangdoctor.evidence.model import ProbeError
+
 #: `ulimit` reports RLIM_INFINITY as "unlimited"; we store it as this value.
 UNLIMITED = -1
 
@@ -18,15 +20,6 @@ class Fact(BaseModel):
     """Base of every fact record: immutable, unknown fields rejected."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ProbeFailure(Fact):
-    """A probe that could not observe something; the other probes went on."""
-
-    probe: str
-    kind: str = Field(description="permission, missing_tool, timeout, failed, unavailable")
-    message: str
-    help: str | None = Field(default=None, description="how to allow it, when there is a way")
 
 
 class Versions(Fact):
@@ -78,7 +71,7 @@ class KernelLog(Fact):
     window: str = Field(description="how far back lines were kept, e.g. `24h` or `all`")
     lines: tuple[str, ...] = ()
     readable: bool = True
-    failure: ProbeFailure | None = None
+    failure: ProbeError | None = None
 
 
 class Libraries(Fact):
@@ -138,7 +131,7 @@ class Gpus(Fact):
 
     available: bool = False
     devices: tuple[GpuDevice, ...] = ()
-    failure: ProbeFailure | None = None
+    failure: ProbeError | None = None
 
 
 class Distributed(Fact):
@@ -185,4 +178,4 @@ class Facts(Fact):
     selftests: tuple[SelftestResult, ...] | None = Field(
         default=None, description="None when --selftest was not asked for")
     dataloader_workers: int = Field(default=8, description="workers per process to plan for")
-    failures: tuple[ProbeFailure, ...] = ()
+    failures: tuple[ProbeError, ...] = ()

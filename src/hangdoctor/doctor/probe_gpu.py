@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hangdoctor.doctor import bounded
-from hangdoctor.doctor.facts import GpuDevice, GpuProcess, Gpus, ProbeFailure
+from hangdoctor import bounded
+from hangdoctor.doctor.facts import GpuDevice, GpuProcess, Gpus, ProbeError
 
 NVML_TIMEOUT_S = 8.0
 NVML_HELP = "pip install 'hangdoctor[gpu]'   (installs nvidia-ml-py)"
@@ -156,7 +156,7 @@ def probe_gpus(driver_present: bool) -> tuple[Gpus, dict[str, Any] | None]:
     except ImportError:
         if not driver_present:
             return Gpus(), None
-        return Gpus(failure=ProbeFailure(probe="nvml", kind="missing_tool",
+        return Gpus(failure=ProbeError(probe="nvml", kind="missing_tool",
                                          message="nvidia-ml-py is not installed",
                                          help=NVML_HELP)), None
     readings, failure = bounded.call("nvml", read_nvml, NVML_TIMEOUT_S)

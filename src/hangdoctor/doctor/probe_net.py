@@ -9,7 +9,7 @@ import socket
 
 import psutil
 
-from hangdoctor.doctor import bounded
+from hangdoctor import bounded
 from hangdoctor.doctor.facts import Distributed
 from hangdoctor.redact import redact_pair
 

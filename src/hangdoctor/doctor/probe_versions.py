@@ -13,8 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
-from hangdoctor.doctor import bounded
-from hangdoctor.doctor.facts import ProbeFailure, Versions
+from hangdoctor import bounded
+from hangdoctor.doctor.facts import ProbeError, Versions
 
 _DRIVER = re.compile(r"Kernel Module(?: for \w+)?\s+(\d+\.\d+(?:\.\d+)?)")
 _NVCC = re.compile(r"release (\d+\.\d+)")
@@ -91,9 +91,9 @@ def _pick(dists: dict[str, str], *names: str) -> str | None:
 
 
 def probe_versions(dists: dict[str, str], environ: dict[str, str]
-                   ) -> tuple[Versions, list[ProbeFailure]]:
+                   ) -> tuple[Versions, list[ProbeError]]:
     """Versions, and the probes that failed (a missing tool is a fact, not a failure)."""
-    failures: list[ProbeFailure] = []
+    failures: list[ProbeError] = []
     cuda, hip = torch_build() if "torch" in dists else (None, None)
     nvcc_path = shutil.which("nvcc")
     if nvcc_path is None and environ.get("CUDA_HOME"):

@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from hangdoctor.doctor import bounded
+from hangdoctor import bounded
 from hangdoctor.doctor.facts import (
     Distributed,
     Facts,
@@ -17,7 +17,7 @@ from hangdoctor.doctor.facts import (
     KernelLog,
     Libraries,
     Limits,
-    ProbeFailure,
+    ProbeError,
     SelftestResult,
     Versions,
 )
@@ -37,7 +37,7 @@ def read_kernel_log_file(path: Path) -> KernelLog:
         text = path.read_text(errors="replace")
     except OSError as error:
         return KernelLog(source=str(path), window="all", readable=False,
-                         failure=ProbeFailure(probe="kernel log", kind="failed",
+                         failure=ProbeError(probe="kernel log", kind="failed",
                                               message=str(error)))
     lines = [redact_value(line) for line in text.splitlines()][-KERNEL_LOG_LINES:]
     return KernelLog(source=str(path), window="all", lines=tuple(lines))
@@ -48,7 +48,7 @@ def probe_kernel_log(since_s: float | None, window: str) -> KernelLog:
     since = time.time() - since_s if since_s is not None else None
     lines, error = read_kernel_log(lines=KERNEL_LOG_LINES, timeout_s=5.0, since=since)
     if error is not None:
-        return KernelLog(source="dmesg", window=window, readable=False, failure=ProbeFailure(
+        return KernelLog(source="dmesg", window=window, readable=False, failure=ProbeError(
             probe="kernel log", kind=error.kind, message=error.message,
             help=DMESG_HELP if error.kind == "permission" else None))
     return KernelLog(source="dmesg", window=window, lines=tuple(lines))
@@ -60,7 +60,7 @@ def gather(*, since_s: float | None = 86400.0, window: str = "24h",
            environ: dict[str, str] | None = None) -> Facts:
     """Observe this node."""
     env = dict(os.environ if environ is None else environ)
-    failures: list[ProbeFailure] = []
+    failures: list[ProbeError] = []
 
     def kernel() -> KernelLog:
         if kernel_log_file is not None:

@@ -147,9 +147,10 @@ class ProbeError(Evidence):
     probe: str
     pid: int | None = None
     kind: str = Field(
-        description="permission, missing_tool, exited, timeout, not_python, failed"
+        description="permission, missing_tool, exited, timeout, not_python, failed, unavailable"
     )
     message: str
+    help: str | None = Field(default=None, description="how to allow it, when there is a way")
 
 
 class SystemInfo(Evidence):

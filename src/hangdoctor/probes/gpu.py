@@ -1,6 +1,8 @@
 """GPU utilisation and memory through NVML (nvidia-ml-py), when it and a GPU are there.
 
-No GPU is a fact, not an error: the sampler then simply records none.
+No GPU is a fact, not an error: the sampler then simply records none. NVML can wedge (a GPU
+that fell off the bus makes every query block): every NVML call goes through `bounded.call`, and
+after one call runs out of time NVML is not asked again; the gap is kept in `error`.
 """
 
 from __future__ import annotations
@@ -8,34 +10,41 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from hangdoctor.evidence.model import GpuSample
+from hangdoctor import bounded
+from hangdoctor.evidence.model import GpuSample, ProbeError
+
+INIT_TIMEOUT_S = 5.0
+SAMPLE_TIMEOUT_S = 1.0
+
+
+def _open_nvml() -> tuple[Any, list[Any]]:
+    import pynvml  # type: ignore[import-not-found,unused-ignore]
+
+    pynvml.nvmlInit()
+    count = pynvml.nvmlDeviceGetCount()
+    return pynvml, [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
 
 
 class GpuSampler:
-    """Opens NVML once; `sample()` is cheap afterwards and never raises."""
+    """Opens NVML once; `sample()` is cheap afterwards, never raises and never blocks for long."""
 
-    def __init__(self) -> None:
+    def __init__(self, nvml_opener: Any = _open_nvml) -> None:
         self._nvml: Any = None
         self._handles: list[Any] = []
-        try:
-            import pynvml  # type: ignore[import-not-found]
-
-            pynvml.nvmlInit()
-            count = pynvml.nvmlDeviceGetCount()
-            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-            self._nvml = pynvml
-        except Exception:
-            self._nvml = None
+        #: Why NVML stopped answering, when it did (a wedged driver); None while all is well.
+        self.error: ProbeError | None = None
+        opened, error = bounded.call("nvml", nvml_opener, INIT_TIMEOUT_S)
+        if opened is not None:
+            self._nvml, self._handles = opened
+        elif error is not None and error.kind == "timeout":
+            self.error = error  # NVML is there but does not answer: a gap worth stating
 
     @property
     def available(self) -> bool:
         """Whether any GPU can be sampled."""
-        return bool(self._nvml and self._handles)
+        return bool(self._nvml and self._handles) and self.error is None
 
-    def sample(self) -> tuple[GpuSample, ...]:
-        """Utilisation and memory of every GPU."""
-        if not self.available:
-            return ()
+    def _read(self) -> tuple[GpuSample, ...]:
         samples = []
         for index, handle in enumerate(self._handles):
             utilization = memory = None
@@ -51,8 +60,17 @@ class GpuSampler:
             ))
         return tuple(samples)
 
+    def sample(self) -> tuple[GpuSample, ...]:
+        """Utilisation and memory of every GPU; nothing once NVML has stopped answering."""
+        if not self.available:
+            return ()
+        samples, error = bounded.call("nvml", self._read, SAMPLE_TIMEOUT_S)
+        if error is not None:
+            self.error = error
+            return ()
+        return samples or ()
+
     def close(self) -> None:
-        """Release NVML."""
-        if self._nvml is not None:
-            with contextlib.suppress(Exception):
-                self._nvml.nvmlShutdown()
+        """Release NVML (not when it is wedged: that call would block too)."""
+        if self._nvml is not None and self.error is None:
+            bounded.call("nvml", self._nvml.nvmlShutdown, SAMPLE_TIMEOUT_S)

@@ -6,9 +6,9 @@ Reading it may need privileges (kernel.dmesg_restrict): the error says how to al
 from __future__ import annotations
 
 import shutil
-import subprocess
 from datetime import datetime
 
+from hangdoctor import bounded
 from hangdoctor.evidence.model import ProbeError
 from hangdoctor.redact import redact_value
 
@@ -40,14 +40,10 @@ def read_kernel_log(
     dmesg = shutil.which("dmesg")
     if dmesg is None:
         return [], ProbeError(probe="kernel log", kind="missing_tool", message="dmesg not found")
-    try:
-        done = subprocess.run([dmesg, "--time-format", "iso", "--nopager"], capture_output=True,
-                              text=True, timeout=timeout_s, check=False, errors="replace")
-    except subprocess.TimeoutExpired:
-        return [], ProbeError(probe="kernel log", kind="timeout",
-                              message=f"dmesg did not answer within {timeout_s:g} s")
-    except OSError as error:
-        return [], ProbeError(probe="kernel log", kind="failed", message=str(error))
+    done, error = bounded.run("kernel log", [dmesg, "--time-format", "iso", "--nopager"],
+                              timeout_s)
+    if done is None:
+        return [], error
     if done.returncode != 0:
         text = done.stderr.strip() or f"dmesg exited {done.returncode}"
         kind = "permission" if "ermission" in text or "not permitted" in text else "failed"

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from hangdoctor import bounded
 from hangdoctor.evidence.model import Frame, LocalVariable, ProbeError, PythonThread
 from hangdoctor.redact import REDACTED, is_secret_name, redact_value
 
@@ -44,13 +44,8 @@ def py_spy_version(binary: str | None) -> str | None:
     """The version string py-spy reports, or None."""
     if binary is None:
         return None
-    try:
-        done = subprocess.run(
-            [binary, "--version"], capture_output=True, text=True, timeout=5, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
+    done, _ = bounded.run("py-spy", [binary, "--version"], 5.0)
+    return (done.stdout.strip() or None) if done is not None else None
 
 
 def _classify_failure(stderr: str) -> str:
@@ -135,22 +130,10 @@ def _dump_once(
         command.append("--native")
     if options.locals:
         command.append("--locals")
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=options.timeout_s,
-            check=False,
-            env={**os.environ, "RUST_BACKTRACE": "0"},
-        )
-    except subprocess.TimeoutExpired:
-        return {}, ProbeError(
-            probe="py-spy", pid=pid, kind="timeout",
-            message=f"py-spy did not answer within {options.timeout_s:g} s",
-        )
-    except OSError as error:
-        return {}, ProbeError(probe="py-spy", pid=pid, kind="missing_tool", message=str(error))
+    done, error = bounded.run("py-spy", command, options.timeout_s, pid=pid,
+                              env={**os.environ, "RUST_BACKTRACE": "0"})
+    if done is None:
+        return {}, error
     if done.returncode != 0:
         return {}, ProbeError(
             probe="py-spy", pid=pid, kind=_classify_failure(done.stderr),

@@ -13,7 +13,7 @@ from collections import defaultdict
 from hangdoctor.analysis.logs import LogMatch, scan
 from hangdoctor.doctor.facts import Facts
 from hangdoctor.doctor.result import CheckResult
-from hangdoctor.rules.logs.gpu import _APP, _XIDS
+from hangdoctor.knowledge.xid import APPLICATION, XIDS
 
 XID_SOURCE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 AER_SOURCE = "https://docs.kernel.org/PCI/pcieaer-howto.html"
@@ -41,12 +41,12 @@ def _xids(matches: list[LogMatch]) -> list[CheckResult]:
             by_code[code].append(match)
     results = []
     for code in sorted(by_code):
-        meaning, owner, action = _XIDS.get(code, (
+        meaning, owner, action = XIDS.get(code, (
             "not in hangdoctor's table", "node",
             "Look it up in NVIDIA's Xid catalogue and follow its resolution."))
         devices = sorted({m.fields.get("device", "?") for m in by_code[code]})
         title = f"Xid {code} on {', '.join(devices)}: {meaning.split(':')[0]}"
-        if owner == _APP:
+        if owner == APPLICATION:
             results.append(_r(
                 "DR302", "warn", title, found=_last(by_code[code]), wanted="no Xid",
                 why=(f"{meaning}. An application error: the GPU is healthy, but the process "
@@ -86,7 +86,7 @@ def check(facts: Facts) -> list[CheckResult]:
                           found=_last(kinds["gpu_lost"]), wanted="no such line",
                           why="The GPU no longer answers on PCIe: every process using it hangs "
                               "or fails, and so do their peers.",
-                          fix=f"{_XIDS[79][2]} Then {DRAIN}.", source=XID_SOURCE))
+                          fix=f"{XIDS[79][2]} Then {DRAIN}.", source=XID_SOURCE))
     if pcie := kinds["pcie_error"]:
         fatal = [m for m in pcie if re.search(r"Uncorrect", m.fields.get("severity", ""), re.I)]
         devices = sorted({m.fields.get("device", "?") for m in pcie})

@@ -12,50 +12,12 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
+from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.logs.common import _cite, _kernel, _logs, _output
 
 # --- HD450 gpu.device_fault ------------------------------------------------------------------
-# What an Xid means and what to do, from NVIDIA's Xid catalogue
-# (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) and the application
-# error list of NVIDIA's k8s-device-plugin (internal/rm/health.go): 13, 31, 43, 45, 68, 109 are
-# the application's fault and leave the GPU healthy; the others need the node looked at.
-_APP = "application"
-_NODE = "node"
-_XIDS: dict[int, tuple[str, str, str]] = {
-    13: ("Graphics Engine Exception: a kernel hit an illegal instruction or out-of-range access",
-         _APP, "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the "
-         "kernel; the GPU itself is fine."),
-    31: ("GPU memory page fault: a kernel accessed an invalid address", _APP,
-         "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the kernel "
-         "(often a custom op or an index out of range); the GPU itself is fine."),
-    43: ("GPU stopped processing: the application's context hit a fault", _APP,
-         "Restart the job; look at the Xid before it for the cause."),
-    45: ("Preemptive cleanup after earlier errors or a killed process", _APP,
-         "Follows other errors: look at the Xid before it."),
-    68: ("Video decoder (NVDEC) exception", _APP, "Restart the job; check the decoding code."),
-    109: ("Context switch timeout: a kernel ran too long or hung", _APP,
-          "Restart the job; look for a kernel that never ends."),
-    48: ("Double-bit ECC error: uncorrectable device memory error", _NODE,
-         "Reset the GPU (`nvidia-smi -r`) or reboot; drain the node if it repeats."),
-    63: ("Row remapping pending: a memory row was marked for remapping", _NODE,
-         "Reset the GPU when it is idle to apply the remapping (`nvidia-smi -r`)."),
-    64: ("Row remapping failed", _NODE,
-         "Drain the node and have the GPU replaced (RMA)."),
-    74: ("NVLink error", _NODE,
-         "Reset the GPUs or reboot the node; drain it if it repeats "
-         "(`nvidia-smi nvlink -s` shows link state)."),
-    79: ("GPU has fallen off the bus: it no longer answers on PCIe", _NODE,
-         "Drain the node and reboot it; if it repeats, check power, cooling, seating and "
-         "PCIe/BIOS firmware."),
-    94: ("Contained ECC error: only the application using that memory was affected", _NODE,
-         "Restart the job; reset the GPU when idle to retire the page."),
-    95: ("Uncontained ECC error: every application on the GPU is affected", _NODE,
-         "Drain the node and reset the GPU (or reboot)."),
-    119: ("GSP RPC timeout: the GPU's system processor stopped answering", _NODE,
-          "Reset the GPU or reboot the node; update the driver if it repeats."),
-}
 _FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
 
 
@@ -98,7 +60,7 @@ class GpuDeviceFault(Rule):
         lost = [m for m in matches if m.kind == "gpu_lost"]
         pcie = [m for m in matches if m.kind == "pcie_error"]
         codes = sorted({int(m.fields["xid"]) for m in xids})
-        node = [c for c in codes if _XIDS.get(c, ("", _NODE, ""))[1] == _NODE]
+        node = [c for c in codes if XIDS.get(c, ("", NODE, ""))[1] == NODE]
         fatal = [m for m in pcie if _FATAL_AER.search(m.fields.get("severity", ""))]
         if node or lost or fatal:
             severity, confidence = Severity.CRITICAL, 0.95
@@ -114,7 +76,7 @@ class GpuDeviceFault(Rule):
             title = f"GPU fell off the bus{device} (Xid 79)"
         elif codes:
             worst = (node or codes)[0]
-            meaning = _XIDS.get(worst, ("see NVIDIA's Xid catalogue", "", ""))[0].split(":")[0]
+            meaning = XIDS.get(worst, ("see NVIDIA's Xid catalogue", "", ""))[0].split(":")[0]
             title = f"GPU fault{device}: Xid {worst} ({meaning})"
         else:
             title = (f"PCIe {'fatal ' if fatal else ''}bus error{device}"
@@ -123,16 +85,16 @@ class GpuDeviceFault(Rule):
         parts: list[str] = []
         fixes: list[str] = []
         for code in codes:
-            meaning, owner, action = _XIDS.get(code, (
-                "not in hangdoctor's table; look it up in NVIDIA's Xid catalogue", _NODE,
+            meaning, owner, action = XIDS.get(code, (
+                "not in hangdoctor's table; look it up in NVIDIA's Xid catalogue", NODE,
                 "Look the Xid up in NVIDIA's catalogue and follow its resolution."))
-            verdict = ("the application is at fault, the GPU is healthy" if owner == _APP
+            verdict = ("the application is at fault, the GPU is healthy" if owner == APPLICATION
                        else "the node needs attention")
             parts.append(f"Xid {code}: {meaning} ({verdict}).")
             fixes.append(f"Xid {code}: {action}")
         if lost and 79 not in codes:
             parts.append("The driver reports the GPU fell off the bus: it no longer answers.")
-            fixes.append(_XIDS[79][2])
+            fixes.append(XIDS[79][2])
         if pcie:
             parts.append(f"PCIe Advanced Error Reporting logged {len(pcie)} bus error(s)"
                          + (", uncorrected" if fatal else ", all corrected") + ".")
