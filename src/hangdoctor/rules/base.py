@@ -14,6 +14,7 @@ from typing import ClassVar
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.finding import Finding
+from hangdoctor.taxonomy import Category
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Rule(ABC):
     """A diagnosis rule. Subclasses set the class attributes and implement `check`."""
 
     id: ClassVar[str]
-    category: ClassVar[str]
+    category: ClassVar[Category]
     summary: ClassVar[str]
     #: Breaks ties between findings of equal severity and confidence: the more specific wins.
     specificity: ClassVar[int] = 50

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from hangdoctor.evidence.model import Frame
+from hangdoctor.severity import Severity
+from hangdoctor.taxonomy import Category
 
-
-class Severity(str, Enum):
-    """How bad it is; `error` and `critical` mean the job is hung or broken."""
-
-    CRITICAL = "critical"
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-    @property
-    def weight(self) -> int:
-        """Higher is worse, for ranking."""
-        return {"critical": 3, "error": 2, "warning": 1, "info": 0}[self.value]
+__all__ = ["Culprit", "Finding", "Location", "Severity"]
 
 
 class Location(BaseModel):
@@ -60,7 +48,7 @@ class Finding(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    category: str
+    category: Category
     severity: Severity
     confidence: float = Field(ge=0, le=1)
     title: str

@@ -1,63 +1,40 @@
-"""The rules hangdoctor runs, in one list."""
+"""The rules hangdoctor runs, found by looking: every `Rule` subclass defined in a module of a
+family folder (`rules/<family>/<rule>.py`, the family being the category's prefix). Adding a rule
+is adding one file; modules whose name starts with `_` hold what several rules share."""
 
 from __future__ import annotations
 
-from hangdoctor.rules.base import Rule
-from hangdoctor.rules.blocked_io import BlockedIO
-from hangdoctor.rules.busy_loop import BusyLoop
-from hangdoctor.rules.data_pipeline import DataPipelineStall
-from hangdoctor.rules.deadlock import LockDeadlock
-from hangdoctor.rules.distributed import (
-    CollectiveMismatch,
-    RankExited,
-    Rendezvous,
-    Straggler,
-    UnevenInputs,
-)
-from hangdoctor.rules.gpu_state import GpuKernelHang, GpuMemoryFull
-from hangdoctor.rules.job_failures import GpuMemoryExhausted, HostMemoryExhausted, WorkerKilled
-from hangdoctor.rules.logs.algorithm import NonFiniteFromLog
-from hangdoctor.rules.logs.data import DataLoaderTimeout, SharedMemoryExhausted
-from hangdoctor.rules.logs.distributed import (
-    CollectiveTimeoutFromLog,
-    RankExitedFromLog,
-    RendezvousFailed,
-    TransportFailure,
-)
-from hangdoctor.rules.logs.environment import LibraryMismatch, OpenFilesLimit, VersionIncompatible
-from hangdoctor.rules.logs.gpu import GpuDeviceFault
-from hangdoctor.rules.logs.process import HungTaskInKernelLog
-from hangdoctor.rules.native_blocked import NativeBlocked
-from hangdoctor.rules.progress_rules import InputBound, NonFiniteLoss
+import importlib
+import inspect
+import pkgutil
+from functools import cache
+from pathlib import Path
 
-ALL_RULES: tuple[type[Rule], ...] = (
-    LockDeadlock,
-    BlockedIO,
-    NativeBlocked,
-    BusyLoop,
-    DataPipelineStall,
-    Straggler,
-    CollectiveMismatch,
-    UnevenInputs,
-    RankExited,
-    Rendezvous,
-    NonFiniteLoss,
-    InputBound,
-    WorkerKilled,
-    HostMemoryExhausted,
-    GpuMemoryExhausted,
-    GpuKernelHang,
-    GpuMemoryFull,
-    HungTaskInKernelLog,
-    SharedMemoryExhausted,
-    DataLoaderTimeout,
-    CollectiveTimeoutFromLog,
-    TransportFailure,
-    RankExitedFromLog,
-    RendezvousFailed,
-    GpuDeviceFault,
-    VersionIncompatible,
-    LibraryMismatch,
-    OpenFilesLimit,
-    NonFiniteFromLog,
-)
+from hangdoctor.rules.base import Rule
+
+_HERE = Path(__file__).parent
+
+
+def _rule_modules() -> list[str]:
+    names = []
+    for family in sorted(p.name for p in _HERE.iterdir() if (p / "__init__.py").is_file()):
+        for module in pkgutil.iter_modules([str(_HERE / family)]):
+            if not module.name.startswith("_"):
+                names.append(f"hangdoctor.rules.{family}.{module.name}")
+    return names
+
+
+@cache
+def discover() -> tuple[type[Rule], ...]:
+    """Every rule, ordered by id."""
+    found: list[type[Rule]] = []
+    for name in _rule_modules():
+        module = importlib.import_module(name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if (issubclass(value, Rule) and value.__module__ == name
+                    and not inspect.isabstract(value)):
+                found.append(value)
+    return tuple(sorted(found, key=lambda rule: rule.id))
+
+
+ALL_RULES: tuple[type[Rule], ...] = discover()

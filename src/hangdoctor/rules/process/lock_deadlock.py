@@ -1,4 +1,4 @@
-"""HD101 process.deadlock: threads blocked acquiring locks that the others hold."""
+"""HD101 process.deadlock: Finds cycles in the wait-for graph of a process's threads."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, kernel_words
+from hangdoctor.taxonomy import Category
 
 
 def _lock_order_deadlock():
@@ -109,7 +110,7 @@ class LockDeadlock(Rule):
     """Finds cycles in the wait-for graph of a process's threads."""
 
     id = "HD101"
-    category = "process.deadlock"
+    category = Category.PROCESS_DEADLOCK
     summary = "threads wait for locks held by each other"
     specificity = 90
     fires_on = (

@@ -1,5 +1,6 @@
-"""HD103 native.blocked: a thread stuck inside native code called from Python, especially while
-it holds the GIL so that every other Python thread is starved."""
+"""HD103 native.blocked: Python's own blocking calls release the GIL; a thread blocked in the
+kernel while it owns the GIL is inside native code that did not, and every other Python thread
+waits for it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from hangdoctor.evidence.model import Frame, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.taxonomy import Category
 
 _RUNTIME_LIBRARIES = ("libc.so", "libpthread", "ld-linux", "libpython", "libffi", "python3")
 
@@ -72,7 +74,7 @@ class NativeBlocked(Rule):
     the GIL is inside native code that did not, and every other Python thread waits for it."""
 
     id = "HD103"
-    category = "native.blocked"
+    category = Category.NATIVE_BLOCKED
     summary = "a thread stuck in native code, holding the GIL"
     specificity = 70
     fires_on = (

@@ -1,5 +1,6 @@
-"""HD201 data.pipeline_stall: the training loop waits for a batch while the code that should
-produce it (a DataLoader worker, or the dataset in the main process) is blocked."""
+"""HD201 data.pipeline_stall: Keys on the mechanism: a consumer inside DataLoader.__next__ that
+waits, and a producer whose stack is inside the fetch of a batch (dataset or collate code) and
+is not running."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+from hangdoctor.taxonomy import Category
 
 
 def _consumer(tid: int):
@@ -91,7 +93,7 @@ class DataPipelineStall(Rule):
     whose stack is inside the fetch of a batch (dataset or collate code) and is not running."""
 
     id = "HD201"
-    category = "data.pipeline_stall"
+    category = Category.DATA_PIPELINE_STALL
     summary = "the training loop waits for data that a blocked worker never delivers"
     specificity = 85
     fires_on = (

@@ -1,9 +1,6 @@
-"""Log rule for faults of the GPU itself, its PCIe bus or its driver, as the kernel log reports
-them (NVIDIA Xid lines, a GPU fallen off the bus, PCIe AER). It tells a fault of the application
-from one that needs the node taken out of service.
-
-HD450 gpu.device_fault.
-"""
+"""HD450 gpu.device_fault: The GPU, its bus or its driver faulted: NVIDIA Xid lines, a GPU fallen
+off the bus, PCIe Advanced Error Reporting. Says whether the application or the node is at
+fault."""
 
 from __future__ import annotations
 
@@ -15,7 +12,8 @@ from hangdoctor.analysis.logs import scan
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.logs.common import _cite, _kernel, _logs, _output
+from hangdoctor.rules.log_helpers import cite, kernel_lines, logs_bundle, output_lines
+from hangdoctor.taxonomy import Category
 
 # --- HD450 gpu.device_fault ------------------------------------------------------------------
 _FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
@@ -26,33 +24,33 @@ class GpuDeviceFault(Rule):
     Advanced Error Reporting. Says whether the application or the node is at fault."""
 
     id = "HD450"
-    category = "gpu.device_fault"
+    category = Category.GPU_DEVICE_FAULT
     summary = "the GPU or its bus faulted"
     specificity = 90
     names_culprit = False
     fires_on = (
-        Example("GPU fell off the bus", lambda: _logs(kernel=[
+        Example("GPU fell off the bus", lambda: logs_bundle(kernel=[
             "[1375242.518414] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python, "
             "GPU has fallen off the bus.",
             "[1375242.518421] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."])),
-        Example("an application's page fault", lambda: _logs(kernel=[
+        Example("an application's page fault", lambda: logs_bundle(kernel=[
             "[ 5310.113210] NVRM: Xid (PCI:0000:65:00): 31, pid=9120, name=python3, Ch 00000010, "
             "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1_2c000000."
             " Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"])),
-        Example("fatal PCIe error on the GPU", lambda: _logs(kernel=[
+        Example("fatal PCIe error on the GPU", lambda: logs_bundle(kernel=[
             "[ 9120.2] pcieport 0000:3a:00.0: AER: Uncorrected (Fatal) error received: "
             "0000:3b:00.0",
             "[ 9120.3] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
             "type=Transaction Layer, (Receiver ID)"])),
     )
     quiet_on = (
-        Example("ordinary driver messages", lambda: _logs(kernel=[
+        Example("ordinary driver messages", lambda: logs_bundle(kernel=[
             "[   12.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
             "[   13.0] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver"])),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        matches = [m for lines in (_kernel(job), _output(job)) for m in scan(lines)
+        matches = [m for lines in (kernel_lines(job), output_lines(job)) for m in scan(lines)
                    if m.kind in ("xid", "gpu_lost", "pcie_error")]
         if not matches:
             return
@@ -105,7 +103,7 @@ class GpuDeviceFault(Rule):
                          "nodename=<node> state=drain reason=gpu-xid`), and attach "
                          "`nvidia-bug-report.sh` output if you contact support.")
         culprit_pid = next((m.pids[0] for m in xids if m.pids), None)
-        evidence = _cite(sorted(matches, key=lambda m: (m.kind != "xid", m.index)),
+        evidence = cite(sorted(matches, key=lambda m: (m.kind != "xid", m.index)),
                          "kernel log")
         yield Finding(
             id=self.id, category=self.category, severity=severity, confidence=confidence,

@@ -1,4 +1,5 @@
-"""HD104 process.busy_loop: a thread spinning on the CPU in the same frames across samples."""
+"""HD104 process.busy_loop: CPU-bound with no sign of leaving: ~100% of a CPU in the same call
+chain in every sample."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hangdoctor.evidence.model import Frame, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
+from hangdoctor.taxonomy import Category
 
 _BUSY_SHARE = 0.8
 
@@ -44,7 +46,7 @@ class BusyLoop(Rule):
     """CPU-bound with no sign of leaving: ~100% of a CPU in the same call chain in every sample."""
 
     id = "HD104"
-    category = "process.busy_loop"
+    category = Category.PROCESS_BUSY_LOOP
     summary = "a thread spins on the CPU in the same code"
     specificity = 40
     fires_on = (

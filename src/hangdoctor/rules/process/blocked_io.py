@@ -1,5 +1,5 @@
-"""HD102 process.blocked_io: waiting on a pipe, socket, terminal, file or child that will not
-answer."""
+"""HD102 process.blocked_io: A thread the job depends on is blocked on I/O that will not complete
+by itself."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+from hangdoctor.taxonomy import Category
 
 _HTTP_FILES = ("urllib/request.py", "http/client.py", "requests/", "urllib3/", "httpx/")
 
@@ -92,7 +93,7 @@ class BlockedIO(Rule):
     """A thread the job depends on is blocked on I/O that will not complete by itself."""
 
     id = "HD102"
-    category = "process.blocked_io"
+    category = Category.PROCESS_BLOCKED_IO
     summary = "blocked on a pipe, socket, terminal, file or child that will not answer"
     specificity = 60
     fires_on = (

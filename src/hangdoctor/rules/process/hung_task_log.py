@@ -1,8 +1,6 @@
-"""Log rule for a process stuck inside the kernel: the kernel's hung-task detector reports a task
-in uninterruptible sleep, and its call trace tells which storage or driver it waits for.
-
-HD150 process.blocked_io (hung tasks in the kernel log).
-"""
+"""HD150 process.blocked_io: The kernel's hung-task detector saw a task stuck in uninterruptible
+sleep (state D): it waits for storage or a driver that does not answer, and cannot even be
+killed."""
 
 from __future__ import annotations
 
@@ -13,7 +11,8 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogMatch, scan
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.logs.common import _cite, _kernel, _logs
+from hangdoctor.rules.log_helpers import cite, kernel_lines, logs_bundle
+from hangdoctor.taxonomy import Category
 
 # --- HD150 process.blocked_io (hung tasks in the kernel log) ---------------------------------
 _FRAME = re.compile(r"(?:\]|\s)\s*(?:\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
@@ -54,11 +53,11 @@ class HungTaskInKernelLog(Rule):
     waits for storage or a driver that does not answer, and cannot even be killed."""
 
     id = "HD150"
-    category = "process.blocked_io"
+    category = Category.PROCESS_BLOCKED_IO
     summary = "a task was blocked in the kernel (hung task)"
     specificity = 60
     fires_on = (
-        Example("python stuck on NFS", lambda: _logs(kernel=[
+        Example("python stuck on NFS", lambda: logs_bundle(kernel=[
             "[43500.179242] INFO: task python3:1339 blocked for more than 120 seconds.",
             "[43500.179254]       Not tainted 5.15.0-105-generic #115-Ubuntu",
             '[43500.179265] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this '
@@ -72,12 +71,12 @@ class HungTaskInKernelLog(Rule):
             "[43500.179310]  nfs_file_read+0x4f/0xa0 [nfs]"])),
     )
     quiet_on = (
-        Example("no hung task", lambda: _logs(kernel=[
+        Example("no hung task", lambda: logs_bundle(kernel=[
             "[   99.0] EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode."])),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        kernel = _kernel(job)
+        kernel = kernel_lines(job)
         hung = [m for m in scan(kernel) if m.kind == "hung_task"]
         if not hung:
             return
@@ -92,7 +91,7 @@ class HungTaskInKernelLog(Rule):
         title = (f"Task {comm} (pid {pid}) was blocked in the kernel for more than "
                  f"{first.fields['seconds']} s" + (f", in {where}" if where else ""))
         others = [m for m in tasks.values() if m is not first]
-        evidence = _cite([first, *others], "kernel log", limit=4)
+        evidence = cite([first, *others], "kernel log", limit=4)
         if others:
             evidence.append(f"{len(tasks)} tasks were reported blocked in all")
         yield Finding(

@@ -1,9 +1,5 @@
-"""Log rule for training that went numerically wrong: a loss or gradient that became NaN/Inf, or
-a loss scale that kept overflowing. It reads the losses logged before the failure to tell a
-slow divergence from a sudden NaN, since they call for different fixes.
-
-HD650 algorithm.nonfinite.
-"""
+"""HD650 algorithm.nonfinite: The loss (or the gradients) became NaN or Inf; says at which step,
+and what the loss was before."""
 
 from __future__ import annotations
 
@@ -14,7 +10,8 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan, step_near
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.logs.common import _MAX_EVIDENCE, _cite, _clip, _logs, _output
+from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, logs_bundle, output_lines
+from hangdoctor.taxonomy import Category
 
 # --- HD650 algorithm.nonfinite ---------------------------------------------------------------
 _FINITE_LOSS = re.compile(r"\bloss['\"]?\s*[:=]?\s*(?:tensor\()?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)",
@@ -32,31 +29,31 @@ class NonFiniteFromLog(Rule):
     was before."""
 
     id = "HD650"
-    category = "algorithm.nonfinite"
+    category = Category.ALGORITHM_NONFINITE
     summary = "loss or gradients became NaN/Inf"
     specificity = 60
     names_culprit = False
     fires_on = (
-        Example("loss turns nan", lambda: _logs([
+        Example("loss turns nan", lambda: logs_bundle([
             "step 1200 | loss 2.3141 | lr 3.0e-04", "step 1210 | loss 2.9876 | lr 3.0e-04",
             "step 1220 | loss nan | lr 3.0e-04"])),
-        Example("Hugging Face Trainer", lambda: _logs([
+        Example("Hugging Face Trainer", lambda: logs_bundle([
             "{'loss': 1.2032, 'grad_norm': 3.1, 'learning_rate': 1.9e-05, 'epoch': 0.41}",
             "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1.9e-05, 'epoch': 0.42}"])),
-        Example("loss scale collapsed", lambda: _logs([
+        Example("loss scale collapsed", lambda: logs_bundle([
             *(f"[2026-02-01 10:{i:02d}:00,000] [INFO] [loss_scaler.py:183:update_scale] "
               f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2.0 ** -i}, "
               f"reducing to {2.0 ** -(i + 1)}" for i in range(3)),
             "Exception: Current loss scale already at minimum - cannot decrease scale anymore. "
             "Exiting run."])),
-        Example("anomaly mode names the op", lambda: _logs([
+        Example("anomaly mode names the op", lambda: logs_bundle([
             "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th "
             "output."])),
     )
     quiet_on = (
-        Example("finite losses, INFO lines", lambda: _logs([
+        Example("finite losses, INFO lines", lambda: logs_bundle([
             "INFO step 10 loss: 0.5213", "INFO step 20 loss: 0.4980 (inference skipped)"])),
-        Example("a few overflows while the loss scale settles", lambda: _logs([
+        Example("a few overflows while the loss scale settles", lambda: logs_bundle([
             "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
             "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0",
             "{'loss': 4.2113, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}",
@@ -67,7 +64,7 @@ class NonFiniteFromLog(Rule):
         record = job.record
         if record is not None and any(p.nonfinite_losses for p in record.progress):
             return  # the instrumentation saw it first-hand: HD601 reports it
-        lines = _output(job)
+        lines = output_lines(job)
         found = scan(lines)
         values = [m for m in found if m.kind == "nonfinite_value"
                   and not _NOT_A_TRAINING_VALUE.search(m.fields.get("key", ""))]
@@ -86,16 +83,16 @@ class NonFiniteFromLog(Rule):
         first = bad[0] if bad else overflows[0]
         step = step_near(lines, first.index)
         at = f" at step {step}" if step is not None else ""
-        evidence = _cite([first], limit=1)
+        evidence = cite([first], limit=1)
         before = _finite_losses_before(lines, first.index)
         diverged = len(before) >= 3 and before[0][0] > 0 and before[-1][0] / before[0][0] >= 10
         if before:
             evidence.append(f"last finite loss before it: {before[-1][0]:g} "
-                            f"({_clip(before[-1][1])})")
+                            f"({clip(before[-1][1])})")
         if diverged:
             evidence.append(f"the loss climbed from {before[0][0]:g} to {before[-1][0]:g} over "
                             f"the {len(before)} values logged before it")
-        evidence += _cite([m for m in bad[1:3]])
+        evidence += cite([m for m in bad[1:3]])
         if overflows:
             evidence.append(f"{len(overflows)} step(s) skipped for gradient overflow"
                             + (f"; loss scale fell to {min(scales):g}" if scales else ""))
@@ -130,7 +127,7 @@ class NonFiniteFromLog(Rule):
                 + "Once a NaN or Inf reaches the weights every later step is garbage; in a "
                 "distributed job ranks can also desynchronise and stall."),
             culprit=Culprit(rank=rank, role="rank") if rank is not None else None,
-            evidence=tuple(evidence[:_MAX_EVIDENCE]),
+            evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=_DIVERGED_FIXES if diverged or not bad else _SUDDEN_NAN_FIXES,
         )
 

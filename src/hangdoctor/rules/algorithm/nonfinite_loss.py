@@ -1,0 +1,70 @@
+"""HD601 algorithm.nonfinite: A loss went NaN/Inf. When the job then stalled or failed, that is the
+first thing to fix: what follows (a retry loop, a rank skipping a step and desynchronising) is
+its effect."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._progress_examples import progress_job, progress_status
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.taxonomy import Category
+
+
+class NonFiniteLoss(Rule):
+    """A loss went NaN/Inf. When the job then stalled or failed, that is the first thing to fix:
+    what follows (a retry loop, a rank skipping a step and desynchronising) is its effect."""
+
+    id = "HD601"
+    category = Category.ALGORITHM_NONFINITE
+    summary = "the loss became NaN or Inf"
+    specificity = 95
+    fires_on = (
+        Example("rank 1's loss went NaN before the hang", lambda: progress_job(
+            progress_status(0), progress_status(1, nonfinite=3, last_loss=None))),
+    )
+    quiet_on = (Example("finite losses",
+                        lambda: progress_job(progress_status(0), progress_status(1))),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        record = job.record
+        if record is None:
+            return
+        bad = [s for s in record.progress if s.nonfinite_losses > 0]
+        if not bad:
+            return
+        bad.sort(key=lambda s: s.last_nonfinite_at or 0.0)
+        first = bad[0]
+        stalled = record.hang_declared_s is not None or (record.exit_code or 0) != 0
+        who = f"rank {first.rank}" if first.rank is not None else f"pid {first.pid}"
+        evidence = [
+            f"{'rank ' + str(s.rank) if s.rank is not None else 'pid ' + str(s.pid)}: "
+            f"{s.nonfinite_losses} of {s.losses_seen} losses were NaN/Inf "
+            f"(last {s.last_nonfinite_at - record.started_at:.1f} s after the start)"
+            if s.last_nonfinite_at else f"pid {s.pid}: {s.nonfinite_losses} non-finite losses"
+            for s in bad[:4]
+        ]
+        finite = [s for s in record.progress if s.nonfinite_losses == 0 and s.losses_seen]
+        if finite:
+            evidence.append(f"{len(finite)} other process(es) saw only finite losses")
+        yield Finding(
+            id=self.id, category=self.category,
+            severity=Severity.ERROR if stalled else Severity.WARNING,
+            confidence=0.93 if stalled else 0.8,
+            title=f"The loss became NaN/Inf on {who}"
+                  + (" before the job stalled" if stalled else ""),
+            explanation=(
+                "A non-finite loss poisons the gradients and the weights. Code that reacts to it "
+                "(skipping the step, retrying, breaking out of the loop on one rank) makes ranks "
+                "diverge: one rank skips a collective the others wait in."),
+            culprit=Culprit(pid=first.pid, rank=first.rank),
+            evidence=tuple(evidence),
+            fixes=("Find the first bad step: torch.autograd.set_detect_anomaly(True) on a short "
+                   "run, and check the inputs of that batch for NaN/Inf.",
+                   "Lower the learning rate or add warm-up; clip gradients "
+                   "(torch.nn.utils.clip_grad_norm_); with fp16 use a GradScaler.",
+                   "If some ranks skip a step on NaN, make the decision collective: all_reduce "
+                   "an 'is finite' flag so every rank skips together."),
+        )

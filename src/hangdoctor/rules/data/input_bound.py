@@ -1,0 +1,53 @@
+"""HD203 data.pipeline_stall: Not a hang: the job spends most of its time waiting for data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._progress_examples import progress_job, progress_status
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.taxonomy import Category
+
+_INPUT_BOUND_SHARE = 0.5
+_MIN_BATCHES = 20
+
+
+class InputBound(Rule):
+    """Not a hang: the job spends most of its time waiting for data."""
+
+    id = "HD203"
+    category = Category.DATA_PIPELINE_STALL
+    summary = "the job is input-bound"
+    specificity = 10
+    names_culprit = True
+    fires_on = (Example("70% of the time waits for data", lambda: progress_job(
+        progress_status(0, wait=70.0, batches=200), hung=False, exit_code=0)),)
+    quiet_on = (Example("compute-bound", lambda: progress_job(
+        progress_status(0, wait=5.0, batches=200), hung=False, exit_code=0)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        record = job.record
+        if record is None:
+            return
+        for status in record.progress:
+            elapsed = status.updated_at - record.started_at
+            if status.batches < _MIN_BATCHES or elapsed <= 0:
+                continue
+            share = status.data_wait_s / elapsed
+            if share < _INPUT_BOUND_SHARE:
+                continue
+            who = f"rank {status.rank}" if status.rank is not None else f"pid {status.pid}"
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.WARNING,
+                confidence=0.8,
+                title=f"Input-bound: {who} spent {share:.0%} of its time waiting for data",
+                explanation="The model waits for the DataLoader more than it computes.",
+                culprit=Culprit(pid=status.pid, rank=status.rank),
+                evidence=(f"{status.data_wait_s:.1f} s of {elapsed:.1f} s waiting in "
+                          f"DataLoader.__next__ over {status.batches} batches",),
+                fixes=("More DataLoader workers (num_workers), pin_memory=True, "
+                       "persistent_workers=True, a larger prefetch_factor.",
+                       "Move expensive decoding/augmentation out of __getitem__ or cache it."),
+            )

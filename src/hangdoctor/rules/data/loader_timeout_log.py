@@ -1,0 +1,59 @@
+"""HD251 data.pipeline_stall: DataLoader(timeout=N) expired: no batch arrived for N seconds, so a
+worker is stuck or too slow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
+from hangdoctor.taxonomy import Category
+
+
+# --- HD251 data.pipeline_stall (DataLoader timeout) ------------------------------------------
+class DataLoaderTimeout(Rule):
+    """DataLoader(timeout=N) expired: no batch arrived for N seconds, so a worker is stuck or
+    too slow."""
+
+    id = "HD251"
+    category = Category.DATA_PIPELINE_STALL
+    summary = "the DataLoader timed out waiting for a batch"
+    specificity = 75
+    names_culprit = False
+    fires_on = (
+        Example("DataLoader timed out", lambda: logs_bundle([
+            "  File \"/opt/venv/lib/python3.10/site-packages/torch/utils/data/dataloader.py\", "
+            "line 1150, in _get_data",
+            "RuntimeError: DataLoader timed out after 120 seconds"])),
+    )
+    quiet_on = (
+        Example("a slow but progressing loader", lambda: logs_bundle([
+            "step 10 data_time 2.1s", "step 11 data_time 2.3s"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        found = matches_of(job, "dataloader_timeout")
+        if not found:
+            return
+        seconds = found[0].fields["seconds"]
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=f"The DataLoader waited {seconds} s for a batch and gave up",
+            explanation=("No DataLoader worker delivered a batch within the timeout: a worker "
+                         "is blocked in the dataset (a network or storage read without a "
+                         "timeout, a lock copied into it by fork, a deadlocked library) or is "
+                         "far slower than the training step."),
+            culprit=Culprit(rank=found[0].number("rank"), role="rank")
+            if found[0].number("rank") is not None else None,
+            evidence=tuple(cite(found)),
+            fixes=(
+                "Capture the workers while they wait: `hangdoctor run -- python train.py` (or "
+                "`hangdoctor dump PID`) shows the line each worker is blocked on.",
+                "Reproduce in one process with num_workers=0 to see the blocking call in a "
+                "plain traceback.",
+                "Give network and storage reads in __getitem__ a timeout and a retry; raise "
+                "DataLoader(timeout=...) only if batches are legitimately that slow.",
+            ),
+        )

@@ -1,0 +1,75 @@
+"""HD202 data.worker_killed: A DataLoader worker died; the signal says why."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import scan
+from hangdoctor.rules._job_examples import failed_job
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.taxonomy import Category
+
+
+class WorkerKilled(Rule):
+    """A DataLoader worker died; the signal says why."""
+
+    id = "HD202"
+    category = Category.DATA_WORKER_KILLED
+    summary = "a DataLoader worker process died"
+    specificity = 80
+    fires_on = (
+        Example("worker killed by SIGBUS (full /dev/shm)", lambda: failed_job((
+            "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+            "possible that dataloader's workers are out of shared memory. Please try to raise "
+            "your shared memory limit.",))),
+        Example("worker killed by SIGKILL", lambda: failed_job((
+            "RuntimeError: DataLoader worker (pid(s) 51, 52) exited unexpectedly",
+            "RuntimeError: DataLoader worker (pid 51) is killed by signal: Killed. ",))),
+    )
+    quiet_on = (
+        Example("a clean run", lambda: failed_job(("epoch 1 done",), exit_code=0)),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        record = job.bundle.job
+        if record is None:
+            return
+        matches = [m for m in scan(record.output_tail)
+                   if m.kind in ("worker_killed", "worker_exited")]
+        if not matches:
+            return
+        best = next((m for m in matches if m.kind == "worker_killed"), matches[0])
+        oom = [m for m in scan(record.kernel_log) if m.kind == "oom_killed"
+               and set(m.pids) & set(best.pids)]
+        signal_name = (best.detail or "").strip()
+        if signal_name == "Bus error":
+            explanation = ("The worker got SIGBUS: tensors are passed from workers through "
+                           "shared memory (/dev/shm), and it was full.")
+            fixes = ("Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: "
+                     "an emptyDir with medium: Memory mounted at /dev/shm).",
+                     "Or torch.multiprocessing.set_sharing_strategy('file_system'), or fewer "
+                     "workers / smaller prefetch_factor.")
+        elif signal_name == "Killed" or oom:
+            explanation = ("The worker got SIGKILL, which in a training job almost always "
+                           "means the kernel's OOM killer (or a container memory limit).")
+            fixes = ("Lower host memory use: fewer workers, smaller prefetch_factor, avoid "
+                     "copying the whole dataset into each worker (copy-on-read of Python "
+                     "lists: use numpy arrays or memory-mapped files).",
+                     "Check `dmesg` for `Out of memory: Killed process`, and the container's "
+                     "memory limit.")
+        else:
+            explanation = ("The worker died; the error inside it is lost because it happened "
+                           "in a subprocess.")
+            fixes = ("Rerun with num_workers=0 to see the error in the main process.",)
+        evidence = [f"job output: {m.line}" for m in matches[:3]]
+        evidence += [f"kernel log: {m.line}" for m in oom[:2]]
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            title=f"DataLoader worker pid {', '.join(map(str, best.pids))} died"
+                  + (f" ({signal_name})" if signal_name else ""),
+            explanation=explanation,
+            culprit=Culprit(pid=best.pids[0] if best.pids else None, role="dataloader_worker"),
+            evidence=tuple(evidence), fixes=fixes,
+        )

@@ -1,0 +1,1 @@
+"""Rules for the `distributed.*` categories of the taxonomy, one file per rule."""

@@ -1,0 +1,44 @@
+"""What the distributed log rules share: how ranks and exits are named, and example NCCL lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.logs import (
+    SIGNAL_NAMES,
+    RankFailure,
+)
+
+
+# --- helpers shared by the distributed rules -------------------------------------------------
+def ranks_text(ranks: Iterable[int]) -> str:
+    """`rank 3`, `ranks 0-2, 5`."""
+    values = sorted(set(ranks))
+    if not values:
+        return "no rank"
+    spans: list[str] = []
+    start = previous = values[0]
+    for value in [*values[1:], None]:
+        if value is not None and value == previous + 1:
+            previous = value
+            continue
+        spans.append(str(start) if start == previous else f"{start}-{previous}")
+        if value is not None:
+            start = previous = value
+    return ("rank " if len(values) == 1 else "ranks ") + ", ".join(spans)
+
+
+def exit_text(failure: RankFailure) -> str:
+    if failure.signal is not None:
+        return f"killed by {SIGNAL_NAMES.get(failure.signal, f'signal {failure.signal}')}"
+    if failure.exitcode is not None:
+        return f"exit code {failure.exitcode}"
+    return "exited"
+
+
+# --- HD350 distributed.collective_timeout ----------------------------------------------------
+def nccl_line(rank: int, seq: int, op: str, numel: int = 1024) -> str:
+    return (f"[rank{rank}]:[E1206 18:44:13.275158817 ProcessGroupNCCL.cpp:632] [Rank {rank}] "
+            f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, "
+            f"NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600051 "
+            "milliseconds before timing out.")

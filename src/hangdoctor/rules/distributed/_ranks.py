@@ -1,0 +1,189 @@
+"""What the cross-rank rules share: grouping ranks by where they wait, naming the odd group and
+the loop a rank left, and example evidence of ranks in collectives."""
+
+from __future__ import annotations
+
+from hangdoctor.analysis.frames import Origin, origin
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.ranks import RankState, RankView, rank_list
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, JobRecord, ProgressStatus
+from hangdoctor.rules.finding import Culprit
+from hangdoctor.rules.helpers import at, culprit
+
+C10D = f"{b.SITE}/torch/distributed/distributed_c10d.py"
+
+
+def collective_frames(call: str, line: int, code: str, loops=(), guards=()):
+    return (b.frame(C10D, 2500, call), b.frame("train.py", line, "train", code=code,
+                                                 loops=loops, guards=guards))
+
+
+def rank_process(rank: int, *frames, world: int = 4, **kernel):
+    pid = 100 + rank
+    return b.process(pid, b.thread(pid, *frames, name="MainThread", **kernel), ppid=99,
+                     env={"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)})
+
+
+def ranks_job(*processes, progress: tuple[ProgressStatus, ...] = ()) -> Bundle:
+    launcher = b.process(99, b.thread(99, b.frame(f"{b.SITE}/torch/distributed/run.py", 900,
+                                                  "main"), syscall="clock_nanosleep"),
+                         ppid=1, cmdline=("torchrun", "train.py"))
+    bundle = b.bundle(launcher, *processes)
+    if progress:
+        bundle = bundle.model_copy(update={"job": JobRecord(started_at=0.0, progress=progress)})
+    return bundle
+
+
+def rank_status(rank: int, steps: int, collectives: int, in_collective: str | None = None):
+    return ProgressStatus(pid=100 + rank, rank=rank, updated_at=10.0, steps=steps,
+                          collectives=collectives, in_collective=in_collective,
+                          in_collective_seq=collectives if in_collective else None)
+
+
+def all_in_the_same_collective():
+    return ranks_job(*[
+        rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
+                     syscall="futex")
+        for r in range(4)])
+
+
+def barrier_only_on_rank_0():
+    others = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)",
+                                           loops=("for batch in loader",)), syscall="futex")
+              for r in (1, 2, 3)]
+    zero = rank_process(0, *collective_frames("barrier", 47, "dist.barrier()",
+                                        loops=("for batch in loader",),
+                                        guards=("rank == 0",)), syscall="futex")
+    progress = tuple(rank_status(r, 7, 8, "barrier" if r == 0 else "all_reduce") for r in range(4))
+    return ranks_job(zero, *others, progress=progress)
+
+
+def rank_ran_out_of_data():
+    others = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)",
+                                           loops=("for batch in loader",)), syscall="futex")
+              for r in (0, 1, 2)]
+    done = rank_process(3, *collective_frames("barrier", 60, "dist.barrier()"), syscall="futex")
+    progress = (*(rank_status(r, 100, 101, "all_reduce") for r in (0, 1, 2)),
+                rank_status(3, 99, 100, "barrier"))
+    return ranks_job(*others, done, progress=progress)
+
+
+def helper_all_reduce(rank: int, loop: str, call_code: str, world: int = 2):
+    """A rank in the all_reduce of a helper called from the training loop."""
+    return rank_process(rank, b.frame(C10D, 2500, "all_reduce"),
+                 b.frame("train.py", 12, "average_gradients", code="dist.all_reduce(p.grad)",
+                         loops=("for p in model.parameters()",)),
+                 b.frame("train.py", 30, "train", code=call_code, loops=(loop,)),
+                 syscall="futex", world=world)
+
+
+def guarded_barrier_beside_a_helper():
+    zero = rank_process(0, b.frame(C10D, 2600, "barrier"),
+                 b.frame("train.py", 35, "train", code="dist.barrier()",
+                         loops=("for step in range(steps)",), guards=("rank == 0",)),
+                 syscall="futex", world=2)
+    return ranks_job(zero, helper_all_reduce(1, "for step in range(steps)",
+                                         "average_gradients(model)"))
+
+
+def epoch_helper_ran_out_of_data():
+    done = rank_process(1, b.frame(C10D, 2600, "barrier"),
+                 b.frame("train.py", 31, "train", code="dist.barrier()",
+                         loops=("for epoch in range(epochs)",)),
+                 syscall="futex", world=2)
+    busy = rank_process(0, b.frame(C10D, 2500, "all_reduce"),
+                 b.frame("train.py", 12, "train_epoch", code="dist.all_reduce(loss)",
+                         loops=("for batch in loader",)),
+                 b.frame("train.py", 30, "train", code="train_epoch(model, loader)",
+                         loops=("for epoch in range(epochs)",)),
+                 syscall="futex", world=2)
+    return ranks_job(busy, done)
+
+
+def never_joined():
+    init = f"{b.SITE}/torch/distributed/distributed_c10d.py"
+    waiting = [rank_process(r, b.frame(init, 1700, "init_process_group"),
+                     b.frame("train.py", 12, "main", code="dist.init_process_group('gloo')"),
+                     syscall="futex") for r in (0, 1, 3)]
+    return ranks_job(*waiting)
+
+
+def describe_group(states: list[RankState]) -> str:
+    first = states[0]
+    seq = f" #{first.seq}" if first.seq is not None else ""
+    return f"{rank_list(states)} {wait_words(states)} in {first.call}{seq} at {at(first.site)}"
+
+
+def wait_words(states: list[RankState]) -> str:
+    return "waits" if len(states) == 1 else "wait"
+
+
+def rank_culprit(job: JobView, state: RankState) -> Culprit:
+    if state.process is not None:
+        return culprit(job, state.process, state.thread, state.site)
+    return Culprit(pid=state.pid, rank=state.rank, role="rank")
+
+
+def odd_group(groups: list[list[RankState]]) -> list[RankState]:
+    """The group to blame: the smallest; among equals, the one whose call sits under an `if`."""
+    candidates = sorted(groups[1:] + groups[:1], key=len)
+    smallest = [g for g in candidates if len(g) == len(candidates[0])]
+    guarded = [g for g in smallest if g[0].site is not None and g[0].site.guards]
+    return (guarded or smallest)[0]
+
+
+def split_groups(view: RankView):
+    waiting = [s for s in view.alive if s.in_collective]
+    if len(waiting) < 2:
+        return None
+    groups = view.groups(waiting)
+    if len(groups) < 2:
+        return None
+    odd = odd_group(groups)
+    rest = [s for g in groups if g is not odd for s in g]
+    return odd, rest
+
+
+def user_frames(thread) -> list:
+    return [f for f in thread.python.frames if origin(f) is Origin.USER] if (
+        thread is not None and thread.python is not None) else []
+
+
+def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
+    """The header of the loop the others still run their collective in and the odd ranks have
+    left, or None when they have not left it.
+
+    Step counts cannot tell: ranks blocked at different points of one iteration differ by a
+    step too. The code can: the others' collective sits inside a loop, and the odd rank's stack
+    is outside that loop (or out of that function altogether). The loops are compared in the
+    innermost function of the user's code that both stacks run in. When both are inside the
+    same loops there, the others are deeper, in a function called from that loop: the odd rank
+    has returned from it (an epoch helper whose data ran out), unless the odd rank's collective
+    runs under an `if` of its own that the others did not take (a barrier only rank 0 calls,
+    beside a gradient-averaging helper that all_reduces in a loop over the parameters)."""
+    looping = rest[0].site
+    thread = odd[0].thread
+    if looping is None or not looping.loops or thread is None or thread.python is None:
+        return None
+    odd_frames = user_frames(thread)
+    rest_frames = user_frames(rest[0].thread) or [looping]
+    for index, frame in enumerate(rest_frames):  # innermost first
+        for depth, mine in enumerate(odd_frames):
+            if mine.file != frame.file or mine.function != frame.function:
+                continue
+            if len(mine.loops) != len(frame.loops) or index == 0:
+                shorter = len(mine.loops) < len(frame.loops)
+                return frame.loops[len(mine.loops)] if shorter else None
+            own_guards = {g for f in odd_frames[:depth] for g in f.guards}
+            own_guards |= set(mine.guards) - set(frame.guards)
+            if own_guards:
+                return None
+            deeper = [f for f in rest_frames[:index] if f.loops]
+            return deeper[-1].loops[0] if deeper else looping.loops[-1]
+    return looping.loops[-1]
+
+
+def is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
+    """Whether the odd ranks have left the loop the others still run their collective in."""
+    return left_loop(odd, rest) is not None

@@ -1,0 +1,220 @@
+"""HD350 distributed.collective_timeout: A collective exceeded its timeout (NCCL's watchdog, or a
+gloo operation). When the ranks' watchdog lines disagree on the sequence number, the rank with
+the lowest one is behind; when some ranks logged nothing about it, they probably never entered
+the collective."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import (
+    LogMatch,
+    line_rank,
+    scan,
+)
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._logs import nccl_line, ranks_text
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, logs_bundle, output_lines
+from hangdoctor.taxonomy import Category
+
+FLIGHT_RECORDER_DOCS = "https://docs.pytorch.org/tutorials/prototype/flight_recorder_tutorial.html"
+
+
+def _seconds(ms: int | None) -> str:
+    return f"{ms / 1000:g} s" if ms is not None else "its timeout"
+
+
+_RUN_HINT = ("Next time run the job under hangdoctor, which captures every rank's stack the "
+             "moment progress stops: `hangdoctor run --hang-timeout 300 -- torchrun ...`.")
+
+
+def _numel(match: LogMatch) -> str:
+    found = re.search(r"NumelIn=(-?\d+)", match.fields.get("rest", ""))
+    if not found:
+        return ""
+    count = int(found[1])
+    return f", {count:,} element{'' if count == 1 else 's'}"
+
+
+def _timeout_ms(match: LogMatch) -> int | None:
+    found = re.search(r"Timeout\(ms\)=(\d+)", match.fields.get("rest", ""))
+    return int(found[1]) if found else None
+
+
+def _collective(match: LogMatch) -> str:
+    return f"SeqNum={match.fields['seq']} ({match.fields['op']}{_numel(match)})"
+
+
+def _logged_ranks(lines: tuple[str, ...]) -> set[int]:
+    """Ranks that wrote anything to this log (from torchrun's `[rankN]:` line prefixes)."""
+    ranks: set[int] = set()
+    for line in lines:
+        if line[:1] == "[":
+            rank = line_rank(line)
+            if rank is not None:
+                ranks.add(rank)
+    return ranks
+
+
+class CollectiveTimeoutFromLog(Rule):
+    """A collective exceeded its timeout (NCCL's watchdog, or a gloo operation). When the ranks'
+    watchdog lines disagree on the sequence number, the rank with the lowest one is behind; when
+    some ranks logged nothing about it, they probably never entered the collective."""
+
+    id = "HD350"
+    category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
+    summary = "a collective timed out (from NCCL/gloo log lines)"
+    specificity = 55
+    names_culprit = False
+    fires_on = (
+        Example("every rank timed out in the same collective", lambda: logs_bundle(
+            [nccl_line(rank, 808, "ALLREDUCE", 9801523) for rank in range(4)])),
+        Example("rank 3 is behind the others", lambda: logs_bundle(
+            [*(nccl_line(rank, 2041, "ALLREDUCE") for rank in range(3)),
+             nccl_line(3, 2039, "BROADCAST", 1)])),
+        Example("rank 2 never reported a timeout", lambda: logs_bundle(
+            ["[rank2]: step 1200 loss 2.31",
+             *(nccl_line(rank, 412, "ALLREDUCE") for rank in (0, 1, 3))])),
+        Example("a gloo recv timed out", lambda: logs_bundle([
+            "[rank1]: Traceback (most recent call last):",
+            "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81]"
+            " Timed out waiting 1800000ms for recv operation to complete"])),
+    )
+    quiet_on = (
+        Example("a healthy distributed run", lambda: logs_bundle([
+            "[rank0]: step 100 loss 2.1", "[rank1]: step 100 loss 2.1",
+            "NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        lines = output_lines(job)
+        found = scan(lines)
+        nccl = [m for m in found if m.kind == "nccl_timeout" and "rank" in m.fields]
+        if nccl:
+            yield self._nccl(lines, nccl, [m for m in found if m.kind == "nccl_progress"])
+            return
+        gloo = [m for m in found if m.kind == "gloo_timeout"]
+        if gloo:
+            yield self._gloo(lines, gloo)
+
+    def _nccl(self, lines: tuple[str, ...], timeouts: list[LogMatch],
+              progress: list[LogMatch]) -> Finding:
+        # The oldest timed-out work of each rank, within the process group most ranks report.
+        groups: dict[str | None, dict[int, LogMatch]] = {}
+        for match in timeouts:
+            rank = match.number("rank")
+            assert rank is not None  # the pattern requires it
+            group = groups.setdefault(match.fields.get("pg"), {})
+            if rank not in group or match.number("seq") < group[rank].number("seq"):
+                group[rank] = match
+        per_rank = max(groups.values(), key=len)
+        timeout_ms = _timeout_ms(timeouts[0])
+        seqs = {rank: m.number("seq") for rank, m in per_rank.items()}
+        low = min(seqs.values())
+        behind = sorted(r for r, s in seqs.items() if s == low)
+        ahead = sorted(r for r, s in seqs.items() if s != low)
+        related: tuple[Culprit, ...] = ()
+        culprit = None
+        evidence: list[str] = []
+        if ahead:
+            first_ahead = per_rank[ahead[0]]
+            title = (f"NCCL collective timed out: {ranks_text(behind)} "
+                     f"{'is' if len(behind) == 1 else 'are'} behind, in "
+                     f"{_collective(per_rank[behind[0]])} while {ranks_text(ahead)} wait in "
+                     f"{_collective(first_ahead)}")
+            explanation = (
+                f"Every rank runs the same collectives in the same order, numbered by SeqNum. "
+                f"{ranks_text(ahead).capitalize()} already issued later collectives, so "
+                f"{ranks_text(behind)} fell behind: it is stuck in, or before, "
+                f"{_collective(per_rank[behind[0]])}, or it called a different sequence of "
+                "collectives (one the others do not call).")
+            culprit = Culprit(rank=behind[0], role="rank")
+            related = tuple(Culprit(rank=r, role="rank") for r in behind[1:])
+            order = [*behind, *ahead]
+            confidence = 0.85
+        else:
+            first = per_rank[behind[0]]
+            completed = {m.number("rank"): m.number("completed") for m in progress
+                         if m.number("rank") is not None and m.number("completed") is not None}
+            absent = sorted(_logged_ranks(lines) - set(per_rank))
+            order = behind
+            confidence = 0.8
+            if completed and len(set(completed.values())) > 1:
+                lowest = min(completed.values())
+                slow = sorted(r for r, c in completed.items() if c == lowest)
+                title = (f"NCCL collective timed out: {ranks_text(slow)} completed the fewest "
+                         f"collectives (last completed work {lowest})")
+                explanation = ("The ranks disagree on how far they got: the one that completed "
+                               "the fewest collectives is the one to look at.")
+                culprit = Culprit(rank=slow[0], role="rank")
+                evidence += cite((m for m in progress if m.number("rank") in slow), limit=2)
+            elif absent:
+                title = (f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)}; "
+                         f"{ranks_text(absent)} never reported it")
+                explanation = (
+                    f"{ranks_text(behind).capitalize()} waited {_seconds(timeout_ms)} in "
+                    f"{_collective(first)}. {ranks_text(absent).capitalize()} logged other lines "
+                    "but no timeout: most likely it never entered this collective (stuck or "
+                    "slow before it, or it exited), and the others waited for it.")
+                culprit = Culprit(rank=absent[0], role="rank")
+                related = tuple(Culprit(rank=r, role="rank") for r in absent[1:])
+                confidence = 0.7
+            else:
+                title = (f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)} "
+                         f"after {_seconds(timeout_ms)}")
+                explanation = (
+                    "The reporting ranks all waited in the same collective, so some rank never "
+                    "joined it (stuck before it, or outside this log), or the collective itself "
+                    "could not finish (network, GPU). The log alone cannot tell which.")
+        evidence = cite(per_rank[r] for r in order) + evidence
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=confidence,
+            title=title, explanation=explanation, culprit=culprit, related=related,
+            evidence=tuple(evidence[:MAX_EVIDENCE]),
+            fixes=(
+                "Find where each rank was: rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+                "TORCH_NCCL_DUMP_ON_TIMEOUT=1 (Flight Recorder) so every rank dumps its last "
+                f"collectives on timeout, and compare them ({FLIGHT_RECORDER_DOCS}).",
+                _RUN_HINT,
+                "Look at the code path of the rank that is behind: a collective called only on "
+                "some ranks (inside `if rank == 0:`), a data-dependent branch, an uneven number "
+                "of batches per rank, or a slow step (evaluation, checkpoint saving) done by one "
+                "rank only.",
+                "Set NCCL_DEBUG=INFO (with NCCL_DEBUG_SUBSYS=INIT,NET) to see transport errors, "
+                "and leave TORCH_NCCL_ASYNC_ERROR_HANDLING at its default (never 0) so a timeout "
+                "ends the job instead of hanging it.",
+                "Raise init_process_group(timeout=...) only if a legitimately slow step explains "
+                "the wait.",
+            ),
+        )
+
+    def _gloo(self, lines: tuple[str, ...], timeouts: list[LogMatch]) -> Finding:
+        ranks = sorted({r for m in timeouts if (r := m.number("rank")) is not None})
+        absent = sorted(_logged_ranks(lines) - set(ranks)) if ranks else []
+        timeout_ms = timeouts[0].number("timeout_ms")
+        who = ranks_text(ranks) if ranks else "a rank"
+        title = f"gloo collective timed out on {who} after {_seconds(timeout_ms)}"
+        explanation = (f"{who[:1].upper()}{who[1:]} waited {_seconds(timeout_ms)} to receive "
+                       "from a peer inside a collective; the peer never sent. gloo names only "
+                       "the rank that gave up, not the one it waited for.")
+        culprit = None
+        if absent:
+            title += f"; {ranks_text(absent)} reported no timeout"
+            explanation += (f" {ranks_text(absent).capitalize()} logged other lines but no "
+                            "timeout: it is probably the one that never reached the collective.")
+            culprit = Culprit(rank=absent[0], role="rank")
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR,
+            confidence=0.7 if absent else 0.75, title=title, explanation=explanation,
+            culprit=culprit, evidence=tuple(cite(timeouts)),
+            fixes=(
+                _RUN_HINT,
+                "Rerun with TORCH_FR_BUFFER_SIZE=2000 (Flight Recorder works with gloo) and dump "
+                "it on each rank to compare the collectives' sequence numbers.",
+                "Look for a collective that only some ranks call, or one rank doing slow work "
+                "(evaluation, saving) while the others wait.",
+            ),
+        )

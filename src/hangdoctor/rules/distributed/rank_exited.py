@@ -1,0 +1,69 @@
+"""HD313 distributed.rank_exited: A rank is gone while its peers wait for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._ranks import (
+    all_in_the_same_collective,
+    collective_frames,
+    describe_group,
+    rank_culprit,
+    rank_process,
+    rank_status,
+    ranks_job,
+    wait_words,
+)
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.taxonomy import Category
+
+
+def _rank_gone():
+    waiting = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
+                     syscall="futex") for r in (0, 1, 3)]
+    progress = (*(rank_status(r, 12, 13, "all_reduce") for r in (0, 1, 3)), rank_status(2, 12, 12))
+    return ranks_job(*waiting, progress=progress)
+
+
+class RankExited(Rule):
+    """A rank is gone while its peers wait for it."""
+
+    id = "HD313"
+    category = Category.DISTRIBUTED_RANK_EXITED
+    summary = "a rank exited while the others wait for it"
+    specificity = 90
+    fires_on = (Example("a rank that is gone", _rank_gone),)
+    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        view = rank_view(job)
+        if not view.missing or not any(s.in_collective for s in view.alive):
+            return
+        waiting = [s for s in view.alive if s.in_collective]
+        gone = [view.ranks[r] for r in view.missing if r in view.ranks]
+        first = gone[0] if gone else None
+        names = ", ".join(map(str, view.missing[:8]))
+        evidence = [f"WORLD_SIZE is {view.world_size}, but rank(s) {names} have no live "
+                    "process", describe_group(waiting)]
+        if first is not None and first.status is not None:
+            evidence.append(f"rank {first.rank} (pid {first.status.pid}) had taken "
+                            f"{first.steps} steps and started {first.status.collectives} "
+                            "collectives when it was last seen")
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            title=f"Rank {names} exited; {rank_list(waiting)} {wait_words(waiting)} for it",
+            explanation=("A rank's process ended while the others wait in a collective that "
+                         "needs it. A rank that crashed usually ends the whole job; one that "
+                         "returned early (a `return` or `break` some ranks take) leaves the "
+                         "others waiting."),
+            culprit=Culprit(pid=first.pid if first else None, rank=view.missing[0], role="rank"),
+            related=tuple(rank_culprit(job, s) for s in waiting[:4]),
+            evidence=tuple(evidence),
+            fixes=(f"Read rank {view.missing[0]}'s own output (output.log) for its error or "
+                   "its exit path: every rank must run the same collectives to the end.",
+                   PROCESS_GROUP_TIMEOUT),
+        )

@@ -1,0 +1,158 @@
+"""HD352 distributed.rank_exited: A rank died and the job ended with it: torchrun's failure summary
+(or its agent's `failed (exitcode: ...)` line, or torch.multiprocessing.spawn's) names the first
+rank that failed and how."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import (
+    torchrun_failures,
+)
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._logs import exit_text, nccl_line, ranks_text
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.log_helpers import (
+    MAX_EVIDENCE,
+    cite,
+    clip,
+    logs_bundle,
+    matches_of,
+    output_lines,
+)
+from hangdoctor.taxonomy import Category
+
+# --- HD352 distributed.rank_exited -----------------------------------------------------------
+_SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-03-01_10:21:07
+  host      : gpu-node-17
+  rank      : {rank} (local_rank: {rank})
+  exitcode  : {code} (pid: 48213)
+  error_file: <N/A>
+  traceback : {cause}
+============================================================"""
+
+_SIGNAL_ADVICE = {
+    9: ("SIGKILL is almost always the kernel's OOM killer or the job scheduler (a memory limit, "
+        "a preemption, a wall-clock limit).",
+        "Check `dmesg` (or `journalctl -k`) for `Out of memory: Killed process` with this pid, "
+        "and the scheduler's log; lower host memory use per rank (fewer DataLoader workers, "
+        "memory-mapped datasets, no full copy of the dataset per rank)."),
+    6: ("SIGABRT means the process aborted itself: an uncaught C++ exception (a CUDA or NCCL "
+        "error), a failed assertion, or NCCL's watchdog taking the process down.",
+        "Look above the summary in the log for `terminate called after throwing`, a CUDA error "
+        "or an NCCL error from this rank; rerun with TORCH_SHOW_CPP_STACKTRACES=1."),
+    11: ("SIGSEGV is a crash in native code: a C/C++/CUDA extension, or libraries that do not "
+         "match each other.",
+         "Rerun with `python -X faulthandler` (or PYTHONFAULTHANDLER=1) to get the Python stack "
+         "at the crash, and check that extensions were built for the installed torch."),
+    7: ("SIGBUS in a training job nearly always means /dev/shm (shared memory) is full.",
+        "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: an emptyDir "
+        "with medium: Memory at /dev/shm), or fewer DataLoader workers."),
+    15: ("SIGTERM means something asked it to stop: the scheduler (preemption, time limit), a "
+         "user, or torchrun after another rank failed.",
+         "Check the scheduler's log for a preemption or time limit, and the log for a rank that "
+         "failed before this one."),
+}
+
+
+class RankExitedFromLog(Rule):
+    """A rank died and the job ended with it: torchrun's failure summary (or its agent's
+    `failed (exitcode: ...)` line, or torch.multiprocessing.spawn's) names the first rank that
+    failed and how."""
+
+    id = "HD352"
+    category = Category.DISTRIBUTED_RANK_EXITED
+    summary = "a rank exited and the job failed with it"
+    specificity = 80
+    names_culprit = False
+    fires_on = (
+        Example("rank 4 killed by SIGKILL", lambda: logs_bundle(_SUMMARY.format(
+            rank=4, code=-9, cause="Signal 9 (SIGKILL) received by PID 48213").splitlines())),
+        Example("agent line only", lambda: logs_bundle([
+            "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
+            "failed (exitcode: -11) local_rank: 5 (pid: 2630) of binary: /usr/bin/python3"])),
+        Example("spawned process killed", lambda: logs_bundle([
+            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
+            "signal SIGKILL"])),
+    )
+    quiet_on = (
+        Example("the watchdog aborted the rank after a collective timeout", lambda: logs_bundle([
+            nccl_line(2, 77, "ALLREDUCE"),
+            *_SUMMARY.format(rank=2, code=-6,
+                             cause="Signal 6 (SIGABRT) received by PID 48213").splitlines()])),
+        Example("a clean torchrun run", lambda: logs_bundle([
+            "[rank0]: epoch 3 done", "[rank1]: epoch 3 done"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        lines = output_lines(job)
+        failures = torchrun_failures(lines)
+        if not failures:
+            return
+        first = next((f for f in failures if f.root_cause), None) or min(
+            failures, key=lambda f: f.index)
+        timeouts = matches_of(job, "nccl_timeout", "gloo_timeout")
+        if first.signal == 6 and timeouts:
+            return  # the watchdog took it down: the collective timeout is the finding
+        name = (f"rank {first.rank}" if first.rank is not None else
+                f"local rank {first.local_rank}" if first.local_rank is not None else "a rank")
+        where = f" on {first.host}" if first.host else ""
+        pid = f" (pid {first.pid})" if first.pid else ""
+        severity, confidence = Severity.ERROR, 0.9
+        fixes: list[str] = []
+        if first.signal is not None:
+            explanation, fix = _SIGNAL_ADVICE.get(first.signal, (
+                f"It was killed by signal {first.signal}.",
+                "Look in the log and `dmesg` for what sent it."))
+            fixes.append(fix)
+            if first.signal == 15:
+                severity, confidence = Severity.WARNING, 0.6
+        else:
+            explanation = (f"It exited with code {first.exitcode}: a Python exception in that "
+                           "rank. Its traceback is in the log above the summary (lines "
+                           f"prefixed `[rank{first.rank if first.rank is not None else 'N'}]:`).")
+            fixes.append("Decorate your entry point with "
+                         "`@torch.distributed.elastic.multiprocessing.errors.record` so "
+                         "torchrun's summary carries the exception itself.")
+            confidence = 0.6
+            # Its own exception is not a lost connection, while its peers' are: it failed first
+            # and the peers' connection errors are the consequence, not the cause.
+            prefix = f"[rank{first.rank}]:" if first.rank is not None else None
+            transport = matches_of(job, "transport_error")
+            own = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
+            if prefix and transport and not own:
+                confidence = 0.85
+                explanation += (" The other ranks' connection errors followed from it: they "
+                                "lost their peer.")
+        evidence = [f"log: {clip(first.line)}" if first.line else f"torchrun: {name} failed"]
+        if first.cause and first.cause not in evidence[0]:
+            evidence.append(f"torchrun: {first.cause}")
+        oom = [m for m in matches_of(job, "oom_killed", kernel=True)
+               if first.pid is not None and first.pid in m.pids]
+        if oom:
+            explanation += " The kernel log shows the OOM killer ended this very process."
+            evidence += cite(oom, "kernel log", limit=1)
+            confidence = 0.7  # host.memory_exhausted is the better explanation
+        others = [f for f in failures if f is not first and f.rank is not None]
+        if others:
+            evidence.append(f"torchrun also lists {ranks_text(f.rank for f in others)} as failed "
+                            "after it")
+        fixes.append("Run the job under `hangdoctor run -- torchrun ...`, which watches every "
+                     "rank and reports the first one that dies, with its signal and memory.")
+        yield Finding(
+            id=self.id, category=self.category, severity=severity, confidence=confidence,
+            title=f"{name[0].upper()}{name[1:]}{pid}{where} failed first ({exit_text(first)})",
+            explanation=explanation,
+            culprit=Culprit(rank=first.rank, pid=first.pid, role="rank"),
+            evidence=tuple(evidence[:MAX_EVIDENCE]), fixes=tuple(fixes),
+        )

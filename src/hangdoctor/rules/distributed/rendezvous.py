@@ -1,0 +1,71 @@
+"""HD314 distributed.rendezvous: The job waits at start-up for peers that never join."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.analysis.waits import describe_wait
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._ranks import (
+    all_in_the_same_collective,
+    never_joined,
+    rank_culprit,
+    wait_words,
+)
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.helpers import at
+from hangdoctor.taxonomy import Category
+
+
+class Rendezvous(Rule):
+    """The job waits at start-up for peers that never join."""
+
+    id = "HD314"
+    category = Category.DISTRIBUTED_RENDEZVOUS
+    summary = "ranks wait at start-up for peers that never join"
+    specificity = 85
+    names_culprit = False  # a rank that never started has no process to point at
+    fires_on = (Example("rank 2 never joined", never_joined),)
+    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        view = rank_view(job)
+        joining = [s for s in view.alive if s.in_start_up]
+        if not joining or any((s.steps or 0) > 0 for s in view.ranks.values()):
+            return
+        late = [s for s in view.alive if not s.in_start_up]
+        missing = [r for r in view.missing if r not in {s.rank for s in late}]
+        env = joining[0].process.environ if joining[0].process else {}
+        address = f"{env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"
+        evidence = [f"{rank_list(joining)} {wait_words(joining)} in {joining[0].call} at "
+                    f"{at(joining[0].site)}",
+                    f"MASTER_ADDR:MASTER_PORT is {address}, WORLD_SIZE {view.world_size}"]
+        if late:
+            state = late[0]
+            wait = describe_wait(job, state.process, state.thread) if state.thread else None
+            evidence.append(f"rank {state.rank} has not reached init_process_group: it is "
+                            f"{wait.summary if wait else 'elsewhere'} at {at(state.site)}")
+            culprit_ = rank_culprit(job, state)
+            title = f"Rendezvous: rank {state.rank} never reached init_process_group"
+        elif missing:
+            evidence.append(f"rank(s) {', '.join(map(str, missing[:8]))} have no process here")
+            culprit_ = Culprit(rank=missing[0], role="rank")
+            title = f"Rendezvous: rank(s) {', '.join(map(str, missing[:8]))} never joined"
+        else:
+            culprit_ = rank_culprit(job, joining[0])
+            title = f"Rendezvous: every rank waits at start-up for the store at {address}"
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=title,
+            explanation=("init_process_group waits until WORLD_SIZE ranks have joined through "
+                         "the store at MASTER_ADDR:MASTER_PORT; some never did."),
+            culprit=culprit_,
+            evidence=tuple(evidence),
+            fixes=("Check that every node runs the same command with the same WORLD_SIZE / "
+                   "--nnodes and --nproc_per_node, and that all of them started.",
+                   f"Check that {address} is reachable from every node (firewall, the right "
+                   "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
+                   "Pass init_process_group(timeout=...) so a missing peer fails fast."),
+        )

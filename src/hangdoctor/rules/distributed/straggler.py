@@ -1,0 +1,107 @@
+"""HD310 distributed.straggler: Peers wait inside a collective; one rank is not in any: it is stuck
+(or slow) elsewhere."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT, wait_fixes
+from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.frameworks import dataloader_consumer
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
+from hangdoctor.analysis.waits import WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._ranks import (
+    all_in_the_same_collective,
+    collective_frames,
+    describe_group,
+    never_joined,
+    rank_culprit,
+    rank_process,
+    ranks_job,
+    wait_words,
+)
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at
+from hangdoctor.taxonomy import Category
+
+
+def _straggler_in_io():
+    waiting = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
+                     syscall="futex") for r in (0, 2, 3)]
+    stuck = rank_process(1, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+                  b.frame("train.py", 44, "train", code="blob = fetch(url)"),
+                  syscall="recvfrom", args=(7,))
+    return ranks_job(*waiting, stuck)
+
+
+def _majority_waiting(view: RankView) -> tuple[list[RankState], tuple] | None:
+    waiting = [s for s in view.alive if s.in_collective]
+    if not waiting:
+        return None
+    counts = Counter((s.call, s.seq) for s in waiting)
+    (call, seq), _ = counts.most_common(1)[0]
+    return [s for s in waiting if (s.call, s.seq) == (call, seq)], (call, seq)
+
+
+class Straggler(Rule):
+    """Peers wait inside a collective; one rank is not in any: it is stuck (or slow) elsewhere."""
+
+    id = "HD310"
+    category = Category.DISTRIBUTED_STRAGGLER
+    summary = "one rank is stuck outside any collective while its peers wait in one"
+    specificity = 75
+    fires_on = (Example("a rank blocked on a network read", _straggler_in_io),)
+    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
+                Example("ranks still joining", never_joined))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        view = rank_view(job)
+        majority = _majority_waiting(view)
+        if majority is None:
+            return
+        waiting, _ = majority
+        outside = [s for s in view.alive if not s.in_collective and not s.in_start_up]
+        if not outside or len(outside) > len(waiting):
+            return
+        for state in outside:
+            if state.process is None or state.thread is None:
+                continue
+            wait = describe_wait(job, state.process, state.thread)
+            where = short_location(state.site) if state.site else "its current line"
+            frames = state.thread.python.frames if state.thread.python else ()
+            doing = ("waiting for its next batch from the DataLoader"
+                     if dataloader_consumer(frames) else wait.summary)
+            evidence = [
+                describe_group(waiting),
+                f"rank {state.rank} is not in any collective: it is {doing} at {at(state.site)}",
+            ]
+            if state.last_recorded is not None and waiting[0].seq is not None:
+                evidence.append(
+                    f"Flight Recorder: rank {state.rank}'s last collective is "
+                    f"#{state.last_recorded.seq} ({state.last_recorded.op}); the others are "
+                    f"blocked in #{waiting[0].seq}")
+            elif state.status is not None and waiting[0].seq is not None:
+                evidence.append(
+                    f"rank {state.rank} has started {state.status.collectives} collectives; the "
+                    f"others are blocked in #{waiting[0].seq}")
+            slow = wait.kind is WaitKind.RUNNING
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR,
+                confidence=0.7 if slow else 0.85,
+                title=f"Rank {state.rank} is {'busy' if slow else 'stuck'} outside any "
+                      f"collective at {where} while {rank_list(waiting)} {wait_words(waiting)} in "
+                      f"{waiting[0].call}",
+                explanation=(
+                    "Collectives complete only when every rank joins. The other ranks are "
+                    f"waiting for rank {state.rank}, which is "
+                    f"{'still computing' if slow else 'blocked'} elsewhere: it is the one to "
+                    "look at; the waiting ranks are its victims."),
+                culprit=rank_culprit(job, state),
+                related=tuple(rank_culprit(job, s) for s in waiting[:4]),
+                evidence=tuple(evidence),
+                fixes=(*wait_fixes(wait, where), PROCESS_GROUP_TIMEOUT),
+            )

@@ -1,0 +1,120 @@
+"""HD351 distributed.network: The connection between ranks failed: gloo or NCCL socket errors,
+InfiniBand completion errors, the TCPStore losing its connection. When a rank died first, the
+broken connection is its consequence and the network is probably fine."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import (
+    torchrun_failures,
+)
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._logs import exit_text
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.log_helpers import (
+    MAX_EVIDENCE,
+    cite,
+    clip,
+    logs_bundle,
+    matches_of,
+    output_lines,
+)
+from hangdoctor.taxonomy import Category
+
+# --- HD351 distributed.network ---------------------------------------------------------------
+_PEER = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)\]?[:<](\d+)")
+
+
+class TransportFailure(Rule):
+    """The connection between ranks failed: gloo or NCCL socket errors, InfiniBand completion
+    errors, the TCPStore losing its connection. When a rank died first, the broken connection is
+    its consequence and the network is probably fine."""
+
+    id = "HD351"
+    category = Category.DISTRIBUTED_NETWORK
+    summary = "the transport between ranks failed"
+    specificity = 50
+    names_culprit = False
+    fires_on = (
+        Example("gloo connection closed by peer", lambda: logs_bundle([
+            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+            "Connection closed by peer [10.0.0.12]:20331"])),
+        Example("NCCL remote error after a rank was killed", lambda: logs_bundle([
+            "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
+            "failed (exitcode: -9) local_rank: 1 (pid: 2630) of binary: /usr/bin/python3",
+            "[rank0]: torch.distributed.DistBackendError: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or "
+            "there was a network error, NCCL version 2.21.5",
+            "[rank0]: ncclRemoteError: A call failed possibly due to a network error or a "
+            "remote process exiting prematurely."])),
+        Example("InfiniBand completion error", lambda: logs_bundle([
+            "node2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from "
+            "peer 10.0.35.1<49189> with error 12, opcode 0, len 0, vendor err 129"])),
+    )
+    quiet_on = (
+        Example("a download that was reset", lambda: logs_bundle([
+            "ConnectionResetError: [Errno 104] Connection reset by peer",
+            "Retrying download of shard 3"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        lines = output_lines(job)
+        errors = matches_of(job, "transport_error")
+        if not errors:
+            return
+        first = errors[0]
+        failures = torchrun_failures(lines)
+        oom = matches_of(job, "oom_killed", kernel=True)
+        earlier = [f for f in failures if 0 <= f.index < first.index]
+        violent = [f for f in failures if f.signal not in (None, 6, 15)]
+        transport = ("gloo" if "gloo/" in first.line else "the TCPStore"
+                     if "DistNetworkError" in first.line else "NCCL")
+        peer = _PEER.search(first.detail or first.line)
+        where = f" with {peer[1]}:{peer[2]}" if peer else ""
+        title = f"Connection between ranks failed ({transport}{where})"
+        explanation = (f"{transport[0].upper()}{transport[1:]} lost a connection to a peer: "
+                       f"{clip(first.detail or first.line)}")
+        confidence = 0.75
+        evidence = cite(errors, limit=4)
+        dead = (earlier or violent)[0] if (earlier or violent) else None
+        if dead is not None or oom:
+            if dead is not None:
+                name = (f"rank {dead.rank}" if dead.rank is not None else
+                        f"local rank {dead.local_rank}" if dead.local_rank is not None
+                        else "a rank")
+                timing = " before the first connection error" if dead in earlier else ""
+                how = (f"was {exit_text(dead)}" if dead.signal is not None
+                       else f"exited ({exit_text(dead)})")
+                explanation += (f". {name[0].upper()}{name[1:]} {how}{timing}:"
+                                " a peer probably died first and its connections broke with it, "
+                                "so the network is probably fine.")
+                evidence.append(f"log: {clip(dead.line)}" if dead.line else
+                                f"torchrun: {name} {exit_text(dead)}")
+            else:
+                explanation += (". The kernel's OOM killer ended a process: a peer probably "
+                                "died first and its connections broke with it.")
+                evidence += cite(oom, "kernel log", limit=1)
+            title += ": a peer probably died first"
+            confidence = 0.55
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=confidence,
+            title=title, explanation=explanation,
+            # The rank that reports a broken connection is its victim; only a peer that died
+            # first is worth pointing at.
+            culprit=Culprit(rank=dead.rank, pid=dead.pid, role="rank") if dead else None,
+            evidence=tuple(evidence[:MAX_EVIDENCE]),
+            fixes=(
+                "If a rank died first, read its own error (the first traceback or signal in the "
+                "log, `dmesg` for the OOM killer): that is the root cause.",
+                "Otherwise rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see which "
+                "interface and transport each rank uses, and pin the one that connects the "
+                "nodes with NCCL_SOCKET_IFNAME=<iface> (GLOO_SOCKET_IFNAME for gloo).",
+                "On InfiniBand, check the ports (`ibstat`, `ibv_devinfo`) and try "
+                "NCCL_IB_DISABLE=1 to tell an IB fault from a software one.",
+                "Check that firewalls allow all ports between the nodes (NCCL and gloo open "
+                "random ports, not only MASTER_PORT).",
+            ),
+        )

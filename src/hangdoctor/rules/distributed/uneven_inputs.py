@@ -1,0 +1,76 @@
+"""HD312 distributed.uneven_inputs: A rank ran out of data first: it finished its loop and waits in
+a later collective while the others are still in the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
+from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._ranks import (
+    barrier_only_on_rank_0,
+    describe_group,
+    epoch_helper_ran_out_of_data,
+    guarded_barrier_beside_a_helper,
+    is_uneven,
+    left_loop,
+    rank_culprit,
+    rank_ran_out_of_data,
+    split_groups,
+    wait_words,
+)
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.taxonomy import Category
+
+
+class UnevenInputs(Rule):
+    """A rank ran out of data first: it finished its loop and waits in a later collective while
+    the others are still in the loop."""
+
+    id = "HD312"
+    category = Category.DISTRIBUTED_UNEVEN_INPUTS
+    summary = "ranks ran different numbers of steps"
+    specificity = 88
+    fires_on = (Example("a rank that ran out of data", rank_ran_out_of_data),
+                Example("a rank that returned from its epoch helper first",
+                        epoch_helper_ran_out_of_data))
+    quiet_on = (Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
+                Example("a barrier only rank 0 calls, beside a helper's all_reduce",
+                        guarded_barrier_beside_a_helper))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        split = split_groups(rank_view(job))
+        if split is None or not is_uneven(*split):
+            return
+        odd, rest = split
+        state = odd[0]
+        where = short_location(state.site) if state.site else "its call site"
+        loop = left_loop(odd, rest)
+        evidence = [describe_group(odd), describe_group(rest)]
+        if loop:
+            evidence.append(f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
+                            f"inside `{loop}`; {rank_list(odd)} already left it")
+        if state.steps is not None and rest[0].steps is not None:
+            evidence.append(f"{rank_list(odd)} took {state.steps} steps, "
+                            f"{rank_list(rest)} {rest[0].steps}")
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            title=f"Uneven inputs: {rank_list(odd)} finished early and {wait_words(odd)} at "
+                  f"{where}; {rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
+                  "training",
+            explanation=("Ranks got different numbers of batches. The ones that finished "
+                         "first wait in a collective after the loop, the others in the loop's "
+                         "collective: they can never meet."),
+            culprit=rank_culprit(job, state),
+            related=tuple(rank_culprit(job, s) for s in rest[:4]),
+            evidence=tuple(evidence),
+            fixes=("Give every rank the same number of batches: "
+                   "DistributedSampler(..., drop_last=True) or DataLoader(drop_last=True).",
+                   "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
+                   "supports it) so ranks that finish early shadow the others' collectives.",
+                   "Or all_reduce a 'has more data' flag every step and stop together.",
+                   PROCESS_GROUP_TIMEOUT),
+        )

@@ -1,0 +1,1 @@
+"""Rules for the `env.*` categories of the taxonomy, one file per rule."""

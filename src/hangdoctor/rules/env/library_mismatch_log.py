@@ -1,0 +1,122 @@
+"""HD551 env.library_mismatch: User-space libraries disagree: an extension built on a newer system
+(glibc, libstdc++), against another torch (undefined C++ symbols), or for a CUDA runtime that is
+not here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.log_helpers import cite, clip, logs_bundle, matches_of
+from hangdoctor.taxonomy import Category
+
+
+# --- HD551 env.library_mismatch --------------------------------------------------------------
+def _module(path: str) -> str:
+    """`flash_attn_2_cuda` from `.../flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so`."""
+    return re.sub(r"(\.cpython-[^/]*|\.abi3)?\.so[\w.]*$", "", path.rsplit("/", 1)[-1])
+
+
+def _symbol_owner(symbol: str) -> str | None:
+    if re.match(r"_ZN?K?\d*(?:3c10|2at|5torch|4c10d)", symbol.replace("_ZNK", "_ZN")):
+        return "PyTorch (it was compiled against a different torch version)"
+    for prefix, owner in (("nccl", "NCCL"), ("cudnn", "cuDNN"), ("cublas", "cuBLAS"),
+                          ("cuda", "the CUDA runtime"), ("Py", "the Python interpreter")):
+        if symbol.startswith(prefix):
+            return owner
+    return None
+
+
+class LibraryMismatch(Rule):
+    """User-space libraries disagree: an extension built on a newer system (glibc, libstdc++),
+    against another torch (undefined C++ symbols), or for a CUDA runtime that is not here."""
+
+    id = "HD551"
+    category = Category.ENV_LIBRARY_MISMATCH
+    summary = "user-space libraries do not match"
+    specificity = 85
+    names_culprit = False
+    fires_on = (
+        Example("extension needs a newer glibc", lambda: logs_bundle([
+            "ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by "
+            "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+            "linux-gnu.so)"])),
+        Example("extension built for another torch", lambda: logs_bundle([
+            "    import flash_attn_2_cuda as flash_attn_gpu",
+            "ImportError: /opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-"
+            "x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__"
+            "cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"])),
+        Example("missing CUDA runtime library", lambda: logs_bundle([
+            "OSError: libcudart.so.11.0: cannot open shared object file: No such file or "
+            "directory"])),
+    )
+    quiet_on = (
+        Example("an ordinary ImportError", lambda: logs_bundle([
+            "ModuleNotFoundError: No module named 'wandb'"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        found = matches_of(job, "symbol_version_missing", "undefined_symbol",
+                           "shared_object_missing")
+        if not found:
+            return
+        first = found[0]
+        fields = first.fields
+        if first.kind == "symbol_version_missing":
+            version, library = fields["version"], fields["library"]
+            needed_by = fields.get("required_by")
+            who = f"`{_module(needed_by)}`" if needed_by else "a binary"
+            title = f"{who} needs {version}, which {library} does not provide"
+            if version.startswith("GLIBCXX") or version.startswith("CXXABI"):
+                explanation = (f"{who} was built with a newer C++ compiler than the libstdc++ "
+                               f"loaded here ({library}).")
+                fixes = (
+                    "Load a newer libstdc++: in conda, `conda install -c conda-forge "
+                    "libstdcxx-ng` and make sure the env's lib comes first "
+                    "(LD_LIBRARY_PATH=$CONDA_PREFIX/lib); or use a newer base image.",
+                    f"Or install a build of {who} made for this system.",
+                )
+            else:
+                explanation = (f"{who} was built on a newer Linux (glibc with {version}) than "
+                               f"this machine or container has (`ldd --version`).")
+                fixes = (
+                    f"Install a wheel of {who} built for this glibc (a manylinux tag not newer "
+                    "than `ldd --version`), or build it here from source "
+                    "(`pip install --no-binary :all: <package>`).",
+                    "Or run in a container with a newer base image (e.g. Ubuntu 22.04 has "
+                    "glibc 2.35).",
+                )
+        elif first.kind == "undefined_symbol":
+            module = _module(fields["library"])
+            owner = _symbol_owner(fields["symbol"])
+            title = f"`{module}` does not match the installed libraries (undefined symbol)"
+            explanation = (f"The extension `{module}` expects a symbol that the loaded "
+                           f"libraries do not have ({clip(fields['symbol'])[:120]})"
+                           + (f": it belongs to {owner}." if owner else "."))
+            fixes = (
+                f"Rebuild `{module}` against the installed torch: `pip uninstall -y <package> && "
+                "pip install <package> --no-build-isolation --no-cache-dir`.",
+                "Or pick the prebuilt wheel that matches exactly: `python -c 'import torch; "
+                "print(torch.__version__, torch.version.cuda, "
+                "torch._C._GLIBCXX_USE_CXX11_ABI)'` gives the torch version, CUDA version and "
+                "cxx11abi flag its name must carry.",
+            )
+        else:
+            library = fields["library"]
+            title = f"Shared library {library} is missing"
+            explanation = (f"A binary needs {library}, which is not installed or not on the "
+                           "loader's path: usually a package built for another CUDA version "
+                           "than the one in this environment.")
+            fixes = (
+                "Install the build of the package that matches this environment's CUDA (see "
+                "`python -c 'import torch; print(torch.version.cuda)'`), or the library "
+                "itself (e.g. the nvidia-cuda-runtime-cuXX pip package).",
+                f"Check LD_LIBRARY_PATH and `ldconfig -p | grep {library.split('.so')[0]}`.",
+            )
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.95,
+            title=title, explanation=explanation, evidence=tuple(cite(found)), fixes=fixes,
+        )

@@ -1,0 +1,55 @@
+"""HD552 env.os_limits: The job ran out of file descriptors (`ulimit -n`), often because DataLoader
+workers pass every tensor as a descriptor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
+from hangdoctor.taxonomy import Category
+
+
+# --- HD552 env.os_limits ---------------------------------------------------------------------
+class OpenFilesLimit(Rule):
+    """The job ran out of file descriptors (`ulimit -n`), often because DataLoader workers pass
+    every tensor as a descriptor."""
+
+    id = "HD552"
+    category = Category.ENV_OS_LIMITS
+    summary = "out of file descriptors"
+    specificity = 70
+    names_culprit = False
+    fires_on = (
+        Example("EMFILE", lambda: logs_bundle([
+            "OSError: [Errno 24] Too many open files: '/data/shards/train-00042.tar'"])),
+        Example("descriptors lost between DataLoader workers", lambda: logs_bundle([
+            "  File \"/usr/lib/python3.10/multiprocessing/reduction.py\", line 164, in recvfds",
+            "RuntimeError: received 0 items of ancdata"])),
+    )
+    quiet_on = (
+        Example("nothing about descriptors", lambda: logs_bundle(["epoch 2 done"])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        found = matches_of(job, "too_many_open_files")
+        if not found:
+            return
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            title="The job ran out of file descriptors (ulimit -n)",
+            explanation=("The process hit its limit on open files. DataLoader workers send "
+                         "each tensor to the main process as a file descriptor, so many workers "
+                         "or large batches exhaust a low limit (often 1024)."),
+            evidence=tuple(cite(found)),
+            fixes=(
+                "Raise the limit before launching: `ulimit -n 65536` (Docker: `--ulimit "
+                "nofile=65536:65536`; systemd: LimitNOFILE=; Slurm: check "
+                "PropagateResourceLimits).",
+                "Or call `torch.multiprocessing.set_sharing_strategy('file_system')` at start, "
+                "which needs far fewer descriptors.",
+                "Look for files or sockets opened per step or per sample and never closed.",
+            ),
+        )

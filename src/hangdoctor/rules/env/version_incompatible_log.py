@@ -1,0 +1,92 @@
+"""HD550 env.version_incompatible: The framework, CUDA and driver versions do not fit this GPU or
+each other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
+from hangdoctor.taxonomy import Category
+
+
+# --- HD550 env.version_incompatible ----------------------------------------------------------
+def _cuda_version(encoded: str) -> str:
+    """CUDA's integer version (11040) as 11.4."""
+    value = int(encoded)
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+class VersionIncompatible(Rule):
+    """The framework, CUDA and driver versions do not fit this GPU or each other."""
+
+    id = "HD550"
+    category = Category.ENV_VERSION_INCOMPATIBLE
+    summary = "mismatched PyTorch / CUDA / driver versions"
+    specificity = 85
+    names_culprit = False
+    fires_on = (
+        Example("no kernel image for this GPU", lambda: logs_bundle([
+            "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible "
+            "with the current PyTorch installation.",
+            "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
+            "RuntimeError: CUDA error: no kernel image is available for execution on the "
+            "device"])),
+        Example("driver too old", lambda: logs_bundle([
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). "
+            "Please update your GPU driver by downloading and installing a new version from "
+            "the URL: http://www.nvidia.com/Download/index.aspx"])),
+        Example("driver insufficient for the runtime", lambda: logs_bundle([
+            "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime "
+            "version"])),
+    )
+    quiet_on = (
+        Example("a CUDA out-of-memory error", lambda: logs_bundle([
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        found = matches_of(job, "no_kernel_image", "arch_unsupported", "arch_supported",
+                       "driver_insufficient", "driver_too_old")
+        if not found:
+            return
+        kinds = {m.kind for m in found}
+        arch = next((m for m in found if m.kind == "arch_unsupported"), None)
+        supported = next((m for m in found if m.kind == "arch_supported"), None)
+        old = next((m for m in found if m.kind == "driver_too_old"), None)
+        if kinds & {"no_kernel_image", "arch_unsupported"}:
+            gpu = f" ({arch.fields['gpu']}, {arch.fields['arch']})" if arch else ""
+            title = f"This PyTorch build has no code for this GPU{gpu}"
+            explanation = ("The CUDA kernels in the installed build (or in an extension) were "
+                           "not compiled for this GPU's architecture"
+                           + (f"; the build supports {supported.fields['archs'].strip()}"
+                              if supported else "") + ".")
+            fixes = (
+                "Compare `python -c 'import torch; print(torch.__version__, "
+                "torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'`, then install "
+                "a build that includes your GPU, e.g. `pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu128` (newer GPUs need newer CUDA builds; "
+                "old GPUs may need an older torch).",
+                "For your own CUDA extensions, rebuild them with TORCH_CUDA_ARCH_LIST set to "
+                "your GPU's capability (e.g. TORCH_CUDA_ARCH_LIST=9.0).",
+            )
+        else:
+            supports = (f" (it supports CUDA up to {_cuda_version(old.fields['found'])})"
+                        if old else "")
+            title = f"The NVIDIA driver is too old for this PyTorch's CUDA{supports}"
+            explanation = ("The CUDA runtime bundled with PyTorch needs a newer driver than the "
+                           "one installed" + supports + ".")
+            fixes = (
+                "Upgrade the NVIDIA driver (`nvidia-smi` shows the highest CUDA version it "
+                "supports), or install a PyTorch build for a CUDA that driver supports, e.g. "
+                "`pip install torch --index-url https://download.pytorch.org/whl/cu118`.",
+                "In a container the driver is the host's: the host driver must be new enough "
+                "for the image's CUDA (or use the CUDA forward-compatibility package on "
+                "data-centre GPUs).",
+            )
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.95,
+            title=title, explanation=explanation, evidence=tuple(cite(found)), fixes=fixes,
+        )

@@ -1,0 +1,1 @@
+"""Rules for the `gpu.*` categories of the taxonomy, one file per rule."""

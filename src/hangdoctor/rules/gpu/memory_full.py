@@ -1,0 +1,55 @@
+"""HD403 gpu.memory_exhausted: Device memory at capacity when the job stalled."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.gpu._state import GIB, hung_job, stalled_samples
+from hangdoctor.taxonomy import Category
+
+_FULL_SHARE = 0.95
+
+
+class GpuMemoryFull(Rule):
+    """Device memory at capacity when the job stalled."""
+
+    id = "HD403"
+    category = Category.GPU_MEMORY_EXHAUSTED
+    summary = "GPU memory at capacity during the stall"
+    specificity = 60
+    names_culprit = False
+    fires_on = (Example("GPU memory full, utilisation fell to 0",
+                        lambda: hung_job(0.0, 79.5)),)
+    quiet_on = (Example("memory half used", lambda: hung_job(0.0, 40.0)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        stalled = stalled_samples(job)
+        if not stalled:
+            return
+        full = {}
+        for gpu in stalled[-1].gpus:
+            if gpu.memory_used_bytes and gpu.memory_total_bytes and (
+                    gpu.memory_used_bytes / gpu.memory_total_bytes >= _FULL_SHARE):
+                full[gpu.index] = gpu
+        if not full:
+            return
+        index, gpu = next(iter(full.items()))
+        utilization = gpu.utilization_percent
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.7,
+            title=f"GPU {index} memory at {gpu.memory_used_bytes / gpu.memory_total_bytes:.0%} "
+                  "when the job stalled",
+            explanation=("Allocations near capacity stall, retry or fail; the caching allocator "
+                         "may be freeing and re-allocating in a loop."),
+            evidence=(f"GPU {index}: {gpu.memory_used_bytes / GIB:.1f} of "
+                      f"{gpu.memory_total_bytes / GIB:.1f} GiB used, utilisation "
+                      f"{utilization if utilization is not None else '?'}%",),
+            fixes=("Lower the peak: smaller batches with gradient accumulation, mixed precision, "
+                   "activation checkpointing.",
+                   "Check for other processes on the GPU (nvidia-smi) and for tensors kept "
+                   "across steps.",
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation."),
+        )

@@ -1,0 +1,1 @@
+"""Rules for the `native.*` categories of the taxonomy, one file per rule."""
