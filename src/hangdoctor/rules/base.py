@@ -9,11 +9,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.finding import Finding
+from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 
@@ -31,6 +32,13 @@ class Rule(ABC):
     id: ClassVar[str]
     category: ClassVar[Category]
     summary: ClassVar[str]
+    #: When it fires, in a sentence for the README's rule tables (generated from this).
+    fires_when: ClassVar[str]
+    #: What evidence it reads: one process tree as captured, the ranks of a distributed job
+    #: compared, or log lines (the job's output, the kernel log).
+    reads: ClassVar[Literal["capture", "ranks", "logs"]]
+    #: The severity of its usual finding (the README marks warnings).
+    default_severity: ClassVar[Severity] = Severity.ERROR
     #: Breaks ties between findings of equal severity and confidence: the more specific wins.
     specificity: ClassVar[int] = 50
     #: Whether every finding names a culprit process (rules over logs may not know one).

@@ -31,6 +31,11 @@ class NonFiniteFromLog(Rule):
     id = "HD650"
     category = Category.ALGORITHM_NONFINITE
     summary = "loss or gradients became NaN/Inf"
+    fires_when = (
+        "a logged loss or gradient norm turns NaN/Inf (with the step, and whether the loss "
+        "was diverging before), loss scaling that gave up or collapsed"
+    )
+    reads = "logs"
     specificity = 60
     names_culprit = False
     fires_on = (

@@ -20,6 +20,11 @@ class NonFiniteLoss(Rule):
     id = "HD601"
     category = Category.ALGORITHM_NONFINITE
     summary = "the loss became NaN or Inf"
+    fires_when = (
+        "the instrumentation saw NaN/Inf losses before the job stalled or failed; ranked "
+        "first, since a rank that skips a step on NaN desynchronises the others"
+    )
+    reads = "capture"
     specificity = 95
     fires_on = (
         Example("rank 1's loss went NaN before the hang", lambda: progress_job(

@@ -20,6 +20,11 @@ class InputBound(Rule):
     id = "HD203"
     category = Category.DATA_PIPELINE_STALL
     summary = "the job is input-bound"
+    fires_when = (
+        "a healthy job that spends most of its time waiting for batches (input-bound)"
+    )
+    reads = "capture"
+    default_severity = Severity.WARNING
     specificity = 10
     names_culprit = True
     fires_on = (Example("70% of the time waits for data", lambda: progress_job(

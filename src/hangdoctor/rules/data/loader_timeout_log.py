@@ -20,6 +20,10 @@ class DataLoaderTimeout(Rule):
     id = "HD251"
     category = Category.DATA_PIPELINE_STALL
     summary = "the DataLoader timed out waiting for a batch"
+    fires_when = (
+        "`DataLoader timed out after N seconds`"
+    )
+    reads = "logs"
     specificity = 75
     names_culprit = False
     fires_on = (

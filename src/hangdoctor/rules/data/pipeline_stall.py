@@ -95,6 +95,12 @@ class DataPipelineStall(Rule):
     id = "HD201"
     category = Category.DATA_PIPELINE_STALL
     summary = "the training loop waits for data that a blocked worker never delivers"
+    fires_when = (
+        "the training loop waits for a batch while a DataLoader worker (or the in-process "
+        "dataset) is blocked in dataset code; says what it is blocked on, including a lock "
+        "copied held through fork"
+    )
+    reads = "capture"
     specificity = 85
     fires_on = (
         Example("worker blocked on a network read", _worker_blocked_on_network),

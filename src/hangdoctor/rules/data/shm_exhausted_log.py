@@ -20,6 +20,11 @@ class SharedMemoryExhausted(Rule):
     id = "HD250"
     category = Category.DATA_WORKER_KILLED
     summary = "shared memory (/dev/shm) exhausted"
+    fires_when = (
+        "`/dev/shm` ran out (`unable to write to file </torch_...>`, the DataLoader's "
+        "bus-error message, `Bus error (core dumped)`)"
+    )
+    reads = "logs"
     specificity = 80
     names_culprit = False
     fires_on = (

@@ -18,6 +18,11 @@ class WorkerKilled(Rule):
     id = "HD202"
     category = Category.DATA_WORKER_KILLED
     summary = "a DataLoader worker process died"
+    fires_when = (
+        "a DataLoader worker died (`run`, from the job's output and the kernel log): SIGBUS "
+        "from a full `/dev/shm`, SIGKILL from the OOM killer, or an error lost in the worker"
+    )
+    reads = "capture"
     specificity = 80
     fires_on = (
         Example("worker killed by SIGBUS (full /dev/shm)", lambda: failed_job((

@@ -31,6 +31,12 @@ class CollectiveMismatch(Rule):
     id = "HD311"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "ranks are in different collectives"
+    fires_when = (
+        "ranks wait in different collectives, or in one only some of them call; names the "
+        "call site and the `if` condition around it (`rank == 0`), and the sequence number "
+        "where they diverged"
+    )
+    reads = "ranks"
     specificity = 85
     fires_on = (Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
                 Example("a barrier only rank 0 calls, beside a helper's all_reduce",

@@ -67,6 +67,12 @@ class CollectiveTimeoutFromLog(Rule):
     id = "HD350"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
     summary = "a collective timed out (from NCCL/gloo log lines)"
+    fires_when = (
+        "NCCL's watchdog (`WorkNCCL(SeqNum=..., OpType=...)`) or a gloo operation timed out; "
+        "names the rank that is behind when the ranks' sequence numbers disagree, or the rank "
+        "that never reported"
+    )
+    reads = "logs"
     specificity = 55
     names_culprit = False
     fires_on = (

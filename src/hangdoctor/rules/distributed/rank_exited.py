@@ -35,6 +35,10 @@ class RankExited(Rule):
     id = "HD313"
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited while the others wait for it"
+    fires_when = (
+        "a rank below WORLD_SIZE has no live process while the others wait for it"
+    )
+    reads = "ranks"
     specificity = 90
     fires_on = (Example("a rank that is gone", _rank_gone),)
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),)

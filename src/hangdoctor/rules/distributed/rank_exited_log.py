@@ -73,6 +73,11 @@ class RankExitedFromLog(Rule):
     id = "HD352"
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited and the job failed with it"
+    fires_when = (
+        "torchrun's failure summary (or `torch.multiprocessing.spawn`'s): the first rank that "
+        "failed, and what its signal or exit code means"
+    )
+    reads = "logs"
     specificity = 80
     names_culprit = False
     fires_on = (

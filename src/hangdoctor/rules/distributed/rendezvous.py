@@ -25,6 +25,10 @@ class Rendezvous(Rule):
     id = "HD314"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "ranks wait at start-up for peers that never join"
+    fires_when = (
+        "ranks wait in `init_process_group`/the store while a peer never reached it"
+    )
+    reads = "ranks"
     specificity = 85
     names_culprit = False  # a rank that never started has no process to point at
     fires_on = (Example("rank 2 never joined", never_joined),)

@@ -20,6 +20,11 @@ class RendezvousFailed(Rule):
     id = "HD353"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "ranks could not rendezvous"
+    fires_when = (
+        "the store could not be reached, or not every worker joined "
+        "(`RendezvousTimeoutError`, store-based barrier, TCPStore timeouts)"
+    )
+    reads = "logs"
     specificity = 70
     names_culprit = False
     fires_on = (

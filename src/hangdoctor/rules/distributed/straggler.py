@@ -53,6 +53,11 @@ class Straggler(Rule):
     id = "HD310"
     category = Category.DISTRIBUTED_STRAGGLER
     summary = "one rank is stuck outside any collective while its peers wait in one"
+    fires_when = (
+        "the other ranks wait inside one collective and one rank is in none: it is blocked "
+        "(or computing) elsewhere; says where and on what"
+    )
+    reads = "ranks"
     specificity = 75
     fires_on = (Example("a rank blocked on a network read", _straggler_in_io),)
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),

@@ -36,6 +36,11 @@ class TransportFailure(Rule):
     id = "HD351"
     category = Category.DISTRIBUTED_NETWORK
     summary = "the transport between ranks failed"
+    fires_when = (
+        "gloo or NCCL connections closed, reset or refused, InfiniBand completion errors, the "
+        "TCPStore lost; says when a peer died first"
+    )
+    reads = "logs"
     specificity = 50
     names_culprit = False
     fires_on = (

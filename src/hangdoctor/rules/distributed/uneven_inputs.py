@@ -33,6 +33,11 @@ class UnevenInputs(Rule):
     id = "HD312"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
     summary = "ranks ran different numbers of steps"
+    fires_when = (
+        "a rank left the training loop (its stack is past the loop the others' collective is "
+        "in) and waits in a later collective"
+    )
+    reads = "ranks"
     specificity = 88
     fires_on = (Example("a rank that ran out of data", rank_ran_out_of_data),
                 Example("a rank that returned from its epoch helper first",

@@ -37,6 +37,11 @@ class LibraryMismatch(Rule):
     id = "HD551"
     category = Category.ENV_LIBRARY_MISMATCH
     summary = "user-space libraries do not match"
+    fires_when = (
+        "`GLIBC_2.xx` / `GLIBCXX_3.4.xx not found`, `undefined symbol` in an extension, a "
+        "missing `.so`; names the extension"
+    )
+    reads = "logs"
     specificity = 85
     names_culprit = False
     fires_on = (

@@ -20,6 +20,10 @@ class OpenFilesLimit(Rule):
     id = "HD552"
     category = Category.ENV_OS_LIMITS
     summary = "out of file descriptors"
+    fires_when = (
+        "`Too many open files`, `received 0 items of ancdata`"
+    )
+    reads = "logs"
     specificity = 70
     names_culprit = False
     fires_on = (

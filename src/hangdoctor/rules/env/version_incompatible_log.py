@@ -25,6 +25,11 @@ class VersionIncompatible(Rule):
     id = "HD550"
     category = Category.ENV_VERSION_INCOMPATIBLE
     summary = "mismatched PyTorch / CUDA / driver versions"
+    fires_when = (
+        "`no kernel image is available`, an unsupported `sm_XX`, a driver too old for the "
+        "CUDA runtime"
+    )
+    reads = "logs"
     specificity = 85
     names_culprit = False
     fires_on = (

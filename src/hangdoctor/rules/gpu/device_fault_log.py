@@ -26,6 +26,11 @@ class GpuDeviceFault(Rule):
     id = "HD450"
     category = Category.GPU_DEVICE_FAULT
     summary = "the GPU or its bus faulted"
+    fires_when = (
+        "NVIDIA Xid lines, a GPU fallen off the bus, PCIe AER errors; says per Xid whether "
+        "the application or the node is at fault and what to do"
+    )
+    reads = "logs"
     specificity = 90
     names_culprit = False
     fires_on = (

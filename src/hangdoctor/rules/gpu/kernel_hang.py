@@ -27,6 +27,11 @@ class GpuKernelHang(Rule):
     id = "HD402"
     category = Category.GPU_KERNEL_HANG
     summary = "a GPU kernel never completes"
+    fires_when = (
+        "NVML shows a GPU pinned at ~100% since the last progress while the host waits for "
+        "the device (`.item()`, `synchronize()`)"
+    )
+    reads = "capture"
     specificity = 80
     fires_on = (Example("GPU at 100% with no progress, host waiting in .item()",
                         lambda: hung_job(100.0, 20.0)),)

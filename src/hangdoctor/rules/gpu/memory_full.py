@@ -19,6 +19,10 @@ class GpuMemoryFull(Rule):
     id = "HD403"
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "GPU memory at capacity during the stall"
+    fires_when = (
+        "NVML shows device memory at capacity when the job stalled"
+    )
+    reads = "capture"
     specificity = 60
     names_culprit = False
     fires_on = (Example("GPU memory full, utilisation fell to 0",

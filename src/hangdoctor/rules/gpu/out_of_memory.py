@@ -18,6 +18,10 @@ class GpuMemoryExhausted(Rule):
     id = "HD401"
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "GPU memory exhausted"
+    fires_when = (
+        "`CUDA out of memory` in the job's output"
+    )
+    reads = "capture"
     specificity = 70
     names_culprit = False
     fires_on = (

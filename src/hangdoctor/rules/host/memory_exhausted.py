@@ -31,6 +31,11 @@ class HostMemoryExhausted(Rule):
     id = "HD301"
     category = Category.HOST_MEMORY_EXHAUSTED
     summary = "host memory exhausted"
+    fires_when = (
+        "the OOM killer in the kernel log, allocation failures in the output, or the job's "
+        "memory climbing to the machine's size in the timeline; names the process that grew"
+    )
+    reads = "capture"
     specificity = 70
     names_culprit = False
     fires_on = (

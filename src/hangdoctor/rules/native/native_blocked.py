@@ -76,6 +76,11 @@ class NativeBlocked(Rule):
     id = "HD103"
     category = Category.NATIVE_BLOCKED
     summary = "a thread stuck in native code, holding the GIL"
+    fires_when = (
+        "a thread holds the GIL while blocked inside native code, starving every other Python "
+        "thread"
+    )
+    reads = "capture"
     specificity = 70
     fires_on = (
         Example("GIL held across a blocking native call", _gil_held_in_sleep),

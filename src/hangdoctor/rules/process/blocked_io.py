@@ -95,6 +95,13 @@ class BlockedIO(Rule):
     id = "HD102"
     category = Category.PROCESS_BLOCKED_IO
     summary = "blocked on a pipe, socket, terminal, file or child that will not answer"
+    fires_when = (
+        "the main thread waits on something outside the process that will not answer: a child "
+        "blocked on a full pipe the parent does not read, a network read or connect without a "
+        "timeout, the terminal (`input()`, a `breakpoint()` left in), a file lock, hung "
+        "storage"
+    )
+    reads = "capture"
     specificity = 60
     fires_on = (
         Example("parent waits for a child blocked on a full pipe", _pipe_deadlock),

@@ -48,6 +48,10 @@ class BusyLoop(Rule):
     id = "HD104"
     category = Category.PROCESS_BUSY_LOOP
     summary = "a thread spins on the CPU in the same code"
+    fires_when = (
+        "a thread spins at ~100% CPU in the same call chain in every sample"
+    )
+    reads = "capture"
     specificity = 40
     fires_on = (
         Example("a polling loop that never ends", _spin(0.49, 8)),

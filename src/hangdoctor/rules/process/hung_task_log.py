@@ -55,6 +55,11 @@ class HungTaskInKernelLog(Rule):
     id = "HD150"
     category = Category.PROCESS_BLOCKED_IO
     summary = "a task was blocked in the kernel (hung task)"
+    fires_when = (
+        "the kernel's hung-task detector reports a task blocked for more than N s (state D); "
+        "says what it waits in (NFS, FUSE, Lustre, a local disk, the NVIDIA driver)"
+    )
+    reads = "logs"
     specificity = 60
     fires_on = (
         Example("python stuck on NFS", lambda: logs_bundle(kernel=[

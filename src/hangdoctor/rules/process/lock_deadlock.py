@@ -112,6 +112,11 @@ class LockDeadlock(Rule):
     id = "HD101"
     category = Category.PROCESS_DEADLOCK
     summary = "threads wait for locks held by each other"
+    fires_when = (
+        "threads wait for locks held by each other (cycle in the wait-for graph); a "
+        "non-reentrant lock taken twice; a lock inherited in its held state through `fork`"
+    )
+    reads = "capture"
     specificity = 90
     fires_on = (
         Example("lock-order deadlock on globals", _lock_order_deadlock),
