@@ -12,10 +12,11 @@ import statistics
 import sys
 import time
 
+from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ProgressStatus
-from hangdoctor.report.model import build_report
-from hangdoctor.rules.engine import diagnose
+from hangdoctor.pipeline import Context, build_report
+from hangdoctor.rules.engine import run_rules
 
 _C10D = f"{b.SITE}/torch/distributed/distributed_c10d.py"
 
@@ -70,10 +71,11 @@ def main() -> int:
         diagnose_times, report_times = [], []
         for _ in range(args.runs):
             started = time.perf_counter()
-            diagnosis = diagnose(bundle)
+            job = JobView(bundle)
+            diagnosis = run_rules(job)
             diagnose_times.append(time.perf_counter() - started)
             started = time.perf_counter()
-            build_report(bundle, diagnosis)
+            build_report(job, diagnosis, Context())
             report_times.append(time.perf_counter() - started)
         root = diagnosis.findings[0] if diagnosis.findings else None
         target = "<= 2 s" if ranks == 4096 else ""

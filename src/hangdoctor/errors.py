@@ -9,15 +9,22 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit codes of `hangdoctor dump` and `hangdoctor analyze` (documented in the README)."""
+    """Every exit code hangdoctor itself chooses, for every command (the README's table).
 
-    OK = 0  # captured; nothing wrong found
-    PROBLEM_FOUND = 1  # captured; a finding of severity error or critical (a hang was diagnosed)
+    `run` otherwise exits with the job's own code, 128+N when the job died of signal N.
+    """
+
+    OK = 0  # nothing wrong found (dump, analyze, doctor, lint)
+    PROBLEM_FOUND = 1  # a problem of severity error or critical was found (a hang, a failure)
     USAGE = 2  # bad arguments or unreadable input
-    NO_SUCH_PROCESS = 3  # the target does not exist, or exited before or during the capture
-    PERMISSION = 4  # the target's stacks could not be read for lack of privileges
-    STACKS_UNAVAILABLE = 5  # py-spy missing, failing or timing out: only /proc evidence
+    NO_SUCH_PROCESS = 3  # dump: the target does not exist, or exited during the capture
+    PERMISSION = 4  # dump: the target's stacks could not be read for lack of privileges
+    STACKS_UNAVAILABLE = 5  # dump: py-spy missing, failing or timing out: only /proc evidence
     INTERNAL = 70  # a bug in hangdoctor (EX_SOFTWARE)
+    HUNG_JOB_ENDED = 124  # run: hangdoctor ended a hung job (as `timeout` does)
+    NOT_EXECUTABLE = 126  # run: the command exists but cannot be run
+    COMMAND_NOT_FOUND = 127  # run: no such command
+    INTERRUPTED = 130  # the user pressed Ctrl-C (128 + SIGINT)
 
 
 class HangdoctorError(Exception):
@@ -35,6 +42,14 @@ class BadInputError(HangdoctorError):
     """The user gave us something we cannot use."""
 
     exit_code = ExitCode.USAGE
+
+
+class LaunchError(HangdoctorError):
+    """`run` could not start the command."""
+
+    def __init__(self, message: str, exit_code: ExitCode, help: str | None = None) -> None:
+        super().__init__(message, help=help)
+        self.exit_code = exit_code
 
 
 class NoSuchProcessError(HangdoctorError):

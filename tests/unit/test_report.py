@@ -7,11 +7,13 @@ import json
 import jsonschema
 import pytest
 
-from hangdoctor.report.model import build_report
+from hangdoctor.analysis.job import JobView
+from hangdoctor.pipeline import diagnose
 from hangdoctor.report.render_json import render_json
 from hangdoctor.report.render_markdown import render_markdown
-from hangdoctor.rules.engine import diagnose
+from hangdoctor.rules.engine import run_rules
 from hangdoctor.rules.registry import ALL_RULES
+from hangdoctor.taxonomy import Category
 from tests.conftest import PACKAGE_SCHEMA, SHARED_SCHEMA
 
 
@@ -21,7 +23,7 @@ from tests.conftest import PACKAGE_SCHEMA, SHARED_SCHEMA
     ids=lambda e: e.name,
 )
 def test_report_follows_schema(example, report_schema):
-    report = build_report(example.build(), diagnose(example.build()))
+    report = diagnose(example.build())
     document = json.loads(render_json(report))
     jsonschema.validate(document, report_schema)
     markdown = render_markdown(report)
@@ -31,9 +33,9 @@ def test_report_follows_schema(example, report_schema):
 
 def test_verdict_follows_findings():
     deadlock = ALL_RULES[0].fires_on[0].build()
-    assert build_report(deadlock, diagnose(deadlock)).verdict == "hung"
+    assert diagnose(deadlock).verdict == "hung"
     quiet = ALL_RULES[0].quiet_on[0].build()
-    assert build_report(quiet, diagnose(quiet)).verdict == "running"
+    assert diagnose(quiet).verdict == "running"
 
 
 def test_packaged_schema_matches_the_shared_contract():
@@ -47,12 +49,14 @@ def test_a_broken_rule_does_not_hide_the_others():
 
     class Broken(Rule):
         id = "HD999"
-        category = "process.deadlock"
+        category = Category.PROCESS_DEADLOCK
         summary = "always fails"
+        fires_when = "never"
+        reads = "capture"
 
         def check(self, job):
             raise RuntimeError("boom")
 
     bundle = ALL_RULES[0].fires_on[0].build()
-    diagnosis = diagnose(bundle, (Broken, *ALL_RULES))
+    diagnosis = run_rules(JobView(bundle), (Broken, *ALL_RULES))
     assert diagnosis.findings and diagnosis.rule_errors == ("HD999: RuntimeError: boom",)

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(error.exit_code)
     except click.exceptions.Abort:
         _error("interrupted")
-        return 130
+        return int(ExitCode.INTERRUPTED)
     except click.ClickException as error:
         if error.ctx is not None and isinstance(error, click.UsageError):
             click.echo(error.ctx.get_usage(), err=True)
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitCode.USAGE)
     except KeyboardInterrupt:
         _error("interrupted")
-        return 130
+        return int(ExitCode.INTERRUPTED)
     except Exception as error:
         if os.environ.get("HANGDOCTOR_DEBUG"):
             traceback.print_exc()

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from hangdoctor.cli.output import show, write_report_dir
+from hangdoctor.cli.output import show
 from hangdoctor.errors import BadInputError, ExitCode
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID, LogFile, read_logs
 from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
 from hangdoctor.evidence.store import BUNDLE_FILE, load_bundle
-from hangdoctor.report.model import Report, Verdict, build_report
-from hangdoctor.rules.engine import Diagnosis, diagnose
-from hangdoctor.rules.finding import Severity
-
-_PROBLEMS = (Severity.ERROR, Severity.CRITICAL)
+from hangdoctor.pipeline import Context, Mode, diagnose
+from hangdoctor.report.model import LogSource
 
 
 def is_bundle(path: Path) -> bool:
@@ -34,18 +30,9 @@ def is_bundle(path: Path) -> bool:
     return head.lstrip().startswith(b"{") and BUNDLE_FORMAT.split("/")[0].encode() in head
 
 
-def log_verdict(diagnosis: Diagnosis) -> Verdict:
-    """The verdict for logs alone. A log is read after the fact, so the job is over: it is not
-    `running`, and hangdoctor did not see it hang. An error-level finding in its log (a timeout,
-    a crash, a missing library, a dead GPU) is what ended it: `failed`. Without one the logs show
-    no failure, and `completed` says just that (the job's exit code is not known)."""
-    failed = any(f.severity in _PROBLEMS for f in diagnosis.findings)
-    return "failed" if failed else "completed"
-
-
-def _sources(files: list[LogFile]) -> list[dict[str, Any]]:
-    return [{"path": f.path, "bytes": f.size_bytes, "output_lines": len(f.output),
-             "kernel_lines": len(f.kernel), "truncated": f.truncated} for f in files]
+def _sources(files: list[LogFile]) -> list[LogSource]:
+    return [LogSource(path=f.path, bytes=f.size_bytes, output_lines=len(f.output),
+                      kernel_lines=len(f.kernel), truncated=f.truncated) for f in files]
 
 
 @click.command("analyze")
@@ -89,15 +76,10 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
     if logs:
         bundle, files = read_logs(logs, base=bundle)
     assert bundle is not None  # click requires at least one path
-    diagnosis = diagnose(bundle)
     logs_only = not bundle.snapshots and bundle.target_pid == LOGS_ONLY_PID
-    report: Report = build_report(bundle, diagnosis,
-                                  verdict=log_verdict(diagnosis) if logs_only else None)
-    if files:
-        report = report.model_copy(update={"capture": {**report.capture,
-                                                       "logs": _sources(files)}})
-    if report_dir is not None:
-        report = write_report_dir(report_dir, report, bundle if files else None)
+    report = diagnose(bundle, Context(
+        mode=Mode.LOGS if logs_only else Mode.LIVE, report_dir=report_dir,
+        save_evidence=bool(files), logs=_sources(files)))
     show(report, as_json, report_dir)
-    problem = any(f.severity in _PROBLEMS for f in report.findings)
+    problem = any(f.severity.is_problem for f in report.findings)
     return int(ExitCode.PROBLEM_FOUND if problem else ExitCode.OK)

@@ -8,12 +8,11 @@ from pathlib import Path
 import click
 
 from hangdoctor.capture.tree import CaptureOptions, capture_tree
-from hangdoctor.cli.output import show, write_report_dir
+from hangdoctor.cli.output import show
 from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode
 from hangdoctor.evidence.model import Bundle
+from hangdoctor.pipeline import Context, diagnose
 from hangdoctor.probes.pystacks import StackOptions
-from hangdoctor.report.model import build_report
-from hangdoctor.rules.engine import diagnose
 
 
 def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None, str | None]:
@@ -72,12 +71,10 @@ def dump_command(pid: int, report_dir: Path | None, as_json: bool, native: bool,
         stacks=StackOptions(native=native, locals=with_locals, timeout_s=probe_timeout),
     )
     bundle = capture_tree(pid, options)
-    diagnosis = diagnose(bundle)
-    report = build_report(bundle, diagnosis)
     directory = report_dir or Path("hangdoctor-reports") / (
         f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
-    report = write_report_dir(directory, report, bundle)
+    report = diagnose(bundle, Context(report_dir=directory))
     show(report, as_json, directory)
     code, message, help = capture_exit_code(bundle, report.verdict == "hung")
     if message:

@@ -54,21 +54,21 @@ def render_markdown(report: Report) -> str:
         lines.append(f"- **Command:** `{' '.join(report.command)}`")
     if report.exit_code is not None:
         lines.append(f"- **Exit code:** {report.exit_code}")
-    logs = report.capture.get("logs") or []
+    logs = report.capture.logs
     for log in logs:
-        tail = ", last 20 MB only" if log.get("truncated") else ""
-        lines.append(f"- **Log:** `{log['path']}` ({log['output_lines']} output lines, "
-                     f"{log['kernel_lines']} kernel lines{tail})")
+        tail = ", last 20 MB only" if log.truncated else ""
+        lines.append(f"- **Log:** `{log.path}` ({log.output_lines} output lines, "
+                     f"{log.kernel_lines} kernel lines{tail})")
     lines.append("")
     if not report.findings:
         lines += ["No problem found in "
                   + ("these logs." if logs and not report.processes else "this capture."), ""]
     for index, finding in enumerate(report.findings):
         lines += _finding(finding, "Root cause" if index == 0 else f"Also found ({index + 1})")
-    errors = report.capture.get("errors") or []
+    errors = report.capture.errors
     if errors:
         lines += ["## Capture problems", ""]
-        lines += [f"- {e['probe']} (pid {e['pid']}): {e['kind']}: {e['message']}" for e in errors]
+        lines += [f"- {e.probe} (pid {e.pid}): {e.kind}: {e.message}" for e in errors]
         lines.append("")
     if logs and not report.processes:
         return "\n".join(lines)
@@ -76,23 +76,22 @@ def render_markdown(report: Report) -> str:
               "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
               "|---|---|---|---|---|---|---|---|"]
     for p in report.processes:
-        rss = f"{p['rss_bytes'] / 2**20:.0f}" if p.get("rss_bytes") else ""
-        cpu = p.get("cpu_percent")
+        rss = f"{p.rss_bytes / 2**20:.0f}" if p.rss_bytes else ""
+        cpu = p.cpu_percent
         lines.append(
-            f"| {p['pid']} | {p.get('ppid') or ''} | {p['role']} | "
-            f"{'' if p.get('rank') is None else p['rank']} | {p['state']} | "
-            f"{'' if cpu is None else cpu} | {rss} | {len(p['threads'])} |"
+            f"| {p.pid} | {p.ppid or ''} | {p.role.value} | "
+            f"{'' if p.rank is None else p.rank} | {p.state} | "
+            f"{'' if cpu is None else cpu} | {rss} | {len(p.threads)} |"
         )
     lines.append("")
     for p in report.processes:
-        lines += [f"### pid {p['pid']} ({p['role']}): `{' '.join(p.get('command') or [])}`", ""]
-        for t in p["threads"]:
-            gil = ", holds the GIL" if t.get("owns_gil") else ""
-            lines.append(f"- **{t['name']}** (tid {t['tid']}): {t['waiting_on']}{gil}")
+        lines += [f"### pid {p.pid} ({p.role.value}): `{' '.join(p.command)}`", ""]
+        for t in p.threads:
+            gil = ", holds the GIL" if t.owns_gil else ""
+            lines.append(f"- **{t.name}** (tid {t.tid}): {t.waiting_on}{gil}")
             lines += [
-                f"  - `{f['file']}:{f['line']}` in `{f['function']}`"
-                + (f": `{f['code']}`" if f.get("code") else "")
-                for f in t["stack"]
+                f"  - `{f.file}:{f.line}` in `{f.function}`" + (f": `{f.code}`" if f.code else "")
+                for f in t.stack
             ]
         lines.append("")
     return "\n".join(lines)

@@ -32,9 +32,9 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
         header.append(f" ({report.hang.kind})")
     roles: dict[str, int] = {}
     for process in report.processes:
-        roles[process["role"]] = roles.get(process["role"], 0) + 1
+        roles[process.role.value] = roles.get(process.role.value, 0) + 1
     header.append("  " + ", ".join(_count(n, r) for r, n in roles.items()))
-    logs = report.capture.get("logs") or []
+    logs = report.capture.logs
     if logs:
         header.append(f"{', ' if roles else ''}{len(logs)} log file{'s' * (len(logs) > 1)}")
     console.print(header)
@@ -65,9 +65,9 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
     if len(report.findings) > max_findings:
         console.print(f"... and {len(report.findings) - max_findings} more finding(s) in the "
                       "report.")
-    for error in report.capture.get("errors") or []:
-        if error["kind"] != "not_python":
-            console.print(f"[yellow]capture: {escape(error['probe'])} pid {error['pid']}: "
-                          f"{escape(error['message'])}[/yellow]")
+    for error in report.capture.errors:
+        if error.kind != "not_python":
+            console.print(f"[yellow]capture: {escape(error.probe)} pid {error.pid}: "
+                          f"{escape(error.message)}[/yellow]")
     if report_dir:
         console.print(f"Report: {escape(report_dir)}/report.md (and report.json, evidence.json)")

@@ -1,4 +1,4 @@
-"""Run the rules over a bundle and rank what they find, most likely root cause first."""
+"""Run the rules over a job's evidence and rank what they find, most likely root cause first."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.registry import ALL_RULES
+
+_RankKey = tuple[int, float, int, str, str]
+_ThreadKey = tuple[int, int | None]
 
 
 @dataclass(frozen=True)
@@ -20,19 +22,18 @@ class Diagnosis:
     rule_errors: tuple[str, ...] = ()
 
 
-def _rank_key(finding: Finding, specificity: dict[str, int]) -> tuple:
+def _rank_key(finding: Finding, specificity: dict[str, int]) -> _RankKey:
     return (-finding.severity.weight, -finding.confidence, -specificity.get(finding.id, 0),
             finding.id, finding.title)
 
 
-def _thread_key(culprit: Culprit | None) -> tuple | None:
+def _thread_key(culprit: Culprit | None) -> _ThreadKey | None:
     return (culprit.pid, culprit.tid) if culprit is not None and culprit.pid is not None else None
 
 
-def diagnose(bundle: Bundle, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosis:
+def run_rules(job: JobView, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosis:
     """Findings of every rule, ranked; a finding whose culprit a better-ranked finding already
     names (as culprit or as a party to it) is dropped."""
-    job = JobView(bundle)
     found: list[Finding] = []
     errors: list[str] = []
     specificity = {rule.id: rule.specificity for rule in rules}
@@ -43,10 +44,11 @@ def diagnose(bundle: Bundle, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnos
             errors.append(f"{rule.id}: {type(error).__name__}: {error}")
     found.sort(key=lambda f: _rank_key(f, specificity))
     kept: list[Finding] = []
-    seen: set[tuple] = set()
+    seen: set[_ThreadKey] = set()
     for finding in found:
-        if _thread_key(finding.culprit) in seen:
+        key = _thread_key(finding.culprit)
+        if key is not None and key in seen:
             continue  # a better-ranked finding already explains this thread
-        seen |= {_thread_key(c) for c in (finding.culprit, *finding.related)} - {None}
+        seen |= {k for c in (finding.culprit, *finding.related) if (k := _thread_key(c))}
         kept.append(finding)
     return Diagnosis(findings=tuple(kept), rule_errors=tuple(errors))

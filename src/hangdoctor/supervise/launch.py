@@ -16,18 +16,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from hangdoctor.errors import HangdoctorError
+from hangdoctor.errors import ExitCode, LaunchError
 from hangdoctor.supervise.output import Channel
 
 _PR_SET_CHILD_SUBREAPER = 36
-
-
-class LaunchError(HangdoctorError):
-    """The command could not be started (exit 127 not found, 126 not executable)."""
-
-    def __init__(self, message: str, exit_code: int, help: str | None = None) -> None:
-        super().__init__(message, help=help)
-        self.exit_code = exit_code  # type: ignore[assignment]
 
 
 @dataclass
@@ -85,11 +77,12 @@ def launch(command: Sequence[str], env: Mapping[str, str], channels: list[Channe
             **group,  # type: ignore[arg-type]
         )
     except FileNotFoundError as error:
-        raise LaunchError(f"command not found: {command[0]}", 127) from error
+        raise LaunchError(f"command not found: {command[0]}", ExitCode.COMMAND_NOT_FOUND) from error
     except PermissionError as error:
-        raise LaunchError(f"permission denied: {command[0]}", 126) from error
+        raise LaunchError(f"permission denied: {command[0]}", ExitCode.NOT_EXECUTABLE) from error
     except OSError as error:
-        raise LaunchError(f"cannot run {command[0]}: {error.strerror or error}", 126) from error
+        raise LaunchError(f"cannot run {command[0]}: {error.strerror or error}",
+                          ExitCode.NOT_EXECUTABLE) from error
     finally:
         for channel in channels:
             with contextlib.suppress(OSError):

@@ -1,5 +1,5 @@
-"""The supervisor: owns the job, keeps its output flowing, watches progress, declares hangs,
-captures and diagnoses them, and reports at the end whatever happened."""
+"""The supervisor: owns the job, keeps its output flowing, watches progress and declares hangs.
+What happens at a hang lives in `hang_capture`, the report at the end in `final_report`."""
 
 from __future__ import annotations
 
@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hangdoctor import __version__
 from hangdoctor.errors import HangdoctorError
 from hangdoctor.instrument import instrumented_environment
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.launch import (
     Launched,
     become_subreaper,
-    exit_status,
     launch,
     take_terminal_back,
 )
@@ -29,13 +27,12 @@ from hangdoctor.supervise.policy import Counters, HangDecision, HangPolicy, Prog
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
 if TYPE_CHECKING:
-    from hangdoctor.evidence.model import Bundle, JobRecord, SystemInfo
-    from hangdoctor.report.model import Report
+    from hangdoctor.evidence.model import JobRecord, SystemInfo
+    from hangdoctor.supervise.hang_capture import HangReport
 
 # The job is started before anything heavy is imported: the capture, the rules, the reports
 # and pydantic are loaded while the job itself starts up, not ahead of it.
 
-TIMED_OUT = 124  # as `timeout` does when it ends the command
 _TICK_S = 0.2
 _SAMPLE_EVERY_S = 1.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -55,30 +52,11 @@ class RunOptions:
     native_stacks: bool = False
 
 
-@dataclass
-class _HangState:
-    decision: HangDecision
-    number: int
-    signature: tuple
-    bundle: Bundle
-    report: Report
-    captured_at_s: float
-
-
 def _say(message: str) -> None:
     """One line for the user on stderr, never mixed into the job's own output log."""
     with contextlib.suppress(OSError):
         sys.stderr.write(f"hangdoctor: {message}\n")
         sys.stderr.flush()
-
-
-def _signature(report: Report) -> tuple:
-    root = report.root_cause
-    if root is None or root.culprit is None:
-        return ("none",)
-    location = root.culprit.location
-    return (root.category, root.culprit.pid, root.culprit.tid,
-            location.file if location else None, location.line if location else None)
 
 
 class Supervisor:
@@ -90,8 +68,8 @@ class Supervisor:
         self.status_dir = options.report_dir / "progress" if options.instrument else None
         self.received: list[int] = []
         self.launched: Launched | None = None
-        self.hangs: list[_HangState] = []
-        self.current: _HangState | None = None
+        self.hangs: list[HangReport] = []
+        self.current: HangReport | None = None
         self.killed = False
         self.system: SystemInfo | None = None
         self.channels: list = []
@@ -152,10 +130,9 @@ class Supervisor:
         """Import the capture, rules and reports and read the host facts while the job runs,
         on the spare core, so that the final report after the job exits is quick."""
         with contextlib.suppress(Exception):
-            import hangdoctor.capture.tree
-            import hangdoctor.cli.output
             import hangdoctor.report.render_terminal
-            import hangdoctor.rules.engine  # noqa: F401
+            import hangdoctor.supervise.final_report
+            import hangdoctor.supervise.hang_capture  # noqa: F401
             from hangdoctor.probes.system import read_system
 
             system = read_system(None)
@@ -248,51 +225,38 @@ class Supervisor:
     def _capture(self, decision: HangDecision, now: float, again: bool) -> None:
         from rich.console import Console
 
-        from hangdoctor.capture.tree import CaptureOptions, capture_tree
-        from hangdoctor.cli.output import write_report_dir
-        from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
-        from hangdoctor.probes.kernel_log import read_kernel_log
-        from hangdoctor.probes.pystacks import StackOptions
-        from hangdoctor.report.model import Hang, build_report
+        from hangdoctor.report.directory import write_report_dir
         from hangdoctor.report.render_terminal import render_terminal
-        from hangdoctor.rules.engine import diagnose
+        from hangdoctor.supervise.hang_capture import (
+            HangCapture,
+            HangReport,
+            capture_hang,
+            signature,
+        )
 
         assert self.launched is not None
         what = "still hung" if again else (
             f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
             f"({decision.kind}): hang declared, capturing every process")
         _say(what)
-        asked = request_dumps(self.status_dir) if self.status_dir is not None else None
+        job = HangCapture(
+            pid=self.launched.process.pid, status_dir=self.status_dir,
+            ranks=sum(1 for s in self.sampler.statuses if s.rank is not None),
+            started_wall=self.started_wall, native_stacks=self.options.native_stacks)
         try:
-            options = CaptureOptions(stacks=StackOptions(native=self.options.native_stacks))
-            bundle = capture_tree(self.launched.process.pid, options)
+            bundle, report = capture_hang(job, decision, self._record(None, None, None, False))
         except HangdoctorError as error:
             _say(f"capture failed: {error.message}")
             return
-        if asked is not None and self.status_dir is not None:
-            ranks = sum(1 for s in self.sampler.statuses if s.rank is not None)
-            if ranks:
-                records = collect_dumps(self.status_dir, asked, expected=ranks)
-                bundle = bundle.model_copy(update={"flight_records": tuple(records)})
-        kernel_lines, kernel_error = read_kernel_log(since=self.started_wall - 60)
-        record = self._record(None, None, None, False)
-        hang_record = record.model_copy(update={
-            "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
-            "kernel_log": tuple(kernel_lines)})
-        errors = bundle.errors + ((kernel_error,) if kernel_error else ())
-        bundle = bundle.model_copy(update={"job": hang_record, "errors": errors})
         self.system = bundle.system
-        hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
-                    declared_s=round(decision.declared_s, 3))
-        report = build_report(bundle, diagnose(bundle), verdict="hung", hang=hang)
-        signature = _signature(report)
-        if again and self.current is not None and signature == self.current.signature:
+        seen = signature(report)
+        if again and self.current is not None and seen == self.current.signature:
             self.current.captured_at_s = now
             return
         number = len(self.hangs) + 1
         directory = self.report_dir / f"hang-{number}"
         report = write_report_dir(directory, report, bundle)
-        state = _HangState(decision, number, signature, bundle, report, now)
+        state = HangReport(decision, number, seen, bundle, report, now)
         self.hangs.append(state)
         self.current = state
         if again:
@@ -304,58 +268,21 @@ class Supervisor:
                             max_findings=1)
 
     def _finish(self, returncode: int) -> int:
-        from hangdoctor.cli.output import write_report_dir
-        from hangdoctor.evidence.model import Bundle
-        from hangdoctor.probes.kernel_log import read_kernel_log
-        from hangdoctor.probes.system import read_system
-        from hangdoctor.report.model import build_report
-        from hangdoctor.rules.engine import diagnose
+        from hangdoctor.supervise.final_report import ending, final_report
 
-        exit_code, sig = exit_status(returncode)
-        interrupted = bool(self.received) or sig == signal.SIGINT or (
-            exit_code == 130 and not self.killed)
-        if self.killed:
-            verdict, final_code = "hung", TIMED_OUT
-        elif interrupted:
-            verdict, final_code = "interrupted", exit_code
-        elif exit_code == 0:
-            verdict, final_code = "completed", 0
-        else:
-            verdict, final_code = "failed", exit_code
-        record = self._record(time.time(), exit_code, sig, interrupted)
-        hung_now = self.current
-        if hung_now is not None:
-            bundle = hung_now.bundle.model_copy(update={"job": record.model_copy(
-                update={"kernel_log": hung_now.bundle.job.kernel_log if hung_now.bundle.job
-                        else ()})})
-        else:
-            kernel_lines: list[str] = []
-            errors = ()
-            if verdict == "failed":
-                kernel_lines, kernel_error = read_kernel_log(since=self.started_wall - 60)
-                errors = (kernel_error,) if kernel_error else ()
-            record = record.model_copy(update={"kernel_log": tuple(kernel_lines)})
-            bundle = Bundle(
-                tool_version=__version__,
-                created_at=time.time(),
-                target_pid=self.launched.process.pid if self.launched else 0,
-                command=record.command,
-                system=self.system or read_system(None),
-                errors=errors,
-                job=record,
-            )
-        hang = hung_now.report.hang if hung_now is not None else None
-        report = build_report(bundle, diagnose(bundle), verdict=verdict, exit_code=final_code,
-                              hang=hang, artifacts=self._artifacts())
-        report = write_report_dir(self.report_dir, report, bundle)
+        end = ending(returncode, bool(self.received), self.killed)
+        record = self._record(time.time(), end.exit_code, end.signal, end.interrupted)
+        report = final_report(
+            self.report_dir, end, record, self.current, self.system,
+            self.launched.process.pid if self.launched else 0, self._artifacts())
         root = report.root_cause
         duration = record.ended_at - record.started_at if record.ended_at else 0.0
-        line = f"job {verdict} (exit {final_code}) after {duration:.1f} s"
-        if root is not None and verdict != "completed":
+        line = f"job {end.verdict} (exit {end.final_code}) after {duration:.1f} s"
+        if root is not None and end.verdict != "completed":
             line += f"; {root.category}: {root.title}"
         _say(line)
         _say(f"report: {self.report_dir}/report.md")
-        return final_code
+        return end.final_code
 
     def _artifacts(self) -> dict[str, str]:
         artifacts = {"log": "output.log"}

@@ -1,0 +1,78 @@
+"""What `run` reports when the job has ended: how it ended (the verdict and the exit code to
+pass on) and the final report in the report directory."""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hangdoctor import __version__
+from hangdoctor.errors import ExitCode
+from hangdoctor.evidence.model import Bundle, JobRecord, SystemInfo
+from hangdoctor.pipeline import Context, Mode, diagnose
+from hangdoctor.probes.kernel_log import read_kernel_log
+from hangdoctor.probes.system import read_system
+from hangdoctor.report.model import Report, Verdict
+from hangdoctor.supervise.hang_capture import HangReport
+from hangdoctor.supervise.launch import exit_status
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the job ended, and what hangdoctor exits with."""
+
+    verdict: Verdict
+    final_code: int  # what hangdoctor exits with
+    exit_code: int  # the job's own, shell-style (128+N for signal N)
+    signal: int | None
+    interrupted: bool
+
+
+def ending(returncode: int, signals_received: bool, killed_by_us: bool) -> Ending:
+    """The verdict from Popen's returncode: a job hangdoctor ended is `hung` (exit 124); one
+    the user stopped is `interrupted`; otherwise its exit code decides."""
+    exit_code, sig = exit_status(returncode)
+    interrupted = signals_received or sig == signal.SIGINT or (
+        exit_code == ExitCode.INTERRUPTED and not killed_by_us)
+    verdict: Verdict
+    if killed_by_us:
+        verdict, final = "hung", int(ExitCode.HUNG_JOB_ENDED)
+    elif interrupted:
+        verdict, final = "interrupted", exit_code
+    elif exit_code == 0:
+        verdict, final = "completed", 0
+    else:
+        verdict, final = "failed", exit_code
+    return Ending(verdict, final, exit_code, sig, interrupted)
+
+
+def final_report(report_dir: Path, end: Ending, record: JobRecord, hang: HangReport | None,
+                 system: SystemInfo | None, target_pid: int, artifacts: dict[str, str]
+                 ) -> Report:
+    """Diagnose the whole run and write the report directory. A job that hung keeps the
+    evidence of its last hang; one that failed gets the kernel log of its lifetime."""
+    if hang is not None:
+        kernel_log = hang.bundle.job.kernel_log if hang.bundle.job else ()
+        bundle = hang.bundle.model_copy(
+            update={"job": record.model_copy(update={"kernel_log": kernel_log})})
+    else:
+        kernel_lines: list[str] = []
+        errors = ()
+        if end.verdict == "failed":
+            kernel_lines, kernel_error = read_kernel_log(since=record.started_at - 60)
+            errors = (kernel_error,) if kernel_error else ()
+        bundle = Bundle(
+            tool_version=__version__,
+            created_at=time.time(),
+            target_pid=target_pid,
+            command=record.command,
+            system=system or read_system(None),
+            errors=errors,
+            job=record.model_copy(update={"kernel_log": tuple(kernel_lines)}),
+        )
+    return diagnose(bundle, Context(
+        mode=Mode.ENDED, verdict=end.verdict, exit_code=end.final_code,
+        hang=hang.report.hang if hang is not None else None, report_dir=report_dir,
+        artifacts=artifacts))

@@ -1,0 +1,72 @@
+"""What `run` does when it declares a hang: capture every process of the job (plus the ranks'
+Flight Recorder and the kernel log), diagnose, and write `hang-N/`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hangdoctor.capture.tree import CaptureOptions, capture_tree
+from hangdoctor.evidence.model import Bundle, JobRecord
+from hangdoctor.pipeline import Context, Mode, diagnose
+from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
+from hangdoctor.probes.kernel_log import read_kernel_log
+from hangdoctor.probes.pystacks import StackOptions
+from hangdoctor.report.model import Hang, Report
+from hangdoctor.supervise.policy import HangDecision
+
+#: What a hang report concluded, to tell "still the same hang" from "the picture changed".
+Signature = tuple[object, ...]
+
+
+@dataclass
+class HangReport:
+    """One declared hang and the report written for it."""
+
+    decision: HangDecision
+    number: int
+    signature: Signature
+    bundle: Bundle
+    report: Report
+    captured_at_s: float
+
+
+def signature(report: Report) -> Signature:
+    """The root cause's category, culprit thread and line."""
+    root = report.root_cause
+    if root is None or root.culprit is None:
+        return ("none",)
+    location = root.culprit.location
+    return (root.category, root.culprit.pid, root.culprit.tid,
+            location.file if location else None, location.line if location else None)
+
+
+@dataclass(frozen=True)
+class HangCapture:
+    """What the capture needs to know about the job."""
+
+    pid: int
+    status_dir: Path | None  # the instrumentation's folder, when it runs
+    ranks: int  # ranks known to the instrumentation: each is asked for its Flight Recorder
+    started_wall: float
+    native_stacks: bool
+
+
+def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
+                 ) -> tuple[Bundle, Report]:
+    """Capture and diagnose the hung job (not yet written anywhere). Raises HangdoctorError
+    when the tree cannot be captured at all."""
+    asked = request_dumps(job.status_dir) if job.status_dir is not None else None
+    bundle = capture_tree(job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)))
+    if asked is not None and job.status_dir is not None and job.ranks:
+        records = collect_dumps(job.status_dir, asked, expected=job.ranks)
+        bundle = bundle.model_copy(update={"flight_records": tuple(records)})
+    kernel_lines, kernel_error = read_kernel_log(since=job.started_wall - 60)
+    hang_record = record.model_copy(update={
+        "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
+        "kernel_log": tuple(kernel_lines)})
+    errors = bundle.errors + ((kernel_error,) if kernel_error else ())
+    bundle = bundle.model_copy(update={"job": hang_record, "errors": errors})
+    hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
+                declared_s=round(decision.declared_s, 3))
+    return bundle, diagnose(bundle, Context(mode=Mode.HANG, hang=hang))
