@@ -22,6 +22,15 @@ from hangdoctor.evidence.model import (
 )
 
 
+def reported_ranks(bundle: Bundle) -> dict[int, int]:
+    """pid -> rank as the processes said themselves (instrumentation, Flight Recorder)."""
+    ranks = {r.pid: r.rank for r in bundle.flight_records if r.rank is not None}
+    for status in bundle.job.progress if bundle.job else ():
+        if status.rank is not None:
+            ranks[status.pid] = status.rank
+    return ranks
+
+
 @dataclass(frozen=True)
 class PipeEnd:
     """One process's descriptor on a pipe."""
@@ -39,7 +48,7 @@ class JobView:
         self.first = bundle.snapshots[0] if bundle.snapshots else None
         self.last = bundle.snapshots[-1] if bundle.snapshots else None
         self._processes = {p.pid: p for p in self.first.processes} if self.first else {}
-        self._roles = assign_roles(self._processes, bundle.target_pid)
+        self._roles = assign_roles(self._processes, bundle.target_pid, reported_ranks(bundle))
         self._derived: dict[str, Any] = {}
 
     def derived(self, key: str, build: Callable[[JobView], Any]) -> Any:

@@ -36,17 +36,66 @@ def _is_helper(process: ProcessEvidence) -> bool:
     return any(f.file.replace("\\", "/").endswith(_HELPER_FILES) for f in _frames(process))
 
 
+def _number(text: str | None) -> int | None:
+    text = (text or "").strip()
+    return int(text) if text.isdigit() else None
+
+
 def env_rank(process: ProcessEvidence) -> int | None:
     """RANK from the environment, when it is a number."""
-    value = process.environ.get("RANK", "")
-    return int(value) if value.strip().lstrip("-").isdigit() else None
+    return _number(process.environ.get("RANK"))
+
+
+_RANK_OPTIONS = ("--rank", "--global-rank", "--global_rank", "--node-rank-global")
+_SPAWN_FILE = "torch/multiprocessing/spawn.py"
+
+
+def _option(cmdline: tuple[str, ...], names: tuple[str, ...]) -> int | None:
+    """`--rank 1` or `--rank=1` on a command line."""
+    for index, word in enumerate(cmdline):
+        name, equals, value = word.partition("=")
+        if name in names:
+            return _number(value if equals else (cmdline[index + 1]
+                                                 if index + 1 < len(cmdline) else None))
+    return None
+
+
+def _spawn_index(process: ProcessEvidence) -> int | None:
+    """The index torch.multiprocessing.spawn gave the process (`_wrap(fn, i, ...)`): mp.spawn
+    passes it as the first argument of the function it starts, which uses it as the rank."""
+    for thread in process.threads:
+        for frame in thread.python.frames if thread.python else ():
+            if frame.function == "_wrap" and frame.file.replace("\\", "/").endswith(_SPAWN_FILE):
+                found = next((v.repr for v in frame.locals if v.name == "i"), None)
+                return _number(found)
+    return None
+
+
+def own_rank(process: ProcessEvidence, reported: Mapping[int, int]) -> int | None:
+    """The process's own rank, by the best source there is: what the process itself reported
+    (`dist.get_rank()`, through the instrumentation or its Flight Recorder), RANK in its
+    environment (torchrun, accelerate, DeepSpeed), `--rank N` on its command line, the index
+    torch.multiprocessing.spawn gave it, or LOCAL_RANK beside WORLD_SIZE (Lightning's children,
+    on one node)."""
+    for rank in (reported.get(process.pid), env_rank(process),
+                 _option(process.cmdline, _RANK_OPTIONS), _spawn_index(process)):
+        if rank is not None:
+            return rank
+    environ = process.environ
+    if "WORLD_SIZE" in environ and _number(environ.get("NODE_RANK") or "0") == 0:
+        return _number(environ.get("LOCAL_RANK"))
+    return None
 
 
 def assign_roles(
-    processes: Mapping[int, ProcessEvidence], root_pid: int
+    processes: Mapping[int, ProcessEvidence], root_pid: int,
+    reported: Mapping[int, int] | None = None,
 ) -> dict[int, tuple[Role, int | None]]:
-    """(role, rank) per pid. Ranks carry RANK in their environment; their children inherit it,
-    so a process whose parent has the same RANK is a worker or child of that rank, not a rank."""
+    """(role, rank) per pid; `reported` is pid -> rank as the processes reported it. A child
+    inherits its rank's environment, so a process whose parent has the same rank is a worker or
+    child of that rank, not a rank."""
+    known = reported or {}
+    ranks = {pid: own_rank(process, known) for pid, process in processes.items()}
     roles: dict[int, tuple[Role, int | None]] = {}
 
     def rank_of_ancestors(pid: int) -> int | None:
@@ -54,16 +103,16 @@ def assign_roles(
         current = processes.get(pid)
         while current is not None and current.pid not in seen:
             seen.add(current.pid)
-            rank = env_rank(current)
+            rank = ranks.get(current.pid)
             if rank is not None:
                 return rank
             current = processes.get(current.ppid) if current.ppid is not None else None
         return None
 
     for pid, process in processes.items():
-        rank = env_rank(process)
+        rank = ranks[pid]
         parent = processes.get(process.ppid) if process.ppid is not None else None
-        parent_rank = env_rank(parent) if parent is not None else None
+        parent_rank = ranks.get(parent.pid) if parent is not None else None
         if is_dataloader_worker(process):
             roles[pid] = (Role.DATALOADER_WORKER, rank_of_ancestors(pid))
         elif rank is not None and (parent is None or parent_rank != rank):
