@@ -9,10 +9,10 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit codes of `hangdoctor dump` and `hangdoctor analyze` (documented in the README)."""
+    """Exit codes of `hangdoctor dump`, `analyze` and `doctor` (documented in the README)."""
 
-    OK = 0  # captured; nothing wrong found
-    PROBLEM_FOUND = 1  # captured; a finding of severity error or critical (a hang was diagnosed)
+    OK = 0  # nothing wrong found
+    PROBLEM_FOUND = 1  # a finding of severity error or critical (doctor --strict: a warning too)
     USAGE = 2  # bad arguments or unreadable input
     NO_SUCH_PROCESS = 3  # the target does not exist, or exited before or during the capture
     PERMISSION = 4  # the target's stacks could not be read for lack of privileges
