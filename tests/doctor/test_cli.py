@@ -17,7 +17,10 @@ from hangdoctor.doctor.selftest import run_child
 from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CHECK_KEYS = {"id", "area", "status", "title", "found", "wanted", "why", "fix", "source"}
+CHECK_KEYS = {"id", "area", "status", "severity", "title", "found", "wanted", "why", "fix",
+              "source"}
+SEVERITY = {"problem": "error", "warn": "warning", "info": "info", "ok": "info",
+            "skipped": "info"}
 
 
 def _doctor(*args: str) -> tuple[dict, subprocess.CompletedProcess]:
@@ -40,9 +43,10 @@ def test_live_machine_json():
     assert {"hostname", "duration_s", "status", "exit_code", "counts", "checks", "selftests",
             "facts"} <= set(document)
     assert all(set(c) == CHECK_KEYS for c in document["checks"])
+    assert all(c["severity"] == SEVERITY[c["status"]] for c in document["checks"])
     assert document["selftests"] is None
     statuses = {c["status"] for c in document["checks"]}
-    expected = 2 if "problem" in statuses else 1 if "warn" in statuses else 0
+    expected = 1 if "problem" in statuses else 0
     assert done.returncode == document["exit_code"] == expected
     assert sum(document["counts"].values()) == len(document["checks"])
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -56,9 +60,9 @@ def test_live_machine_json():
     assert elapsed < 10  # about 1 s here; the budget leaves room for a loaded CI machine
 
 
-def test_saved_kernel_log_and_exit_code_2():
+def test_saved_kernel_log_and_exit_code_1():
     document, done = _doctor("--kernel-log", str(FIXTURES / "dmesg_gpu_node.txt"))
-    assert done.returncode == 2 and document["status"] == "problem"
+    assert done.returncode == 1 and document["status"] == "problem"
     xids = [c for c in document["checks"] if c["id"] == "DR302"]
     assert sorted(c["status"] for c in xids) == ["problem", "warn"]
 
@@ -72,11 +76,25 @@ def test_environment_is_checked_and_secrets_redacted(monkeypatch):
     assert _check(document, "DR603")["status"] == "problem"
     assert _check(document, "DR604")["status"] == "problem"
     assert "s3cret" not in done.stdout and secret not in done.stdout
-    assert done.returncode == 2
+    assert done.returncode == 1
+
+
+def test_warnings_fail_a_strict_run_only(tmp_path):
+    # A kernel log with only a corrected PCIe error: a warning, nothing worse from it.
+    log = tmp_path / "dmesg.txt"
+    log.write_text("[ 12.5] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, "
+                   "type=Physical Layer, (Receiver ID)\n")
+    lenient, done = _doctor("--kernel-log", str(log))
+    strict, done_strict = _doctor("--kernel-log", str(log), "--strict")
+    assert _check(lenient, "DR303")["status"] == "warn"
+    assert lenient["status"] in ("warn", "problem")
+    expected = 1 if lenient["status"] == "problem" else 0  # a problem of this machine itself
+    assert done.returncode == lenient["exit_code"] == expected
+    assert done_strict.returncode == strict["exit_code"] == 1
 
 
 @pytest.mark.parametrize("args", [("--since", "garbage"), ("--kernel-log", "/no/such/file"),
-                                  ("--workers", "-3")])
+                                  ("--workers", "-3"), ("--no-such-option",)])
 def test_bad_input_is_one_line_and_exit_2(args):
     done = run_cli("doctor", *args)
     assert done.returncode == 2
@@ -102,7 +120,7 @@ def test_selftests_pass_with_timings_and_a_hung_one_is_diagnosed():
     assert any(f"hangs_on_lock.py:{hang_line}" in w for w in hung["where"]), hung
     check = _check(document, "DR705")
     assert check["status"] == "problem" and f":{hang_line}" in check["found"]
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if "hangs_on_lock.py" in " ".join(p.info["cmdline"] or ())]
 

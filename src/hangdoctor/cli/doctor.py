@@ -43,15 +43,16 @@ def parse_window(text: str) -> float | None:
               show_default=True, help="Time limit of each self-test, in seconds.")
 @click.option("--selftest-script", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               hidden=True, help="An extra Python program to run as a self-test.")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too, not only on problems.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check in the table.")
 def doctor_command(as_json: bool, selftest: bool, since: str, kernel_log: Path | None,
                    workers: int, selftest_timeout: float, selftest_script: Path | None,
-                   verbose: bool) -> int:
+                   strict: bool, verbose: bool) -> int:
     """Check this node for what makes training jobs hang: versions, OS limits, the kernel
     log, libraries, GPUs, the distributed environment, and (with --selftest) small test runs.
 
     For each problem: the value found, the value wanted, why it matters, and the fix.
-    Exit codes: 0 all well, 1 warnings only, 2 problems found (or bad usage).
+    Exit codes: 0 nothing wrong, 1 problems found (with --strict, warnings too), 2 bad usage.
     """
     from hangdoctor.doctor.checks import run_checks
     from hangdoctor.doctor.probes import gather
@@ -71,7 +72,7 @@ def doctor_command(as_json: bool, selftest: bool, since: str, kernel_log: Path |
     results = run_checks(facts)
     duration = time.monotonic() - started
     if as_json:
-        sys.stdout.write(render_json(facts, results, duration))
+        sys.stdout.write(render_json(facts, results, duration, strict=strict))
     else:
         render_terminal(facts, results, duration, Console(highlight=False), verbose=verbose)
-    return exit_code(results)
+    return int(exit_code(results, strict=strict))

@@ -14,7 +14,10 @@ from packaging.version import InvalidVersion, Version
 def load() -> dict[str, Any]:
     """compat.json, shipped inside the package."""
     text = resources.files("hangdoctor.doctor").joinpath("compat.json").read_text("utf-8")
-    return json.loads(text)
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("compat.json does not hold a JSON object")
+    return data
 
 
 def version(text: str | None) -> Version | None:

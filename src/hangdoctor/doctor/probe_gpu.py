@@ -5,10 +5,15 @@ into facts. Recorded readings from a GPU node therefore go through the same code
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from typing import Any
 
+import psutil
+
 from hangdoctor import bounded
-from hangdoctor.doctor.facts import GpuDevice, GpuProcess, Gpus, ProbeError
+from hangdoctor.doctor.facts import GpuDevice, GpuProcess, Gpus
+from hangdoctor.evidence.model import ProbeError
 
 NVML_TIMEOUT_S = 8.0
 NVML_HELP = "pip install 'hangdoctor[gpu]'   (installs nvidia-ml-py)"
@@ -26,10 +31,15 @@ def _attrs(value: Any, *names: str) -> dict[str, Any] | None:
     return {n: getattr(value, n, None) for n in names}
 
 
+def _pynvml() -> Any:
+    """nvidia-ml-py's module. It has no type annotations, and needs none here: every answer is
+    recorded as plain data and checked where `devices_from_readings` reads it."""
+    return importlib.import_module("pynvml")
+
+
 def read_nvml() -> dict[str, Any]:
     """Every NVML reading the checks use, as plain data; a call NVML refuses is left out."""
-    import pynvml  # type: ignore[import-not-found]
-
+    pynvml = _pynvml()
     pynvml.nvmlInit()
     try:
         def get(call: str, *args: Any) -> Any:
@@ -107,7 +117,7 @@ def devices_from_readings(readings: dict[str, Any],
                           process_names: dict[int, str] | None = None) -> tuple[GpuDevice, ...]:
     """Facts from NVML readings (live or recorded)."""
     names = process_names or {}
-    devices = []
+    devices: list[GpuDevice] = []
     for raw in readings.get("devices", []):
         memory = raw.get("nvmlDeviceGetMemoryInfo") or {}
         util = raw.get("nvmlDeviceGetUtilizationRates") or {}
@@ -151,30 +161,23 @@ def devices_from_readings(readings: dict[str, Any],
 
 def probe_gpus(driver_present: bool) -> tuple[Gpus, dict[str, Any] | None]:
     """GPU facts and the raw readings; no GPU (no driver) is `available=False`, no failure."""
-    try:
-        import pynvml  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("pynvml") is None:
         if not driver_present:
             return Gpus(), None
         return Gpus(failure=ProbeError(probe="nvml", kind="missing_tool",
-                                         message="nvidia-ml-py is not installed",
-                                         help=NVML_HELP)), None
+                                       message="nvidia-ml-py is not installed",
+                                       help=NVML_HELP)), None
     readings, failure = bounded.call("nvml", read_nvml, NVML_TIMEOUT_S)
     if readings is None:
         if not driver_present:
             return Gpus(), None
         return Gpus(failure=failure), None
     names: dict[int, str] = {}
-    try:
-        import psutil
-
-        for raw in readings.get("devices", []):
-            for p in raw.get("nvmlDeviceGetComputeRunningProcesses") or ():
-                try:
-                    names[p["pid"]] = psutil.Process(p["pid"]).name()
-                except psutil.Error:
-                    continue
-    except ImportError:  # pragma: no cover
-        pass
+    for raw in readings.get("devices", []):
+        for p in raw.get("nvmlDeviceGetComputeRunningProcesses") or ():
+            try:
+                names[p["pid"]] = psutil.Process(p["pid"]).name()
+            except psutil.Error:
+                continue
     devices = devices_from_readings(readings, names)
     return Gpus(available=bool(devices), devices=devices), readings

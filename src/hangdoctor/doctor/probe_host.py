@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 
 from hangdoctor.doctor.facts import UNLIMITED, Libraries, Limits
+from hangdoctor.doctor.probe_versions import distribution_name
 from hangdoctor.probes.pystacks import find_py_spy
 
 CAP_SYS_PTRACE = 19
@@ -108,7 +109,7 @@ def wheel_glibc_needs() -> dict[str, tuple[int, int]]:
             for match in _MANYLINUX.finditer(line):
                 versions.append((int(match[1]), int(match[2])) if match[1]
                                 else _LEGACY[match[3]])
-        if versions and (name := dist.metadata.get("Name")):
+        if versions and (name := distribution_name(dist)):
             needs[name] = min(versions)  # any one of its tags is enough
     return needs
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import socket
+from typing import NamedTuple
 
 import psutil
 
@@ -42,33 +43,40 @@ def port_free(port: int) -> bool:
     return True
 
 
+class _Resolution(NamedTuple):
+    addresses: tuple[str, ...]
+    error: str | None
+    is_local: bool | None
+
+
+def _resolve(addr: str, local: set[str]) -> _Resolution:
+    """What MASTER_ADDR resolves to (bounded in time), and whether that is this host."""
+    infos, failure = bounded.call(
+        "resolve", lambda: socket.getaddrinfo(addr, None, proto=socket.IPPROTO_TCP),
+        RESOLVE_TIMEOUT_S)
+    if not infos:
+        return _Resolution((), failure.message if failure else "no address", None)
+    resolved = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
+    is_local = any(a in local or ipaddress.ip_address(a).is_loopback for a in resolved)
+    return _Resolution(resolved, None, is_local)
+
+
 def probe_distributed(environ: dict[str, str]) -> Distributed:
     """Distributed environment facts; resolution is bounded in time."""
     env = {k: redact_pair(k, v) for k, v in sorted(environ.items())
            if k.startswith(_PREFIXES) or k in _NAMES}
-    addresses, interfaces = _local_addresses()
-    fields: dict[str, object] = {"environment": env, "interfaces": interfaces}
-    addr = environ.get("MASTER_ADDR")
-    is_local: bool | None = None
-    if addr:
-        fields["master_addr"] = addr
-        infos, failure = bounded.call(
-            "resolve", lambda: socket.getaddrinfo(addr, None, proto=socket.IPPROTO_TCP),
-            RESOLVE_TIMEOUT_S)
-        if infos:
-            resolved = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
-            fields["master_addr_resolves_to"] = resolved
-            is_local = any(a in addresses or ipaddress.ip_address(a).is_loopback
-                           for a in resolved)
-        else:
-            fields["master_addr_resolves_to"] = ()
-            fields["master_addr_error"] = failure.message if failure else "no address"
-        fields["master_addr_is_local"] = is_local
+    local, interfaces = _local_addresses()
+    addr = environ.get("MASTER_ADDR") or None
+    resolution = _resolve(addr, local) if addr else None
     port = environ.get("MASTER_PORT")
-    if port is not None:
-        fields["master_port"] = port
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            fields["master_port_error"] = f"{port!r} is not a TCP port number"
-        elif is_local is not False:  # unset MASTER_ADDR means this host (env:// default)
-            fields["master_port_free"] = port_free(int(port))
-    return Distributed(**fields)  # type: ignore[arg-type]
+    port_error = free = None
+    if port is not None and (not port.isdigit() or not 0 < int(port) < 65536):
+        port_error = f"{port!r} is not a TCP port number"
+    elif port is not None and (resolution is None or resolution.is_local is not False):
+        free = port_free(int(port))  # unset MASTER_ADDR means this host (env:// default)
+    return Distributed(
+        environment=env, interfaces=interfaces, master_addr=addr,
+        master_addr_resolves_to=resolution.addresses if resolution else None,
+        master_addr_error=resolution.error if resolution else None,
+        master_addr_is_local=resolution.is_local if resolution else None,
+        master_port=port, master_port_free=free, master_port_error=port_error)

@@ -14,17 +14,26 @@ import shutil
 from pathlib import Path
 
 from hangdoctor import bounded
-from hangdoctor.doctor.facts import ProbeError, Versions
+from hangdoctor.doctor.facts import Versions
+from hangdoctor.evidence.model import ProbeError
 
 _DRIVER = re.compile(r"Kernel Module(?: for \w+)?\s+(\d+\.\d+(?:\.\d+)?)")
 _NVCC = re.compile(r"release (\d+\.\d+)")
+
+
+def distribution_name(dist: metadata.Distribution) -> str | None:
+    """A distribution's name; None when its metadata is broken and has none."""
+    found = dist.metadata  # parsed on each access: read it once
+    if "Name" not in found:
+        return None
+    return found["Name"]
 
 
 def distribution_versions() -> dict[str, str]:
     """Installed distributions by normalised name."""
     found: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata.get("Name")
+        name = distribution_name(dist)
         if name:
             found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
     return found

@@ -17,7 +17,6 @@ from hangdoctor.doctor.facts import (
     KernelLog,
     Libraries,
     Limits,
-    ProbeError,
     SelftestResult,
     Versions,
 )
@@ -25,6 +24,7 @@ from hangdoctor.doctor.probe_gpu import cuda_version, probe_gpus
 from hangdoctor.doctor.probe_host import probe_libraries, probe_limits
 from hangdoctor.doctor.probe_net import probe_distributed
 from hangdoctor.doctor.probe_versions import distribution_versions, probe_versions
+from hangdoctor.evidence.model import ProbeError
 from hangdoctor.probes.kernel_log import DMESG_HELP, read_kernel_log
 from hangdoctor.redact import redact_value
 

@@ -20,7 +20,8 @@ _STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "problem": "bold red"
           "skipped": "dim"}
 
 
-def to_json_data(facts: Facts, results: list[CheckResult], duration_s: float) -> dict[str, Any]:
+def to_json_data(facts: Facts, results: list[CheckResult], duration_s: float, *,
+                 strict: bool = False) -> dict[str, Any]:
     """The JSON document: verdict, counts, checks, self-tests and the raw facts."""
     counts = Counter(r.status for r in results)
     return {
@@ -29,7 +30,7 @@ def to_json_data(facts: Facts, results: list[CheckResult], duration_s: float) ->
         "hostname": facts.hostname,
         "duration_s": round(duration_s, 3),
         "status": overall(results),
-        "exit_code": exit_code(results),
+        "exit_code": int(exit_code(results, strict=strict)),
         "counts": {s: counts.get(s, 0) for s in ("ok", "info", "warn", "problem", "skipped")},
         "checks": [r.model_dump(mode="json") for r in results],
         "selftests": ([t.model_dump(mode="json") for t in facts.selftests]
@@ -38,9 +39,10 @@ def to_json_data(facts: Facts, results: list[CheckResult], duration_s: float) ->
     }
 
 
-def render_json(facts: Facts, results: list[CheckResult], duration_s: float) -> str:
+def render_json(facts: Facts, results: list[CheckResult], duration_s: float, *,
+                strict: bool = False) -> str:
     """The JSON document as text."""
-    return json.dumps(to_json_data(facts, results, duration_s), indent=2) + "\n"
+    return json.dumps(to_json_data(facts, results, duration_s, strict=strict), indent=2) + "\n"
 
 
 def render_terminal(facts: Facts, results: list[CheckResult], duration_s: float,

@@ -54,7 +54,7 @@ def _innermost(pid: int) -> tuple[list[str], str | None]:
     return where, (None if where else error)
 
 
-def kill_tree(proc: subprocess.Popen) -> None:
+def kill_tree(proc: subprocess.Popen[str]) -> None:
     """Kill `proc`, its descendants and its process group; wait for it."""
     with contextlib.suppress(psutil.Error):
         for child in psutil.Process(proc.pid).children(recursive=True):
@@ -69,10 +69,13 @@ def kill_tree(proc: subprocess.Popen) -> None:
 
 
 def _parse(stdout: str) -> dict[str, object]:
+    """The values the child reported on its last `MARK` line ({} when there is none)."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARK):
             with contextlib.suppress(ValueError):
-                return json.loads(line[len(MARK):])
+                values = json.loads(line[len(MARK):])
+                if isinstance(values, dict):
+                    return values
     return {}
 
 
@@ -92,11 +95,11 @@ def run_child(name: str, argv: Sequence[str], timeout_s: float,
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         duration = time.monotonic() - started
-        where, error = _innermost(proc.pid)
+        where, unreadable = _innermost(proc.pid)
         kill_tree(proc)
         with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
             proc.communicate(timeout=2)
-        message = f"stack unavailable: {error}" if error else ""
+        message = f"stack unavailable: {unreadable}" if unreadable else ""
         return SelftestResult(name=name, status="hung", duration_s=round(duration, 2),
                               timeout_s=timeout_s, message=message, where=tuple(where))
     finally:

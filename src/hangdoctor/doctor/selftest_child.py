@@ -1,3 +1,6 @@
+# torch leaves many of its functions unannotated (Tensor.backward, cudnn.version, ...): calls into
+# torch are exempt from mypy's untyped-call check here, and only here, the module that runs torch.
+# mypy: untyped-calls-exclude=torch
 """Self-test programs, run by `hangdoctor doctor --selftest` in children with a time limit:
 `python -m hangdoctor.doctor.selftest_child step cpu|cuda` and `... allreduce gloo|nccl N`.
 The last line printed is `HANGDOCTOR_SELFTEST {json}`."""
@@ -75,13 +78,13 @@ def _rank(rank: int, world: int, port: int, backend: str, timeout_s: float) -> N
 def allreduce(backend: str, world: int, timeout_s: float) -> None:
     """An all-reduce of `world` local ranks; gloo ranks are forked, NCCL ranks spawned."""
     started = time.monotonic()
-    import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import start_processes
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    mp.start_processes(_rank, args=(world, port, backend, timeout_s), nprocs=world,
-                       start_method="fork" if backend == "gloo" else "spawn")
+    start_processes(_rank, args=(world, port, backend, timeout_s), nprocs=world,
+                    start_method="fork" if backend == "gloo" else "spawn")
     _report(world=world, backend=backend, seconds=round(time.monotonic() - started, 3))
 
 

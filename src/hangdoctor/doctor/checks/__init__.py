@@ -1,33 +1,57 @@
-"""Checks: pure functions from `Facts` to `CheckResult`s, one module per area. No I/O, no
-clock, no subprocesses: what they need, a probe put in the facts."""
+"""The doctor's checks, one module per area, found by looking: every concrete `Check` with an
+`id` defined in a module of this package is run, so adding a check is adding a class.
+
+Checks are pure functions of `Facts`: no I/O, no clock, no subprocesses; what they need, a
+probe put in the facts.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import inspect
+import pkgutil
+from functools import cache
+from typing import get_args
 
-from hangdoctor.doctor.checks import (
-    distributed,
-    gpu,
-    kernel_log,
-    libraries,
-    os_limits,
-    selftest,
-    versions,
-)
+from hangdoctor.doctor.check import Check, GpuCheck
 from hangdoctor.doctor.facts import Facts
-from hangdoctor.doctor.result import CheckResult
+from hangdoctor.doctor.result import Area, CheckResult
 
-AREAS: tuple[Callable[[Facts], list[CheckResult]], ...] = (
-    versions.check,
-    os_limits.check,
-    kernel_log.check,
-    libraries.check,
-    gpu.check,
-    distributed.check,
-    selftest.check,
-)
+#: The order areas are reported in.
+AREAS: tuple[Area, ...] = get_args(Area)
+
+
+def _defined_in(module_name: str) -> list[type[Check]]:
+    module = importlib.import_module(module_name)
+    return [obj for obj in vars(module).values()
+            if inspect.isclass(obj) and issubclass(obj, Check) and obj.__module__ == module_name
+            and not inspect.isabstract(obj) and "id" in vars(obj)]
+
+
+@cache
+def all_checks() -> tuple[Check, ...]:
+    """Every check, by area (in `AREAS` order) and id."""
+    found = [cls() for info in pkgutil.iter_modules(__path__, f"{__name__}.")
+             for cls in _defined_in(info.name)]
+    return tuple(sorted(found, key=lambda c: (AREAS.index(c.area), c.id)))
+
+
+def check_by_id(id: str) -> Check:
+    """The check with this id (KeyError if there is none)."""
+    for check in all_checks():
+        if check.id == id:
+            return check
+    raise KeyError(id)
 
 
 def run_checks(facts: Facts) -> list[CheckResult]:
-    """Every check's results, area by area, in a stable order."""
-    return [result for area in AREAS for result in area(facts)]
+    """Every check's results, area by area; within the GPU area, GPU by GPU."""
+    keyed: list[tuple[tuple[int, int, str], CheckResult]] = []
+    for check in all_checks():
+        area = AREAS.index(check.area)
+        if isinstance(check, GpuCheck):
+            for device in facts.gpus.devices:
+                keyed += [((area, device.index, check.id), r) for r in check.check_gpu(device)]
+        else:
+            keyed += [((area, -1, check.id), r) for r in check.check(facts)]
+    return [result for _, result in sorted(keyed, key=lambda item: item[0])]

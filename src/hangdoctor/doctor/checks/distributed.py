@@ -3,20 +3,29 @@ network interfaces they name, MASTER_ADDR resolvable and MASTER_PORT free."""
 
 from __future__ import annotations
 
-from hangdoctor.doctor.facts import Distributed, Facts
+from collections.abc import Iterator
+
+from hangdoctor.doctor.check import Check, Example
+from hangdoctor.doctor.examples import node
+from hangdoctor.doctor.facts import Facts
 from hangdoctor.doctor.result import CheckResult
 
 TORCH_ENV_SOURCE = "https://pytorch.org/docs/stable/torch_nccl_environment_variables.html"
 NCCL_ENV_SOURCE = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 DIST_SOURCE = "https://pytorch.org/docs/stable/distributed.html"
+INTERFACES = ("eth0", "lo", "docker0")
 
 
-def _r(id: str, status: str, title: str, **fields: str | None) -> CheckResult:
-    return CheckResult(id=id, area="distributed", status=status, title=title,  # type: ignore[arg-type]
-                       **{k: v for k, v in fields.items() if v is not None})
+def _env(**environment: str) -> Facts:
+    """A node with these variables set (and the usual interfaces)."""
+    return node(distributed={"environment": environment, "interfaces": INTERFACES})
 
 
-def _matches_interface(spec: str, interfaces: tuple[str, ...], exact: bool) -> bool:
+def _master(**fields: object) -> Facts:
+    return node(distributed=fields)
+
+
+def matches_interface(spec: str, interfaces: tuple[str, ...], exact: bool) -> bool:
     """Whether NCCL_SOCKET_IFNAME-style `spec` selects at least one interface (NCCL: a
     comma-separated list of prefixes, `=` for exact names, `^` to exclude)."""
     if spec.startswith("^"):
@@ -28,105 +37,219 @@ def _matches_interface(spec: str, interfaces: tuple[str, ...], exact: bool) -> b
     return any((i == p) if exact else i.startswith(p) for i in interfaces for p in wanted)
 
 
-def _variables(d: Distributed) -> list[CheckResult]:
-    env = d.environment
-    out: list[CheckResult] = []
-    shown = ", ".join(f"{k}={v}" for k, v in env.items()
-                      if k.startswith(("NCCL_", "TORCH_", "MASTER_", "GLOO_"))
-                      or k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
-    out.append(_r("DR600", "info", "Distributed environment variables",
-                  found=shown or "none set", why="What NCCL, gloo and torch.distributed will "
-                  "read here (secrets redacted)."))
-    handling = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", env.get("NCCL_ASYNC_ERROR_HANDLING"))
-    why = ("With async error handling, a collective that times out ends the process, so the "
-           "job fails and can restart; without it, the watchdog logs the timeout and every rank "
-           "stays blocked.")
-    if handling == "0":
-        out.append(_r("DR601", "warn", "NCCL async error handling is off",
-                      found="TORCH_NCCL_ASYNC_ERROR_HANDLING=0", wanted="1 or 3", why=why,
-                      fix="export TORCH_NCCL_ASYNC_ERROR_HANDLING=1", source=TORCH_ENV_SOURCE))
-    elif handling is None:
-        out.append(_r("DR601", "info", "NCCL async error handling left to torch's default",
-                      found="unset", wanted="1 (explicit; older torch defaults to off)", why=why,
-                      fix="export TORCH_NCCL_ASYNC_ERROR_HANDLING=1", source=TORCH_ENV_SOURCE))
-    else:
-        out.append(_r("DR601", "ok", "NCCL async error handling",
-                      found=f"TORCH_NCCL_ASYNC_ERROR_HANDLING={handling}",
-                      source=TORCH_ENV_SOURCE))
-    debug = env.get("NCCL_DEBUG")
-    if debug is None:
-        out.append(_r("DR602", "info", "NCCL_DEBUG unset", found="unset",
-                      wanted="INFO while debugging a hang",
-                      why="NCCL's INFO log names the transport, interfaces and the rank that "
-                          "failed; without it, a NCCL hang leaves almost nothing in the log.",
-                      fix="export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
-                      source=NCCL_ENV_SOURCE))
-    if env.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL":
-        out.append(_r("DR605", "warn", "TORCH_DISTRIBUTED_DEBUG=DETAIL is set",
-                      found="DETAIL", wanted="unset or INFO outside short debugging sessions",
-                      why="DETAIL wraps every collective in checks that slow training, and "
-                          "(seen with torch 2.13 on gloo) can crash ranks before the first step.",
-                      fix="unset TORCH_DISTRIBUTED_DEBUG", source=DIST_SOURCE))
-    disabled = [k for k in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_SHM_DISABLE")
-                if env.get(k) == "1"]
-    if disabled:
-        out.append(_r("DR606", "info", "NCCL transports disabled",
-                      found=", ".join(f"{k}=1" for k in disabled),
-                      wanted="unset unless working around a known fault",
-                      why="Often left over from a debugging session: NCCL then takes slower "
-                          "paths (sockets instead of NVLink/InfiniBand), and long collectives "
-                          "can pass their timeout.",
-                      fix="unset " + " ".join(disabled), source=NCCL_ENV_SOURCE))
-    for name, exact in (("NCCL_SOCKET_IFNAME", False), ("GLOO_SOCKET_IFNAME", True)):
-        spec = env.get(name)
-        if spec and d.interfaces and not _matches_interface(spec, d.interfaces, exact):
-            out.append(_r("DR607", "problem", f"{name} names no interface of this node",
-                          found=f"{name}={spec}", wanted=f"one of {', '.join(d.interfaces)}",
-                          why="The library finds no interface to bind, so ranks cannot reach "
-                              "each other and wait at rendezvous or their first collective.",
-                          fix=f"export {name}=<one of: {', '.join(d.interfaces)}>",
-                          source=NCCL_ENV_SOURCE))
-    return out
+class EnvironmentVariables(Check):
+    id = "DR600"
+    area = "distributed"
+    summary = "NCCL_*, TORCH_*, GLOO_*, MASTER_* and rank variables (secrets redacted)"
+    informs_only = True
+    quiet_on = (Example("none set", lambda: node(), "info"),
+                Example("a torchrun rank", lambda: _env(RANK="3", WORLD_SIZE="8",
+                                                        MASTER_ADDR="10.0.0.1"), "info"))
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        shown = ", ".join(f"{k}={v}" for k, v in facts.distributed.environment.items()
+                          if k.startswith(("NCCL_", "TORCH_", "MASTER_", "GLOO_"))
+                          or k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
+        yield self.result("info", "Distributed environment variables", found=shown or "none set",
+                          why="What NCCL, gloo and torch.distributed will read here (secrets "
+                              "redacted).")
 
 
-def _master(d: Distributed) -> list[CheckResult]:
-    out: list[CheckResult] = []
-    if d.master_addr is not None:
-        title = f"MASTER_ADDR {d.master_addr} resolves"
-        if d.master_addr_resolves_to:
-            out.append(_r("DR603", "ok", title,
-                          found=", ".join(d.master_addr_resolves_to[:4])))
+class AsyncErrorHandling(Check):
+    id = "DR601"
+    area = "distributed"
+    summary = "TORCH_NCCL_ASYNC_ERROR_HANDLING (0 `warn`, unset `info`)"
+    fires_on = (Example("turned off", lambda: _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="0"), "warn"),
+                Example("turned off under its old name",
+                        lambda: _env(NCCL_ASYNC_ERROR_HANDLING="0"), "warn"))
+    quiet_on = (Example("on", lambda: _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="1"), "ok"),
+                Example("unset", lambda: node(), "info"))
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        env = facts.distributed.environment
+        handling = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                           env.get("NCCL_ASYNC_ERROR_HANDLING"))
+        why = ("With async error handling, a collective that times out ends the process, so the "
+               "job fails and can restart; without it, the watchdog logs the timeout and every "
+               "rank stays blocked.")
+        fix = "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1"
+        if handling == "0":
+            yield self.result("warn", "NCCL async error handling is off",
+                              found="TORCH_NCCL_ASYNC_ERROR_HANDLING=0", wanted="1 or 3", why=why,
+                              fix=fix, source=TORCH_ENV_SOURCE)
+        elif handling is None:
+            yield self.result("info", "NCCL async error handling left to torch's default",
+                              found="unset", wanted="1 (explicit; older torch defaults to off)",
+                              why=why, fix=fix, source=TORCH_ENV_SOURCE)
         else:
-            out.append(_r("DR603", "problem", f"MASTER_ADDR {d.master_addr} does not resolve",
-                          found=d.master_addr_error or "no address", wanted="a resolvable host",
-                          why="Ranks cannot reach the TCPStore: they wait in "
-                              "init_process_group until the rendezvous timeout.",
-                          fix=f"getent hosts {d.master_addr}   (fix DNS or /etc/hosts, or set "
-                              "MASTER_ADDR to rank 0's IP address)", source=DIST_SOURCE))
-    if d.master_port is not None:
+            yield self.result("ok", "NCCL async error handling",
+                              found=f"TORCH_NCCL_ASYNC_ERROR_HANDLING={handling}",
+                              source=TORCH_ENV_SOURCE)
+
+
+class NcclDebugUnset(Check):
+    id = "DR602"
+    area = "distributed"
+    summary = "NCCL_DEBUG unset (`info`: set INFO while debugging)"
+    informs_only = True
+    quiet_on = (Example("unset", lambda: node(), "info"),
+                Example("set", lambda: _env(NCCL_DEBUG="INFO"), None))
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        if "NCCL_DEBUG" in facts.distributed.environment:
+            return
+        yield self.result("info", "NCCL_DEBUG unset", found="unset",
+                          wanted="INFO while debugging a hang",
+                          why="NCCL's INFO log names the transport, interfaces and the rank "
+                              "that failed; without it, a NCCL hang leaves almost nothing in "
+                              "the log.",
+                          fix="export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
+                          source=NCCL_ENV_SOURCE)
+
+
+class MasterAddrResolves(Check):
+    id = "DR603"
+    area = "distributed"
+    summary = "MASTER_ADDR resolves (bounded in time)"
+    fires_on = (Example("a name DNS does not know", lambda: _master(
+        master_addr="no-such-host.invalid", master_addr_resolves_to=(),
+        master_addr_error="Name or service not known"), "problem"),)
+    quiet_on = (Example("resolves", lambda: _master(master_addr="node-0",
+                                                    master_addr_resolves_to=("10.0.0.1",)), "ok"),
+                Example("unset", lambda: node(), None))
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        d = facts.distributed
+        if d.master_addr is None:
+            return
+        if d.master_addr_resolves_to:
+            yield self.result("ok", f"MASTER_ADDR {d.master_addr} resolves",
+                              found=", ".join(d.master_addr_resolves_to[:4]))
+            return
+        yield self.result(
+            "problem", f"MASTER_ADDR {d.master_addr} does not resolve",
+            found=d.master_addr_error or "no address", wanted="a resolvable host",
+            why="Ranks cannot reach the TCPStore: they wait in init_process_group until the "
+                "rendezvous timeout.",
+            fix=f"getent hosts {d.master_addr}   (fix DNS or /etc/hosts, or set MASTER_ADDR to "
+                "rank 0's IP address)", source=DIST_SOURCE)
+
+
+class MasterPort(Check):
+    id = "DR604"
+    area = "distributed"
+    summary = "MASTER_PORT is a port and free here (when MASTER_ADDR is this host or unset)"
+    fires_on = (
+        Example("not a number", lambda: _master(
+            master_port="notaport", master_port_error="'notaport' is not a TCP port number"),
+            "problem"),
+        Example("a stale store still listens", lambda: _master(master_port="29500",
+                                                              master_port_free=False), "warn"),
+    )
+    quiet_on = (
+        Example("free", lambda: _master(master_port="29500", master_port_free=True), "ok"),
+        Example("on another host", lambda: _master(
+            master_addr="10.0.0.1", master_addr_resolves_to=("10.0.0.1",),
+            master_addr_is_local=False, master_port="29500"), "info"),
+        Example("unset", lambda: node(), None),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        d = facts.distributed
+        if d.master_port is None:
+            return
         title = f"MASTER_PORT {d.master_port}"
         if d.master_port_error:
-            out.append(_r("DR604", "problem", f"{title} is not a usable port",
-                          found=d.master_port_error, wanted="a free TCP port 1024-65535",
-                          why="The store cannot listen, and every rank waits for it.",
-                          fix="export MASTER_PORT=29500", source=DIST_SOURCE))
+            yield self.result("problem", f"{title} is not a usable port",
+                              found=d.master_port_error, wanted="a free TCP port 1024-65535",
+                              why="The store cannot listen, and every rank waits for it.",
+                              fix="export MASTER_PORT=29500", source=DIST_SOURCE)
         elif d.master_port_free is False:
-            out.append(_r("DR604", "warn", f"{title} is already in use here",
-                          found="a process listens on it", wanted="free",
-                          why="Often a previous job's TCPStore still alive: rank 0 fails to "
-                              "listen, or other ranks join the stale store and wait forever.",
-                          fix=f"ss -ltnp 'sport = :{d.master_port}'   (end that process, or "
-                              "pick another MASTER_PORT)", source=DIST_SOURCE))
+            yield self.result(
+                "warn", f"{title} is already in use here", found="a process listens on it",
+                wanted="free",
+                why="Often a previous job's TCPStore still alive: rank 0 fails to listen, or "
+                    "other ranks join the stale store and wait forever.",
+                fix=f"ss -ltnp 'sport = :{d.master_port}'   (end that process, or pick another "
+                    "MASTER_PORT)", source=DIST_SOURCE)
         elif d.master_port_free:
-            out.append(_r("DR604", "ok", f"{title} is free", found="free"))
+            yield self.result("ok", f"{title} is free", found="free")
         else:
-            out.append(_r("DR604", "info", f"{title} not tested",
-                          found="MASTER_ADDR is another host",
-                          why="Only rank 0's host can tell whether the port is free."))
-    return out
+            yield self.result("info", f"{title} not tested", found="MASTER_ADDR is another host",
+                              why="Only rank 0's host can tell whether the port is free.")
 
 
-def check(facts: Facts) -> list[CheckResult]:
-    """Distributed environment checks."""
-    d = facts.distributed
-    return _variables(d) + _master(d)
+class DetailDebugLeftOn(Check):
+    id = "DR605"
+    area = "distributed"
+    summary = "TORCH_DISTRIBUTED_DEBUG=DETAIL left on"
+    fires_on = (Example("DETAIL", lambda: _env(TORCH_DISTRIBUTED_DEBUG="DETAIL"), "warn"),)
+    quiet_on = (Example("INFO", lambda: _env(TORCH_DISTRIBUTED_DEBUG="INFO"), None),
+                Example("unset", lambda: node(), None))
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        if facts.distributed.environment.get("TORCH_DISTRIBUTED_DEBUG", "").upper() != "DETAIL":
+            return
+        yield self.result(
+            "warn", "TORCH_DISTRIBUTED_DEBUG=DETAIL is set", found="DETAIL",
+            wanted="unset or INFO outside short debugging sessions",
+            why="DETAIL wraps every collective in checks that slow training, and (seen with "
+                "torch 2.13 on gloo) can crash ranks before the first step.",
+            fix="unset TORCH_DISTRIBUTED_DEBUG", source=DIST_SOURCE)
+
+
+class TransportsDisabled(Check):
+    id = "DR606"
+    area = "distributed"
+    summary = "NCCL_P2P/IB/SHM_DISABLE left on"
+    # Left on, it is worth a look; set on purpose, it works around a known fault.
+    informs_only = True
+    quiet_on = (Example("P2P and IB off", lambda: _env(NCCL_P2P_DISABLE="1", NCCL_IB_DISABLE="1"),
+                        "info"),
+                Example("none off", lambda: _env(NCCL_P2P_DISABLE="0"), None))
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        env = facts.distributed.environment
+        disabled = [k for k in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_SHM_DISABLE")
+                    if env.get(k) == "1"]
+        if not disabled:
+            return
+        yield self.result(
+            "info", "NCCL transports disabled", found=", ".join(f"{k}=1" for k in disabled),
+            wanted="unset unless working around a known fault",
+            why="Often left over from a debugging session: NCCL then takes slower paths "
+                "(sockets instead of NVLink/InfiniBand), and long collectives can pass their "
+                "timeout.",
+            fix="unset " + " ".join(disabled), source=NCCL_ENV_SOURCE)
+
+
+class SocketInterface(Check):
+    id = "DR607"
+    area = "distributed"
+    summary = "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME name no interface of this node"
+    fires_on = (
+        Example("ib on a node without InfiniBand", lambda: _env(NCCL_SOCKET_IFNAME="ib"),
+                "problem"),
+        Example("gloo wants an exact name", lambda: _env(GLOO_SOCKET_IFNAME="eth"), "problem"),
+        Example("everything excluded", lambda: _env(NCCL_SOCKET_IFNAME="^eth,lo,docker"),
+                "problem"),
+    )
+    quiet_on = (
+        Example("a prefix", lambda: _env(NCCL_SOCKET_IFNAME="eth"), None),
+        Example("an exclusion", lambda: _env(NCCL_SOCKET_IFNAME="^docker,lo"), None),
+        Example("an exact name", lambda: _env(NCCL_SOCKET_IFNAME="=eth0",
+                                              GLOO_SOCKET_IFNAME="eth0"), None),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        d = facts.distributed
+        for name, exact in (("NCCL_SOCKET_IFNAME", False), ("GLOO_SOCKET_IFNAME", True)):
+            spec = d.environment.get(name)
+            if not spec or not d.interfaces or matches_interface(spec, d.interfaces, exact):
+                continue
+            yield self.result(
+                "problem", f"{name} names no interface of this node", found=f"{name}={spec}",
+                wanted=f"one of {', '.join(d.interfaces)}",
+                why="The library finds no interface to bind, so ranks cannot reach each other "
+                    "and wait at rendezvous or their first collective.",
+                fix=f"export {name}=<one of: {', '.join(d.interfaces)}>", source=NCCL_ENV_SOURCE)

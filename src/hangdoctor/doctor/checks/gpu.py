@@ -1,14 +1,20 @@
 """GPUs through NVML: memory and utilisation, ECC, retired pages and remapped rows, PCIe link
 against its maximum, replay counter, clock-event reasons, processes sharing a GPU.
 
-No GPU is a fact, not an error.
+No GPU is a fact, not an error. The examples are GPUs described field by field as NVML reads
+them; tests/doctor/fixtures/nvml_readings.json has whole readings in nvidia-ml-py's shape.
 """
 
 from __future__ import annotations
 
-from hangdoctor.doctor.facts import Facts, GpuDevice
+from collections.abc import Iterator
+
+from hangdoctor.doctor.check import Check, Example, GpuCheck
+from hangdoctor.doctor.examples import node
+from hangdoctor.doctor.facts import Facts, GpuDevice, GpuProcess, Gpus
 from hangdoctor.doctor.result import CheckResult
-from hangdoctor.doctor.units import size
+from hangdoctor.doctor.units import GIB, size
+from hangdoctor.evidence.model import ProbeError
 
 NVML_SOURCE = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"
 RETIREMENT_SOURCE = "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"
@@ -25,163 +31,279 @@ CLOCK_EVENTS = {
 MEMORY_BUSY = 0.9
 REPLAY_WARN = 100
 
-
-def _r(id: str, status: str, title: str, **fields: str | None) -> CheckResult:
-    return CheckResult(id=id, area="gpu", status=status, title=title,  # type: ignore[arg-type]
-                       **{k: v for k, v in fields.items() if v is not None})
-
-
-def _memory(d: GpuDevice, name: str) -> CheckResult | None:
-    if d.memory_total_bytes is None or d.memory_used_bytes is None:
-        return None
-    share = d.memory_used_bytes / d.memory_total_bytes if d.memory_total_bytes else 0.0
-    util = f", utilisation {d.utilization_gpu_percent}%" if d.utilization_gpu_percent is not None \
-        else ""
-    found = f"{size(d.memory_used_bytes)} of {size(d.memory_total_bytes)} used{util}"
-    if share >= MEMORY_BUSY:
-        return _r("DR501", "warn", f"{name}: memory already {share:.0%} used", found=found,
-                  wanted="free before the job starts",
-                  why="A job started on a GPU that another process fills stalls in allocator "
-                      "retries or fails with CUDA out of memory on one rank while the others "
-                      "wait.",
-                  fix=f"nvidia-smi -i {d.index}   (find the process; end it or pick another GPU "
-                      "with CUDA_VISIBLE_DEVICES)")
-    return _r("DR501", "ok", f"{name}: memory and utilisation", found=found)
+#: A healthy, idle GPU as NVML reads it; the examples change a few fields.
+IDLE_GPU = GpuDevice(
+    index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-5d0f3a1e", pci_bus_id="00000000:1B:00.0",
+    memory_used_bytes=1 * GIB // 2, memory_total_bytes=80 * GIB, utilization_gpu_percent=0,
+    ecc_uncorrected_volatile=0, ecc_uncorrected_aggregate=0, ecc_corrected_volatile=0,
+    retired_pages_pending=False, retired_pages_count=0, remapped_rows_pending=False,
+    remapped_rows_failure=False, pcie_gen=5, pcie_gen_max=5, pcie_width=16, pcie_width_max=16,
+    pcie_replay_counter=0, clock_event_reasons=0x1, temperature_c=34)
 
 
-def _ecc(d: GpuDevice, name: str) -> list[CheckResult]:
-    out = []
-    if d.ecc_uncorrected_volatile:
-        out.append(_r("DR502", "problem", f"{name}: uncorrectable ECC errors since boot",
-                      found=str(d.ecc_uncorrected_volatile), wanted="0",
-                      why="Uncorrectable memory errors corrupt or kill the process using the "
-                          "memory (Xid 48/94/95); its peers hang in their next collective.",
-                      fix=f"sudo nvidia-smi -r -i {d.index}   (reset when idle); drain the node "
-                          "if they recur", source=RETIREMENT_SOURCE))
-    elif d.ecc_uncorrected_aggregate:
-        out.append(_r("DR502", "warn", f"{name}: uncorrectable ECC errors in its lifetime",
-                      found=str(d.ecc_uncorrected_aggregate), wanted="0",
-                      why="Past uncorrectable errors mark a GPU whose memory is failing.",
-                      fix=f"nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {d.index}",
-                      source=RETIREMENT_SOURCE))
-    if d.retired_pages_pending:
-        out.append(_r("DR503", "problem", f"{name}: page retirement pending",
-                      found=f"pending (retired so far: {d.retired_pages_count or 0})",
-                      wanted="no pending retirement",
-                      why="A bad memory page is retired only at the next GPU reset; until then "
-                          "jobs can hit it again (Xid 48/63).",
-                      fix=f"sudo nvidia-smi -r -i {d.index}   (when no job uses it)",
-                      source=RETIREMENT_SOURCE))
-    if d.remapped_rows_failure:
-        out.append(_r("DR503", "problem", f"{name}: row remapping failed",
-                      found="remapping failure", wanted="no failure",
-                      why="The GPU has run out of spare memory rows (Xid 64): it needs "
-                          "replacing.",
-                      fix="Drain the node and have the GPU replaced (RMA)",
-                      source=REMAPPING_SOURCE))
-    elif d.remapped_rows_pending:
-        out.append(_r("DR503", "warn", f"{name}: row remapping pending",
-                      found="pending", wanted="no pending remapping",
-                      why="A faulty memory row is remapped only at the next GPU reset; until "
-                          "then jobs can hit it (Xid 63/94/95).",
-                      fix=f"sudo nvidia-smi -r -i {d.index}   (when no job uses it)",
-                      source=REMAPPING_SOURCE))
-    return out
+def _gpu(**fields: object) -> Facts:
+    """A node with one GPU: the idle one with `fields` changed."""
+    device = GpuDevice.model_validate({**IDLE_GPU.model_dump(), **fields})
+    return node(versions={"driver": "550.54.15"}, gpus=Gpus(available=True, devices=(device,)))
 
 
-def _pcie(d: GpuDevice, name: str) -> list[CheckResult]:
-    out = []
-    if None not in (d.pcie_gen, d.pcie_gen_max, d.pcie_width, d.pcie_width_max):
-        found = f"gen{d.pcie_gen} x{d.pcie_width}"
-        wanted = f"gen{d.pcie_gen_max} x{d.pcie_width_max}"
-        fix = (f"sudo lspci -vv -s {d.pci_bus_id or '<bus id>'} | grep -E 'LnkCap|LnkSta'; "
-               "reseat the GPU or riser, check the slot and BIOS PCIe settings")
-        assert d.pcie_width is not None and d.pcie_width_max is not None
-        assert d.pcie_gen is not None and d.pcie_gen_max is not None
-        if d.pcie_width < d.pcie_width_max:
-            out.append(_r("DR504", "warn", f"{name}: PCIe link narrower than it can be",
-                          found=found, wanted=wanted,
-                          why="A link trained at reduced width (a bad seat, riser or slot) "
-                              "cuts host transfers and collectives through the host; that rank "
-                              "becomes the straggler its peers wait for.",
-                          fix=fix))
-        elif d.pcie_gen < d.pcie_gen_max:
-            busy = (d.utilization_gpu_percent or 0) > 0
-            out.append(_r("DR504", "warn" if busy else "info",
-                          f"{name}: PCIe link below its maximum generation", found=found,
-                          wanted=wanted,
-                          why=("Under load the link should run at its maximum generation; a "
-                               "lower one slows transfers." if busy else
-                               "Idle GPUs lower their link generation to save power: this is "
-                               "normal at idle; rerun doctor while a job runs to be sure."),
-                          fix=fix))
-        else:
-            out.append(_r("DR504", "ok", f"{name}: PCIe link", found=found, wanted=wanted))
-    if d.pcie_replay_counter:
-        out.append(_r("DR505", "warn" if d.pcie_replay_counter >= REPLAY_WARN else "info",
-                      f"{name}: PCIe replays", found=str(d.pcie_replay_counter),
-                      wanted=f"< {REPLAY_WARN}",
-                      why="Each replay is a PCIe transfer resent after an error; many of them "
-                          "point at a failing link and precede bus errors (Xid 79).",
-                      fix=f"sudo lspci -vv -s {d.pci_bus_id or '<bus id>'}; reseat the card, "
-                          "check the riser"))
-    return out
+def _name(gpu: GpuDevice) -> str:
+    return f"GPU {gpu.index}"
 
 
-def _clocks(d: GpuDevice, name: str) -> CheckResult | None:
-    if d.clock_event_reasons is None:
-        return None
-    active = [text for bit, text in CLOCK_EVENTS.items() if d.clock_event_reasons & bit]
-    if not active:
-        return None
-    temp = f", {d.temperature_c} C" if d.temperature_c is not None else ""
-    return _r("DR506", "warn", f"{name}: clocks slowed ({', '.join(active)})",
-              found=f"reasons 0x{d.clock_event_reasons:x}{temp}", wanted="no thermal or power "
-              "slowdown",
-              why="A GPU slowed by heat or power delivery makes its rank the straggler: the "
-                  "others wait in every collective, and a long wait can pass a timeout.",
-              fix=f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {d.index}; check cooling, "
-                  "fans and power supply", source=NVML_SOURCE)
+class GpusSeen(Check):
+    id = "DR500"
+    area = "gpu"
+    summary = ("GPUs seen through NVML; no GPU is `info`; a driver without NVML readings is "
+               "`warn`")
+    fires_on = (Example("a driver, but NVML cannot be read", lambda: node(
+        versions={"driver": "550.54.15"},
+        gpus=Gpus(failure=ProbeError(probe="nvml", kind="missing_tool",
+                                     message="nvidia-ml-py is not installed"))), "warn"),)
+    quiet_on = (
+        Example("a CPU node", lambda: node(), "info"),
+        Example("one GPU", lambda: _gpu(), "ok"),
+    )
 
-
-def _processes(d: GpuDevice, name: str) -> CheckResult | None:
-    if not d.processes:
-        return None
-    listed = ", ".join(f"{p.pid}" + (f" {p.name}" if p.name else "") +
-                       (f" ({size(p.used_memory_bytes)})" if p.used_memory_bytes else "")
-                       for p in d.processes[:6])
-    if len(d.processes) >= 2:
-        return _r("DR507", "warn", f"{name}: {len(d.processes)} processes share this GPU",
-                  found=listed, wanted="one process per GPU",
-                  why="Processes that share a GPU compete for memory and compute; two ranks "
-                      "mapped to one GPU (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock "
-                      "in NCCL, which forbids two ranks on one device.",
-                  fix="Give each rank its own GPU: `torch.cuda.set_device(int(os.environ"
-                      "['LOCAL_RANK']))`, or end the stray process (`kill <pid>`)")
-    return _r("DR507", "info", f"{name}: in use by a process", found=listed,
-              why="Another job already runs on this GPU.")
-
-
-def check(facts: Facts) -> list[CheckResult]:
-    """GPU checks."""
-    gpus = facts.gpus
-    if not gpus.available:
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        gpus = facts.gpus
+        if gpus.available:
+            yield self.result("ok", "GPUs", found=", ".join(
+                f"{d.index}: {d.name or '?'}" for d in gpus.devices) or "none")
+            return
         driver = facts.versions.driver or facts.libraries.driver_module
         failure = gpus.failure
         if driver and failure is not None:
-            return [_r("DR500", "warn", "GPUs could not be read through NVML",
-                       found=failure.message, wanted="NVML readings",
-                       why="Without NVML, ECC, PCIe and clock problems of the GPUs go unseen.",
-                       fix=failure.help or "pip install 'hangdoctor[gpu]'   (nvidia-ml-py)")]
-        return [_r("DR500", "info", "No NVIDIA GPU",
-                   found=failure.message if failure else "no NVIDIA GPU or driver",
-                   why="CPU-only node: GPU checks do not apply.")]
-    results = [_r("DR500", "ok", "GPUs", found=", ".join(
-        f"{d.index}: {d.name or '?'}" for d in gpus.devices) or "none")]
-    for d in gpus.devices:
-        name = f"GPU {d.index}"
-        results += [r for r in (_memory(d, name),) if r is not None]
-        results += _ecc(d, name)
-        results += _pcie(d, name)
-        results += [r for r in (_clocks(d, name), _processes(d, name)) if r is not None]
-    return results
+            yield self.result(
+                "warn", "GPUs could not be read through NVML", found=failure.message,
+                wanted="NVML readings",
+                why="Without NVML, ECC, PCIe and clock problems of the GPUs go unseen.",
+                fix=failure.help or "pip install 'hangdoctor[gpu]'   (nvidia-ml-py)")
+            return
+        yield self.result("info", "No NVIDIA GPU",
+                          found=failure.message if failure else "no NVIDIA GPU or driver",
+                          why="CPU-only node: GPU checks do not apply.")
+
+
+class GpuMemory(GpuCheck):
+    id = "DR501"
+    area = "gpu"
+    summary = "memory used (>= 90% before the job `warn`) and utilisation"
+    fires_on = (Example("another process holds 97%",
+                        lambda: _gpu(memory_used_bytes=78 * GIB), "warn"),)
+    quiet_on = (Example("idle", lambda: _gpu(), "ok"),
+                Example("memory not reported", lambda: _gpu(memory_used_bytes=None), None))
+
+    def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
+        used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
+        if total is None or used is None:
+            return
+        share = used / total if total else 0.0
+        util = "" if gpu.utilization_gpu_percent is None \
+            else f", utilisation {gpu.utilization_gpu_percent}%"
+        found = f"{size(used)} of {size(total)} used{util}"
+        if share < MEMORY_BUSY:
+            yield self.result("ok", f"{_name(gpu)}: memory and utilisation", found=found)
+            return
+        yield self.result(
+            "warn", f"{_name(gpu)}: memory already {share:.0%} used", found=found,
+            wanted="free before the job starts",
+            why="A job started on a GPU that another process fills stalls in allocator "
+                "retries or fails with CUDA out of memory on one rank while the others wait.",
+            fix=f"nvidia-smi -i {gpu.index}   (find the process; end it or pick another GPU "
+                "with CUDA_VISIBLE_DEVICES)")
+
+
+class UncorrectableEcc(GpuCheck):
+    id = "DR502"
+    area = "gpu"
+    summary = "uncorrectable ECC errors (volatile `problem`, aggregate `warn`)"
+    fires_on = (
+        Example("since boot", lambda: _gpu(ecc_uncorrected_volatile=2,
+                                           ecc_uncorrected_aggregate=2), "problem"),
+        Example("in its lifetime", lambda: _gpu(ecc_uncorrected_aggregate=3), "warn"),
+    )
+    quiet_on = (Example("none", lambda: _gpu(ecc_corrected_volatile=12), None),)
+
+    def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
+        if gpu.ecc_uncorrected_volatile:
+            yield self.result(
+                "problem", f"{_name(gpu)}: uncorrectable ECC errors since boot",
+                found=str(gpu.ecc_uncorrected_volatile), wanted="0",
+                why="Uncorrectable memory errors corrupt or kill the process using the "
+                    "memory (Xid 48/94/95); its peers hang in their next collective.",
+                fix=f"sudo nvidia-smi -r -i {gpu.index}   (reset when idle); drain the node "
+                    "if they recur", source=RETIREMENT_SOURCE)
+        elif gpu.ecc_uncorrected_aggregate:
+            yield self.result(
+                "warn", f"{_name(gpu)}: uncorrectable ECC errors in its lifetime",
+                found=str(gpu.ecc_uncorrected_aggregate), wanted="0",
+                why="Past uncorrectable errors mark a GPU whose memory is failing.",
+                fix=f"nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {gpu.index}",
+                source=RETIREMENT_SOURCE)
+
+
+class MemoryRepairPending(GpuCheck):
+    id = "DR503"
+    area = "gpu"
+    summary = "retired pages pending, row remapping pending or failed"
+    fires_on = (
+        Example("page retirement pending", lambda: _gpu(retired_pages_pending=True), "problem"),
+        Example("row remapping failed", lambda: _gpu(remapped_rows_failure=True), "problem"),
+        Example("row remapping pending", lambda: _gpu(remapped_rows_pending=True), "warn"),
+    )
+    quiet_on = (Example("nothing pending", lambda: _gpu(retired_pages_count=2), None),)
+
+    def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
+        name = _name(gpu)
+        if gpu.retired_pages_pending:
+            yield self.result(
+                "problem", f"{name}: page retirement pending",
+                found=f"pending (retired so far: {gpu.retired_pages_count or 0})",
+                wanted="no pending retirement",
+                why="A bad memory page is retired only at the next GPU reset; until then "
+                    "jobs can hit it again (Xid 48/63).",
+                fix=f"sudo nvidia-smi -r -i {gpu.index}   (when no job uses it)",
+                source=RETIREMENT_SOURCE)
+        if gpu.remapped_rows_failure:
+            yield self.result(
+                "problem", f"{name}: row remapping failed", found="remapping failure",
+                wanted="no failure",
+                why="The GPU has run out of spare memory rows (Xid 64): it needs replacing.",
+                fix="Drain the node and have the GPU replaced (RMA)", source=REMAPPING_SOURCE)
+        elif gpu.remapped_rows_pending:
+            yield self.result(
+                "warn", f"{name}: row remapping pending", found="pending",
+                wanted="no pending remapping",
+                why="A faulty memory row is remapped only at the next GPU reset; until "
+                    "then jobs can hit it (Xid 63/94/95).",
+                fix=f"sudo nvidia-smi -r -i {gpu.index}   (when no job uses it)",
+                source=REMAPPING_SOURCE)
+
+
+class PcieLink(GpuCheck):
+    id = "DR504"
+    area = "gpu"
+    summary = ("PCIe link generation/width against the maximum (narrower `warn`; lower "
+               "generation at idle `info`)")
+    fires_on = (
+        Example("gen4 x8 of gen4 x16", lambda: _gpu(pcie_gen=4, pcie_width=8), "warn"),
+        Example("gen3 of gen5 under load", lambda: _gpu(pcie_gen=3, utilization_gpu_percent=95),
+                "warn"),
+    )
+    quiet_on = (
+        Example("full speed", lambda: _gpu(), "ok"),
+        # Idle GPUs lower their link generation to save power.
+        Example("gen1 at idle", lambda: _gpu(pcie_gen=1), "info"),
+        Example("link not reported", lambda: _gpu(pcie_gen=None), None),
+    )
+
+    def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
+        gen, gen_max, width, width_max = (gpu.pcie_gen, gpu.pcie_gen_max, gpu.pcie_width,
+                                          gpu.pcie_width_max)
+        if gen is None or gen_max is None or width is None or width_max is None:
+            return
+        name, found, wanted = _name(gpu), f"gen{gen} x{width}", f"gen{gen_max} x{width_max}"
+        fix = (f"sudo lspci -vv -s {gpu.pci_bus_id or '<bus id>'} | grep -E 'LnkCap|LnkSta'; "
+               "reseat the GPU or riser, check the slot and BIOS PCIe settings")
+        if width < width_max:
+            yield self.result(
+                "warn", f"{name}: PCIe link narrower than it can be", found=found,
+                wanted=wanted,
+                why="A link trained at reduced width (a bad seat, riser or slot) cuts host "
+                    "transfers and collectives through the host; that rank becomes the "
+                    "straggler its peers wait for.",
+                fix=fix)
+        elif gen < gen_max:
+            busy = (gpu.utilization_gpu_percent or 0) > 0
+            yield self.result(
+                "warn" if busy else "info", f"{name}: PCIe link below its maximum generation",
+                found=found, wanted=wanted,
+                why=("Under load the link should run at its maximum generation; a lower one "
+                     "slows transfers." if busy else
+                     "Idle GPUs lower their link generation to save power: this is normal at "
+                     "idle; rerun doctor while a job runs to be sure."),
+                fix=fix)
+        else:
+            yield self.result("ok", f"{name}: PCIe link", found=found, wanted=wanted)
+
+
+class PcieReplays(GpuCheck):
+    id = "DR505"
+    area = "gpu"
+    summary = "PCIe replay counter (>= 100 `warn`)"
+    fires_on = (Example("412 replays", lambda: _gpu(pcie_replay_counter=412), "warn"),)
+    quiet_on = (Example("a few replays", lambda: _gpu(pcie_replay_counter=3), "info"),
+                Example("none", lambda: _gpu(), None))
+
+    def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
+        replays = gpu.pcie_replay_counter
+        if not replays:
+            return
+        yield self.result(
+            "warn" if replays >= REPLAY_WARN else "info", f"{_name(gpu)}: PCIe replays",
+            found=str(replays), wanted=f"< {REPLAY_WARN}",
+            why="Each replay is a PCIe transfer resent after an error; many of them point at a "
+                "failing link and precede bus errors (Xid 79).",
+            fix=f"sudo lspci -vv -s {gpu.pci_bus_id or '<bus id>'}; reseat the card, check the "
+                "riser")
+
+
+class ClocksSlowed(GpuCheck):
+    id = "DR506"
+    area = "gpu"
+    summary = "clock-event reasons: hardware slowdown, thermal, power brake"
+    fires_on = (Example("thermal slowdown", lambda: _gpu(clock_event_reasons=0x20 | 0x40,
+                                                         temperature_c=91), "warn"),)
+    quiet_on = (
+        Example("idle", lambda: _gpu(clock_event_reasons=0x1), None),
+        Example("held at the software power cap under load",
+                lambda: _gpu(clock_event_reasons=0x4, utilization_gpu_percent=100), None),
+    )
+
+    def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
+        reasons = gpu.clock_event_reasons
+        active = [text for bit, text in CLOCK_EVENTS.items() if reasons and reasons & bit]
+        if reasons is None or not active:
+            return
+        temp = f", {gpu.temperature_c} C" if gpu.temperature_c is not None else ""
+        yield self.result(
+            "warn", f"{_name(gpu)}: clocks slowed ({', '.join(active)})",
+            found=f"reasons 0x{reasons:x}{temp}", wanted="no thermal or power slowdown",
+            why="A GPU slowed by heat or power delivery makes its rank the straggler: the "
+                "others wait in every collective, and a long wait can pass a timeout.",
+            fix=f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.index}; check cooling, "
+                "fans and power supply", source=NVML_SOURCE)
+
+
+class SharedGpu(GpuCheck):
+    id = "DR507"
+    area = "gpu"
+    summary = "processes on the GPU (two or more `warn`)"
+    fires_on = (Example("two ranks on one GPU", lambda: _gpu(processes=(
+        GpuProcess(pid=40211, name="python", used_memory_bytes=20 * GIB),
+        GpuProcess(pid=40298, name="python", used_memory_bytes=18 * GIB))), "warn"),)
+    quiet_on = (
+        Example("one process", lambda: _gpu(processes=(GpuProcess(pid=40211),)), "info"),
+        Example("none", lambda: _gpu(), None),
+    )
+
+    def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
+        processes = gpu.processes
+        if not processes:
+            return
+        listed = ", ".join(f"{p.pid}" + (f" {p.name}" if p.name else "") +
+                           (f" ({size(p.used_memory_bytes)})" if p.used_memory_bytes else "")
+                           for p in processes[:6])
+        if len(processes) < 2:
+            yield self.result("info", f"{_name(gpu)}: in use by a process", found=listed,
+                              why="Another job already runs on this GPU.")
+            return
+        yield self.result(
+            "warn", f"{_name(gpu)}: {len(processes)} processes share this GPU", found=listed,
+            wanted="one process per GPU",
+            why="Processes that share a GPU compete for memory and compute; two ranks mapped to "
+                "one GPU (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock in NCCL, which "
+                "forbids two ranks on one device.",
+            fix="Give each rank its own GPU: `torch.cuda.set_device(int(os.environ"
+                "['LOCAL_RANK']))`, or end the stray process (`kill <pid>`)")

@@ -1,31 +1,65 @@
 """Kernel log: NVIDIA Xid lines (what each means and what it calls for), a GPU fallen off the
 bus, PCIe AER errors, the OOM killer and the hung-task detector, within the time window.
 
-Lines are recognised by `hangdoctor.analysis.logs.scan`, and Xids explained by the table of the
-HD450 log rule, so `doctor`, `dump` and `analyze` read the kernel log the same way.
+Lines are recognised by `hangdoctor.analysis.logs.scan` and Xids explained by
+`hangdoctor.knowledge.xid`, so `doctor`, `dump` and `analyze` read the kernel log the same way.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 
 from hangdoctor.analysis.logs import LogMatch, scan
-from hangdoctor.doctor.facts import Facts
+from hangdoctor.doctor.check import Check, Example
+from hangdoctor.doctor.examples import node
+from hangdoctor.doctor.facts import Facts, KernelLog
 from hangdoctor.doctor.result import CheckResult
-from hangdoctor.knowledge.xid import APPLICATION, XIDS
+from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS, Xid
 
 XID_SOURCE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 AER_SOURCE = "https://docs.kernel.org/PCI/pcieaer-howto.html"
 DRAIN = ("drain the node before the next job (Slurm: `scontrol update nodename=$(hostname -s) "
          "state=drain reason=gpu-xid`), then reset the GPU (`sudo nvidia-smi -r -i <index>`) "
          "or reboot")
+UNKNOWN_XID = Xid("not in hangdoctor's table", NODE,
+                  "Look it up in NVIDIA's Xid catalogue and follow its resolution.")
+#: The kinds of line these checks report; a log without any of them is clean.
+REPORTED = ("xid", "gpu_lost", "pcie_error", "oom_killed", "hung_task")
 _QUOTE = 160
 
+# Lines in the wording of NVIDIA's driver and the kernel (see hangdoctor.analysis.logs), for the
+# examples; tests/doctor/fixtures/dmesg_gpu_node.txt has a whole node's log.
+XID_13 = ("NVRM: Xid (PCI:0000:65:00): 13, pid=9120, name=python3, Graphics SM Warp Exception "
+          "on (GPC 0, TPC 1, SM 0): Out Of Range Address")
+XID_79 = ("NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
+          "the bus.")
+FELL_OFF = "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."
+AER_FATAL = ("nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+             "type=Transaction Layer, (Receiver ID)")
+AER_CORRECTED = ("nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+                 "(Receiver ID)")
+OOM_KILL = ("Out of memory: Killed process 51234 (pt_data_worker) total-vm:48123456kB, "
+            "anon-rss:30123456kB, file-rss:0kB, shmem-rss:0kB, UID:1000")
+HUNG_TASK = "INFO: task python3:52001 blocked for more than 122 seconds."
 
-def _r(id: str, status: str, title: str, **fields: str | None) -> CheckResult:
-    return CheckResult(id=id, area="kernel_log", status=status, title=title,  # type: ignore[arg-type]
-                       **{k: v for k, v in fields.items() if v is not None})
+
+def _log(*lines: str) -> Facts:
+    return node(kernel_log={"lines": lines})
+
+
+def _unreadable() -> Facts:
+    return node(kernel_log={"readable": False, "lines": ()})
+
+
+def _by_kind(log: KernelLog) -> dict[str, list[LogMatch]]:
+    """The recognised lines by kind (`scan` caches: the checks share one pass)."""
+    kinds: dict[str, list[LogMatch]] = defaultdict(list)
+    if log.readable:
+        for match in scan(log.lines):
+            kinds[match.kind].append(match)
+    return kinds
 
 
 def _last(matches: list[LogMatch]) -> str:
@@ -34,65 +68,93 @@ def _last(matches: list[LogMatch]) -> str:
     return (line if len(line) <= _QUOTE else line[:_QUOTE] + "...") + more
 
 
-def _xids(matches: list[LogMatch]) -> list[CheckResult]:
-    by_code: dict[int, list[LogMatch]] = defaultdict(list)
-    for match in matches:
-        if (code := match.number("xid")) is not None:
-            by_code[code].append(match)
-    results = []
-    for code in sorted(by_code):
-        meaning, owner, action = XIDS.get(code, (
-            "not in hangdoctor's table", "node",
-            "Look it up in NVIDIA's Xid catalogue and follow its resolution."))
-        devices = sorted({m.fields.get("device", "?") for m in by_code[code]})
-        title = f"Xid {code} on {', '.join(devices)}: {meaning.split(':')[0]}"
-        if owner == APPLICATION:
-            results.append(_r(
-                "DR302", "warn", title, found=_last(by_code[code]), wanted="no Xid",
-                why=(f"{meaning}. An application error: the GPU is healthy, but the process "
-                     "that hit it is stuck or dead, and its peers wait for it in their next "
-                     "collective."),
-                fix=action, source=XID_SOURCE))
-        else:
-            results.append(_r(
-                "DR302", "problem", title, found=_last(by_code[code]), wanted="no Xid",
-                why=(f"{meaning}. The GPU or node needs attention: jobs on it hang in their "
-                     "first CUDA call or collective, or crash."),
-                fix=f"{action} Then {DRAIN}.", source=XID_SOURCE))
-    return results
+class KernelLogRead(Check):
+    id = "DR301"
+    area = "kernel_log"
+    summary = "the kernel log could be read (`skipped` with how to allow it otherwise)"
+    informs_only = True
+    quiet_on = (
+        Example("a clean log", lambda: node(), "ok"),
+        Example("dmesg_restrict", _unreadable, "skipped"),
+        Example("a log with an Xid", lambda: _log(XID_13), "ok"),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        log = facts.kernel_log
+        if not log.readable:
+            failure = log.failure
+            yield self.result(
+                "skipped", "Kernel log could not be read",
+                found=failure.message if failure else "unreadable",
+                why="Xid, PCIe, OOM-killer and hung-task lines are the only record of many "
+                    "hardware and memory faults behind hangs.",
+                fix=(failure.help if failure and failure.help else
+                     "sudo sysctl -w kernel.dmesg_restrict=0   (or run as root / with "
+                     "CAP_SYSLOG)"))
+            return
+        found = f"{len(log.lines)} lines from {log.source} (window {log.window})"
+        kinds = _by_kind(log)
+        if not any(kinds[kind] for kind in REPORTED):
+            found += "; no Xid, AER, OOM-killer or hung-task lines"
+        yield self.result("ok", "Kernel log read", found=found)
 
 
-def check(facts: Facts) -> list[CheckResult]:
-    """Kernel log checks."""
-    log = facts.kernel_log
-    if not log.readable:
-        failure = log.failure
-        return [_r("DR301", "skipped", "Kernel log could not be read",
-                   found=failure.message if failure else "unreadable",
-                   why="Xid, PCIe, OOM-killer and hung-task lines are the only record of many "
-                       "hardware and memory faults behind hangs.",
-                   fix=(failure.help if failure and failure.help else
-                        "sudo sysctl -w kernel.dmesg_restrict=0   (or run as root / with "
-                        "CAP_SYSLOG)"))]
-    matches = scan(tuple(log.lines))
-    kinds: dict[str, list[LogMatch]] = defaultdict(list)
-    for match in matches:
-        kinds[match.kind].append(match)
-    results = [_r("DR301", "ok", "Kernel log read",
-                  found=f"{len(log.lines)} lines from {log.source} (window {log.window})")]
-    results += _xids(kinds["xid"])
-    if kinds["gpu_lost"] and not any(m.number("xid") == 79 for m in kinds["xid"]):
-        results.append(_r("DR306", "problem", "A GPU fell off the bus",
-                          found=_last(kinds["gpu_lost"]), wanted="no such line",
-                          why="The GPU no longer answers on PCIe: every process using it hangs "
-                              "or fails, and so do their peers.",
-                          fix=f"{XIDS[79][2]} Then {DRAIN}.", source=XID_SOURCE))
-    if pcie := kinds["pcie_error"]:
+class XidErrors(Check):
+    id = "DR302"
+    area = "kernel_log"
+    summary = ("one result per Xid code: application errors (13, 31, 43, 45, 68, 109) `warn`, "
+               "the others `problem` with reset/drain")
+    fires_on = (
+        Example("Xid 13: the application's fault", lambda: _log(XID_13), "warn"),
+        Example("Xid 79: the GPU fell off the bus", lambda: _log(XID_13, XID_79), "problem"),
+    )
+    quiet_on = (Example("no Xid", lambda: _log(AER_CORRECTED, HUNG_TASK), None),
+                Example("unreadable", _unreadable, None))
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        by_code: dict[int, list[LogMatch]] = defaultdict(list)
+        for match in _by_kind(facts.kernel_log)["xid"]:
+            if (code := match.number("xid")) is not None:
+                by_code[code].append(match)
+        for code in sorted(by_code):
+            xid = XIDS.get(code, UNKNOWN_XID)
+            devices = sorted({m.fields.get("device", "?") for m in by_code[code]})
+            title = f"Xid {code} on {', '.join(devices)}: {xid.meaning.split(':')[0]}"
+            if xid.owner == APPLICATION:
+                yield self.result(
+                    "warn", title, found=_last(by_code[code]), wanted="no Xid",
+                    why=(f"{xid.meaning}. An application error: the GPU is healthy, but the "
+                         "process that hit it is stuck or dead, and its peers wait for it in "
+                         "their next collective."),
+                    fix=xid.action, source=XID_SOURCE)
+            else:
+                yield self.result(
+                    "problem", title, found=_last(by_code[code]), wanted="no Xid",
+                    why=(f"{xid.meaning}. The GPU or node needs attention: jobs on it hang in "
+                         "their first CUDA call or collective, or crash."),
+                    fix=f"{xid.action} Then {DRAIN}.", source=XID_SOURCE)
+
+
+class PcieErrors(Check):
+    id = "DR303"
+    area = "kernel_log"
+    summary = "PCIe AER errors: uncorrected `problem`, corrected `warn`"
+    fires_on = (
+        Example("an uncorrected (fatal) error", lambda: _log(AER_CORRECTED, AER_FATAL),
+                "problem"),
+        Example("corrected errors only", lambda: _log(AER_CORRECTED), "warn"),
+    )
+    quiet_on = (Example("no AER lines", lambda: _log(XID_13, OOM_KILL), None),)
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        pcie = _by_kind(facts.kernel_log)["pcie_error"]
+        if not pcie:
+            return
         fatal = [m for m in pcie if re.search(r"Uncorrect", m.fields.get("severity", ""), re.I)]
         devices = sorted({m.fields.get("device", "?") for m in pcie})
-        results.append(_r(
-            "DR303", "problem" if fatal else "warn",
-            f"PCIe {'uncorrected' if fatal else 'corrected'} bus errors on {', '.join(devices)}",
+        kind = "uncorrected" if fatal else "corrected"
+        yield self.result(
+            "problem" if fatal else "warn", f"PCIe {kind} bus errors on {', '.join(devices)}",
             found=_last(fatal or pcie), wanted="no AER errors",
             why=("An uncorrected PCIe error takes the device off the bus: the GPU or NIC stops "
                  "answering and the job hangs in its next transfer or collective."
@@ -102,26 +164,69 @@ def check(facts: Facts) -> list[CheckResult]:
             fix=("Check the link: `sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta|CESta'`; "
                  "reseat the card or riser and update BIOS/PCIe firmware" +
                  (f"; {DRAIN}" if fatal else "")),
-            source=AER_SOURCE))
-    if oom := kinds["oom_killed"]:
+            source=AER_SOURCE)
+
+
+class OomKills(Check):
+    id = "DR304"
+    area = "kernel_log"
+    summary = "OOM-killer kills"
+    fires_on = (Example("a DataLoader worker killed", lambda: _log(OOM_KILL), "warn"),)
+    quiet_on = (Example("no OOM kill", lambda: _log(HUNG_TASK), None),)
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        oom = _by_kind(facts.kernel_log)["oom_killed"]
+        if not oom:
+            return
         names = sorted({m.detail or "?" for m in oom})
-        results.append(_r(
-            "DR304", "warn", f"The OOM killer ended {len(oom)} process(es): {', '.join(names)}",
+        yield self.result(
+            "warn", f"The OOM killer ended {len(oom)} process(es): {', '.join(names)}",
             found=_last(oom), wanted="no OOM kills",
             why=("A rank or DataLoader worker killed for host memory leaves its peers waiting "
                  "in a collective or on a queue that is never filled."),
             fix=("Lower DataLoader num_workers or prefetch_factor, or the batch size; check "
-                 "`free -g` and the job's memory limit (`cat /sys/fs/cgroup/memory.max`)")))
-    if hung := kinds["hung_task"]:
+                 "`free -g` and the job's memory limit (`cat /sys/fs/cgroup/memory.max`)"))
+
+
+class HungTasks(Check):
+    id = "DR305"
+    area = "kernel_log"
+    summary = "hung-task reports (`blocked for more than N seconds`)"
+    fires_on = (Example("python3 blocked for 122 s", lambda: _log(HUNG_TASK), "warn"),)
+    quiet_on = (Example("no hung task", lambda: _log(OOM_KILL), None),)
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        hung = _by_kind(facts.kernel_log)["hung_task"]
+        if not hung:
+            return
         names = sorted({m.fields.get("comm", "?") for m in hung})
-        results.append(_r(
-            "DR305", "warn", f"Tasks blocked in the kernel: {', '.join(names)}",
+        yield self.result(
+            "warn", f"Tasks blocked in the kernel: {', '.join(names)}",
             found=_last(hung), wanted="no hung-task reports",
             why=("A task stuck in uninterruptible sleep (usually I/O: NFS, a dying disk, a "
                  "driver) cannot be killed and stalls whatever waits for it."),
             fix=("Find the blocked I/O: `cat /proc/<pid>/stack`, `mount | grep nfs`, "
-                 "`sudo dmesg -T | grep -B5 'blocked for more than'`")))
-    if len(results) == 1:
-        results[0] = results[0].model_copy(update={
-            "found": results[0].found + "; no Xid, AER, OOM-killer or hung-task lines"})
-    return results
+                 "`sudo dmesg -T | grep -B5 'blocked for more than'`"))
+
+
+class GpuFellOffTheBus(Check):
+    id = "DR306"
+    area = "kernel_log"
+    summary = "a GPU fallen off the bus without an Xid line"
+    fires_on = (Example("the driver's line without Xid 79", lambda: _log(FELL_OFF), "problem"),)
+    quiet_on = (
+        # Xid 79 already says it (DR302): the same fault is not reported twice.
+        Example("with its Xid 79", lambda: _log(XID_79, FELL_OFF), None),
+        Example("a clean log", lambda: node(), None),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        kinds = _by_kind(facts.kernel_log)
+        if not kinds["gpu_lost"] or any(m.number("xid") == 79 for m in kinds["xid"]):
+            return
+        yield self.result(
+            "problem", "A GPU fell off the bus", found=_last(kinds["gpu_lost"]),
+            wanted="no such line",
+            why="The GPU no longer answers on PCIe: every process using it hangs or fails, and "
+                "so do their peers.",
+            fix=f"{XIDS[79].action} Then {DRAIN}.", source=XID_SOURCE)

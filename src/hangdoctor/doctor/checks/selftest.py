@@ -1,74 +1,165 @@
 """Self-tests (the guide's hardware isolation): a training step on the CPU, the same on each GPU
 alone, an all-reduce across the local devices. A self-test that hangs is itself diagnosed: what
-hangs alone tells where to look."""
+hangs alone tells where to look.
+
+Each check reads the self-tests of its kind (the part of the name before `:`); results come in
+the order the tests ran, and nothing is said when --selftest was not asked for.
+"""
 
 from __future__ import annotations
 
-from hangdoctor.doctor.facts import Facts, SelftestResult
+from collections.abc import Iterator
+from typing import ClassVar
+
+from hangdoctor.doctor.check import Check, Example
+from hangdoctor.doctor.examples import node
+from hangdoctor.doctor.facts import Facts, SelftestResult, SelftestStatus
 from hangdoctor.doctor.result import CheckResult
 
-#: (id, title, what a hang or failure of this test points at, what to try).
-_KINDS: dict[str, tuple[str, str, str, str]] = {
-    "cpu_step": (
-        "DR701", "Training step on the CPU",
-        "A step that hangs on the CPU alone rules out GPUs and the network: the framework "
-        "install, its thread pools (OpenMP/MKL) or a native library is at fault.",
-        "OMP_NUM_THREADS=1 python -c 'import torch; print(torch.ones(2) @ torch.ones(2))'; "
-        "reinstall torch in a fresh virtual environment"),
-    "gloo_allreduce": (
-        "DR702", "All-reduce of 2 CPU ranks (gloo, loopback)",
-        "Two local ranks that cannot all-reduce over loopback point at the host's networking "
-        "(a firewall on lo, a hostname that resolves to an unreachable address) or the "
-        "torch.distributed install.",
-        "export GLOO_SOCKET_IFNAME=lo; check `getent hosts $(hostname)` resolves to a local "
-        "address"),
-    "gpu_step": (
-        "DR703", "Training step on one GPU",
-        "A step that works on the CPU but hangs on one GPU alone points at that GPU, its "
-        "driver or its PCIe link.",
-        "nvidia-smi -q -i <index>; sudo dmesg -T | grep -i xid; reset the GPU "
-        "(`sudo nvidia-smi -r -i <index>`) or drain the node"),
-    "nccl_allreduce": (
-        "DR704", "All-reduce across the local GPUs (NCCL)",
-        "GPUs that work alone but hang together point at peer-to-peer paths (NVLink, PCIe "
-        "ACS/IOMMU) or NCCL's configuration.",
-        "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest   (if that passes, "
-        "check ACS: `sudo lspci -vvv | grep ACSCtl`, and `nvidia-smi topo -m`)"),
-    "script": (
-        "DR705", "Self-test script",
-        "The script given to --selftest-script did not finish in time.",
-        "Run it under `hangdoctor run -- python <script>`"),
-}
+
+def _ran(name: str, status: SelftestStatus, message: str = "", *where: str) -> Facts:
+    """A node whose self-test `name` ended with `status`."""
+    duration = 60.0 if status == "hung" else 3.2
+    return node(selftests=(SelftestResult(name=name, status=status, duration_s=duration,
+                                          timeout_s=60.0, message=message, where=where),))
 
 
-def _one(test: SelftestResult) -> CheckResult:
-    kind, _, suffix = test.name.partition(":")
-    id, title, diagnosis, fix = _KINDS.get(kind, _KINDS["script"])
-    if suffix:
-        title = f"{title} ({suffix})"
-        fix = fix.replace("<index>", suffix)
-    timing = f"{test.duration_s:.1f} s"
-    if test.status == "passed":
-        extra = f"; {test.message}" if test.message else ""
-        return CheckResult(id=id, area="selftest", status="ok", title=title,
-                           found=f"passed in {timing}{extra}",
-                           wanted=f"done within {test.timeout_s:g} s")
-    if test.status == "skipped":
-        return CheckResult(id=id, area="selftest", status="skipped", title=title,
-                           found=f"skipped: {test.message}")
-    if test.status == "hung":
-        where = (" at " + " <- ".join(test.where[:3])) if test.where else \
-            " (its stack could not be read)"
-        return CheckResult(
-            id=id, area="selftest", status="problem", title=f"{title} hung",
-            found=f"no result after {timing}, stuck{where}",
-            wanted=f"done within {test.timeout_s:g} s",
-            why=f"{diagnosis} {test.message}".strip(), fix=fix)
-    return CheckResult(id=id, area="selftest", status="problem", title=f"{title} failed",
-                       found=f"failed after {timing}: {test.message}",
-                       wanted="passes", why=diagnosis, fix=fix)
+def _kind(test: SelftestResult) -> str:
+    return test.name.partition(":")[0]
 
 
-def check(facts: Facts) -> list[CheckResult]:
-    """Self-test results; nothing when --selftest was not asked for."""
-    return [_one(test) for test in facts.selftests or ()]
+class SelftestCheck(Check):
+    """The check of one kind of self-test: what its hang or failure points at, what to try."""
+
+    area = "selftest"
+    kind: ClassVar[str]
+    title: ClassVar[str]
+    diagnosis: ClassVar[str]
+    #: What to try; `<index>` is replaced by the GPU's index for per-GPU tests.
+    fix: ClassVar[str]
+
+    def reads(self, test: SelftestResult) -> bool:
+        """Whether `test` is of this check's kind."""
+        return _kind(test) == self.kind
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        for test in facts.selftests or ():
+            if self.reads(test):
+                yield self._one(test)
+
+    def _one(self, test: SelftestResult) -> CheckResult:
+        title, fix = self.title, self.fix
+        if suffix := test.name.partition(":")[2]:
+            title, fix = f"{title} ({suffix})", fix.replace("<index>", suffix)
+        timing = f"{test.duration_s:.1f} s"
+        if test.status == "passed":
+            extra = f"; {test.message}" if test.message else ""
+            return self.result("ok", title, found=f"passed in {timing}{extra}",
+                               wanted=f"done within {test.timeout_s:g} s")
+        if test.status == "skipped":
+            return self.result("skipped", title, found=f"skipped: {test.message}")
+        if test.status == "hung":
+            where = (" at " + " <- ".join(test.where[:3])) if test.where else \
+                " (its stack could not be read)"
+            return self.result("problem", f"{title} hung",
+                               found=f"no result after {timing}, stuck{where}",
+                               wanted=f"done within {test.timeout_s:g} s",
+                               why=f"{self.diagnosis} {test.message}".strip(), fix=fix)
+        return self.result("problem", f"{title} failed",
+                           found=f"failed after {timing}: {test.message}", wanted="passes",
+                           why=self.diagnosis, fix=fix)
+
+
+class CpuStep(SelftestCheck):
+    id = "DR701"
+    kind = "cpu_step"
+    summary = "3 SGD steps of a small MLP on the CPU, in a child"
+    title = "Training step on the CPU"
+    diagnosis = ("A step that hangs on the CPU alone rules out GPUs and the network: the "
+                 "framework install, its thread pools (OpenMP/MKL) or a native library is at "
+                 "fault.")
+    fix = ("OMP_NUM_THREADS=1 python -c 'import torch; print(torch.ones(2) @ torch.ones(2))'; "
+           "reinstall torch in a fresh virtual environment")
+    fires_on = (
+        Example("hung in a thread pool", lambda: _ran(
+            "cpu_step", "hung", "", "/venv/lib/python3.11/site-packages/torch/nn/functional.py"
+            ":2264 in linear"), "problem"),
+        Example("failed", lambda: _ran("cpu_step", "failed", "ImportError: libgomp.so.1"),
+                "problem"),
+    )
+    quiet_on = (
+        Example("passed", lambda: _ran("cpu_step", "passed", "import 2.1 s, 3 steps 0.4 s"),
+                "ok"),
+        Example("torch not installed", lambda: _ran("cpu_step", "skipped",
+                                                    "torch not installed"), "skipped"),
+        Example("no --selftest", lambda: node(), None),
+    )
+
+
+class GlooAllreduce(SelftestCheck):
+    id = "DR702"
+    kind = "gloo_allreduce"
+    summary = "all-reduce of 2 gloo ranks over loopback"
+    title = "All-reduce of 2 CPU ranks (gloo, loopback)"
+    diagnosis = ("Two local ranks that cannot all-reduce over loopback point at the host's "
+                 "networking (a firewall on lo, a hostname that resolves to an unreachable "
+                 "address) or the torch.distributed install.")
+    fix = ("export GLOO_SOCKET_IFNAME=lo; check `getent hosts $(hostname)` resolves to a local "
+           "address")
+    fires_on = (Example("hung at rendezvous", lambda: _ran(
+        "gloo_allreduce", "hung", "", "pid 7: /x/distributed_c10d.py:1520 in init_process_group"),
+        "problem"),)
+    quiet_on = (Example("passed", lambda: _ran("gloo_allreduce", "passed", "2 ranks (gloo)"),
+                        "ok"),)
+
+
+class GpuStep(SelftestCheck):
+    id = "DR703"
+    kind = "gpu_step"
+    summary = "the CPU step on each GPU alone (`CUDA_VISIBLE_DEVICES=i`)"
+    title = "Training step on one GPU"
+    diagnosis = ("A step that works on the CPU but hangs on one GPU alone points at that GPU, "
+                 "its driver or its PCIe link.")
+    fix = ("nvidia-smi -q -i <index>; sudo dmesg -T | grep -i xid; reset the GPU "
+           "(`sudo nvidia-smi -r -i <index>`) or drain the node")
+    fires_on = (Example("GPU 1 fails", lambda: _ran(
+        "gpu_step:1", "failed", "RuntimeError: CUDA error: unknown error"), "problem"),)
+    quiet_on = (
+        Example("GPU 0 passes", lambda: _ran("gpu_step:0", "passed"), "ok"),
+        Example("torch sees no GPU", lambda: _ran("gpu_step", "skipped", "torch sees no GPU"),
+                "skipped"),
+    )
+
+
+class NcclAllreduce(SelftestCheck):
+    id = "DR704"
+    kind = "nccl_allreduce"
+    summary = "NCCL all-reduce across all local GPUs"
+    title = "All-reduce across the local GPUs (NCCL)"
+    diagnosis = ("GPUs that work alone but hang together point at peer-to-peer paths (NVLink, "
+                 "PCIe ACS/IOMMU) or NCCL's configuration.")
+    fix = ("NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest   (if that passes, "
+           "check ACS: `sudo lspci -vvv | grep ACSCtl`, and `nvidia-smi topo -m`)")
+    fires_on = (Example("hung", lambda: _ran("nccl_allreduce", "hung"), "problem"),)
+    quiet_on = (Example("passed", lambda: _ran("nccl_allreduce", "passed", "8 ranks (nccl)"),
+                        "ok"),)
+
+
+#: The kinds the checks above read; a self-test of any other kind is the user's script.
+_BUILT_IN = frozenset(c.kind for c in (CpuStep, GlooAllreduce, GpuStep, NcclAllreduce))
+
+
+class Script(SelftestCheck):
+    id = "DR705"
+    kind = "script"
+    summary = "the program given to `--selftest-script`, in a child with the same time limit"
+    title = "Self-test script"
+    diagnosis = "The script given to --selftest-script did not finish in time."
+    fix = "Run it under `hangdoctor run -- python <script>`"
+    fires_on = (Example("hung on a lock", lambda: _ran(
+        "script:train.py", "hung", "", "train.py:12 in step"), "problem"),)
+    quiet_on = (Example("passed", lambda: _ran("script:train.py", "passed"), "ok"),
+                Example("only built-in self-tests", lambda: _ran("cpu_step", "passed"), None))
+
+    def reads(self, test: SelftestResult) -> bool:
+        return _kind(test) not in _BUILT_IN
