@@ -15,7 +15,7 @@ class ExitCode(IntEnum):
     """
 
     OK = 0  # nothing wrong found (dump, analyze, doctor, lint)
-    PROBLEM_FOUND = 1  # an error or critical problem (a hang, a failure; doctor --strict: a warning)
+    PROBLEM_FOUND = 1  # an error or critical problem (a hang; doctor --strict: a warning too)
     USAGE = 2  # bad arguments or unreadable input
     NO_SUCH_PROCESS = 3  # dump: the target does not exist, or exited during the capture
     PERMISSION = 4  # dump: the target's stacks could not be read for lack of privileges
