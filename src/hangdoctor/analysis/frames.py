@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from enum import Enum
 
-from hangdoctor.evidence.model import Frame
+from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 
 _STDLIB = re.compile(r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)?t?/(?!(?:site|dist)-packages/)")
 _PACKAGE = re.compile(r"/(?:site|dist)-packages/")
@@ -72,3 +72,17 @@ def short_file(path: str) -> str:
 def short_location(frame: Frame) -> str:
     """`project/train.py:12 in func`."""
     return f"{short_file(frame.file)}:{frame.line} in {frame.function}"
+
+
+def runs_user_code(thread: ThreadEvidence) -> bool:
+    """Whether any frame of the thread is the user's own code (a thread that could act: put
+    into a queue, release a lock, set an event). hangdoctor's and the runtime's own helper
+    threads do not count."""
+    frames = thread.python.frames if thread.python else ()
+    return any(origin(frame) is Origin.USER for frame in frames)
+
+
+def alone(process: ProcessEvidence, thread: ThreadEvidence) -> bool:
+    """Whether no other thread of the process runs user code: nothing else in it could wake
+    `thread` (DataLoader pin-memory threads and the like are the library's, not the user's)."""
+    return not any(other.tid != thread.tid and runs_user_code(other) for other in process.threads)

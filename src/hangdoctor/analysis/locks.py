@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import Origin, origin, python_frames
+from hangdoctor.analysis.frames import Origin, alone, origin, python_frames
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -139,10 +139,15 @@ def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
         for hold in lock_holds(thread):
             holders.setdefault(hold.lock, []).append(hold)
 
+    lonely = {t.tid for t in process.threads if alone(process, t)}
+
     def next_hold(tid: int) -> LockHold | None:
+        # A bare acquire() the waiting thread made itself may be a signal another thread will
+        # release (threading.Condition works that way), unless no other thread could.
         wait = waits[tid]
         candidates = [
-            hold for hold in holders.get(wait.lock, []) if hold.tid != tid or hold.certain
+            hold for hold in holders.get(wait.lock, [])
+            if hold.tid != tid or hold.certain or tid in lonely
         ]
         candidates.sort(key=lambda hold: not hold.exact)
         return next(iter(candidates), None)

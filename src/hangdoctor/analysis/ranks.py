@@ -35,17 +35,68 @@ START_UP = frozenset({
     "_env_rendezvous_handler", "_tcp_rendezvous_handler", "new_group", "init_device_mesh",
 })
 _DISTRIBUTED = "/torch/distributed/"
+# DistributedDataParallel runs its collectives from C++ (the reducer's all-reduce in backward,
+# the buffer broadcast in forward, the state sync in its constructor): a rank waiting there is
+# inside a collective although no torch.distributed function is on its Python stack. These are
+# the Python frames that wait for them, and the operation each one waits in.
+_DDP_FILE = "/torch/nn/parallel/distributed.py"
+_DDP_WAITS = {
+    "_distributed_broadcast_coalesced": "broadcast",
+    "_sync_buffers": "broadcast",
+    "_sync_module_buffers": "broadcast",
+    "_sync_params_and_buffers": "broadcast",
+    "_sync_module_states": "broadcast",
+    "_verify_param_shape_across_processes": "all_gather",
+    "_check_global_requires_backward_grad_sync": "all_reduce",
+    "_match_all_reduce_for_bwd_pass": "all_reduce",
+}
+# FSDP issues its all-gathers and reduce-scatters asynchronously and waits in helpers whose
+# names say which; matched by word in functions under torch/distributed/fsdp/.
+_FSDP = "/torch/distributed/fsdp/"
+_FSDP_WORDS = (("all_gather", "all_gather"), ("unshard", "all_gather"),
+               ("reduce_scatter", "reduce_scatter"), ("foreach_reduce", "reduce_scatter"),
+               ("all_reduce", "all_reduce"))
+# Gradients are all-reduced by DDP's reducer while autograd runs: a rank idle in backward()
+# waits for that all-reduce.
+_BACKWARD = (("/torch/autograd/graph.py", "_engine_run_backward"),
+             ("/torch/autograd/__init__.py", "backward"))
+BACKWARD_ALL_REDUCE = "all_reduce"
 
 
-def _distributed_call(frames: Sequence[Frame]) -> str | None:
-    """The torch.distributed function the thread is in, as the user called it (outermost)."""
+def _framework_collective(frame: Frame) -> str | None:
+    path = frame.file.replace("\\", "/")
+    name = frame.function.split(".")[-1]
+    if path.endswith(_DDP_FILE):
+        return _DDP_WAITS.get(name)
+    if _FSDP in path:
+        return next((op for word, op in _FSDP_WORDS if word in name), None)
+    return None
+
+
+def _distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
+    """The torch.distributed function the thread is in, as the user called it (outermost), or
+    the collective a framework (DDP, FSDP) waits in on its behalf. `idle`: the thread is not
+    running, so a stack inside backward() waits for DDP's gradient all-reduce."""
     found = None
     for frame in python_frames(frames):
-        if _DISTRIBUTED in frame.file.replace("\\", "/"):
+        path = frame.file.replace("\\", "/")
+        framework = _framework_collective(frame)
+        if framework is not None:
+            found = found or framework
+        elif _DISTRIBUTED in path:
             name = frame.function.split(".")[-1]
             if name in COLLECTIVES or name in START_UP:
                 found = name
+    if found is None and idle and any(
+            path_end in f.file.replace("\\", "/") and f.function.split(".")[-1] == function
+            for f in python_frames(frames) for path_end, function in _BACKWARD):
+        found = BACKWARD_ALL_REDUCE
     return found
+
+
+def _idle(thread: ThreadEvidence | None) -> bool:
+    kernel = thread.kernel if thread is not None else None
+    return kernel is not None and kernel.state not in ("R", "D")
 
 
 @dataclass(frozen=True)
@@ -119,7 +170,7 @@ class RankView:
             if status is not None and status.pid != process.pid:
                 status = None  # a status file of an earlier incarnation of this rank
             call = status.in_collective if status and status.in_collective else None
-            call = call or _distributed_call(frames)
+            call = call or _distributed_call(frames, _idle(thread))
             by_rank[rank] = RankState(
                 rank=rank, process=process, thread=thread, status=status, call=call,
                 seq=status.in_collective_seq if status and status.in_collective else None,
@@ -129,30 +180,47 @@ class RankView:
             if rank not in by_rank:  # reported progress once, not found alive now
                 by_rank[rank] = RankState(rank, None, None, status, None, None, None)
         self.ranks = dict(sorted(by_rank.items()))
+        #: The first collective number at which the ranks' Flight Recorders name different
+        #: operations, and each rank's operation there: the mismatch, named by number.
+        self.divergence: Divergence | None = None
         self.flight_recorder = self._apply_flight_records()
 
     def _apply_flight_records(self) -> bool:
         """Number the ranks' collectives by the Flight Recorder when every live rank has one:
         it counts every collective the process group ran (also those issued from C++, as DDP
-        does), so its numbers agree across ranks where Python-level counts may not."""
+        does), so its numbers agree across ranks where Python-level counts may not. Where the
+        ranks' records name different operations under one number, that is where they
+        diverged, and a rank waiting in a collective is waiting in that one."""
         records = {r.rank: r for r in self.job.bundle.flight_records
                    if r.rank is not None and r.entries}
         alive = [s for s in self.ranks.values() if s.alive]
         if not alive or any(s.rank not in records for s in alive):
             return False
+        group = records[alive[0].rank].entries[-1].process_group
+        ops = {s.rank: {e.seq: e for e in records[s.rank].entries if e.process_group == group}
+               for s in alive}
+        self.divergence = _divergence(ops)
         for state in alive:
-            entries = records[state.rank].entries
-            group = entries[-1].process_group
-            last = max((e for e in entries if e.process_group == group), key=lambda e: e.seq)
-            update = {"last_recorded": last}
+            mine = ops[state.rank]
+            if not mine:
+                continue
+            last = mine[max(mine)]
+            state = replace(state, last_recorded=last)
             if state.in_collective:
-                update.update(call=last.op, seq=last.seq)
-            self.ranks[state.rank] = replace(state, **update)
+                at = mine.get(self.divergence.seq) if self.divergence else None
+                entry = at or last
+                state = replace(state, call=entry.op, seq=entry.seq)
+            self.ranks[state.rank] = state
         return True
 
     @cached_property
     def world_size(self) -> int | None:
-        """WORLD_SIZE as the ranks' environments give it (the most common value)."""
+        """The world size as the ranks' process groups reported it, else WORLD_SIZE in their
+        environments (the most common value)."""
+        reported = Counter(s.status.world_size for s in self.ranks.values()
+                           if s.status is not None and s.status.world_size is not None)
+        if reported:
+            return reported.most_common(1)[0][0]
         sizes = Counter(
             int(p.environ["WORLD_SIZE"]) for s in self.ranks.values()
             if (p := s.process) is not None and p.environ.get("WORLD_SIZE", "").isdigit()
@@ -178,6 +246,25 @@ class RankView:
     def alive(self) -> list[RankState]:
         """Ranks whose process is alive."""
         return [s for s in self.ranks.values() if s.alive]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where the ranks' sequences of collectives part: number `seq` is `ops[rank]` on each."""
+
+    seq: int
+    ops: dict[int, str]
+
+
+def _divergence(ops: dict[int, dict[int, CollectiveRecord]]) -> Divergence | None:
+    """The lowest collective number that at least two ranks recorded under different
+    operations (gloo and NCCL number collectives per process group, from 1, on every rank)."""
+    numbers = sorted({seq for entries in ops.values() for seq in entries})
+    for seq in numbers:
+        here = {rank: entries[seq].op for rank, entries in ops.items() if seq in entries}
+        if len(here) >= 2 and len(set(here.values())) > 1:
+            return Divergence(seq=seq, ops=here)
+    return None
 
 
 def rank_view(job: JobView) -> RankView:

@@ -173,6 +173,7 @@ class ProgressStatus(Evidence):
 
     pid: int
     rank: int | None = None
+    world_size: int | None = Field(default=None, description="the process group's size")
     updated_at: float
     steps: int = Field(default=0, description="optimizer steps taken")
     last_step_at: float | None = None

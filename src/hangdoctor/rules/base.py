@@ -41,6 +41,8 @@ class Rule(ABC):
     default_severity: ClassVar[Severity] = Severity.ERROR
     #: Breaks ties between findings of equal severity and confidence: the more specific wins.
     specificity: ClassVar[int] = 50
+    #: A fallback runs only when no other rule found a problem (error or critical).
+    fallback: ClassVar[bool] = False
     #: Whether every finding names a culprit process (rules over logs may not know one).
     names_culprit: ClassVar[bool] = True
     fires_on: ClassVar[tuple[Example, ...]] = ()

@@ -37,11 +37,16 @@ def run_rules(job: JobView, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosi
     found: list[Finding] = []
     errors: list[str] = []
     specificity = {rule.id: rule.specificity for rule in rules}
-    for rule in rules:
-        try:
-            found.extend(rule().check(job))
-        except Exception as error:
-            errors.append(f"{rule.id}: {type(error).__name__}: {error}")
+    regular = [rule for rule in rules if not rule.fallback]
+    fallbacks = [rule for rule in rules if rule.fallback]
+    for group in (regular, fallbacks):
+        if group is fallbacks and any(f.severity.is_problem for f in found):
+            break  # a specific rule explained it: no fallback needed
+        for rule in group:
+            try:
+                found.extend(rule().check(job))
+            except Exception as error:
+                errors.append(f"{rule.id}: {type(error).__name__}: {error}")
     found.sort(key=lambda f: _rank_key(f, specificity))
     kept: list[Finding] = []
     seen: set[_ThreadKey] = set()

@@ -1,7 +1,11 @@
 """The README's rule tables, generated from the rules' own metadata (a test keeps the README
-equal to this: `python -m hangdoctor.rules.tables` prints them)."""
+equal to this: `python -m hangdoctor.rules.tables` prints them, `... --write README.md`
+puts them in place)."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 from hangdoctor.rules.registry import ALL_RULES
 from hangdoctor.severity import Severity
@@ -31,5 +35,18 @@ def rule_tables() -> str:
     return "\n".join(parts)
 
 
+def update(path: Path) -> bool:
+    """Replace the tables between the markers in `path`; whether anything changed."""
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    updated = text[:start] + rule_tables() + text[end:]
+    path.write_text(updated, encoding="utf-8")
+    return updated != text
+
+
 if __name__ == "__main__":
-    print(rule_tables())
+    if sys.argv[1:2] == ["--write"]:
+        for name in sys.argv[2:]:
+            print(f"{name}: {'updated' if update(Path(name)) else 'unchanged'}")
+    else:
+        print(rule_tables())

@@ -36,8 +36,8 @@ class _Status:
     __slots__ = (
         "batches", "collectives", "data_wait_s", "in_collective", "in_collective_seq",
         "in_collective_since", "last_batch_at", "last_collective", "last_loss",
-        "last_nonfinite_at", "last_step_at", "losses_seen", "nonfinite_losses", "pid", "steps",
-        "version",
+        "last_nonfinite_at", "last_step_at", "losses_seen", "nonfinite_losses", "pid", "rank",
+        "steps", "version", "world_size",
     )
 
     def __init__(self) -> None:
@@ -60,11 +60,15 @@ class _Status:
         self.last_loss: float | None = None
         self.nonfinite_losses = 0
         self.last_nonfinite_at: float | None = None
+        self.rank: int | None = None  # as the process group says, once it exists
+        self.world_size: int | None = None
 
     def as_json(self) -> str:
         return json.dumps({
             "pid": self.pid,
-            "rank": _rank(),
+            "rank": self.rank if self.rank is not None else _env_int("RANK"),
+            "world_size": (self.world_size if self.world_size is not None
+                           else _env_int("WORLD_SIZE")),
             "updated_at": time.time(),
             "steps": self.steps,
             "last_step_at": self.last_step_at,
@@ -316,16 +320,25 @@ def _note_loss(loss, tensor_type) -> None:
         pass
 
 
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
 def _rank() -> int | None:
+    return _state.rank if _state.rank is not None else _env_int("RANK")
+
+
+def _learn_identity() -> None:
+    """Read the rank and world size from the process group once it exists: however the job was
+    launched (mp.spawn, Lightning, `--rank` on a command line), the process then knows them."""
     try:
-        rank = os.environ.get("RANK")
-        if rank:
-            return int(rank)
-        if _dist is not None and _dist.is_initialized():
-            return int(_dist.get_rank())
+        if _state.rank is None and _dist is not None and _dist.is_initialized():
+            _state.rank = int(_dist.get_rank())
+            _state.world_size = int(_dist.get_world_size())
+            _changed()
     except Exception:
         pass
-    return None
 
 
 # ---- the writer -------------------------------------------------------------------------------
@@ -342,6 +355,7 @@ def _start_writer() -> None:
 
 def _write_loop() -> None:
     while not _disabled:
+        _learn_identity()
         _flush()
         _answer_flight_recorder_request()
         time.sleep(WRITE_INTERVAL_S)

@@ -8,6 +8,7 @@ from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import find_lock_cycles
 from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, kernel_words
@@ -70,6 +71,18 @@ def _inherited_through_fork():
     ))
 
 
+def _acquired_then_taken_again(*, with_helper_thread: bool) -> Bundle:
+    # `lock.acquire()` in save(), then a helper that does `with lock:`. Alone, the thread can
+    # never be released; with another thread of the user's, that one might release it.
+    main = b.thread(800, b.frame("log.py", 5, "log", code="with lock:", acquiring=("lock",)),
+                    b.frame("log.py", 9, "save", code='log("saving")',
+                            held=[("lock", 8, "acquire")]),
+                    name="MainThread", syscall="futex")
+    helper = b.thread(801, b.frame("log.py", 20, "flusher", code="event.wait()"),
+                      name="flusher", syscall="futex")
+    return b.bundle(b.process(800, main, *((helper,) if with_helper_thread else ())))
+
+
 def _condition_wait():
     # threading.Condition acquires its waiter twice on purpose: notify() releases it.
     return b.bundle(b.process(
@@ -123,11 +136,15 @@ class LockDeadlock(Rule):
         Example("locks passed as swapped arguments", _locks_passed_as_arguments),
         Example("non-reentrant lock taken twice", _self_deadlock),
         Example("lock held by the parent when it forked", _inherited_through_fork),
+        Example("lock.acquire() then `with lock:` in a lone thread",
+                lambda: _acquired_then_taken_again(with_helper_thread=False)),
     )
     quiet_on = (
         Example("a lock that nobody holds", _waiting_for_a_free_lock),
         Example("same attribute on different objects", _same_code_different_objects),
         Example("threading.Condition waiting for notify()", _condition_wait),
+        Example("lock.acquire() then `with lock:` while another thread may release it",
+                lambda: _acquired_then_taken_again(with_helper_thread=True)),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:

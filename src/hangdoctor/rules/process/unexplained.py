@@ -1,0 +1,179 @@
+"""HD199 process.unexplained: the job stopped and no specific rule explains why. A hang report
+still names where the job is stuck: the thread everything waits on, its innermost line in the
+user's code, and what the kernel says it waits in, with low confidence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.roles import Role
+from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+from hangdoctor.taxonomy import Category
+
+#: A dump sees a stall when the whole tree used less than this share of one CPU.
+_IDLE_SHARE = 0.05
+_MAX_HOPS = 4
+# Where to look first: the ranks, then the main process, then other children.
+_ROLE_ORDER = {Role.RANK: 0, Role.MAIN: 1, Role.CHILD: 2, Role.LAUNCHER: 3,
+               Role.DATALOADER_WORKER: 4, Role.OTHER: 5}
+_JOIN_FILES = ("threading.py",)
+
+
+def _declared_hang(job: JobView) -> bool:
+    record = job.record
+    return record is not None and record.hang_declared_s is not None
+
+
+def _tree_idle(job: JobView) -> bool:
+    """A one-off capture (dump) of a tree that did nothing between its snapshots: no process
+    used the CPU and no main thread moved."""
+    if job.record is not None or len(job.bundle.snapshots) < 2:
+        return False
+    for process in job.processes:
+        share = job.process_cpu_share(process.pid)
+        if share is None or share >= _IDLE_SHARE:
+            return False
+    return True
+
+
+def _candidates(job: JobView) -> list[ProcessEvidence]:
+    return sorted((p for p in job.processes if p.stacks_sampled),
+                  key=lambda p: (_ROLE_ORDER[job.role(p.pid)], job.rank(p.pid) or 0, p.pid))
+
+
+def _joins_a_thread(thread: ThreadEvidence) -> bool:
+    frames = frames_of(thread)
+    return any(f.function.endswith(("join", "_wait_for_tstate_lock"))
+               and f.file.endswith(_JOIN_FILES) for f in frames[:3])
+
+
+def _other_thread(process: ProcessEvidence, joined: ThreadEvidence) -> ThreadEvidence | None:
+    """The thread a joining thread waits for: another thread of the process running user code."""
+    return next((t for t in process.threads
+                 if t.tid != joined.tid and blame_frame(frames_of(t)) is not None
+                 and not frames_of(t)[0].file.endswith("hangdoctor_probe.py")), None)
+
+
+def _follow(job: JobView, process: ProcessEvidence, thread: ThreadEvidence
+            ) -> Iterator[tuple[ProcessEvidence, ThreadEvidence, Wait]]:
+    """The chain of waits: a thread that waits for a child process, a pipe's other end, or
+    another thread it joins leads to that one."""
+    seen: set[tuple[int, int]] = set()
+    for _ in range(_MAX_HOPS):
+        if (process.pid, thread.tid) in seen:
+            return
+        seen.add((process.pid, thread.tid))
+        wait = describe_wait(job, process, thread)
+        yield process, thread, wait
+        following: ProcessEvidence | None = None
+        if wait.kind in (WaitKind.CHILD, WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
+            following = job.process(wait.peer_pid)
+        if following is not None and following.pid != process.pid:
+            next_thread = main_thread(following)
+            if next_thread is None:
+                return
+            process, thread = following, next_thread
+        elif _joins_a_thread(thread):
+            other = _other_thread(process, thread)
+            if other is None:
+                return
+            thread = other
+        else:
+            return
+
+
+def _start(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence] | None:
+    for process in _candidates(job):
+        thread = main_thread(process)
+        if thread is not None and blame_frame(frames_of(thread)) is not None:
+            return process, thread
+    return None
+
+
+def _stuck_queue_get() -> Bundle:
+    waiting = b.thread(
+        10, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
+        b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
+        b.frame("train.py", 30, "main", code="item = results.get()"),
+        name="MainThread", syscall="futex")
+    job = b.bundle(b.process(10, waiting), later=[[b.process(10, waiting)]])
+    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
+
+
+def _idle_dump_of_a_waiting_process() -> Bundle:
+    waiting = b.thread(20, b.frame("serve.py", 12, "main", code="conn = listener.accept()"),
+                       name="MainThread", syscall="accept4", args=(3,))
+    return b.bundle(b.process(20, waiting, cpu=1.0), later=[[b.process(20, waiting, cpu=1.0)]])
+
+
+def _busy_dump() -> Bundle:
+    running = b.thread(30, b.frame("train.py", 40, "step", code="loss = model(x)"),
+                       name="MainThread", state="R")
+    return b.bundle(b.process(30, running, cpu=1.0), later=[[b.process(30, running, cpu=1.5)]])
+
+
+def _healthy_run() -> Bundle:
+    waiting = b.thread(40, b.frame("train.py", 30, "main", code="batch = next(it)"),
+                       name="MainThread", syscall="futex")
+    job = b.bundle(b.process(40, waiting))
+    return job.model_copy(update={"job": JobRecord(started_at=0.0, exit_code=0)})
+
+
+class Unexplained(Rule):
+    """Every hang report names where the job is stuck, even when no rule knows why."""
+
+    id = "HD199"
+    category = Category.PROCESS_UNEXPLAINED
+    summary = "the job is stuck and no specific rule explains why; where it waits"
+    fires_when = (
+        "the job hung (or a dump found the whole tree idle) and no other rule found an error: "
+        "names the thread everything waits on (following waits for a child, a pipe's other "
+        "end, a joined thread), its line in your code and what the kernel says it waits in; "
+        "low confidence"
+    )
+    reads = "capture"
+    fallback = True
+    specificity = 0
+    fires_on = (Example("a queue nobody fills, in a declared hang", _stuck_queue_get),
+                Example("a dump of a tree that did nothing", _idle_dump_of_a_waiting_process))
+    quiet_on = (Example("a dump of a busy process", _busy_dump),
+                Example("a job that completed", _healthy_run))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        if not (_declared_hang(job) or _tree_idle(job)):
+            return
+        start = _start(job)
+        if start is None:
+            return
+        chain = list(_follow(job, *start))
+        process, thread, wait = chain[-1]
+        frame = blame_frame(frames_of(thread))
+        where = short_location(frame) if frame is not None else "an unknown place"
+        evidence = [f"{job.describe_process(p.pid)}, {t.comm or 'thread'} (tid {t.tid}): "
+                    f"{w.summary}" for p, t, w in chain]
+        evidence.append(f"{job.describe_process(process.pid)} is at {at(frame)} "
+                        f"({kernel_words(thread)})")
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.3,
+            title=f"Stuck at {where}: {wait.summary}",
+            explanation=("No rule recognised the cause, but this is where the job waits: the "
+                         "thread below is the one the others wait for, and the kernel says "
+                         "what it waits in. Start there."),
+            culprit=culprit(job, process, thread, frame),
+            related=tuple(culprit(job, p, t) for p, t, _ in chain[:-1]),
+            evidence=tuple(evidence),
+            fixes=(f"Look at {where}: what it waits for ({wait.summary}) and who should "
+                   "provide it; give that wait a timeout so a stall raises an error instead.",
+                   "For native frames (C/C++ extensions, CUDA, NCCL) run `hangdoctor dump PID "
+                   "--native` on the stuck process.",
+                   "If you can reproduce it, `python -X faulthandler` plus "
+                   "`faulthandler.dump_traceback_later(600)` prints every thread's stack when a "
+                   "step takes too long."),
+        )
