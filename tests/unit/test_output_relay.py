@@ -85,3 +85,14 @@ def test_a_destination_that_goes_away_still_leaves_a_full_log(tmp_path):
     os.close(dest_write)
     assert (tmp_path / "output.log").read_bytes() == PAYLOAD
     assert log.total_bytes == len(PAYLOAD)
+
+
+def test_output_after_the_job_is_being_ended_is_logged_but_not_evidence(tmp_path):
+    log = output.OutputLog(open(tmp_path / "output.log", "w+b", buffering=0))  # noqa: SIM115
+    log.record(b"step 41 loss 0.12\nstep 42 loss 0.11\n")
+    log.end_evidence()  # hangdoctor starts ending the hung job here
+    log.record(b"RuntimeError: Connection closed by peer\n")
+    assert log.tail_lines() == ["step 41 loss 0.12", "step 42 loss 0.11"]
+    log.close()
+    assert log.tail_lines() == ["step 41 loss 0.12", "step 42 loss 0.11"]
+    assert (tmp_path / "output.log").read_bytes().endswith(b"Connection closed by peer\n")

@@ -107,6 +107,28 @@ _PATTERNS: tuple[_Pattern, ...] = (
        r"exit code (?P<exitcode>-?\d+))"),
     # The torchelastic rendezvous (torch/distributed/elastic/rendezvous/api.py), e.g.
     # https://github.com/pytorch/pytorch/issues/80772, https://github.com/pytorch/pytorch/issues/107021
+    # gloo's check when a rank receives another size than it posted: ranks called different
+    # collectives (or the same one on different tensors), e.g. "op.preamble.length <=
+    # op.nbytes. 8 vs 4. Received data size doesn't match expected size. Is there a
+    # distributed collective mismatch in your code?" (gloo/transport/tcp/pair.cc)
+    _p("collective_size_mismatch", "collective mismatch",
+       r"(?:(?P<got>\d+) vs (?P<wanted>\d+)\.\s*)?(?:Received data size doesn't match expected "
+       r"size\.\s*)?Is there a distributed collective mismatch in your code\?"),
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL's own check of collective fingerprints.
+    _p("collective_size_mismatch", "mismatch",
+       r"Detected mismatch between collectives on ranks"),
+    # NCCL refusing two ranks on one GPU: "NCCL error ... invalid usage ... Last error:
+    # Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60"
+    _p("nccl_duplicate_gpu", "Duplicate GPU detected",
+       r"Duplicate GPU detected\s*:\s*rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA "
+       r"device (?P<device>\w+)"),
+    _p("nccl_invalid_usage", "invalid usage", r"NCCL error.*invalid usage"),
+    # CUDA errors raised in the job: a kernel's assert or an illegal address (the
+    # application's fault, as Xid 13/31 in the kernel log).
+    _p("cuda_kernel_error", "CUDA error",
+       r"CUDA error: (?P<message>device-side assert triggered|an illegal memory access was "
+       r"encountered|misaligned address|an illegal instruction was encountered|unspecified "
+       r"launch failure)"),
     _p("rendezvous_error", "Rendezvous",
        r"(?P<error>Rendezvous(?:Timeout|Connection|Closed)Error)(?::\s*(?P<message>.*))?"),
     # c10d's TCPStore client (torch/csrc/distributed/c10d/socket.cpp), both spellings of the

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogMatch, scan
+from hangdoctor.analysis.tracebacks import Raised
 from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.evidence.model import Bundle
 
@@ -51,3 +53,11 @@ def cite(matches: Iterable[LogMatch], where: str = "log", limit: int = MAX_EVIDE
         if len(out) >= limit:
             break
     return out
+
+
+def raised_words(raised: Raised) -> str:
+    """`RuntimeError: rank 1 diverged at train.py:40 in main (`raise ...`)`."""
+    where = raised.location
+    place = f" at {short_location(where)}" if where is not None else ""
+    code = f" (`{where.code}`)" if where is not None and where.code else ""
+    return f"{raised.short_type}: {clip(raised.message)}{place}{code}"

@@ -107,6 +107,14 @@ class OutputLog:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _splice_ok: bool = True
     _final_tail: bytes | None = None
+    #: Where the evidence ends: what the job printed after hangdoctor began ending it (the
+    #: errors that the ending itself causes) is kept in the file but is not read as evidence.
+    evidence_ends_at: int | None = None
+
+    def end_evidence(self) -> None:
+        """Mark the output so far as the last that tells about the job's own trouble."""
+        with self._lock:
+            self.evidence_ends_at = self.total_bytes
 
     def record(self, data: bytes) -> None:
         """Append a chunk (read by a relay) to the log."""
@@ -149,7 +157,10 @@ class OutputLog:
             return self._final_tail
         try:
             size = os.fstat(self.file.fileno()).st_size
-            return os.pread(self.file.fileno(), _TAIL_BYTES, max(0, size - _TAIL_BYTES))
+            if self.evidence_ends_at is not None:
+                size = min(size, self.evidence_ends_at)
+            return os.pread(self.file.fileno(), min(size, _TAIL_BYTES),
+                            max(0, size - _TAIL_BYTES))
         except (OSError, ValueError):
             return b""
 

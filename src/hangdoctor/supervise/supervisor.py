@@ -194,6 +194,7 @@ class Supervisor:
         self._capture(decision, now, again=False)
         if self.options.on_hang == "kill" and self.launched is not None:
             _say(f"ending the job (SIGTERM, then SIGKILL after {self.options.kill_grace_s:g} s)")
+            self.log.end_evidence()
             terminate_tree(self.launched.process.pid, self.launched.pgid,
                            self.options.kill_grace_s)
             self.killed = True

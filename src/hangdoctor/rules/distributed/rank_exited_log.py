@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import (
-    torchrun_failures,
-)
+from hangdoctor.analysis.logs import torchrun_failures
+from hangdoctor.analysis.tracebacks import Raised, first_raised
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import exit_text, nccl_line, ranks_text
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
     cite,
@@ -20,6 +20,7 @@ from hangdoctor.rules.log_helpers import (
     logs_bundle,
     matches_of,
     output_lines,
+    raised_words,
 )
 from hangdoctor.taxonomy import Category
 
@@ -109,12 +110,16 @@ class RankExitedFromLog(Rule):
         timeouts = matches_of(job, "nccl_timeout", "gloo_timeout")
         if first.signal == 6 and timeouts:
             return  # the watchdog took it down: the collective timeout is the finding
+        if first.signal == 6 and matches_of(job, "collective_size_mismatch"):
+            return  # gloo aborted it on a size mismatch: the mismatch is the finding
         name = (f"rank {first.rank}" if first.rank is not None else
                 f"local rank {first.local_rank}" if first.local_rank is not None else "a rank")
         where = f" on {first.host}" if first.host else ""
         pid = f" (pid {first.pid})" if first.pid else ""
         severity, confidence = Severity.ERROR, 0.9
         fixes: list[str] = []
+        raised: Raised | None = None
+        location: Location | None = None
         if first.signal is not None:
             explanation, fix = _SIGNAL_ADVICE.get(first.signal, (
                 f"It was killed by signal {first.signal}.",
@@ -123,13 +128,23 @@ class RankExitedFromLog(Rule):
             if first.signal == 15:
                 severity, confidence = Severity.WARNING, 0.6
         else:
-            explanation = (f"It exited with code {first.exitcode}: a Python exception in that "
-                           "rank. Its traceback is in the log above the summary (lines "
-                           f"prefixed `[rank{first.rank if first.rank is not None else 'N'}]:`).")
-            fixes.append("Decorate your entry point with "
-                         "`@torch.distributed.elastic.multiprocessing.errors.record` so "
-                         "torchrun's summary carries the exception itself.")
-            confidence = 0.6
+            raised = first_raised(lines, first.rank) if first.rank is not None else None
+            if raised is not None:
+                explanation = (f"It raised {raised_words(raised)} and exited with code "
+                               f"{first.exitcode}.")
+                location = Location.of(raised.location)
+                fixes.append(f"Fix the {raised.short_type} at "
+                             f"{short_location(raised.location) if raised.location else 'its line'}"
+                             "; the other ranks only lost their peer.")
+            else:
+                explanation = (f"It exited with code {first.exitcode}: a Python exception in "
+                               "that rank. Its traceback is in the log above the summary (lines "
+                               f"prefixed `[rank{first.rank if first.rank is not None else 'N'}]:`"
+                               ").")
+                fixes.append("Decorate your entry point with "
+                             "`@torch.distributed.elastic.multiprocessing.errors.record` so "
+                             "torchrun's summary carries the exception itself.")
+            confidence = 0.85 if raised is not None else 0.6
             # Its own exception is not a lost connection, while its peers' are: it failed first
             # and the peers' connection errors are the consequence, not the cause.
             prefix = f"[rank{first.rank}]:" if first.rank is not None else None
@@ -152,12 +167,18 @@ class RankExitedFromLog(Rule):
         if others:
             evidence.append(f"torchrun also lists {ranks_text(f.rank for f in others)} as failed "
                             "after it")
-        fixes.append("Run the job under `hangdoctor run -- torchrun ...`, which watches every "
-                     "rank and reports the first one that dies, with its signal and memory.")
+        if job.record is None:  # only logs: `run` would have watched every rank
+            fixes.append("Run the job under `hangdoctor run -- torchrun ...`, which watches "
+                         "every rank and reports the first one that dies, with its signal and "
+                         "memory.")
+        how = exit_text(first)
+        if raised is not None:
+            how = f"{raised.short_type}: {clip(raised.message)}"
+            evidence.insert(0, f"rank {first.rank} raised {raised_words(raised)}")
         yield Finding(
             id=self.id, category=self.category, severity=severity, confidence=confidence,
-            title=f"{name[0].upper()}{name[1:]}{pid}{where} failed first ({exit_text(first)})",
+            title=f"{name[0].upper()}{name[1:]}{pid}{where} failed first ({how})",
             explanation=explanation,
-            culprit=Culprit(rank=first.rank, pid=first.pid, role="rank"),
+            culprit=Culprit(rank=first.rank, pid=first.pid, role="rank", location=location),
             evidence=tuple(evidence[:MAX_EVIDENCE]), fixes=tuple(fixes),
         )

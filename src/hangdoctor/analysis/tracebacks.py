@@ -1,0 +1,100 @@
+"""Python tracebacks in a job's output: which exception each process died of, with what
+message, raised at which line. torchrun prefixes each rank's lines (`[rank1]:`), and
+torch.multiprocessing.spawn quotes a child's traceback after `-- Process N terminated with the
+following error:`; both tell whose traceback it is."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin
+from hangdoctor.analysis.logs import line_rank
+from hangdoctor.evidence.model import Frame
+
+_PREFIX = re.compile(r"^\s*\[(?:rank|default)?\d+\]:\s?")
+_START = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
+_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+_SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following error:")
+_MARKERS = re.compile(r"^\s*[\^~\s]+$")
+
+
+@dataclass(frozen=True)
+class Raised:
+    """One traceback: where an exception came from and what it said."""
+
+    rank: int | None  # from torchrun's prefix or mp.spawn's process index
+    frames: tuple[Frame, ...]  # innermost first, as the evidence model orders stacks
+    type: str
+    message: str
+    index: int  # line of the exception in the output
+
+    @property
+    def short_type(self) -> str:
+        """`RuntimeError` for `torch.distributed.DistBackendError`'s module-less name."""
+        return self.type.rsplit(".", 1)[-1]
+
+    @property
+    def location(self) -> Frame | None:
+        """The innermost frame in the user's own code, else the innermost frame."""
+        return innermost_user_frame(self.frames) or (self.frames[0] if self.frames else None)
+
+    @property
+    def in_user_code(self) -> bool:
+        """Whether any frame is the user's (not only the launcher's or a library's)."""
+        return any(origin(frame) is Origin.USER for frame in self.frames)
+
+
+def _strip(line: str) -> str:
+    return _PREFIX.sub("", line, count=1)
+
+
+@lru_cache(maxsize=8)
+def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
+    found: list[Raised] = []
+    # One traceback under way per stream: ranks' lines interleave in a torchrun log.
+    open_tracebacks: dict[int | None, list[Frame]] = {}
+    spawned_rank: int | None = None
+    for index, raw in enumerate(lines):
+        stream = line_rank(raw)
+        line = _strip(raw).rstrip("\n")
+        if match := _SPAWNED.match(line.strip()):
+            spawned_rank = int(match["index"])
+            continue
+        if line.strip() == _START:
+            open_tracebacks[stream] = []
+            continue
+        frames = open_tracebacks.get(stream)
+        if frames is None:
+            continue
+        if match := _FRAME.match(line):
+            frames.insert(0, Frame(file=match["file"], line=int(match["line"]),
+                                   function=match["function"].strip()))
+        elif line.startswith("    ") and frames and frames[0].code is None:
+            if not _MARKERS.match(line):
+                frames[0] = frames[0].model_copy(update={"code": line.strip()})
+        elif line.startswith(" ") or _MARKERS.match(line) or not line.strip():
+            continue
+        elif match := _EXCEPTION.match(line.strip()):
+            rank = stream if stream is not None else spawned_rank
+            found.append(Raised(rank=rank, frames=tuple(frames), type=match["type"],
+                                message=(match["message"] or "").strip(), index=index))
+            del open_tracebacks[stream]
+        else:
+            del open_tracebacks[stream]  # not a traceback after all
+    return tuple(found)
+
+
+def tracebacks(lines: Sequence[str]) -> list[Raised]:
+    """Every traceback in the output, in order."""
+    return list(_parse(tuple(lines)))
+
+
+def first_raised(lines: Sequence[str], rank: int | None) -> Raised | None:
+    """The first exception a rank (or, with None, the job) raised in its own code, else its
+    first exception of any kind."""
+    mine = [r for r in tracebacks(lines) if rank is None or r.rank == rank]
+    return next((r for r in mine if r.in_user_code), mine[0] if mine else None)

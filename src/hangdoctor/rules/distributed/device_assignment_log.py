@@ -1,0 +1,72 @@
+"""HD355 distributed.rendezvous: NCCL refused to build its communicator because two ranks use
+the same GPU (no `torch.cuda.set_device(local_rank)`), so the job dies at its first collective."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.tracebacks import first_raised
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of, output_lines
+from hangdoctor.taxonomy import Category
+
+# As torchrun printed it on an H200 (torch 2.11, NCCL 2.28.9), see shared FACTS.
+_DUPLICATE = (
+    "[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/"
+    "distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), "
+    "NCCL version 2.28.9",
+    "[rank1]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+    "[rank1]: Last error:",
+    "[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60",
+)
+
+
+class DuplicateGpu(Rule):
+    """Two ranks on one GPU: NCCL's communicator cannot be built."""
+
+    id = "HD355"
+    category = Category.DISTRIBUTED_RENDEZVOUS
+    summary = "two ranks on one GPU: NCCL cannot build its communicator"
+    fires_when = (
+        "NCCL's `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device N` (or its "
+        "`invalid usage` error at the first collective)"
+    )
+    reads = "logs"
+    specificity = 90
+    names_culprit = False
+    fires_on = (Example("two ranks on CUDA device 60", lambda: logs_bundle(list(_DUPLICATE))),)
+    quiet_on = (Example("a clean run", lambda: logs_bundle(["[rank0]: epoch 3 done"])),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        duplicate = matches_of(job, "nccl_duplicate_gpu")
+        invalid = matches_of(job, "nccl_invalid_usage")
+        if not duplicate and not invalid:
+            return
+        first = (duplicate or invalid)[0]
+        rank = first.number("rank")
+        raised = first_raised(output_lines(job), rank) if rank is not None else None
+        if duplicate:
+            title = (f"Ranks {first.fields['rank']} and {first.fields['other']} both use CUDA "
+                     f"device {first.fields['device']}: NCCL cannot build its communicator")
+        else:
+            title = "NCCL reported invalid usage at the first collective"
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR,
+            confidence=0.9 if duplicate else 0.6,
+            title=title,
+            explanation=("Each rank must drive its own GPU. Without "
+                         "`torch.cuda.set_device(local_rank)` every rank on a node uses GPU 0 "
+                         "(the default), and NCCL refuses to put two ranks of one communicator on "
+                         "the same device, so the first collective fails."),
+            culprit=Culprit(rank=rank, role="rank",
+                            location=Location.of(raised.location if raised else None))
+            if rank is not None else None,
+            evidence=tuple(cite(duplicate + invalid, limit=3)),
+            fixes=("Call `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))` before "
+                   "`init_process_group` (or pass `device_id=torch.device('cuda', local_rank)` "
+                   "to it), and create tensors and the model on that device.",
+                   "Check that --nproc_per_node is not larger than the GPUs the job can see "
+                   "(CUDA_VISIBLE_DEVICES)."),
+        )

@@ -1,0 +1,66 @@
+"""HD354 distributed.collective_mismatch: gloo (or TORCH_DISTRIBUTED_DEBUG=DETAIL) saw ranks
+exchange different sizes in one collective: they called different collectives, or the same one
+on tensors of different shapes. gloo aborts the process (SIGABRT) rather than hang."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.tracebacks import first_raised
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of, output_lines
+from hangdoctor.taxonomy import Category
+
+_GLOO = ("  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
+         "op.preamble.length <= op.nbytes. 8 vs 4. Received data size doesn't match expected "
+         "size. Is there a distributed collective mismatch in your code?")
+
+
+class CollectiveSizeMismatch(Rule):
+    """Ranks exchanged different sizes in one collective."""
+
+    id = "HD354"
+    category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
+    summary = "ranks exchanged different sizes in one collective"
+    fires_when = (
+        "gloo's `Received data size doesn't match expected size. Is there a distributed "
+        "collective mismatch in your code?` or TORCH_DISTRIBUTED_DEBUG's `Detected mismatch "
+        "between collectives`; says the sizes"
+    )
+    reads = "logs"
+    specificity = 85
+    names_culprit = False
+    fires_on = (Example("gloo size check", lambda: logs_bundle([_GLOO])),)
+    quiet_on = (Example("a clean run", lambda: logs_bundle(["[rank0]: epoch 3 done"])),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        found = matches_of(job, "collective_size_mismatch")
+        if not found:
+            return
+        first = found[0]
+        got, wanted = first.number("got"), first.number("wanted")
+        sizes = (f": a rank received {got} bytes where it expected {wanted}"
+                 if got is not None and wanted is not None else "")
+        rank = first.number("rank")
+        raised = first_raised(output_lines(job), rank) if rank is not None else None
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=f"Collective mismatch: ranks exchanged different sizes in one collective{sizes}",
+            explanation=("Collectives pair up by order. Here the ranks' n-th collectives did "
+                         "not agree on the data size: either they are different collectives "
+                         "(one rank skipped or added one), or the same collective on tensors of "
+                         "different shapes on different ranks. gloo aborts the process."),
+            culprit=Culprit(rank=rank, role="rank",
+                            location=Location.of(raised.location if raised else None))
+            if rank is not None else None,
+            evidence=tuple(cite(found, limit=2)),
+            fixes=("Make every rank call the same collectives in the same order with tensors "
+                   "of the same shape: look for a collective under an `if` on the rank, a loop "
+                   "whose length differs per rank, or a tensor sized by local data (pad it, or "
+                   "all_gather the sizes first).",
+                   "Find the call with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run: it "
+                   "checks every collective's fingerprint across ranks (slow: not for "
+                   "production)."),
+        )

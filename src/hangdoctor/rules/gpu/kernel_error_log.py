@@ -1,0 +1,69 @@
+"""HD404 gpu.device_fault: a CUDA kernel faulted (device-side assert, illegal memory access):
+the application's fault, the GPU itself is healthy; names the line from the traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.tracebacks import tracebacks
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of, output_lines, raised_words
+from hangdoctor.taxonomy import Category
+
+_ASSERT = (
+    "Traceback (most recent call last):",
+    '  File "/home/me/train.py", line 41, in <module>',
+    "    loss = criterion(logits, labels)",
+    "RuntimeError: CUDA error: device-side assert triggered",
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.",
+)
+
+
+class CudaKernelError(Rule):
+    """A CUDA kernel faulted: an assert or an illegal address in device code."""
+
+    id = "HD404"
+    category = Category.GPU_DEVICE_FAULT
+    summary = "a CUDA kernel faulted (device-side assert, illegal memory access)"
+    fires_when = (
+        "`CUDA error: device-side assert triggered`, `an illegal memory access was "
+        "encountered`, `misaligned address`, `unspecified launch failure`; with the line the "
+        "traceback names"
+    )
+    reads = "logs"
+    specificity = 80
+    names_culprit = False
+    fires_on = (Example("a device-side assert", lambda: logs_bundle(list(_ASSERT))),)
+    quiet_on = (Example("a clean run", lambda: logs_bundle(["epoch 3 done"])),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        found = matches_of(job, "cuda_kernel_error")
+        if not found:
+            return
+        what = found[0].fields.get("message", "a CUDA error")
+        raised = next((r for r in tracebacks(output_lines(job)) if "CUDA error" in r.message),
+                      None)
+        evidence = cite(found, limit=2)
+        if raised is not None:
+            evidence.insert(0, f"raised {raised_words(raised)}")
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=f"A CUDA kernel faulted: {what}",
+            explanation=("A kernel hit an assert or touched memory it must not (an index out of "
+                         "range is the usual cause: a label >= the number of classes, an "
+                         "embedding index >= its size). The GPU itself is fine. CUDA reports the "
+                         "error asynchronously, so the line may be a later call than the "
+                         "culprit."),
+            culprit=Culprit(rank=raised.rank, location=Location.of(raised.location))
+            if raised is not None else None,
+            evidence=tuple(evidence),
+            fixes=("Rerun with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the very "
+                   "kernel that failed; or run the step on the CPU, where the same bug raises a "
+                   "clear IndexError.",
+                   "Check value ranges going into losses and embeddings (labels in "
+                   "[0, num_classes), indices below the table size).",
+                   "For custom kernels: `compute-sanitizer --tool memcheck python train.py`."),
+        )
