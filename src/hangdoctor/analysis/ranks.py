@@ -15,7 +15,7 @@ from functools import cached_property
 
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.roles import Role
+from hangdoctor.analysis.roles import Role, world_size_of
 from hangdoctor.evidence.model import (
     CollectiveRecord,
     Frame,
@@ -221,15 +221,33 @@ class RankView:
                            if s.status is not None and s.status.world_size is not None)
         if reported:
             return reported.most_common(1)[0][0]
-        sizes = Counter(
-            int(p.environ["WORLD_SIZE"]) for s in self.ranks.values()
-            if (p := s.process) is not None and p.environ.get("WORLD_SIZE", "").isdigit()
-        )
+        sizes = Counter(size for s in self.ranks.values() if s.process is not None
+                        and (size := world_size_of(s.process)) is not None)
         return sizes.most_common(1)[0][0] if sizes else None
 
     @cached_property
+    def on_this_node(self) -> range | None:
+        """The ranks this node runs, when the job spans several nodes and the launcher said
+        which (torchrun: GROUP_RANK x LOCAL_WORLD_SIZE); None for a one-node job."""
+        for state in self.ranks.values():
+            environ = state.process.environ if state.process is not None else {}
+            local, group = environ.get("LOCAL_WORLD_SIZE", ""), environ.get("GROUP_RANK", "")
+            if local.isdigit() and group.isdigit() and self.world_size is not None:
+                size = int(local)
+                if size < self.world_size:
+                    return range(int(group) * size, int(group) * size + size)
+        return None
+
+    @cached_property
+    def elsewhere(self) -> list[int]:
+        """Missing ranks that run on other nodes (or never started there)."""
+        node = self.on_this_node
+        return [r for r in self.missing if node is not None and r not in node
+                and r not in self.ranks]
+
+    @cached_property
     def missing(self) -> list[int]:
-        """Ranks below WORLD_SIZE that have no live process in the capture."""
+        """Ranks below the world size that have no live process in the capture (here)."""
         if self.world_size is None:
             return []
         return [r for r in range(self.world_size)

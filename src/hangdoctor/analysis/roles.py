@@ -71,13 +71,54 @@ def _spawn_index(process: ProcessEvidence) -> int | None:
     return None
 
 
+_C10D_FILE = "torch/distributed/distributed_c10d.py"
+
+
+def _init_locals(process: ProcessEvidence) -> dict[str, str | None]:
+    """The locals of `init_process_group` while the process is still in there (py-spy reads
+    them): the arguments the process passed."""
+    for thread in process.threads:
+        for frame in thread.python.frames if thread.python else ():
+            if (frame.function == "init_process_group"
+                    and frame.file.replace("\\", "/").endswith(_C10D_FILE)):
+                return {v.name: v.repr for v in frame.locals}
+    return {}
+
+
+def init_arguments(process: ProcessEvidence) -> tuple[int | None, int | None]:
+    """(rank, world_size) as the process passed them to `init_process_group` (-1, "from the
+    environment", reads as None)."""
+    values = _init_locals(process)
+    return _number(values.get("rank")), _number(values.get("world_size"))
+
+
+def init_method(process: ProcessEvidence) -> str | None:
+    """The `init_method` URL the process passed to `init_process_group`, if any."""
+    text = (_init_locals(process).get("init_method") or "").strip("'\"")
+    return text if text and text != "None" else None
+
+
+_WORLD_OPTIONS = ("--world-size", "--world_size", "--nprocs", "--num-processes")
+
+
+def world_size_of(process: ProcessEvidence) -> int | None:
+    """The world size the process was started with: WORLD_SIZE, the argument it gave
+    init_process_group, or `--world-size N` on its command line."""
+    for size in (_number(process.environ.get("WORLD_SIZE")), init_arguments(process)[1],
+                 _option(process.cmdline, _WORLD_OPTIONS)):
+        if size is not None:
+            return size
+    return None
+
+
 def own_rank(process: ProcessEvidence, reported: Mapping[int, int]) -> int | None:
     """The process's own rank, by the best source there is: what the process itself reported
     (`dist.get_rank()`, through the instrumentation or its Flight Recorder), RANK in its
     environment (torchrun, accelerate, DeepSpeed), `--rank N` on its command line, the index
-    torch.multiprocessing.spawn gave it, or LOCAL_RANK beside WORLD_SIZE (Lightning's children,
+    torch.multiprocessing.spawn gave it, the rank it passes to init_process_group, or
+    LOCAL_RANK beside WORLD_SIZE (Lightning's children,
     on one node)."""
-    for rank in (reported.get(process.pid), env_rank(process),
+    for rank in (reported.get(process.pid), env_rank(process), init_arguments(process)[0],
                  _option(process.cmdline, _RANK_OPTIONS), _spawn_index(process)):
         if rank is not None:
             return rank

@@ -45,12 +45,13 @@ class RankExited(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
-        if not view.missing or not any(s.in_collective for s in view.alive):
+        missing = [r for r in view.missing if r not in view.elsewhere]  # gone from this node
+        if not missing or not any(s.in_collective for s in view.alive):
             return
         waiting = [s for s in view.alive if s.in_collective]
-        gone = [view.ranks[r] for r in view.missing if r in view.ranks]
+        gone = [view.ranks[r] for r in missing if r in view.ranks]
         first = gone[0] if gone else None
-        names = ", ".join(map(str, view.missing[:8]))
+        names = ", ".join(map(str, missing[:8]))
         evidence = [f"WORLD_SIZE is {view.world_size}, but rank(s) {names} have no live "
                     "process", describe_group(waiting)]
         if first is not None and first.status is not None:
@@ -64,10 +65,10 @@ class RankExited(Rule):
                          "needs it. A rank that crashed usually ends the whole job; one that "
                          "returned early (a `return` or `break` some ranks take) leaves the "
                          "others waiting."),
-            culprit=Culprit(pid=first.pid if first else None, rank=view.missing[0], role="rank"),
+            culprit=Culprit(pid=first.pid if first else None, rank=missing[0], role="rank"),
             related=tuple(rank_culprit(job, s) for s in waiting[:4]),
             evidence=tuple(evidence),
-            fixes=(f"Read rank {view.missing[0]}'s own output (output.log) for its error or "
+            fixes=(f"Read rank {missing[0]}'s own output (output.log) for its error or "
                    "its exit path: every rank must run the same collectives to the end.",
                    PROCESS_GROUP_TIMEOUT),
         )

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.analysis.roles import init_method
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
@@ -42,10 +43,12 @@ class Rendezvous(Rule):
         late = [s for s in view.alive if not s.in_start_up]
         missing = [r for r in view.missing if r not in {s.rank for s in late}]
         env = joining[0].process.environ if joining[0].process else {}
-        address = f"{env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"
+        url = init_method(joining[0].process) if joining[0].process else None
+        address = url or f"{env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"
         evidence = [f"{rank_list(joining)} {wait_words(joining)} in {joining[0].call} at "
                     f"{at(joining[0].site)}",
-                    f"MASTER_ADDR:MASTER_PORT is {address}, WORLD_SIZE {view.world_size}"]
+                    f"{'init_method' if url else 'MASTER_ADDR:MASTER_PORT'} is {address}, "
+                    f"world size {view.world_size}"]
         if late:
             state = late[0]
             wait = describe_wait(job, state.process, state.thread) if state.thread else None
@@ -55,6 +58,12 @@ class Rendezvous(Rule):
             title = f"Rendezvous: rank {state.rank} never reached init_process_group"
         elif missing:
             evidence.append(f"rank(s) {', '.join(map(str, missing[:8]))} have no process here")
+            if view.on_this_node is not None and view.elsewhere:
+                evidence.append(
+                    f"this node runs ranks {view.on_this_node.start}-"
+                    f"{view.on_this_node.stop - 1} of {view.world_size}: the others belong to "
+                    "other nodes, which never joined (not started, a wrong --node_rank or "
+                    "--nnodes, or the store unreachable from there)")
             culprit_ = Culprit(rank=missing[0], role="rank")
             title = f"Rendezvous: rank(s) {', '.join(map(str, missing[:8]))} never joined"
         else:
