@@ -82,3 +82,24 @@ def test_computation_does_not_extend_the_busy_threshold():
     for second in range(1, 31):
         t.computed(float(second))
     assert t.check(30.0, busy=True).kind == "busy"
+
+
+def test_steps_on_nonfinite_losses_alone_are_a_livelock_declared_after_s():
+    tracker = ProgressTracker(HangPolicy(fixed_timeout_s=5.0))
+    assert tracker.observe(1.0, Counters(steps=10, losses=10))
+    # From here on every step's loss is NaN: the optimizer keeps counting, the CPU is busy.
+    for second in range(2, 8):
+        steps = 10 + (second - 1) * 1000
+        assert not tracker.observe(float(second), Counters(
+            steps=steps, losses=steps, nonfinite_losses=steps - 10, output_bytes=second))
+    decision = tracker.check(6.5, busy=True)
+    assert decision is not None and decision.declared_s - decision.last_progress_s >= 5.0
+    assert decision.threshold_s == 5.0  # not 3 x S: spinning on NaN is not computing
+
+
+def test_a_finite_loss_again_is_progress_again():
+    tracker = ProgressTracker(HangPolicy(fixed_timeout_s=5.0))
+    tracker.observe(1.0, Counters(steps=1, losses=1, nonfinite_losses=1))
+    assert not tracker.observe(2.0, Counters(steps=2, losses=2, nonfinite_losses=2))
+    assert tracker.observe(3.0, Counters(steps=3, losses=3, nonfinite_losses=2))
+    assert tracker.check(7.0, busy=True) is None

@@ -219,6 +219,8 @@ class TimelineSample(Evidence):
     steps: int = Field(default=0, description="optimizer steps, summed over processes")
     batches: int = 0
     collectives: int = 0
+    losses: int = Field(default=0, description="losses the instrumentation saw, summed")
+    nonfinite_losses: int = Field(default=0, description="of which NaN or Inf")
 
 
 class CollectiveRecord(Evidence):

@@ -6,6 +6,10 @@ whichever came later (so a long silent start-up such as `import torch` does not 
 wait for the first batch); one that computes without visible progress (a long silent
 evaluation, a checkpoint being compressed) only after `busy_factor` times as long.
 
+Steps taken on non-finite losses alone are not progress: a loop that retries on NaN (or skips
+the step and tries the next batch, forever NaN) is a livelock, hung after `timeout` like an idle
+job although it keeps the CPU busy and the optimizer counting.
+
 Without a fixed timeout the threshold adapts:
 - until the first training event: a generous start-up budget (model loading, compilation);
 - afterwards: `adaptive_factor` times the longest gap seen between training events, within
@@ -37,11 +41,18 @@ class Counters:
     steps: int = 0
     batches: int = 0
     collectives: int = 0
+    losses: int = 0
+    nonfinite_losses: int = 0
 
     @property
     def training_events(self) -> int:
         """Events that come from the training loop itself."""
         return self.steps + self.batches + self.collectives
+
+    @property
+    def finite_losses(self) -> int:
+        """Losses seen that were finite numbers."""
+        return self.losses - self.nonfinite_losses
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,8 @@ class ProgressTracker:
     last_training_event_s: float | None = None
     longest_training_gap_s: float = 0.0
     last_computed_s: float = 0.0
+    #: The last readings advanced only on non-finite losses: a NaN livelock, not progress.
+    nonfinite_only: bool = False
 
     def computed(self, now_s: float) -> None:
         """Record that the job used the CPU just now (not progress, but not idle either)."""
@@ -75,6 +88,12 @@ class ProgressTracker:
             counters.output_bytes > self.last.output_bytes
             or counters.training_events > self.last.training_events
         )
+        if counters.nonfinite_losses > self.last.nonfinite_losses:
+            self.nonfinite_only = counters.finite_losses == self.last.finite_losses
+        elif counters.finite_losses > self.last.finite_losses:
+            self.nonfinite_only = False
+        if self.nonfinite_only:
+            progressed = False
         if counters.training_events > self.last.training_events:
             if self.last_training_event_s is not None:
                 gap = now_s - self.last_training_event_s
@@ -98,7 +117,8 @@ class ProgressTracker:
 
     def check(self, now_s: float, busy: bool) -> HangDecision | None:
         """A hang, if the job has gone too long without progress."""
-        threshold = self.timeout_s * (self.policy.busy_factor if busy else 1.0)
+        spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
+        threshold = self.timeout_s * (self.policy.busy_factor if busy and not spinning else 1.0)
         quiet_since = self.last_progress_s if busy else max(self.last_progress_s,
                                                              self.last_computed_s)
         if now_s - quiet_since < threshold:

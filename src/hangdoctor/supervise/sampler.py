@@ -62,6 +62,8 @@ class TreeSampler:
             steps=sum(s.steps for s in self.statuses),
             batches=sum(s.batches for s in self.statuses),
             collectives=sum(s.collectives for s in self.statuses),
+            losses=sum(s.losses_seen for s in self.statuses),
+            nonfinite_losses=sum(s.nonfinite_losses for s in self.statuses),
         )
         self.timeline.append(sample)
         return sample

@@ -173,6 +173,8 @@ class Supervisor:
             steps=last.steps if last else 0,
             batches=last.batches if last else 0,
             collectives=last.collectives if last else 0,
+            losses=last.losses if last else 0,
+            nonfinite_losses=last.nonfinite_losses if last else 0,
         )
 
     def _check_progress(self, now: float) -> None:

@@ -6,11 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import blame_frame
 from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence.model import JobRecord
 from hangdoctor.rules._progress_examples import progress_job, progress_status
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
+
+
+def _spinning_on_nonfinite(record: JobRecord) -> bool:
+    """Whether the job's last seconds took steps on non-finite losses only (a NaN livelock)."""
+    timeline = record.timeline
+    if len(timeline) < 2:
+        return False
+    before, last = timeline[max(0, len(timeline) - 4)], timeline[-1]
+    return (last.nonfinite_losses > before.nonfinite_losses
+            and last.losses - last.nonfinite_losses == before.losses - before.nonfinite_losses)
 
 
 class NonFiniteLoss(Rule):
@@ -54,6 +67,15 @@ class NonFiniteLoss(Rule):
         finite = [s for s in record.progress if s.nonfinite_losses == 0 and s.losses_seen]
         if finite:
             evidence.append(f"{len(finite)} other process(es) saw only finite losses")
+        process = job.process(first.pid)
+        thread = main_thread(process) if process is not None else None
+        frame = blame_frame(frames_of(thread)) if thread is not None else None
+        spinning = _spinning_on_nonfinite(record)
+        loop = frame.loops[-1] if frame is not None and frame.loops else None
+        if frame is not None:
+            evidence.append(f"{who} is at {at(frame)}" + (f", inside `{loop}`" if loop else "")
+                            + (": still taking optimizer steps, on non-finite losses only"
+                               if spinning else ""))
         yield Finding(
             id=self.id, category=self.category,
             severity=Severity.ERROR if stalled else Severity.WARNING,
@@ -64,7 +86,8 @@ class NonFiniteLoss(Rule):
                 "A non-finite loss poisons the gradients and the weights. Code that reacts to it "
                 "(skipping the step, retrying, breaking out of the loop on one rank) makes ranks "
                 "diverge: one rank skips a collective the others wait in."),
-            culprit=Culprit(pid=first.pid, rank=first.rank),
+            culprit=(culprit(job, process, thread, frame) if process is not None
+                     else Culprit(pid=first.pid, rank=first.rank)),
             evidence=tuple(evidence),
             fixes=("Find the first bad step: torch.autograd.set_detect_anomaly(True) on a short "
                    "run, and check the inputs of that batch for NaN/Inf.",
