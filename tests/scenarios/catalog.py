@@ -65,6 +65,9 @@ CATALOG: tuple[Scenario, ...] = (
        torchrun=True),
     # --- algorithm.nonfinite: rank 1 skips a step and its all_reduce on a NaN loss ---------------
     _s("ddp_skip_nonfinite", "algorithm.nonfinite", rank=1, torchrun=True),
+    # A skip-on-NaN loop that retries forever once the weights are NaN: a livelock in which the
+    # optimizer keeps stepping, declared after S like an idle hang.
+    _s("nan_skip_retry", "algorithm.nonfinite", markers=("loop",)),
     # --- host.memory_exhausted (the job fails) ---------------------------------------------------
     _s("keeps_activations", "host.memory_exhausted", verdict="failed"),
     # --- environment (the job fails) ------------------------------------------------------------

@@ -86,3 +86,11 @@ def alone(process: ProcessEvidence, thread: ThreadEvidence) -> bool:
     """Whether no other thread of the process runs user code: nothing else in it could wake
     `thread` (DataLoader pin-memory threads and the like are the library's, not the user's)."""
     return not any(other.tid != thread.tid and runs_user_code(other) for other in process.threads)
+
+
+def loop_header(frame: Frame | None) -> Frame | None:
+    """The frame moved to the header of its innermost loop (`while step < 200:`), where a loop
+    that never ends is best pointed at; the frame itself when it is in no loop."""
+    if frame is None or not frame.loop_lines or not frame.loops:
+        return frame
+    return frame.model_copy(update={"line": frame.loop_lines[-1], "code": frame.loops[-1]})

@@ -58,6 +58,9 @@ class Frame(Evidence):
     loops: tuple[str, ...] = Field(
         default=(), description="headers of the loops around this line, outermost first"
     )
+    loop_lines: tuple[int, ...] = Field(
+        default=(), description="the lines of those loop headers, outermost first"
+    )
 
 
 class KernelThreadState(Evidence):

@@ -127,6 +127,14 @@ def control_context(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(guards, loops) around `line` in its function: the `if` conditions that must hold to get
     there, and the loops it runs in, outermost first."""
+    guards, loops, _ = _control(tree, line)
+    return guards, loops
+
+
+def _control(
+    tree: ast.Module | _SourceFile, line: int
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]:
+    """Guards, loop headers and the loop headers' lines around `line`, outermost first."""
     source = tree if isinstance(tree, _SourceFile) else _SourceFile(tree)
     scope = source.scope_of(line)
     found: list[tuple[int, str, str]] = []
@@ -149,7 +157,8 @@ def control_context(
     found.sort()
     guards = tuple(text for _, kind, text in found if kind == "guard")
     loops = tuple(text for _, kind, text in found if kind == "loop")
-    return guards, loops
+    loop_lines = tuple(number for number, kind, _ in found if kind == "loop")
+    return guards, loops, loop_lines
 
 
 def with_source(frame: Frame) -> Frame:
@@ -160,16 +169,19 @@ def with_source(frame: Frame) -> Frame:
     source = _source(frame.file)
     if source is None:
         return frame.model_copy(update={"code": code})
-    held, acquiring, guards, loops = _cached_context(frame.file, source[1], frame.line)
+    held, acquiring, guards, loops, loop_lines = _cached_context(frame.file, source[1],
+                                                                 frame.line)
     return frame.model_copy(update={"code": code, "held": held, "acquiring": acquiring,
-                                    "guards": guards, "loops": loops})
+                                    "guards": guards, "loops": loops,
+                                    "loop_lines": loop_lines})
 
 
 @functools.lru_cache(maxsize=4096)
 def _cached_context(
     path: str, mtime: float, line: int
-) -> tuple[tuple[HeldContext, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+) -> tuple[tuple[HeldContext, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...],
+           tuple[int, ...]]:
     parsed = _parse(path, mtime)
     if parsed is None:
-        return (), (), (), ()
-    return (*lock_context(parsed, line), *control_context(parsed, line))
+        return (), (), (), (), ()
+    return (*lock_context(parsed, line), *_control(parsed, line))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame
+from hangdoctor.analysis.frames import blame_frame, loop_header
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import JobRecord
 from hangdoctor.rules._progress_examples import progress_job, progress_status
@@ -86,8 +86,8 @@ class NonFiniteLoss(Rule):
                 "A non-finite loss poisons the gradients and the weights. Code that reacts to it "
                 "(skipping the step, retrying, breaking out of the loop on one rank) makes ranks "
                 "diverge: one rank skips a collective the others wait in."),
-            culprit=(culprit(job, process, thread, frame) if process is not None
-                     else Culprit(pid=first.pid, rank=first.rank)),
+            culprit=(culprit(job, process, thread, loop_header(frame) if spinning else frame)
+                     if process is not None else Culprit(pid=first.pid, rank=first.rank)),
             evidence=tuple(evidence),
             fixes=("Find the first bad step: torch.autograd.set_detect_anomaly(True) on a short "
                    "run, and check the inputs of that batch for NaN/Inf.",
