@@ -98,3 +98,24 @@ def first_raised(lines: Sequence[str], rank: int | None) -> Raised | None:
     first exception of any kind."""
     mine = [r for r in tracebacks(lines) if rank is None or r.rank == rank]
     return next((r for r in mine if r.in_user_code), mine[0] if mine else None)
+
+
+# What a rank raises because a peer went away or stopped answering: consequences, not causes.
+_CONSEQUENCE = re.compile(
+    r"Connection closed by peer|Connection reset by peer|Broken pipe|Connection refused|"
+    r"Timed out waiting|timed out|DistNetworkError|remote process exited|ncclRemoteError|"
+    r"SignalException|ChildFailedError|ProcessExitedException|ProcessRaisedException|"
+    r"KeyboardInterrupt", re.IGNORECASE)
+
+
+def is_consequence(raised: Raised) -> bool:
+    """Whether the exception is what a rank gets when another one failed (a lost connection, a
+    timeout, the launcher's own report), rather than a failure of its own."""
+    return bool(_CONSEQUENCE.search(f"{raised.type}: {raised.message}"))
+
+
+def first_failure(lines: Sequence[str]) -> Raised | None:
+    """The first exception a rank raised of its own (not a lost peer, not the launcher's
+    summary), as PyTorch prints it with a `[rankN]:` prefix once the process group exists."""
+    own = [r for r in tracebacks(lines) if r.rank is not None and not is_consequence(r)]
+    return min(own, key=lambda r: r.index) if own else None

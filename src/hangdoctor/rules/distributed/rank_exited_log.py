@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import torchrun_failures
-from hangdoctor.analysis.tracebacks import Raised, first_raised
+from hangdoctor.analysis.logs import RankFailure, torchrun_failures
+from hangdoctor.analysis.tracebacks import Raised, first_failure, first_raised
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import exit_text, nccl_line, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -66,6 +66,12 @@ _SIGNAL_ADVICE = {
 }
 
 
+def _job_failed(job: JobView) -> bool:
+    """Whether the job ended in failure: a non-zero exit, or (logs alone) unknown."""
+    record = job.record
+    return record is None or record.exit_code is None or record.exit_code != 0
+
+
 class RankExitedFromLog(Rule):
     """A rank died and the job ended with it: torchrun's failure summary (or its agent's
     `failed (exitcode: ...)` line, or torch.multiprocessing.spawn's) names the first rank that
@@ -90,6 +96,16 @@ class RankExitedFromLog(Rule):
         Example("spawned process killed", lambda: logs_bundle([
             "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
             "signal SIGKILL"])),
+        Example("a rank's own traceback, no launcher summary (Lightning)", lambda: logs_bundle([
+            "[rank1]: Traceback (most recent call last):",
+            '[rank1]:   File "/home/me/train.py", line 40, in validation_step',
+            "[rank1]:     raise ValueError('bad batch')",
+            "[rank1]: ValueError: bad batch",
+            "[rank0]: Traceback (most recent call last):",
+            '[rank0]:   File "/home/me/train.py", line 30, in training_step',
+            "[rank0]:     loss.backward()",
+            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+            "Connection closed by peer [127.0.0.1]:2365"])),
     )
     quiet_on = (
         Example("the watchdog aborted the rank after a collective timeout", lambda: logs_bundle([
@@ -98,13 +114,25 @@ class RankExitedFromLog(Rule):
                              cause="Signal 6 (SIGABRT) received by PID 48213").splitlines()])),
         Example("a clean torchrun run", lambda: logs_bundle([
             "[rank0]: epoch 3 done", "[rank1]: epoch 3 done"])),
+        Example("only lost connections, nobody's own failure", lambda: logs_bundle([
+            "[rank0]: Traceback (most recent call last):",
+            '[rank0]:   File "/home/me/train.py", line 30, in training_step',
+            "[rank0]:     loss.backward()",
+            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+            "Connection closed by peer [127.0.0.1]:2365"])),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)
         failures = torchrun_failures(lines)
         if not failures:
-            return
+            # No launcher summary (Lightning, accelerate, a hand-made mp.spawn): the ranks'
+            # own tracebacks, which PyTorch prefixes with the rank, tell who failed first.
+            own = first_failure(lines)
+            if own is None or not _job_failed(job):
+                return
+            failures = [RankFailure(rank=own.rank, local_rank=None, exitcode=1, pid=None,
+                                    index=own.index, line=lines[own.index])]
         first = next((f for f in failures if f.root_cause), None) or min(
             failures, key=lambda f: f.index)
         timeouts = matches_of(job, "nccl_timeout", "gloo_timeout")
