@@ -26,7 +26,7 @@ class Regressor(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-CLUSTER = {"accelerator": "cpu", "devices": 2, "num_nodes": 2, "strategy": "ddp"}
+CLUSTER = {"accelerator": "cpu", "devices": 2, "num_nodes": 2, "strategy": "ddp"}  # HANG: nodes
 
 
 def main() -> None:

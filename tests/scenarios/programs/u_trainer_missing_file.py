@@ -10,7 +10,6 @@ others kept going). Mechanism: a rank exits while its peer waits for it.
 
 import json
 import os
-import tempfile
 
 import torch
 from torch.utils.data import Dataset
@@ -49,7 +48,7 @@ def main() -> None:
     args = TrainingArguments(output_dir="out", per_device_train_batch_size=8, num_train_epochs=1,
                              logging_steps=5, save_strategy="no", report_to=[], use_cpu=True,
                              disable_tqdm=True)
-    root = os.path.join(tempfile.gettempdir(), f"reviews-{os.environ['TORCHELASTIC_RUN_ID']}")
+    root = os.path.join("data", f"reviews-{os.environ['TORCHELASTIC_RUN_ID']}")
     with args.main_process_first(desc="materialise the dataset"):
         if args.process_index == 0:
             os.makedirs(root, exist_ok=True)
