@@ -75,6 +75,9 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # https://github.com/meta-pytorch/torchtune/issues/2676
     _p("gloo_timeout", "Timed out waiting",
        r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) operation to complete"),
+    # gloo's wording when a pair's own timeout expires mid-operation (gloo/transport/tcp/pair.cc)
+    _p("gloo_timeout", "Application timeout caused pair closure",
+       r"Application timeout caused pair closure"),
     # gloo's socket errors (gloo/transport/tcp/pair.cc), e.g.
     # https://github.com/RVC-Project/Retrieval-based-Voice-Conversion-WebUI/issues/1882
     _p("transport_error", "gloo/transport",

@@ -94,6 +94,27 @@ def _distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
     return found
 
 
+# Beyond this many frames between the user's line and the collective, the collective is the
+# framework's doing (a training loop's own), not a call the user made through a helper.
+_DIRECT = 8
+
+
+def _distance(frames: Sequence[Frame], site: Frame | None) -> int | None:
+    """Frames between the user's line and the outermost torch.distributed (or DDP/FSDP) frame
+    the thread waits in; None when the wait is implicit (backward) or far from the user."""
+    if site is None:
+        return None
+    python = python_frames(frames)
+    index_of_site = next((i for i, f in enumerate(python) if f is site), None)
+    waits = [i for i, f in enumerate(python)
+             if _framework_collective(f) or _DISTRIBUTED in f.file.replace("\\", "/")]
+    if index_of_site is None or not waits:
+        return None
+    distance = index_of_site - max(i for i in waits if i < index_of_site) - 1 if any(
+        i < index_of_site for i in waits) else None
+    return distance if distance is not None and distance <= _DIRECT else None
+
+
 def _idle(thread: ThreadEvidence | None) -> bool:
     kernel = thread.kernel if thread is not None else None
     return kernel is not None and kernel.state not in ("R", "D")
@@ -111,6 +132,16 @@ class RankState:
     seq: int | None  # the collective's sequence number (instrumentation)
     site: Frame | None  # innermost user frame of the main thread
     last_recorded: CollectiveRecord | None = None  # its newest Flight Recorder entry
+    #: How directly the user's code asked for the collective: the number of frames between its
+    #: innermost user frame and the collective (0: `dist.barrier()` on that very line); None when
+    #: the collective is the framework's own (DDP's gradient all-reduce inside backward(), a
+    #: training loop's per-step broadcast reached only through `trainer.fit()`).
+    distance: int | None = None
+
+    @property
+    def ran_out_of_data(self) -> int:
+        """How many times its DataLoaders ran out of data (instrumentation)."""
+        return self.status.data_ends if self.status is not None else 0
 
     @property
     def pid(self) -> int | None:
@@ -171,10 +202,11 @@ class RankView:
                 status = None  # a status file of an earlier incarnation of this rank
             call = status.in_collective if status and status.in_collective else None
             call = call or _distributed_call(frames, _idle(thread))
+            site = blame_frame(frames) if frames else None
             by_rank[rank] = RankState(
                 rank=rank, process=process, thread=thread, status=status, call=call,
                 seq=status.in_collective_seq if status and status.in_collective else None,
-                site=blame_frame(frames) if frames else None,
+                site=site, distance=_distance(frames, site) if call else None,
             )
         for rank, status in statuses.items():
             if rank not in by_rank:  # reported progress once, not found alive now

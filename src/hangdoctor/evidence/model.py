@@ -183,6 +183,7 @@ class ProgressStatus(Evidence):
     batches: int = Field(default=0, description="batches received from DataLoaders")
     last_batch_at: float | None = None
     data_wait_s: float = Field(default=0.0, description="time spent waiting for batches")
+    data_ends: int = Field(default=0, description="DataLoader iterators that ran out of data")
     collectives: int = Field(default=0, description="torch.distributed collectives started")
     last_collective: str | None = None
     in_collective: str | None = Field(default=None, description="the collective now running")

@@ -34,7 +34,7 @@ class _Status:
     """This process's progress; the field names are those of `ProgressStatus`."""
 
     __slots__ = (
-        "batches", "collectives", "data_wait_s", "in_collective", "in_collective_seq",
+        "batches", "collectives", "data_ends", "data_wait_s", "in_collective", "in_collective_seq",
         "in_collective_since", "last_batch_at", "last_collective", "last_loss",
         "last_nonfinite_at", "last_step_at", "losses_seen", "nonfinite_losses", "pid", "rank",
         "steps", "version", "world_size",
@@ -51,6 +51,7 @@ class _Status:
         self.batches = 0
         self.last_batch_at: float | None = None
         self.data_wait_s = 0.0
+        self.data_ends = 0  # DataLoader iterators that ran out (an epoch's data is done)
         self.collectives = 0
         self.last_collective: str | None = None
         self.in_collective: str | None = None
@@ -75,6 +76,7 @@ class _Status:
             "batches": self.batches,
             "last_batch_at": self.last_batch_at,
             "data_wait_s": self.data_wait_s,
+            "data_ends": self.data_ends,
             "collectives": self.collectives,
             "last_collective": self.last_collective,
             "in_collective": self.in_collective,
@@ -161,6 +163,9 @@ def _hook_dataloader(torch) -> None:
         started = clock()
         try:
             batch = original(self)
+        except StopIteration:
+            _note_wait(started, clock, got_batch=False, ran_out=True)
+            raise
         except BaseException:
             _note_wait(started, clock, got_batch=False)
             raise
@@ -171,9 +176,11 @@ def _hook_dataloader(torch) -> None:
     base.__next__ = __next__
 
 
-def _note_wait(started: float, clock, got_batch: bool) -> None:
+def _note_wait(started: float, clock, got_batch: bool, ran_out: bool = False) -> None:
     try:
         _state.data_wait_s += clock() - started
+        if ran_out:
+            _state.data_ends += 1
         if got_batch:
             _state.batches += 1
             _state.last_batch_at = _now()

@@ -126,11 +126,20 @@ def rank_culprit(job: JobView, state: RankState) -> Culprit:
 
 
 def odd_group(groups: list[list[RankState]]) -> list[RankState]:
-    """The group to blame: the smallest; among equals, the one whose call sits under an `if`."""
+    """The group to blame: the one whose ranks ran out of data first; else the smallest; among
+    equals, the one whose call sits under an `if`, then the one whose own code asked for its
+    collective most directly (a `barrier()` in a callback, rather than the gradient all-reduce
+    every rank runs inside backward(), or a framework's per-step broadcast)."""
+    ran_out = max(groups, key=lambda g: min(s.ran_out_of_data for s in g))
+    if all(min(s.ran_out_of_data for s in ran_out) > max(s.ran_out_of_data for s in g)
+           for g in groups if g is not ran_out):
+        return ran_out
     candidates = sorted(groups[1:] + groups[:1], key=len)
     smallest = [g for g in candidates if len(g) == len(candidates[0])]
     guarded = [g for g in smallest if g[0].site is not None and g[0].site.guards]
-    return (guarded or smallest)[0]
+    if guarded:
+        return guarded[0]
+    return min(smallest, key=lambda g: (g[0].distance is None, g[0].distance or 0))
 
 
 def split_groups(view: RankView):
@@ -184,6 +193,13 @@ def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
     return looping.loops[-1]
 
 
+def ran_out_first(odd: list[RankState], rest: list[RankState]) -> bool:
+    """Whether the odd ranks' DataLoaders ran out of data more often than the others': they
+    finished their epoch while the others are still in it (instrumentation)."""
+    return min(s.ran_out_of_data for s in odd) > max(s.ran_out_of_data for s in rest)
+
+
 def is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
-    """Whether the odd ranks have left the loop the others still run their collective in."""
-    return left_loop(odd, rest) is not None
+    """Whether the odd ranks have left the loop the others still run their collective in, or
+    ran out of data before them."""
+    return ran_out_first(odd, rest) or left_loop(odd, rest) is not None

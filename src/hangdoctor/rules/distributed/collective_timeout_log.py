@@ -6,7 +6,7 @@ the collective."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import (
@@ -14,6 +14,7 @@ from hangdoctor.analysis.logs import (
     line_rank,
     scan,
 )
+from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import nccl_line, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -100,14 +101,16 @@ class CollectiveTimeoutFromLog(Rule):
         found = scan(lines)
         nccl = [m for m in found if m.kind == "nccl_timeout" and "rank" in m.fields]
         if nccl:
-            yield self._nccl(lines, nccl, [m for m in found if m.kind == "nccl_progress"])
+            yield self._nccl(lines, nccl, [m for m in found if m.kind == "nccl_progress"],
+                             supervised=job.record is not None)
             return
         gloo = [m for m in found if m.kind == "gloo_timeout"]
         if gloo:
-            yield self._gloo(lines, gloo)
+            yield self._gloo(lines, gloo, job.record.progress if job.record else (),
+                             supervised=job.record is not None)
 
     def _nccl(self, lines: tuple[str, ...], timeouts: list[LogMatch],
-              progress: list[LogMatch]) -> Finding:
+              progress: list[LogMatch], supervised: bool) -> Finding:
         # The oldest timed-out work of each rank, within the process group most ranks report.
         groups: dict[str | None, dict[int, LogMatch]] = {}
         for match in timeouts:
@@ -184,7 +187,7 @@ class CollectiveTimeoutFromLog(Rule):
                 "Find where each rank was: rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
                 "TORCH_NCCL_DUMP_ON_TIMEOUT=1 (Flight Recorder) so every rank dumps its last "
                 f"collectives on timeout, and compare them ({FLIGHT_RECORDER_DOCS}).",
-                _RUN_HINT,
+                *(() if supervised else (_RUN_HINT,)),
                 "Look at the code path of the rank that is behind: a collective called only on "
                 "some ranks (inside `if rank == 0:`), a data-dependent branch, an uneven number "
                 "of batches per rank, or a slow step (evaluation, checkpoint saving) done by one "
@@ -197,9 +200,18 @@ class CollectiveTimeoutFromLog(Rule):
             ),
         )
 
-    def _gloo(self, lines: tuple[str, ...], timeouts: list[LogMatch]) -> Finding:
+    def _gloo(self, lines: tuple[str, ...], timeouts: list[LogMatch],
+              progress: Sequence[ProgressStatus], supervised: bool) -> Finding:
         ranks = sorted({r for m in timeouts if (r := m.number("rank")) is not None})
         absent = sorted(_logged_ranks(lines) - set(ranks)) if ranks else []
+        # The instrumentation counted each rank's collectives: a rank that started fewer than
+        # the one that gave up never reached the collective the other waited in.
+        counts = {s.rank: s.collectives for s in progress if s.rank is not None}
+        waited = max((counts[r] for r in ranks if r in counts), default=None)
+        late = sorted(r for r, n in counts.items()
+                      if waited is not None and n < waited and r not in ranks)
+        if late:
+            absent = late
         timeout_ms = timeouts[0].number("timeout_ms")
         who = ranks_text(ranks) if ranks else "a rank"
         title = f"gloo collective timed out on {who} after {_seconds(timeout_ms)}"
@@ -207,7 +219,14 @@ class CollectiveTimeoutFromLog(Rule):
                        "from a peer inside a collective; the peer never sent. gloo names only "
                        "the rank that gave up, not the one it waited for.")
         culprit = None
-        if absent:
+        if late:
+            title += f"; {ranks_text(late)} never reached that collective"
+            explanation += (f" The instrumentation counted fewer collectives on "
+                            f"{ranks_text(late)} ({', '.join(str(counts[r]) for r in late)} "
+                            f"against {waited}): it was still before the collective, busy or "
+                            "stuck, when the others gave up.")
+            culprit = Culprit(rank=late[0], role="rank")
+        elif absent:
             title += f"; {ranks_text(absent)} reported no timeout"
             explanation += (f" {ranks_text(absent).capitalize()} logged other lines but no "
                             "timeout: it is probably the one that never reached the collective.")
@@ -217,7 +236,7 @@ class CollectiveTimeoutFromLog(Rule):
             confidence=0.7 if absent else 0.75, title=title, explanation=explanation,
             culprit=culprit, evidence=tuple(cite(timeouts)),
             fixes=(
-                _RUN_HINT,
+                *(() if supervised else (_RUN_HINT,)),
                 "Rerun with TORCH_FR_BUFFER_SIZE=2000 (Flight Recorder works with gloo) and dump "
                 "it on each rank to compare the collectives' sequence numbers.",
                 "Look for a collective that only some ranks call, or one rank doing slow work "

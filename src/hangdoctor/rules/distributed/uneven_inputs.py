@@ -17,6 +17,7 @@ from hangdoctor.rules.distributed._ranks import (
     guarded_barrier_beside_a_helper,
     is_uneven,
     left_loop,
+    ran_out_first,
     rank_culprit,
     rank_ran_out_of_data,
     split_groups,
@@ -58,6 +59,11 @@ class UnevenInputs(Rule):
         if loop:
             evidence.append(f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
                             f"inside `{loop}`; {rank_list(odd)} already left it")
+        if ran_out_first(odd, rest):
+            evidence.append(f"{rank_list(odd)}'s DataLoader ran out of data "
+                            f"{state.ran_out_of_data} time(s), {rank_list(rest)}'s "
+                            f"{rest[0].ran_out_of_data}: {rank_list(odd)} finished the epoch "
+                            "first")
         if state.steps is not None and rest[0].steps is not None:
             evidence.append(f"{rank_list(odd)} took {state.steps} steps, "
                             f"{rank_list(rest)} {rest[0].steps}")
