@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -118,6 +119,8 @@ def run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
     """Run `scenario` under hangdoctor in `work_dir` (the job's cwd) and judge the report."""
     work_dir.mkdir(parents=True, exist_ok=True)
     report_dir = work_dir / "report"
+    if report_dir.exists():  # a kept run from before: judge this run, not that one
+        shutil.rmtree(report_dir)
     outcome = Outcome(scenario, report_dir=report_dir)
     command = [
         sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", str(scenario.hang_timeout_s),
@@ -182,18 +185,26 @@ def _mark(value: bool | None) -> str:
 
 def table(outcomes: list[Outcome]) -> str:
     """The Markdown accuracy table and the `N/M correct` line."""
-    rows = ["| scenario | expected category | got | rank ok | location ok | seconds |",
-            "| --- | --- | --- | --- | --- | ---: |"]
+    rows = ["| scenario | expected category | first try | now | rank ok | location ok | seconds |",
+            "| --- | --- | --- | --- | --- | --- | ---: |"]
     for o in outcomes:
         s = o.scenario
         expected = s.category or "healthy: no error"
         if s.xfail:
             expected += " (known miss)"
         got = o.got() if o.correct else f"**{o.got()}**"
-        rows.append(f"| {s.name} | {expected} | {got} | {_mark(o.rank_ok)} | "
+        first = "-" if s.first_try is None else (
+            "right" if s.first_try == "right" else "**wrong**")
+        rows.append(f"| {s.name} | {expected} | {first} | {got} | {_mark(o.rank_ok)} | "
                     f"{_mark(o.location_ok)} | {o.seconds:.1f} |")
     correct = sum(o.correct for o in outcomes)
     total = sum(o.seconds for o in outcomes)
+    measured = [o for o in outcomes if o.scenario.first_try is not None]
     rows.append("")
     rows.append(f"{correct}/{len(outcomes)} correct ({total:.0f} s)")
+    if measured:
+        right_first = sum(o.scenario.first_try == "right" for o in measured)
+        right_now = sum(o.correct for o in measured)
+        rows.append(f"programs written from public reports: {right_first}/{len(measured)} right "
+                    f"on the first try, {right_now}/{len(measured)} now")
     return "\n".join(rows)
