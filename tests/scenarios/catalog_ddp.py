@@ -87,6 +87,12 @@ USERS_DDP: tuple[Scenario, ...] = (
        args=("--dist-url", "tcp://127.0.0.1:29731", "--world-size", "2", "--rank", "0"),
        source="https://github.com/pytorch/pytorch/issues/8091",
        **_missed(None)),
+    # the command for node 1 is never run: torchrun's agent waits in the rendezvous, no rank
+    # process exists, so no line of the script is to blame
+    _u("u_torchrun_second_node", _RENDEZVOUS,
+       launcher=("-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
+                 "--node-rank", "0", "--master-addr", "127.0.0.1", "--master-port", "29733"),
+       source="https://github.com/pytorch/pytorch/issues/52848", **_missed(None)),
     # --- collective timeout: a 2 s process-group timeout fails the job before a hang ----------
     _u("u_ddp_pg_timeout", _TIMEOUT, verdict="failed", markers=("pg-timeout", "evaluate"),
        torchrun=True, source="https://github.com/facebookresearch/detectron2/issues/5121",
