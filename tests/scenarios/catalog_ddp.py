@@ -1,8 +1,148 @@
 """Scenarios written from public reports: plain DDP, FSDP, mp.spawn, multiprocessing and
-single-process programs."""
+single-process programs (issue 10). Each program names its report in its docstring and here in
+`source`; the expected values are what an expert would name, and `first_try` records what
+hangdoctor said the first time the program ran, before any rule was changed for it.
+
+All run on CPU with the gloo backend. FSDP means FSDP2 (`torch.distributed.fsdp.fully_shard`),
+which trains on CPU/gloo in torch 2.13. gloo ends a collective with an error, not a hang, when a
+peer's process exits ("Connection closed by peer") or when the sizes of a collective differ
+between ranks (SIGABRT): those scenarios expect the verdict `failed`.
+"""
 
 from __future__ import annotations
 
-from tests.scenarios.scenario import Scenario
+from tests.scenarios.scenario import HEALTHY, Scenario
 
-USERS_DDP: tuple[Scenario, ...] = ()
+# Starting torchrun and importing torch in every rank takes more than 3 s, without a line of
+# output, on a loaded 2-core machine: a 3 s hang timeout declares the hang during start-up.
+HANG_TIMEOUT_S = 10.0
+
+
+def _missed(category: str | None, rank: int | None = None, at: str | None = None,
+            verdict: str = "hung") -> dict[str, str]:
+    """`first_try` and `xfail` for a program hangdoctor got wrong: what it said."""
+    said = f"{category or 'no finding'} / rank {rank} / {at or 'no location'} / verdict {verdict}"
+    return {"first_try": f"wrong: {said}", "xfail": f"first try wrong: {said}"}
+
+
+def _u(name: str, category: str | None, **kwargs) -> Scenario:
+    kwargs.setdefault("hang_timeout_s", HANG_TIMEOUT_S)
+    return Scenario(name=name, program=f"{name}.py", category=category, **kwargs)
+
+
+_MISMATCH = "distributed.collective_mismatch"
+_UNEVEN = "distributed.uneven_inputs"
+_STRAGGLER = "distributed.straggler"
+_EXITED = "distributed.rank_exited"
+_RENDEZVOUS = "distributed.rendezvous"
+_TIMEOUT = "distributed.collective_timeout"
+
+USERS_DDP: tuple[Scenario, ...] = (
+    # --- collective mismatch: a collective only some ranks call -------------------------------
+    _u("u_ddp_rank0_barrier", _MISMATCH, rank=0, markers=("save-barrier", "early-return"),
+       torchrun=True, source="https://github.com/EleutherAI/sparsify/pull/5",
+       **_missed("distributed.straggler", rank=1, at="u_ddp_rank0_barrier.py:68")),
+    _u("u_spawn_rank0_eval", _MISMATCH, rank=0, markers=("validate",),
+       source="https://prod.velog.io/@scyonggg/dist.getrank-0-후-dist.barrier에서-stall되는-현상",
+       **_missed(None)),
+    _u("u_fsdp_rank0_full_tensor", _MISMATCH, rank=0, markers=("gather",), torchrun=True,
+       source="https://github.com/pytorch/pytorch/issues/148756",
+       **_missed("distributed.straggler", rank=0, at="u_fsdp_rank0_full_tensor.py:71")),
+    # --- uneven inputs: the rank that ran out of batches waits after its loop -----------------
+    _u("u_ddp_uneven_shards", _UNEVEN, rank=1, markers=("epoch-end", "partition"),
+       torchrun=True, source="https://github.com/k2-fsa/snowfall/issues/152",
+       **_missed("distributed.straggler", rank=0, at="u_ddp_uneven_shards.py:64")),
+    _u("u_spawn_uneven_iterable", _UNEVEN, rank=0, markers=("end-of-training", "deal-files"),
+       source="https://github.com/pytorch/pytorch/issues/33148",
+       **_missed(None)),
+    _u("u_fsdp_uneven_eval", _UNEVEN, rank=1, markers=("after-validation", "val-shards"),
+       torchrun=True, source="https://github.com/pytorch/torchtitan/issues/1618",
+       **_missed("distributed.straggler", rank=0, at="u_fsdp_uneven_eval.py:30")),
+    # --- straggler: one rank blocked outside any collective -----------------------------------
+    _u("u_ddp_straggler_tracker", _STRAGGLER, rank=0, markers=("tracker",), torchrun=True,
+       source="https://github.com/open-mmlab/mmsegmentation/issues/2137",
+       **_missed("process.blocked_io", rank=0, at="u_ddp_straggler_tracker.py:45")),
+    _u("u_spawn_straggler_upload", _STRAGGLER, rank=1, markers=("upload",),
+       source="https://github.com/facebookresearch/PyTorch-BigGraph/issues/160",
+       **_missed("process.blocked_io", at="u_spawn_straggler_upload.py:37")),
+    _u("u_fsdp_straggler_tracker", _STRAGGLER, rank=0, markers=("tracker-init",),
+       torchrun=True, source="https://github.com/starVLA/starVLA/pull/369",
+       **_missed("process.blocked_io", rank=0, at="u_fsdp_straggler_tracker.py:30")),
+    # --- rank exited: gloo turns the peer's exit into an error, so the job fails --------------
+    _u("u_ddp_rank_early_stop", _EXITED, verdict="failed", rank=1, markers=("early-stop",),
+       torchrun=True, source="https://github.com/Lightning-AI/pytorch-lightning/issues/379",
+       **_missed("distributed.network", verdict="failed")),
+    _u("u_spawn_rank_sigbus", _EXITED, verdict="failed", rank=1,
+       markers=("read-cache", "rebuild-cache"),
+       source="https://github.com/NVlabs/Sana/issues/126",
+       **_missed("distributed.rank_exited", rank=1, verdict="failed")),
+    # --- rendezvous: a peer never joins; no process of the missing ranks exists ----------------
+    _u("u_ddp_world_size_config", _RENDEZVOUS, markers=("init", "world-size"), torchrun=True,
+       source="https://github.com/NVIDIA/Megatron-LM/issues/2458",
+       first_try="right"),
+    _u("u_spawn_world_size", _RENDEZVOUS, markers=("init", "world-size"),
+       source="https://github.com/helboukkouri/character-bert-pretraining/issues/4",
+       **_missed(None)),
+    _u("u_tcp_cli_missing_peer", _RENDEZVOUS, markers=("init",),
+       args=("--dist-url", "tcp://127.0.0.1:29731", "--world-size", "2", "--rank", "0"),
+       source="https://github.com/pytorch/pytorch/issues/8091",
+       **_missed(None)),
+    # the command for node 1 is never run: torchrun's agent waits in the rendezvous, no rank
+    # process exists, so no line of the script is to blame
+    _u("u_torchrun_second_node", _RENDEZVOUS,
+       launcher=("-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
+                 "--node-rank", "0", "--master-addr", "127.0.0.1", "--master-port", "29733"),
+       source="https://github.com/pytorch/pytorch/issues/52848", **_missed(None)),
+    # --- collective timeout: a 2 s process-group timeout fails the job before a hang ----------
+    _u("u_ddp_pg_timeout", _TIMEOUT, verdict="failed", markers=("pg-timeout", "evaluate"),
+       torchrun=True, source="https://github.com/facebookresearch/detectron2/issues/5121",
+       **_missed("distributed.collective_timeout", verdict="failed")),
+    _u("u_spawn_pg_timeout", _TIMEOUT, verdict="failed", markers=("pg-timeout", "download"),
+       source="https://github.com/meta-pytorch/data/issues/659",
+       **_missed("distributed.collective_timeout", verdict="failed")),
+    # --- failures: a size mismatch (gloo aborts), a rank raising ------------------------------
+    _u("u_gloo_bincount_mismatch", _MISMATCH, verdict="failed",
+       markers=("bincount", "all-reduce"), torchrun=True,
+       source="https://github.com/NVIDIA/nccl/issues/1394",
+       **_missed("distributed.rank_exited", rank=0, verdict="failed")),
+    _u("u_ddp_rank_raises", _EXITED, verdict="failed", rank=1, markers=("raise",),
+       torchrun=True, source="https://github.com/pytorch/torchtitan/issues/1790",
+       **_missed("distributed.rank_exited", rank=1, verdict="failed")),
+    # --- multiprocessing ------------------------------------------------------------------------
+    _u("u_mp_queue_exit_join", "process.deadlock", markers=("put", "stop-reading"),
+       source="https://github.com/python/cpython/issues/91594",
+       **_missed(None)),
+    _u("u_pool_worker_killed", "data.worker_killed", markers=("map", "oom-kill"),
+       source="https://github.com/huggingface/datasets/pull/5976",
+       **_missed(None)),
+    _u("u_pool_fork_held_lock", "process.deadlock", markers=("inc", "fork"),
+       source="https://github.com/vmware-archive/runtimes/issues/94",
+       **_missed(None)),
+    # --- single process: waits nothing can end ------------------------------------------------
+    _u("u_lock_reentry", "process.deadlock", markers=("reacquire", "prune"),
+       source="https://github.com/apache/texera/issues/4794",
+       first_try="right"),
+    _u("u_queue_get_dead_producer", "data.pipeline_stall", markers=("get", "parse"),
+       source="https://github.com/RadarML/red-rover/issues/23",
+       **_missed(None)),
+    _u("u_condition_lost_wakeup", "process.deadlock", markers=("wait",),
+       source="https://github.com/open-education-hub/operating-systems/issues/150",
+       **_missed(None)),
+    _u("u_event_never_set", "process.deadlock", markers=("wait", "never-started"),
+       source="https://github.com/dhyansraj/mcp-mesh/pull/819",
+       **_missed(None)),
+    _u("u_join_blocked_child", "process.blocked_io", markers=("recv",),
+       source="https://runebook.dev/en/docs/python/library/multiprocessing/"
+              "multiprocessing.connection.Connection.recv",
+       first_try="right"),
+    # --- healthy controls -------------------------------------------------------------------------
+    _u("u_healthy_ddp", HEALTHY, verdict="completed", torchrun=True,
+       source="https://blog.csdn.net/Ookura_Resona/article/details/141941284",
+       first_try="right"),
+    _u("u_healthy_spawn", HEALTHY, verdict="completed",
+       source="https://github.com/pytorch/tutorials/pull/2049",
+       first_try="right"),
+    _u("u_healthy_fsdp", HEALTHY, verdict="completed", torchrun=True,
+       source="https://docs.pytorch.org/tutorials/_sources/intermediate/FSDP1_tutorial.rst.txt",
+       first_try="right"),
+)
