@@ -18,6 +18,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.roles import Role, world_size_of
 from hangdoctor.evidence.model import (
     CollectiveRecord,
+    FlightRecord,
     Frame,
     ProcessEvidence,
     ProgressStatus,
@@ -29,6 +30,7 @@ COLLECTIVES = frozenset({
     "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "reduce", "barrier",
     "monitored_barrier", "all_to_all", "all_to_all_single", "gather", "gather_object", "scatter",
     "scatter_object_list", "send", "recv", "_all_gather_base", "_reduce_scatter_base",
+    "all_gather_single", "reduce_scatter_single",  # torch 2.13's names (FSDP2 uses them)
 })
 START_UP = frozenset({
     "init_process_group", "_store_based_barrier", "rendezvous", "_create_c10d_store",
@@ -53,6 +55,9 @@ _DDP_WAITS = {
 # FSDP issues its all-gathers and reduce-scatters asynchronously and waits in helpers whose
 # names say which; matched by word in functions under torch/distributed/fsdp/.
 _FSDP = "/torch/distributed/fsdp/"
+# DTensor gathers or redistributes through the dispatcher: `full_tensor()`, `redistribute()`.
+_DTENSOR = "/torch/distributed/tensor/"
+_DTENSOR_WORDS = (("full_tensor", "all_gather"), ("redistribute", "all_gather"))
 _FSDP_WORDS = (("all_gather", "all_gather"), ("unshard", "all_gather"),
                ("reduce_scatter", "reduce_scatter"), ("foreach_reduce", "reduce_scatter"),
                ("all_reduce", "all_reduce"))
@@ -70,6 +75,8 @@ def _framework_collective(frame: Frame) -> str | None:
         return _DDP_WAITS.get(name)
     if _FSDP in path:
         return next((op for word, op in _FSDP_WORDS if word in name), None)
+    if _DTENSOR in path:
+        return next((op for word, op in _DTENSOR_WORDS if word in name), None)
     return None
 
 
@@ -238,9 +245,14 @@ class RankView:
                 continue
             last = mine[max(mine)]
             state = replace(state, last_recorded=last)
-            if state.in_collective:
+            pending = _pending(records[state.rank], mine)
+            if pending is False and not state.in_start_up:
+                # Done with every collective it issued: whatever its stack shows, it is
+                # outside any collective (computing, or blocked elsewhere).
+                state = replace(state, call=None, seq=None, distance=None)
+            elif pending is not None or state.in_collective:
                 at = mine.get(self.divergence.seq) if self.divergence else None
-                entry = at or last
+                entry = at or (pending if isinstance(pending, CollectiveRecord) else last)
                 state = replace(state, call=entry.op, seq=entry.seq)
             self.ranks[state.rank] = state
         return True
@@ -296,6 +308,18 @@ class RankView:
     def alive(self) -> list[RankState]:
         """Ranks whose process is alive."""
         return [s for s in self.ranks.values() if s.alive]
+
+
+def _pending(record: FlightRecord, entries: dict[int, CollectiveRecord]
+             ) -> CollectiveRecord | bool | None:
+    """The collective the rank waits in (the first it issued and has not completed), False
+    when it completed all it issued, None when the dump does not say."""
+    if record.last_enqueued is None or record.last_completed is None:
+        return None
+    if record.last_completed >= record.last_enqueued:
+        return False
+    return entries.get(record.last_completed + 1) or next(
+        (e for seq, e in sorted(entries.items()) if seq > record.last_completed), None)
 
 
 @dataclass(frozen=True)

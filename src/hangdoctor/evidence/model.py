@@ -235,6 +235,8 @@ class CollectiveRecord(Evidence):
     state: str | None = None
     process_group: str | None = None
     sizes: str | None = Field(default=None, description="input sizes, as text")
+    retired: bool | None = Field(
+        default=None, description="whether the rank is done with it (False: still pending)")
 
 
 class FlightRecord(Evidence):
@@ -243,6 +245,11 @@ class FlightRecord(Evidence):
     pid: int
     rank: int | None = None
     entries: tuple[CollectiveRecord, ...] = Field(default=(), description="oldest first")
+    last_enqueued: int | None = Field(
+        default=None, description="the newest collective it issued, in the newest entry's group")
+    last_completed: int | None = Field(
+        default=None, description="the newest collective it finished there (pg_status); "
+        "enqueued > completed: the rank waits inside collective completed + 1")
 
 
 class JobRecord(Evidence):

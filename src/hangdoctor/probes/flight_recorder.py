@@ -39,16 +39,42 @@ def _entry(raw: dict) -> CollectiveRecord | None:
         process_group=str(group[1] if isinstance(group, list) and len(group) > 1 else group)
         if group is not None else None,
         sizes=str(raw.get("input_sizes")) if raw.get("input_sizes") is not None else None,
+        retired=raw["retired"] if isinstance(raw.get("retired"), bool) else None,
     )
+
+
+def _number(value: object) -> int | None:
+    try:
+        number = int(str(value))
+    except ValueError:
+        return None
+    return number if number >= 0 else None
+
+
+def _progress(trace: dict[str, object], entries: list[dict[str, object]]
+              ) -> tuple[int | None, int | None]:
+    """(last enqueued, last completed) collective of the newest entry's process group, from
+    the dump's `pg_status` (gloo never marks entries completed; pg_status still counts)."""
+    status = trace.get("pg_status")
+    if not entries or not isinstance(status, dict):
+        return None, None
+    group = status.get(str(entries[-1].get("pg_id")))
+    if not isinstance(group, dict):
+        return None, None
+    return (_number(group.get("last_enqueued_collective")),
+            _number(group.get("last_completed_collective")))
 
 
 def parse_dump(text: str) -> FlightRecord | None:
     """One `fr-<pid>.json` written by the instrumentation, or None if unusable."""
     try:
         data = json.loads(text)
-        entries = [e for e in (_entry(raw) for raw in data["trace"].get("entries", [])) if e]
+        raw_entries = [raw for raw in data["trace"].get("entries", []) if isinstance(raw, dict)]
+        entries = [e for e in (_entry(raw) for raw in raw_entries) if e]
+        enqueued, completed = _progress(data["trace"], raw_entries)
         return FlightRecord(pid=int(data["pid"]), rank=data.get("rank"),
-                            entries=tuple(entries[-_KEEP:]))
+                            entries=tuple(entries[-_KEEP:]), last_enqueued=enqueued,
+                            last_completed=completed)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -26,6 +26,7 @@ COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
     "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "reduce", "barrier",
     "all_to_all", "all_to_all_single", "gather", "scatter", "monitored_barrier",
+    "all_gather_single", "reduce_scatter_single",  # torch 2.13's names (FSDP2 uses them)
 )
 _MARK = "_hangdoctor_wrapped"
 
