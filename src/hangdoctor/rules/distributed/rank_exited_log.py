@@ -148,9 +148,9 @@ class RankExitedFromLog(Rule):
             explanation += " The kernel log shows the OOM killer ended this very process."
             evidence += cite(oom, "kernel log", limit=1)
             confidence = 0.7  # host.memory_exhausted is the better explanation
-        others = [f for f in failures if f is not first and f.rank is not None]
-        if others:
-            evidence.append(f"torchrun also lists {ranks_text(f.rank for f in others)} as failed "
+        other_ranks = [f.rank for f in failures if f is not first and f.rank is not None]
+        if other_ranks:
+            evidence.append(f"torchrun also lists {ranks_text(other_ranks)} as failed "
                             "after it")
         fixes.append("Run the job under `hangdoctor run -- torchrun ...`, which watches every "
                      "rank and reports the first one that dies, with its signal and memory.")
