@@ -36,6 +36,9 @@ START_UP = frozenset({
 })
 _DISTRIBUTED = "/torch/distributed/"
 
+# What ranks doing the same thing share: (call, (file, line) of the user's site).
+Signature = tuple[str | None, tuple[str, int] | None]
+
 
 def _distributed_call(frames: Sequence[Frame]) -> str | None:
     """The torch.distributed function the thread is in, as the user called it (outermost)."""
@@ -91,7 +94,7 @@ class RankState:
         return self.status.steps or self.status.batches
 
     @property
-    def signature(self) -> tuple:
+    def signature(self) -> Signature:
         """What ranks doing the same thing share."""
         site = (self.site.file, self.site.line) if self.site is not None else None
         return (self.call, site)
@@ -103,9 +106,9 @@ class RankView:
     def __init__(self, job: JobView) -> None:
         self.job = job
         statuses: dict[int, ProgressStatus] = {}
-        for status in job.record.progress if job.record else ():
-            if status.rank is not None:
-                statuses.setdefault(status.rank, status)
+        for reported in job.record.progress if job.record else ():
+            if reported.rank is not None:
+                statuses.setdefault(reported.rank, reported)
         by_rank: dict[int, RankState] = {}
         for process in job.processes:
             if job.role(process.pid) is not Role.RANK:
@@ -144,10 +147,10 @@ class RankView:
             entries = records[state.rank].entries
             group = entries[-1].process_group
             last = max((e for e in entries if e.process_group == group), key=lambda e: e.seq)
-            update = {"last_recorded": last}
+            numbered = replace(state, last_recorded=last)
             if state.in_collective:
-                update.update(call=last.op, seq=last.seq)
-            self.ranks[state.rank] = replace(state, **update)
+                numbered = replace(numbered, call=last.op, seq=last.seq)
+            self.ranks[state.rank] = numbered
         return True
 
     @cached_property
@@ -169,7 +172,7 @@ class RankView:
 
     def groups(self, states: Sequence[RankState] | None = None) -> list[list[RankState]]:
         """Ranks grouped by signature, largest group first."""
-        grouped: dict[tuple, list[RankState]] = defaultdict(list)
+        grouped: dict[Signature, list[RankState]] = defaultdict(list)
         for state in states if states is not None else self.ranks.values():
             grouped[state.signature].append(state)
         return sorted(grouped.values(), key=lambda g: (-len(g), g[0].rank))
