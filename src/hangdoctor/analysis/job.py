@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from hangdoctor.analysis.roles import Role, assign_roles
 from hangdoctor.evidence.model import (
@@ -20,6 +20,8 @@ from hangdoctor.evidence.model import (
     SocketEndpoint,
     ThreadEvidence,
 )
+
+_View = TypeVar("_View")
 
 
 def reported_ranks(bundle: Bundle) -> dict[int, int]:
@@ -51,11 +53,12 @@ class JobView:
         self._roles = assign_roles(self._processes, bundle.target_pid, reported_ranks(bundle))
         self._derived: dict[str, Any] = {}
 
-    def derived(self, key: str, build: Callable[[JobView], Any]) -> Any:
+    def derived(self, key: str, build: Callable[[JobView], _View]) -> _View:
         """A view computed once per job and shared by every rule that asks (e.g. the ranks)."""
         if key not in self._derived:
             self._derived[key] = build(self)
-        return self._derived[key]
+        view: _View = self._derived[key]  # each key is always built by the same `build`
+        return view
 
     # processes -----------------------------------------------------------------------------
     @property

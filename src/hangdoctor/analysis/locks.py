@@ -136,8 +136,8 @@ def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
     waits = {t.tid: w for t in process.threads if (w := lock_wait(t)) is not None}
     holders: dict[LockId, list[LockHold]] = {}
     for thread in process.threads:
-        for hold in lock_holds(thread):
-            holders.setdefault(hold.lock, []).append(hold)
+        for held in lock_holds(thread):
+            holders.setdefault(held.lock, []).append(held)
 
     lonely = {t.tid for t in process.threads if alone(process, t)}
 

@@ -417,9 +417,9 @@ def torchrun_failures(lines: tuple[str, ...]) -> list[RankFailure]:
             in_summary, root = True, False
         elif in_summary and re.match(r"^\s*\[\d+\]:\s*$", line):
             flush()
-        elif in_summary and (match := _SUMMARY_FIELD.search(line)):
-            entry[match[1]] = match[2].strip()
-            if match[1] == "rank":
+        elif in_summary and (field := _SUMMARY_FIELD.search(line)):
+            entry[field[1]] = field[2].strip()
+            if field[1] == "rank":
                 entry_index, entry["_line"] = index, line.strip()
         elif in_summary and line.strip().startswith("===="):
             flush()

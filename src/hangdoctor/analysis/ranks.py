@@ -67,6 +67,9 @@ _BACKWARD = (("/torch/autograd/graph.py", "_engine_run_backward"),
              ("/torch/autograd/__init__.py", "backward"))
 BACKWARD_ALL_REDUCE = "all_reduce"
 
+# What ranks doing the same thing share: (call, (file, line) of the user's site).
+Signature = tuple[str | None, tuple[str, int] | None]
+
 
 def _framework_collective(frame: Frame) -> str | None:
     path = frame.file.replace("\\", "/")
@@ -180,7 +183,7 @@ class RankState:
         return self.status.steps or self.status.batches
 
     @property
-    def signature(self) -> tuple:
+    def signature(self) -> Signature:
         """What ranks doing the same thing share."""
         site = (self.site.file, self.site.line) if self.site is not None else None
         return (self.call, site)
@@ -192,9 +195,9 @@ class RankView:
     def __init__(self, job: JobView) -> None:
         self.job = job
         statuses: dict[int, ProgressStatus] = {}
-        for status in job.record.progress if job.record else ():
-            if status.rank is not None:
-                statuses.setdefault(status.rank, status)
+        for reported in job.record.progress if job.record else ():
+            if reported.rank is not None:
+                statuses.setdefault(reported.rank, reported)
         by_rank: dict[int, RankState] = {}
         for process in job.processes:
             if job.role(process.pid) is not Role.RANK:
@@ -299,7 +302,7 @@ class RankView:
 
     def groups(self, states: Sequence[RankState] | None = None) -> list[list[RankState]]:
         """Ranks grouped by signature, largest group first."""
-        grouped: dict[tuple, list[RankState]] = defaultdict(list)
+        grouped: dict[Signature, list[RankState]] = defaultdict(list)
         for state in states if states is not None else self.ranks.values():
             grouped[state.signature].append(state)
         return sorted(grouped.values(), key=lambda g: (-len(g), g[0].rank))

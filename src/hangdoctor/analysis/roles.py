@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from enum import Enum
 
 from hangdoctor.analysis.frames import in_function
-from hangdoctor.evidence.model import ProcessEvidence
+from hangdoctor.evidence.model import Frame, ProcessEvidence
 
 _WORKER_FILE = "torch/utils/data/_utils/worker.py"
 _HELPER_FILES = ("multiprocessing/resource_tracker.py", "multiprocessing/forkserver.py")
@@ -23,7 +23,7 @@ class Role(str, Enum):
     OTHER = "other"
 
 
-def _frames(process: ProcessEvidence):
+def _frames(process: ProcessEvidence) -> list[Frame]:
     return [f for t in process.threads if t.python for f in t.python.frames]
 
 
@@ -167,7 +167,7 @@ def assign_roles(
     for pid, (role, _rank) in roles.items():
         if role is Role.RANK:
             current = processes.get(pid)
-            while current is not None and current.ppid in processes:
+            while current is not None and current.ppid is not None and current.ppid in processes:
                 has_rank_descendant.add(current.ppid)
                 current = processes.get(current.ppid)
     for pid in has_rank_descendant:

@@ -32,7 +32,10 @@ class _LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, _, attribute = COMMANDS[name].partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{COMMANDS[name]} is not a click command")
+        return command
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         _error("interrupted")
         return int(ExitCode.INTERRUPTED)
     except click.ClickException as error:
-        if error.ctx is not None and isinstance(error, click.UsageError):
+        if isinstance(error, click.UsageError) and error.ctx is not None:
             click.echo(error.ctx.get_usage(), err=True)
         _error(error.format_message())
         return int(ExitCode.USAGE)

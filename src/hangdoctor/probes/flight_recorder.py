@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from hangdoctor.evidence.model import CollectiveRecord, FlightRecord
@@ -26,7 +27,7 @@ def request_dumps(status_dir: Path) -> float:
     return path.stat().st_mtime
 
 
-def _entry(raw: dict) -> CollectiveRecord | None:
+def _entry(raw: Mapping[str, object]) -> CollectiveRecord | None:
     seq = raw.get("collective_seq_id")
     name = str(raw.get("profiling_name") or "")
     if not isinstance(seq, int) or not name:

@@ -18,7 +18,7 @@ SAMPLE_TIMEOUT_S = 1.0
 
 
 def _open_nvml() -> tuple[Any, list[Any]]:
-    import pynvml  # type: ignore[import-not-found,unused-ignore]
+    import pynvml
 
     pynvml.nvmlInit()
     count = pynvml.nvmlDeviceGetCount()

@@ -11,6 +11,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hangdoctor import bounded
 from hangdoctor.evidence.model import Frame, LocalVariable, ProbeError, PythonThread
@@ -68,7 +69,7 @@ def _first_error_line(stderr: str) -> str:
     return head or "py-spy failed without a message"
 
 
-def _convert_local(raw: dict) -> LocalVariable:
+def _convert_local(raw: dict[str, Any]) -> LocalVariable:
     name = str(raw.get("name", "?"))
     value = raw.get("repr")
     if value is not None:
@@ -76,7 +77,7 @@ def _convert_local(raw: dict) -> LocalVariable:
     return LocalVariable(name=name, repr=value, addr=raw.get("addr"), arg=bool(raw.get("arg")))
 
 
-def _convert_frame(raw: dict) -> Frame:
+def _convert_frame(raw: dict[str, Any]) -> Frame:
     return Frame(
         function=str(raw.get("name", "?")),
         file=str(raw.get("filename") or raw.get("short_filename") or "?"),

@@ -8,6 +8,7 @@ import ast
 import functools
 import linecache
 import os
+from collections.abc import Iterator
 
 from hangdoctor.evidence.model import Frame, HeldContext
 
@@ -60,7 +61,7 @@ def _source(path: str) -> tuple[_SourceFile, float] | None:
     return (parsed, mtime) if parsed is not None else None
 
 
-def _own_nodes(scope: ast.AST):
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """Nodes of `scope`, not descending into nested functions or classes."""
     stack = list(ast.iter_child_nodes(scope))
     while stack:
@@ -101,8 +102,7 @@ def lock_context(
                 acquiring.extend(items)
             else:
                 held.extend(HeldContext(expression=item, line=node.lineno) for item in items)
-        call = _lock_call(node)
-        if call is not None:
+        if isinstance(node, ast.Call) and (call := _lock_call(node)) is not None:
             calls.append((node.lineno, node.col_offset, *call))
     explicit: list[HeldContext] = []
     for lineno, _col, kind, expression in sorted(calls):
@@ -139,7 +139,9 @@ def _control(
     scope = source.scope_of(line)
     found: list[tuple[int, str, str]] = []
     for node in _own_nodes(scope):
-        end = getattr(node, "end_lineno", None)
+        if not isinstance(node, ast.stmt):
+            continue  # guards and loops are statements
+        end = node.end_lineno
         if end is None or not node.lineno <= line <= end:
             continue
         if isinstance(node, ast.If) and node.body:

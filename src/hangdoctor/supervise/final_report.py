@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hangdoctor import __version__
 from hangdoctor.errors import ExitCode
-from hangdoctor.evidence.model import Bundle, JobRecord, SystemInfo
+from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError, SystemInfo
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.system import read_system
@@ -59,7 +59,7 @@ def final_report(report_dir: Path, end: Ending, record: JobRecord, hang: HangRep
             update={"job": record.model_copy(update={"kernel_log": kernel_log})})
     else:
         kernel_lines: list[str] = []
-        errors = ()
+        errors: tuple[ProbeError, ...] = ()
         if end.verdict == "failed":
             kernel_lines, kernel_error = read_kernel_log(since=record.started_at - 60)
             errors = (kernel_error,) if kernel_error else ()

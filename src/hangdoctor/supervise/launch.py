@@ -26,7 +26,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 class Launched:
     """The running job."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     pgid: int
     terminal_fd: int | None  # the terminal we handed to the job, to take back at the end
 
@@ -35,7 +35,7 @@ def become_subreaper() -> bool:
     """Adopt the job's orphans (Linux), so that none escapes when the job is ended."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 
@@ -66,16 +66,21 @@ def take_terminal_back(launched: Launched) -> None:
         _hand_terminal(launched.terminal_fd, os.getpgrp())
 
 
+def _start_in_own_group(
+    argv: list[str], stdout: int, stderr: int, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """Start `argv` as the leader of a new process group."""
+    if sys.version_info >= (3, 11):
+        return subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env, process_group=0)
+    return subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env, preexec_fn=os.setpgrp)
+
+
 def launch(command: Sequence[str], env: Mapping[str, str], channels: list[Channel]) -> Launched:
     """Start `command`; raises LaunchError when it cannot be run."""
     stdout_fd = channels[0].child_fd
     stderr_fd = channels[-1].child_fd
-    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     try:
-        process = subprocess.Popen(
-            list(command), stdout=stdout_fd, stderr=stderr_fd, env=dict(env),
-            **group,  # type: ignore[arg-type]
-        )
+        process = _start_in_own_group(list(command), stdout_fd, stderr_fd, dict(env))
     except FileNotFoundError as error:
         raise LaunchError(f"command not found: {command[0]}", ExitCode.COMMAND_NOT_FOUND) from error
     except PermissionError as error:

@@ -193,7 +193,7 @@ def _write_all(fd: int, data: bytes) -> bool:
 def _waiting_bytes(fd: int) -> int:
     """Bytes waiting in a pipe (FIONREAD), or a large number when that cannot be told."""
     try:
-        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
     except OSError:
         return 1 << 30
 

@@ -14,11 +14,12 @@ import errno
 import os
 import stat
 import sys
+from collections.abc import Callable
 from functools import cache
 
 
 @cache
-def _libc_tee():
+def _libc_tee() -> Callable[[int, int, int, int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:

@@ -9,8 +9,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from hangdoctor.errors import HangdoctorError
@@ -22,7 +24,7 @@ from hangdoctor.supervise.launch import (
     launch,
     take_terminal_back,
 )
-from hangdoctor.supervise.output import OutputLog, open_channels, resize, start_relays
+from hangdoctor.supervise.output import Channel, OutputLog, open_channels, resize, start_relays
 from hangdoctor.supervise.policy import Counters, HangDecision, HangPolicy, ProgressTracker
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
@@ -37,6 +39,8 @@ _TICK_S = 0.2
 _SAMPLE_EVERY_S = 1.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BUSY_CORES = 0.3  # the job computes when it uses more than this share of a CPU
+# What signal.signal() takes and returns (typeshed's private signal._HANDLER).
+_Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class Supervisor:
         self.current: HangReport | None = None
         self.killed = False
         self.system: SystemInfo | None = None
-        self.channels: list = []
+        self.channels: list[Channel] = []
 
     # signals ---------------------------------------------------------------------------------
     def _forward(self, signum: int, _frame: object) -> None:
@@ -87,7 +91,7 @@ class Supervisor:
             with contextlib.suppress(OSError):
                 os.killpg(self.launched.pgid, signal.SIGWINCH)
 
-    def _install_signals(self) -> dict[int, object]:
+    def _install_signals(self) -> dict[signal.Signals, _Handler]:
         previous = {sig: signal.signal(sig, self._forward) for sig in _FORWARDED}
         previous[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, self._on_resize)
         # Writing to the terminal while the job owns it must not stop us.
@@ -122,7 +126,7 @@ class Supervisor:
             take_terminal_back(self.launched)
         finally:
             for sig, handler in previous.items():
-                signal.signal(sig, handler)  # type: ignore[arg-type]
+                signal.signal(sig, handler)
             self.log.close()
         return self._finish(returncode)
 

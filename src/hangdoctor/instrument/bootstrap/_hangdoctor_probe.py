@@ -19,6 +19,14 @@ import os
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch is only imported by the job itself
+    from collections.abc import Callable
+    from types import ModuleType
+
+    from torch import Tensor
+    from torch.optim import Optimizer
 
 STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
 WRITE_INTERVAL_S = 0.5
@@ -93,8 +101,8 @@ class _Status:
 _state = _Status()
 _armed = False
 _directory: str | None = None
-_dist = None  # torch.distributed, once armed, for the rank when RANK is not set
-_compiling = None  # torch.compiler.is_compiling, when this torch has it
+_dist: ModuleType | None = None  # torch.distributed, once armed, for the rank when RANK is not set
+_compiling: Callable[[], bool] | None = None  # torch.compiler.is_compiling, when torch has it
 _tls = threading.local()  # per thread: inside a wrapped collective or backward already
 # Writer state; reset in a forked child, where the parent's thread does not exist.
 _writer_started = False
@@ -137,10 +145,10 @@ def _now() -> float:
 # ---- the hooks --------------------------------------------------------------------------------
 
 
-def _hook_optimizer(torch) -> None:
+def _hook_optimizer(torch: ModuleType) -> None:
     import torch.optim.optimizer as optimizer
 
-    def on_step(opt, args, kwargs) -> None:
+    def on_step(opt: Optimizer, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         try:
             _state.steps += 1
             _state.last_step_at = _now()
@@ -151,7 +159,7 @@ def _hook_optimizer(torch) -> None:
     optimizer.register_optimizer_step_post_hook(on_step)
 
 
-def _hook_dataloader(torch) -> None:
+def _hook_dataloader(torch: ModuleType) -> None:
     from torch.utils.data.dataloader import _BaseDataLoaderIter as base
 
     original = base.__next__
@@ -160,7 +168,7 @@ def _hook_dataloader(torch) -> None:
     clock = time.perf_counter
 
     @functools.wraps(original)
-    def __next__(self):
+    def __next__(self: base) -> object:
         started = clock()
         try:
             batch = original(self)
@@ -174,10 +182,11 @@ def _hook_dataloader(torch) -> None:
         return batch
 
     setattr(__next__, _MARK, True)
-    base.__next__ = __next__
+    base.__next__ = __next__  # type: ignore[method-assign]  # patching torch is the point
 
 
-def _note_wait(started: float, clock, got_batch: bool, ran_out: bool = False) -> None:
+def _note_wait(started: float, clock: Callable[[], float], got_batch: bool,
+               ran_out: bool = False) -> None:
     try:
         _state.data_wait_s += clock() - started
         if ran_out:
@@ -190,7 +199,7 @@ def _note_wait(started: float, clock, got_batch: bool, ran_out: bool = False) ->
         pass
 
 
-def _hook_distributed(torch) -> None:
+def _hook_distributed(torch: ModuleType) -> None:
     """Wrap the collectives on `torch.distributed` and `distributed_c10d` (one wrapper per
     function, so that both names stay the same object, as they were)."""
     global _dist, _compiling
@@ -217,7 +226,7 @@ def _hook_distributed(torch) -> None:
                 pass
 
 
-def _async_op_index(function) -> int | None:
+def _async_op_index(function: Callable[..., object]) -> int | None:
     """Position of the `async_op` parameter, to tell async calls from blocking ones."""
     import inspect
 
@@ -228,11 +237,11 @@ def _async_op_index(function) -> int | None:
         return None
 
 
-def _wrap_collective(name: str, function):
+def _wrap_collective(name: str, function: Callable[..., object]) -> Callable[..., object]:
     async_index = _async_op_index(function)
 
     @functools.wraps(function)
-    def collective(*args, **kwargs):
+    def collective(*args: object, **kwargs: object) -> object:
         # Nested (all_gather_object calls all_gather) or traced by torch.compile: pass through,
         # so one user call counts once and the compiler sees the function it knows.
         if getattr(_tls, "in_collective", False) or (_compiling is not None and _compiling()):
@@ -250,7 +259,9 @@ def _wrap_collective(name: str, function):
     return collective
 
 
-def _enter_collective(name: str, args, kwargs, async_index: int | None) -> int | None:
+def _enter_collective(
+    name: str, args: tuple[object, ...], kwargs: dict[str, object], async_index: int | None
+) -> int | None:
     """Count the call; for a blocking one, record that it runs and return its number."""
     try:
         state = _state
@@ -286,14 +297,14 @@ def _exit_collective(name: str, seq: int) -> None:
         pass
 
 
-def _hook_backward(torch) -> None:
+def _hook_backward(torch: ModuleType) -> None:
     tensor_type = torch.Tensor
     original = tensor_type.backward
     if getattr(original, _MARK, False):
         return
 
     @functools.wraps(original)
-    def backward(self, *args, **kwargs):
+    def backward(self: Tensor, *args: object, **kwargs: object) -> object:
         # A tensor subclass's __torch_function__ calls backward again: count the loss once.
         if getattr(_tls, "in_backward", False):
             return original(self, *args, **kwargs)
@@ -308,7 +319,7 @@ def _hook_backward(torch) -> None:
     tensor_type.backward = backward
 
 
-def _note_loss(loss, tensor_type) -> None:
+def _note_loss(loss: Tensor, tensor_type: type[Tensor]) -> None:
     """Read the loss only where that is free: a plain CPU scalar. A GPU loss would need a device
     sync, and a tensor subclass (DTensor, fake tensors) may do anything on .item()."""
     try:
@@ -372,7 +383,7 @@ def _write_loop() -> None:
 # ---- PyTorch's Flight Recorder, on request ------------------------------------------------------
 
 FLIGHT_RECORDER_REQUEST = "flight-recorder.request"
-_answered_request = None
+_answered_request: int | None = None
 
 
 def _answer_flight_recorder_request() -> None:
@@ -381,6 +392,8 @@ def _answer_flight_recorder_request() -> None:
     `fr-<pid>.json`. This runs in the writer thread, which gets the GIL even while the main
     thread is blocked inside a collective (torch releases it there)."""
     global _answered_request
+    if _directory is None:
+        return
     try:
         request = os.path.join(_directory, FLIGHT_RECORDER_REQUEST)
         if not os.path.exists(request):
@@ -406,7 +419,7 @@ def _answer_flight_recorder_request() -> None:
 def _flush() -> None:
     """Write the status if it changed since the last write (also at exit, for the last steps)."""
     global _written, _disabled
-    if not _writer_started or _disabled:
+    if not _writer_started or _disabled or _directory is None:
         return
     try:
         with _write_lock:

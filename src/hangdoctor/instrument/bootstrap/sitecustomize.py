@@ -10,6 +10,19 @@ loads the one that would otherwise have run (a venv's, the distribution's) and h
 import os
 import sys
 
+# Annotations are strings and these imports are for the type checker only: importing `typing`
+# or `importlib.abc` would cost every process of the job.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec, PathFinder
+    from types import ModuleType
+
+    _LoaderBase = Loader
+else:
+    _LoaderBase = object
+
 _STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
 _PROBE = "_hangdoctor_probe"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,6 +38,8 @@ def _arm() -> None:
             spec = importlib.util.spec_from_file_location(
                 _PROBE, os.path.join(_HERE, _PROBE + ".py")
             )
+            if spec is None or spec.loader is None:
+                return
             probe = importlib.util.module_from_spec(spec)
             sys.modules[_PROBE] = probe
             try:
@@ -37,30 +52,31 @@ def _arm() -> None:
         pass  # never break the job for the sake of watching it
 
 
-class _ArmingLoader:
+class _ArmingLoader(_LoaderBase):
     """Wraps torch's own loader: runs it unchanged, then arms the probe.
 
     The module sees its real loader in `__loader__` and `__spec__.loader` from the start, so
     torch's code cannot tell the difference.
     """
 
-    def __init__(self, loader, finder) -> None:
+    def __init__(self, loader: "Loader", finder: "_TorchImportWatcher") -> None:
         self._loader = loader
         self._finder = finder
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> object:
         if name.startswith("__") or name in ("_loader", "_finder"):
             raise AttributeError(name)  # no recursion while half-built (copy, pickle)
         return getattr(self._loader, name)
 
-    def create_module(self, spec):
+    def create_module(self, spec: "ModuleSpec") -> "ModuleType | None":
         create = getattr(self._loader, "create_module", None)
         return create(spec) if create is not None else None
 
-    def exec_module(self, module) -> None:
+    def exec_module(self, module: "ModuleType") -> None:
         try:
             module.__loader__ = self._loader
-            module.__spec__.loader = self._loader
+            if module.__spec__ is not None:
+                module.__spec__.loader = self._loader
         except Exception:
             pass
         self._loader.exec_module(module)
@@ -77,7 +93,12 @@ class _TorchImportWatcher:
     def __init__(self) -> None:
         self._busy = False
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(
+        self,
+        fullname: str,
+        path: "Sequence[str] | None" = None,
+        target: "ModuleType | None" = None,
+    ) -> "ModuleSpec | None":
         if fullname != "torch" or self._busy:
             return None
         self._busy = True
@@ -92,14 +113,15 @@ class _TorchImportWatcher:
         spec.loader = _ArmingLoader(spec.loader, self)
         return spec
 
-    def _spec_from_the_others(self, fullname, path, target):
+    def _spec_from_the_others(
+        self, fullname: str, path: "Sequence[str] | None", target: "ModuleType | None"
+    ) -> "ModuleSpec | None":
         for finder in list(sys.meta_path):
             if finder is self:
                 continue
-            find_spec = getattr(finder, "find_spec", None)
-            if find_spec is None:
+            if getattr(finder, "find_spec", None) is None:
                 return None  # a legacy finder: leave the whole import to the machinery
-            spec = find_spec(fullname, path, target)
+            spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 return spec
         return None
@@ -123,14 +145,16 @@ def _install() -> None:
         pass
 
 
-def _import_system():
+def _import_system() -> "tuple[type[PathFinder], Callable[[ModuleSpec], ModuleType]]":
     """importlib's PathFinder and module_from_spec, from the frozen modules every interpreter has
     already loaded: importing importlib.util would cost each process a few milliseconds."""
-    bootstrap = sys.modules.get("_frozen_importlib")
-    external = sys.modules.get("_frozen_importlib_external")
-    if bootstrap is None or external is None:
-        import importlib._bootstrap as bootstrap
-        import importlib._bootstrap_external as external
+    frozen = sys.modules.get("_frozen_importlib")
+    frozen_external = sys.modules.get("_frozen_importlib_external")
+    if frozen is not None and frozen_external is not None:
+        return frozen_external.PathFinder, frozen.module_from_spec
+    import importlib._bootstrap as bootstrap
+    import importlib._bootstrap_external as external
+
     return external.PathFinder, bootstrap.module_from_spec
 
 

@@ -4,7 +4,7 @@ is not running."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from hangdoctor.analysis.advice import wait_fixes
 from hangdoctor.analysis.frames import blame_frame, short_file, short_location
@@ -20,14 +20,14 @@ from hangdoctor.analysis.locks import LockHold, lock_holds, lock_wait
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import Bundle, ProcessEvidence, SocketEndpoint, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
 
-def _consumer(tid: int):
+def _consumer(tid: int) -> ThreadEvidence:
     return b.thread(
         tid,
         b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
@@ -40,7 +40,7 @@ def _consumer(tid: int):
     )
 
 
-def _idle_worker(pid: int, ppid: int):
+def _idle_worker(pid: int, ppid: int) -> ProcessEvidence:
     return b.process(pid, b.thread(
         pid,
         b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
@@ -48,26 +48,29 @@ def _idle_worker(pid: int, ppid: int):
         name="MainThread", syscall="poll"), ppid=ppid)
 
 
-def _busy_worker(pid: int, ppid: int, **kernel):
+def _busy_worker(
+    pid: int, ppid: int, state: str = "S", syscall: str | None = None, args: Sequence[int] = ()
+) -> ProcessEvidence:
     return b.process(pid, b.thread(
         pid,
         b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
         b.frame("data.py", 25, "ShardDataset.__getitem__", code="blob = urlopen(url).read()"),
         b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
         b.frame(f"{b.SITE}/{WORKER}", 349, "_worker_loop"),
-        name="MainThread", **kernel), ppid=ppid, files={9: ("socket:[55]", "rw")})
+        name="MainThread", state=state, syscall=syscall, args=args),
+        ppid=ppid, files={9: ("socket:[55]", "rw")})
 
 
-def _worker_blocked_on_network():
+def _worker_blocked_on_network() -> Bundle:
     return b.bundle(
         b.process(1, _consumer(1), ppid=None),
         _idle_worker(2, 1), _busy_worker(3, 1, syscall="recvfrom", args=(9,)),
-        sockets=[b.SocketEndpoint(inode=55, protocol="tcp", local="127.0.0.1:40000",
-                                  remote="10.1.1.1:9000", state="ESTABLISHED")],
+        sockets=[SocketEndpoint(inode=55, protocol="tcp", local="127.0.0.1:40000",
+                                remote="10.1.1.1:9000", state="ESTABLISHED")],
     )
 
 
-def _in_process_reader_blocked():
+def _in_process_reader_blocked() -> Bundle:
     return b.bundle(b.process(5, b.thread(
         5,
         b.frame("data.py", 12, "LmdbDataset.__getitem__", code="self.lock.acquire()",
@@ -79,11 +82,11 @@ def _in_process_reader_blocked():
         name="MainThread", syscall="futex"), ppid=None))
 
 
-def _workers_idle():
+def _workers_idle() -> Bundle:
     return b.bundle(b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1), _idle_worker(3, 1))
 
 
-def _worker_computing():
+def _worker_computing() -> Bundle:
     return b.bundle(b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1),
                     _busy_worker(3, 1, state="R"))
 

@@ -49,6 +49,7 @@ class WorkerKilled(Rule):
         oom = [m for m in scan(record.kernel_log) if m.kind == "oom_killed"
                and set(m.pids) & set(best.pids)]
         signal_name = (best.detail or "").strip()
+        fixes: tuple[str, ...]
         if signal_name == "Bus error":
             explanation = ("The worker got SIGBUS: tensors are passed from workers through "
                            "shared memory (/dev/shm), and it was full.")

@@ -3,29 +3,47 @@ the loop a rank left, and example evidence of ranks in collectives."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hangdoctor.analysis.frames import Origin, origin
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, RankView, rank_list
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, JobRecord, ProgressStatus
+from hangdoctor.evidence.model import (
+    Bundle,
+    Frame,
+    JobRecord,
+    ProcessEvidence,
+    ProgressStatus,
+    ThreadEvidence,
+)
 from hangdoctor.rules.finding import Culprit
 from hangdoctor.rules.helpers import at, culprit
 
 C10D = f"{b.SITE}/torch/distributed/distributed_c10d.py"
 
 
-def collective_frames(call: str, line: int, code: str, loops=(), guards=()):
+def collective_frames(
+    call: str, line: int, code: str, loops: Sequence[str] = (), guards: Sequence[str] = ()
+) -> tuple[Frame, Frame]:
     return (b.frame(C10D, 2500, call), b.frame("train.py", line, "train", code=code,
                                                  loops=loops, guards=guards))
 
 
-def rank_process(rank: int, *frames, world: int = 4, **kernel):
+def rank_process(
+    rank: int,
+    *frames: Frame,
+    world: int = 4,
+    syscall: str | None = None,
+    args: Sequence[int] = (),
+) -> ProcessEvidence:
     pid = 100 + rank
-    return b.process(pid, b.thread(pid, *frames, name="MainThread", **kernel), ppid=99,
+    thread = b.thread(pid, *frames, name="MainThread", syscall=syscall, args=args)
+    return b.process(pid, thread, ppid=99,
                      env={"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)})
 
 
-def ranks_job(*processes, progress: tuple[ProgressStatus, ...] = ()) -> Bundle:
+def ranks_job(*processes: ProcessEvidence, progress: tuple[ProgressStatus, ...] = ()) -> Bundle:
     launcher = b.process(99, b.thread(99, b.frame(f"{b.SITE}/torch/distributed/run.py", 900,
                                                   "main"), syscall="clock_nanosleep"),
                          ppid=1, cmdline=("torchrun", "train.py"))
@@ -35,20 +53,22 @@ def ranks_job(*processes, progress: tuple[ProgressStatus, ...] = ()) -> Bundle:
     return bundle
 
 
-def rank_status(rank: int, steps: int, collectives: int, in_collective: str | None = None):
+def rank_status(
+    rank: int, steps: int, collectives: int, in_collective: str | None = None
+) -> ProgressStatus:
     return ProgressStatus(pid=100 + rank, rank=rank, updated_at=10.0, steps=steps,
                           collectives=collectives, in_collective=in_collective,
                           in_collective_seq=collectives if in_collective else None)
 
 
-def all_in_the_same_collective():
+def all_in_the_same_collective() -> Bundle:
     return ranks_job(*[
         rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
                      syscall="futex")
         for r in range(4)])
 
 
-def barrier_only_on_rank_0():
+def barrier_only_on_rank_0() -> Bundle:
     others = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)",
                                            loops=("for batch in loader",)), syscall="futex")
               for r in (1, 2, 3)]
@@ -59,7 +79,7 @@ def barrier_only_on_rank_0():
     return ranks_job(zero, *others, progress=progress)
 
 
-def rank_ran_out_of_data():
+def rank_ran_out_of_data() -> Bundle:
     others = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)",
                                            loops=("for batch in loader",)), syscall="futex")
               for r in (0, 1, 2)]
@@ -69,7 +89,7 @@ def rank_ran_out_of_data():
     return ranks_job(*others, done, progress=progress)
 
 
-def helper_all_reduce(rank: int, loop: str, call_code: str, world: int = 2):
+def helper_all_reduce(rank: int, loop: str, call_code: str, world: int = 2) -> ProcessEvidence:
     """A rank in the all_reduce of a helper called from the training loop."""
     return rank_process(rank, b.frame(C10D, 2500, "all_reduce"),
                  b.frame("train.py", 12, "average_gradients", code="dist.all_reduce(p.grad)",
@@ -78,7 +98,7 @@ def helper_all_reduce(rank: int, loop: str, call_code: str, world: int = 2):
                  syscall="futex", world=world)
 
 
-def guarded_barrier_beside_a_helper():
+def guarded_barrier_beside_a_helper() -> Bundle:
     zero = rank_process(0, b.frame(C10D, 2600, "barrier"),
                  b.frame("train.py", 35, "train", code="dist.barrier()",
                          loops=("for step in range(steps)",), guards=("rank == 0",)),
@@ -87,7 +107,7 @@ def guarded_barrier_beside_a_helper():
                                          "average_gradients(model)"))
 
 
-def epoch_helper_ran_out_of_data():
+def epoch_helper_ran_out_of_data() -> Bundle:
     done = rank_process(1, b.frame(C10D, 2600, "barrier"),
                  b.frame("train.py", 31, "train", code="dist.barrier()",
                          loops=("for epoch in range(epochs)",)),
@@ -101,7 +121,7 @@ def epoch_helper_ran_out_of_data():
     return ranks_job(busy, done)
 
 
-def never_joined():
+def never_joined() -> Bundle:
     init = f"{b.SITE}/torch/distributed/distributed_c10d.py"
     waiting = [rank_process(r, b.frame(init, 1700, "init_process_group"),
                      b.frame("train.py", 12, "main", code="dist.init_process_group('gloo')"),
@@ -142,7 +162,7 @@ def odd_group(groups: list[list[RankState]]) -> list[RankState]:
     return min(smallest, key=lambda g: (g[0].distance is None, g[0].distance or 0))
 
 
-def split_groups(view: RankView):
+def split_groups(view: RankView) -> tuple[list[RankState], list[RankState]] | None:
     waiting = [s for s in view.alive if s.in_collective]
     if len(waiting) < 2:
         return None
@@ -154,7 +174,7 @@ def split_groups(view: RankView):
     return odd, rest
 
 
-def user_frames(thread) -> list:
+def user_frames(thread: ThreadEvidence | None) -> list[Frame]:
     return [f for f in thread.python.frames if origin(f) is Origin.USER] if (
         thread is not None and thread.python is not None) else []
 

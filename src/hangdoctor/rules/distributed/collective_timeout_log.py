@@ -49,6 +49,11 @@ def _collective(match: LogMatch) -> str:
     return f"SeqNum={match.fields['seq']} ({match.fields['op']}{_numel(match)})"
 
 
+def _seq(match: LogMatch) -> int:
+    """The timed-out work's SeqNum, which the watchdog pattern requires."""
+    return int(match.fields["seq"])
+
+
 def _logged_ranks(lines: tuple[str, ...]) -> set[int]:
     """Ranks that wrote anything to this log (from torchrun's `[rankN]:` line prefixes)."""
     ranks: set[int] = set()
@@ -117,11 +122,11 @@ class CollectiveTimeoutFromLog(Rule):
             rank = match.number("rank")
             assert rank is not None  # the pattern requires it
             group = groups.setdefault(match.fields.get("pg"), {})
-            if rank not in group or match.number("seq") < group[rank].number("seq"):
+            if rank not in group or _seq(match) < _seq(group[rank]):
                 group[rank] = match
         per_rank = max(groups.values(), key=len)
         timeout_ms = _timeout_ms(timeouts[0])
-        seqs = {rank: m.number("seq") for rank, m in per_rank.items()}
+        seqs = {rank: _seq(m) for rank, m in per_rank.items()}
         low = min(seqs.values())
         behind = sorted(r for r, s in seqs.items() if s == low)
         ahead = sorted(r for r, s in seqs.items() if s != low)
@@ -146,8 +151,9 @@ class CollectiveTimeoutFromLog(Rule):
             confidence = 0.85
         else:
             first = per_rank[behind[0]]
-            completed = {m.number("rank"): m.number("completed") for m in progress
-                         if m.number("rank") is not None and m.number("completed") is not None}
+            completed = {rank: done for m in progress
+                         if (rank := m.number("rank")) is not None
+                         and (done := m.number("completed")) is not None}
             absent = sorted(_logged_ranks(lines) - set(per_rank))
             order = behind
             confidence = 0.8

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
     all_in_the_same_collective,
@@ -22,7 +23,7 @@ from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
 
-def _rank_gone():
+def _rank_gone() -> Bundle:
     waiting = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
                      syscall="futex") for r in (0, 1, 3)]
     progress = (*(rank_status(r, 12, 13, "all_reduce") for r in (0, 1, 3)), rank_status(2, 12, 12))

@@ -128,11 +128,12 @@ class RankExitedFromLog(Rule):
         if not failures:
             # No launcher summary (Lightning, accelerate, a hand-made mp.spawn): the ranks'
             # own tracebacks, which PyTorch prefixes with the rank, tell who failed first.
-            own = first_failure(lines)
-            if own is None or not _job_failed(job):
+            raised_first = first_failure(lines)
+            if raised_first is None or not _job_failed(job):
                 return
-            failures = [RankFailure(rank=own.rank, local_rank=None, exitcode=1, pid=None,
-                                    index=own.index, line=lines[own.index])]
+            failures = [RankFailure(rank=raised_first.rank, local_rank=None, exitcode=1,
+                                    pid=None, index=raised_first.index,
+                                    line=lines[raised_first.index])]
         first = next((f for f in failures if f.root_cause), None) or min(
             failures, key=lambda f: f.index)
         timeouts = matches_of(job, "nccl_timeout", "gloo_timeout")
@@ -177,8 +178,8 @@ class RankExitedFromLog(Rule):
             # and the peers' connection errors are the consequence, not the cause.
             prefix = f"[rank{first.rank}]:" if first.rank is not None else None
             transport = matches_of(job, "transport_error")
-            own = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
-            if prefix and transport and not own:
+            lost = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
+            if prefix and transport and not lost:
                 confidence = 0.85
                 explanation += (" The other ranks' connection errors followed from it: they "
                                 "lost their peer.")
@@ -191,9 +192,9 @@ class RankExitedFromLog(Rule):
             explanation += " The kernel log shows the OOM killer ended this very process."
             evidence += cite(oom, "kernel log", limit=1)
             confidence = 0.7  # host.memory_exhausted is the better explanation
-        others = [f for f in failures if f is not first and f.rank is not None]
-        if others:
-            evidence.append(f"torchrun also lists {ranks_text(f.rank for f in others)} as failed "
+        other_ranks = [f.rank for f in failures if f is not first and f.rank is not None]
+        if other_ranks:
+            evidence.append(f"torchrun also lists {ranks_text(other_ranks)} as failed "
                             "after it")
         if job.record is None:  # only logs: `run` would have watched every rank
             fixes.append("Run the job under `hangdoctor run -- torchrun ...`, which watches "

@@ -10,7 +10,7 @@ from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_view
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle
+from hangdoctor.evidence.model import Bundle, Frame
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
     all_in_the_same_collective,
@@ -34,7 +34,7 @@ def _first_node_of_two(*, every_rank_waits: bool) -> Bundle:
     for rank in range(4):
         environ = {"RANK": str(rank), "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4",
                    "GROUP_RANK": "0", "LOCAL_RANK": str(rank)}
-        frames = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
+        frames: tuple[Frame, ...] = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
         if not every_rank_waits and rank == 3:
             frames = (b.frame("train.py", 30, "main", code="batch = next(it)"),)
         processes.append(b.process(100 + rank, b.thread(100 + rank, *frames, syscall="futex"),

@@ -51,7 +51,8 @@ class Rendezvous(Rule):
                     f"world size {view.world_size}"]
         if late:
             state = late[0]
-            wait = describe_wait(job, state.process, state.thread) if state.thread else None
+            wait = (describe_wait(job, state.process, state.thread)
+                    if state.process is not None and state.thread is not None else None)
             evidence.append(f"rank {state.rank} has not reached init_process_group: it is "
                             f"{wait.summary if wait else 'elsewhere'} at {at(state.site)}")
             culprit_ = rank_culprit(job, state)

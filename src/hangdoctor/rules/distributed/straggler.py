@@ -13,6 +13,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
     all_in_the_same_collective,
@@ -29,7 +30,7 @@ from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
 
 
-def _straggler_in_io():
+def _straggler_in_io() -> Bundle:
     waiting = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
                      syscall="futex") for r in (0, 2, 3)]
     stuck = rank_process(1, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
@@ -38,7 +39,9 @@ def _straggler_in_io():
     return ranks_job(*waiting, stuck)
 
 
-def _majority_waiting(view: RankView) -> tuple[list[RankState], tuple] | None:
+def _majority_waiting(
+    view: RankView,
+) -> tuple[list[RankState], tuple[str | None, int | None]] | None:
     waiting = [s for s in view.alive if s.in_collective]
     if not waiting:
         return None

@@ -33,23 +33,22 @@ class GpuMemoryFull(Rule):
         stalled = stalled_samples(job)
         if not stalled:
             return
-        full = {}
-        for gpu in stalled[-1].gpus:
-            if gpu.memory_used_bytes and gpu.memory_total_bytes and (
-                    gpu.memory_used_bytes / gpu.memory_total_bytes >= _FULL_SHARE):
-                full[gpu.index] = gpu
+        full = [(gpu, used, total) for gpu in stalled[-1].gpus
+                if (used := gpu.memory_used_bytes) and (total := gpu.memory_total_bytes)
+                and used / total >= _FULL_SHARE]
         if not full:
             return
-        index, gpu = next(iter(full.items()))
+        gpu, used, total = full[0]
+        index = gpu.index
         utilization = gpu.utilization_percent
         yield Finding(
             id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.7,
-            title=f"GPU {index} memory at {gpu.memory_used_bytes / gpu.memory_total_bytes:.0%} "
+            title=f"GPU {index} memory at {used / total:.0%} "
                   "when the job stalled",
             explanation=("Allocations near capacity stall, retry or fail; the caching allocator "
                          "may be freeing and re-allocating in a loop."),
-            evidence=(f"GPU {index}: {gpu.memory_used_bytes / GIB:.1f} of "
-                      f"{gpu.memory_total_bytes / GIB:.1f} GiB used, utilisation "
+            evidence=(f"GPU {index}: {used / GIB:.1f} of "
+                      f"{total / GIB:.1f} GiB used, utilisation "
                       f"{utilization if utilization is not None else '?'}%",),
             fixes=("Lower the peak: smaller batches with gradient accumulation, mixed precision, "
                    "activation checkpointing.",

@@ -99,7 +99,7 @@ class HostMemoryExhausted(Rule):
         )
 
 
-def _largest_growth(record: JobRecord, total: int | None):
+def _largest_growth(record: JobRecord, total: int | None) -> tuple[int, int, int, float] | None:
     """(pid, first rss, peak rss, peak share of memory) of the process that grew most."""
     if not record.timeline or not total:
         return None

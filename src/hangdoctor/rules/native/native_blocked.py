@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Frame, ThreadEvidence
+from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -32,7 +32,7 @@ def _first_python(thread: ThreadEvidence) -> Frame | None:
     return next((f for f in frames_of(thread) if not f.native), None)
 
 
-def _gil_held_in_sleep():
+def _gil_held_in_sleep() -> Bundle:
     return b.bundle(b.process(
         70,
         b.thread(70, b.frame("io_ext.py", 9, "read_block", code="lib.read_block(handle)"),
@@ -43,7 +43,7 @@ def _gil_held_in_sleep():
     ))
 
 
-def _gil_held_single_thread():
+def _gil_held_single_thread() -> Bundle:
     return b.bundle(b.process(
         75,
         b.thread(75, b.frame("ext.py", 3, "<module>", code="lib.wait_device()"),
@@ -51,7 +51,7 @@ def _gil_held_single_thread():
     ))
 
 
-def _python_running_with_gil():
+def _python_running_with_gil() -> Bundle:
     # Executing Python holds the GIL: that is normal.
     return b.bundle(b.process(
         80,
@@ -61,7 +61,7 @@ def _python_running_with_gil():
     ))
 
 
-def _sleep_without_gil():
+def _sleep_without_gil() -> Bundle:
     return b.bundle(b.process(
         85,
         b.thread(85, b.frame("train.py", 30, "wait", code="time.sleep(10)"),
@@ -109,7 +109,13 @@ class NativeBlocked(Rule):
                 ]
                 yield self._finding(job, process, thread, starved)
 
-    def _finding(self, job, process, thread, starved) -> Finding:
+    def _finding(
+        self,
+        job: JobView,
+        process: ProcessEvidence,
+        thread: ThreadEvidence,
+        starved: list[ThreadEvidence],
+    ) -> Finding:
         python_frame = _first_python(thread)
         native = _native_frames(thread)
         called = next(

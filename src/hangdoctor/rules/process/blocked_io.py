@@ -3,23 +3,29 @@ by itself."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.frameworks import in_debugger, joining_threads, owned_by_framework_rules
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waits import IO_KINDS, Wait, WaitKind, describe_wait
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import (
+    Bundle,
+    Frame,
+    ProcessEvidence,
+    SocketEndpoint,
+    ThreadEvidence,
+)
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
 _HTTP_FILES = ("urllib/request.py", "http/client.py", "requests/", "urllib3/", "httpx/")
 
 
-def _pipe_deadlock():
+def _pipe_deadlock() -> Bundle:
     parent = b.process(
         10,
         b.thread(10, b.frame(f"{b.STDLIB}/subprocess.py", 1959, "Popen._wait"),
@@ -33,7 +39,7 @@ def _pipe_deadlock():
     return b.bundle(parent, child)
 
 
-def _socket_without_timeout():
+def _socket_without_timeout() -> Bundle:
     return b.bundle(b.process(
         20,
         b.thread(20, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
@@ -42,11 +48,11 @@ def _socket_without_timeout():
                  b.frame("fetch.py", 14, "download", code="urlopen(url).read()"),
                  name="MainThread", syscall="recvfrom", args=(5,)),
         files={5: ("socket:[900]", "rw")},
-    ), sockets=[b.SocketEndpoint(inode=900, protocol="tcp", local="10.0.0.2:51000",
-                                 remote="10.0.0.9:443", state="ESTABLISHED")])
+    ), sockets=[SocketEndpoint(inode=900, protocol="tcp", local="10.0.0.2:51000",
+                               remote="10.0.0.9:443", state="ESTABLISHED")])
 
 
-def _debugger_prompt():
+def _debugger_prompt() -> Bundle:
     return b.bundle(b.process(
         30,
         b.thread(30, b.frame(f"{b.STDLIB}/cmd.py", 126, "Cmd.cmdloop"),
@@ -57,7 +63,7 @@ def _debugger_prompt():
     ))
 
 
-def _daemon_thread_reading_socket():
+def _daemon_thread_reading_socket() -> Bundle:
     # A background thread (e.g. a metrics client) waits on a socket; the main thread computes.
     return b.bundle(b.process(
         40,
@@ -70,7 +76,7 @@ def _daemon_thread_reading_socket():
     ))
 
 
-def _parent_waits_for_busy_child():
+def _parent_waits_for_busy_child() -> Bundle:
     # The parent waits for a child that is working: the child is examined on its own.
     parent = b.process(
         50,
@@ -82,7 +88,7 @@ def _parent_waits_for_busy_child():
     return b.bundle(parent, child)
 
 
-def _sleeping():
+def _sleeping() -> Bundle:
     return b.bundle(b.process(
         60, b.thread(60, b.frame("train.py", 5, "main", code="time.sleep(60)"),
                      syscall="clock_nanosleep"),
@@ -143,7 +149,8 @@ class BlockedIO(Rule):
             f"kernel: {kernel_words(thread)}",
         ]
         confidence = 0.8
-        related = ()
+        related: tuple[Culprit, ...] = ()
+        fixes: tuple[str, ...]
         if wait.kind is WaitKind.CHILD:
             child = job.process(wait.peer_pid)
             if child is None:
@@ -250,7 +257,9 @@ class BlockedIO(Rule):
         )
 
     @staticmethod
-    def _child_blocked_on_our_pipe(job: JobView, parent: ProcessEvidence, child: ProcessEvidence):
+    def _child_blocked_on_our_pipe(
+        job: JobView, parent: ProcessEvidence, child: ProcessEvidence
+    ) -> tuple[ThreadEvidence, Wait] | None:
         for thread in child.threads:
             wait = describe_wait(job, child, thread)
             if wait.kind is WaitKind.PIPE_WRITE and wait.target:
@@ -261,7 +270,7 @@ class BlockedIO(Rule):
 
     @staticmethod
     def _pipe(job: JobView, process: ProcessEvidence, thread: ThreadEvidence, wait: Wait,
-              where: str):
+              where: str) -> tuple[str, str, tuple[str, ...]] | None:
         ends = job.pipe_ends(wait.target or "")
         if wait.kind is WaitKind.PIPE_READ:
             writers = [e for e in ends if e.mode in ("w", "rw")]
@@ -284,7 +293,7 @@ class BlockedIO(Rule):
         if readers:
             reader = job.process(readers[0].pid)
             reader_main = main_thread(reader) if reader else None
-            if reader_main is not None:
+            if reader is not None and reader_main is not None:
                 reader_wait = describe_wait(job, reader, reader_main)
                 if reader_wait.kind is WaitKind.CHILD and reader_wait.peer_pid == process.pid:
                     return None  # the parent's finding explains this pipe deadlock
@@ -296,7 +305,7 @@ class BlockedIO(Rule):
         )
 
 
-def _network_stack(frames) -> bool:
+def _network_stack(frames: Sequence[Frame]) -> bool:
     return in_function(frames, "socket.py", {"readinto", "recv", "recv_into", "accept",
                                              "create_connection", "connect"}) or any(
         any(h in f.file for h in _HTTP_FILES) or f.file.endswith("ssl.py") for f in frames

@@ -3,12 +3,12 @@ chain in every sample."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Frame, ThreadEvidence
+from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -22,8 +22,8 @@ def _signature(frames: tuple[Frame, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((f.file, f.function) for f in frames if not f.native)
 
 
-def _spin(cpu_after: float, second_frame_line: int):
-    def build():
+def _spin(cpu_after: float, second_frame_line: int) -> Callable[[], Bundle]:
+    def build() -> Bundle:
         before = b.process(90, b.thread(90, b.frame("wait.py", 7, "wait_ready",
                                                     code="while not ready():"),
                                         b.frame("wait.py", 20, "main"), name="MainThread",
@@ -36,7 +36,7 @@ def _spin(cpu_after: float, second_frame_line: int):
     return build
 
 
-def _moving_on():
+def _moving_on() -> Bundle:
     before = b.process(91, b.thread(91, b.frame("train.py", 7, "forward"), state="R", cpu=3.0))
     after = b.process(91, b.thread(91, b.frame("train.py", 30, "backward"), state="R", cpu=3.5))
     return b.bundle(before, later=[[after]])
@@ -77,7 +77,14 @@ class BusyLoop(Rule):
                     continue
                 yield self._finding(job, process, thread, stacks, share)
 
-    def _finding(self, job, process, thread: ThreadEvidence, stacks, share: float) -> Finding:
+    def _finding(
+        self,
+        job: JobView,
+        process: ProcessEvidence,
+        thread: ThreadEvidence,
+        stacks: Sequence[tuple[Frame, ...]],
+        share: float,
+    ) -> Finding:
         frames = stacks[-1]
         place = innermost_user_frame(frames)
         innermost = next((f for f in frames if not f.native), None)

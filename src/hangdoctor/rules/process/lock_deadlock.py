@@ -6,16 +6,16 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.analysis.locks import find_lock_cycles
+from hangdoctor.analysis.locks import Cycle, find_lock_cycles
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle
+from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, kernel_words
 from hangdoctor.taxonomy import Category
 
 
-def _lock_order_deadlock():
+def _lock_order_deadlock() -> Bundle:
     # Two threads take the same two global locks in opposite orders.
     return b.bundle(b.process(
         100,
@@ -31,7 +31,7 @@ def _lock_order_deadlock():
     ))
 
 
-def _locks_passed_as_arguments():
+def _locks_passed_as_arguments() -> Bundle:
     # The same function called with its two lock arguments swapped: only addresses tell.
     a, b_ = ("<_thread.lock at 0x10>", 16), ("<_thread.lock at 0x20>", 32)
     return b.bundle(b.process(
@@ -45,7 +45,7 @@ def _locks_passed_as_arguments():
     ))
 
 
-def _self_deadlock():
+def _self_deadlock() -> Bundle:
     # A non-reentrant lock taken again, one call deeper, by the thread that holds it.
     return b.bundle(b.process(
         300,
@@ -57,7 +57,7 @@ def _self_deadlock():
     ))
 
 
-def _inherited_through_fork():
+def _inherited_through_fork() -> Bundle:
     # A forked child still shows the parent's frames below multiprocessing's fork call.
     return b.bundle(b.process(
         600,
@@ -83,7 +83,7 @@ def _acquired_then_taken_again(*, with_helper_thread: bool) -> Bundle:
     return b.bundle(b.process(800, main, *((helper,) if with_helper_thread else ())))
 
 
-def _condition_wait():
+def _condition_wait() -> Bundle:
     # threading.Condition acquires its waiter twice on purpose: notify() releases it.
     return b.bundle(b.process(
         700,
@@ -95,7 +95,7 @@ def _condition_wait():
     ))
 
 
-def _waiting_for_a_free_lock():
+def _waiting_for_a_free_lock() -> Bundle:
     # One thread waits for a lock nobody holds any more (it will get it): no cycle.
     return b.bundle(b.process(
         400,
@@ -106,7 +106,7 @@ def _waiting_for_a_free_lock():
     ))
 
 
-def _same_code_different_objects():
+def _same_code_different_objects() -> Bundle:
     # Same method, different `self`: each thread holds its own object's lock.
     return b.bundle(b.process(
         500,
@@ -153,7 +153,13 @@ class LockDeadlock(Rule):
             for cycle in find_lock_cycles(process):
                 yield self._finding(job, process, threads, cycle)
 
-    def _finding(self, job, process, threads, cycle) -> Finding:
+    def _finding(
+        self,
+        job: JobView,
+        process: ProcessEvidence,
+        threads: dict[int, ThreadEvidence],
+        cycle: Cycle,
+    ) -> Finding:
         first = threads[cycle.waits[0].tid]
         lines = []
         for wait, hold in zip(cycle.waits, cycle.holds, strict=False):
@@ -169,6 +175,7 @@ class LockDeadlock(Rule):
                 f"{at(wait.frame)}{owned}; {thread_label(threads[hold.tid])} holds it since "
                 f"{short_file(hold.frame.file)}:{hold.line} ({kernel_words(waiter)})"
             )
+        fixes: tuple[str, ...]
         if cycle.inherited:
             wait, hold = cycle.waits[0], next(h for h in cycle.holds if h.inherited)
             title = (f"Lock inherited in the held state through fork: {thread_label(first)} "
@@ -245,7 +252,7 @@ class LockDeadlock(Rule):
         )
 
 
-def _lock_words(expression: str, frame) -> str:
+def _lock_words(expression: str, frame: Frame) -> str:
     """`second` (<_thread.lock at 0x7f..>) when py-spy gave the local's value, else `second`."""
     local = next((v for v in frame.locals if v.name == expression and v.repr), None)
     return f"`{expression}` ({local.repr})" if local else f"`{expression}`"
