@@ -103,7 +103,8 @@ def first_raised(lines: Sequence[str], rank: int | None) -> Raised | None:
 # What a rank raises because a peer went away or stopped answering: consequences, not causes.
 _CONSEQUENCE = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|Connection refused|"
-    r"Timed out waiting|timed out|DistNetworkError|remote process exited|ncclRemoteError|"
+    r"Timed out waiting|timed out|timeout caused pair closure|DistNetworkError|"
+    r"remote process exited|ncclRemoteError|"
     r"SignalException|ChildFailedError|ProcessExitedException|ProcessRaisedException|"
     r"KeyboardInterrupt", re.IGNORECASE)
 

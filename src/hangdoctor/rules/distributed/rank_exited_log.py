@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import RankFailure, torchrun_failures
-from hangdoctor.analysis.tracebacks import Raised, first_failure, first_raised
+from hangdoctor.analysis.tracebacks import Raised, first_failure, first_raised, is_consequence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import exit_text, nccl_line, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -158,6 +158,8 @@ class RankExitedFromLog(Rule):
                 severity, confidence = Severity.WARNING, 0.6
         else:
             raised = first_raised(lines, first.rank) if first.rank is not None else None
+            if raised is not None and is_consequence(raised) and timeouts:
+                return  # it gave up waiting for a peer: the collective timeout is the finding
             if raised is not None:
                 explanation = (f"It raised {raised_words(raised)} and exited with code "
                                f"{first.exitcode}.")
