@@ -18,7 +18,8 @@ from tests.scenarios.scenario import HEALTHY, Scenario
 # through torchrun, and ACCELERATE_USE_CPU=true makes each Accelerator join a gloo process group
 # (without it both run alone, as DistributedType.NO, silently).
 ACCELERATE_LAUNCH = ("-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-                     "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no")
+                     "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                     "--main_process_port", "{port}")
 ACCELERATE_ENV = MappingProxyType({"ACCELERATE_USE_CPU": "true"})
 
 # Importing Lightning or transformers takes 5-10 s on a loaded 2-core machine, with no output.

@@ -12,9 +12,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +81,38 @@ class Outcome:
                    else ""))
 
 
+def free_port() -> int:
+    """A TCP port nobody listens on now (for launchers that would take a fixed one)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def save_outcome(outcome: Outcome, directory: Path) -> None:
+    """Keep an outcome as JSON, so that the table can be printed by whichever process runs
+    the session (pytest-xdist runs scenarios in workers)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    row = {"name": outcome.scenario.name, "seconds": outcome.seconds,
+           "verdict": outcome.verdict, "category": outcome.category, "rank": outcome.rank,
+           "location": outcome.location, "severe": outcome.severe,
+           "verdict_ok": outcome.verdict_ok, "category_ok": outcome.category_ok,
+           "rank_ok": outcome.rank_ok, "location_ok": outcome.location_ok,
+           "leftovers": outcome.leftovers, "problem": outcome.problem}
+    (directory / f"{outcome.scenario.name}.json").write_text(json.dumps(row))
+
+
+def load_outcomes(directory: Path, by_name: Mapping[str, Scenario]) -> list[Outcome]:
+    """The outcomes saved in `directory`, in catalog order."""
+    found = []
+    for path in directory.glob("*.json"):
+        row = json.loads(path.read_text())
+        scenario = by_name.get(row.pop("name"))
+        if scenario is not None:
+            found.append(Outcome(scenario, **row))
+    order = list(by_name)
+    return sorted(found, key=lambda o: order.index(o.scenario.name))
+
+
 def job_processes(report_dir: Path) -> list[psutil.Process]:
     """Live (not zombie) processes whose environment marks them as this job's."""
     found = []
@@ -125,7 +159,7 @@ def run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
     command = [
         sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", str(scenario.hang_timeout_s),
         "--on-hang", "kill", "--kill-grace", str(KILL_GRACE_S), "--report-dir", str(report_dir),
-        "--", *scenario.command(sys.executable),
+        "--", *scenario.command(sys.executable, free_port()),
     ]
     env = {**os.environ, **scenario.env, MARK: str(report_dir)}
     started = time.monotonic()

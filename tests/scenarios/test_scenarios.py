@@ -3,10 +3,12 @@ the root cause's category, the culprit's rank and line, and no process left behi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.scenarios.catalog import CATALOG, Scenario
-from tests.scenarios.harness import Outcome, run_scenario
+from tests.scenarios.harness import run_scenario, save_outcome
 
 
 def _param(scenario: Scenario):
@@ -19,11 +21,11 @@ def _param(scenario: Scenario):
 
 
 @pytest.mark.parametrize("scenario", [_param(s) for s in CATALOG])
-def test_scenario(scenario: Scenario, tmp_path, scenario_outcomes: list[Outcome]) -> None:
+def test_scenario(scenario: Scenario, tmp_path: Path, outcomes_dir: Path) -> None:
     if scenario.needs_torch:
         pytest.importorskip("torch")
     outcome = run_scenario(scenario, tmp_path)
-    scenario_outcomes.append(outcome)
+    save_outcome(outcome, outcomes_dir)
     why = outcome.explain()
     assert outcome.problem is None, why
     assert outcome.leftovers == [], why

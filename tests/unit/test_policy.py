@@ -103,3 +103,20 @@ def test_a_finite_loss_again_is_progress_again():
     assert not tracker.observe(2.0, Counters(steps=2, losses=2, nonfinite_losses=2))
     assert tracker.observe(3.0, Counters(steps=3, losses=3, nonfinite_losses=2))
     assert tracker.check(7.0, busy=True) is None
+
+
+def test_a_silent_start_up_that_computes_gets_the_start_up_budget():
+    # `import torch` and a framework on a loaded machine: a minute of CPU with no output.
+    tracker = ProgressTracker(HangPolicy(fixed_timeout_s=3.0, startup_busy_s=60.0))
+    tracker.observe(1.0, Counters())
+    assert tracker.check(30.0, busy=True) is None
+    assert tracker.check(61.0, busy=True) is not None
+    # Idle at start-up is still a hang after S: a rank waiting for its peers, say.
+    assert tracker.check(4.0, busy=False) is not None
+
+
+def test_after_the_first_progress_a_busy_job_gets_three_times_s_again():
+    tracker = ProgressTracker(HangPolicy(fixed_timeout_s=3.0, startup_busy_s=60.0))
+    assert tracker.observe(5.0, Counters(output_bytes=10))
+    assert tracker.check(13.0, busy=True) is None
+    assert tracker.check(14.5, busy=True) is not None

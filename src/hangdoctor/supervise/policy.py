@@ -6,6 +6,10 @@ whichever came later (so a long silent start-up such as `import torch` does not 
 wait for the first batch); one that computes without visible progress (a long silent
 evaluation, a checkpoint being compressed) only after `busy_factor` times as long.
 
+Before the job has shown any progress at all (no output, no training event), one that computes
+gets at least `startup_busy_s`: importing torch and a framework, building the model or
+compiling can keep a core busy for a minute on a loaded machine, silently.
+
 Steps taken on non-finite losses alone are not progress: a loop that retries on NaN (or skips
 the step and tries the next batch, forever NaN) is a livelock, hung after `timeout` like an idle
 job although it keeps the CPU busy and the optimizer counting.
@@ -31,6 +35,7 @@ class HangPolicy:
     min_adaptive_s: float = 60.0
     max_adaptive_s: float = 1800.0
     busy_factor: float = 3.0
+    startup_busy_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ class ProgressTracker:
     last_computed_s: float = 0.0
     #: The last readings advanced only on non-finite losses: a NaN livelock, not progress.
     nonfinite_only: bool = False
+    #: Whether the job has shown any progress yet (it is past its silent start-up).
+    started_up: bool = False
 
     def computed(self, now_s: float) -> None:
         """Record that the job used the CPU just now (not progress, but not idle either)."""
@@ -94,6 +101,7 @@ class ProgressTracker:
             self.nonfinite_only = False
         if self.nonfinite_only:
             progressed = False
+        self.started_up = self.started_up or progressed
         if counters.training_events > self.last.training_events:
             if self.last_training_event_s is not None:
                 gap = now_s - self.last_training_event_s
@@ -119,6 +127,8 @@ class ProgressTracker:
         """A hang, if the job has gone too long without progress."""
         spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
         threshold = self.timeout_s * (self.policy.busy_factor if busy and not spinning else 1.0)
+        if busy and not self.started_up:
+            threshold = max(threshold, self.policy.startup_busy_s)
         quiet_since = self.last_progress_s if busy else max(self.last_progress_s,
                                                              self.last_computed_s)
         if now_s - quiet_since < threshold:

@@ -92,6 +92,13 @@ class TreeSampler:
         )
         return max(0.0, used / span)
 
+    def runnable(self) -> bool:
+        """Whether a process of the job was runnable (state R) at the last sample: it computes,
+        even when a loaded machine gives it little of a core."""
+        if not self.timeline:
+            return False
+        return any(p.state == psutil.STATUS_RUNNING for p in self.timeline[-1].processes)
+
     def close(self) -> None:
         """Release the GPU library."""
         self.gpus.close()

@@ -191,10 +191,12 @@ class Supervisor:
             elif now - self.current.captured_at_s >= max(10.0, self.tracker.timeout_s):
                 self._capture(self.current.decision, now, again=True)
             return
-        if (self.sampler.cpu_cores_used(window_s=_SAMPLE_EVERY_S) or 0.0) > _BUSY_CORES:
+        runnable = self.sampler.runnable()
+        if runnable or (self.sampler.cpu_cores_used(window_s=_SAMPLE_EVERY_S) or 0.0) > _BUSY_CORES:
             self.tracker.computed(now)
         cores = self.sampler.cpu_cores_used()
-        decision = self.tracker.check(now, busy=cores is not None and cores > _BUSY_CORES)
+        busy = runnable or (cores is not None and cores > _BUSY_CORES)
+        decision = self.tracker.check(now, busy=busy)
         if decision is None:
             return
         self._capture(decision, now, again=False)
