@@ -3,6 +3,7 @@ the loop a rank left, and example evidence of ranks in collectives."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from hangdoctor.analysis.frames import Origin, origin
@@ -156,10 +157,30 @@ def odd_group(groups: list[list[RankState]]) -> list[RankState]:
         return ran_out
     candidates = sorted(groups[1:] + groups[:1], key=len)
     smallest = [g for g in candidates if len(g) == len(candidates[0])]
-    guarded = [g for g in smallest if g[0].site is not None and g[0].site.guards]
-    if guarded:
+    guarded = [g for g in smallest if rank_guard(g[0]) is not None]
+    if len(guarded) == 1 or (guarded and len(guarded) < len(smallest)):
         return guarded[0]
+    unguarded_sites = [g for g in smallest if g[0].site is not None and g[0].site.guards]
+    if guarded or unguarded_sites:
+        return (guarded or unguarded_sites)[0]
     return min(smallest, key=lambda g: (g[0].distance is None, g[0].distance or 0))
+
+
+# A condition on the rank: the code under it runs on some ranks only.
+_RANK_WORDS = re.compile(r"\brank\b|local_rank|global_rank|get_rank\(|is_global_zero|"
+                         r"is_main_process|is_local_main_process|is_master|main_process|"
+                         r"process_index|is_world_process_zero|is_local_process_zero",
+                         re.IGNORECASE)
+
+
+def rank_guard(state: RankState) -> tuple[Frame, str] | None:
+    """The innermost `if` on the rank that the rank's user code runs under (in its own line's
+    function or in a caller: `if rank == 0: validate(model)`), if any."""
+    for frame in user_frames(state.thread):
+        for guard in reversed(frame.guards):
+            if _RANK_WORDS.search(guard):
+                return frame, guard
+    return None
 
 
 def split_groups(view: RankView) -> tuple[list[RankState], list[RankState]] | None:

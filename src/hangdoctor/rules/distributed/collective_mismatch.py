@@ -18,6 +18,7 @@ from hangdoctor.rules.distributed._ranks import (
     guarded_barrier_beside_a_helper,
     is_uneven,
     rank_culprit,
+    rank_guard,
     rank_ran_out_of_data,
     split_groups,
 )
@@ -60,7 +61,11 @@ class CollectiveMismatch(Rule):
             source = "Flight Recorder: " if rank_view(job).flight_recorder else ""
             evidence.append(f"{source}all of them are at collective #{seqs.pop()}: the same "
                             "step of the sequence, but not the same operation")
-        guard = site.guards[-1] if site is not None and site.guards else None
+        guarded = rank_guard(state)
+        guard = guarded[1] if guarded else (
+            site.guards[-1] if site is not None and site.guards else None)
+        if guarded is not None and guarded[0] is not site:
+            where = short_location(guarded[0])
         if guard:
             evidence.append(f"the call at {where} runs only where `{guard}` holds")
             first_fix = (f"The {state.call} at {where} runs only where `{guard}` holds: move it "
