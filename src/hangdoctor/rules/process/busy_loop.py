@@ -42,6 +42,17 @@ def _moving_on() -> Bundle:
     return b.bundle(before, later=[[after]])
 
 
+# On a loaded machine a spinning thread shares its core: runnable (state R) in every snapshot
+# and still using a good part of a CPU is spinning too.
+_CONTENDED_SHARE = 0.3
+
+
+def _runnable_throughout(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
+    states = [sample.kernel.state for _, sample in job.samples(process.pid, thread.tid)
+              if sample.kernel is not None]
+    return len(states) >= 2 and all(state == "R" for state in states)
+
+
 class BusyLoop(Rule):
     """CPU-bound with no sign of leaving: ~100% of a CPU in the same call chain in every sample."""
 
@@ -55,6 +66,7 @@ class BusyLoop(Rule):
     specificity = 40
     fires_on = (
         Example("a polling loop that never ends", _spin(0.49, 8)),
+        Example("a polling loop sharing its core on a loaded machine", _spin(0.2, 8)),
     )
     quiet_on = (
         Example("the same frames but little CPU", _spin(0.05, 8)),
@@ -67,7 +79,8 @@ class BusyLoop(Rule):
         for process in job.processes:
             for thread in process.threads:
                 share = job.thread_cpu_share(process.pid, thread.tid)
-                if share is None or share < _BUSY_SHARE:
+                if share is None or (share < _BUSY_SHARE and not (
+                        share >= _CONTENDED_SHARE and _runnable_throughout(job, process, thread))):
                     continue
                 stacks = [
                     frames_of(sample) for _, sample in job.samples(process.pid, thread.tid)
