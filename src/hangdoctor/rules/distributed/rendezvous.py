@@ -15,7 +15,7 @@ from hangdoctor.rules.distributed._ranks import (
     rank_culprit,
     wait_words,
 )
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
 
@@ -65,7 +65,7 @@ class Rendezvous(Rule):
                     f"{view.on_this_node.stop - 1} of {view.world_size}: the others belong to "
                     "other nodes, which never joined (not started, a wrong --node_rank or "
                     "--nnodes, or the store unreachable from there)")
-            culprit_ = Culprit(rank=missing[0], role="rank")
+            culprit_ = rank_culprit(job, joining[0])  # where the job waits for them
             title = f"Rendezvous: rank(s) {', '.join(map(str, missing[:8]))} never joined"
         else:
             culprit_ = rank_culprit(job, joining[0])
