@@ -102,9 +102,9 @@ _WORLD_OPTIONS = ("--world-size", "--world_size", "--nprocs", "--num-processes")
 
 
 def world_size_of(process: ProcessEvidence) -> int | None:
-    """The world size the process was started with: WORLD_SIZE, the argument it gave
-    init_process_group, or `--world-size N` on its command line."""
-    for size in (_number(process.environ.get("WORLD_SIZE")), init_arguments(process)[1],
+    """The world size the process asked for: the argument it gave init_process_group (which
+    wins over the environment), WORLD_SIZE, or `--world-size N` on its command line."""
+    for size in (init_arguments(process)[1], _number(process.environ.get("WORLD_SIZE")),
                  _option(process.cmdline, _WORLD_OPTIONS)):
         if size is not None:
             return size

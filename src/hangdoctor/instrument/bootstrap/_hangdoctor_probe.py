@@ -77,8 +77,7 @@ class _Status:
         return json.dumps({
             "pid": self.pid,
             "rank": self.rank if self.rank is not None else _env_int("RANK"),
-            "world_size": (self.world_size if self.world_size is not None
-                           else _env_int("WORLD_SIZE")),
+            "world_size": self.world_size,  # only as the process group says it
             "updated_at": time.time(),
             "steps": self.steps,
             "last_step_at": self.last_step_at,
