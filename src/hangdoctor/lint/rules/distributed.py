@@ -4,18 +4,22 @@ reach the end of their data at different steps."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 
-from hangdoctor.lint.index import ModuleIndex, keyword, keyword_names, last_name
+from hangdoctor.lint.flow import called_function, statements_in
+from hangdoctor.lint.index import Function, ModuleIndex, keyword, keyword_names, last_name
 from hangdoctor.lint.model import Hit, LintRule, Severity
 from hangdoctor.lint.rules.common import (
     MAIN_ONLY_DECORATORS,
     Polarity,
+    Resolver,
     collective_name,
     flip,
     is_dataloader,
     is_rank,
     rank_polarity,
+    resolver,
 )
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -38,6 +42,88 @@ def _calls_in(statements: list[ast.stmt]) -> Iterator[ast.Call]:
 def _condition_text(test: ast.expr) -> str:
     text = ast.unparse(test)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: A module that never mentions a rank or a main-process flag has no rank condition.
+_RANKISH = re.compile(r"rank|main_process|is_main|master|process_zero|global_zero|local_zero|"
+                      r"is_chief|process_index|proc_id|PROCID|is_last_process|on_process|"
+                      r"on_main_process|on_local_process", re.IGNORECASE)
+#: How deep a rule follows helper calls to find a collective.
+_HELPER_DEPTH = 3
+
+
+class _Reach:
+    """Which collective a call makes: directly, or through the functions it calls (in this
+    module, a method of the same class, or a function imported from the project)."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self._memo: dict[tuple[int, int], tuple[str, str] | None] = {}
+
+    def calls(self, calls: Iterable[ast.Call]) -> list[tuple[ast.Call, tuple[str, str]]]:
+        """(call, (key, description)) for the calls that reach a collective."""
+        found = []
+        for call in calls:
+            reached = self.of(call)
+            if reached is not None:
+                found.append((call, reached))
+        return found
+
+    def of(self, call: ast.Call) -> tuple[str, str] | None:
+        name = collective_name(self.index, call)
+        if name is not None:
+            return name, f"`{name}`"
+        target = called_function(self.index, call)
+        if target is None:
+            return None
+        reached = self._function(*target, _HELPER_DEPTH)
+        if reached is None:
+            return None
+        callee = target[1].name
+        collective, where = reached
+        return callee, f"`{callee}` (which reaches `{collective}` at {where})"
+
+    def _function(self, module: ModuleIndex, function: Function,
+                  depth: int) -> tuple[str, str] | None:
+        key = (id(module), id(function))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # recursion guard
+        resolve = resolver(module)
+        result = None
+        for node in statements_in(function):
+            if not isinstance(node, ast.Call) or _rank_guarded(module, node, function, resolve):
+                continue
+            name = collective_name(module, node)
+            if name is not None:
+                result = (name, self._where(module, node))
+                break
+            if depth > 1:
+                target = called_function(module, node)
+                if target is not None and target[1] is not function:
+                    inner = self._function(*target, depth - 1)
+                    if inner is not None:
+                        result = inner
+                        break
+        self._memo[key] = result
+        return result
+
+    def _where(self, module: ModuleIndex, node: ast.AST) -> str:
+        line = getattr(node, "lineno", 0)
+        if module is self.index or module.path is None:
+            return f"line {line}"
+        return f"{module.path.name}:{line}"
+
+
+def _rank_guarded(index: ModuleIndex, node: ast.AST, function: ast.AST,
+                  resolve: Resolver) -> bool:
+    """Whether `node` sits under a rank condition inside `function` (a rank-aware helper)."""
+    for parent in index.ancestors(node):
+        if parent is function:
+            return False
+        if isinstance(parent, ast.If) and rank_polarity(parent.test, resolve) is not None:
+            return True
+    return False
 
 
 class CollectiveUnderRankCondition(LintRule):
@@ -65,8 +151,11 @@ class CollectiveUnderRankCondition(LintRule):
         "    dist.all_reduce(t)\n",
         "import torch.distributed as dist\nif rank == 0:\n    def later():\n"
         "        dist.barrier()\n",
-        "if accelerator.is_main_process:\n    accelerator.save_state(out)\n"
+        "if accelerator.is_main_process:\n    accelerator.unwrap_model(model).save_pretrained(out)\n"
         "accelerator.wait_for_everyone()\n",
+        # The DeepSpeed fix of diffusers' examples: every rank saves under DeepSpeed.
+        "if accelerator.is_main_process or accelerator.distributed_type == DEEPSPEED:\n"
+        "    accelerator.save_state(out)\n",
         # Only rank 0 evaluates unless the model is sharded; the collectives run only when it
         # is, and then no rank has left (open_clip's evaluate()).
         "import torch.distributed as dist\ndef evaluate(args):\n"
@@ -79,6 +168,11 @@ class CollectiveUnderRankCondition(LintRule):
         "from torch.distributed import all_reduce\nif args.rank != 0:\n"
         "    all_reduce(t)  # expect\n",
         "if accelerator.is_main_process:\n    accelerator.wait_for_everyone()  # expect\n",
+        # save_state gathers every rank's shard under DeepSpeed/FSDP.
+        "if accelerator.is_main_process:\n    accelerator.save_state(out)  # expect\n",
+        # A helper that reaches a barrier, called on rank 0 only.
+        "import torch.distributed as dist\ndef sync():\n    dist.barrier()\n"
+        "def save(rank):\n    if rank == 0:\n        sync()  # expect\n",
         "import os\nimport torch\nif int(os.environ['RANK']) == 0:\n    pass\nelse:\n"
         "    torch.distributed.broadcast(t, 0)  # expect\n",
         "def save(trainer):\n    if not trainer.is_world_process_zero():\n        return\n"
@@ -92,50 +186,52 @@ class CollectiveUnderRankCondition(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        # (call, name, polarity of the ranks that make it, scope, message)
+        if not _RANKISH.search(index.source):
+            return
+        reach = _Reach(index)
+        resolve = resolver(index)
+        # call -> (key, polarity of the ranks that make it, scope, message)
         found: dict[ast.Call, tuple[str, Polarity, ast.AST, str]] = {}
 
-        def add(calls, polarity: Polarity, scope: ast.AST, why: str, skip=frozenset()):
-            for call in calls:
-                name = collective_name(index, call)
-                if name is not None and name not in skip and call not in found:
-                    found[call] = (name, polarity, scope, f"`{name}` {why}")
+        def add(calls: Iterable[tuple[ast.Call, tuple[str, str]]], polarity: Polarity,
+                scope: ast.AST, why: str, skip: frozenset[str] = frozenset()) -> None:
+            for call, (key, what) in calls:
+                if key not in skip and call not in found:
+                    found[call] = (key, polarity, scope, f"{what} {why}")
 
         for node in index.ifs:
-            polarity = rank_polarity(node.test)
+            polarity = rank_polarity(node.test, resolve)
             if polarity is None:
                 continue
-            body = [(c, collective_name(index, c)) for c in _calls_in(node.body)]
-            orelse = [(c, collective_name(index, c)) for c in _calls_in(node.orelse)]
-            body = [(c, n) for c, n in body if n]
-            orelse = [(c, n) for c, n in orelse if n]
+            body = reach.calls(_calls_in(node.body))
+            orelse = reach.calls(_calls_in(node.orelse))
             scope = index.scope_of(node)
             condition = _condition_text(node.test)
-            both = {n for _, n in body} & {n for _, n in orelse}
-            add((c for c, _ in body), polarity, scope,
+            both = frozenset(k for _, (k, _) in body) & frozenset(k for _, (k, _) in orelse)
+            add(body, polarity, scope,
                 f"is called only on the ranks where `{condition}`; the others never join it",
                 both)
-            add((c for c, _ in orelse), flip(polarity), scope,
+            add(orelse, flip(polarity), scope,
                 f"is called only on the ranks where `{condition}` is false; the others never "
                 "join it", both)
             if not node.orelse and isinstance(node.body[-1], _EXITS):
-                add(_unless_excluded(index, self._after(index, node), node.test),
+                add(reach.calls(_unless_excluded(index, self._after(index, node), node.test)),
                     flip(polarity), scope,
                     f"is skipped by the ranks that leave at line {node.body[-1].lineno} "
                     f"(`{type(node.body[-1]).__name__.lower()}` under `{condition}`); "
                     "the others wait for them in it")
         for function in index.functions:
             if any(last_name(d) in MAIN_ONLY_DECORATORS for d in function.decorator_list):
-                add(_calls_in(function.body), "main", function,
+                add(reach.calls(_calls_in(function.body)), "main", function,
                     "is called in a function that runs on the main process only "
                     "(decorated to); the other ranks never join it")
         # Both kinds of rank reaching the same collective in one scope is the deliberate
         # "main process first" pattern (others wait at a barrier, main joins it later).
         polarities: dict[tuple[ast.AST, str], set[str]] = {}
-        for name, polarity, scope, _ in found.values():
-            polarities.setdefault((scope, name), set()).add(polarity)
-        for call, (name, _, scope, message) in found.items():
-            if len(polarities[(scope, name)]) == 1:
+        for key, polarity, scope, _ in found.values():
+            polarities.setdefault((scope, key), set()).add(polarity)
+        for call, (key, _, scope, message) in found.items():
+            if len(polarities[(scope, key)]) == 1:
                 yield Hit.at(call, message)
 
     @staticmethod
