@@ -29,6 +29,7 @@ RANK_NAMES = frozenset({
 RANK_FUNCTIONS = frozenset({
     "get_rank", "get_local_rank", "get_global_rank", "get_node_rank", "get_ordinal",
     "get_local_ordinal", "get_process_index",
+    "rank", "local_rank", "Get_rank",  # Horovod's hvd.rank(), mpi4py's comm.Get_rank()
 })
 #: Environment variables that hold a rank.
 RANK_ENV = frozenset({

@@ -7,11 +7,19 @@ import ast
 import re
 from collections.abc import Iterable, Iterator
 
-from hangdoctor.lint.flow import called_function, statements_in
-from hangdoctor.lint.index import Function, ModuleIndex, keyword, keyword_names, last_name
+from hangdoctor.lint.flow import Values, called_function, origin, statements_in
+from hangdoctor.lint.index import (
+    Function,
+    ModuleIndex,
+    keyword,
+    keyword_names,
+    last_name,
+    targets_of,
+)
 from hangdoctor.lint.model import Hit, LintRule, Severity
 from hangdoctor.lint.rules.common import (
     MAIN_ONLY_DECORATORS,
+    PARALLEL_WRAPPERS,
     Polarity,
     Resolver,
     collective_name,
@@ -291,7 +299,8 @@ def _unless_excluded(index: ModuleIndex, calls: Iterator[ast.Call],
 
 
 _WORLD = frozenset({"world_size", "num_replicas", "num_processes", "nprocs", "get_world_size",
-                    "num_shards", "world", "n_gpus", "ngpus", "num_gpus"})
+                    "num_shards", "world", "n_gpus", "ngpus", "num_gpus",
+                    "size", "Get_size"})  # Horovod's hvd.size(), mpi4py's comm.Get_size()
 
 
 class DdpWithoutDistributedSampler(LintRule):
@@ -300,7 +309,7 @@ class DdpWithoutDistributedSampler(LintRule):
     category = "distributed.uneven_inputs"
     severity = Severity.WARNING
     message = ("DataLoader without a sampler in a module that wraps the model in "
-               "DistributedDataParallel: every rank reads the whole dataset")
+               "DistributedDataParallel or FSDP: every rank reads the whole dataset")
     fix = ("pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)`), or "
            "shard the data evenly some other way")
     why = ("Without a DistributedSampler each rank iterates the whole dataset: the work is "
@@ -332,27 +341,58 @@ class DdpWithoutDistributedSampler(LintRule):
         "model_without_ddp = model.module\n"
         "loader = DataLoader(ds, batch_size=8, shuffle=True)  # expect\n"
         "train(model, loader)\n",
+        # FSDP shards the model, not the data; a comment is not a sampler.
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "model = FSDP(model)  # TODO: DistributedSampler\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=8)  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "DistributedDataParallel" not in source or "DistributedSampler" in source:
-            return
-        if "split_dataset_by_node" in source or ".shard(" in source:
-            return  # sharded some other way
+        if "DataParallel" not in source or _SHARDED.search(source) and \
+                index.identifiers & _SHARDING:
+            return  # no data-parallel wrapper; or the data is sharded (in code, not comments)
         wrappers = [c for c in index.calls
-                    if index.name_of(c).endswith("DistributedDataParallel")]
+                    if index.name_of(c).rpartition(".")[2] in PARALLEL_WRAPPERS]
         if not wrappers or all(_only_unwrapped(index, c) for c in wrappers):
             return
         for call in index.calls:
             # torch's DataLoader itself: a loader class of the project's own
             # (`DaliDataLoader(gpu_id=rank, ...)`) shards in its constructor.
-            if index.name_of(call).rpartition(".")[2] != "DataLoader":
-                continue
-            names = keyword_names(call)
-            if names & {"sampler", "batch_sampler", None}:
-                continue
-            yield Hit.at(call)
+            if index.name_of(call).rpartition(".")[2] == "DataLoader":
+                if not keyword_names(call) & {"sampler", "batch_sampler", None}:
+                    yield Hit.at(call)
+            elif "DataLoader" not in index.name_of(call):
+                built = _loader_from_helper(index, call)
+                if built is not None:
+                    yield Hit.at(call, f"`{built}` builds a DataLoader without a sampler, and "
+                                       "this module wraps the model in a data-parallel "
+                                       "wrapper: every rank reads the whole dataset")
+
+
+#: What makes the data sharded per rank, when the code (not a comment) uses it.
+_SHARDING = frozenset({"DistributedSampler", "split_dataset_by_node", "shard",
+                       "ElasticDistributedSampler", "DistributedBatchSampler"})
+_SHARDED = re.compile("|".join(sorted(_SHARDING)))
+
+
+def _loader_from_helper(index: ModuleIndex, call: ast.Call) -> str | None:
+    """The name of the function `call` runs when that function returns torch's DataLoader
+    built without a sampler (the project's `build_loader(dataset)` helper)."""
+    target = called_function(index, call)
+    if target is None:
+        return None
+    module, function = target
+    if module is index:
+        return None  # its own DataLoader call is reported where it is
+    if _SHARDED.search(module.source) and module.identifiers & _SHARDING:
+        return None
+    for node in statements_in(function):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and \
+                module.name_of(node.value).rpartition(".")[2] == "DataLoader" and \
+                not keyword_names(node.value) & {"sampler", "batch_sampler", None}:
+            return function.name
+    return None
 
 
 def _only_unwrapped(index: ModuleIndex, wrap: ast.Call) -> bool:
@@ -411,11 +451,103 @@ def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
 
 def _stream_bounded(index: ModuleIndex, shard: ast.Call) -> bool:
     """A tf.data shard that is then repeated forever (`.repeat()`: every rank runs as many
-    steps as the loop asks) or cut to one count on every rank (`.take(n)`)."""
-    return any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
-               and (sub.func.attr == "take"
-                    or (sub.func.attr == "repeat" and not sub.args and not sub.keywords))
-               for sub in ast.walk(index.scope_of(shard)))
+    steps as the loop asks) or cut to one count on every rank (`.take(n)`) — on this very
+    pipeline: chained onto it, or onto the name it is assigned to later in the function. A
+    `.repeat()` on another pipeline of the module does not bound this one."""
+    if _bounded_before(index, shard.func.value if isinstance(shard.func, ast.Attribute)
+                       else None):
+        return True
+    node: ast.AST = shard
+    names: set[str] = set()
+    while True:
+        parent = index.parent.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr == "take" or (parent.attr == "repeat" and _repeats_forever(
+                    index.parent.get(parent))):
+                return True
+            node = index.parent.get(parent) or parent
+            continue
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+            names = {t.id for t in targets_of(parent) if isinstance(t, ast.Name)}
+        break
+    if not names:
+        return False
+    scope = index.scope_of(shard)
+    for sub in statements_in(scope):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                _position(sub) > _position(shard) and \
+                isinstance(sub.func.value, ast.Name) and sub.func.value.id in names and \
+                (sub.func.attr == "take" or (sub.func.attr == "repeat"
+                                             and _repeats_forever(sub))):
+            return True
+    return False
+
+
+def _bounded_before(index: ModuleIndex, node: ast.expr | None, depth: int = 0) -> bool:
+    """Whether the pipeline a shard is taken from is already repeated forever or cut."""
+    while node is not None and depth < 6:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "take" or (node.func.attr == "repeat"
+                                            and _repeats_forever(node)):
+                return True
+            node = node.func.value
+        elif isinstance(node, ast.Name):
+            node = origin(index, node)
+        else:
+            return False
+        depth += 1
+    return False
+
+
+def _repeats_forever(call: ast.AST | None) -> bool:
+    return isinstance(call, ast.Call) and not call.args and not call.keywords
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _rounded_up(index: ModuleIndex, node: ast.AST | None, depth: int = 0) -> bool:
+    """Whether `node` is a per-rank count rounded *up* (`math.ceil(n / ws)`, `(n + ws - 1) //
+    ws`, `-(-n // ws)`): blocks of that size leave the last rank short."""
+    if node is None or depth > 3:
+        return False
+    if isinstance(node, ast.Call):
+        if last_name(node.func) == "ceil":
+            return True
+        if isinstance(node.func, ast.Name) and node.func.id == "int" and node.args:
+            return _rounded_up(index, node.args[0], depth + 1)
+        return False
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.BinOp) and isinstance(node.operand.op,
+                                                                  ast.FloorDiv)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+        return isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Add)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _rounded_up(index, origin(index, node), depth + 1)
+    return False
+
+
+def _rank_block(index: ModuleIndex, piece: ast.Slice) -> bool:
+    """`items[rank * k:(rank + 1) * k]` with `k` rounded up."""
+    lower, upper = piece.lower, piece.upper
+    if not (isinstance(lower, ast.BinOp) and isinstance(lower.op, ast.Mult)
+            and isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Mult)):
+        return False
+    resolve = resolver(index)
+    for rank, size in ((lower.left, lower.right), (lower.right, lower.left)):
+        if is_rank(rank, resolve) and _rounded_up(index, size):
+            return True
+    return False
+
+
+def _islice_by_rank(index: ModuleIndex, call: ast.Call) -> bool:
+    """`itertools.islice(items, rank, None, world_size)`: a round-robin share per rank."""
+    if not index.name_of(call).endswith("islice") or len(call.args) != 4:
+        return False
+    start, stop, step = call.args[1:]
+    return is_rank(start, resolver(index)) and isinstance(stop, ast.Constant) and \
+        stop.value is None and last_name(step) in _WORLD
 
 
 class UnevenShards(LintRule):
@@ -465,37 +597,70 @@ class UnevenShards(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "drop_last=True" in source or "Join" in source or "even_batches" in source:
+        if not _RANKISH.search(source):
             return
+        if "drop_last=True" in source or "Join" in index.identifiers or \
+                "even_batches" in index.identifiers:
+            return
+        resolve = resolver(index)
         for node in index.subscripts:
             piece = node.slice
-            if (isinstance(piece, ast.Slice) and piece.upper is None
-                    and piece.lower is not None and piece.step is not None
-                    and is_rank(piece.lower) and last_name(piece.step) in _WORLD
-                    and not _evened(index, node, piece.lower)):
+            if not isinstance(piece, ast.Slice):
+                continue
+            strided = (piece.upper is None and piece.lower is not None
+                       and piece.step is not None and is_rank(piece.lower, resolve)
+                       and last_name(piece.step) in _WORLD)
+            if (strided or _rank_block(index, piece)) and \
+                    not _evened(index, node, piece.lower or node):
                 yield Hit.at(node)
         for call in index.calls:
+            if _islice_by_rank(index, call) and not _evened(index, call, call.args[1]):
+                yield Hit.at(call)
+                continue
             if last_name(call.func) != "shard" or not isinstance(call.func, ast.Attribute):
                 continue
             shard_index = keyword(call, "index")
             if shard_index is None and len(call.args) >= 2:
                 shard_index = call.args[1]
-            if shard_index is not None and is_rank(shard_index) and \
+            if shard_index is not None and is_rank(shard_index, resolve) and \
                     keyword(call, "contiguous") is None and \
                     not _evened(index, call, shard_index) and not _stream_bounded(index, call):
                 yield Hit.at(call)
 
 
-def _device_count(call: ast.Call) -> int | None:
+def _device_count(index: ModuleIndex, values: Values, call: ast.Call) -> int | None:
+    """How many devices a DataParallel spans: its `device_ids` (a list, `range(n)`, a constant
+    of the module or of the project's config), else the devices a literal
+    `CUDA_VISIBLE_DEVICES` in this module leaves visible."""
     ids = keyword(call, "device_ids")
     if ids is None and len(call.args) >= 2:
         ids = call.args[1]
-    if isinstance(ids, (ast.List, ast.Tuple)):
-        return len(ids.elts)
-    if isinstance(ids, ast.Call) and last_name(ids.func) == "range" and len(ids.args) == 1 \
-            and isinstance(ids.args[0], ast.Constant) and isinstance(ids.args[0].value, int):
-        return ids.args[0].value
+    if ids is not None:
+        value = values.value(ids)
+        return len(value) if isinstance(value, tuple) else None
+    return _visible_devices(index)
+
+
+def _visible_devices(index: ModuleIndex) -> int | None:
+    if "CUDA_VISIBLE_DEVICES" not in index.source:
+        return None
+    for node in index.assigns:
+        for target in targets_of(node):
+            if isinstance(target, ast.Subscript) and last_name(target.value) == "environ" and \
+                    isinstance(target.slice, ast.Constant) and \
+                    target.slice.value == "CUDA_VISIBLE_DEVICES" and \
+                    isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                devices = [d for d in node.value.value.split(",") if d.strip()]
+                return len(devices) or None
     return None
+
+
+def _batch_size(call: ast.Call) -> ast.expr | None:
+    """The batch size a DataLoader call passes (keyword, or second positional argument)."""
+    size = keyword(call, "batch_size")
+    if size is None and len(call.args) >= 2:
+        size = call.args[1]
+    return size
 
 
 class DataParallelIndivisibleBatch(LintRule):
@@ -517,12 +682,23 @@ class DataParallelIndivisibleBatch(LintRule):
     invalid = (
         "import torch.nn as nn\nmodel = nn.DataParallel(model, device_ids=[0, 1, 2, 3])\n"
         "loader = DataLoader(ds, batch_size=30)  # expect\n",
+        # A module constant; the device count from a constant of its own.
+        "import torch\nBATCH = 30\nGPUS = list(range(4))\n"
+        "model = torch.nn.DataParallel(model, device_ids=GPUS)\n"
+        "loader = DataLoader(ds, batch_size=BATCH)  # expect\n",
+        # An argparse default, and the devices a literal CUDA_VISIBLE_DEVICES leaves.
+        "import argparse, os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = '0,1,2'\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--batch-size', type=int, default=16)\nargs = parser.parse_args()\n"
+        "model = torch.nn.DataParallel(model)\n"
+        "loader = DataLoader(ds, args.batch_size)  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         if "DataParallel" not in index.source:
             return
-        counts = [_device_count(c) for c in index.calls
+        values = Values(index)
+        counts = [_device_count(index, values, c) for c in index.calls
                   if index.name_of(c).endswith("DataParallel")
                   and not index.name_of(c).endswith("DistributedDataParallel")]
         devices = max((n for n in counts if n), default=0)
@@ -531,8 +707,7 @@ class DataParallelIndivisibleBatch(LintRule):
         for call in index.calls:
             if not is_dataloader(index, call):
                 continue
-            size = keyword(call, "batch_size")
-            if isinstance(size, ast.Constant) and isinstance(size.value, int) \
-                    and not isinstance(size.value, bool) and size.value % devices:
-                yield Hit.at(call, f"batch_size={size.value} is not divisible by the "
-                              f"{devices} DataParallel devices")
+            size = values.value(_batch_size(call))
+            if isinstance(size, int) and not isinstance(size, bool) and size % devices:
+                yield Hit.at(call, f"batch size {size} is not divisible by the {devices} "
+                                   "DataParallel devices")
