@@ -7,8 +7,8 @@ import tensorflow as tf
 def dataset_fn(files, parser, batch_size):
     dataset = tf.data.TFRecordDataset(files)
     dataset = dataset.map(parser)
-    return dataset.batch(batch_size, drop_remainder=True)
+    return dataset.batch(batch_size, drop_remainder=True)  # expect: HL202
 
 
 def sequence_example_iterator_fn(files, parser):
-    return iter(dataset_fn(files, parser, 64).repeat())  # expect: HL202
+    return iter(dataset_fn(files, parser, 64).repeat())
