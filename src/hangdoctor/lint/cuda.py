@@ -237,6 +237,18 @@ def _conditions(body: str) -> Iterator[tuple[int, str]]:
             yield found.start(), body[found.end():end - 1]
 
 
+def _transitive(name: str, derives: dict[str, set[str]]) -> set[str]:
+    """Every identifier `name` is computed from, through the variables in between."""
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        for source in derives.get(stack.pop(), ()):
+            if source not in seen:
+                seen.add(source)
+                stack.append(source)
+    return seen
+
+
 class UncheckedKernelIndex(LintRule):
     id = "HL601"
     name = "kernel-index-without-bounds-check"
@@ -343,6 +355,14 @@ class UncheckedKernelIndex(LintRule):
                     if "threadIdx" in names and "blockIdx" in names:
                         thread_ids.add(name)
                     derives.setdefault(name, set()).update(names)
+        # A global index built in steps (`base = blockIdx.x * blockDim.x; i = base + tid`):
+        # it derives from the block index *scaled by the block size* and from the thread index.
+        # Without blockDim (`ind = bb * T * H + hh * 64 + i`) the indices follow the launch
+        # shape (one block per row), which is not a global thread id.
+        for name in derives:
+            sources = _transitive(name, derives)
+            if {"blockIdx", "blockDim", "threadIdx"} <= sources:
+                thread_ids.add(name)
         # Close over derivation: a variable computed from an index variable is one too.
         index_vars = set(thread_ids)
         changed = True

@@ -7,7 +7,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hangdoctor.lint.index import ModuleIndex, last_name
+from hangdoctor.lint.flow import called_function
+from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
 #: Calls that turn a loss into a number or cut it from its graph.
@@ -27,9 +28,27 @@ def _loss_like(node: ast.AST) -> bool:
     return "loss" in name and not name.endswith(("fn", "func", "fct", "_fns", "losses"))
 
 
-def _has_backward(loop: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and last_name(n.func) in _BACKWARD
-               for n in ast.walk(loop))
+def _training_loop(index: ModuleIndex, node: ast.AST) -> ast.AST | None:
+    """The innermost loop around `node` (in its function) that runs backward every step."""
+    loop = index.enclosing_loop(node)
+    while loop is not None:
+        if _has_backward(index, loop):
+            return loop
+        loop = index.enclosing_loop(loop)
+    return None
+
+
+def _has_backward(index: ModuleIndex, loop: ast.AST) -> bool:
+    """Whether the loop runs backward: itself, or in a function or method it calls."""
+    calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
+    if any(last_name(c.func) in _BACKWARD for c in calls):
+        return True
+    for call in calls:
+        target = called_function(index, call)
+        if target is not None and any(isinstance(n, ast.Call) and last_name(n.func) in _BACKWARD
+                                      for n in ast.walk(target[1])):
+            return True
+    return False
 
 
 def _assigned_in(node: ast.AST, name: str) -> list[ast.AST]:
@@ -78,6 +97,11 @@ class LossKeptAcrossSteps(LintRule):
         "    accelerator.backward(outputs.loss)\n    total_loss += outputs.loss  # expect\n",
         "iter_loss = 0\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
         "    iter_loss += loss  # expect\n",
+        # Per-key totals, written out in full, and a record holding the tensor.
+        "totals, history = {}, []\nfor batch in loader:\n    loss = model.losses(batch)\n"
+        "    loss['all'].backward()\n    for k in loss:\n"
+        "        totals[k] = totals.get(k, 0) + loss[k]  # expect\n"
+        "    history.append({'loss': loss})  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -86,23 +110,40 @@ class LossKeptAcrossSteps(LintRule):
         for call in index.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "append" and \
-                    len(call.args) == 1 and _loss_like(call.args[0]) and \
-                    isinstance(func.value, (ast.Name, ast.Attribute)):
+                    len(call.args) == 1 and isinstance(func.value, (ast.Name, ast.Attribute)):
+                loss = _loss_term(call.args[0], records=True)
                 container = last_name(func.value) or ""
-                if self._leaks(index, call, call.args[0], container):
+                if loss is not None and self._leaks(index, call, loss, container):
                     yield Hit.at(call)
         for node in index.aug_assigns:
-            if isinstance(node.op, ast.Add) and _loss_like(node.value) and \
-                    isinstance(node.target, ast.Name) and \
-                    self._leaks(index, node, node.value, node.target.id):
+            if not isinstance(node.op, ast.Add):
+                continue
+            loss = _loss_term(node.value)
+            container = _container(node.target)
+            if loss is not None and container and self._leaks(index, node, loss, container):
                 yield Hit.at(node)
+        for node in index.assigns:
+            # `totals[k] = totals.get(k, 0) + loss[k]`: a running total written out in full.
+            targets = targets_of(node)
+            value = node.value
+            if len(targets) != 1 or not isinstance(value, ast.BinOp) or \
+                    not isinstance(value.op, ast.Add):
+                continue
+            container = _container(targets[0])
+            for mine, other in ((value.left, value.right), (value.right, value.left)):
+                loss = _loss_term(other)
+                if container and loss is not None and _reads(mine, container) and \
+                        self._leaks(index, node, loss, container):
+                    yield Hit.at(node)
+                    break
 
     @staticmethod
     def _leaks(index: ModuleIndex, node: ast.AST, loss: ast.AST, container: str) -> bool:
-        loop = index.enclosing_loop(node)
-        if loop is None or not _has_backward(loop):
+        loop = _training_loop(index, node)
+        if loop is None:
             return False
-        if any(not isinstance(a, ast.AugAssign) for a in _assigned_in(loop, container)):
+        if any(not isinstance(a, ast.AugAssign) and a is not node
+               for a in _assigned_in(loop, container)):
             return False  # a fresh container every step
         scope = index.scope_of(node)
         if isinstance(loss, ast.Name) and _holds_number(scope, loss.id, depth=3):
@@ -115,6 +156,41 @@ class LossKeptAcrossSteps(LintRule):
         return not any(isinstance(p, (ast.With, ast.AsyncWith))
                        and _DETACHING.search(ast.unparse(p.items[0].context_expr))
                        for p in index.ancestors(node))
+
+
+def _loss_term(node: ast.AST, records: bool = False) -> ast.AST | None:
+    """The bare loss tensor `node` keeps: `loss`, `outputs.loss`, `loss[key]`, `loss_val *
+    batch_size`; with `records`, also inside a literal record (`{"loss": loss}`)."""
+    if _loss_like(node):
+        return node
+    if isinstance(node, ast.Subscript) and _loss_like(node.value):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add)):
+        return _loss_term(node.left) or _loss_term(node.right)
+    if records and isinstance(node, (ast.Dict, ast.Tuple, ast.List)):
+        values = node.values if isinstance(node, ast.Dict) else node.elts
+        return next((t for v in values if (t := _loss_term(v)) is not None), None)
+    return None
+
+
+def _container(target: ast.AST) -> str:
+    """The running total a statement writes: `total`, `totals[key]`, `self.epoch_loss`."""
+    if isinstance(target, ast.Subscript):
+        target = target.value
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+            target.value.id == "self":
+        return target.attr
+    return ""
+
+
+def _reads(node: ast.AST, container: str) -> bool:
+    """Whether `node` reads the running total (`totals`, `totals[k]`, `totals.get(k, 0)`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "get":
+        node = node.func.value
+    return _container(node) == container
 
 
 def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
@@ -164,6 +240,11 @@ _CLIPPING = re.compile(r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipval
                        r"autograd\.grad|\.clamp_\(")
 
 
+#: A comment to the end of the line (approximate: a `#` inside a string cuts it short, which
+#: only ever hides code from the clipping search, never adds any).
+_COMMENT = re.compile(r"#[^\n]*")
+
+
 class MissingGradientClipping(LintRule):
     id = "HL302"
     name = "rnn-or-gan-without-gradient-clipping"
@@ -194,14 +275,18 @@ class MissingGradientClipping(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "backward" not in source or _CLIPPING.search(source):
+        if "backward" not in source:
             return
+        if _CLIPPING.search(source) and _CLIPPING.search(_COMMENT.sub("", source)):
+            return  # clipped (in code: a comment that mentions clipping does not clip)
         family = None
         for call in index.calls:
             name = index.name_of(call)
             if name.endswith(_RNN_LAYERS):
                 family = "a recurrent network"
                 break
+        if family is None and _feeds_state_back(index):
+            family = "a recurrent network (a hidden state fed back step after step)"
         if family is None:
             lowered = source.lower()
             if ("discriminator" in lowered or "netd" in lowered) and \
@@ -214,8 +299,34 @@ class MissingGradientClipping(LintRule):
                  and "opt" in (last_name(c.func.value) or "").lower()]
         if not steps:
             return
+        looped = _functions_called_in_loops(index)
         for call in index.calls:
-            if last_name(call.func) in _BACKWARD and index.enclosing_loop(call) is not None:
+            if last_name(call.func) not in _BACKWARD:
+                continue
+            function = index.function_of(call)
+            if index.enclosing_loop(call) is not None or (function is not None
+                                                          and function.name in looped):
                 yield Hit.at(call, f"training loop for {family} with backward and step but no "
                                    "gradient clipping")
                 return
+
+
+def _feeds_state_back(index: ModuleIndex) -> bool:
+    """`output, hidden = rnn(x[t], hidden)` in a loop: a hand-written recurrent unroll (the
+    state a call returns goes back into the next call), through which backpropagation runs."""
+    for loop in index.loops:
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                    len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+                returned = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
+                passed = {a.id for a in node.value.args if isinstance(a, ast.Name)}
+                if returned & passed:
+                    return True
+    return False
+
+
+def _functions_called_in_loops(index: ModuleIndex) -> set[str]:
+    """Names of the functions this module calls inside a loop (`train(...)` once per
+    example): their backward runs every step too."""
+    return {name for loop in index.loops for node in ast.walk(loop)
+            if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None}

@@ -8,7 +8,14 @@ from collections.abc import Iterator
 from typing import Literal
 
 from hangdoctor.lint.flow import bindings, origin, statements_in
-from hangdoctor.lint.index import ModuleIndex, keyword, keyword_names, last_name, targets_of
+from hangdoctor.lint.index import (
+    ModuleIndex,
+    dotted,
+    keyword,
+    keyword_names,
+    last_name,
+    targets_of,
+)
 from hangdoctor.lint.model import Hit, LintRule, Severity
 from hangdoctor.lint.project import module_index
 from hangdoctor.lint.rules.common import is_dataloader
@@ -741,27 +748,135 @@ class ForkedWorkersWithThreads(LintRule):
         "loader = DataLoader(ds, num_workers=2)  # expect\n"
         "for epoch in range(3):\n    with Tracemalloc():\n        for batch in loader:\n"
         "            step(batch)\n",
+        # Validation workers forked inside the loop over a pinned training loader.
+        "from torch.utils.data import DataLoader\n"
+        "train = DataLoader(a, num_workers=4, pin_memory=True)\n"
+        "val = DataLoader(b, num_workers=2)\nfor x in train:\n"
+        "    for v in val:  # expect\n        check(v)\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "num_workers" not in source or ("Thread" not in source and "Timer" not in source):
-            return
-        if not any(index.name_of(c).startswith(_THREAD_STARTERS) and _live_thread(index, c)
-                   for c in index.calls):
+        if "num_workers" not in source:
             return
         for call in index.calls:
             if last_name(call.func) == "set_start_method" and call.args and \
                     isinstance(call.args[0], ast.Constant) and call.args[0].value != "fork":
                 return
-        for call in index.calls:
-            if not is_dataloader(index, call):
-                continue
-            workers = keyword(call, "num_workers")
-            if workers is None or (isinstance(workers, ast.Constant) and not workers.value):
-                continue
-            context = keyword(call, "multiprocessing_context")
-            if context is not None and not (isinstance(context, ast.Constant)
-                                            and context.value == "fork"):
-                continue
-            yield Hit.at(call)
+        forking = [c for c in index.calls if _forking_loader(index, c)]
+        if not forking:
+            return
+        threaded = ("Thread" in source or "Timer" in source) and any(
+            _starts_threads(index, c) and _live_thread(index, c) for c in index.calls)
+        reported: set[ast.AST] = set()
+        if threaded:
+            for call in forking:
+                reported.add(call)
+                yield Hit.at(call)
+        if "pin_memory" in source:
+            for node, why in _forks_beside_pin_thread(index, forking):
+                if node not in reported:
+                    reported.add(node)
+                    yield Hit.at(node, why)
+
+
+def _forking_loader(index: ModuleIndex, call: ast.Call) -> bool:
+    """A DataLoader (or a subclass defined here) that forks worker processes."""
+    if not (is_dataloader(index, call) or _loader_subclass(index, call) is not None):
+        return False
+    workers = keyword(call, "num_workers")
+    if workers is None or (isinstance(workers, ast.Constant) and not workers.value):
+        return False
+    context = keyword(call, "multiprocessing_context")
+    return context is None or (isinstance(context, ast.Constant) and context.value == "fork")
+
+
+def _loader_subclass(index: ModuleIndex, call: ast.Call) -> ast.ClassDef | None:
+    """The class this module defines on top of DataLoader that `call` instantiates."""
+    name = last_name(call.func)
+    for owner in index.classes:
+        if owner.name == name and any((last_name(b) or "").endswith("DataLoader")
+                                      for b in owner.bases):
+            return owner
+    return None
+
+
+def _starts_threads(index: ModuleIndex, call: ast.Call) -> bool:
+    """`threading.Thread(...)`, a pool of threads, or a Thread subclass defined here."""
+    if index.name_of(call).startswith(_THREAD_STARTERS):
+        return True
+    name = last_name(call.func)
+    return any(owner.name == name and any(
+        index.qualify(dotted(b) or "").endswith("Thread") for b in owner.bases)
+        for owner in index.classes)
+
+
+def _pins(call: ast.Call) -> bool:
+    flag = keyword(call, "pin_memory")
+    return isinstance(flag, ast.Constant) and flag.value is True
+
+
+def _eager(owner: ast.ClassDef | None) -> bool:
+    """A DataLoader subclass that creates its iterator in `__init__` (forking its workers and
+    starting its pin-memory thread as soon as it is built)."""
+    if owner is None:
+        return False
+    for node in owner.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            return any(isinstance(c, ast.Call) and (
+                last_name(c.func) == "__iter__" or (last_name(c.func) == "iter" and c.args
+                                                    and last_name(c.args[0]) == "self"))
+                for c in ast.walk(node))
+    return False
+
+
+def _forks_beside_pin_thread(index: ModuleIndex,
+                             forking: list[ast.Call]) -> Iterator[tuple[ast.AST, str]]:
+    """Workers forked while another loader's pin-memory thread runs: a forking loader iterated
+    inside the loop over a pinned loader, or built after a pinned loader that iterates
+    eagerly. The thread holds libc locks (registering at-exit handlers on its first
+    pin_memory) that a forked child inherits locked."""
+    why = ("DataLoader forks its workers while another loader's pin-memory thread runs: a "
+           "lock that thread holds stays locked in the workers, which can deadlock")
+    pinned = [c for c in forking if _pins(c)]
+    if not pinned:
+        return
+    names = {id(c): _bound_name(index, c) for c in forking}
+    for outer in pinned:
+        outer_name = names[id(outer)]
+        if outer_name is not None:
+            for loop in index.loops:
+                if not isinstance(loop, (ast.For, ast.AsyncFor)) or \
+                        outer_name not in _iterated(loop):
+                    continue
+                for inner in forking:
+                    inner_name = names[id(inner)]
+                    if inner is outer or inner_name is None or inner_name == outer_name:
+                        continue
+                    for node in ast.walk(loop):
+                        if node is not loop and isinstance(node, (ast.For, ast.AsyncFor)) \
+                                and inner_name in _iterated(node):
+                            yield node, why
+        if _eager(_loader_subclass(index, outer)):
+            for later in forking:
+                if later is not outer and _position(later) > _position(outer) and \
+                        index.scope_of(later) is index.scope_of(outer):
+                    yield later, why
+
+
+def _iterated(loop: ast.For | ast.AsyncFor) -> set[str]:
+    """The names a for loop iterates over, through `enumerate(...)`, `tqdm(...)`, `zip(...)`."""
+    node = loop.iter
+    while isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    name = last_name(node)
+    return {name} if name is not None else set()
+
+
+def _bound_name(index: ModuleIndex, call: ast.Call) -> str | None:
+    parent = index.parent.get(call)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        targets = targets_of(parent)
+        if len(targets) == 1:
+            return last_name(targets[0])
+    return None
