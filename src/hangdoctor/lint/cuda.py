@@ -237,6 +237,11 @@ def _conditions(body: str) -> Iterator[tuple[int, str]]:
             yield found.start(), body[found.end():end - 1]
 
 
+_BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "x", "y", "z",
+                       "int", "unsigned", "long", "size_t", "min", "max"})
+_RELATIONAL = re.compile(r"<|>")
+
+
 def _transitive(name: str, derives: dict[str, set[str]]) -> set[str]:
     """Every identifier `name` is computed from, through the variables in between."""
     seen: set[str] = set()
@@ -375,7 +380,12 @@ class UncheckedKernelIndex(LintRule):
         if not index_vars:
             return
         related = {v: self._related(v, derives, index_vars) for v in index_vars}
-        conditions = [(offset, set(_IDENT.findall(c))) for offset, c in _conditions(body)]
+        # A relational test on what an index is built from also bounds it: `offset = (row +
+        # threadIdx.x) * n + col` is guarded by `threadIdx.x < row_size`, row_size being
+        # computed from the same `row`.
+        bounded_by = {v: self._bounding(v, derives) for v in index_vars}
+        conditions = [(offset, set(_IDENT.findall(c)), bool(_RELATIONAL.search(c)))
+                      for offset, c in _conditions(body)]
         for name in kernel.pointers:
             for found in re.finditer(rf"\b{re.escape(name)}\s*\[", body):
                 end = _match(body, found.end() - 1, "[", "]")
@@ -384,13 +394,22 @@ class UncheckedKernelIndex(LintRule):
                 used = set(_IDENT.findall(body[found.end():end - 1])) & index_vars
                 if not used:
                     continue
-                checked = all(any(related[v] & names for offset, names in conditions
+                checked = all(any(related[v] & names or (relational and bounded_by[v] & names)
+                                  for offset, names, relational in conditions
                                   if offset < found.start()) for v in used)
                 if not checked:
                     line = text.count("\n", 0, kernel.body_start + found.start()) + 1
                     column = kernel.body_start + found.start() - \
                         text.rfind("\n", 0, kernel.body_start + found.start())
                     yield Hit(line, column - 1)
+
+    @staticmethod
+    def _bounding(name: str, derives: dict[str, set[str]]) -> set[str]:
+        """The variables `name` is built from, and the ones built from those (not the
+        builtins: a test on `threadIdx.x` alone is no bound)."""
+        sources = _transitive(name, derives) - _BUILTINS
+        siblings = {other for other, parts in derives.items() if parts & sources}
+        return (sources | siblings) - {name}
 
     @staticmethod
     def _related(name: str, derives: dict[str, set[str]], index_vars: set[str]) -> set[str]:

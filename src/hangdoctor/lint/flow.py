@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from hangdoctor.lint.index import Function, ModuleIndex, last_name, targets_of
-from hangdoctor.lint.project import definition, imported_module
+from hangdoctor.lint.project import definition, imported_module, module_index
 
 _MAX_DEPTH = 6
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -365,3 +365,25 @@ def method_of(owner: ast.ClassDef, name: str) -> Function | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return node
     return None
+
+
+def callers(index: ModuleIndex, function: Function) -> list[tuple[ModuleIndex, ast.Call]]:
+    """The calls of `function` that can be seen: in its module (`f(...)`, `self.f(...)`), and
+    in the project's other modules that import it by name (`from mod import f`)."""
+    found = [(index, c) for c in index.calls if last_name(c.func) == function.name
+             and index.function_of(c) is not function]
+    project, path = index.project, index.path
+    if project is None or path is None or index.class_of(function) is not None:
+        return found
+    for other_path in project.files_mentioning(function.name):
+        if other_path == path:
+            continue
+        other = module_index(other_path)
+        if other is None:
+            continue
+        local = {alias for alias, (module, original, level) in other.from_imports.items()
+                 if original == function.name
+                 and project.resolve(other_path, module, level) == path}
+        found += [(other, c) for c in other.calls
+                  if isinstance(c.func, ast.Name) and c.func.id in local]
+    return found

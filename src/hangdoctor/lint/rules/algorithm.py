@@ -7,13 +7,13 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hangdoctor.lint.flow import called_function
+from hangdoctor.lint.flow import bound_call, called_function, statements_in
 from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
 #: Calls that turn a loss into a number or cut it from its graph.
 _DETACHING = re.compile(r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
-                        r"no_grad|inference_mode")
+                        r"no_grad|inference_mode|gather\(|all_reduce\(|\.cpu\(\)\.numpy")
 _BACKWARD = frozenset({"backward", "manual_backward"})
 
 
@@ -52,11 +52,12 @@ def _has_backward(index: ModuleIndex, loop: ast.AST) -> bool:
 
 
 def _assigned_in(node: ast.AST, name: str) -> list[ast.AST]:
-    """Assignments to `name` inside `node`."""
+    """Assignments to `name` inside `node` (tuple unpacking too: `loss, meta = ...`)."""
     found = []
     for child in ast.walk(node):
         if isinstance(child, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in child.targets):
+            if any(isinstance(n, ast.Name) and n.id == name
+                   for t in child.targets for n in ast.walk(t)):
                 found.append(child)
         elif isinstance(child, (ast.AnnAssign, ast.AugAssign)) and \
                 isinstance(child.target, ast.Name) and child.target.id == name:
@@ -145,8 +146,12 @@ class LossKeptAcrossSteps(LintRule):
         if any(not isinstance(a, ast.AugAssign) and a is not node
                for a in _assigned_in(loop, container)):
             return False  # a fresh container every step
+        if _accumulation_loop(loop):
+            return False  # micro-batches of one step: the container does not outlive it
         scope = index.scope_of(node)
         if isinstance(loss, ast.Name) and _holds_number(scope, loss.id, depth=3):
+            return False
+        if isinstance(loss, ast.Name) and _from_helper_without_graph(index, loss):
             return False
         if isinstance(loss, ast.Name):
             for assignment in _assigned_in(scope, loss.id):
@@ -156,6 +161,64 @@ class LossKeptAcrossSteps(LintRule):
         return not any(isinstance(p, (ast.With, ast.AsyncWith))
                        and _DETACHING.search(ast.unparse(p.items[0].context_expr))
                        for p in index.ancestors(node))
+
+
+def _accumulation_loop(loop: ast.AST) -> bool:
+    """`for _ in range(gradient_accumulation_steps):`: the micro-batches of a single step."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+        return False
+    names = " ".join(n for a in loop.iter.args for sub in ast.walk(a)
+                     if (n := last_name(sub)) is not None).lower()
+    return "accum" in names or "micro" in names
+
+
+def _from_helper_without_graph(index: ModuleIndex, loss: ast.Name) -> bool:
+    """`chunk_loss = train_iteration(...)` where the project's helper returns a number (or a
+    list of them) rather than a loss tensor: nothing of the graph is kept."""
+    call = bound_call(index, loss)
+    if call is None:
+        return False
+    target = called_function(index, call)
+    if target is None:
+        return False
+    module, function = target
+    position = _unpacked_position(index, loss, call)
+    returned = [r.value for r in statements_in(function)
+                if isinstance(r, ast.Return) and r.value is not None]
+    if not returned:
+        return False
+    for value in returned:
+        if position is not None and isinstance(value, ast.Tuple) and \
+                position < len(value.elts):
+            value = value.elts[position]
+        if _graph_tensor(function, value):
+            return False
+    return True
+
+
+def _unpacked_position(index: ModuleIndex, name: ast.Name, call: ast.Call) -> int | None:
+    assign = index.parent.get(call)
+    if isinstance(assign, ast.Assign) and len(assign.targets) == 1 and \
+            isinstance(assign.targets[0], ast.Tuple):
+        for position, element in enumerate(assign.targets[0].elts):
+            if isinstance(element, ast.Name) and element.id == name.id:
+                return position
+    return None
+
+
+def _graph_tensor(function: ast.AST, value: ast.expr) -> bool:
+    """Whether a helper's returned `value` may be a tensor that carries its graph."""
+    if _DETACHING.search(ast.unparse(value)):
+        return False
+    if isinstance(value, (ast.Constant, ast.List, ast.Dict, ast.ListComp, ast.JoinedStr)):
+        return False
+    if isinstance(value, ast.Name):
+        writes = [getattr(a, "value", None) for a in _assigned_in(function, value.id)]
+        if not writes:
+            return False  # a parameter handed back
+        return not any(w is None or isinstance(w, (ast.Constant, ast.List, ast.Dict))
+                       or _DETACHING.search(ast.unparse(w)) for w in writes)
+    return True
 
 
 def _loss_term(node: ast.AST, records: bool = False) -> ast.AST | None:
@@ -312,16 +375,24 @@ class MissingGradientClipping(LintRule):
 
 
 def _feeds_state_back(index: ModuleIndex) -> bool:
-    """`output, hidden = rnn(x[t], hidden)` in a loop: a hand-written recurrent unroll (the
-    state a call returns goes back into the next call), through which backpropagation runs."""
+    """`output, hidden = rnn(x[t], hidden)` in `for t in ...`: a hand-written recurrent unroll
+    (the state a call returns goes back into the next call with the next time step's input),
+    through which backpropagation runs."""
     for loop in index.loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        steps = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
         for node in ast.walk(loop):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                    len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
-                returned = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
-                passed = {a.id for a in node.value.args if isinstance(a, ast.Name)}
-                if returned & passed:
-                    return True
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
+                continue
+            returned = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
+            passed = {a.id for a in node.value.args if isinstance(a, ast.Name)}
+            stepped = any(isinstance(a, ast.Subscript) and any(
+                isinstance(n, ast.Name) and n.id in steps for n in ast.walk(a.slice))
+                for a in node.value.args)
+            if returned & passed and returned - passed and stepped:
+                return True
     return False
 
 

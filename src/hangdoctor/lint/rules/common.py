@@ -57,14 +57,15 @@ TORCH_COLLECTIVES = frozenset({
     "scatter", "scatter_object_list", "new_group", "all_reduce_coalesced",
 })
 _TORCH_PREFIXES = ("torch.distributed.", "deepspeed.comm.", "deepspeed.", "horovod.torch.")
-#: accelerate's collectives, on an `Accelerator` or from `accelerate.utils`. Saving and loading
-#: state gather every rank's shard under DeepSpeed and FSDP (and `save_state` meets a barrier
-#: with automatic checkpoint naming): accelerate's own docs call them on every process.
+#: accelerate's collectives, on an `Accelerator` or from `accelerate.utils`.
 ACCELERATE_COLLECTIVES = frozenset({
     "wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes",
-    "gather_object", "broadcast", "broadcast_object_list", "save_state", "load_state",
-    "get_state_dict",
+    "gather_object", "broadcast", "broadcast_object_list",
 })
+#: accelerate methods that are collectives when the model is sharded (DeepSpeed, FSDP): they
+#: gather or write every rank's shard (`save_state` also meets a barrier with automatic
+#: checkpoint naming). Under plain DDP the main process alone may call them.
+SHARDED_STATE = frozenset({"save_state", "load_state", "get_state_dict"})
 #: DeepSpeed engine methods every rank must call (each rank writes or reads its shard and
 #: meets a barrier): DeepSpeed documents save_checkpoint as "must be called on all ranks".
 ENGINE_COLLECTIVES = frozenset({"save_checkpoint", "load_checkpoint"})
@@ -237,6 +238,8 @@ def collective_name(index: ModuleIndex, call: ast.Call) -> str | None:
         return method  # the usual `dist`, imported in a way we did not see
     if "accelerator" in receiver and method in ACCELERATE_COLLECTIVES:
         return method
+    if "accelerator" in receiver and method in SHARDED_STATE and _sharded(index):
+        return method
     if receiver in ("strategy", "fabric") and method in LIGHTNING_COLLECTIVES:
         return method
     if method in ENGINE_COLLECTIVES and _deepspeed_engine(index, func.value, receiver):
@@ -247,6 +250,15 @@ def collective_name(index: ModuleIndex, call: ast.Call) -> str | None:
         if method == "all_gather":
             return method
     return _wrapped_forward(index, call)
+
+
+def _sharded(index: ModuleIndex) -> bool:
+    """Whether the module's code runs under DeepSpeed or FSDP, or names its checkpoints
+    automatically: it refers to them (`accelerator.state.deepspeed_plugin`,
+    `DistributedType.DEEPSPEED`, an FSDP plugin, `automatic_checkpoint_naming`)."""
+    return any("deepspeed" in name.lower() or "fsdp" in name.lower()
+               or name in ("FullyShardedDataParallel", "automatic_checkpoint_naming")
+               for name in index.identifiers)
 
 
 def _true(node: ast.expr | None) -> bool:

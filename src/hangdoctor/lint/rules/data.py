@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
-from hangdoctor.lint.flow import bindings, origin, statements_in
+from hangdoctor.lint.flow import bindings, callers, origin, statements_in
 from hangdoctor.lint.index import (
     ModuleIndex,
     dotted,
@@ -135,6 +135,9 @@ def _fixed_input(index: ModuleIndex, call: ast.Call, text: ast.AST) -> bool:
     params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
     params.discard("self")
     params.discard("cls")
+    # Text from the tokenizer itself (its vocabulary, its placeholder tokens) is not data.
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+    params.discard(last_name(receiver) or "")
     if not params:
         return False  # `__iter__(self)`: the examples come from the object's own state
     sources: dict[str, set[str]] = {}
@@ -381,16 +384,30 @@ _STEP_MARKERS = frozenset({"backward", "manual_backward", "step", "train_on_batc
 
 
 def _called_every_step(index: ModuleIndex) -> set[str]:
-    """Functions this module's training loops call once per step (in the loop body, or as the
-    iterable that yields the batches: `for batch in iterate_batches(...)`)."""
+    """Functions this module's training loops call once per step to get data: the iterable
+    that yields the batches (`for batch in iterate_batches(...)`), or a call in the loop
+    body whose result the step uses (`inputs = dataset.next_batch(...)`). A call whose result
+    is dropped (`generate_example(...)` every N steps, a sample for the log) is not."""
     found: set[str] = set()
     for loop in index.loops:
         calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
         if not any(last_name(c.func) in _STEP_MARKERS for c in calls):
             continue
-        found.update(n for c in calls if (n := last_name(c.func)) is not None)
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            iterable = loop.iter
+            while isinstance(iterable, ast.Call) and last_name(iterable.func) in (
+                    "enumerate", "tqdm", "zip"):
+                iterable = iterable.args[0] if iterable.args else iterable
+            if isinstance(iterable, ast.Call) and (name := last_name(iterable.func)):
+                found.add(name)
+        for call in calls:
+            name = last_name(call.func)
+            if name is not None and not isinstance(index.parent.get(call), ast.Expr):
+                found.add(name)
     found -= _STEP_MARKERS
-    return found
+    generating = {f.name for f in index.functions
+                  if any(last_name(d) in ("no_grad", "inference_mode") for d in f.decorator_list)}
+    return found - generating
 
 
 _DATA_CONTAINERS = ("Dataset", "DataLoader")
@@ -444,8 +461,18 @@ _PIPELINE_STEPS = frozenset({"map", "batch", "padded_batch", "interleave", "unba
 _EXPENSIVE = frozenset({"map", "batch", "padded_batch", "interleave"})
 _TF_STEP = re.compile(r"\.(?:map|batch|padded_batch|interleave)\(")
 #: Calls that consume a pipeline (so nobody else will prefetch it).
-_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "iter", "enumerate",
-                        "train_step", "experimental_distribute_dataset", "list", "next"})
+_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "iter",
+                        "train_step", "experimental_distribute_dataset", "next",
+                        "distribute_datasets_from_function"})
+#: What a loop over a pipeline does when it trains (a loop computing metrics over an
+#: in-memory dataset, or a test's assertions, does not wait on an input pipeline per step).
+_TRAINING = re.compile(r"^(train|fit|step|apply_gradients|minimize|backward)|GradientTape|"
+                       r"optimizer|gradient")
+
+
+def _trains(loop: ast.For | ast.AsyncFor) -> bool:
+    return any(isinstance(n, ast.Call) and _TRAINING.search(last_name(n.func) or "")
+               for n in ast.walk(loop))
 _ITERATING = frozenset({"as_numpy_iterator", "__iter__", "make_one_shot_iterator",
                         "make_initializable_iterator"})
 #: How many returns a pipeline is followed through to the code that consumes it.
@@ -605,7 +632,14 @@ class _PipelineFlow:
                 return self.fate(index, call, depth)
             return "unknown", ""
         if isinstance(parent, ast.Call) and node is not parent.func:
-            if last_name(parent.func) in _CONSUMERS:
+            consumer = last_name(parent.func)
+            if consumer in ("enumerate", "zip", "tqdm"):
+                loop = index.parent.get(parent)
+                if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is parent:
+                    return ("consumed", _where(index, loop)) if _trains(loop) \
+                        else ("unknown", "")
+                return "unknown", ""
+            if consumer in _CONSUMERS:
                 return "consumed", _where(index, parent)
             return "unknown", ""
         if isinstance(parent, ast.keyword):
@@ -614,7 +648,7 @@ class _PipelineFlow:
                 return "consumed", _where(index, call)
             return "unknown", ""
         if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
-            return "consumed", _where(index, parent)
+            return ("consumed", _where(index, parent)) if _trains(parent) else ("unknown", "")
         if isinstance(parent, ast.Return) and depth > 0:
             return self._returned(index, node, depth - 1)
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
@@ -652,29 +686,8 @@ class _PipelineFlow:
         function = index.function_of(node)
         if function is None:
             return "unknown", ""
-        callers = [(index, c) for c in index.calls
-                   if last_name(c.func) == function.name and index.function_of(c) is not function]
-        callers += _callers_elsewhere(index, function.name)
-        return self._combine([self.fate(module, call, depth) for module, call in callers])
-
-
-def _callers_elsewhere(index: ModuleIndex, name: str) -> list[tuple[ModuleIndex, ast.Call]]:
-    """Calls of this module's function `name` from the project's other modules."""
-    if index.project is None or index.path is None:
-        return []
-    found = []
-    for path in index.project.files_mentioning(name):
-        if path == index.path:
-            continue
-        other = module_index(path)
-        if other is None:
-            continue
-        locals_ = {local for local, (module, original, level) in other.from_imports.items()
-                   if original == name
-                   and index.project.resolve(path, module, level) == index.path}
-        found += [(other, c) for c in other.calls
-                  if isinstance(c.func, ast.Name) and c.func.id in locals_]
-    return found
+        return self._combine([self.fate(module, call, depth)
+                              for module, call in callers(index, function)])
 
 
 def _where(index: ModuleIndex, node: ast.AST) -> str:

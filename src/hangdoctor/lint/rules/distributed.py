@@ -7,7 +7,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator
 
-from hangdoctor.lint.flow import Values, called_function, origin, statements_in
+from hangdoctor.lint.flow import Values, called_function, callers, origin, statements_in
 from hangdoctor.lint.index import (
     Function,
     ModuleIndex,
@@ -159,7 +159,7 @@ class CollectiveUnderRankCondition(LintRule):
         "    dist.all_reduce(t)\n",
         "import torch.distributed as dist\nif rank == 0:\n    def later():\n"
         "        dist.barrier()\n",
-        "if accelerator.is_main_process:\n    accelerator.unwrap_model(model).save_pretrained(out)\n"
+        "if accelerator.is_main_process:\n    accelerator.save_state(out)\n"
         "accelerator.wait_for_everyone()\n",
         # The DeepSpeed fix of diffusers' examples: every rank saves under DeepSpeed.
         "if accelerator.is_main_process or accelerator.distributed_type == DEEPSPEED:\n"
@@ -176,7 +176,8 @@ class CollectiveUnderRankCondition(LintRule):
         "from torch.distributed import all_reduce\nif args.rank != 0:\n"
         "    all_reduce(t)  # expect\n",
         "if accelerator.is_main_process:\n    accelerator.wait_for_everyone()  # expect\n",
-        # save_state gathers every rank's shard under DeepSpeed/FSDP.
+        # save_state gathers every rank's shard under DeepSpeed/FSDP, which this code uses.
+        "if accelerator.state.deepspeed_plugin is not None:\n    configure()\n"
         "if accelerator.is_main_process:\n    accelerator.save_state(out)  # expect\n",
         # A helper that reaches a barrier, called on rank 0 only.
         "import torch.distributed as dist\ndef sync():\n    dist.barrier()\n"
@@ -449,13 +450,13 @@ def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
     return False
 
 
-def _stream_bounded(index: ModuleIndex, shard: ast.Call) -> bool:
+def _stream_bounded(index: ModuleIndex, shard: ast.Call, depth: int = 2) -> bool:
     """A tf.data shard that is then repeated forever (`.repeat()`: every rank runs as many
     steps as the loop asks) or cut to one count on every rank (`.take(n)`) — on this very
     pipeline: chained onto it, or onto the name it is assigned to later in the function. A
     `.repeat()` on another pipeline of the module does not bound this one."""
-    if _bounded_before(index, shard.func.value if isinstance(shard.func, ast.Attribute)
-                       else None):
+    if isinstance(shard.func, ast.Attribute) and shard.func.attr == "shard" and \
+            _bounded_before(index, shard.func.value):
         return True
     node: ast.AST = shard
     names: set[str] = set()
@@ -470,6 +471,8 @@ def _stream_bounded(index: ModuleIndex, shard: ast.Call) -> bool:
         if isinstance(parent, (ast.Assign, ast.AnnAssign)):
             names = {t.id for t in targets_of(parent) if isinstance(t, ast.Name)}
         break
+    if isinstance(index.parent.get(node), ast.Return):
+        return _bounded_by_callers(index, node, depth)
     if not names:
         return False
     scope = index.scope_of(shard)
@@ -480,7 +483,20 @@ def _stream_bounded(index: ModuleIndex, shard: ast.Call) -> bool:
                 (sub.func.attr == "take" or (sub.func.attr == "repeat"
                                              and _repeats_forever(sub))):
             return True
+        if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Name) and \
+                sub.value.id in names and _position(sub) > _position(shard) and \
+                _bounded_by_callers(index, sub.value, depth):
+            return True
     return False
+
+
+def _bounded_by_callers(index: ModuleIndex, returned: ast.AST, depth: int) -> bool:
+    """A shard handed back to callers: bounded when a caller repeats or cuts it."""
+    function = index.function_of(returned)
+    if function is None or depth <= 0:
+        return False
+    return any(_stream_bounded(module, call, depth - 1)
+               for module, call in callers(index, function))
 
 
 def _bounded_before(index: ModuleIndex, node: ast.expr | None, depth: int = 0) -> bool:

