@@ -104,10 +104,10 @@ def kernels(text: str) -> Iterator[Kernel]:
 
 
 def _pointer_params(params: str) -> frozenset[str]:
-    names = set()
+    names: set[str] = set()
     depth = 0
-    current = []
-    pieces = []
+    current: list[str] = []
+    pieces: list[str] = []
     for char in params:
         if char in "<([":
             depth += 1

@@ -59,10 +59,9 @@ def bindings(scope: ast.AST, name: str) -> list[ast.AST]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
                 found.append(node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
-                node.name == name:
-            found.append(node)
-        elif isinstance(node, ast.NamedExpr) and node.target.id == name:
+        elif (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and node.name == name) or \
+                (isinstance(node, ast.NamedExpr) and node.target.id == name):
             found.append(node)
     return found
 
@@ -151,10 +150,10 @@ def bound_call(index: ModuleIndex, node: ast.expr, depth: int = 3) -> ast.Call |
             return last.context_expr
         return None
     if isinstance(node, ast.Attribute):
-        value = attribute_value(index, node)
-        if value is None:
+        held = attribute_value(index, node)
+        if held is None:
             return None
-        return bound_call(index, value, depth - 1)
+        return bound_call(index, held, depth - 1)
     return None
 
 

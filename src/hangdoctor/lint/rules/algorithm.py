@@ -53,7 +53,7 @@ def _has_backward(index: ModuleIndex, loop: ast.AST) -> bool:
 
 def _assigned_in(node: ast.AST, name: str) -> list[ast.AST]:
     """Assignments to `name` inside `node` (tuple unpacking too: `loss, meta = ...`)."""
-    found = []
+    found: list[ast.AST] = []
     for child in ast.walk(node):
         if isinstance(child, ast.Assign):
             if any(isinstance(n, ast.Name) and n.id == name
@@ -123,10 +123,10 @@ class LossKeptAcrossSteps(LintRule):
             container = _container(node.target)
             if loss is not None and container and self._leaks(index, node, loss, container):
                 yield Hit.at(node)
-        for node in index.assigns:
+        for assign in index.assigns:
             # `totals[k] = totals.get(k, 0) + loss[k]`: a running total written out in full.
-            targets = targets_of(node)
-            value = node.value
+            targets = targets_of(assign)
+            value = assign.value
             if len(targets) != 1 or not isinstance(value, ast.BinOp) or \
                     not isinstance(value.op, ast.Add):
                 continue
@@ -134,8 +134,8 @@ class LossKeptAcrossSteps(LintRule):
             for mine, other in ((value.left, value.right), (value.right, value.left)):
                 loss = _loss_term(other)
                 if container and loss is not None and _reads(mine, container) and \
-                        self._leaks(index, node, loss, container):
-                    yield Hit.at(node)
+                        self._leaks(index, assign, loss, container):
+                    yield Hit.at(assign)
                     break
 
     @staticmethod
@@ -181,7 +181,7 @@ def _from_helper_without_graph(index: ModuleIndex, loss: ast.Name) -> bool:
     target = called_function(index, call)
     if target is None:
         return False
-    module, function = target
+    function = target[1]
     position = _unpacked_position(index, loss, call)
     returned = [r.value for r in statements_in(function)
                 if isinstance(r, ast.Return) and r.value is not None]
@@ -259,9 +259,9 @@ def _reads(node: ast.AST, container: str) -> bool:
 def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
     """Whether `name` only ever holds a Python number in `scope`: `iter_loss = 0` and
     `iter_loss += reduced` where `reduced = loss.item()` (FastPitch's running totals)."""
-    writes = []
+    writes: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = []
     for node in ast.walk(scope):
-        targets: list[ast.AST] = []
+        targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
@@ -275,6 +275,7 @@ def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
             continue
         for target in targets:
             if isinstance(target, ast.Name) and target.id == name:
+                assert isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                 writes.append(node)
             elif isinstance(target, (ast.Tuple, ast.List)) and any(
                     isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):

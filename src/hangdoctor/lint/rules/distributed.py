@@ -350,8 +350,8 @@ class DdpWithoutDistributedSampler(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "DataParallel" not in source or _SHARDED.search(source) and \
-                index.identifiers & _SHARDING:
+        if "DataParallel" not in source or (_SHARDED.search(source)
+                                            and index.identifiers & _SHARDING):
             return  # no data-parallel wrapper; or the data is sharded (in code, not comments)
         wrappers = [c for c in index.calls
                     if index.name_of(c).rpartition(".")[2] in PARALLEL_WRAPPERS]

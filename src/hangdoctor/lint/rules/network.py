@@ -68,10 +68,8 @@ class NetworkCallWithoutTimeout(LintRule):
             if "timeout" in keywords or None in keywords:
                 continue
             root, _, method = name.rpartition(".")
-            if method in _REQUESTS_METHODS and isinstance(call.func, ast.Attribute) and (
-                    root == "requests" or _session(index, call.func.value)):
-                yield Hit.at(call, f"`{method}` request without timeout=: it can wait forever")
-            elif method in _REQUESTS_METHODS and root == "requests":
+            if method in _REQUESTS_METHODS and (root == "requests" or (
+                    isinstance(call.func, ast.Attribute) and _session(index, call.func.value))):
                 yield Hit.at(call, f"`{method}` request without timeout=: it can wait forever")
             elif name in _TIMEOUT_POSITION and len(call.args) < _TIMEOUT_POSITION[name]:
                 yield Hit.at(call, f"`{name}` without timeout=: it can wait forever")

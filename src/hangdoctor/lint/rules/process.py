@@ -10,7 +10,6 @@ from hangdoctor.lint.flow import statements_in
 from hangdoctor.lint.index import ModuleIndex, dotted, keyword, last_name, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
-
 _STREAMS = ("stdout", "stderr")
 #: Methods of a pipe that read it to its end.
 _DRAINING = frozenset({"read", "readlines", "read1", "readall"})
@@ -29,9 +28,9 @@ class _Events:
 
     #: (position, streams) the code reads to their end.
     drains: list[tuple[tuple[int, int], frozenset[str]]] = field(default_factory=list)
-    #: (node to report, start of the wait, end of the wait): `wait()` calls (start == end)
-    #: and `while p.poll() is None:` loops (reads inside the loop happen during the wait).
-    waits: list[tuple[ast.AST, tuple[int, int], tuple[int, int]]] = field(default_factory=list)
+    #: (node to report, where the wait ends): `wait()` calls, and `while p.poll() is None:`
+    #: loops (reads inside such a loop happen during the wait, so they count as before it).
+    waits: list[tuple[ast.AST, tuple[int, int]]] = field(default_factory=list)
     #: The object is handed to other code, which may read it.
     escapes: bool = False
 
@@ -141,7 +140,7 @@ class PopenPipeWait(LintRule):
         if events.escapes:
             return
         every = frozenset().union(*(s for _, s in events.drains))
-        for node, start, end in events.waits:
+        for node, end in events.waits:
             if ordered:
                 drained = frozenset().union(*(s for at, s in events.drains if at <= end))
                 late = frozenset().union(*(s for at, s in events.drains if at > end))
@@ -171,7 +170,7 @@ class PopenPipeWait(LintRule):
             parent = index.parent.get(node)
             if isinstance(parent, ast.Attribute) and parent.value is node:
                 _object_use(index, parent, events)
-            elif isinstance(parent, ast.Call) and parent.func is not node or \
+            elif (isinstance(parent, ast.Call) and parent.func is not node) or \
                     isinstance(parent, (ast.Return, ast.keyword, ast.List, ast.Tuple,
                                         ast.Dict, ast.Yield)) or \
                     (isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node):
@@ -199,11 +198,11 @@ def _object_use(index: ModuleIndex, use: ast.Attribute, events: _Events) -> None
         events.drains.append((_position(use), frozenset(_STREAMS)))
     elif use.attr == "wait" and is_call:
         assert isinstance(call, ast.Call)
-        events.waits.append((call, _position(call), _position(call)))
+        events.waits.append((call, _position(call)))
     elif use.attr == "poll" and is_call:
         loop = _while_testing(index, use)
         if loop is not None:
-            events.waits.append((loop, _position(loop), _end(loop)))
+            events.waits.append((loop, _end(loop)))
     elif use.attr in _STREAMS and _reads(index, use):
         events.drains.append((_position(use), frozenset({use.attr})))
 
@@ -246,7 +245,7 @@ def _imported_debugger(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
         node.func.id == "__import__" and bool(node.args) and \
         isinstance(node.args[0], ast.Constant) and \
-        f"{node.args[0].value}." in _DEBUGGERS
+        isinstance(node.args[0].value, str) and f"{node.args[0].value}." in _DEBUGGERS
 
 
 class DebuggerLeftIn(LintRule):
