@@ -6,7 +6,11 @@ agent-side `fetch` tool brings; any bare clone at that place works too). Nothing
 here: for a repository that is missing, the script says what to fetch or clone, e.g.
 `git clone --bare https://github.com/pytorch/examples /work/.mirror/pytorch+examples/repo`.
 Files are extracted with `git show` at the pinned commit below (or at HEAD, with a warning, when
-that commit is absent); symlinks and submodules are skipped.
+that commit is absent); symlinks and submodules are skipped. So that the linter sees each
+repository as a project, as it would a checkout, the project markers on the path to the
+extracted files come along (pyproject.toml, setup.cfg, requirements.txt: not code, so the
+linted files stay the same; setup.py is left out for that reason) and each repository's
+directory gets an empty `.git` directory, standing for the checkout's own.
 
     python benchmarks/lint_corpus.py [--out /tmp/lintcorpus] [--mirror /work/.mirror]
 
@@ -124,6 +128,10 @@ CORPUS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+#: Project markers the linter looks for (see hangdoctor.lint.project), extracted alongside.
+MARKERS = frozenset({"pyproject.toml", "setup.cfg", "requirements.txt"})
+
+
 def _git(git_dir: Path, *args: str) -> bytes:
     return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True,
                           capture_output=True, timeout=300).stdout
@@ -145,17 +153,24 @@ def extract(repo: str, commit: str, globs: tuple[str, ...], mirror: Path, out: P
         print(f"warning: {repo} lacks {commit[:12]}; using HEAD", file=sys.stderr)
     entries = _git(git_dir, "ls-tree", "-r", ref).decode().splitlines()
     target = out / repo.replace("/", "+")
-    written = 0
+    (target / ".git").mkdir(parents=True, exist_ok=True)
+    files = []
     for entry in entries:
         meta, _, name = entry.partition("\t")
         if meta.split()[0] != "100644" and meta.split()[0] != "100755":
             continue  # symlinks (their blob is the link text), submodules
-        if not any(fnmatch.fnmatch(name, pattern) for pattern in globs):
-            continue
+        files.append(name)
+    chosen = [n for n in files if any(fnmatch.fnmatch(n, pattern) for pattern in globs)]
+    directories = {str(Path(n).parent) for n in chosen}
+    for parent in list(directories):
+        directories.update(str(p) for p in Path(parent).parents)
+    markers = [n for n in files if Path(n).name in MARKERS and str(Path(n).parent) in directories]
+    written = 0
+    for name in sorted(set(chosen) | set(markers)):
         path = target / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(_git(git_dir, "show", f"{ref}:{name}"))
-        written += 1
+        written += name in chosen
     print(f"{repo}@{ref[:12]}: {written} files")
     return written
 

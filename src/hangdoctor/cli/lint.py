@@ -26,8 +26,11 @@ from hangdoctor.lint.runner import Linter
               help="Read [tool.hangdoctor.lint] from this file instead of the nearest "
               "pyproject.toml.")
 @click.option("--no-config", is_flag=True, help="Ignore pyproject.toml configuration.")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Processes to lint with (0: one per available core; 1: this process only). "
+              "The output is the same whatever the number.")
 def lint_command(paths: tuple[Path, ...], fmt: str, select: str | None, ignore: str | None,
-                 config_file: Path | None, no_config: bool) -> int:
+                 config_file: Path | None, no_config: bool, jobs: int) -> int:
     """Find hang-prone patterns in training code (Python and CUDA .cu/.cuh).
 
     Directories are walked (skipping .git, virtual environments, site-packages and
@@ -54,7 +57,7 @@ def lint_command(paths: tuple[Path, ...], fmt: str, select: str | None, ignore: 
         config = dataclasses.replace(config, select=parse_codes(select, "--select"))
     if ignore is not None:
         config = dataclasses.replace(config, ignore=parse_codes(ignore, "--ignore"))
-    result = Linter(config).lint_paths(paths)
+    result = Linter(config).lint_paths(paths, jobs=jobs)
     click.echo(render(result.findings, result.files, fmt), nl=False)
     if fmt == "text" and result.findings:
         click.echo(summary(result.findings, result.files), err=True)

@@ -104,10 +104,10 @@ def kernels(text: str) -> Iterator[Kernel]:
 
 
 def _pointer_params(params: str) -> frozenset[str]:
-    names = set()
+    names: set[str] = set()
     depth = 0
-    current = []
-    pieces = []
+    current: list[str] = []
+    pieces: list[str] = []
     for char in params:
         if char in "<([":
             depth += 1
@@ -237,6 +237,23 @@ def _conditions(body: str) -> Iterator[tuple[int, str]]:
             yield found.start(), body[found.end():end - 1]
 
 
+_BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "x", "y", "z",
+                       "int", "unsigned", "long", "size_t", "min", "max"})
+_RELATIONAL = re.compile(r"<|>")
+
+
+def _transitive(name: str, derives: dict[str, set[str]]) -> set[str]:
+    """Every identifier `name` is computed from, through the variables in between."""
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        for source in derives.get(stack.pop(), ()):
+            if source not in seen:
+                seen.add(source)
+                stack.append(source)
+    return seen
+
+
 class UncheckedKernelIndex(LintRule):
     id = "HL601"
     name = "kernel-index-without-bounds-check"
@@ -343,6 +360,14 @@ class UncheckedKernelIndex(LintRule):
                     if "threadIdx" in names and "blockIdx" in names:
                         thread_ids.add(name)
                     derives.setdefault(name, set()).update(names)
+        # A global index built in steps (`base = blockIdx.x * blockDim.x; i = base + tid`):
+        # it derives from the block index *scaled by the block size* and from the thread index.
+        # Without blockDim (`ind = bb * T * H + hh * 64 + i`) the indices follow the launch
+        # shape (one block per row), which is not a global thread id.
+        for name in derives:
+            sources = _transitive(name, derives)
+            if {"blockIdx", "blockDim", "threadIdx"} <= sources:
+                thread_ids.add(name)
         # Close over derivation: a variable computed from an index variable is one too.
         index_vars = set(thread_ids)
         changed = True
@@ -355,7 +380,12 @@ class UncheckedKernelIndex(LintRule):
         if not index_vars:
             return
         related = {v: self._related(v, derives, index_vars) for v in index_vars}
-        conditions = [(offset, set(_IDENT.findall(c))) for offset, c in _conditions(body)]
+        # A relational test on what an index is built from also bounds it: `offset = (row +
+        # threadIdx.x) * n + col` is guarded by `threadIdx.x < row_size`, row_size being
+        # computed from the same `row`.
+        bounded_by = {v: self._bounding(v, derives) for v in index_vars}
+        conditions = [(offset, set(_IDENT.findall(c)), bool(_RELATIONAL.search(c)))
+                      for offset, c in _conditions(body)]
         for name in kernel.pointers:
             for found in re.finditer(rf"\b{re.escape(name)}\s*\[", body):
                 end = _match(body, found.end() - 1, "[", "]")
@@ -364,13 +394,22 @@ class UncheckedKernelIndex(LintRule):
                 used = set(_IDENT.findall(body[found.end():end - 1])) & index_vars
                 if not used:
                     continue
-                checked = all(any(related[v] & names for offset, names in conditions
+                checked = all(any(related[v] & names or (relational and bounded_by[v] & names)
+                                  for offset, names, relational in conditions
                                   if offset < found.start()) for v in used)
                 if not checked:
                     line = text.count("\n", 0, kernel.body_start + found.start()) + 1
                     column = kernel.body_start + found.start() - \
                         text.rfind("\n", 0, kernel.body_start + found.start())
                     yield Hit(line, column - 1)
+
+    @staticmethod
+    def _bounding(name: str, derives: dict[str, set[str]]) -> set[str]:
+        """The variables `name` is built from, and the ones built from those (not the
+        builtins: a test on `threadIdx.x` alone is no bound)."""
+        sources = _transitive(name, derives) - _BUILTINS
+        siblings = {other for other, parts in derives.items() if parts & sources}
+        return (sources | siblings) - {name}
 
     @staticmethod
     def _related(name: str, derives: dict[str, set[str]], index_vars: set[str]) -> set[str]:

@@ -1,19 +1,31 @@
 """One pass over a parsed module that every Python rule shares.
 
 Speed is a requirement (`hangdoctor lint` runs in CI on whole repositories): a file is parsed
-once and walked once, and the walk files away what the rules look for (calls with their dotted
-names, ifs, loops, functions, assignments, imports, each node's parent). Rules then read these
-lists instead of walking the tree again.
+once, and walked at most once. The walk files away what the rules look for (calls with their
+dotted names, ifs, loops, functions, assignments, imports, each node's parent), and it is lazy:
+rules first test the module's source text for the names they need, so most modules of a large
+code base are parsed and never walked at all.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hangdoctor.lint.project import Project
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+Loop = ast.For | ast.AsyncFor | ast.While
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+Assignment = ast.Assign | ast.AnnAssign
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -60,72 +72,195 @@ def keyword(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
-class ModuleIndex:
-    """A parsed module and what one walk over it found."""
+def targets_of(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
 
-    def __init__(self, tree: ast.Module, source: str) -> None:
+
+@dataclass
+class _Walk:
+    """What one walk over the module found."""
+
+    #: Local name -> what it was imported as (`dist` -> `torch.distributed`).
+    aliases: dict[str, str] = field(default_factory=dict)
+    #: Top-level packages imported anywhere in the module.
+    imported: set[str] = field(default_factory=set)
+    #: `from MODULE import NAME [as ALIAS]`: ALIAS -> (MODULE, NAME, level), relative ones too.
+    from_imports: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    parent: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    calls: list[ast.Call] = field(default_factory=list)
+    ifs: list[ast.If] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    classes: list[ast.ClassDef] = field(default_factory=list)
+    assigns: list[Assignment] = field(default_factory=list)
+    aug_assigns: list[ast.AugAssign] = field(default_factory=list)
+    subscripts: list[ast.Subscript] = field(default_factory=list)
+    returns: list[ast.Return | ast.Yield | ast.YieldFrom] = field(default_factory=list)
+    withs: list[ast.With | ast.AsyncWith] = field(default_factory=list)
+
+
+#: Per node type, the fields that can hold child nodes (`ctx` never does anything useful:
+#: it is a shared Load()/Store() singleton).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    names = _CHILD_FIELDS.get(kind)
+    if names is None:
+        names = _CHILD_FIELDS[kind] = tuple(n for n in kind._fields if n != "ctx")  # type: ignore[attr-defined]
+    return names
+
+
+def _walk(tree: ast.Module) -> _Walk:
+    """One pass over the tree. Written for speed (it is the linter's biggest cost after the
+    parse): no generator per node, child fields looked up once per node type."""
+    found = _Walk()
+    parent = found.parent
+    node_type = ast.AST
+    stack: list[ast.AST] = [tree]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is ast.Call:
+            found.calls.append(node)  # type: ignore[arg-type]
+        elif kind is ast.If:
+            found.ifs.append(node)  # type: ignore[arg-type]
+        elif kind in _LOOPS:
+            found.loops.append(node)  # type: ignore[arg-type]
+        elif kind in _FUNCTIONS:
+            found.functions.append(node)  # type: ignore[arg-type]
+        elif kind is ast.ClassDef:
+            found.classes.append(node)  # type: ignore[arg-type]
+        elif kind is ast.Assign or kind is ast.AnnAssign:
+            found.assigns.append(node)  # type: ignore[arg-type]
+        elif kind is ast.AugAssign:
+            found.aug_assigns.append(node)  # type: ignore[arg-type]
+        elif kind is ast.Subscript:
+            found.subscripts.append(node)  # type: ignore[arg-type]
+        elif kind is ast.Return or kind is ast.Yield or kind is ast.YieldFrom:
+            found.returns.append(node)  # type: ignore[arg-type]
+        elif kind is ast.With or kind is ast.AsyncWith:
+            found.withs.append(node)  # type: ignore[arg-type]
+        elif kind is ast.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
+                found.imported.add(alias.name.split(".")[0])
+                if alias.asname:
+                    found.aliases[alias.asname] = alias.name
+        elif kind is ast.ImportFrom:
+            _from_import(found, node)  # type: ignore[arg-type]
+        for name in _CHILD_FIELDS.get(kind) or _child_fields(kind):
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        parent[item] = node
+                        push(item)
+            elif isinstance(value, node_type):
+                parent[value] = node
+                push(value)
+    # The walk is depth-first but reversed; rules report in source order.
+    for nodes in (found.calls, found.ifs, found.loops, found.functions, found.classes,
+                  found.assigns, found.aug_assigns, found.subscripts, found.returns,
+                  found.withs):
+        nodes.sort(key=_position)
+    return found
+
+
+def _from_import(found: _Walk, node: ast.ImportFrom) -> None:
+    module = node.module or ""
+    for alias in node.names:
+        local = alias.asname or alias.name
+        found.from_imports[local] = (module, alias.name, node.level)
+        if module and not node.level:
+            found.aliases[local] = f"{module}.{alias.name}"
+    if module and not node.level:
+        found.imported.add(module.split(".")[0])
+
+
+class ModuleIndex:
+    """A parsed module, what one walk over it found (on first use), and the project it is in
+    (None for a snippet linted on its own)."""
+
+    def __init__(self, tree: ast.Module, source: str, path: Path | None = None,
+                 project: Project | None = None) -> None:
         self.tree = tree
         self.source = source
-        #: Local name -> what it was imported as (`dist` -> `torch.distributed`).
-        self.aliases: dict[str, str] = {}
-        #: Top-level packages imported anywhere in the module.
-        self.imported: set[str] = set()
-        self.parent: dict[ast.AST, ast.AST] = {}
-        self.calls: list[ast.Call] = []
-        self.ifs: list[ast.If] = []
-        self.loops: list[ast.For | ast.AsyncFor | ast.While] = []
-        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        self.assigns: list[ast.Assign | ast.AnnAssign] = []
-        self.aug_assigns: list[ast.AugAssign] = []
-        self.subscripts: list[ast.Subscript] = []
-        self.returns: list[ast.Return | ast.Yield | ast.YieldFrom] = []
-        self._walk()
-        self.call_names: dict[ast.Call, str] = {}
+        self.path = path
+        self.project = project
+
+    @cached_property
+    def _found(self) -> _Walk:
+        return _walk(self.tree)
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Local name -> what it was imported as (`dist` -> `torch.distributed`)."""
+        return self._found.aliases
+
+    @property
+    def imported(self) -> set[str]:
+        """Top-level packages imported anywhere in the module."""
+        return self._found.imported
+
+    @property
+    def from_imports(self) -> dict[str, tuple[str, str, int]]:
+        return self._found.from_imports
+
+    @property
+    def parent(self) -> dict[ast.AST, ast.AST]:
+        return self._found.parent
+
+    @property
+    def calls(self) -> list[ast.Call]:
+        return self._found.calls
+
+    @property
+    def ifs(self) -> list[ast.If]:
+        return self._found.ifs
+
+    @property
+    def loops(self) -> list[Loop]:
+        return self._found.loops
+
+    @property
+    def functions(self) -> list[Function]:
+        return self._found.functions
+
+    @property
+    def classes(self) -> list[ast.ClassDef]:
+        return self._found.classes
+
+    @property
+    def assigns(self) -> list[Assignment]:
+        return self._found.assigns
+
+    @property
+    def aug_assigns(self) -> list[ast.AugAssign]:
+        return self._found.aug_assigns
+
+    @property
+    def subscripts(self) -> list[ast.Subscript]:
+        return self._found.subscripts
+
+    @property
+    def returns(self) -> list[ast.Return | ast.Yield | ast.YieldFrom]:
+        return self._found.returns
+
+    @property
+    def withs(self) -> list[ast.With | ast.AsyncWith]:
+        return self._found.withs
+
+    @cached_property
+    def call_names(self) -> dict[ast.Call, str]:
+        names: dict[ast.Call, str] = {}
         for call in self.calls:
             name = dotted(call.func)
             if name is not None:
-                self.call_names[call] = self.qualify(name)
-
-    def _walk(self) -> None:
-        parent = self.parent
-        stack: list[ast.AST] = [self.tree]
-        while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is ast.Call:
-                self.calls.append(node)  # type: ignore[arg-type]
-            elif kind is ast.If:
-                self.ifs.append(node)  # type: ignore[arg-type]
-            elif kind in _LOOPS:
-                self.loops.append(node)  # type: ignore[arg-type]
-            elif kind in _FUNCTIONS:
-                self.functions.append(node)  # type: ignore[arg-type]
-            elif kind is ast.Assign or kind is ast.AnnAssign:
-                self.assigns.append(node)  # type: ignore[arg-type]
-            elif kind is ast.AugAssign:
-                self.aug_assigns.append(node)  # type: ignore[arg-type]
-            elif kind is ast.Subscript:
-                self.subscripts.append(node)  # type: ignore[arg-type]
-            elif kind is ast.Return or kind is ast.Yield or kind is ast.YieldFrom:
-                self.returns.append(node)  # type: ignore[arg-type]
-            elif kind is ast.Import:
-                for alias in node.names:  # type: ignore[attr-defined]
-                    top = alias.name.split(".")[0]
-                    self.imported.add(top)
-                    if alias.asname:
-                        self.aliases[alias.asname] = alias.name
-            elif kind is ast.ImportFrom and node.module and not node.level:  # type: ignore
-                module = node.module  # type: ignore[attr-defined]
-                self.imported.add(module.split(".")[0])
-                for alias in node.names:  # type: ignore[attr-defined]
-                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-            for child in ast.iter_child_nodes(node):
-                parent[child] = node
-                stack.append(child)
-        # The walk is depth-first but reversed; rules report in source order.
-        for found in (self.calls, self.ifs, self.loops, self.functions, self.assigns,
-                      self.aug_assigns, self.subscripts, self.returns):
-            found.sort(key=_position)
+                names[call] = self.qualify(name)
+        return names
 
     def qualify(self, name: str) -> str:
         """`dist.barrier` -> `torch.distributed.barrier` under `import torch.distributed as
@@ -141,7 +276,7 @@ class ModuleIndex:
         """The qualified dotted name of what `call` calls, or "" when it is not a plain chain."""
         return self.call_names.get(call, "")
 
-    def ancestors(self, node: ast.AST):
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         """Parents of `node`, innermost first, up to the module."""
         parent = self.parent.get(node)
         while parent is not None:
@@ -154,6 +289,20 @@ class ModuleIndex:
             if isinstance(parent, _SCOPES):
                 return parent
         return self.tree
+
+    def function_of(self, node: ast.AST) -> Function | None:
+        """The innermost function around `node`, or None at module or class level."""
+        for parent in self.ancestors(node):
+            if isinstance(parent, _FUNCTIONS):
+                return parent
+        return None
+
+    def class_of(self, node: ast.AST) -> ast.ClassDef | None:
+        """The class whose method `node` is in (the innermost class around it)."""
+        for parent in self.ancestors(node):
+            if isinstance(parent, ast.ClassDef):
+                return parent
+        return None
 
     def enclosing_loop(self, node: ast.AST) -> ast.AST | None:
         """The innermost loop around `node` within its function, or None."""
@@ -171,17 +320,43 @@ class ModuleIndex:
         return any(parent is outer for parent in self.ancestors(inner))
 
     @cached_property
+    def identifiers(self) -> frozenset[str]:
+        """Every name, attribute, keyword argument and definition name in the code: what the
+        module really uses, as opposed to what its comments and strings mention."""
+        names: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.keyword) and node.arg:
+                names.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[-1])
+        return frozenset(names)
+
+    @cached_property
     def framework(self) -> bool:
-        """Whether the module imports a deep-learning framework: what "training code" means
-        for the rules that apply only there."""
+        """Whether the module itself imports a deep-learning framework."""
         return bool(self.imported & FRAMEWORKS)
 
+    @property
+    def training(self) -> bool:
+        """Whether this is training code: the module, or any module of its project (the
+        package or project root it is in), imports a deep-learning framework. A helper
+        module that a training script imports (a metrics tracker, a downloader) counts."""
+        if self.framework:
+            return True
+        return self.project is not None and self.project.uses(FRAMEWORKS)
 
-#: Packages whose import makes a module training code.
+
+#: Packages whose import makes a module, and its project, training code.
 FRAMEWORKS = frozenset({
     "torch", "tensorflow", "jax", "flax", "keras", "transformers", "accelerate", "lightning",
     "pytorch_lightning", "deepspeed", "trl", "peft", "megatron", "torchvision", "timm",
-    "datasets", "tf_keras", "horovod", "apex", "fairscale", "colossalai", "optax",
+    "datasets", "tf_keras", "horovod", "apex", "fairscale", "colossalai", "optax", "mlx",
 })
 
 

@@ -1,34 +1,36 @@
 """Walk the paths, lint each file once, and collect the findings.
 
-One parse per Python file and one shared index (index.py) for all rules keep the linter fast;
-a file that cannot be read or parsed becomes an HL000 finding and the walk goes on.
+One parse per Python file and one shared, lazy index (index.py) for all rules keep the linter
+fast, and the files are spread over the machine's cores (a process pool fed in chunks; the
+findings are sorted, so the output does not depend on which process linted what). A file that
+cannot be read or parsed becomes an HL000 finding and the walk goes on.
 """
 
 from __future__ import annotations
 
-import ast
-import io
+import gc
+import multiprocessing
 import os
-import tokenize
-import warnings
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from hangdoctor.lint.config import LintConfig
 from hangdoctor.lint.index import ModuleIndex
 from hangdoctor.lint.model import Hit, LintFinding, LintRule
+from hangdoctor.lint.parsing import decode, parse
+from hangdoctor.lint.project import SKIP_DIRS, project_of
 from hangdoctor.lint.rules import ALL_RULES, RULES_BY_ID
 from hangdoctor.lint.suppress import is_suppressed, suppressions
 
 PYTHON_SUFFIXES = frozenset({".py", ".pyi"})
 CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
-#: Directories never walked into: tools' and environments' own files, not the project's code.
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "venv", ".env", "site-packages", "dist-packages",
-    "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", ".eggs", ".ipynb_checkpoints",
-})
+#: Below this many files a process pool costs more than it saves.
+PARALLEL_MIN_FILES = 64
+#: Chunks per worker: enough to even out files of very different sizes.
+CHUNKS_PER_JOB = 8
 
 
 @dataclass
@@ -68,14 +70,11 @@ def iter_files(paths: Iterable[Path], config: LintConfig) -> Iterator[Path]:
                     yield file
 
 
-def _decode(data: bytes) -> str:
-    try:
-        # utf-8-sig: a leading byte-order mark is legal in Python source (the interpreter
-        # skips it) but a syntax error to ast.parse.
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)  # raises when the declared encoding is wrong too
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 class Linter:
@@ -84,19 +83,31 @@ class Linter:
     def __init__(self, config: LintConfig | None = None,
                  rules: Iterable[type[LintRule]] = ALL_RULES) -> None:
         self.config = config or LintConfig()
-        chosen = [rule() for rule in rules if self.config.enabled(rule.id)]
+        self.rule_types = tuple(rule for rule in rules if self.config.enabled(rule.id))
+        chosen = [rule() for rule in self.rule_types]
         self.python = [r for r in chosen if r.language == "python"]
         self.cuda = [r for r in chosen if r.language == "cuda"]
         self.report_parse_errors = self.config.enabled("HL000")
 
-    def lint_paths(self, paths: Iterable[Path]) -> LintResult:
-        findings: list[LintFinding] = []
-        count = 0
-        for file in iter_files(paths, self.config):
-            count += 1
-            findings.extend(self.lint_file(file))
+    def lint_paths(self, paths: Iterable[Path], jobs: int = 1) -> LintResult:
+        """Lint every file under `paths`, on `jobs` processes (0: every available core)."""
+        files = list(iter_files(paths, self.config))
+        jobs = available_cores() if jobs <= 0 else jobs
+        if jobs > 1 and len(files) >= PARALLEL_MIN_FILES:
+            findings = self._lint_parallel(files, jobs)
+        else:
+            findings = [f for file in files for f in self.lint_file(file)]
         findings.sort(key=LintFinding.sort_key)
-        return LintResult(findings, count)
+        return LintResult(findings, len(files))
+
+    def _lint_parallel(self, files: Sequence[Path], jobs: int) -> list[LintFinding]:
+        size = max(1, -(-len(files) // (jobs * CHUNKS_PER_JOB)))
+        chunks = [files[start:start + size] for start in range(0, len(files), size)]
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=_context(),
+                                 initializer=_start_worker,
+                                 initargs=(self.config, [r.id for r in self.rule_types])
+                                 ) as pool:
+            return [f for found in pool.map(_lint_chunk, chunks) for f in found]
 
     def lint_file(self, path: Path) -> list[LintFinding]:
         display = str(path)
@@ -105,7 +116,7 @@ class Linter:
         except OSError as error:
             return self._parse_error(display, 1, 1, f"cannot read: {error.strerror or error}")
         language = "cuda" if path.suffix.lower() in CUDA_SUFFIXES else "python"
-        findings = self.lint_source(data, display, language)
+        findings = self.lint_source(data, display, language, path)
         ignored = self.config.ignored_in(path)
         if not ignored:
             return findings
@@ -113,10 +124,10 @@ class Linter:
                 if not any(code == "ALL" or f.rule_id.startswith(code) for code in ignored)]
 
     def lint_source(self, data: bytes | str, display: str = "<source>",
-                    language: str = "python") -> list[LintFinding]:
-        """Findings in one file's contents."""
+                    language: str = "python", path: Path | None = None) -> list[LintFinding]:
+        """Findings in one file's contents (`path`, when given, places it in its project)."""
         try:
-            text = data if isinstance(data, str) else _decode(data)
+            text = data if isinstance(data, str) else decode(data)
         except (UnicodeDecodeError, LookupError, SyntaxError) as error:
             return self._parse_error(display, 1, 1, f"cannot decode: {error}")
         hits: list[tuple[LintRule, Hit]] = []
@@ -125,15 +136,15 @@ class Linter:
                 hits.extend((rule, hit) for hit in rule.check_source(text))
         elif self.python:
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    tree = ast.parse(text, display)
+                tree = parse(text, display)
             except SyntaxError as error:
                 return self._parse_error(display, error.lineno or 1, error.offset or 1,
                                          f"syntax error: {error.msg}")
             except (ValueError, RecursionError, MemoryError) as error:
                 return self._parse_error(display, 1, 1, f"cannot parse: {error}")
-            index = ModuleIndex(tree, text)
+            where = None if path is None else path.absolute()
+            project = None if where is None else project_of(where.parent)
+            index = ModuleIndex(tree, text, where, project)
             for rule in self.python:
                 try:
                     hits.extend((rule, hit) for hit in rule.check(index))
@@ -164,3 +175,30 @@ def _finding(rule: LintRule, path: str, hit: Hit) -> LintFinding:
     return LintFinding(path=path, line=hit.line, col=hit.col + 1, rule_id=rule.id,
                        name=rule.name, category=rule.category, severity=rule.severity,
                        message=hit.message or rule.message, fix=rule.fix)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork where it is safe (this process runs no other thread): the workers start in
+    milliseconds with the rules already imported; else the platform's safe default."""
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+_worker: Linter | None = None
+
+
+def _start_worker(config: LintConfig, rule_ids: list[str]) -> None:
+    global _worker
+    _worker = Linter(config, [RULES_BY_ID[i] for i in rule_ids])
+    # The linter makes no reference cycles (trees, indexes and findings are freed by
+    # reference counting), so the cyclic collector would only rescan millions of live AST
+    # nodes while files are parsed; it runs once per chunk instead.
+    gc.disable()
+
+
+def _lint_chunk(files: Sequence[Path]) -> list[LintFinding]:
+    assert _worker is not None, "worker not started"
+    found = [f for file in files for f in _worker.lint_file(file)]
+    gc.collect()
+    return found

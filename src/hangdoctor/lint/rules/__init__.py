@@ -51,4 +51,5 @@ ALL_RULES: tuple[type[LintRule], ...] = (
 )
 
 #: Every id the linter can report, HL000 included.
-RULES_BY_ID: dict[str, type[LintRule]] = {r.id: r for r in (ParseError, *ALL_RULES)}
+_EVERY_RULE: tuple[type[LintRule], ...] = (ParseError, *ALL_RULES)
+RULES_BY_ID: dict[str, type[LintRule]] = {r.id: r for r in _EVERY_RULE}

@@ -7,12 +7,13 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hangdoctor.lint.index import ModuleIndex, last_name
+from hangdoctor.lint.flow import bound_call, called_function, statements_in
+from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
 #: Calls that turn a loss into a number or cut it from its graph.
 _DETACHING = re.compile(r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
-                        r"no_grad|inference_mode")
+                        r"no_grad|inference_mode|gather\(|all_reduce\(|\.cpu\(\)\.numpy")
 _BACKWARD = frozenset({"backward", "manual_backward"})
 
 
@@ -27,17 +28,36 @@ def _loss_like(node: ast.AST) -> bool:
     return "loss" in name and not name.endswith(("fn", "func", "fct", "_fns", "losses"))
 
 
-def _has_backward(loop: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and last_name(n.func) in _BACKWARD
-               for n in ast.walk(loop))
+def _training_loop(index: ModuleIndex, node: ast.AST) -> ast.AST | None:
+    """The innermost loop around `node` (in its function) that runs backward every step."""
+    loop = index.enclosing_loop(node)
+    while loop is not None:
+        if _has_backward(index, loop):
+            return loop
+        loop = index.enclosing_loop(loop)
+    return None
+
+
+def _has_backward(index: ModuleIndex, loop: ast.AST) -> bool:
+    """Whether the loop runs backward: itself, or in a function or method it calls."""
+    calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
+    if any(last_name(c.func) in _BACKWARD for c in calls):
+        return True
+    for call in calls:
+        target = called_function(index, call)
+        if target is not None and any(isinstance(n, ast.Call) and last_name(n.func) in _BACKWARD
+                                      for n in ast.walk(target[1])):
+            return True
+    return False
 
 
 def _assigned_in(node: ast.AST, name: str) -> list[ast.AST]:
-    """Assignments to `name` inside `node`."""
-    found = []
+    """Assignments to `name` inside `node` (tuple unpacking too: `loss, meta = ...`)."""
+    found: list[ast.AST] = []
     for child in ast.walk(node):
         if isinstance(child, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in child.targets):
+            if any(isinstance(n, ast.Name) and n.id == name
+                   for t in child.targets for n in ast.walk(t)):
                 found.append(child)
         elif isinstance(child, (ast.AnnAssign, ast.AugAssign)) and \
                 isinstance(child.target, ast.Name) and child.target.id == name:
@@ -78,6 +98,11 @@ class LossKeptAcrossSteps(LintRule):
         "    accelerator.backward(outputs.loss)\n    total_loss += outputs.loss  # expect\n",
         "iter_loss = 0\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
         "    iter_loss += loss  # expect\n",
+        # Per-key totals, written out in full, and a record holding the tensor.
+        "totals, history = {}, []\nfor batch in loader:\n    loss = model.losses(batch)\n"
+        "    loss['all'].backward()\n    for k in loss:\n"
+        "        totals[k] = totals.get(k, 0) + loss[k]  # expect\n"
+        "    history.append({'loss': loss})  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -86,26 +111,47 @@ class LossKeptAcrossSteps(LintRule):
         for call in index.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "append" and \
-                    len(call.args) == 1 and _loss_like(call.args[0]) and \
-                    isinstance(func.value, (ast.Name, ast.Attribute)):
+                    len(call.args) == 1 and isinstance(func.value, (ast.Name, ast.Attribute)):
+                loss = _loss_term(call.args[0], records=True)
                 container = last_name(func.value) or ""
-                if self._leaks(index, call, call.args[0], container):
+                if loss is not None and self._leaks(index, call, loss, container):
                     yield Hit.at(call)
         for node in index.aug_assigns:
-            if isinstance(node.op, ast.Add) and _loss_like(node.value) and \
-                    isinstance(node.target, ast.Name) and \
-                    self._leaks(index, node, node.value, node.target.id):
+            if not isinstance(node.op, ast.Add):
+                continue
+            loss = _loss_term(node.value)
+            container = _container(node.target)
+            if loss is not None and container and self._leaks(index, node, loss, container):
                 yield Hit.at(node)
+        for assign in index.assigns:
+            # `totals[k] = totals.get(k, 0) + loss[k]`: a running total written out in full.
+            targets = targets_of(assign)
+            value = assign.value
+            if len(targets) != 1 or not isinstance(value, ast.BinOp) or \
+                    not isinstance(value.op, ast.Add):
+                continue
+            container = _container(targets[0])
+            for mine, other in ((value.left, value.right), (value.right, value.left)):
+                loss = _loss_term(other)
+                if container and loss is not None and _reads(mine, container) and \
+                        self._leaks(index, assign, loss, container):
+                    yield Hit.at(assign)
+                    break
 
     @staticmethod
     def _leaks(index: ModuleIndex, node: ast.AST, loss: ast.AST, container: str) -> bool:
-        loop = index.enclosing_loop(node)
-        if loop is None or not _has_backward(loop):
+        loop = _training_loop(index, node)
+        if loop is None:
             return False
-        if any(not isinstance(a, ast.AugAssign) for a in _assigned_in(loop, container)):
+        if any(not isinstance(a, ast.AugAssign) and a is not node
+               for a in _assigned_in(loop, container)):
             return False  # a fresh container every step
+        if _accumulation_loop(loop):
+            return False  # micro-batches of one step: the container does not outlive it
         scope = index.scope_of(node)
         if isinstance(loss, ast.Name) and _holds_number(scope, loss.id, depth=3):
+            return False
+        if isinstance(loss, ast.Name) and _from_helper_without_graph(index, loss):
             return False
         if isinstance(loss, ast.Name):
             for assignment in _assigned_in(scope, loss.id):
@@ -117,12 +163,105 @@ class LossKeptAcrossSteps(LintRule):
                        for p in index.ancestors(node))
 
 
+def _accumulation_loop(loop: ast.AST) -> bool:
+    """`for _ in range(gradient_accumulation_steps):`: the micro-batches of a single step."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+        return False
+    names = " ".join(n for a in loop.iter.args for sub in ast.walk(a)
+                     if (n := last_name(sub)) is not None).lower()
+    return "accum" in names or "micro" in names
+
+
+def _from_helper_without_graph(index: ModuleIndex, loss: ast.Name) -> bool:
+    """`chunk_loss = train_iteration(...)` where the project's helper returns a number (or a
+    list of them) rather than a loss tensor: nothing of the graph is kept."""
+    call = bound_call(index, loss)
+    if call is None:
+        return False
+    target = called_function(index, call)
+    if target is None:
+        return False
+    function = target[1]
+    position = _unpacked_position(index, loss, call)
+    returned = [r.value for r in statements_in(function)
+                if isinstance(r, ast.Return) and r.value is not None]
+    if not returned:
+        return False
+    for value in returned:
+        if position is not None and isinstance(value, ast.Tuple) and \
+                position < len(value.elts):
+            value = value.elts[position]
+        if _graph_tensor(function, value):
+            return False
+    return True
+
+
+def _unpacked_position(index: ModuleIndex, name: ast.Name, call: ast.Call) -> int | None:
+    assign = index.parent.get(call)
+    if isinstance(assign, ast.Assign) and len(assign.targets) == 1 and \
+            isinstance(assign.targets[0], ast.Tuple):
+        for position, element in enumerate(assign.targets[0].elts):
+            if isinstance(element, ast.Name) and element.id == name.id:
+                return position
+    return None
+
+
+def _graph_tensor(function: ast.AST, value: ast.expr) -> bool:
+    """Whether a helper's returned `value` may be a tensor that carries its graph."""
+    if _DETACHING.search(ast.unparse(value)):
+        return False
+    if isinstance(value, (ast.Constant, ast.List, ast.Dict, ast.ListComp, ast.JoinedStr)):
+        return False
+    if isinstance(value, ast.Name):
+        writes = [getattr(a, "value", None) for a in _assigned_in(function, value.id)]
+        if not writes:
+            return False  # a parameter handed back
+        return not any(w is None or isinstance(w, (ast.Constant, ast.List, ast.Dict))
+                       or _DETACHING.search(ast.unparse(w)) for w in writes)
+    return True
+
+
+def _loss_term(node: ast.AST, records: bool = False) -> ast.AST | None:
+    """The bare loss tensor `node` keeps: `loss`, `outputs.loss`, `loss[key]`, `loss_val *
+    batch_size`; with `records`, also inside a literal record (`{"loss": loss}`)."""
+    if _loss_like(node):
+        return node
+    if isinstance(node, ast.Subscript) and _loss_like(node.value):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add)):
+        return _loss_term(node.left) or _loss_term(node.right)
+    if records and isinstance(node, (ast.Dict, ast.Tuple, ast.List)):
+        values = node.values if isinstance(node, ast.Dict) else node.elts
+        return next((t for v in values if (t := _loss_term(v)) is not None), None)
+    return None
+
+
+def _container(target: ast.AST) -> str:
+    """The running total a statement writes: `total`, `totals[key]`, `self.epoch_loss`."""
+    if isinstance(target, ast.Subscript):
+        target = target.value
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+            target.value.id == "self":
+        return target.attr
+    return ""
+
+
+def _reads(node: ast.AST, container: str) -> bool:
+    """Whether `node` reads the running total (`totals`, `totals[k]`, `totals.get(k, 0)`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "get":
+        node = node.func.value
+    return _container(node) == container
+
+
 def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
     """Whether `name` only ever holds a Python number in `scope`: `iter_loss = 0` and
     `iter_loss += reduced` where `reduced = loss.item()` (FastPitch's running totals)."""
-    writes = []
+    writes: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = []
     for node in ast.walk(scope):
-        targets: list[ast.AST] = []
+        targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
@@ -136,6 +275,7 @@ def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
             continue
         for target in targets:
             if isinstance(target, ast.Name) and target.id == name:
+                assert isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                 writes.append(node)
             elif isinstance(target, (ast.Tuple, ast.List)) and any(
                     isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
@@ -162,6 +302,11 @@ _RNN_LAYERS = ("nn.LSTM", "nn.GRU", "nn.RNN", "nn.LSTMCell", "nn.GRUCell", "nn.R
 _CLIPPING = re.compile(r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipvalue|"
                        r"max_grad_norm|clip_norm|spectral_norm|gradient_penalty|"
                        r"autograd\.grad|\.clamp_\(")
+
+
+#: A comment to the end of the line (approximate: a `#` inside a string cuts it short, which
+#: only ever hides code from the clipping search, never adds any).
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 class MissingGradientClipping(LintRule):
@@ -194,14 +339,18 @@ class MissingGradientClipping(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "backward" not in source or _CLIPPING.search(source):
+        if "backward" not in source:
             return
+        if _CLIPPING.search(source) and _CLIPPING.search(_COMMENT.sub("", source)):
+            return  # clipped (in code: a comment that mentions clipping does not clip)
         family = None
         for call in index.calls:
             name = index.name_of(call)
             if name.endswith(_RNN_LAYERS):
                 family = "a recurrent network"
                 break
+        if family is None and _feeds_state_back(index):
+            family = "a recurrent network (a hidden state fed back step after step)"
         if family is None:
             lowered = source.lower()
             if ("discriminator" in lowered or "netd" in lowered) and \
@@ -214,8 +363,42 @@ class MissingGradientClipping(LintRule):
                  and "opt" in (last_name(c.func.value) or "").lower()]
         if not steps:
             return
+        looped = _functions_called_in_loops(index)
         for call in index.calls:
-            if last_name(call.func) in _BACKWARD and index.enclosing_loop(call) is not None:
+            if last_name(call.func) not in _BACKWARD:
+                continue
+            function = index.function_of(call)
+            if index.enclosing_loop(call) is not None or (function is not None
+                                                          and function.name in looped):
                 yield Hit.at(call, f"training loop for {family} with backward and step but no "
                                    "gradient clipping")
                 return
+
+
+def _feeds_state_back(index: ModuleIndex) -> bool:
+    """`output, hidden = rnn(x[t], hidden)` in `for t in ...`: a hand-written recurrent unroll
+    (the state a call returns goes back into the next call with the next time step's input),
+    through which backpropagation runs."""
+    for loop in index.loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        steps = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        for node in ast.walk(loop):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
+                continue
+            returned = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
+            passed = {a.id for a in node.value.args if isinstance(a, ast.Name)}
+            stepped = any(isinstance(a, ast.Subscript) and any(
+                isinstance(n, ast.Name) and n.id in steps for n in ast.walk(a.slice))
+                for a in node.value.args)
+            if returned & passed and returned - passed and stepped:
+                return True
+    return False
+
+
+def _functions_called_in_loops(index: ModuleIndex) -> set[str]:
+    """Names of the functions this module calls inside a loop (`train(...)` once per
+    example): their backward runs every step too."""
+    return {name for loop in index.loops for node in ast.walk(loop)
+            if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None}

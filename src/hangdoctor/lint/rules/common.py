@@ -8,11 +8,16 @@ understand is not a rank condition, so a rule built on them stays quiet rather t
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Literal
 
-from hangdoctor.lint.index import ModuleIndex, last_name
+from hangdoctor.lint.flow import bound_call, origin
+from hangdoctor.lint.index import ModuleIndex, keyword, last_name
 
 Polarity = Literal["main", "other"]
+#: What a name or `self.attr` was assigned from (flow.origin bound to a module), or None.
+Resolver = Callable[[ast.expr], ast.expr | None]
+_RESOLVE_DEPTH = 3
 
 #: Identifiers that hold a process's rank.
 RANK_NAMES = frozenset({
@@ -24,6 +29,7 @@ RANK_NAMES = frozenset({
 RANK_FUNCTIONS = frozenset({
     "get_rank", "get_local_rank", "get_global_rank", "get_node_rank", "get_ordinal",
     "get_local_ordinal", "get_process_index",
+    "rank", "local_rank", "Get_rank",  # Horovod's hvd.rank(), mpi4py's comm.Get_rank()
 })
 #: Environment variables that hold a rank.
 RANK_ENV = frozenset({
@@ -56,6 +62,16 @@ ACCELERATE_COLLECTIVES = frozenset({
     "wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes",
     "gather_object", "broadcast", "broadcast_object_list",
 })
+#: accelerate methods that are collectives when the model is sharded (DeepSpeed, FSDP): they
+#: gather or write every rank's shard (`save_state` also meets a barrier with automatic
+#: checkpoint naming). Under plain DDP the main process alone may call them.
+SHARDED_STATE = frozenset({"save_state", "load_state", "get_state_dict"})
+#: DeepSpeed engine methods every rank must call (each rank writes or reads its shard and
+#: meets a barrier): DeepSpeed documents save_checkpoint as "must be called on all ranks".
+ENGINE_COLLECTIVES = frozenset({"save_checkpoint", "load_checkpoint"})
+#: Data-parallel wrappers whose forward pass is itself collective (buffer broadcast, shards
+#: gathered): calling the wrapped model on some ranks only is a collective on some ranks.
+PARALLEL_WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel")
 #: Lightning's collectives, on a strategy or a Fabric.
 LIGHTNING_COLLECTIVES = frozenset({
     "barrier", "all_reduce", "all_gather", "broadcast", "reduce_boolean_decision",
@@ -92,11 +108,12 @@ def _env_name(node: ast.AST) -> str | None:
     return None
 
 
-def is_rank(node: ast.AST) -> bool:
-    """Whether `node` evaluates to this process's rank."""
+def is_rank(node: ast.AST, resolve: Resolver | None = None, depth: int = 0) -> bool:
+    """Whether `node` evaluates to this process's rank (`resolve` looks through names
+    assigned from one: `r = dist.get_rank()`)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
             and node.func.id in ("int", "str") and len(node.args) == 1:
-        return is_rank(node.args[0])
+        return is_rank(node.args[0], resolve, depth)
     if isinstance(node, ast.Call):
         if last_name(node.func) in RANK_FUNCTIONS:
             return True
@@ -104,15 +121,22 @@ def is_rank(node: ast.AST) -> bool:
     if isinstance(node, ast.Subscript):
         return _env_name(node) in RANK_ENV
     name = last_name(node)
-    return name is not None and name.lower() in RANK_NAMES
+    if name is not None and name.lower() in RANK_NAMES:
+        return True
+    if resolve is not None and depth < _RESOLVE_DEPTH and isinstance(node, (ast.Name,
+                                                                            ast.Attribute)):
+        held = resolve(node)
+        return held is not None and is_rank(held, resolve, depth + 1)
+    return False
 
 
-def _compare_polarity(node: ast.Compare) -> Polarity | None:
+def _compare_polarity(node: ast.Compare, resolve: Resolver | None = None,
+                      depth: int = 0) -> Polarity | None:
     if len(node.ops) != 1:
         return None
     left, op, right = node.left, node.ops[0], node.comparators[0]
-    if not is_rank(left):
-        if not is_rank(right):
+    if not is_rank(left, resolve, depth):
+        if not is_rank(right, resolve, depth):
             return None
         left, right = right, left
         op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
@@ -129,7 +153,7 @@ def _compare_polarity(node: ast.Compare) -> Polarity | None:
     value = _int(right)
     if value is None:
         # `rank == src`, `rank != last`: one rank against the others.
-        if isinstance(op, (ast.Eq, ast.NotEq)) and not is_rank(right) \
+        if isinstance(op, (ast.Eq, ast.NotEq)) and not is_rank(right, resolve, depth) \
                 and not isinstance(right, ast.Constant):
             return "other"
         return None
@@ -151,24 +175,38 @@ def _compare_polarity(node: ast.Compare) -> Polarity | None:
     return None
 
 
-def rank_polarity(test: ast.AST) -> Polarity | None:
+def rank_polarity(test: ast.AST, resolve: Resolver | None = None,
+                  depth: int = 0) -> Polarity | None:
     """"main" when `test` is true on the main process only (`rank == 0`, `is_main_process`),
     "other" when on some other subset of ranks (`rank != 0`, `local_rank not in (-1, 0)`),
-    None when it is not a rank condition (or says the same on every rank)."""
+    None when it is not a rank condition (or says the same on every rank). `resolve` looks
+    through flags assigned from one (`first = dist.get_rank() == 0; if first:`)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = rank_polarity(test.operand)
+        inner = rank_polarity(test.operand, resolve, depth)
         return None if inner is None else flip(inner)
     if isinstance(test, ast.BoolOp):
-        for value in test.values:
-            found = rank_polarity(value)
-            if found is not None:
-                return found
-        return None
+        found = [rank_polarity(value, resolve, depth) for value in test.values]
+        if isinstance(test.op, ast.Or):
+            # `is_main or deepspeed`: true on every rank as soon as one side is.
+            if None in found:
+                return None
+            return found[0] if len(set(found)) == 1 else None
+        return next((f for f in found if f is not None), None)
     if isinstance(test, ast.Compare):
-        return _compare_polarity(test)
+        return _compare_polarity(test, resolve, depth)
     if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and last_name(test) in MAIN_FLAGS:
         return "main"
+    if resolve is not None and depth < _RESOLVE_DEPTH and isinstance(test, (ast.Name,
+                                                                            ast.Attribute)):
+        held = resolve(test)
+        if held is not None:
+            return rank_polarity(held, resolve, depth + 1)
     return None
+
+
+def resolver(index: ModuleIndex) -> Resolver:
+    """A Resolver over `index`: what names and `self.attr` were assigned from."""
+    return lambda node: origin(index, node)
 
 
 def flip(polarity: Polarity) -> Polarity:
@@ -178,10 +216,11 @@ def flip(polarity: Polarity) -> Polarity:
 def collective_name(index: ModuleIndex, call: ast.Call) -> str | None:
     """The short name of the collective `call` makes (`barrier`), or None when it is not one."""
     func = call.func
-    method = last_name(func)
+    qualified = index.name_of(call)
+    # The qualified name sees through aliases (`from torch.distributed import barrier as b`).
+    method = qualified.rpartition(".")[2] if qualified else last_name(func)
     if method is None:
         return None
-    qualified = index.name_of(call)
     if qualified.startswith(_TORCH_PREFIXES) and method in TORCH_COLLECTIVES:
         return method
     if qualified.startswith("accelerate.") and method in ACCELERATE_COLLECTIVES:
@@ -189,17 +228,71 @@ def collective_name(index: ModuleIndex, call: ast.Call) -> str | None:
     if qualified.startswith("torch_xla.") and method in XLA_COLLECTIVES:
         return method
     if not isinstance(func, ast.Attribute):
-        return None
+        return _wrapped_forward(index, call)
+    method = func.attr
     receiver = last_name(func.value)
     if receiver is None:
-        return None
+        return _wrapped_forward(index, call)
     receiver = receiver.lower()
     if receiver == "dist" and "dist" not in index.aliases and method in TORCH_COLLECTIVES:
         return method  # the usual `dist`, imported in a way we did not see
     if "accelerator" in receiver and method in ACCELERATE_COLLECTIVES:
         return method
+    if "accelerator" in receiver and method in SHARDED_STATE and _sharded(index):
+        return method
     if receiver in ("strategy", "fabric") and method in LIGHTNING_COLLECTIVES:
         return method
+    if method in ENGINE_COLLECTIVES and _deepspeed_engine(index, func.value, receiver):
+        return method
+    if receiver == "self" and _lightning(index):
+        if method in ("log", "log_dict") and _true(keyword(call, "sync_dist")):
+            return f"{method}(sync_dist=True)"
+        if method == "all_gather":
+            return method
+    return _wrapped_forward(index, call)
+
+
+def _sharded(index: ModuleIndex) -> bool:
+    """Whether the module's code runs under DeepSpeed or FSDP, or names its checkpoints
+    automatically: it refers to them (`accelerator.state.deepspeed_plugin`,
+    `DistributedType.DEEPSPEED`, an FSDP plugin, `automatic_checkpoint_naming`)."""
+    return any("deepspeed" in name.lower() or "fsdp" in name.lower()
+               or name in ("FullyShardedDataParallel", "automatic_checkpoint_naming")
+               for name in index.identifiers)
+
+
+def _true(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _lightning(index: ModuleIndex) -> bool:
+    return bool(index.imported & {"lightning", "pytorch_lightning"})
+
+
+def _deepspeed_engine(index: ModuleIndex, receiver: ast.expr, name: str) -> bool:
+    """An engine returned by `deepspeed.initialize`, or (when this module or its project uses
+    DeepSpeed) an object named like one."""
+    built = bound_call(index, receiver)
+    if built is not None and index.name_of(built).endswith("deepspeed.initialize"):
+        return True
+    if "engine" not in name:
+        return False
+    if "deepspeed" in index.imported:
+        return True
+    return index.project is not None and index.project.uses(frozenset({"deepspeed"}))
+
+
+def _wrapped_forward(index: ModuleIndex, call: ast.Call) -> str | None:
+    """`model(x)` where `model` holds a DistributedDataParallel/FSDP wrapper."""
+    if not isinstance(call.func, (ast.Name, ast.Attribute)) or \
+            "DataParallel" not in index.source:
+        return None
+    built = bound_call(index, call.func)
+    if built is None:
+        return None
+    wrapper = index.name_of(built).rpartition(".")[2]
+    if wrapper in PARALLEL_WRAPPERS:
+        return f"{wrapper} forward"
     return None
 
 

@@ -5,9 +5,19 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from typing import Literal
 
-from hangdoctor.lint.index import ModuleIndex, keyword, keyword_names, last_name
+from hangdoctor.lint.flow import bindings, callers, origin, statements_in
+from hangdoctor.lint.index import (
+    ModuleIndex,
+    dotted,
+    keyword,
+    keyword_names,
+    last_name,
+    targets_of,
+)
 from hangdoctor.lint.model import Hit, LintRule, Severity
+from hangdoctor.lint.project import module_index
 from hangdoctor.lint.rules.common import is_dataloader
 
 _ENCODE_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "__call__"})
@@ -59,6 +69,8 @@ def _pipeline_callables(index: ModuleIndex) -> set[str]:
             found.add(argument.id)
             if argument.id in partials:
                 found.add(partials[argument.id])
+        elif isinstance(argument, ast.Attribute):
+            found.add(argument.attr)  # `ds.map(self._tokenize)`
         elif isinstance(argument, ast.Lambda):
             found.update(last_name(n.func) or "" for n in ast.walk(argument.body)
                          if isinstance(n, ast.Call))
@@ -123,6 +135,9 @@ def _fixed_input(index: ModuleIndex, call: ast.Call, text: ast.AST) -> bool:
     params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
     params.discard("self")
     params.discard("cls")
+    # Text from the tokenizer itself (its vocabulary, its placeholder tokens) is not data.
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+    params.discard(last_name(receiver) or "")
     if not params:
         return False  # `__iter__(self)`: the examples come from the object's own state
     sources: dict[str, set[str]] = {}
@@ -196,6 +211,9 @@ class TokenizerWithoutTruncation(LintRule):
         "enc = tokenizer(texts, **kwargs)\n",
         # A one-off call in main(), not once per example of the input pipeline.
         "import transformers\ndef main():\n    inputs = tokenizer(prompt, return_tensors='pt')\n",
+        # max_length alone truncates (transformers turns truncation on when nothing pads).
+        "import transformers\ndef prep(batch):\n    return tok(batch['text'], max_length=64)\n"
+        "ds = ds.map(prep)\n",
         # torchtext/spaCy tokenizers are not Hugging Face ones.
         "from torchtext.data.utils import get_tokenizer\ntokenizer = get_tokenizer('spacy')\n"
         "def tokenize(batch):\n    return tokenizer(batch)\n",
@@ -241,24 +259,34 @@ class TokenizerWithoutTruncation(LintRule):
         "ds = ds.map(lambda x: tokenize_dialog(x, tok))\n",
         "import transformers\nclass SupervisedCollator:\n    def __call__(self, features):\n"
         "        return self.tokenizer([f['text'] for f in features], padding=True)  # expect\n",
+        # max_length with padding only sets the padded length: nothing is truncated.
+        "import transformers\ndef prep(batch):\n"
+        "    return tok(batch['text'], padding='max_length', max_length=128)  # expect\n"
+        "ds = ds.map(prep, batched=True)\n",
+        # A batch builder the training loop calls every step.
+        "import transformers\ndef next_batch(lines):\n"
+        "    return tokenizer(lines, return_tensors='pt', padding=True)  # expect\n"
+        "for _ in range(steps):\n    loss = model(next_batch(sample())).loss\n"
+        "    loss.backward()\n",
+        # The whole training set tokenized up front becomes a Dataset.
+        "import transformers\nencodings = tokenizer(texts, padding=True)  # expect\n"
+        "train_set = TextDataset(encodings, labels)\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "ok" not in source or not (index.imported & _HF or "from_pretrained" in source):
-            return
-        if _LENGTH_FILTER.search(source):
-            return  # over-long examples are dropped by hand
+        if "ok" not in source or _LENGTH_FILTER.search(source):
+            return  # no tokenizer; or over-long examples are dropped by hand
         built: set[str] = set()
         for node in index.assigns:
             value = node.value
             if isinstance(value, ast.Call) and last_name(value.func) == "from_pretrained" \
                     and isinstance(value.func, ast.Attribute) \
                     and "Tokenizer" in (last_name(value.func.value) or ""):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                built.update(n for t in targets if (n := last_name(t)))
-        checked_scopes: dict[ast.AST, bool] = {}
-        pipeline: set[str] | None = None
+                built.update(n for t in targets_of(node) if (n := last_name(t)))
+        paths: _DataPaths | None = None
+        hugging_face: bool | None = None
+        bounded: bool | None = None
         for call in index.calls:
             func = call.func
             receiver: ast.AST = func
@@ -273,7 +301,8 @@ class TokenizerWithoutTruncation(LintRule):
             if isinstance(func, ast.Name) and name not in built and \
                     _defined_callable(index, name):
                 continue
-            if keyword_names(call) & {"truncation", "max_length", None}:
+            untruncated = _untruncated(call)
+            if untruncated is None:
                 continue
             if not call.args and keyword(call, "text") is None:
                 continue
@@ -282,26 +311,174 @@ class TokenizerWithoutTruncation(LintRule):
                 continue
             if _measured_only(index, call):
                 continue
-            if pipeline is None:
-                pipeline = _pipeline_callables(index)
-            if not _in_data_path(index, call, pipeline):
+            if hugging_face is None:
+                hugging_face = _uses_hugging_face(index)
+            if not hugging_face:
+                return
+            if paths is None:
+                paths = _DataPaths(index)
+            if not paths.contains(call):
                 continue
             if first is not None and _fixed_input(index, call, first):
                 continue
-            scope = index.tree
-            if scope not in checked_scopes:
-                checked_scopes[scope] = _slices_by_bound(scope)
-            if checked_scopes[scope]:
+            if bounded is None:
+                bounded = _slices_by_bound(index.tree)
+            if bounded:
                 return
-            yield Hit.at(call)
+            yield Hit.at(call, untruncated)
+
+
+def _uses_hugging_face(index: ModuleIndex) -> bool:
+    """Hugging Face tokenizers: imported here, built here, or (a preprocessing module that
+    receives the tokenizer as a parameter) imported anywhere in the project."""
+    if index.imported & _HF or "from_pretrained" in index.source:
+        return True
+    return index.project is not None and index.project.uses(_HF)
+
+
+def _untruncated(call: ast.Call) -> str | None:
+    """Why this encoding call keeps every token (the finding's message), or None when it
+    truncates or cannot be told (`**kwargs`). `max_length` alone does truncate (transformers
+    turns truncation on when nothing is padded); with padding it only sets the padded length."""
+    names = keyword_names(call)
+    if "truncation" in names or None in names:
+        return None
+    padding = keyword(call, "padding")
+    pads = padding is not None and not (isinstance(padding, ast.Constant)
+                                        and padding.value in (False, None, "do_not_pad"))
+    if "max_length" in names:
+        if not pads:
+            return None
+        return ("tokenizer called with padding and max_length but no truncation: max_length "
+                "then only sets the padded length, and one long input still stalls the step")
+    return TokenizerWithoutTruncation.message
+
+
+class _DataPaths:
+    """Where this module runs code once per example or batch of the input pipeline: functions
+    and lambdas it wires into the pipeline (map/collate/`__getitem__`), functions its training
+    loops call every step, tokenizations whose result becomes a Dataset, and functions another
+    module of the project imports and wires in."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.pipeline = _pipeline_callables(index)
+        self.stepped = _called_every_step(index)
+        self._elsewhere: dict[str, bool] = {}
+
+    def contains(self, call: ast.Call) -> bool:
+        index = self.index
+        if _in_data_path(index, call, self.pipeline | self.stepped) or \
+                _feeds_dataset(index, call):
+            return True
+        function = index.function_of(call)
+        if function is None or index.class_of(function) is not None:
+            return False
+        if function.name not in self._elsewhere:
+            self._elsewhere[function.name] = _wired_elsewhere(index, function.name)
+        return self._elsewhere[function.name]
+
+
+#: Calls that mark a loop as a training loop.
+_STEP_MARKERS = frozenset({"backward", "manual_backward", "step", "train_on_batch"})
+
+
+def _called_every_step(index: ModuleIndex) -> set[str]:
+    """Functions this module's training loops call once per step to get data: the iterable
+    that yields the batches (`for batch in iterate_batches(...)`), or a call in the loop
+    body whose result the step uses (`inputs = dataset.next_batch(...)`). A call whose result
+    is dropped (`generate_example(...)` every N steps, a sample for the log) is not."""
+    found: set[str] = set()
+    for loop in index.loops:
+        calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
+        if not any(last_name(c.func) in _STEP_MARKERS for c in calls):
+            continue
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            iterable = loop.iter
+            while isinstance(iterable, ast.Call) and last_name(iterable.func) in (
+                    "enumerate", "tqdm", "zip"):
+                iterable = iterable.args[0] if iterable.args else iterable
+            if isinstance(iterable, ast.Call) and (name := last_name(iterable.func)):
+                found.add(name)
+        for call in calls:
+            name = last_name(call.func)
+            if name is not None and not isinstance(index.parent.get(call), ast.Expr):
+                found.add(name)
+    found -= _STEP_MARKERS
+    generating = {f.name for f in index.functions
+                  if any(last_name(d) in ("no_grad", "inference_mode") for d in f.decorator_list)}
+    return found - generating
+
+
+_DATA_CONTAINERS = ("Dataset", "DataLoader")
+
+
+def _feeds_dataset(index: ModuleIndex, call: ast.Call) -> bool:
+    """`encodings = tokenizer(texts, padding=True)` whose result then builds a Dataset or a
+    DataLoader (`ReviewDataset(encodings, labels)`): the tokens are the training data."""
+    parent = index.parent.get(call)
+    while isinstance(parent, (ast.Subscript, ast.Attribute)):
+        parent = index.parent.get(parent)
+    if not isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        return False
+    names = {t.id for t in targets_of(parent) if isinstance(t, ast.Name)}
+    if not names:
+        return False
+    for node in statements_in(index.scope_of(call)):
+        if isinstance(node, ast.Call) and (last_name(node.func) or "").endswith(
+                _DATA_CONTAINERS) and any(
+                isinstance(n, ast.Name) and n.id in names
+                for a in (*node.args, *(k.value for k in node.keywords)) for n in ast.walk(a)):
+            return True
+    return False
+
+
+def _wired_elsewhere(index: ModuleIndex, name: str) -> bool:
+    """Whether another module of the project imports function `name` from this module and
+    wires it into its input pipeline (`ds.map(partial(encode_batch, tokenizer=tok))`)."""
+    if index.project is None or index.path is None:
+        return False
+    for path in index.project.files_mentioning(name):
+        if path == index.path:
+            continue
+        other = module_index(path)
+        if other is None:
+            continue
+        for local, (module, original, level) in other.from_imports.items():
+            if original != name or index.project.resolve(path, module, level) != index.path:
+                continue
+            if local in _pipeline_callables(other):
+                return True
+    return False
 
 
 _TF_SOURCES = ("tensorflow.data.", "tensorflow_datasets.load", "tensorflow.keras.utils.",
                "tensorflow.keras.preprocessing.", "tensorflow.compat.v2.data.")
 _PIPELINE_STEPS = frozenset({"map", "batch", "padded_batch", "interleave", "unbatch",
                              "shuffle", "repeat", "cache", "filter", "flat_map", "take",
-                             "ragged_batch", "rebatch", "apply", "zip", "shard"})
+                             "ragged_batch", "rebatch", "apply", "zip", "shard", "with_options",
+                             "skip", "map_with_legacy_function", "parallel_interleave"})
 _EXPENSIVE = frozenset({"map", "batch", "padded_batch", "interleave"})
+_TF_STEP = re.compile(r"\.(?:map|batch|padded_batch|interleave)\(")
+#: Calls that consume a pipeline (so nobody else will prefetch it).
+_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "iter",
+                        "train_step", "experimental_distribute_dataset", "next",
+                        "distribute_datasets_from_function"})
+#: What a loop over a pipeline does when it trains (a loop computing metrics over an
+#: in-memory dataset, or a test's assertions, does not wait on an input pipeline per step).
+_TRAINING = re.compile(r"^(train|fit|step|apply_gradients|minimize|backward)|GradientTape|"
+                       r"optimizer|gradient")
+
+
+def _trains(loop: ast.For | ast.AsyncFor) -> bool:
+    return any(isinstance(n, ast.Call) and _TRAINING.search(last_name(n.func) or "")
+               for n in ast.walk(loop))
+_ITERATING = frozenset({"as_numpy_iterator", "__iter__", "make_one_shot_iterator",
+                        "make_initializable_iterator"})
+#: How many returns a pipeline is followed through to the code that consumes it.
+_RETURN_DEPTH = 3
+
+Fate = Literal["prefetched", "consumed", "unknown"]
 
 
 class TfDataWithoutPrefetch(LintRule):
@@ -309,131 +486,220 @@ class TfDataWithoutPrefetch(LintRule):
     name = "tf-data-without-prefetch"
     category = "data.pipeline_stall"
     severity = Severity.WARNING
-    message = "tf.data pipeline with map/batch is never prefetched"
-    fix = "end the pipeline with `.prefetch(tf.data.AUTOTUNE)`"
+    message = "tf.data pipeline with map/batch is consumed without prefetch"
+    fix = "end the pipeline with `.prefetch(tf.data.AUTOTUNE)` (and keep the result)"
     why = ("Without prefetch the input pipeline runs in lock-step with training: every step "
            "waits for its batch to be mapped and batched, the accelerator idles, and a slow or "
-           "blocked map function stalls training outright.")
+           "blocked map function stalls training outright. Datasets are immutable: "
+           "`ds.prefetch(n)` on a line of its own does nothing.")
     valid = (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices(x)\n"
-        "ds = ds.map(f).batch(32).prefetch(tf.data.AUTOTUNE)\n",
+        "ds = ds.map(f).batch(32).prefetch(tf.data.AUTOTUNE)\nmodel.fit(ds)\n",
+        # Returned to callers this code cannot see: they may prefetch it.
         "import tensorflow as tf\ndef make(x):\n"
         "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n",
+        # Returned, and prefetched by its caller.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
+        "model.fit(make(x).prefetch(2))\n",
         "ds = dataset.map(tokenize, batched=True)\n",
     )
     invalid = (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices((x, y))\n"
         "ds = ds.map(parse).batch(64)  # expect\nmodel.fit(ds)\n",
         "import tensorflow_datasets as tfds\n"
-        "train = tfds.load('mnist', split='train').map(norm).batch(128)  # expect\n",
+        "train = tfds.load('mnist', split='train').map(norm).batch(128)  # expect\n"
+        "for images, labels in train:\n    step(images, labels)\n",
+        # Built and returned without prefetch, then trained on.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)  # expect\n"
+        "model.fit(make(x), epochs=3)\n",
+        # The prefetched dataset is thrown away: datasets are immutable.
+        "import tensorflow as tf\nds = tf.data.TFRecordDataset(files)\n"
+        "ds = ds.map(parse).batch(64)  # expect\nds.prefetch(2)\nmodel.fit(ds)\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not index.imported & {"tensorflow", "tensorflow_datasets"} \
-                or "prefetch" in index.source:
+        if not index.imported & {"tensorflow", "tensorflow_datasets"} or \
+                not _TF_STEP.search(index.source):
             return
-        tracked: set[str] = set()
-        returned = {n.id for r in index.returns if r.value is not None
-                    for n in ast.walk(r.value) if isinstance(n, ast.Name)}
-        # What flows into a returned name is returned too (`zipped = zip((a, b)); return zipped`).
-        changed = True
-        while changed:
-            changed = False
-            for node in index.assigns:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if node.value is not None and any(
-                        isinstance(t, ast.Name) and t.id in returned for t in targets):
-                    new = {n.id for n in ast.walk(node.value)
-                           if isinstance(n, ast.Name)} - returned
-                    if new:
-                        returned |= new
-                        changed = True
-        for node in index.assigns:
-            if node.value is not None and self._is_pipeline(index, node.value, tracked):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                tracked.update(t.id for t in targets if isinstance(t, ast.Name))
-        reported: set[ast.AST] = set()
+        flow = _PipelineFlow(index)
         for call in index.calls:
             func = call.func
             if not isinstance(func, ast.Attribute) or func.attr not in _EXPENSIVE:
                 continue
-            if not self._is_pipeline(index, func.value, tracked):
+            batching = func.attr in ("batch", "padded_batch")
+            if not flow.is_pipeline(func.value, batching) or \
+                    _later_expensive_step(index, call):
                 continue
-            scope = index.scope_of(call)
-            if scope in reported or self._escapes(index, call, returned):
-                continue
-            reported.add(scope)
-            yield Hit.at(call)
+            fate, where = flow.fate(index, call, _RETURN_DEPTH)
+            if fate == "consumed":
+                yield Hit.at(call, f"tf.data pipeline with {func.attr}() is consumed at "
+                                   f"{where} without prefetch")
 
-    def _is_pipeline(self, index: ModuleIndex, node: ast.AST, tracked: set[str]) -> bool:
-        """Whether `node` is a tf.data dataset: a source call, a tracked name, or pipeline
-        steps applied to one of those."""
+
+def _later_expensive_step(index: ModuleIndex, call: ast.Call) -> bool:
+    """Whether the same chain applies another map/batch after this one (reported there)."""
+    node: ast.AST = call
+    while True:
+        parent = index.parent.get(node)
+        if not (isinstance(parent, ast.Attribute) and parent.value is node):
+            return False
+        grand = index.parent.get(parent)
+        if not isinstance(grand, ast.Call):
+            return False
+        if parent.attr in _EXPENSIVE:
+            return True
+        if parent.attr not in _PIPELINE_STEPS:
+            return False
+        node = grand
+
+
+class _PipelineFlow:
+    """Where a tf.data pipeline value goes: prefetched, consumed unprefetched, or out of
+    sight (handed to code that may prefetch it)."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self._tracked: set[str] | None = None
+        self._visiting: set[ast.AST] = set()
+
+    def is_pipeline(self, node: ast.AST, batching: bool = False) -> bool:
+        """Whether `node` is a tf.data dataset: a source call, a name assigned one, or
+        pipeline steps applied to one of those. With `batching` (the step is a batch, and the
+        module uses TensorFlow but not Hugging Face datasets), a dataset received as a
+        function parameter counts too."""
+        if self._tracked is None:
+            self._tracked = set()
+            for assign in self.index.assigns:
+                if assign.value is not None and self._is_pipeline(assign.value, self._tracked):
+                    self._tracked.update(t.id for t in targets_of(assign)
+                                         if isinstance(t, ast.Name))
+        loose = batching and "tensorflow" in self.index.imported and \
+            "datasets" not in self.index.imported
+        return self._is_pipeline(node, self._tracked, loose)
+
+    def _is_pipeline(self, node: ast.AST, tracked: set[str], loose: bool = False) -> bool:
+        hops = 0
         while True:
             if isinstance(node, ast.Name):
-                return node.id in tracked
+                if node.id in tracked:
+                    return True
+                if not loose or hops > 8:
+                    return False
+                held = origin(self.index, node)
+                if held is None:
+                    function = self.index.function_of(node)
+                    return function is not None and any(
+                        isinstance(b, ast.arg) for b in bindings(function, node.id))
+                node = held
+                hops += 1
+                continue
             if not isinstance(node, ast.Call):
                 return False
-            if index.name_of(node).startswith(_TF_SOURCES):
+            if self.index.name_of(node).startswith(_TF_SOURCES):
                 return True
             func = node.func
             if not isinstance(func, ast.Attribute) or func.attr not in _PIPELINE_STEPS:
                 return False
             node = func.value
 
-    @staticmethod
-    def _escapes(index: ModuleIndex, call: ast.Call, returned: set[str]) -> bool:
-        """Whether the pipeline leaves this code (returned, yielded, or handed to a function
-        other than fit/evaluate/predict): whoever receives it may prefetch it."""
-        child: ast.AST = call
-        for parent in index.ancestors(call):
-            if isinstance(parent, (ast.Return, ast.Yield, ast.YieldFrom)):
-                return True
-            if isinstance(parent, ast.Call) and child is not parent.func:
-                return last_name(parent.func) not in _CONSUMERS
-            if isinstance(parent, (ast.Assign, ast.AnnAssign)):
-                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-                names = {t.id for t in targets if isinstance(t, ast.Name)}
-                if names & returned:
-                    return True
-                return _handed_on(index, index.scope_of(call), names)
-            if isinstance(parent, ast.stmt):
-                return False
-            child = parent
-        return False
+    def fate(self, index: ModuleIndex, node: ast.expr, depth: int) -> tuple[Fate, str]:
+        """What happens to the value of `node` (an expression in module `index`)."""
+        if node in self._visiting:
+            return "unknown", ""
+        self._visiting.add(node)
+        try:
+            return self._fate(index, node, depth)
+        finally:
+            self._visiting.discard(node)
+
+    def _fate(self, index: ModuleIndex, node: ast.expr, depth: int) -> tuple[Fate, str]:
+        parent = index.parent.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            call = index.parent.get(parent)
+            if not isinstance(call, ast.Call) or call.func is not parent:
+                return "unknown", ""
+            if parent.attr == "prefetch":
+                # A prefetch whose result is dropped (`ds.prefetch(2)` alone) changes nothing.
+                return ("unknown", "") if isinstance(index.parent.get(call), ast.Expr) \
+                    else ("prefetched", "")
+            if parent.attr in _ITERATING:
+                return "consumed", _where(index, call)
+            if parent.attr in _EXPENSIVE:
+                return "unknown", ""  # a later map/batch: judged (and reported) on its own
+            if parent.attr in _PIPELINE_STEPS:
+                return self.fate(index, call, depth)
+            return "unknown", ""
+        if isinstance(parent, ast.Call) and node is not parent.func:
+            consumer = last_name(parent.func)
+            if consumer in ("enumerate", "zip", "tqdm"):
+                loop = index.parent.get(parent)
+                if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is parent:
+                    return ("consumed", _where(index, loop)) if _trains(loop) \
+                        else ("unknown", "")
+                return "unknown", ""
+            if consumer in _CONSUMERS:
+                return "consumed", _where(index, parent)
+            return "unknown", ""
+        if isinstance(parent, ast.keyword):
+            call = index.parent.get(parent)
+            if isinstance(call, ast.Call) and last_name(call.func) in _CONSUMERS:
+                return "consumed", _where(index, call)
+            return "unknown", ""
+        if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
+            return ("consumed", _where(index, parent)) if _trains(parent) else ("unknown", "")
+        if isinstance(parent, ast.Return) and depth > 0:
+            return self._returned(index, node, depth - 1)
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+            targets = targets_of(parent)
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                return self._name_uses(index, parent, targets[0].id, depth)
+            if len(targets) == 1 and isinstance(targets[0], ast.Attribute):
+                return self._attribute_uses(index, targets[0].attr, depth)
+        return "unknown", ""
+
+    def _combine(self, fates: list[tuple[Fate, str]]) -> tuple[Fate, str]:
+        if any(f == "prefetched" for f, _ in fates):
+            return "prefetched", ""
+        consumed = [w for f, w in fates if f == "consumed"]
+        return ("consumed", consumed[0]) if consumed else ("unknown", "")
+
+    def _name_uses(self, index: ModuleIndex, assign: ast.AST, name: str,
+                   depth: int) -> tuple[Fate, str]:
+        scope = index.scope_of(assign)
+        later = [b for b in bindings(scope, name) if _position(b) > _position(assign)]
+        rebound = min(later, key=_position) if later else None
+        uses = [n for n in statements_in(scope) if isinstance(n, ast.Name) and n.id == name
+                and isinstance(n.ctx, ast.Load) and _position(n) > _position(assign)
+                and not index.contains(assign, n)
+                and (rebound is None or _position(n) < _position(rebound)
+                     or index.contains(rebound, n))]
+        return self._combine([self.fate(index, use, depth) for use in uses])
+
+    def _attribute_uses(self, index: ModuleIndex, attr: str, depth: int) -> tuple[Fate, str]:
+        uses = [n for n in ast.walk(index.tree) if isinstance(n, ast.Attribute)
+                and n.attr == attr and isinstance(n.ctx, ast.Load)]
+        return self._combine([self.fate(index, use, depth) for use in uses])
+
+    def _returned(self, index: ModuleIndex, node: ast.AST, depth: int) -> tuple[Fate, str]:
+        function = index.function_of(node)
+        if function is None:
+            return "unknown", ""
+        return self._combine([self.fate(module, call, depth)
+                              for module, call in callers(index, function)])
 
 
-#: Calls that consume a pipeline here (so nobody else will prefetch it).
-_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "iter", "enumerate",
-                        "train_step", "experimental_distribute_dataset"})
+def _where(index: ModuleIndex, node: ast.AST) -> str:
+    line = getattr(node, "lineno", 0)
+    what = f" ({last_name(node.func)})" if isinstance(node, ast.Call) else " (a for loop)"
+    if index.path is None:
+        return f"line {line}{what}"
+    return f"{index.path.name}:{line}{what}"
 
 
-def _handed_on(index: ModuleIndex, scope: ast.AST, names: set[str]) -> bool:
-    """Whether one of `names` (or a name computed from one) is passed to a call other than a
-    consumer or a tf.data step."""
-    names = set(names)
-    nodes = list(ast.walk(scope))
-    changed = True
-    while changed:
-        changed = False
-        for node in nodes:
-            if isinstance(node, ast.Assign) and any(
-                    isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
-                new = {t.id for t in node.targets if isinstance(t, ast.Name)} - names
-                if new:
-                    names |= new
-                    changed = True
-    for node in nodes:
-        if not isinstance(node, ast.Call) or node.func is None:
-            continue
-        arguments = [*node.args, *(k.value for k in node.keywords)]
-        passed = any(isinstance(n, ast.Name) and n.id in names
-                     for a in arguments for n in ast.walk(a))
-        if not passed:
-            continue
-        if last_name(node.func) in _CONSUMERS or index.name_of(node).startswith(_TF_SOURCES):
-            continue
-        return True
-    return False
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
 _THREAD_STARTERS = ("threading.Thread", "threading.Timer", "concurrent.futures.ThreadPoolExecutor",
@@ -495,27 +761,135 @@ class ForkedWorkersWithThreads(LintRule):
         "loader = DataLoader(ds, num_workers=2)  # expect\n"
         "for epoch in range(3):\n    with Tracemalloc():\n        for batch in loader:\n"
         "            step(batch)\n",
+        # Validation workers forked inside the loop over a pinned training loader.
+        "from torch.utils.data import DataLoader\n"
+        "train = DataLoader(a, num_workers=4, pin_memory=True)\n"
+        "val = DataLoader(b, num_workers=2)\nfor x in train:\n"
+        "    for v in val:  # expect\n        check(v)\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "num_workers" not in source or ("Thread" not in source and "Timer" not in source):
-            return
-        if not any(index.name_of(c).startswith(_THREAD_STARTERS) and _live_thread(index, c)
-                   for c in index.calls):
+        if "num_workers" not in source:
             return
         for call in index.calls:
             if last_name(call.func) == "set_start_method" and call.args and \
                     isinstance(call.args[0], ast.Constant) and call.args[0].value != "fork":
                 return
-        for call in index.calls:
-            if not is_dataloader(index, call):
-                continue
-            workers = keyword(call, "num_workers")
-            if workers is None or (isinstance(workers, ast.Constant) and not workers.value):
-                continue
-            context = keyword(call, "multiprocessing_context")
-            if context is not None and not (isinstance(context, ast.Constant)
-                                            and context.value == "fork"):
-                continue
-            yield Hit.at(call)
+        forking = [c for c in index.calls if _forking_loader(index, c)]
+        if not forking:
+            return
+        threaded = ("Thread" in source or "Timer" in source) and any(
+            _starts_threads(index, c) and _live_thread(index, c) for c in index.calls)
+        reported: set[ast.AST] = set()
+        if threaded:
+            for call in forking:
+                reported.add(call)
+                yield Hit.at(call)
+        if "pin_memory" in source:
+            for node, why in _forks_beside_pin_thread(index, forking):
+                if node not in reported:
+                    reported.add(node)
+                    yield Hit.at(node, why)
+
+
+def _forking_loader(index: ModuleIndex, call: ast.Call) -> bool:
+    """A DataLoader (or a subclass defined here) that forks worker processes."""
+    if not (is_dataloader(index, call) or _loader_subclass(index, call) is not None):
+        return False
+    workers = keyword(call, "num_workers")
+    if workers is None or (isinstance(workers, ast.Constant) and not workers.value):
+        return False
+    context = keyword(call, "multiprocessing_context")
+    return context is None or (isinstance(context, ast.Constant) and context.value == "fork")
+
+
+def _loader_subclass(index: ModuleIndex, call: ast.Call) -> ast.ClassDef | None:
+    """The class this module defines on top of DataLoader that `call` instantiates."""
+    name = last_name(call.func)
+    for owner in index.classes:
+        if owner.name == name and any((last_name(b) or "").endswith("DataLoader")
+                                      for b in owner.bases):
+            return owner
+    return None
+
+
+def _starts_threads(index: ModuleIndex, call: ast.Call) -> bool:
+    """`threading.Thread(...)`, a pool of threads, or a Thread subclass defined here."""
+    if index.name_of(call).startswith(_THREAD_STARTERS):
+        return True
+    name = last_name(call.func)
+    return any(owner.name == name and any(
+        index.qualify(dotted(b) or "").endswith("Thread") for b in owner.bases)
+        for owner in index.classes)
+
+
+def _pins(call: ast.Call) -> bool:
+    flag = keyword(call, "pin_memory")
+    return isinstance(flag, ast.Constant) and flag.value is True
+
+
+def _eager(owner: ast.ClassDef | None) -> bool:
+    """A DataLoader subclass that creates its iterator in `__init__` (forking its workers and
+    starting its pin-memory thread as soon as it is built)."""
+    if owner is None:
+        return False
+    for node in owner.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            return any(isinstance(c, ast.Call) and (
+                last_name(c.func) == "__iter__" or (last_name(c.func) == "iter" and c.args
+                                                    and last_name(c.args[0]) == "self"))
+                for c in ast.walk(node))
+    return False
+
+
+def _forks_beside_pin_thread(index: ModuleIndex,
+                             forking: list[ast.Call]) -> Iterator[tuple[ast.AST, str]]:
+    """Workers forked while another loader's pin-memory thread runs: a forking loader iterated
+    inside the loop over a pinned loader, or built after a pinned loader that iterates
+    eagerly. The thread holds libc locks (registering at-exit handlers on its first
+    pin_memory) that a forked child inherits locked."""
+    why = ("DataLoader forks its workers while another loader's pin-memory thread runs: a "
+           "lock that thread holds stays locked in the workers, which can deadlock")
+    pinned = [c for c in forking if _pins(c)]
+    if not pinned:
+        return
+    names = {id(c): _bound_name(index, c) for c in forking}
+    for outer in pinned:
+        outer_name = names[id(outer)]
+        if outer_name is not None:
+            for loop in index.loops:
+                if not isinstance(loop, (ast.For, ast.AsyncFor)) or \
+                        outer_name not in _iterated(loop):
+                    continue
+                for inner in forking:
+                    inner_name = names[id(inner)]
+                    if inner is outer or inner_name is None or inner_name == outer_name:
+                        continue
+                    for node in ast.walk(loop):
+                        if node is not loop and isinstance(node, (ast.For, ast.AsyncFor)) \
+                                and inner_name in _iterated(node):
+                            yield node, why
+        if _eager(_loader_subclass(index, outer)):
+            for later in forking:
+                if later is not outer and _position(later) > _position(outer) and \
+                        index.scope_of(later) is index.scope_of(outer):
+                    yield later, why
+
+
+def _iterated(loop: ast.For | ast.AsyncFor) -> set[str]:
+    """The names a for loop iterates over, through `enumerate(...)`, `tqdm(...)`, `zip(...)`."""
+    node = loop.iter
+    while isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    name = last_name(node)
+    return {name} if name is not None else set()
+
+
+def _bound_name(index: ModuleIndex, call: ast.Call) -> str | None:
+    parent = index.parent.get(call)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        targets = targets_of(parent)
+        if len(targets) == 1:
+            return last_name(targets[0])
+    return None

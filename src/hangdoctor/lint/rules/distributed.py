@@ -4,18 +4,30 @@ reach the end of their data at different steps."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 
-from hangdoctor.lint.index import ModuleIndex, keyword, keyword_names, last_name
+from hangdoctor.lint.flow import Values, called_function, callers, origin, statements_in
+from hangdoctor.lint.index import (
+    Function,
+    ModuleIndex,
+    keyword,
+    keyword_names,
+    last_name,
+    targets_of,
+)
 from hangdoctor.lint.model import Hit, LintRule, Severity
 from hangdoctor.lint.rules.common import (
     MAIN_ONLY_DECORATORS,
+    PARALLEL_WRAPPERS,
     Polarity,
+    Resolver,
     collective_name,
     flip,
     is_dataloader,
     is_rank,
     rank_polarity,
+    resolver,
 )
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -38,6 +50,88 @@ def _calls_in(statements: list[ast.stmt]) -> Iterator[ast.Call]:
 def _condition_text(test: ast.expr) -> str:
     text = ast.unparse(test)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: A module that never mentions a rank or a main-process flag has no rank condition.
+_RANKISH = re.compile(r"rank|main_process|is_main|master|process_zero|global_zero|local_zero|"
+                      r"is_chief|process_index|proc_id|PROCID|is_last_process|on_process|"
+                      r"on_main_process|on_local_process", re.IGNORECASE)
+#: How deep a rule follows helper calls to find a collective.
+_HELPER_DEPTH = 3
+
+
+class _Reach:
+    """Which collective a call makes: directly, or through the functions it calls (in this
+    module, a method of the same class, or a function imported from the project)."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self._memo: dict[tuple[int, int], tuple[str, str] | None] = {}
+
+    def calls(self, calls: Iterable[ast.Call]) -> list[tuple[ast.Call, tuple[str, str]]]:
+        """(call, (key, description)) for the calls that reach a collective."""
+        found = []
+        for call in calls:
+            reached = self.of(call)
+            if reached is not None:
+                found.append((call, reached))
+        return found
+
+    def of(self, call: ast.Call) -> tuple[str, str] | None:
+        name = collective_name(self.index, call)
+        if name is not None:
+            return name, f"`{name}`"
+        target = called_function(self.index, call)
+        if target is None:
+            return None
+        reached = self._function(*target, _HELPER_DEPTH)
+        if reached is None:
+            return None
+        callee = target[1].name
+        collective, where = reached
+        return callee, f"`{callee}` (which reaches `{collective}` at {where})"
+
+    def _function(self, module: ModuleIndex, function: Function,
+                  depth: int) -> tuple[str, str] | None:
+        key = (id(module), id(function))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # recursion guard
+        resolve = resolver(module)
+        result = None
+        for node in statements_in(function):
+            if not isinstance(node, ast.Call) or _rank_guarded(module, node, function, resolve):
+                continue
+            name = collective_name(module, node)
+            if name is not None:
+                result = (name, self._where(module, node))
+                break
+            if depth > 1:
+                target = called_function(module, node)
+                if target is not None and target[1] is not function:
+                    inner = self._function(*target, depth - 1)
+                    if inner is not None:
+                        result = inner
+                        break
+        self._memo[key] = result
+        return result
+
+    def _where(self, module: ModuleIndex, node: ast.AST) -> str:
+        line = getattr(node, "lineno", 0)
+        if module is self.index or module.path is None:
+            return f"line {line}"
+        return f"{module.path.name}:{line}"
+
+
+def _rank_guarded(index: ModuleIndex, node: ast.AST, function: ast.AST,
+                  resolve: Resolver) -> bool:
+    """Whether `node` sits under a rank condition inside `function` (a rank-aware helper)."""
+    for parent in index.ancestors(node):
+        if parent is function:
+            return False
+        if isinstance(parent, ast.If) and rank_polarity(parent.test, resolve) is not None:
+            return True
+    return False
 
 
 class CollectiveUnderRankCondition(LintRule):
@@ -67,6 +161,9 @@ class CollectiveUnderRankCondition(LintRule):
         "        dist.barrier()\n",
         "if accelerator.is_main_process:\n    accelerator.save_state(out)\n"
         "accelerator.wait_for_everyone()\n",
+        # The DeepSpeed fix of diffusers' examples: every rank saves under DeepSpeed.
+        "if accelerator.is_main_process or accelerator.distributed_type == DEEPSPEED:\n"
+        "    accelerator.save_state(out)\n",
         # Only rank 0 evaluates unless the model is sharded; the collectives run only when it
         # is, and then no rank has left (open_clip's evaluate()).
         "import torch.distributed as dist\ndef evaluate(args):\n"
@@ -79,6 +176,12 @@ class CollectiveUnderRankCondition(LintRule):
         "from torch.distributed import all_reduce\nif args.rank != 0:\n"
         "    all_reduce(t)  # expect\n",
         "if accelerator.is_main_process:\n    accelerator.wait_for_everyone()  # expect\n",
+        # save_state gathers every rank's shard under DeepSpeed/FSDP, which this code uses.
+        "if accelerator.state.deepspeed_plugin is not None:\n    configure()\n"
+        "if accelerator.is_main_process:\n    accelerator.save_state(out)  # expect\n",
+        # A helper that reaches a barrier, called on rank 0 only.
+        "import torch.distributed as dist\ndef sync():\n    dist.barrier()\n"
+        "def save(rank):\n    if rank == 0:\n        sync()  # expect\n",
         "import os\nimport torch\nif int(os.environ['RANK']) == 0:\n    pass\nelse:\n"
         "    torch.distributed.broadcast(t, 0)  # expect\n",
         "def save(trainer):\n    if not trainer.is_world_process_zero():\n        return\n"
@@ -92,50 +195,52 @@ class CollectiveUnderRankCondition(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        # (call, name, polarity of the ranks that make it, scope, message)
+        if not _RANKISH.search(index.source):
+            return
+        reach = _Reach(index)
+        resolve = resolver(index)
+        # call -> (key, polarity of the ranks that make it, scope, message)
         found: dict[ast.Call, tuple[str, Polarity, ast.AST, str]] = {}
 
-        def add(calls, polarity: Polarity, scope: ast.AST, why: str, skip=frozenset()):
-            for call in calls:
-                name = collective_name(index, call)
-                if name is not None and name not in skip and call not in found:
-                    found[call] = (name, polarity, scope, f"`{name}` {why}")
+        def add(calls: Iterable[tuple[ast.Call, tuple[str, str]]], polarity: Polarity,
+                scope: ast.AST, why: str, skip: frozenset[str] = frozenset()) -> None:
+            for call, (key, what) in calls:
+                if key not in skip and call not in found:
+                    found[call] = (key, polarity, scope, f"{what} {why}")
 
         for node in index.ifs:
-            polarity = rank_polarity(node.test)
+            polarity = rank_polarity(node.test, resolve)
             if polarity is None:
                 continue
-            body = [(c, collective_name(index, c)) for c in _calls_in(node.body)]
-            orelse = [(c, collective_name(index, c)) for c in _calls_in(node.orelse)]
-            body = [(c, n) for c, n in body if n]
-            orelse = [(c, n) for c, n in orelse if n]
+            body = reach.calls(_calls_in(node.body))
+            orelse = reach.calls(_calls_in(node.orelse))
             scope = index.scope_of(node)
             condition = _condition_text(node.test)
-            both = {n for _, n in body} & {n for _, n in orelse}
-            add((c for c, _ in body), polarity, scope,
+            both = frozenset(k for _, (k, _) in body) & frozenset(k for _, (k, _) in orelse)
+            add(body, polarity, scope,
                 f"is called only on the ranks where `{condition}`; the others never join it",
                 both)
-            add((c for c, _ in orelse), flip(polarity), scope,
+            add(orelse, flip(polarity), scope,
                 f"is called only on the ranks where `{condition}` is false; the others never "
                 "join it", both)
             if not node.orelse and isinstance(node.body[-1], _EXITS):
-                add(_unless_excluded(index, self._after(index, node), node.test),
+                add(reach.calls(_unless_excluded(index, self._after(index, node), node.test)),
                     flip(polarity), scope,
                     f"is skipped by the ranks that leave at line {node.body[-1].lineno} "
                     f"(`{type(node.body[-1]).__name__.lower()}` under `{condition}`); "
                     "the others wait for them in it")
         for function in index.functions:
             if any(last_name(d) in MAIN_ONLY_DECORATORS for d in function.decorator_list):
-                add(_calls_in(function.body), "main", function,
+                add(reach.calls(_calls_in(function.body)), "main", function,
                     "is called in a function that runs on the main process only "
                     "(decorated to); the other ranks never join it")
         # Both kinds of rank reaching the same collective in one scope is the deliberate
         # "main process first" pattern (others wait at a barrier, main joins it later).
         polarities: dict[tuple[ast.AST, str], set[str]] = {}
-        for name, polarity, scope, _ in found.values():
-            polarities.setdefault((scope, name), set()).add(polarity)
-        for call, (name, _, scope, message) in found.items():
-            if len(polarities[(scope, name)]) == 1:
+        for key, polarity, scope, _ in found.values():
+            polarities.setdefault((scope, key), set()).add(polarity)
+        for call, (key, _, scope, message) in found.items():
+            if len(polarities[(scope, key)]) == 1:
                 yield Hit.at(call, message)
 
     @staticmethod
@@ -195,7 +300,8 @@ def _unless_excluded(index: ModuleIndex, calls: Iterator[ast.Call],
 
 
 _WORLD = frozenset({"world_size", "num_replicas", "num_processes", "nprocs", "get_world_size",
-                    "num_shards", "world", "n_gpus", "ngpus", "num_gpus"})
+                    "num_shards", "world", "n_gpus", "ngpus", "num_gpus",
+                    "size", "Get_size"})  # Horovod's hvd.size(), mpi4py's comm.Get_size()
 
 
 class DdpWithoutDistributedSampler(LintRule):
@@ -204,7 +310,7 @@ class DdpWithoutDistributedSampler(LintRule):
     category = "distributed.uneven_inputs"
     severity = Severity.WARNING
     message = ("DataLoader without a sampler in a module that wraps the model in "
-               "DistributedDataParallel: every rank reads the whole dataset")
+               "DistributedDataParallel or FSDP: every rank reads the whole dataset")
     fix = ("pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)`), or "
            "shard the data evenly some other way")
     why = ("Without a DistributedSampler each rank iterates the whole dataset: the work is "
@@ -236,27 +342,58 @@ class DdpWithoutDistributedSampler(LintRule):
         "model_without_ddp = model.module\n"
         "loader = DataLoader(ds, batch_size=8, shuffle=True)  # expect\n"
         "train(model, loader)\n",
+        # FSDP shards the model, not the data; a comment is not a sampler.
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "model = FSDP(model)  # TODO: DistributedSampler\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=8)  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "DistributedDataParallel" not in source or "DistributedSampler" in source:
-            return
-        if "split_dataset_by_node" in source or ".shard(" in source:
-            return  # sharded some other way
+        if "DataParallel" not in source or (_SHARDED.search(source)
+                                            and index.identifiers & _SHARDING):
+            return  # no data-parallel wrapper; or the data is sharded (in code, not comments)
         wrappers = [c for c in index.calls
-                    if index.name_of(c).endswith("DistributedDataParallel")]
+                    if index.name_of(c).rpartition(".")[2] in PARALLEL_WRAPPERS]
         if not wrappers or all(_only_unwrapped(index, c) for c in wrappers):
             return
         for call in index.calls:
             # torch's DataLoader itself: a loader class of the project's own
             # (`DaliDataLoader(gpu_id=rank, ...)`) shards in its constructor.
-            if index.name_of(call).rpartition(".")[2] != "DataLoader":
-                continue
-            names = keyword_names(call)
-            if names & {"sampler", "batch_sampler", None}:
-                continue
-            yield Hit.at(call)
+            if index.name_of(call).rpartition(".")[2] == "DataLoader":
+                if not keyword_names(call) & {"sampler", "batch_sampler", None}:
+                    yield Hit.at(call)
+            elif "DataLoader" not in index.name_of(call):
+                built = _loader_from_helper(index, call)
+                if built is not None:
+                    yield Hit.at(call, f"`{built}` builds a DataLoader without a sampler, and "
+                                       "this module wraps the model in a data-parallel "
+                                       "wrapper: every rank reads the whole dataset")
+
+
+#: What makes the data sharded per rank, when the code (not a comment) uses it.
+_SHARDING = frozenset({"DistributedSampler", "split_dataset_by_node", "shard",
+                       "ElasticDistributedSampler", "DistributedBatchSampler"})
+_SHARDED = re.compile("|".join(sorted(_SHARDING)))
+
+
+def _loader_from_helper(index: ModuleIndex, call: ast.Call) -> str | None:
+    """The name of the function `call` runs when that function returns torch's DataLoader
+    built without a sampler (the project's `build_loader(dataset)` helper)."""
+    target = called_function(index, call)
+    if target is None:
+        return None
+    module, function = target
+    if module is index:
+        return None  # its own DataLoader call is reported where it is
+    if _SHARDED.search(module.source) and module.identifiers & _SHARDING:
+        return None
+    for node in statements_in(function):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and \
+                module.name_of(node.value).rpartition(".")[2] == "DataLoader" and \
+                not keyword_names(node.value) & {"sampler", "batch_sampler", None}:
+            return function.name
+    return None
 
 
 def _only_unwrapped(index: ModuleIndex, wrap: ast.Call) -> bool:
@@ -313,13 +450,120 @@ def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
     return False
 
 
-def _stream_bounded(index: ModuleIndex, shard: ast.Call) -> bool:
+def _stream_bounded(index: ModuleIndex, shard: ast.Call, depth: int = 2) -> bool:
     """A tf.data shard that is then repeated forever (`.repeat()`: every rank runs as many
-    steps as the loop asks) or cut to one count on every rank (`.take(n)`)."""
-    return any(isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
-               and (sub.func.attr == "take"
-                    or (sub.func.attr == "repeat" and not sub.args and not sub.keywords))
-               for sub in ast.walk(index.scope_of(shard)))
+    steps as the loop asks) or cut to one count on every rank (`.take(n)`) — on this very
+    pipeline: chained onto it, or onto the name it is assigned to later in the function. A
+    `.repeat()` on another pipeline of the module does not bound this one."""
+    if isinstance(shard.func, ast.Attribute) and shard.func.attr == "shard" and \
+            _bounded_before(index, shard.func.value):
+        return True
+    node: ast.AST = shard
+    names: set[str] = set()
+    while True:
+        parent = index.parent.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr == "take" or (parent.attr == "repeat" and _repeats_forever(
+                    index.parent.get(parent))):
+                return True
+            node = index.parent.get(parent) or parent
+            continue
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+            names = {t.id for t in targets_of(parent) if isinstance(t, ast.Name)}
+        break
+    if isinstance(index.parent.get(node), ast.Return):
+        return _bounded_by_callers(index, node, depth)
+    if not names:
+        return False
+    scope = index.scope_of(shard)
+    for sub in statements_in(scope):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                _position(sub) > _position(shard) and \
+                isinstance(sub.func.value, ast.Name) and sub.func.value.id in names and \
+                (sub.func.attr == "take" or (sub.func.attr == "repeat"
+                                             and _repeats_forever(sub))):
+            return True
+        if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Name) and \
+                sub.value.id in names and _position(sub) > _position(shard) and \
+                _bounded_by_callers(index, sub.value, depth):
+            return True
+    return False
+
+
+def _bounded_by_callers(index: ModuleIndex, returned: ast.AST, depth: int) -> bool:
+    """A shard handed back to callers: bounded when a caller repeats or cuts it."""
+    function = index.function_of(returned)
+    if function is None or depth <= 0:
+        return False
+    return any(_stream_bounded(module, call, depth - 1)
+               for module, call in callers(index, function))
+
+
+def _bounded_before(index: ModuleIndex, node: ast.expr | None, depth: int = 0) -> bool:
+    """Whether the pipeline a shard is taken from is already repeated forever or cut."""
+    while node is not None and depth < 6:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "take" or (node.func.attr == "repeat"
+                                            and _repeats_forever(node)):
+                return True
+            node = node.func.value
+        elif isinstance(node, ast.Name):
+            node = origin(index, node)
+        else:
+            return False
+        depth += 1
+    return False
+
+
+def _repeats_forever(call: ast.AST | None) -> bool:
+    return isinstance(call, ast.Call) and not call.args and not call.keywords
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _rounded_up(index: ModuleIndex, node: ast.AST | None, depth: int = 0) -> bool:
+    """Whether `node` is a per-rank count rounded *up* (`math.ceil(n / ws)`, `(n + ws - 1) //
+    ws`, `-(-n // ws)`): blocks of that size leave the last rank short."""
+    if node is None or depth > 3:
+        return False
+    if isinstance(node, ast.Call):
+        if last_name(node.func) == "ceil":
+            return True
+        if isinstance(node.func, ast.Name) and node.func.id == "int" and node.args:
+            return _rounded_up(index, node.args[0], depth + 1)
+        return False
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.BinOp) and isinstance(node.operand.op,
+                                                                  ast.FloorDiv)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+        return isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Add)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _rounded_up(index, origin(index, node), depth + 1)
+    return False
+
+
+def _rank_block(index: ModuleIndex, piece: ast.Slice) -> bool:
+    """`items[rank * k:(rank + 1) * k]` with `k` rounded up."""
+    lower, upper = piece.lower, piece.upper
+    if not (isinstance(lower, ast.BinOp) and isinstance(lower.op, ast.Mult)
+            and isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Mult)):
+        return False
+    resolve = resolver(index)
+    for rank, size in ((lower.left, lower.right), (lower.right, lower.left)):
+        if is_rank(rank, resolve) and _rounded_up(index, size):
+            return True
+    return False
+
+
+def _islice_by_rank(index: ModuleIndex, call: ast.Call) -> bool:
+    """`itertools.islice(items, rank, None, world_size)`: a round-robin share per rank."""
+    if not index.name_of(call).endswith("islice") or len(call.args) != 4:
+        return False
+    start, stop, step = call.args[1:]
+    return is_rank(start, resolver(index)) and isinstance(stop, ast.Constant) and \
+        stop.value is None and last_name(step) in _WORLD
 
 
 class UnevenShards(LintRule):
@@ -369,37 +613,70 @@ class UnevenShards(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "drop_last=True" in source or "Join" in source or "even_batches" in source:
+        if not _RANKISH.search(source):
             return
+        if "drop_last=True" in source or "Join" in index.identifiers or \
+                "even_batches" in index.identifiers:
+            return
+        resolve = resolver(index)
         for node in index.subscripts:
             piece = node.slice
-            if (isinstance(piece, ast.Slice) and piece.upper is None
-                    and piece.lower is not None and piece.step is not None
-                    and is_rank(piece.lower) and last_name(piece.step) in _WORLD
-                    and not _evened(index, node, piece.lower)):
+            if not isinstance(piece, ast.Slice):
+                continue
+            strided = (piece.upper is None and piece.lower is not None
+                       and piece.step is not None and is_rank(piece.lower, resolve)
+                       and last_name(piece.step) in _WORLD)
+            if (strided or _rank_block(index, piece)) and \
+                    not _evened(index, node, piece.lower or node):
                 yield Hit.at(node)
         for call in index.calls:
+            if _islice_by_rank(index, call) and not _evened(index, call, call.args[1]):
+                yield Hit.at(call)
+                continue
             if last_name(call.func) != "shard" or not isinstance(call.func, ast.Attribute):
                 continue
             shard_index = keyword(call, "index")
             if shard_index is None and len(call.args) >= 2:
                 shard_index = call.args[1]
-            if shard_index is not None and is_rank(shard_index) and \
+            if shard_index is not None and is_rank(shard_index, resolve) and \
                     keyword(call, "contiguous") is None and \
                     not _evened(index, call, shard_index) and not _stream_bounded(index, call):
                 yield Hit.at(call)
 
 
-def _device_count(call: ast.Call) -> int | None:
+def _device_count(index: ModuleIndex, values: Values, call: ast.Call) -> int | None:
+    """How many devices a DataParallel spans: its `device_ids` (a list, `range(n)`, a constant
+    of the module or of the project's config), else the devices a literal
+    `CUDA_VISIBLE_DEVICES` in this module leaves visible."""
     ids = keyword(call, "device_ids")
     if ids is None and len(call.args) >= 2:
         ids = call.args[1]
-    if isinstance(ids, (ast.List, ast.Tuple)):
-        return len(ids.elts)
-    if isinstance(ids, ast.Call) and last_name(ids.func) == "range" and len(ids.args) == 1 \
-            and isinstance(ids.args[0], ast.Constant) and isinstance(ids.args[0].value, int):
-        return ids.args[0].value
+    if ids is not None:
+        value = values.value(ids)
+        return len(value) if isinstance(value, tuple) else None
+    return _visible_devices(index)
+
+
+def _visible_devices(index: ModuleIndex) -> int | None:
+    if "CUDA_VISIBLE_DEVICES" not in index.source:
+        return None
+    for node in index.assigns:
+        for target in targets_of(node):
+            if isinstance(target, ast.Subscript) and last_name(target.value) == "environ" and \
+                    isinstance(target.slice, ast.Constant) and \
+                    target.slice.value == "CUDA_VISIBLE_DEVICES" and \
+                    isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                devices = [d for d in node.value.value.split(",") if d.strip()]
+                return len(devices) or None
     return None
+
+
+def _batch_size(call: ast.Call) -> ast.expr | None:
+    """The batch size a DataLoader call passes (keyword, or second positional argument)."""
+    size = keyword(call, "batch_size")
+    if size is None and len(call.args) >= 2:
+        size = call.args[1]
+    return size
 
 
 class DataParallelIndivisibleBatch(LintRule):
@@ -421,12 +698,23 @@ class DataParallelIndivisibleBatch(LintRule):
     invalid = (
         "import torch.nn as nn\nmodel = nn.DataParallel(model, device_ids=[0, 1, 2, 3])\n"
         "loader = DataLoader(ds, batch_size=30)  # expect\n",
+        # A module constant; the device count from a constant of its own.
+        "import torch\nBATCH = 30\nGPUS = list(range(4))\n"
+        "model = torch.nn.DataParallel(model, device_ids=GPUS)\n"
+        "loader = DataLoader(ds, batch_size=BATCH)  # expect\n",
+        # An argparse default, and the devices a literal CUDA_VISIBLE_DEVICES leaves.
+        "import argparse, os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = '0,1,2'\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--batch-size', type=int, default=16)\nargs = parser.parse_args()\n"
+        "model = torch.nn.DataParallel(model)\n"
+        "loader = DataLoader(ds, args.batch_size)  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         if "DataParallel" not in index.source:
             return
-        counts = [_device_count(c) for c in index.calls
+        values = Values(index)
+        counts = [_device_count(index, values, c) for c in index.calls
                   if index.name_of(c).endswith("DataParallel")
                   and not index.name_of(c).endswith("DistributedDataParallel")]
         devices = max((n for n in counts if n), default=0)
@@ -435,8 +723,7 @@ class DataParallelIndivisibleBatch(LintRule):
         for call in index.calls:
             if not is_dataloader(index, call):
                 continue
-            size = keyword(call, "batch_size")
-            if isinstance(size, ast.Constant) and isinstance(size.value, int) \
-                    and not isinstance(size.value, bool) and size.value % devices:
-                yield Hit.at(call, f"batch_size={size.value} is not divisible by the "
-                              f"{devices} DataParallel devices")
+            size = values.value(_batch_size(call))
+            if isinstance(size, int) and not isinstance(size, bool) and size % devices:
+                yield Hit.at(call, f"batch size {size} is not divisible by the {devices} "
+                                   "DataParallel devices")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
-from hangdoctor.lint.index import ModuleIndex, keyword_names, last_name
+from hangdoctor.lint.flow import bound_call, origin
+from hangdoctor.lint.index import ModuleIndex, keyword_names
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
 _REQUESTS_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options",
@@ -37,24 +39,27 @@ class NetworkCallWithoutTimeout(LintRule):
         "import requests, torch\nr = requests.get(url, timeout=30)\n",
         "import socket, torch\nfrom urllib.request import urlopen\n"
         "socket.setdefaulttimeout(60)\nurlopen(url)\n",
-        # Not training code: no framework imported.
+        # Not training code: no framework imported (and no project around the snippet).
         "import requests\nr = requests.get(url)\n",
+        "import requests, torch\nwith requests.Session() as s:\n    s.get(url, timeout=5)\n",
     )
     invalid = (
         "import requests\nimport torch\nr = requests.post(url, json=metrics)  # expect\n",
         "import torch\nfrom urllib.request import urlopen\ndata = urlopen(url).read()  # expect\n",
         "import torch, requests\ns = requests.Session()\ns.get(url)  # expect\n",
         "import torch, http.client\nc = http.client.HTTPSConnection(host)  # expect\n",
+        "import torch, requests\nwith requests.Session() as s:\n    s.post(url)  # expect\n",
+        "import torch, requests\nclass Client:\n    def __init__(self, session=None):\n"
+        "        self.session = session or requests.Session()\n    def send(self, x):\n"
+        "        return self.session.post(self.url, json=x)  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not index.imported & {"requests", "urllib", "urllib2", "http", "socket"} or \
-                not index.framework or "setdefaulttimeout" in index.source:
+        if not _NETWORK.search(index.source):
             return
-        sessions = {t.id for a in index.assigns if isinstance(a.value, ast.Call)
-                    and index.name_of(a.value) in ("requests.Session", "requests.session")
-                    for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
-                    if isinstance(t, ast.Name)}
+        if not index.imported & {"requests", "urllib", "urllib2", "http", "socket"} or \
+                "setdefaulttimeout" in index.identifiers or not index.training:
+            return
         for call in index.calls:
             name = index.name_of(call)
             if not name:
@@ -63,12 +68,31 @@ class NetworkCallWithoutTimeout(LintRule):
             if "timeout" in keywords or None in keywords:
                 continue
             root, _, method = name.rpartition(".")
-            if (root == "requests" or root in sessions) and method in _REQUESTS_METHODS:
-                if isinstance(call.func, ast.Attribute) or root == "requests":
-                    yield Hit.at(call, f"`{last_name(call.func)}` request without timeout=: "
-                                       "it can wait forever")
+            if method in _REQUESTS_METHODS and (root == "requests" or (
+                    isinstance(call.func, ast.Attribute) and _session(index, call.func.value))):
+                yield Hit.at(call, f"`{method}` request without timeout=: it can wait forever")
             elif name in _TIMEOUT_POSITION and len(call.args) < _TIMEOUT_POSITION[name]:
                 yield Hit.at(call, f"`{name}` without timeout=: it can wait forever")
             elif name in _NO_TIMEOUT_AT_ALL:
                 yield Hit.at(call, f"`{name}` has no timeout and none is set with "
                                    "socket.setdefaulttimeout(): it can wait forever")
+
+
+#: Names whose absence from a module's text rules out every call this rule reports.
+_NETWORK = re.compile(r"requests|urlopen|urlretrieve|HTTPS?Connection|create_connection")
+_SESSIONS = ("requests.Session", "requests.session", "requests.sessions.Session")
+
+
+def _session(index: ModuleIndex, receiver: ast.expr) -> bool:
+    """Whether `receiver` holds a requests session: assigned from `requests.Session()`, bound
+    by `with requests.Session() as s`, or `self.session = session or requests.Session()`."""
+    held = origin(index, receiver) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
+    candidates: list[ast.expr] = []
+    if isinstance(held, ast.BoolOp):
+        candidates = list(held.values)
+    elif held is not None:
+        candidates = [held]
+    built = bound_call(index, receiver)
+    if built is not None:
+        candidates.append(built)
+    return any(isinstance(c, ast.Call) and index.name_of(c) in _SESSIONS for c in candidates)

@@ -3,14 +3,44 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
-from hangdoctor.lint.index import ModuleIndex, keyword, last_name
+from hangdoctor.lint.flow import statements_in
+from hangdoctor.lint.index import ModuleIndex, dotted, keyword, last_name, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
+_STREAMS = ("stdout", "stderr")
+#: Methods of a pipe that read it to its end.
+_DRAINING = frozenset({"read", "readlines", "read1", "readall"})
 
-def _is_pipe(node: ast.AST | None) -> bool:
-    return node is not None and last_name(node) == "PIPE"
+
+def _is_pipe(index: ModuleIndex, node: ast.expr | None) -> bool:
+    if node is None:
+        return False
+    name = dotted(node)
+    return name is not None and index.qualify(name).rpartition(".")[2] == "PIPE"
+
+
+@dataclass
+class _Events:
+    """What happens to one Popen object, in source order."""
+
+    #: (position, streams) the code reads to their end.
+    drains: list[tuple[tuple[int, int], frozenset[str]]] = field(default_factory=list)
+    #: (node to report, where the wait ends): `wait()` calls, and `while p.poll() is None:`
+    #: loops (reads inside such a loop happen during the wait, so they count as before it).
+    waits: list[tuple[ast.AST, tuple[int, int]]] = field(default_factory=list)
+    #: The object is handed to other code, which may read it.
+    escapes: bool = False
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
 
 
 class PopenPipeWait(LintRule):
@@ -24,13 +54,19 @@ class PopenPipeWait(LintRule):
     why = ("A pipe holds about 64 KiB. Once the child has written that much it blocks in "
            "write() until someone reads; the parent meanwhile blocks in wait() for the child to "
            "exit. Neither ever moves: a classic deadlock that only appears with verbose "
-           "children.")
+           "children. Reading the pipe *after* the wait (or communicate() after it) is the "
+           "same deadlock; polling `while p.poll() is None` and leaving a `with Popen(...)` "
+           "block are waits too.")
     valid = (
         "import subprocess\np = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
         "out, _ = p.communicate()\n",
         "import subprocess\np = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
         "for line in p.stdout:\n    print(line)\np.wait()\n",
         "import subprocess\np = subprocess.Popen(cmd)\np.wait()\n",
+        "import subprocess\np = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
+        "while p.poll() is None:\n    print(p.stdout.readline())\n",
+        "import subprocess\nwith subprocess.Popen(cmd, stdout=subprocess.PIPE) as p:\n"
+        "    data = p.stdout.read()\n",
     )
     invalid = (
         "import subprocess\nproc = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
@@ -39,6 +75,15 @@ class PopenPipeWait(LintRule):
         "    p = Popen(cmd, stdout=PIPE, stderr=PIPE)\n    out = p.stdout.read()\n"
         "    return p.wait()  # expect\n",
         "import subprocess\nsubprocess.Popen(cmd, stderr=subprocess.PIPE).wait()  # expect\n",
+        # Reading after the wait is exactly the deadlock.
+        "import subprocess\np = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
+        "p.wait()  # expect\nout = p.stdout.read()\n",
+        "import subprocess\np = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
+        "p.wait()  # expect\nout, _ = p.communicate()\n",
+        "import subprocess, time\np = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
+        "while p.poll() is None:  # expect\n    time.sleep(1)\n",
+        "import subprocess\n"
+        "with subprocess.Popen(cmd, stderr=subprocess.PIPE) as p:  # expect\n    pass\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -47,56 +92,160 @@ class PopenPipeWait(LintRule):
         for call in index.calls:
             if not index.name_of(call).endswith("Popen"):
                 continue
-            piped = [s for s in ("stdout", "stderr") if _is_pipe(keyword(call, s))]
+            piped = frozenset(s for s in _STREAMS if _is_pipe(index, keyword(call, s)))
             if not piped:
                 continue
             parent = index.parent.get(call)
-            if isinstance(parent, ast.Attribute) and parent.attr == "wait":
+            if isinstance(parent, ast.Attribute) and parent.attr in ("wait", "poll"):
                 grand = index.parent.get(parent)
-                if isinstance(grand, ast.Call):
-                    yield Hit.at(grand)
+                if isinstance(grand, ast.Call) and parent.attr == "wait":
+                    yield Hit.at(grand, _message(piped, "never read"))
                 continue
-            name = self._bound_name(parent, call)
-            if name is None:
+            if isinstance(parent, ast.withitem) and isinstance(parent.optional_vars, ast.Name):
+                block = index.parent.get(parent)
+                assert isinstance(block, (ast.With, ast.AsyncWith))
+                yield from self._with_block(index, call, block, parent.optional_vars.id, piped)
                 continue
-            yield from self._unread_waits(index, index.scope_of(call), name, piped)
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+                targets = targets_of(parent)
+                if len(targets) != 1:
+                    continue
+                target = targets[0]
+                if isinstance(target, ast.Name):
+                    scope = index.scope_of(call)
+                    events = self._events(index, scope, _is_name(target.id))
+                    yield from self._report(events, piped, ordered=True)
+                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self":
+                    owner = index.class_of(call)
+                    if owner is not None:
+                        events = self._events(index, owner, _is_self_attr(target.attr))
+                        # Methods run in any order: only a pipe read nowhere is certain.
+                        yield from self._report(events, piped, ordered=False)
+
+    def _with_block(self, index: ModuleIndex, call: ast.Call, block: ast.With | ast.AsyncWith,
+                    name: str, piped: frozenset[str]) -> Iterator[Hit]:
+        events = self._events(index, block, _is_name(name))
+        if events.escapes:
+            return
+        yield from self._report(events, piped, ordered=True)
+        drained = frozenset().union(*(s for _, s in events.drains))
+        if piped - drained and not events.waits:
+            yield Hit.at(call, _message(piped - drained, "not read before the `with` block "
+                                                         "ends, and leaving it waits for the "
+                                                         "child"))
 
     @staticmethod
-    def _bound_name(parent: ast.AST | None, call: ast.Call) -> str | None:
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and \
-                isinstance(parent.targets[0], ast.Name):
-            return parent.targets[0].id
-        if isinstance(parent, ast.withitem) and isinstance(parent.optional_vars, ast.Name):
-            return parent.optional_vars.id
-        return None
+    def _report(events: _Events, piped: frozenset[str], ordered: bool) -> Iterator[Hit]:
+        if events.escapes:
+            return
+        every = frozenset().union(*(s for _, s in events.drains))
+        for node, end in events.waits:
+            if ordered:
+                drained = frozenset().union(*(s for at, s in events.drains if at <= end))
+                late = frozenset().union(*(s for at, s in events.drains if at > end))
+            else:
+                drained, late = every, frozenset()
+            missing = piped - drained
+            if not missing:
+                continue
+            how = "read only after the wait" if missing <= late else "never read"
+            yield Hit.at(node, _message(missing, how))
 
     @staticmethod
-    def _unread_waits(index: ModuleIndex, scope: ast.AST, name: str,
-                      piped: list[str]) -> Iterator[Hit]:
-        read: set[str] = set()
-        waits: list[ast.Call] = []
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-                    node.value.id == name:
-                if node.attr == "communicate":
-                    return
-                if node.attr in ("stdout", "stderr"):
-                    read.add(node.attr)
-                if node.attr == "wait":
-                    call = index.parent.get(node)
-                    if isinstance(call, ast.Call):
-                        waits.append(call)
-            elif isinstance(node, ast.Name) and node.id == name and \
-                    not isinstance(index.parent.get(node), (ast.Attribute, ast.Assign)):
-                return  # handed to other code, which may read it
-        unread = [s for s in piped if s not in read]
-        if unread:
-            for call in waits:
-                yield Hit.at(call, f"wait() on a Popen whose {' and '.join(unread)} "
-                                   "(PIPE) is never read: the child blocks once the pipe fills")
+    def _events(index: ModuleIndex, scope: ast.AST,
+                is_object: Callable[[ast.AST], bool]) -> _Events:
+        events = _Events()
+        nodes = scope.body if isinstance(scope, (ast.With, ast.AsyncWith, ast.ClassDef)) \
+            else [scope]
+        seen: list[ast.AST] = []
+        for root in nodes:
+            seen.extend(ast.walk(root) if isinstance(scope, ast.ClassDef)
+                        else statements_in(root))
+            if isinstance(scope, (ast.With, ast.AsyncWith)):
+                seen.append(root)
+        for node in seen:
+            if not is_object(node):
+                continue
+            parent = index.parent.get(node)
+            if isinstance(parent, ast.Attribute) and parent.value is node:
+                _object_use(index, parent, events)
+            elif (isinstance(parent, ast.Call) and parent.func is not node) or \
+                    isinstance(parent, (ast.Return, ast.keyword, ast.List, ast.Tuple,
+                                        ast.Dict, ast.Yield)) or \
+                    (isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node):
+                events.escapes = True
+        events.drains.sort(key=lambda d: d[0])
+        return events
+
+
+def _is_name(name: str) -> Callable[[ast.AST], bool]:
+    return lambda node: isinstance(node, ast.Name) and node.id == name \
+        and isinstance(node.ctx, ast.Load)
+
+
+def _is_self_attr(attr: str) -> Callable[[ast.AST], bool]:
+    return lambda node: isinstance(node, ast.Attribute) and node.attr == attr \
+        and isinstance(node.value, ast.Name) and node.value.id == "self" \
+        and isinstance(node.ctx, ast.Load)
+
+
+def _object_use(index: ModuleIndex, use: ast.Attribute, events: _Events) -> None:
+    """Record what `obj.<attr>` does: wait, poll in a loop, communicate, read a stream."""
+    call = index.parent.get(use)
+    is_call = isinstance(call, ast.Call) and call.func is use
+    if use.attr == "communicate" and is_call:
+        events.drains.append((_position(use), frozenset(_STREAMS)))
+    elif use.attr == "wait" and is_call:
+        assert isinstance(call, ast.Call)
+        events.waits.append((call, _position(call)))
+    elif use.attr == "poll" and is_call:
+        loop = _while_testing(index, use)
+        if loop is not None:
+            events.waits.append((loop, _end(loop)))
+    elif use.attr in _STREAMS and _reads(index, use):
+        events.drains.append((_position(use), frozenset({use.attr})))
+
+
+def _while_testing(index: ModuleIndex, node: ast.AST) -> ast.While | None:
+    """The `while` loop whose condition contains `node`."""
+    child = node
+    for parent in index.ancestors(node):
+        if isinstance(parent, ast.While):
+            return parent if index.contains(parent.test, child) else None
+        if isinstance(parent, ast.stmt):
+            return None
+        child = parent
+    return None
+
+
+def _reads(index: ModuleIndex, stream: ast.Attribute) -> bool:
+    """Whether this use of `proc.stdout` reads the stream to its end (or hands it to code that
+    may: anything but `close()`; a lone `readline()` outside a loop reads one line only)."""
+    parent = index.parent.get(stream)
+    if isinstance(parent, ast.Attribute):
+        if parent.attr == "close":
+            return False
+        if parent.attr == "readline":
+            return index.enclosing_loop(parent) is not None
+        return True
+    return True
+
+
+def _message(streams: frozenset[str], how: str) -> str:
+    return (f"wait on a Popen whose {' and '.join(sorted(streams))} (PIPE) is {how}: the child "
+            "blocks once the pipe fills, and the wait never returns")
 
 
 _DEBUGGERS = ("pdb.", "ipdb.", "pudb.", "pdbpp.", "IPython.", "web_pdb.", "remote_pdb.")
+
+
+def _imported_debugger(node: ast.expr) -> bool:
+    """`__import__("pdb")` and the like."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "__import__" and bool(node.args) and \
+        isinstance(node.args[0], ast.Constant) and \
+        isinstance(node.args[0].value, str) and f"{node.args[0].value}." in _DEBUGGERS
 
 
 class DebuggerLeftIn(LintRule):
@@ -126,6 +275,8 @@ class DebuggerLeftIn(LintRule):
         "import ipdb; ipdb.set_trace()  # expect\n",
         "import pdb\nfor row in rows:\n    if row.id in seen:\n"
         "        pdb.set_trace()  # expect\n",
+        "from pdb import set_trace as bp\nbp()  # expect\n",
+        "__import__('ipdb').set_trace()  # expect\n",
     )
 
     @staticmethod
@@ -155,8 +306,10 @@ class DebuggerLeftIn(LintRule):
             elif isinstance(func, ast.Attribute) and func.attr == "set_trace":
                 name = index.name_of(call)
                 receiver = last_name(func.value) or ""
-                if name.startswith(_DEBUGGERS) or "pdb" in receiver.lower():
+                if name.startswith(_DEBUGGERS) or "pdb" in receiver.lower() or \
+                        _imported_debugger(func.value):
                     yield Hit.at(call)
-            elif isinstance(func, ast.Name) and func.id == "set_trace" and \
-                    index.name_of(call).startswith(_DEBUGGERS):
-                yield Hit.at(call)
+            elif isinstance(func, ast.Name) and \
+                    index.name_of(call).startswith(_DEBUGGERS) and \
+                    index.name_of(call).endswith(".set_trace"):
+                yield Hit.at(call)  # `from pdb import set_trace as bp; bp()`

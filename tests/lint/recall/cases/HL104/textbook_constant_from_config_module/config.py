@@ -1,0 +1,3 @@
+GPUS = [0, 1, 2, 3]
+PER_GPU = 5
+BATCH_SIZE = PER_GPU * 3 + 3
