@@ -120,3 +120,24 @@ def first_failure(lines: Sequence[str]) -> Raised | None:
     summary), as PyTorch prints it with a `[rankN]:` prefix once the process group exists."""
     own = [r for r in tracebacks(lines) if r.rank is not None and not is_consequence(r)]
     return min(own, key=lambda r: r.index) if own else None
+
+
+_FATAL = re.compile(r"^Fatal Python error: (?P<what>.+)$", re.MULTILINE)
+_CURRENT = re.compile(r"^Current thread 0x[0-9a-f]+ \(most recent call first\):$", re.MULTILINE)
+_FAULT_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$')
+
+
+def fault_stack(text: str) -> tuple[str | None, tuple[Frame, ...]]:
+    """(what killed it, the crashing thread's frames innermost first) from a faulthandler
+    report: `Fatal Python error: Bus error` and the `Current thread ...` section."""
+    fatal = _FATAL.search(text)
+    current = _CURRENT.search(text)
+    frames: list[Frame] = []
+    if current is not None:
+        for line in text[current.end():].splitlines()[1:]:
+            match = _FAULT_FRAME.match(line)
+            if match is None:
+                break
+            frames.append(Frame(file=match["file"], line=int(match["line"]),
+                                function=match["function"].strip()))
+    return (fatal["what"].strip() if fatal else None), tuple(frames)

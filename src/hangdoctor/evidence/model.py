@@ -252,6 +252,14 @@ class FlightRecord(Evidence):
         "enqueued > completed: the rank waits inside collective completed + 1")
 
 
+class FaultLog(Evidence):
+    """What Python's faulthandler wrote when a process of the job died of a fatal signal
+    (SIGSEGV, SIGBUS, SIGABRT, ...): every thread's stack at that moment."""
+
+    pid: int
+    text: str = Field(description="faulthandler's report, its last 16 KiB, redacted")
+
+
 class JobRecord(Evidence):
     """A supervised job's life: how it ran, how it ended, what it printed last."""
 
@@ -271,6 +279,8 @@ class JobRecord(Evidence):
     output_bytes: int = 0
     output_tail: tuple[str, ...] = Field(default=(), description="last lines, redacted")
     kernel_log: tuple[str, ...] = ()
+    faults: tuple[FaultLog, ...] = Field(
+        default=(), description="stacks of processes that died of a fatal signal")
 
 
 class Bundle(Evidence):

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hangdoctor.evidence.model import ProgressStatus
+from hangdoctor.evidence.model import FaultLog, ProgressStatus
+from hangdoctor.redact import redact_value
 
 STATUS_GLOB = "status-*.json"
 
@@ -30,3 +31,29 @@ def read_statuses(status_dir: Path) -> list[ProgressStatus]:
             continue
     statuses.sort(key=lambda status: status.pid)
     return statuses
+
+
+FAULT_GLOB = "fault-*.txt"
+_FAULT_BYTES = 16 * 1024
+
+
+def read_fault_logs(status_dir: Path) -> list[FaultLog]:
+    """The stacks faulthandler wrote for processes that died of a fatal signal (empty files,
+    those of processes that did not crash, are skipped)."""
+    faults: list[FaultLog] = []
+    try:
+        paths = sorted(Path(status_dir).glob(FAULT_GLOB))
+    except OSError:
+        return faults
+    for path in paths:
+        try:
+            pid = int(path.stem.split("-", 1)[1])
+            with path.open("rb") as handle:
+                handle.seek(max(0, path.stat().st_size - _FAULT_BYTES))
+                text = handle.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            continue
+        if text.strip():
+            faults.append(FaultLog(pid=pid, text="\n".join(
+                redact_value(line) for line in text.splitlines())))
+    return faults

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogMatch, scan
-from hangdoctor.analysis.tracebacks import Raised
+from hangdoctor.analysis.tracebacks import Raised, fault_stack
 from hangdoctor.evidence.logfiles import log_bundle
-from hangdoctor.evidence.model import Bundle
+from hangdoctor.evidence.model import Bundle, Frame
 
 MAX_EVIDENCE = 6
 MAX_LINE = 400
@@ -61,3 +61,20 @@ def raised_words(raised: Raised) -> str:
     place = f" at {short_location(where)}" if where is not None else ""
     code = f" (`{where.code}`)" if where is not None and where.code else ""
     return f"{raised.short_type}: {clip(raised.message)}{place}{code}"
+
+
+def fault_of(job: JobView, rank: int | None = None, pid: int | None = None
+             ) -> tuple[str | None, Frame | None]:
+    """What killed a process of the job by a fatal signal and its innermost user frame then,
+    from faulthandler's report; the process is named by pid, or by rank (instrumentation)."""
+    record = job.record
+    if record is None:
+        return None, None
+    if pid is None and rank is not None:
+        pid = next((s.pid for s in record.progress if s.rank == rank), None)
+    fault = next((f for f in record.faults if f.pid == pid), None) if pid is not None else (
+        record.faults[0] if len(record.faults) == 1 else None)
+    if fault is None:
+        return None, None
+    what, frames = fault_stack(fault.text)
+    return what, innermost_user_frame(frames) or (frames[0] if frames else None)

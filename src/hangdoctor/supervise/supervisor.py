@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from hangdoctor.errors import HangdoctorError
 from hangdoctor.instrument import instrumented_environment
+from hangdoctor.probes.progress import read_fault_logs
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.launch import (
     Launched,
@@ -229,6 +230,7 @@ class Supervisor:
             timeline=tuple(self.sampler.timeline),
             output_bytes=self.log.total_bytes,
             output_tail=tuple(redact_value(line) for line in self.log.tail_lines()),
+            faults=tuple(read_fault_logs(self.status_dir)) if self.status_dir else (),
         )
 
     def _capture(self, decision: HangDecision, now: float, again: bool) -> None:

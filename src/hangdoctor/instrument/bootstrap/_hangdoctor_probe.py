@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch is only imported by the job itself
     from collections.abc import Callable
@@ -122,10 +122,32 @@ def arm() -> None:
     for install in (_hook_optimizer, _hook_dataloader, _hook_distributed, _hook_backward):
         with contextlib.suppress(Exception):
             install(torch)
+    _log_fatal_signals()
     try:
         os.register_at_fork(after_in_child=_after_fork_in_child)
         atexit.register(_flush)
         _changed()  # write once now: the supervisor sees which processes are instrumented
+    except Exception:
+        pass
+
+
+_fault_file: IO[str] | None = None  # kept open: faulthandler writes to it as the process dies
+
+
+def _log_fatal_signals() -> None:
+    """Where a process dies of SIGSEGV, SIGBUS, SIGABRT, SIGFPE or SIGILL, Python's faulthandler
+    writes every thread's stack to `fault-<pid>.txt` in the status folder (not the job's
+    output), then the signal takes its course as before. Left alone when the job (or
+    PYTHONFAULTHANDLER) enabled faulthandler itself."""
+    global _fault_file
+    try:
+        import faulthandler
+
+        if _directory is None or (faulthandler.is_enabled() and _fault_file is None):
+            return
+        path = os.path.join(_directory, f"fault-{os.getpid()}.txt")
+        _fault_file = open(path, "w")  # noqa: SIM115  # must outlive this call
+        faulthandler.enable(file=_fault_file, all_threads=True)
     except Exception:
         pass
 
@@ -446,5 +468,6 @@ def _after_fork_in_child() -> None:
         _writer_started = False
         _state.reset()
         _written = _state.version
+        _log_fatal_signals()  # a file of its own: a worker's crash is the worker's
     except Exception:
         pass

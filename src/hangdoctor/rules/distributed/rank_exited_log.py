@@ -17,6 +17,7 @@ from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
     cite,
     clip,
+    fault_of,
     logs_bundle,
     matches_of,
     output_lines,
@@ -149,6 +150,7 @@ class RankExitedFromLog(Rule):
         fixes: list[str] = []
         raised: Raised | None = None
         location: Location | None = None
+        fault_evidence: list[str] = []
         if first.signal is not None:
             explanation, fix = _SIGNAL_ADVICE.get(first.signal, (
                 f"It was killed by signal {first.signal}.",
@@ -156,6 +158,14 @@ class RankExitedFromLog(Rule):
             fixes.append(fix)
             if first.signal == 15:
                 severity, confidence = Severity.WARNING, 0.6
+            fatal, crashed_at = fault_of(job, rank=first.rank, pid=first.pid)
+            if crashed_at is not None:
+                location = Location.of(crashed_at)
+                explanation += (f" Python's faulthandler saw it die ({fatal or 'fatal signal'}) "
+                                f"at {short_location(crashed_at)}.")
+                fault_evidence.append(f"faulthandler: {name} died ({fatal or 'fatal signal'}) "
+                                      f"at {short_location(crashed_at)}"
+                                      + (f" `{crashed_at.code}`" if crashed_at.code else ""))
         else:
             raised = first_raised(lines, first.rank) if first.rank is not None else None
             if raised is not None and is_consequence(raised) and timeouts:
@@ -185,7 +195,8 @@ class RankExitedFromLog(Rule):
                 confidence = 0.85
                 explanation += (" The other ranks' connection errors followed from it: they "
                                 "lost their peer.")
-        evidence = [f"log: {clip(first.line)}" if first.line else f"torchrun: {name} failed"]
+        evidence = [*fault_evidence,
+                    f"log: {clip(first.line)}" if first.line else f"torchrun: {name} failed"]
         if first.cause and first.cause not in evidence[0]:
             evidence.append(f"torchrun: {first.cause}")
         oom = [m for m in matches_of(job, "oom_killed", kernel=True)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of, output_lines
+from hangdoctor.rules.log_helpers import cite, fault_of, logs_bundle, matches_of, output_lines
 from hangdoctor.taxonomy import Category
 
 _GLOO = ("  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
@@ -45,6 +46,7 @@ class CollectiveSizeMismatch(Rule):
                  if got is not None and wanted is not None else "")
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
+        fatal, aborted_at = fault_of(job, rank=rank)
         yield Finding(
             id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
             title=f"Collective mismatch: ranks exchanged different sizes in one collective{sizes}",
@@ -52,10 +54,13 @@ class CollectiveSizeMismatch(Rule):
                          "not agree on the data size: either they are different collectives "
                          "(one rank skipped or added one), or the same collective on tensors of "
                          "different shapes on different ranks. gloo aborts the process."),
-            culprit=Culprit(rank=rank, role="rank",
-                            location=Location.of(raised.location if raised else None))
-            if rank is not None else None,
-            evidence=tuple(cite(found, limit=2)),
+            culprit=Culprit(rank=rank, role="rank" if rank is not None else None,
+                            location=Location.of(aborted_at or (
+                                raised.location if raised else None)))
+            if rank is not None or aborted_at is not None else None,
+            evidence=tuple(cite(found, limit=2)) + ((
+                f"faulthandler: the process aborted ({fatal or 'SIGABRT'}) in the collective "
+                f"called at {short_location(aborted_at)}",) if aborted_at is not None else ()),
             fixes=("Make every rank call the same collectives in the same order with tensors "
                    "of the same shape: look for a collective under an `if` on the rank, a loop "
                    "whose length differs per rank, or a tensor sized by local data (pad it, or "
