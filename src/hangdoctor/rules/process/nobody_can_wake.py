@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import alone, blame_frame, python_frames, short_location
+from hangdoctor.analysis.frames import (
+    Origin,
+    alone,
+    blame_frame,
+    origin,
+    python_frames,
+    short_location,
+)
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
@@ -42,11 +49,17 @@ _PRIMITIVES = (
 
 
 def _blocking_call(thread: ThreadEvidence) -> tuple[_Primitive, Frame] | None:
+    """The primitive the thread waits in, when the user's own code called it directly: one a
+    library waits in for its own threads (multiprocessing.Pool's result handler sets the event
+    Pool.map waits on) is the library's business."""
     frames = python_frames(frames_of(thread))
     for primitive in _PRIMITIVES:
-        for frame in frames:
+        for index, frame in enumerate(frames):
             if (frame.file.replace("\\", "/").endswith("/" + primitive.file)
                     and frame.function == primitive.function):
+                caller = frames[index + 1] if index + 1 < len(frames) else None
+                if caller is None or origin(caller) is not Origin.USER:
+                    return None
                 timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
                 block = next((v.repr for v in frame.locals if v.name == "block"), "True")
                 if timeout == "None" and block != "False":
@@ -92,6 +105,19 @@ def _event_with_timeout() -> Bundle:
     return b.bundle(b.process(20, main))
 
 
+def _pool_map() -> Bundle:
+    main = b.thread(
+        30, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait",
+                    local_vars={"timeout": ("None", None)}),
+        b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait",
+                local_vars={"timeout": ("None", None)}),
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 765, "ApplyResult.wait"),
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
+        b.frame("prep.py", 45, "main", code="ids = pool.map(tokenize, corpus)"),
+        name="MainThread", syscall="futex")
+    return b.bundle(b.process(30, main))
+
+
 class NobodyCanWake(Rule):
     """A wait only another thread could end, in a process that has no other thread."""
 
@@ -107,6 +133,7 @@ class NobodyCanWake(Rule):
     specificity = 80
     fires_on = (Example("queue.get() with no other thread", _lone_get),)
     quiet_on = (Example("queue.get() while a producer thread runs", _get_with_a_producer),
+                Example("Pool.map waiting on the pool's own event", _pool_map),
                 Example("Event.wait(5.0) with a timeout", _event_with_timeout))
 
     def check(self, job: JobView) -> Iterable[Finding]:
