@@ -34,6 +34,15 @@ def reported_ranks(bundle: Bundle) -> dict[int, int]:
 
 
 @dataclass(frozen=True)
+class Vanished:
+    """A process that left the job's tree while the job ran."""
+
+    pid: int
+    ppid: int | None
+    last_seen_s: float  # seconds since the job started, at the last sample that saw it
+
+
+@dataclass(frozen=True)
 class PipeEnd:
     """One process's descriptor on a pipe."""
 
@@ -151,6 +160,22 @@ class JobView:
         if process is None:
             return None
         return next((f for f in process.open_files if f.fd == fd), None)
+
+    @cached_property
+    def vanished(self) -> list[Vanished]:
+        """Processes the light timeline saw that were gone by its end (and are not in the
+        capture): they exited, or were killed, while the job ran."""
+        record = self.bundle.job
+        if record is None or not record.timeline:
+            return []
+        last_seen: dict[int, tuple[float, int | None]] = {}
+        for sample in record.timeline:
+            for process in sample.processes:
+                last_seen[process.pid] = (sample.elapsed_s, process.ppid)
+        end = record.timeline[-1].elapsed_s
+        return sorted((Vanished(pid, ppid, seen) for pid, (seen, ppid) in last_seen.items()
+                       if seen < end and pid not in self._processes),
+                      key=lambda v: v.last_seen_s)
 
     @property
     def record(self) -> JobRecord | None:

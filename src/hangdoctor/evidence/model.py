@@ -199,6 +199,7 @@ class ProcessSample(Evidence):
     """One process in one sample of the light timeline."""
 
     pid: int
+    ppid: int | None = None
     cpu_seconds: float | None = None
     rss_bytes: int | None = None
     state: str | None = None

@@ -48,6 +48,7 @@ class TreeSampler:
                 cpu = process.cpu_times()
                 processes.append(ProcessSample(
                     pid=process.pid,
+                    ppid=process.ppid(),
                     cpu_seconds=cpu.user + cpu.system,
                     rss_bytes=process.memory_info().rss,
                     state=process.status(),

@@ -5,6 +5,7 @@ rank that failed and how."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
@@ -65,6 +66,28 @@ _SIGNAL_ADVICE = {
          "Check the scheduler's log for a preemption or time limit, and the log for a rank that "
          "failed before this one."),
 }
+
+
+@dataclass(frozen=True)
+class _Left:
+    rank: int
+    pid: int
+    last_seen_s: float
+
+
+def _left_first(job: JobView, failed_rank: int | None) -> _Left | None:
+    """The rank whose process the timeline saw disappear first (a rank that returned or broke
+    out early, exit code 0, leaves no message), other than the one that failed."""
+    record = job.record
+    if record is None:
+        return None
+    ranks = {s.pid: s.rank for s in record.progress if s.rank is not None}
+    gone = [v for v in job.vanished if v.pid in ranks and ranks[v.pid] != failed_rank]
+    failed_seen = next((v.last_seen_s for v in job.vanished
+                        if ranks.get(v.pid) == failed_rank), None)
+    if not gone or (failed_seen is not None and gone[0].last_seen_s >= failed_seen):
+        return None
+    return _Left(rank=ranks[gone[0].pid], pid=gone[0].pid, last_seen_s=gone[0].last_seen_s)
 
 
 def _job_failed(job: JobView) -> bool:
@@ -170,7 +193,30 @@ class RankExitedFromLog(Rule):
             raised = first_raised(lines, first.rank) if first.rank is not None else None
             if raised is not None and is_consequence(raised) and timeouts:
                 return  # it gave up waiting for a peer: the collective timeout is the finding
-            if raised is not None:
+            left = _left_first(job, first.rank) if raised is not None and is_consequence(
+                raised) else None
+            if left is not None:
+                # It lost its peer: the rank whose process was gone first is where to look.
+                lost_peer = f"rank {first.rank} lost its peer ({raised_words(raised)})" if (
+                    raised is not None) else ""
+                first = RankFailure(rank=left.rank, local_rank=None, exitcode=None,
+                                    pid=left.pid, index=first.index, line="")
+                name = f"rank {left.rank}"
+                raised = None
+                fault_evidence.append(f"rank {left.rank} (pid {left.pid}) left the job first: "
+                                      f"last seen {left.last_seen_s:.1f} s after the start, "
+                                      "before the others failed")
+                if lost_peer:
+                    fault_evidence.append(lost_peer)
+            if left is not None:
+                explanation = ("It left the job before the others: no error of its own in the "
+                               "log, so it most likely returned or broke out of its loop early "
+                               "(early stopping, an exhausted shard, a `return` on some ranks); "
+                               "the others failed when their next collective lost it.")
+                fixes.append(f"Find the exit path rank {left.rank} took while the others went "
+                             "on: every rank must run the same collectives to the end (stop "
+                             "together: all_reduce a 'stop' flag before breaking out).")
+            elif raised is not None:
                 explanation = (f"It raised {raised_words(raised)} and exited with code "
                                f"{first.exitcode}.")
                 location = Location.of(raised.location)
@@ -185,7 +231,7 @@ class RankExitedFromLog(Rule):
                 fixes.append("Decorate your entry point with "
                              "`@torch.distributed.elastic.multiprocessing.errors.record` so "
                              "torchrun's summary carries the exception itself.")
-            confidence = 0.85 if raised is not None else 0.6
+            confidence = 0.85 if raised is not None or left is not None else 0.6
             # Its own exception is not a lost connection, while its peers' are: it failed first
             # and the peers' connection errors are the consequence, not the cause.
             prefix = f"[rank{first.rank}]:" if first.rank is not None else None

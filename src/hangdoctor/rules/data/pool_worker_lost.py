@@ -1,0 +1,98 @@
+"""HD204 data.worker_killed: a multiprocessing.Pool worker died (the OOM killer, a signal)
+while the parent waits in `Pool.map` for its results: the pool starts a replacement, but the
+task the dead worker held is never finished, so `map` never returns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import blame_frame, python_frames
+from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import (
+    Bundle,
+    JobRecord,
+    ProcessEvidence,
+    ProcessSample,
+    TimelineSample,
+)
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, main_thread
+from hangdoctor.taxonomy import Category
+
+_POOL = "multiprocessing/pool.py"
+
+
+def _waits_on_pool(process: ProcessEvidence) -> bool:
+    thread = main_thread(process)
+    frames = python_frames(thread.python.frames) if thread and thread.python else []
+    return any(f.file.replace("\\", "/").endswith(_POOL) for f in frames)
+
+
+def _pool_job(*, worker_vanished: bool) -> Bundle:
+    main = b.thread(
+        10, b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait"),
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 765, "ApplyResult.wait"),
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
+        b.frame("prep.py", 45, "main", code="ids = pool.map(tokenize, corpus)"),
+        name="MainThread", syscall="futex")
+    worker = b.thread(12, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"),
+                      syscall="read", args=(3,))
+    workers = [ProcessSample(pid=11, ppid=10), ProcessSample(pid=12, ppid=10)]
+    timeline = (
+        TimelineSample(elapsed_s=1.0, processes=(ProcessSample(pid=10), *workers)),
+        TimelineSample(elapsed_s=2.0, processes=(
+            ProcessSample(pid=10), *(workers[1:] if worker_vanished else workers))),
+    )
+    job = b.bundle(b.process(10, main), b.process(12, worker, ppid=10))
+    return job.model_copy(update={"job": JobRecord(started_at=0.0, timeline=timeline,
+                                                   hang_declared_s=9.0)})
+
+
+class PoolWorkerLost(Rule):
+    """A pool worker died and Pool.map waits forever for the task it held."""
+
+    id = "HD204"
+    category = Category.DATA_WORKER_KILLED
+    summary = "a multiprocessing.Pool worker died and Pool.map waits forever"
+    fires_when = (
+        "the main thread waits in `multiprocessing.Pool` (`map`, `apply`, `imap`) and a child "
+        "process of it vanished while the job ran (`run`'s timeline): the task it held never "
+        "finishes"
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (Example("a pool worker gone, map waiting", lambda: _pool_job(
+        worker_vanished=True)),)
+    quiet_on = (Example("map waiting, every worker alive", lambda: _pool_job(
+        worker_vanished=False)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            gone = [v for v in job.vanished if v.ppid == process.pid]
+            thread = main_thread(process)
+            if not gone or thread is None or not _waits_on_pool(process):
+                continue
+            frame = blame_frame(thread.python.frames) if thread.python else None
+            pids = ", ".join(str(v.pid) for v in gone[:4])
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+                title=f"A pool worker (pid {pids}) died; the pool waits forever at "
+                      f"{at(frame)}",
+                explanation=("multiprocessing.Pool replaces a worker that dies, but the task it "
+                             "was running is lost: the result never arrives and `map` waits "
+                             "for it forever. Workers are usually killed by the kernel's OOM "
+                             "killer (a task needing far more memory than the others) or a "
+                             "crash in native code."),
+                culprit=culprit(job, process, thread, frame),
+                evidence=tuple(f"worker process {v.pid} of {job.describe_process(process.pid)} "
+                               f"was last seen {v.last_seen_s:.1f} s after the start and is gone"
+                               for v in gone[:4]),
+                fixes=("Check `dmesg` (or the container's events) for `Out of memory: Killed "
+                       "process` with that pid, and lower the memory a single task needs "
+                       "(split huge inputs, fewer processes).",
+                       "Use concurrent.futures.ProcessPoolExecutor, which raises "
+                       "BrokenProcessPool when a worker dies instead of waiting forever, or pass "
+                       "a timeout (`pool.map_async(...).get(timeout=...)`)."),
+            )
