@@ -20,13 +20,34 @@ HANG_TIMEOUT_S = 10.0
 
 def _missed(category: str | None, rank: int | None = None, at: str | None = None,
             verdict: str = "hung") -> dict[str, str]:
-    """`first_try` and `xfail` for a program hangdoctor got wrong: what it said."""
+    """`first_try` for a program hangdoctor got wrong: what it said."""
     said = f"{category or 'no finding'} / rank {rank} / {at or 'no location'} / verdict {verdict}"
-    return {"first_try": f"wrong: {said}", "xfail": f"first try wrong: {said}"}
+    return {"first_try": f"wrong: {said}"}
+
+
+# What hangdoctor still gets wrong after the work on these programs, and why (known misses).
+KNOWN_MISSES = {
+    "u_ddp_pg_timeout": "line: the job fails on gloo's timeout before any hang capture, so no "
+                        "stack shows the late rank's slow evaluation (category right)",
+    "u_spawn_pg_timeout": "line: as u_ddp_pg_timeout, no stack of the late rank's download",
+    "u_mp_queue_exit_join": "category: the fallback follows the wait chain (parent joins child, "
+                            "child joins its feeder thread, feeder blocked writing the pipe) but "
+                            "no rule names the cross-process cycle as a deadlock",
+    "u_pool_fork_held_lock": "category: the lock held by the parent's exporter thread at fork "
+                             "is not matched to the workers' wait (module-level registry lock "
+                             "through a method), so the fallback names the wait",
+    "u_queue_get_dead_producer": "category: named process.deadlock (a queue.get() no thread "
+                                 "can ever fill) where the data.pipeline_stall reading (a dead "
+                                 "prefetch thread) is expected",
+    "u_ddp_rank_early_stop": "line: the rank that left first is named from the timeline, but "
+                             "no stack shows the `break` it took (it exited cleanly)",
+}
 
 
 def _u(name: str, category: str | None, **kwargs) -> Scenario:
     kwargs.setdefault("hang_timeout_s", HANG_TIMEOUT_S)
+    if name in KNOWN_MISSES:
+        kwargs["xfail"] = f"known miss: {KNOWN_MISSES[name]}"
     return Scenario(name=name, program=f"{name}.py", category=category, **kwargs)
 
 

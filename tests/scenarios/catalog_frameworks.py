@@ -31,10 +31,27 @@ FRAMEWORK_HANG_TIMEOUT_S = 10.0
 NO_RANKS = "Lightning's ranks seen as a main process and its child, with no rank"
 
 
+# What hangdoctor still gets wrong after the work on these programs, and why (known misses).
+KNOWN_MISSES = {
+    "u_lightning_rank0_sync_log": "rank and line: the culprit `self.log(..., sync_dist=True)` "
+                                  "under `is_global_zero` has returned when the hang is caught; "
+                                  "rank 0 waits in Lightning's epoch-end metric all_reduce, rank "
+                                  "1 in a later barrier, and nothing tells which one skipped",
+    "u_lightning_num_nodes": "line: the culprit is the configuration (num_nodes=2 on one "
+                             "machine); the rendezvous and the missing ranks are named, at the "
+                             "trainer.fit line where the ranks wait",
+    "u_lightning_upload_timeout": "line: the job fails on gloo's timeout before any hang "
+                                  "capture, so no stack shows rank 0's upload (category and "
+                                  "late rank right)",
+    "u_accelerate_tokenize_timeout": "line: as u_lightning_upload_timeout, no stack shows rank "
+                                     "0's tokenization (category and late rank right)",
+}
+
+
 def _u(name: str, category: str | None, **kwargs) -> Scenario:
-    first_try = kwargs.setdefault("first_try", "right")
-    if first_try != "right":
-        kwargs.setdefault("xfail", f"first try {first_try}")
+    kwargs.setdefault("first_try", "right")
+    if name in KNOWN_MISSES:
+        kwargs["xfail"] = f"known miss: {KNOWN_MISSES[name]}"
     return Scenario(name=name, program=f"{name}.py", category=category,
                     hang_timeout_s=FRAMEWORK_HANG_TIMEOUT_S, **kwargs)
 

@@ -16,7 +16,9 @@ def _param(scenario: Scenario):
     if scenario.needs_torch:
         marks.append(pytest.mark.torch)
     if scenario.xfail:
-        marks.append(pytest.mark.xfail(reason=scenario.xfail, strict=True))
+        # Not strict: a known miss that a run gets right (timing) must not fail CI; the table
+        # shows it.
+        marks.append(pytest.mark.xfail(reason=scenario.xfail, strict=False))
     return pytest.param(scenario, id=scenario.name, marks=marks)
 
 
