@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import Origin, alone, origin, python_frames
+from hangdoctor.analysis.frames import Origin, origin, python_frames, runs_user_code
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -139,7 +139,8 @@ def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
         for held in lock_holds(thread):
             holders.setdefault(held.lock, []).append(held)
 
-    lonely = {t.tid for t in process.threads if alone(process, t)}
+    acting = {t.tid for t in process.threads if runs_user_code(t)}
+    lonely = {t.tid for t in process.threads if not acting - {t.tid}}
 
     def next_hold(tid: int) -> LockHold | None:
         # A bare acquire() the waiting thread made itself may be a signal another thread will

@@ -139,11 +139,13 @@ class NobodyCanWake(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             for thread in process.threads:
-                if not _waiting(thread) or not alone(process, thread):
+                if not _waiting(thread):
                     continue
                 found = _blocking_call(thread)
+                if found is None or not alone(process, thread):
+                    continue
                 frame = blame_frame(frames_of(thread))
-                if found is None or frame is None:
+                if frame is None:
                     continue
                 primitive, _ = found
                 where = short_location(frame)
