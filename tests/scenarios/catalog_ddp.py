@@ -33,9 +33,6 @@ KNOWN_MISSES = {
     "u_mp_queue_exit_join": "category: the fallback follows the wait chain (parent joins child, "
                             "child joins its feeder thread, feeder blocked writing the pipe) but "
                             "no rule names the cross-process cycle as a deadlock",
-    "u_pool_fork_held_lock": "category: the lock held by the parent's exporter thread at fork "
-                             "is not matched to the workers' wait (module-level registry lock "
-                             "through a method), so the fallback names the wait",
     "u_queue_get_dead_producer": "category: named process.deadlock (a queue.get() no thread "
                                  "can ever fill) where the data.pipeline_stall reading (a dead "
                                  "prefetch thread) is expected",

@@ -1,0 +1,120 @@
+"""HD106 process.deadlock: a forked child waits for a lock that no thread of the child holds
+or could release: the lock was held by another thread of the parent when the parent forked
+(multiprocessing's default on Linux), and the child got its copy in the held state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import alone, blame_frame, short_location
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.locks import lock_holds, lock_identity, lock_wait
+from hangdoctor.analysis.roles import Role
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.taxonomy import Category
+
+_REGISTRY = ("<MetricsRegistry>", 0x77)
+
+
+def _forked_pool(*, parent_has_other_thread: bool) -> Bundle:
+    parent_main = b.thread(10, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
+                           b.frame("prep.py", 51, "main", code="pool.map(augment, items)"),
+                           name="MainThread", syscall="futex")
+    exporter = b.thread(11, b.frame("prep.py", 33, "MetricsRegistry.export_forever",
+                                    code="time.sleep(interval)",
+                                    local_vars={"self": _REGISTRY}),
+                        name="exporter", syscall="clock_nanosleep")
+    worker = b.thread(20, b.frame("prep.py", 24, "MetricsRegistry.inc", code="with self._lock:",
+                                  acquiring=("self._lock",), local_vars={"self": _REGISTRY}),
+                      b.frame("prep.py", 42, "augment", code='metrics.inc("images")'),
+                      name="MainThread", syscall="futex")
+    parent = b.process(10, parent_main, *((exporter,) if parent_has_other_thread else ()))
+    return b.bundle(parent, b.process(20, worker, ppid=10))
+
+
+def _held_by_itself(thread: ThreadEvidence, wanted: tuple[str, ...]) -> bool:
+    return any(hold.lock == wanted for hold in lock_holds(thread))
+
+
+def _users_in_parent(parent: ProcessEvidence, owner: str | None) -> list[ThreadEvidence]:
+    """Threads of the parent, other than its main one, that run code on the same object (an
+    address survives a fork): the ones that may have held the lock when it forked."""
+    found = []
+    for thread in parent.threads:
+        if thread.tid == parent.pid:
+            continue
+        addresses = {v.addr for f in frames_of(thread) for v in f.locals if v.addr is not None}
+        if owner is not None and owner in {str(a) for a in addresses}:
+            found.append(thread)
+    return found
+
+
+class InheritedLock(Rule):
+    """A forked child waits for a lock copied held from its parent."""
+
+    id = "HD106"
+    category = Category.PROCESS_DEADLOCK
+    summary = "a forked child waits for a lock that was held when its parent forked"
+    fires_when = (
+        "a child process, alone in its own code, waits for a lock that nothing in it holds, "
+        "while its parent runs other threads (one of which held the lock at fork time): names "
+        "the parent's threads that use the same object"
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (Example("a Pool forked while an exporter thread held the metrics lock",
+                        lambda: _forked_pool(parent_has_other_thread=True)),)
+    quiet_on = (Example("the same wait, but the parent has no other thread",
+                        lambda: _forked_pool(parent_has_other_thread=False)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            parent = job.process(process.ppid)
+            if (parent is None or not parent.stacks_sampled
+                    or job.role(process.pid) is Role.DATALOADER_WORKER):  # HD201's to say
+                continue
+            parent_threads = [t for t in parent.threads if t.tid != parent.pid
+                              and blame_frame(frames_of(t)) is not None
+                              and not frames_of(t)[0].file.endswith("hangdoctor_probe.py")]
+            if not parent_threads:
+                continue  # forked from a single-threaded parent: nobody else could hold it
+            for thread in process.threads:
+                wait = lock_wait(thread)
+                if wait is None or not alone(process, thread) or _held_by_itself(
+                        thread, wait.lock):
+                    continue
+                frame = wait.frame
+                identity, _ = lock_identity(wait.expression, frame)
+                owner = identity[1] if identity[0] in ("object", "attribute") else None
+                suspects = _users_in_parent(parent, owner) or parent_threads
+                names = ", ".join(
+                    f"{t.comm or 'thread'} (tid {t.tid}) at {at(blame_frame(frames_of(t)))}"
+                    for t in suspects[:3])
+                yield Finding(
+                    id=self.id, category=self.category, severity=Severity.ERROR,
+                    confidence=0.8,
+                    title=f"Lock inherited held through fork: {job.describe_process(process.pid)} "
+                          f"waits for `{wait.expression}` at {short_location(frame)}",
+                    explanation=(
+                        f"No thread of {job.describe_process(process.pid)} holds "
+                        f"`{wait.expression}`, and no other thread of it could release it. It "
+                        f"was forked from {job.describe_process(parent.pid)}, which runs other "
+                        "threads: one of them held the lock at the moment of the fork, and the "
+                        "child got the lock in that state, with no thread to release it."),
+                    culprit=culprit(job, process, thread, frame),
+                    related=tuple(culprit(job, parent, t) for t in suspects[:3]),
+                    evidence=(f"{thread.comm or 'thread'} (tid {thread.tid}) waits for "
+                              f"`{wait.expression}` at {at(frame)} ({kernel_words(thread)})",
+                              f"the parent's other threads, which may have held it: {names}"),
+                    fixes=("Start the pool or the workers with the 'spawn' or 'forkserver' "
+                           "method (`multiprocessing.get_context('spawn').Pool(...)`, "
+                           "DataLoader(multiprocessing_context='spawn')): children then start "
+                           "with fresh locks.",
+                           "Or create the processes before starting background threads, or "
+                           "re-create the lock in the child "
+                           "(`os.register_at_fork(after_in_child=...)`)."),
+                )
