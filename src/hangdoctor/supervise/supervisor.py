@@ -22,8 +22,9 @@ from hangdoctor.supervise.launch import (
     launch,
     take_terminal_back,
 )
-from hangdoctor.supervise.output import OutputLog, open_channels, resize, start_relays
+from hangdoctor.supervise.output import LogView, open_channels, resize
 from hangdoctor.supervise.policy import Counters, HangDecision, HangPolicy, ProgressTracker
+from hangdoctor.supervise.relay_process import RelayProcess, start_relay_process
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ _TICK_S = 0.2
 _SAMPLE_EVERY_S = 1.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BUSY_CORES = 0.3  # the job computes when it uses more than this share of a CPU
+_CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together
+_DRAIN_S = 5.0  # after the job exits, how long its leftover children may keep the output open
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class Supervisor:
         self.killed = False
         self.system: SystemInfo | None = None
         self.channels: list = []
+        self.relay: RelayProcess | None = None
 
     # signals ---------------------------------------------------------------------------------
     def _forward(self, signum: int, _frame: object) -> None:
@@ -104,25 +108,30 @@ class Supervisor:
             self.status_dir.mkdir(parents=True, exist_ok=True)
             env = instrumented_environment(env, self.status_dir)
         self.channels = open_channels()
+        log_path = self.report_dir / "output.log"
         # Unbuffered: every chunk goes straight to the file, and nothing is lost if we die.
-        self.log = OutputLog(open(self.report_dir / "output.log", "w+b", buffering=0))  # noqa: SIM115
+        self.log = LogView(open(log_path, "w+b", buffering=0))  # noqa: SIM115
+        # The relay exists before the job does, and outlives us if we die (relay_process).
+        self.relay = start_relay_process(self.channels, self.log.file, str(log_path), _DRAIN_S)
         become_subreaper()
         previous = self._install_signals()
         self.started = time.monotonic()
         self.started_wall = time.time()
         try:
             self.launched = launch(options.command, env, self.channels)
-            relays = start_relays(self.channels, self.log)
             warm = threading.Thread(target=self._prepare_reporting, name="warm-up", daemon=True)
             warm.start()
             returncode = self._watch()
-            for thread in relays:
-                thread.join(timeout=5.0)
-            reap_orphans(exclude=self.launched.process.pid)
+            self.relay.finish(_DRAIN_S)
+            reap_orphans(exclude={self.launched.process.pid, self.relay.pid})
             take_terminal_back(self.launched)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)  # type: ignore[arg-type]
+            if self.launched is not None and self.launched.process.poll() is None:
+                self.relay.release()  # we are failing, not the job: leave it its output
+            else:
+                self.relay.finish(0.0)
             self.log.close()
         return self._finish(returncode)
 
@@ -196,7 +205,8 @@ class Supervisor:
             _say(f"ending the job (SIGTERM, then SIGKILL after {self.options.kill_grace_s:g} s)")
             self.log.end_evidence()
             terminate_tree(self.launched.process.pid, self.launched.pgid,
-                           self.options.kill_grace_s)
+                           self.options.kill_grace_s,
+                           spare={self.relay.pid} if self.relay else set())
             self.killed = True
 
     # capture and reports ---------------------------------------------------------------------
