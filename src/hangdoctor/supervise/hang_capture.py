@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hangdoctor.capture.tree import CaptureOptions, capture_tree
-from hangdoctor.evidence.model import Bundle, JobRecord
+from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
 from hangdoctor.probes.kernel_log import read_kernel_log
@@ -50,6 +50,7 @@ class HangCapture:
     ranks: int  # ranks known to the instrumentation: each is asked for its Flight Recorder
     started_wall: float
     native_stacks: bool
+    gaps: tuple[ProbeError, ...] = ()  # what the sampler could not observe (NVML)
 
 
 def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
@@ -65,7 +66,7 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
     hang_record = record.model_copy(update={
         "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
         "kernel_log": tuple(kernel_lines)})
-    errors = bundle.errors + ((kernel_error,) if kernel_error else ())
+    errors = bundle.errors + job.gaps + ((kernel_error,) if kernel_error else ())
     bundle = bundle.model_copy(update={"job": hang_record, "errors": errors})
     hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
                 declared_s=round(decision.declared_s, 3))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hangdoctor.errors import HangdoctorError
+from hangdoctor import bounded
 from hangdoctor.instrument import instrumented_environment
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.launch import (
@@ -253,12 +253,19 @@ class Supervisor:
         job = HangCapture(
             pid=self.launched.process.pid, status_dir=self.status_dir,
             ranks=sum(1 for s in self.sampler.statuses if s.rank is not None),
-            started_wall=self.started_wall, native_stacks=self.options.native_stacks)
-        try:
-            bundle, report = capture_hang(job, decision, self._record(None, None, None, False))
-        except HangdoctorError as error:
-            _say(f"capture failed: {error.message}")
+            started_wall=self.started_wall, native_stacks=self.options.native_stacks,
+            gaps=self.sampler.gaps())
+        record = self._record(None, None, None, False)
+        # Every probe has its own time limit; this one bounds them all, so that whatever
+        # stalls (a /proc read of a process stuck in the kernel) the loop goes on, and a job
+        # to be ended is ended.
+        captured, failure = bounded.call(
+            "hang capture", lambda: capture_hang(job, decision, record), _CAPTURE_LIMIT_S)
+        if captured is None:
+            reason = failure.message if failure is not None else "no result"
+            _say(f"capture failed: {reason}")
             return
+        bundle, report = captured
         self.system = bundle.system
         seen = signature(report)
         if again and self.current is not None and seen == self.current.signature:
@@ -285,7 +292,8 @@ class Supervisor:
         record = self._record(time.time(), end.exit_code, end.signal, end.interrupted)
         report = final_report(
             self.report_dir, end, record, self.current, self.system,
-            self.launched.process.pid if self.launched else 0, self._artifacts())
+            self.launched.process.pid if self.launched else 0, self._artifacts(),
+            gaps=self.sampler.gaps())
         root = report.root_cause
         duration = record.ended_at - record.started_at if record.ended_at else 0.0
         line = f"job {end.verdict} (exit {end.final_code}) after {duration:.1f} s"
