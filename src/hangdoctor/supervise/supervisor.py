@@ -7,14 +7,18 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from hangdoctor import bounded
+from hangdoctor.errors import ExitCode, LaunchError
 from hangdoctor.instrument import instrumented_environment
+from hangdoctor.private_files import make_dir, open_log
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.launch import (
     Launched,
@@ -102,15 +106,16 @@ class Supervisor:
     def run(self) -> int:
         """Run the job; returns the exit code hangdoctor should exit with."""
         options = self.options
-        self.report_dir.mkdir(parents=True, exist_ok=True)
+        log_file = self._open_report_dir()
+        if log_file is None:
+            return run_unsupervised(options.command)
         env = dict(os.environ)
         if self.status_dir is not None:
-            self.status_dir.mkdir(parents=True, exist_ok=True)
             env = instrumented_environment(env, self.status_dir)
         self.channels = open_channels()
         log_path = self.report_dir / "output.log"
         # Unbuffered: every chunk goes straight to the file, and nothing is lost if we die.
-        self.log = LogView(open(log_path, "w+b", buffering=0))  # noqa: SIM115
+        self.log = LogView(log_file)
         # The relay exists before the job does, and outlives us if we die (relay_process).
         self.relay = start_relay_process(self.channels, self.log.file, str(log_path), _DRAIN_S)
         become_subreaper()
@@ -134,6 +139,33 @@ class Supervisor:
                 self.relay.finish(0.0)
             self.log.close()
         return self._finish(returncode)
+
+    def _open_report_dir(self) -> BinaryIO | None:
+        """Make the report directory and open the log in it. A directory that cannot be made
+        must not cost the job its run: the report then goes to a private temporary folder,
+        and failing that the job runs without hangdoctor."""
+        try:
+            return self._make_report_dir(self.report_dir)
+        except OSError as error:
+            problem = f"cannot write the report to {self.report_dir} ({error.strerror or error})"
+        try:
+            fallback = Path(tempfile.mkdtemp(prefix="hangdoctor-"))
+            log_file = self._make_report_dir(fallback)
+        except OSError:
+            _say(f"warning: {problem}, nor to a temporary folder: running the job without "
+                 "hangdoctor")
+            return None
+        _say(f"warning: {problem}; writing it to {fallback} instead")
+        self.report_dir = fallback
+        if self.status_dir is not None:
+            self.status_dir = fallback / "progress"
+        return log_file
+
+    def _make_report_dir(self, directory: Path) -> BinaryIO:
+        make_dir(directory)
+        if self.options.instrument:
+            make_dir(directory / "progress")
+        return open_log(directory / "output.log")
 
     def _prepare_reporting(self) -> None:
         """Import the capture, rules and reports and read the host facts while the job runs,
@@ -273,7 +305,10 @@ class Supervisor:
             return
         number = len(self.hangs) + 1
         directory = self.report_dir / f"hang-{number}"
-        report = write_report_dir(directory, report, bundle)
+        try:
+            report = write_report_dir(directory, report, bundle)
+        except OSError as error:  # a full disk: say so, keep watching, the job goes on
+            _say(f"warning: cannot write {directory} ({error.strerror or error})")
         state = HangReport(decision, number, seen, bundle, report, now)
         self.hangs.append(state)
         self.current = state
@@ -290,10 +325,22 @@ class Supervisor:
 
         end = ending(returncode, bool(self.received), self.killed)
         record = self._record(time.time(), end.exit_code, end.signal, end.interrupted)
-        report = final_report(
-            self.report_dir, end, record, self.current, self.system,
-            self.launched.process.pid if self.launched else 0, self._artifacts(),
-            gaps=self.sampler.gaps())
+        # The job's exit code is what scripts around it act on: no failure of ours replaces it.
+        try:
+            report = final_report(
+                self.report_dir, end, record, self.current, self.system,
+                self.launched.process.pid if self.launched else 0, self._artifacts(),
+                gaps=self.sampler.gaps())
+        except OSError as error:
+            _say(f"job {end.verdict} (exit {end.final_code}); warning: cannot write the report "
+                 f"to {self.report_dir} ({error.strerror or error})")
+            return end.final_code
+        except Exception as error:
+            if os.environ.get("HANGDOCTOR_DEBUG"):
+                traceback.print_exc()
+            _say(f"job {end.verdict} (exit {end.final_code}); internal error while writing the "
+                 f"report: {type(error).__name__}: {error} (please report it)")
+            return end.final_code
         root = report.root_cause
         duration = record.ended_at - record.started_at if record.ended_at else 0.0
         line = f"job {end.verdict} (exit {end.final_code}) after {duration:.1f} s"
@@ -308,6 +355,19 @@ class Supervisor:
         for state in self.hangs:
             artifacts[f"hang-{state.number}"] = f"hang-{state.number}/report.json"
         return artifacts
+
+
+def run_unsupervised(command: tuple[str, ...]) -> int:
+    """Run the job as if hangdoctor were not there: same terminal, same signals, its own exit
+    status (hangdoctor's only when the command cannot be started)."""
+    try:
+        os.execvp(command[0], list(command))
+    except FileNotFoundError as error:
+        raise LaunchError(f"command not found: {command[0]}",
+                          ExitCode.COMMAND_NOT_FOUND) from error
+    except OSError as error:
+        raise LaunchError(f"cannot run {command[0]}: {error.strerror or error}",
+                          ExitCode.NOT_EXECUTABLE) from error
 
 
 def run_supervised(options: RunOptions) -> int:

@@ -343,6 +343,14 @@ def _learn_identity() -> None:
 
 # ---- the writer -------------------------------------------------------------------------------
 
+# Report files are the owner's only, unless the user asked hangdoctor for shared reports.
+_FILE_MODE = 0o644 if os.environ.get("HANGDOCTOR_SHARED_REPORTS", "") not in ("", "0") else 0o600
+
+
+def _private_open(path: str):
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE), "w")
+
+
 
 def _start_writer() -> None:
     global _writer_started
@@ -388,7 +396,7 @@ def _answer_flight_recorder_request() -> None:
         pid = os.getpid()
         body = json.dumps({"pid": pid, "rank": _rank(), "trace": trace})
         temporary = os.path.join(_directory, f".fr-{pid}.json.tmp")
-        with open(temporary, "w") as handle:
+        with _private_open(temporary) as handle:
             handle.write(body)
         os.replace(temporary, os.path.join(_directory, f"fr-{pid}.json"))
     except Exception:
@@ -408,7 +416,7 @@ def _flush() -> None:
             pid = _state.pid
             path = os.path.join(_directory, f"status-{pid}.json")
             temporary = os.path.join(_directory, f".status-{pid}.json.tmp")
-            with open(temporary, "w") as handle:
+            with _private_open(temporary) as handle:
                 handle.write(_state.as_json())
             os.replace(temporary, path)
             _written = version
