@@ -69,3 +69,13 @@ def test_missing_nvml_is_a_gap_only_where_a_driver_is():
     assert with_driver.error is not None and with_driver.error.kind == "missing_tool"
     assert with_driver.error.help is not None
     assert without.error is None and without.gap() is None
+
+
+def test_an_installed_nvml_that_refuses_to_start_is_always_a_gap():
+    def refusing():
+        raise RuntimeError("Driver Not Loaded")
+
+    sampler = GpuSampler(refusing, driver_present=lambda: False)
+    time.sleep(0.1)
+    assert sampler.error is not None and sampler.error.kind == "failed"
+    assert "Driver Not Loaded" in sampler.error.message

@@ -88,6 +88,12 @@ def _enrich(stacks: dict[int, PythonThread], cwd: str | None) -> dict[int, Pytho
     }
 
 
+def attach_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> ProcessEvidence:
+    """`process` with Python stacks read some other way than py-spy (the job's own dump),
+    placed on their threads with their source lines."""
+    return _with_stacks(process, _enrich(dict(stacks), process.cwd))
+
+
 def _busy(process: ProcessEvidence, before: ProcessEvidence | None, elapsed: float) -> bool:
     if any(t.kernel is not None and t.kernel.state == "R" for t in process.threads):
         return True

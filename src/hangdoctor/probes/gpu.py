@@ -119,8 +119,10 @@ class GpuSampler:
     def _run(self) -> None:
         try:
             self._nvml, self._handles = self._timed(self._opener)
-        except Exception as error:  # NVML missing or refusing: a gap only where a GPU is
-            if self._driver_present():
+        except Exception as error:
+            # No nvidia-ml-py is a gap only where a GPU driver is; an NVML that is installed
+            # but refuses to start (driver not loaded, library mismatch) always is one.
+            if not isinstance(error, ImportError) or self._driver_present():
                 kind = "missing_tool" if isinstance(error, ImportError) else "failed"
                 with self._lock:
                     self._error = ProbeError(
