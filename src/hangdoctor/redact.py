@@ -22,6 +22,16 @@ _SECRET_VALUE = re.compile(
     r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@))"
 )
 
+# `NAME=value` or `name: value` in free text (a log line, a shell command, a credentials file)
+# where NAME ends in a word that says "secret": the value goes, whatever its shape (an AWS
+# secret access key or a W&B API key has none of its own). Names must end in the word, so that
+# `tokenizer=...` or `max_tokens: 4096` stay.
+_SECRET_ASSIGNMENT = re.compile(
+    r"(?i)(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|api[_-]?key|apikey|"
+    r"access[_-]?key|secret[_-]?key|private[_-]?key|credentials?|auth[_-]?key))"
+    r"([\"']?\s*[=:]\s*[\"']?)([^\s\"',;]{6,})"
+)
+
 # Environment variables worth keeping for diagnosis (prefixes or exact names).
 _KEPT_ENV_PREFIXES = (
     "CUDA_",
@@ -53,8 +63,15 @@ def is_secret_name(name: str) -> bool:
 
 
 def redact_value(value: str) -> str:
-    """Replace token-shaped substrings (and passwords in URLs) inside a value."""
-    return _SECRET_VALUE.sub(REDACTED, value)
+    """Replace token-shaped substrings (and passwords in URLs), and the values assigned to
+    secret-named variables, inside a value."""
+    value = _SECRET_VALUE.sub(REDACTED, value)
+    if "=" in value or ":" in value:
+        value = _SECRET_ASSIGNMENT.sub(
+            lambda match: match[0] if match[3].startswith(REDACTED)
+            else f"{match[1]}{match[2]}{REDACTED}",
+            value)
+    return value
 
 
 def redact_pair(name: str, value: str) -> str:

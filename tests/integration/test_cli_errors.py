@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -102,4 +103,72 @@ def test_analyze_missing_and_broken_input(tmp_path):
     (tmp_path / "evidence.json").write_text(json.dumps({"format": "x"}))
     done = run_cli("analyze", str(tmp_path / "evidence.json"))
     assert done.returncode == 2
+    _no_traceback(done)
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    (b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 40, "an ELF binary or core file"),
+    (bytes(range(256)) * 64, "binary data"),
+    (b"\x1f\x8b\x08\x00" + b"\x00" * 100, "gzip-compressed: decompress it first"),
+])
+def test_analyze_a_binary_file_is_not_a_healthy_log(tmp_path, content, why):
+    path = tmp_path / "model.bin"
+    path.write_bytes(content)
+    done = run_cli("analyze", str(path))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (f"hangdoctor: error: {path} is not a log file or "
+                                           f"report ({why})")
+    _no_traceback(done)
+
+
+def test_analyze_an_empty_file(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_bytes(b"")
+    done = run_cli("analyze", str(path))
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"hangdoctor: error: {path} is empty: not a log file or report"
+
+
+def test_analyze_a_log_with_hostile_lines_is_still_read(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_bytes(b"step 1 loss 2.0\n" + b"\x00" * 40 + b"x" * 300_000 + b"\n"
+                     + b"step 99999999999999999999999 loss 1e999\n"
+                     + b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    done = run_cli("analyze", str(path), "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["verdict"] == "failed"
+    assert report["findings"][0]["category"].startswith("gpu.")
+
+
+def test_dump_to_a_report_dir_that_cannot_be_made(fixture_program, tmp_path):
+    program = fixture_program("lock_order_deadlock.py")
+    (tmp_path / "file").write_text("")
+    started = time.monotonic()
+    done = run_cli("dump", str(program.pid), "--report-dir", str(tmp_path / "file" / "report"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        f"hangdoctor: error: cannot write the report to {tmp_path / 'file' / 'report'}: "
+        "Not a directory")
+    assert time.monotonic() - started < 10  # refused before any capture
+    _no_traceback(done)
+
+
+def test_run_with_a_report_dir_that_cannot_be_made_still_runs_the_job(tmp_path):
+    (tmp_path / "file").write_text("")
+    wanted = tmp_path / "file" / "report"
+    done = run_cli("run", "--report-dir", str(wanted), "--", sys.executable, "-c",
+                   "print('trained'); raise SystemExit(3)")
+    assert done.returncode == 3  # the job's own exit code
+    assert done.stdout == "trained\n"
+    warning = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert len(warning) == 1 and warning[0].startswith(
+        f"hangdoctor: warning: cannot write the report to {wanted} (Not a directory); "
+        "writing it to ")
+    fallback = warning[0].rsplit(" ", 2)[-2]
+    try:
+        report = json.loads((Path(fallback) / "report.json").read_text())
+        assert report["verdict"] == "failed" and report["exit_code"] == 3
+    finally:
+        shutil.rmtree(fallback, ignore_errors=True)
     _no_traceback(done)

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from hangdoctor.analysis.job import JobView
 
-# A thread that used more than this share of a CPU between samples is computing.
+# A thread that used more than this share of a CPU between samples is computing; so is one
+# runnable (state R) in every sample that still got this much of a loaded machine's CPU.
 BUSY_THREAD_SHARE = 0.5
+CONTENDED_THREAD_SHARE = 0.2
+
+
+def _runnable_throughout(job: JobView, pid: int, tid: int) -> bool:
+    states = [s.kernel.state for _, s in job.samples(pid, tid) if s.kernel is not None]
+    return len(states) >= 2 and all(state == "R" for state in states)
 
 
 def hang_kind(job: JobView) -> str:
@@ -13,7 +20,9 @@ def hang_kind(job: JobView) -> str:
     for process, thread in job.threads():
         share = job.thread_cpu_share(process.pid, thread.tid)
         if share is not None:
-            if share >= BUSY_THREAD_SHARE:
+            if share >= BUSY_THREAD_SHARE or (
+                    share >= CONTENDED_THREAD_SHARE
+                    and _runnable_throughout(job, process.pid, thread.tid)):
                 return "busy"
         elif thread.kernel is not None and thread.kernel.state == "R":
             return "busy"

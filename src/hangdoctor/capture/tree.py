@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections import defaultdict
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from hangdoctor import __version__
+from hangdoctor import __version__, bounded
 from hangdoctor.errors import NoSuchProcessError
 from hangdoctor.evidence.model import (
     Bundle,
@@ -31,6 +32,7 @@ from hangdoctor.probes.system import read_system
 
 # A process is sampled again for stacks when it used this share of a CPU since the last snapshot.
 _BUSY_CPU_SHARE = 0.2
+_PROCFS_TIMEOUT_S = 5.0  # reading one process's /proc files
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,12 @@ def _enrich(stacks: dict[int, PythonThread], cwd: str | None) -> dict[int, Pytho
     }
 
 
+def attach_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> ProcessEvidence:
+    """`process` with Python stacks read some other way than py-spy (the job's own dump),
+    placed on their threads with their source lines."""
+    return _with_stacks(process, _enrich(dict(stacks), process.cwd))
+
+
 def _busy(process: ProcessEvidence, before: ProcessEvidence | None, elapsed: float) -> bool:
     if any(t.kernel is not None and t.kernel.state == "R" for t in process.threads):
         return True
@@ -115,7 +123,16 @@ def _take_snapshot(
     processes: list[ProcessEvidence] = []
     with timer.measure("procfs"):
         for pid in pids:
-            process, problems = read_process(pid)
+            # A /proc read can block in the kernel (cmdline and environ wait for the memory
+            # map's lock, which a process stuck in a page fault holds): such a process is
+            # left out and said to be, the others are read.
+            read, failure = bounded.call("procfs", functools.partial(read_process, pid),
+                                         _PROCFS_TIMEOUT_S, pid=pid)
+            if read is None:
+                errors.append(failure or ProbeError(probe="procfs", pid=pid, kind="failed",
+                                                    message="no result"))
+                continue
+            process, problems = read
             errors.extend(problems)
             if process is not None:
                 processes.append(process)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hangdoctor.cli.output import show
+from hangdoctor.cli.output import prepare_report_dir, show
 from hangdoctor.errors import BadInputError, ExitCode
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID, LogFile, read_logs
 from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
@@ -65,6 +65,8 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
     for path in paths:
         if not path.exists():
             raise BadInputError(f"{path} does not exist")
+    if report_dir is not None:
+        prepare_report_dir(report_dir)
     captures = [p for p in paths if is_bundle(p)]
     logs = [p for p in paths if p not in captures]
     if len(captures) > 1:

@@ -6,10 +6,11 @@ import time
 from pathlib import Path
 
 import click
+import psutil
 
 from hangdoctor.capture.tree import CaptureOptions, capture_tree
-from hangdoctor.cli.output import show
-from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode
+from hangdoctor.cli.output import prepare_report_dir, show
+from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode, NoSuchProcessError
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.pipeline import Context, diagnose
 from hangdoctor.probes.pystacks import StackOptions
@@ -65,15 +66,18 @@ def dump_command(pid: int, report_dir: Path | None, as_json: bool, native: bool,
     missing or failing. With 3 (after capture started), 4 and 5 the report holds what could
     be read.
     """
+    directory = report_dir or Path("hangdoctor-reports") / (
+        f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    if pid <= 0 or not psutil.pid_exists(pid):  # before any folder is made for it
+        raise NoSuchProcessError(f"no process with PID {pid}")
+    prepare_report_dir(directory)
     options = CaptureOptions(
         samples=samples,
         interval_s=interval,
         stacks=StackOptions(native=native, locals=with_locals, timeout_s=probe_timeout),
     )
     bundle = capture_tree(pid, options)
-    directory = report_dir or Path("hangdoctor-reports") / (
-        f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
     report = diagnose(bundle, Context(report_dir=directory))
     show(report, as_json, directory)
     code, message, help = capture_exit_code(bundle, report.verdict == "hung")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from hangdoctor.errors import BadInputError
+from hangdoctor.private_files import make_dir, write_text
 from hangdoctor.report.model import Report
 from hangdoctor.report.render_json import render_json
 from hangdoctor.report.render_terminal import render_terminal
@@ -19,3 +21,17 @@ def show(report: Report, as_json: bool, report_dir: Path | None) -> None:
         return
     console = Console(highlight=False, soft_wrap=False)
     render_terminal(report, console, str(report_dir) if report_dir else None)
+
+
+def prepare_report_dir(directory: Path) -> None:
+    """Make the report directory before any work is done, so that an unusable one is a
+    one-line error at once rather than a lost capture at the end."""
+    try:
+        make_dir(directory)
+        probe = directory / ".hangdoctor-write-test"
+        write_text(probe, "")
+        probe.unlink()
+    except OSError as error:
+        raise BadInputError(f"cannot write the report to {directory}: "
+                            f"{error.strerror or error}",
+                            help="choose another folder with --report-dir") from error

@@ -169,7 +169,8 @@ def probe_gpus(driver_present: bool) -> tuple[Gpus, dict[str, Any] | None]:
                                        help=NVML_HELP)), None
     readings, failure = bounded.call("nvml", read_nvml, NVML_TIMEOUT_S)
     if readings is None:
-        if not driver_present:
+        # An NVML that does not answer is a driver in trouble, whatever the version probe saw.
+        if not driver_present and (failure is None or failure.kind != "timeout"):
             return Gpus(), None
         return Gpus(failure=failure), None
     names: dict[int, str] = {}

@@ -90,6 +90,40 @@ def classify(lines: Iterable[str]) -> tuple[list[str], list[str]]:
     return output, kernel
 
 
+#: Signatures of binary formats someone may pass by mistake (a checkpoint, an archive, a core).
+_DECOMPRESS = "-compressed: decompress it first"
+_MAGIC = {
+    b"\x7fELF": "an ELF binary or core file",
+    b"\x1f\x8b": "gzip" + _DECOMPRESS,
+    b"\x28\xb5\x2f\xfd": "zstd" + _DECOMPRESS,
+    b"BZh": "bzip2" + _DECOMPRESS,
+    b"\xfd7zXZ": "xz" + _DECOMPRESS,
+    b"PK\x03\x04": "a zip archive (a PyTorch checkpoint?)",
+    b"\x89PNG": "a PNG image",
+    b"%PDF": "a PDF document",
+}
+#: Bytes that do not occur in text, even in logs with colour codes and progress bars.
+_NON_TEXT = bytes(set(range(32)) - {9, 10, 12, 13, 27, 8}) + b"\x7f"
+_SNIFF_BYTES = 64 * 1024
+
+
+def binary_kind(data: bytes) -> str | None:
+    """What `data` is when it is not text (None for text). A log line with a stray NUL or bad
+    UTF-8 is still text; a file where over a tenth of the first 64 KiB is control bytes or
+    undecodable is not."""
+    for magic, kind in _MAGIC.items():
+        if data.startswith(magic):
+            return kind
+    head = data[:_SNIFF_BYTES]
+    if not head:
+        return None
+    control = len(head) - len(head.translate(None, _NON_TEXT))
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    if (control + undecodable) * 10 > len(head):
+        return "binary data"
+    return None
+
+
 def decode_lines(data: bytes) -> list[str]:
     """Decode any bytes (invalid UTF-8 replaced) into redacted lines, redraws collapsed."""
     text = data.decode("utf-8", errors="replace").replace("\x00", "")
@@ -117,6 +151,13 @@ def read_log_file(path: Path, tail_bytes: int = TAIL_BYTES) -> LogFile:
             data = handle.read(tail_bytes + 1)
     except OSError as error:
         raise BadInputError(f"cannot read {path}: {error.strerror or error}") from error
+    if not data.strip():
+        raise BadInputError(f"{path} is empty: not a log file or report")
+    kind = binary_kind(data)
+    if kind is not None:
+        raise BadInputError(f"{path} is not a log file or report ({kind})",
+                            help="give the job's text output, a kernel log, or a report "
+                            "directory written by `dump` or `run`")
     if truncated:
         data = data.split(b"\n", 1)[-1]  # the first line was cut in the middle
     output, kernel = classify(decode_lines(data))

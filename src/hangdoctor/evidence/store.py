@@ -8,15 +8,16 @@ from pydantic import ValidationError
 
 from hangdoctor.errors import BadInputError
 from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
+from hangdoctor.private_files import make_dir, write_text
 
 BUNDLE_FILE = "evidence.json"
 
 
 def save_bundle(bundle: Bundle, directory: Path) -> Path:
     """Write the bundle as JSON into `directory` and return the file's path."""
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dir(directory)
     path = directory / BUNDLE_FILE
-    path.write_text(bundle.model_dump_json(indent=1), encoding="utf-8")
+    write_text(path, bundle.model_dump_json(indent=1))
     return path
 
 

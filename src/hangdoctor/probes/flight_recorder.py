@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hangdoctor.evidence.model import CollectiveRecord, FlightRecord
+from hangdoctor.private_files import write_text
 
 REQUEST = "flight-recorder.request"
 _KEEP = 16  # entries per rank: enough to see where ranks diverged
@@ -23,7 +24,7 @@ _KEEP = 16  # entries per rank: enough to see where ranks diverged
 def request_dumps(status_dir: Path) -> float:
     """Ask every instrumented rank for its Flight Recorder; returns the request time."""
     path = status_dir / REQUEST
-    path.write_text(str(time.time()))
+    write_text(path, str(time.time()))
     return path.stat().st_mtime
 
 

@@ -1,20 +1,31 @@
 """GPU utilisation and memory through NVML (nvidia-ml-py), when it and a GPU are there.
 
 No GPU is a fact, not an error: the sampler then simply records none. NVML can wedge (a GPU
-that fell off the bus makes every query block): every NVML call goes through `bounded.call`, and
-after one call runs out of time NVML is not asked again; the gap is kept in `error`.
+that fell off the bus makes every query block), so NVML is only ever called from a thread of
+its own: the supervision loop reads the latest readings and never waits for NVML. A reading
+that is overdue, or an NVML that cannot be opened where an NVIDIA driver is installed, becomes
+`error`: a gap that the report states.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
-from hangdoctor import bounded
 from hangdoctor.evidence.model import GpuSample, ProbeError
 
 INIT_TIMEOUT_S = 5.0
-SAMPLE_TIMEOUT_S = 1.0
+SAMPLE_TIMEOUT_S = 2.0
+SAMPLE_EVERY_S = 1.0
+PENDING_S = 1.0  # an NVML call pending longer is worth a line in a report written meanwhile
+NVML_HELP = "pip install 'hangdoctor[gpu]'   (installs nvidia-ml-py)"
+
+#: Opens NVML: (the pynvml module, a handle per device).
+Opener = Callable[[], tuple[Any, list[Any]]]
 
 
 def _open_nvml() -> tuple[Any, list[Any]]:
@@ -25,24 +36,108 @@ def _open_nvml() -> tuple[Any, list[Any]]:
     return pynvml, [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
 
 
-class GpuSampler:
-    """Opens NVML once; `sample()` is cheap afterwards, never raises and never blocks for long."""
+def nvidia_driver_present() -> bool:
+    """Whether an NVIDIA kernel driver is loaded here (then a missing NVML is a gap)."""
+    return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidiactl")
 
-    def __init__(self, nvml_opener: Any = _open_nvml) -> None:
+
+class GpuSampler:
+    """Reads every GPU about once a second in a background thread; `sample()` returns the
+    latest readings at once and never blocks, whatever NVML does."""
+
+    def __init__(self, nvml_opener: Opener = _open_nvml, every_s: float = SAMPLE_EVERY_S,
+                 driver_present: Callable[[], bool] = nvidia_driver_present) -> None:
+        self._opener = nvml_opener
+        self._every_s = every_s
+        self._driver_present = driver_present
+        self._lock = threading.Lock()
+        self._latest: tuple[GpuSample, ...] = ()
         self._nvml: Any = None
         self._handles: list[Any] = []
-        #: Why NVML stopped answering, when it did (a wedged driver); None while all is well.
-        self.error: ProbeError | None = None
-        opened, error = bounded.call("nvml", nvml_opener, INIT_TIMEOUT_S)
-        if opened is not None:
-            self._nvml, self._handles = opened
-        elif error is not None and error.kind == "timeout":
-            self.error = error  # NVML is there but does not answer: a gap worth stating
+        self._started = time.monotonic()
+        self._opened = False
+        self._busy_since: float | None = None  # when the NVML call in flight began
+        self._stop = threading.Event()
+        self._error: ProbeError | None = None
+        self._thread = threading.Thread(target=self._run, name="hangdoctor-nvml", daemon=True)
+        self._thread.start()
+
+    @property
+    def error(self) -> ProbeError | None:
+        """Why there are no GPU readings, when a GPU was expected; None while all is well."""
+        with self._lock:
+            if self._error is None and self._busy_since is not None:
+                limit = SAMPLE_TIMEOUT_S if self._opened else INIT_TIMEOUT_S
+                waited = time.monotonic() - self._busy_since
+                if waited > limit:
+                    self._error = ProbeError(
+                        probe="nvml", kind="timeout",
+                        message=f"NVML did not answer within {limit:g} s (a wedged driver or "
+                                "a GPU that fell off the bus); GPUs were not sampled after that")
+            return self._error
+
+    def gap(self) -> ProbeError | None:
+        """What a report should say about the GPUs now: `error`, or an NVML call that has been
+        pending for over a second (a report written meanwhile must not stay silent on it)."""
+        error = self.error
+        if error is not None:
+            return error
+        with self._lock:
+            busy_since = self._busy_since
+        if busy_since is None or time.monotonic() - busy_since < PENDING_S:
+            return None
+        return ProbeError(probe="nvml", kind="timeout",
+                          message=f"NVML did not answer within {PENDING_S:g} s (still pending "
+                                  "when this report was written); GPUs not sampled")
 
     @property
     def available(self) -> bool:
-        """Whether any GPU can be sampled."""
-        return bool(self._nvml and self._handles) and self.error is None
+        """Whether GPUs are being sampled."""
+        return self._opened and bool(self._handles) and self.error is None
+
+    def sample(self) -> tuple[GpuSample, ...]:
+        """The latest utilisation and memory of every GPU; nothing once NVML stopped answering."""
+        if self.error is not None:
+            return ()
+        with self._lock:
+            return self._latest
+
+    def close(self) -> None:
+        """Stop sampling; release NVML unless it is wedged (that call would block too)."""
+        self._stop.set()
+
+    # the NVML thread ---------------------------------------------------------------------------
+    def _timed(self, fn: Callable[[], Any]) -> Any:
+        with self._lock:
+            self._busy_since = time.monotonic()
+        try:
+            return fn()
+        finally:
+            with self._lock:
+                self._busy_since = None
+
+    def _run(self) -> None:
+        try:
+            self._nvml, self._handles = self._timed(self._opener)
+        except Exception as error:
+            # No nvidia-ml-py is a gap only where a GPU driver is; an NVML that is installed
+            # but refuses to start (driver not loaded, library mismatch) always is one.
+            if not isinstance(error, ImportError) or self._driver_present():
+                kind = "missing_tool" if isinstance(error, ImportError) else "failed"
+                with self._lock:
+                    self._error = ProbeError(
+                        probe="nvml", kind=kind, help=NVML_HELP if kind == "missing_tool" else None,
+                        message=f"GPUs not sampled: NVML unavailable ({type(error).__name__}: "
+                                f"{error})")
+            return
+        self._opened = True
+        while not self._stop.is_set() and self._handles:
+            readings = self._timed(self._read)
+            with self._lock:
+                self._latest = readings
+            self._stop.wait(self._every_s)
+        with contextlib.suppress(Exception):
+            self._nvml.nvmlShutdown()
 
     def _read(self) -> tuple[GpuSample, ...]:
         samples = []
@@ -59,18 +154,3 @@ class GpuSampler:
                 memory_total_bytes=int(memory.total) if memory is not None else None,
             ))
         return tuple(samples)
-
-    def sample(self) -> tuple[GpuSample, ...]:
-        """Utilisation and memory of every GPU; nothing once NVML has stopped answering."""
-        if not self.available:
-            return ()
-        samples, error = bounded.call("nvml", self._read, SAMPLE_TIMEOUT_S)
-        if error is not None:
-            self.error = error
-            return ()
-        return samples or ()
-
-    def close(self) -> None:
-        """Release NVML (not when it is wedged: that call would block too)."""
-        if self._nvml is not None and self.error is None:
-            bounded.call("nvml", self._nvml.nvmlShutdown, SAMPLE_TIMEOUT_S)

@@ -31,25 +31,44 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def parse_stat(text: str) -> tuple[str, float] | None:
+    """(state, CPU seconds) from /proc/.../stat; None when it is not in the kernel's shape.
+    The command name in parentheses may itself hold spaces and parentheses: the fields start
+    after the last `)`."""
+    fields = text[text.rfind(")") + 2 :].split()
+    if len(fields) < 13 or not (fields[11].isdigit() and fields[12].isdigit()):
+        return None
+    return fields[0], (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def parse_syscall(text: str) -> tuple[int | None, tuple[int, ...]]:
+    """(syscall number, arguments) from /proc/.../syscall: `running`, `-1 sp pc` (blocked
+    outside a syscall, e.g. in a page fault) and unreadable text give no number."""
+    fields = text.split()
+    if not fields or not fields[0].lstrip("-").isdigit():
+        return None, ()
+    number = int(fields[0])
+    if number < 0:
+        return None, ()
+    try:
+        return number, tuple(int(field, 16) for field in fields[1:7])
+    except ValueError:
+        return number, ()
+
+
 def read_thread_state(task_dir: Path) -> KernelThreadState | None:
     """State, wait channel, current syscall and CPU time of one thread (None if it is gone)."""
     stat = _read(task_dir / "stat")
     if stat is None:
         return None
-    after_comm = stat[stat.rfind(")") + 2 :].split()
-    state = after_comm[0]
-    cpu_seconds = (int(after_comm[11]) + int(after_comm[12])) / _CLOCK_TICKS
+    parsed = parse_stat(stat)
+    if parsed is None:
+        return None
+    state, cpu_seconds = parsed
     wchan = (_read(task_dir / "wchan") or "").strip() or None
     if wchan == "0":
         wchan = None
-    number: int | None = None
-    args: tuple[int, ...] = ()
-    syscall = (_read(task_dir / "syscall") or "").split()
-    if syscall and syscall[0].lstrip("-").isdigit():
-        number = int(syscall[0])
-        if number < 0:  # -1: blocked, but not in a syscall (e.g. a page fault)
-            number = None
-        args = tuple(int(field, 16) for field in syscall[1:7])
+    number, args = parse_syscall(_read(task_dir / "syscall") or "")
     return KernelThreadState(
         state=state,
         wchan=wchan,
@@ -82,9 +101,18 @@ def _fd_mode(pid: int, fd: str) -> str | None:
     info = _read(Path(f"/proc/{pid}/fdinfo/{fd}"))
     if not info:
         return None
-    for line in info.splitlines():
-        if line.startswith("flags:"):
-            access = int(line.split()[1], 8) & 0o3
+    return parse_fdinfo_mode(info)
+
+
+def parse_fdinfo_mode(text: str) -> str | None:
+    """The access mode (r, w, rw) from the `flags:` line (octal) of /proc/PID/fdinfo/FD."""
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "flags:":
+            try:
+                access = int(fields[1], 8) & 0o3
+            except ValueError:
+                return None
             return {0: "r", 1: "w", 2: "rw"}.get(access)
     return None
 

@@ -11,7 +11,6 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hangdoctor import bounded
 from hangdoctor.evidence.model import Frame, LocalVariable, ProbeError, PythonThread
@@ -69,37 +68,62 @@ def _first_error_line(stderr: str) -> str:
     return head or "py-spy failed without a message"
 
 
-def _convert_local(raw: dict[str, Any]) -> LocalVariable:
-    name = str(raw.get("name", "?"))
+def _text(value: object, default: str = "?") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _convert_local(raw: object) -> LocalVariable | None:
+    if not isinstance(raw, dict):
+        return None
+    name = _text(raw.get("name"))
     value = raw.get("repr")
+    shown = None
     if value is not None:
-        value = REDACTED if is_secret_name(name) else redact_value(str(value)[:_MAX_REPR])
-    return LocalVariable(name=name, repr=value, addr=raw.get("addr"), arg=bool(raw.get("arg")))
+        shown = REDACTED if is_secret_name(name) else redact_value(str(value)[:_MAX_REPR])
+    address = _int(raw.get("addr"))
+    return LocalVariable(name=name, repr=shown, addr=address, arg=bool(raw.get("arg")))
 
 
-def _convert_frame(raw: dict[str, Any]) -> Frame:
+def _convert_frame(raw: object) -> Frame | None:
+    if not isinstance(raw, dict):
+        return None
+    locals_ = raw.get("locals")
     return Frame(
-        function=str(raw.get("name", "?")),
-        file=str(raw.get("filename") or raw.get("short_filename") or "?"),
-        line=int(raw.get("line") or 0),
+        function=_text(raw.get("name")),
+        file=_text(raw.get("filename") or raw.get("short_filename")),
+        line=max(0, _int(raw.get("line")) or 0),
         native=raw.get("module") is not None,
-        locals=tuple(_convert_local(item) for item in raw.get("locals") or ()),
+        locals=tuple(local for local in map(_convert_local, locals_)
+                     if local is not None) if isinstance(locals_, list) else (),
     )
 
 
 def parse_py_spy_json(text: str) -> dict[int, PythonThread]:
-    """py-spy's JSON dump, keyed by OS thread id."""
+    """py-spy's JSON dump, keyed by OS thread id. Raises ValueError when it is not JSON or
+    not a list of threads; entries of the wrong shape are skipped."""
+    threads_raw = json.loads(text)
+    if not isinstance(threads_raw, list):
+        raise ValueError(f"expected a list of threads, got {type(threads_raw).__name__}")
     threads: dict[int, PythonThread] = {}
-    for raw in json.loads(text):
-        tid = raw.get("os_thread_id")
-        if tid is None:
+    for raw in threads_raw:
+        if not isinstance(raw, dict):
             continue
-        threads[int(tid)] = PythonThread(
-            thread_id=raw.get("thread_id"),
-            name=raw.get("thread_name"),
+        tid = _int(raw.get("os_thread_id"))
+        if tid is None or tid <= 0:
+            continue
+        frames = raw.get("frames")
+        name = raw.get("thread_name")
+        threads[tid] = PythonThread(
+            thread_id=_int(raw.get("thread_id")),
+            name=name if isinstance(name, str) else None,
             active=bool(raw.get("active")),
             owns_gil=bool(raw.get("owns_gil")),
-            frames=tuple(_convert_frame(frame) for frame in raw.get("frames") or ()),
+            frames=tuple(frame for frame in map(_convert_frame, frames)
+                         if frame is not None) if isinstance(frames, list) else (),
         )
     return threads
 
@@ -142,7 +166,7 @@ def _dump_once(
         )
     try:
         return parse_py_spy_json(done.stdout), None
-    except (ValueError, TypeError, KeyError) as error:
+    except ValueError as error:
         return {}, ProbeError(
             probe="py-spy", pid=pid, kind="failed", message=f"unreadable py-spy output: {error}"
         )

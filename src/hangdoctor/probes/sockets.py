@@ -33,7 +33,7 @@ def _address(hex_address: str) -> str:
 def _rows(path: Path) -> list[list[str]]:
     """The fields of each line of a /proc/net table, header skipped; none if unreadable."""
     try:
-        return [line.split() for line in path.read_text().splitlines()[1:]]
+        return [line.split() for line in path.read_text(errors="replace").splitlines()[1:]]
     except OSError:
         return []
 
@@ -44,15 +44,12 @@ def _inet(path: Path, protocol: str, wanted: set[int]) -> list[SocketEndpoint]:
         if len(fields) < 10 or not fields[9].isdigit() or int(fields[9]) not in wanted:
             continue
         state = _TCP_STATES.get(fields[3]) if protocol.startswith("tcp") else None
-        found.append(
-            SocketEndpoint(
-                inode=int(fields[9]),
-                protocol=protocol,
-                local=_address(fields[1]),
-                remote=_address(fields[2]),
-                state=state,
-            )
-        )
+        try:
+            local, remote = _address(fields[1]), _address(fields[2])
+        except ValueError:  # not the kernel's hex address:port (a table changed under us)
+            continue
+        found.append(SocketEndpoint(inode=int(fields[9]), protocol=protocol, local=local,
+                                    remote=remote, state=state))
     return found
 
 

@@ -49,20 +49,24 @@ def ending(returncode: int, signals_received: bool, killed_by_us: bool) -> Endin
 
 
 def final_report(report_dir: Path, end: Ending, record: JobRecord, hang: HangReport | None,
-                 system: SystemInfo | None, target_pid: int, artifacts: dict[str, str]
-                 ) -> Report:
+                 system: SystemInfo | None, target_pid: int, artifacts: dict[str, str],
+                 gaps: tuple[ProbeError, ...] = ()) -> Report:
     """Diagnose the whole run and write the report directory. A job that hung keeps the
-    evidence of its last hang; one that failed gets the kernel log of its lifetime."""
+    evidence of its last hang; one that failed gets the kernel log of its lifetime. `gaps` is
+    what the sampler could not observe (a wedged NVML), stated in the report."""
     if hang is not None:
         kernel_log = hang.bundle.job.kernel_log if hang.bundle.job else ()
-        bundle = hang.bundle.model_copy(
-            update={"job": record.model_copy(update={"kernel_log": kernel_log})})
+        known = {(e.probe, e.pid, e.kind) for e in hang.bundle.errors}
+        bundle = hang.bundle.model_copy(update={
+            "job": record.model_copy(update={"kernel_log": kernel_log}),
+            "errors": hang.bundle.errors + tuple(
+                gap for gap in gaps if (gap.probe, gap.pid, gap.kind) not in known)})
     else:
         kernel_lines: list[str] = []
-        errors: tuple[ProbeError, ...] = ()
+        errors: tuple[ProbeError, ...] = gaps
         if end.verdict == "failed":
             kernel_lines, kernel_error = read_kernel_log(since=record.started_at - 60)
-            errors = (kernel_error,) if kernel_error else ()
+            errors += (kernel_error,) if kernel_error else ()
         bundle = Bundle(
             tool_version=__version__,
             created_at=time.time(),

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangdoctor.capture.tree import CaptureOptions, capture_tree
-from hangdoctor.evidence.model import Bundle, JobRecord
+from hangdoctor.capture.tree import CaptureOptions, attach_stacks, capture_tree
+from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
+from hangdoctor.probes.job_stacks import request_stacks
 from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.pystacks import StackOptions
 from hangdoctor.report.model import Hang, Report
@@ -50,6 +51,24 @@ class HangCapture:
     ranks: int  # ranks known to the instrumentation: each is asked for its Flight Recorder
     started_wall: float
     native_stacks: bool
+    gaps: tuple[ProbeError, ...] = ()  # what the sampler could not observe (NVML)
+
+
+def _stacks_from_the_job(bundle: Bundle, status_dir: Path) -> Bundle:
+    """Where py-spy could not read a process (ptrace refused, py-spy missing or failing), ask
+    the instrumented process for its own stacks (`probes.job_stacks`); the py-spy gap stays
+    stated in the errors."""
+    if not bundle.snapshots:
+        return bundle
+    first = bundle.snapshots[0]
+    missing = [p.pid for p in first.processes if not p.stacks_sampled and p.is_python is not False]
+    found = request_stacks(status_dir, missing) if missing else {}
+    if not found:
+        return bundle
+    processes = tuple(attach_stacks(p, found[p.pid]) if p.pid in found else p
+                      for p in first.processes)
+    first = first.model_copy(update={"processes": processes})
+    return bundle.model_copy(update={"snapshots": (first, *bundle.snapshots[1:])})
 
 
 def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
@@ -58,6 +77,8 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
     when the tree cannot be captured at all."""
     asked = request_dumps(job.status_dir) if job.status_dir is not None else None
     bundle = capture_tree(job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)))
+    if job.status_dir is not None:
+        bundle = _stacks_from_the_job(bundle, job.status_dir)
     if asked is not None and job.status_dir is not None and job.ranks:
         records = collect_dumps(job.status_dir, asked, expected=job.ranks)
         bundle = bundle.model_copy(update={"flight_records": tuple(records)})
@@ -65,7 +86,7 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
     hang_record = record.model_copy(update={
         "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
         "kernel_log": tuple(kernel_lines)})
-    errors = bundle.errors + ((kernel_error,) if kernel_error else ())
+    errors = bundle.errors + job.gaps + ((kernel_error,) if kernel_error else ())
     bundle = bundle.model_copy(update={"job": hang_record, "errors": errors})
     hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
                 declared_s=round(decision.declared_s, 3))

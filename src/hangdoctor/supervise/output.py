@@ -92,8 +92,8 @@ def resize(channels: list[Channel]) -> None:
         if channel.is_pty:
             size = _terminal_size(channel.destination_fd)
             if size is not None:
-                with contextlib.suppress(OSError):
-                    fcntl.ioctl(channel.child_fd, termios.TIOCSWINSZ, size)
+                with contextlib.suppress(OSError):  # the master: the job holds the slave
+                    fcntl.ioctl(channel.read_fd, termios.TIOCSWINSZ, size)
 
 
 @dataclass
@@ -155,22 +155,69 @@ class OutputLog:
     def _read_tail(self) -> bytes:
         if self._final_tail is not None:
             return self._final_tail
-        try:
-            size = os.fstat(self.file.fileno()).st_size
-            if self.evidence_ends_at is not None:
-                size = min(size, self.evidence_ends_at)
-            return os.pread(self.file.fileno(), min(size, _TAIL_BYTES),
-                            max(0, size - _TAIL_BYTES))
-        except (OSError, ValueError):
-            return b""
+        return _read_tail(self.file, self.evidence_ends_at)
 
     def tail_lines(self, count: int = 200) -> list[str]:
         """The last lines of output, decoded leniently, progress-bar redraws collapsed."""
         with self._lock:
             data = self._read_tail()
-        text = data.decode("utf-8", errors="replace")
-        lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
-        return [line for line in lines if line.strip()][-count:]
+        return _lines(data, count)
+
+
+@dataclass
+class LogView:
+    """The supervisor's side of the log that the relay process writes: how much the job has
+    written (its size) and its tail, read with pread so that the relay's offset is untouched."""
+
+    file: BinaryIO
+    _final_tail: bytes | None = None
+    _final_size: int | None = None
+    #: Where the evidence ends (see `OutputLog.evidence_ends_at`).
+    evidence_ends_at: int | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of output so far."""
+        if self._final_size is not None:
+            return self._final_size
+        try:
+            return os.fstat(self.file.fileno()).st_size
+        except (OSError, ValueError):
+            return self.evidence_ends_at or 0
+
+    def end_evidence(self) -> None:
+        """Mark the output so far as the last that tells about the job's own trouble."""
+        self.evidence_ends_at = self.total_bytes
+
+    def tail_lines(self, count: int = 200) -> list[str]:
+        """The last lines of output, decoded leniently, progress-bar redraws collapsed."""
+        data = self._final_tail
+        if data is None:
+            data = _read_tail(self.file, self.evidence_ends_at)
+        return _lines(data, count)
+
+    def close(self) -> None:
+        """Close the file, keeping its tail for the report."""
+        if self._final_tail is None:
+            self._final_size = self.total_bytes
+            self._final_tail = _read_tail(self.file, self.evidence_ends_at)
+        self.file.close()
+
+
+def _read_tail(file: BinaryIO, ends_at: int | None) -> bytes:
+    try:
+        size = os.fstat(file.fileno()).st_size
+        if ends_at is not None:
+            size = min(size, ends_at)
+        return os.pread(file.fileno(), min(size, _TAIL_BYTES), max(0, size - _TAIL_BYTES))
+    except (OSError, ValueError):
+        return b""
+
+
+def _lines(data: bytes, count: int) -> list[str]:
+    text = data.decode("utf-8", errors="replace")
+    lines = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+    return [line for line in lines if line.strip()][-count:]
 
 
 def _write_all(fd: int, data: bytes) -> bool:

@@ -1,6 +1,9 @@
 """The light sampler: about once a second, CPU, memory and state of every process of the job,
 GPU utilisation and memory where NVML is there, and the training progress the job reports.
-Cheap enough to run all the time; its timeline goes into the evidence bundle."""
+Cheap enough to run all the time; its timeline goes into the evidence bundle. It runs on the
+supervision loop, so it reads only what cannot block: /proc/PID/stat and statm (no lock of the
+target's memory map is taken for them), the progress files, and the GPU readings that the NVML
+thread last took (`probes.gpu`)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,12 @@ from pathlib import Path
 
 import psutil
 
-from hangdoctor.evidence.model import ProcessSample, ProgressStatus, TimelineSample
+from hangdoctor.evidence.model import (
+    ProbeError,
+    ProcessSample,
+    ProgressStatus,
+    TimelineSample,
+)
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.progress import read_statuses
 
@@ -99,6 +107,11 @@ class TreeSampler:
         if not self.timeline:
             return False
         return any(p.state == psutil.STATUS_RUNNING for p in self.timeline[-1].processes)
+
+    def gaps(self) -> tuple[ProbeError, ...]:
+        """What the sampler could not observe, for the report (a wedged or missing NVML)."""
+        gap = self.gpus.gap()
+        return (gap,) if gap is not None else ()
 
     def close(self) -> None:
         """Release the GPU library."""

@@ -7,16 +7,20 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
-from hangdoctor.errors import HangdoctorError
+from hangdoctor import bounded
+from hangdoctor.errors import ExitCode, LaunchError
 from hangdoctor.instrument import instrumented_environment
+from hangdoctor.private_files import make_dir, open_log
 from hangdoctor.probes.progress import read_fault_logs
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.launch import (
@@ -25,8 +29,9 @@ from hangdoctor.supervise.launch import (
     launch,
     take_terminal_back,
 )
-from hangdoctor.supervise.output import Channel, OutputLog, open_channels, resize, start_relays
+from hangdoctor.supervise.output import Channel, LogView, open_channels, resize
 from hangdoctor.supervise.policy import Counters, HangDecision, HangPolicy, ProgressTracker
+from hangdoctor.supervise.relay_process import RelayProcess, start_relay_process
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
 if TYPE_CHECKING:
@@ -42,6 +47,8 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BUSY_CORES = 0.3  # the job computes when it uses more than this share of a CPU
 # What signal.signal() takes and returns (typeshed's private signal._HANDLER).
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
+_CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together
+_DRAIN_S = 5.0  # after the job exits, how long its leftover children may keep the output open
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Supervisor:
         self.killed = False
         self.system: SystemInfo | None = None
         self.channels: list[Channel] = []
+        self.relay: RelayProcess | None = None
 
     # signals ---------------------------------------------------------------------------------
     def _forward(self, signum: int, _frame: object) -> None:
@@ -103,33 +111,66 @@ class Supervisor:
     def run(self) -> int:
         """Run the job; returns the exit code hangdoctor should exit with."""
         options = self.options
-        self.report_dir.mkdir(parents=True, exist_ok=True)
+        log_file = self._open_report_dir()
+        if log_file is None:
+            return run_unsupervised(options.command)
         env = dict(os.environ)
         if self.status_dir is not None:
-            self.status_dir.mkdir(parents=True, exist_ok=True)
             env = instrumented_environment(env, self.status_dir)
         self.channels = open_channels()
+        log_path = self.report_dir / "output.log"
         # Unbuffered: every chunk goes straight to the file, and nothing is lost if we die.
-        self.log = OutputLog(open(self.report_dir / "output.log", "w+b", buffering=0))  # noqa: SIM115
+        self.log = LogView(log_file)
+        # The relay exists before the job does, and outlives us if we die (relay_process).
+        self.relay = start_relay_process(self.channels, self.log.file, str(log_path), _DRAIN_S)
         become_subreaper()
         previous = self._install_signals()
         self.started = time.monotonic()
         self.started_wall = time.time()
         try:
             self.launched = launch(options.command, env, self.channels)
-            relays = start_relays(self.channels, self.log)
             warm = threading.Thread(target=self._prepare_reporting, name="warm-up", daemon=True)
             warm.start()
             returncode = self._watch()
-            for thread in relays:
-                thread.join(timeout=5.0)
-            reap_orphans(exclude=self.launched.process.pid)
+            self.relay.finish(_DRAIN_S)
+            reap_orphans(exclude={self.launched.process.pid, self.relay.pid})
             take_terminal_back(self.launched)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            if self.launched is not None and self.launched.process.poll() is None:
+                self.relay.release()  # we are failing, not the job: leave it its output
+            else:
+                self.relay.finish(0.0)
             self.log.close()
         return self._finish(returncode)
+
+    def _open_report_dir(self) -> BinaryIO | None:
+        """Make the report directory and open the log in it. A directory that cannot be made
+        must not cost the job its run: the report then goes to a private temporary folder,
+        and failing that the job runs without hangdoctor."""
+        try:
+            return self._make_report_dir(self.report_dir)
+        except OSError as error:
+            problem = f"cannot write the report to {self.report_dir} ({error.strerror or error})"
+        try:
+            fallback = Path(tempfile.mkdtemp(prefix="hangdoctor-"))
+            log_file = self._make_report_dir(fallback)
+        except OSError:
+            _say(f"warning: {problem}, nor to a temporary folder: running the job without "
+                 "hangdoctor")
+            return None
+        _say(f"warning: {problem}; writing it to {fallback} instead")
+        self.report_dir = fallback
+        if self.status_dir is not None:
+            self.status_dir = fallback / "progress"
+        return log_file
+
+    def _make_report_dir(self, directory: Path) -> BinaryIO:
+        make_dir(directory)
+        if self.options.instrument:
+            make_dir(directory / "progress")
+        return open_log(directory / "output.log")
 
     def _prepare_reporting(self) -> None:
         """Import the capture, rules and reports and read the host facts while the job runs,
@@ -205,7 +246,8 @@ class Supervisor:
             _say(f"ending the job (SIGTERM, then SIGKILL after {self.options.kill_grace_s:g} s)")
             self.log.end_evidence()
             terminate_tree(self.launched.process.pid, self.launched.pgid,
-                           self.options.kill_grace_s)
+                           self.options.kill_grace_s,
+                           spare={self.relay.pid} if self.relay else set())
             self.killed = True
 
     # capture and reports ---------------------------------------------------------------------
@@ -253,12 +295,19 @@ class Supervisor:
         job = HangCapture(
             pid=self.launched.process.pid, status_dir=self.status_dir,
             ranks=sum(1 for s in self.sampler.statuses if s.rank is not None),
-            started_wall=self.started_wall, native_stacks=self.options.native_stacks)
-        try:
-            bundle, report = capture_hang(job, decision, self._record(None, None, None, False))
-        except HangdoctorError as error:
-            _say(f"capture failed: {error.message}")
+            started_wall=self.started_wall, native_stacks=self.options.native_stacks,
+            gaps=self.sampler.gaps())
+        record = self._record(None, None, None, False)
+        # Every probe has its own time limit; this one bounds them all, so that whatever
+        # stalls (a /proc read of a process stuck in the kernel) the loop goes on, and a job
+        # to be ended is ended.
+        captured, failure = bounded.call(
+            "hang capture", lambda: capture_hang(job, decision, record), _CAPTURE_LIMIT_S)
+        if captured is None:
+            reason = failure.message if failure is not None else "no result"
+            _say(f"capture failed: {reason}")
             return
+        bundle, report = captured
         self.system = bundle.system
         seen = signature(report)
         if again and self.current is not None and seen == self.current.signature:
@@ -266,7 +315,10 @@ class Supervisor:
             return
         number = len(self.hangs) + 1
         directory = self.report_dir / f"hang-{number}"
-        report = write_report_dir(directory, report, bundle)
+        try:
+            report = write_report_dir(directory, report, bundle)
+        except OSError as error:  # a full disk: say so, keep watching, the job goes on
+            _say(f"warning: cannot write {directory} ({error.strerror or error})")
         state = HangReport(decision, number, seen, bundle, report, now)
         self.hangs.append(state)
         self.current = state
@@ -283,9 +335,22 @@ class Supervisor:
 
         end = ending(returncode, bool(self.received), self.killed)
         record = self._record(time.time(), end.exit_code, end.signal, end.interrupted)
-        report = final_report(
-            self.report_dir, end, record, self.current, self.system,
-            self.launched.process.pid if self.launched else 0, self._artifacts())
+        # The job's exit code is what scripts around it act on: no failure of ours replaces it.
+        try:
+            report = final_report(
+                self.report_dir, end, record, self.current, self.system,
+                self.launched.process.pid if self.launched else 0, self._artifacts(),
+                gaps=self.sampler.gaps())
+        except OSError as error:
+            _say(f"job {end.verdict} (exit {end.final_code}); warning: cannot write the report "
+                 f"to {self.report_dir} ({error.strerror or error})")
+            return end.final_code
+        except Exception as error:
+            if os.environ.get("HANGDOCTOR_DEBUG"):
+                traceback.print_exc()
+            _say(f"job {end.verdict} (exit {end.final_code}); internal error while writing the "
+                 f"report: {type(error).__name__}: {error} (please report it)")
+            return end.final_code
         root = report.root_cause
         duration = record.ended_at - record.started_at if record.ended_at else 0.0
         line = f"job {end.verdict} (exit {end.final_code}) after {duration:.1f} s"
@@ -300,6 +365,19 @@ class Supervisor:
         for state in self.hangs:
             artifacts[f"hang-{state.number}"] = f"hang-{state.number}/report.json"
         return artifacts
+
+
+def run_unsupervised(command: tuple[str, ...]) -> int:
+    """Run the job as if hangdoctor were not there: same terminal, same signals, its own exit
+    status (hangdoctor's only when the command cannot be started)."""
+    try:
+        os.execvp(command[0], list(command))
+    except FileNotFoundError as error:
+        raise LaunchError(f"command not found: {command[0]}",
+                          ExitCode.COMMAND_NOT_FOUND) from error
+    except OSError as error:
+        raise LaunchError(f"cannot run {command[0]}: {error.strerror or error}",
+                          ExitCode.NOT_EXECUTABLE) from error
 
 
 def run_supervised(options: RunOptions) -> int:

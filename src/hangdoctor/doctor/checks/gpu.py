@@ -59,7 +59,10 @@ class GpusSeen(Check):
     fires_on = (Example("a driver, but NVML cannot be read", lambda: node(
         versions={"driver": "550.54.15"},
         gpus=Gpus(failure=ProbeError(probe="nvml", kind="missing_tool",
-                                     message="nvidia-ml-py is not installed"))), "warn"),)
+                                     message="nvidia-ml-py is not installed"))), "warn"),
+                Example("NVML does not answer (a wedged driver)", lambda: node(
+                    gpus=Gpus(failure=ProbeError(probe="nvml", kind="timeout",
+                                                 message="no answer within 8 s"))), "warn"))
     quiet_on = (
         Example("a CPU node", lambda: node(), "info"),
         Example("one GPU", lambda: _gpu(), "ok"),
@@ -73,7 +76,7 @@ class GpusSeen(Check):
             return
         driver = facts.versions.driver or facts.libraries.driver_module
         failure = gpus.failure
-        if driver and failure is not None:
+        if failure is not None and (driver or failure.kind == "timeout"):
             yield self.result(
                 "warn", "GPUs could not be read through NVML", found=failure.message,
                 wanted="NVML readings",

@@ -123,6 +123,7 @@ def arm() -> None:
         with contextlib.suppress(Exception):
             install(torch)
     _log_fatal_signals()
+    _register_stack_dump()
     try:
         os.register_at_fork(after_in_child=_after_fork_in_child)
         atexit.register(_flush)
@@ -146,7 +147,7 @@ def _log_fatal_signals() -> None:
         if _directory is None or (faulthandler.is_enabled() and _fault_file is None):
             return
         path = os.path.join(_directory, f"fault-{os.getpid()}.txt")
-        _fault_file = open(path, "w")  # noqa: SIM115  # must outlive this call
+        _fault_file = _private_open(path)  # kept open: must outlive this call
         faulthandler.enable(file=_fault_file, all_threads=True)
     except Exception:
         pass
@@ -383,6 +384,14 @@ def _learn_identity() -> None:
 
 # ---- the writer -------------------------------------------------------------------------------
 
+# Report files are the owner's only, unless the user asked hangdoctor for shared reports.
+_FILE_MODE = 0o644 if os.environ.get("HANGDOCTOR_SHARED_REPORTS", "") not in ("", "0") else 0o600
+
+
+def _private_open(path: str) -> IO[str]:
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE), "w")
+
+
 
 def _start_writer() -> None:
     global _writer_started
@@ -398,6 +407,7 @@ def _write_loop() -> None:
         _learn_identity()
         _flush()
         _answer_flight_recorder_request()
+        _write_thread_map()
         time.sleep(WRITE_INTERVAL_S)
 
 
@@ -430,7 +440,7 @@ def _answer_flight_recorder_request() -> None:
         pid = os.getpid()
         body = json.dumps({"pid": pid, "rank": _rank(), "trace": trace})
         temporary = os.path.join(_directory, f".fr-{pid}.json.tmp")
-        with open(temporary, "w") as handle:
+        with _private_open(temporary) as handle:
             handle.write(body)
         os.replace(temporary, os.path.join(_directory, f"fr-{pid}.json"))
     except Exception:
@@ -450,7 +460,7 @@ def _flush() -> None:
             pid = _state.pid
             path = os.path.join(_directory, f"status-{pid}.json")
             temporary = os.path.join(_directory, f".status-{pid}.json.tmp")
-            with open(temporary, "w") as handle:
+            with _private_open(temporary) as handle:
                 handle.write(_state.as_json())
             os.replace(temporary, path)
             _written = version
@@ -469,5 +479,68 @@ def _after_fork_in_child() -> None:
         _state.reset()
         _written = _state.version
         _log_fatal_signals()  # a file of its own: a worker's crash is the worker's
+    except Exception:
+        pass
+    _register_stack_dump()
+
+
+# ---- Python stacks without ptrace, on request -------------------------------------------------
+
+# Where ptrace is refused (a container without CAP_SYS_PTRACE, Yama, a process that made itself
+# undumpable), py-spy cannot read this process. Then the supervisor sends STACK_SIGNAL, and
+# faulthandler, from its C signal handler (no GIL needed: it works while a thread holds the GIL in
+# C code), writes every thread's stack into `stacks-<pid>.txt`. Its threads are named by
+# pthread identifier; `threads-<pid>.json` maps those to the kernel's thread ids and says which
+# signal to send. The supervisor sends it only to a process whose /proc/PID/status shows a
+# handler for it (SigCgt): a process that does not handle it would die of it.
+STACK_SIGNAL_OFFSET = 6  # SIGRTMIN + 6: a real-time signal no common library uses
+_stack_file = None
+_thread_map_written = None
+
+
+def _register_stack_dump() -> None:
+    global _stack_file, _thread_map_written
+    try:
+        import faulthandler
+        import signal
+
+        if _directory is None or not hasattr(signal, "SIGRTMIN"):
+            return
+        signum = signal.SIGRTMIN + STACK_SIGNAL_OFFSET
+        pid = os.getpid()
+        stack_file = open(os.path.join(_directory, f"stacks-{pid}.txt"), "ab")  # noqa: SIM115
+        os.chmod(stack_file.name, _FILE_MODE)
+        faulthandler.register(signum, file=stack_file, all_threads=True, chain=False)
+        previous, _stack_file = _stack_file, stack_file
+        if previous is not None:  # the parent's, in a forked child
+            with contextlib.suppress(Exception):
+                previous.close()
+        _thread_map_written = None
+        _write_thread_map()
+    except Exception:
+        pass
+
+
+def _write_thread_map() -> None:
+    """`threads-<pid>.json`: the signal to send and each thread's pthread id -> kernel id,
+    rewritten when the threads change."""
+    global _thread_map_written
+    if _stack_file is None or _directory is None:
+        return
+    try:
+        import signal
+
+        threads = {str(t.ident): t.native_id for t in threading.enumerate()
+                   if t.ident is not None and getattr(t, "native_id", None) is not None}
+        if threads == _thread_map_written:
+            return
+        pid = os.getpid()
+        body = json.dumps({"pid": pid, "signal": int(signal.SIGRTMIN + STACK_SIGNAL_OFFSET),
+                           "threads": threads})
+        temporary = os.path.join(_directory, f".threads-{pid}.json.tmp")
+        with _private_open(temporary) as handle:
+            handle.write(body)
+        os.replace(temporary, os.path.join(_directory, f"threads-{pid}.json"))
+        _thread_map_written = threads
     except Exception:
         pass

@@ -1,0 +1,65 @@
+"""Stacks the job writes itself (faulthandler), read back onto the right threads."""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import threading
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hangdoctor.probes.job_stacks import handles_signal, parse_dump
+
+
+def test_a_real_dump_lands_on_the_right_threads(tmp_path):
+    started, stop = threading.Event(), threading.Event()
+
+    def waiting_helper() -> None:
+        started.set()
+        stop.wait()  # the line the dump must show for this thread
+
+    helper = threading.Thread(target=waiting_helper, name="helper")
+    helper.start()
+    started.wait()
+    try:
+        with open(tmp_path / "stacks.txt", "w+") as handle:
+            faulthandler.dump_traceback(handle, all_threads=True)
+            handle.seek(0)
+            text = handle.read()
+    finally:
+        stop.set()
+        helper.join()
+    idents = {t.ident: t.native_id for t in (threading.main_thread(), helper)}
+    threads = parse_dump(text, idents)
+    assert set(threads) == {os.getpid(), helper.native_id}
+    assert threads[os.getpid()].frames[0].function == "test_a_real_dump_lands_on_the_right_threads"
+    helper_frames = [f.function for f in threads[helper.native_id].frames]
+    assert "waiting_helper" in helper_frames and helper_frames[0] == "wait"
+
+
+def test_threads_missing_from_the_map_are_left_out():
+    text = ('Thread 0x00007f0000000001 (most recent call first):\n'
+            '  File "/x.py", line 3 in f\n\n'
+            'Current thread 0x00007f0000000002 (most recent call first):\n'
+            '  File "/y.py", line 9 in g\n')
+    threads = parse_dump(text, {0x7F0000000002: 42})
+    assert list(threads) == [42] and threads[42].frames[0].line == 9
+
+
+def test_a_handler_is_seen_before_any_signal_is_sent():
+    number = signal.SIGRTMIN + 7
+    assert not handles_signal(os.getpid(), number)
+    previous = signal.signal(number, lambda *_: None)
+    try:
+        assert handles_signal(os.getpid(), number)
+    finally:
+        signal.signal(number, previous)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400), ident=st.integers(0, 2**64))
+def test_any_text_parses_without_error(text, ident):
+    parse_dump(text, {ident: 1})
+    parse_dump(f"Thread {ident:#x} (most recent call first):\n{text}", {ident: 1})
