@@ -47,8 +47,10 @@ def _kill_marked(report_dir: Path) -> None:
                 process.kill()
 
 
-def _one_cycle(tmp_path: Path, index: int, kill_after_s: float) -> tuple[str, str]:
-    """Start a run, SIGKILL hangdoctor after `kill_after_s`, and say what became of the job:
+def _one_cycle(tmp_path: Path, index: int, kill_after_s: float,
+               after_start: bool = False) -> tuple[str, str]:
+    """Start a run, SIGKILL hangdoctor after `kill_after_s` (counted from the job's own start
+    when `after_start`, else from hangdoctor's), and say what became of the job:
     ("not started" | "completed" | "lost", details)."""
     report_dir, marker = tmp_path / f"run-{index}", tmp_path / f"marker-{index}"
     proc = subprocess.Popen(_command(report_dir, marker), stdout=subprocess.PIPE,
@@ -59,6 +61,8 @@ def _one_cycle(tmp_path: Path, index: int, kill_after_s: float) -> tuple[str, st
     reader = threading.Thread(target=lambda: received.extend(proc.stdout.read()), daemon=True)
     reader.start()
     try:
+        if after_start:  # a loaded machine may take seconds to start Python: wait for the job
+            _wait_for(marker.exists, timeout_s=30)
         time.sleep(kill_after_s)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
@@ -81,8 +85,11 @@ def _one_cycle(tmp_path: Path, index: int, kill_after_s: float) -> tuple[str, st
 def test_sigkill_at_random_moments_loses_no_job(tmp_path):
     """20 SIGKILLs at random moments, from hangdoctor's start-up to the job's last line."""
     chooser = random.Random(int(os.environ.get("HD_KILL_SEED", "13")))
+    # 5 kills anywhere from hangdoctor's own start-up on, 15 while the job prints.
     outcomes = [_one_cycle(tmp_path, i, chooser.uniform(0.0, LINES * EVERY_S + 0.5))
-                for i in range(20)]
+                for i in range(5)]
+    outcomes += [_one_cycle(tmp_path, i, chooser.uniform(0.0, LINES * EVERY_S), after_start=True)
+                 for i in range(5, 20)]
     lost = [details for outcome, details in outcomes if outcome == "lost"]
     started = sum(1 for outcome, _ in outcomes if outcome != "not started")
     print(f"{started} of 20 kills hit a running job; {len(lost)} jobs lost")
