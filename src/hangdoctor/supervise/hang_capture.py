@@ -10,6 +10,7 @@ from hangdoctor.capture.tree import CaptureOptions, capture_tree
 from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
+from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.pystacks import StackOptions
 from hangdoctor.report.model import Hang, Report
@@ -50,6 +51,7 @@ class HangCapture:
     ranks: int  # ranks known to the instrumentation: each is asked for its Flight Recorder
     started_wall: float
     native_stacks: bool
+    gpus: GpuSampler | None = None  # the light sampler's NVML, already open
 
 
 def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
@@ -57,7 +59,8 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
     """Capture and diagnose the hung job (not yet written anywhere). Raises HangdoctorError
     when the tree cannot be captured at all."""
     asked = request_dumps(job.status_dir) if job.status_dir is not None else None
-    bundle = capture_tree(job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)))
+    bundle = capture_tree(job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)),
+                          gpus=job.gpus)
     if asked is not None and job.status_dir is not None and job.ranks:
         records = collect_dumps(job.status_dir, asked, expected=job.ranks)
         bundle = bundle.model_copy(update={"flight_records": tuple(records)})

@@ -245,7 +245,8 @@ class Supervisor:
         job = HangCapture(
             pid=self.launched.process.pid, status_dir=self.status_dir,
             ranks=sum(1 for s in self.sampler.statuses if s.rank is not None),
-            started_wall=self.started_wall, native_stacks=self.options.native_stacks)
+            started_wall=self.started_wall, native_stacks=self.options.native_stacks,
+            gpus=self.sampler.gpus)
         try:
             bundle, report = capture_hang(job, decision, self._record(None, None, None, False))
         except HangdoctorError as error:

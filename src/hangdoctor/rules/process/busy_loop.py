@@ -1,14 +1,16 @@
 """HD104 process.busy_loop: CPU-bound with no sign of leaving: ~100% of a CPU in the same call
-chain in every sample."""
+chain in every sample. A thread waiting for the GPU spins too (CUDA's synchronisation polls), but
+it waits rather than computes: that is the GPU rules' to explain, not a loop's exit condition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from hangdoctor.analysis.device import device_wait, process_uses_gpu
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Frame, ThreadEvidence
+from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -36,6 +38,20 @@ def _spin(cpu_after: float, second_frame_line: int):
     return build
 
 
+def _waits_in_item(on_gpu: bool) -> Callable[[], Bundle]:
+    """A thread at 100% CPU on `loss.item()`: in a process with a GPU open it waits for the
+    device; in a CPU-only one the line itself computes."""
+    def build() -> Bundle:
+        files = {3: ("/dev/nvidiactl", "rw"), 4: ("/dev/nvidia0", "rw")} if on_gpu else None
+        samples = [b.process(93, b.thread(93, b.frame("train.py", 40, "train",
+                                                      code="total += loss.item()"),
+                                          b.frame("train.py", 60, "<module>"), name="MainThread",
+                                          state="R", cpu=cpu, active=True), files=files)
+                   for cpu in (5.0, 5.49)]
+        return b.bundle(samples[0], later=[samples[1:]], interval_s=0.5)
+    return build
+
+
 def _moving_on():
     before = b.process(91, b.thread(91, b.frame("train.py", 7, "forward"), state="R", cpu=3.0))
     after = b.process(91, b.thread(91, b.frame("train.py", 30, "backward"), state="R", cpu=3.5))
@@ -55,12 +71,15 @@ class BusyLoop(Rule):
     specificity = 40
     fires_on = (
         Example("a polling loop that never ends", _spin(0.49, 8)),
+        Example("a CPU job computing in one line", _waits_in_item(on_gpu=False)),
     )
     quiet_on = (
         Example("the same frames but little CPU", _spin(0.05, 8)),
         Example("a thread moving through different code", _moving_on),
         Example("a single sample", lambda: b.bundle(b.process(
             92, b.thread(92, b.frame("x.py", 1, "f"), state="R", cpu=1.0)))),
+        Example("a GPU job's thread spinning in .item(), waiting for the device",
+                _waits_in_item(on_gpu=True)),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -75,6 +94,8 @@ class BusyLoop(Rule):
                 ]
                 if len(stacks) < 2 or len({_signature(s) for s in stacks}) != 1:
                     continue
+                if device_wait(stacks[-1], gpu=process_uses_gpu(process)) is not None:
+                    continue  # spinning in CUDA's synchronisation: waiting for the device
                 yield self._finding(job, process, thread, stacks, share)
 
     def _finding(self, job, process, thread: ThreadEvidence, stacks, share: float) -> Finding:
