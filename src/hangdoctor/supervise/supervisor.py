@@ -190,7 +190,13 @@ class Supervisor:
         if (self.sampler.cpu_cores_used(window_s=_SAMPLE_EVERY_S) or 0.0) > _BUSY_CORES:
             self.tracker.computed(now)
         cores = self.sampler.cpu_cores_used()
-        decision = self.tracker.check(now, busy=cores is not None and cores > _BUSY_CORES)
+        busy = cores is not None and cores > _BUSY_CORES
+        if self.tracker.wants_peek(now, busy):
+            from hangdoctor.supervise.device_peek import waits_for_device
+
+            busy_pids = self.sampler.busy_pids(window_s=3.0, cores=_BUSY_CORES)
+            self.tracker.peeked(now, waits_for_device(busy_pids, self.options.native_stacks))
+        decision = self.tracker.check(now, busy=busy)
         if decision is None:
             return
         self._capture(decision, now, again=False)
