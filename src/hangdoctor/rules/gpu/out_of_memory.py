@@ -29,7 +29,9 @@ _TRACEBACK = (
 
 
 def _out_of_memory(raised: Raised) -> bool:
-    return raised.short_type == "OutOfMemoryError" or "out of memory" in raised.message
+    """torch.OutOfMemoryError from the caching allocator, or `CUDA error: out of memory` from a
+    CUDA call outside it (context creation, cuBLAS workspaces)."""
+    return raised.short_type == "OutOfMemoryError" or "CUDA error: out of memory" in raised.message
 
 
 class GpuMemoryExhausted(Rule):
@@ -39,8 +41,8 @@ class GpuMemoryExhausted(Rule):
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "GPU memory exhausted"
     fires_when = (
-        "`CUDA out of memory` in the job's output; with the line of your code the traceback "
-        "ends in"
+        "`CUDA out of memory` (or `CUDA error: out of memory`) in the job's output; with the "
+        "line of your code the traceback ends in"
     )
     reads = "capture"
     specificity = 70
@@ -48,6 +50,11 @@ class GpuMemoryExhausted(Rule):
     fires_on = (
         Example("CUDA out of memory", lambda: failed_job((_MESSAGE,))),
         Example("CUDA out of memory with its traceback", lambda: failed_job(_TRACEBACK)),
+        Example("a CUDA call outside the allocator ran out of memory", lambda: failed_job((
+            "Traceback (most recent call last):",
+            '  File "/home/me/train.py", line 12, in <module>',
+            "    model = Net().cuda()",
+            "RuntimeError: CUDA error: out of memory"))),
     )
     quiet_on = (
         Example("host memory error only", lambda: failed_job(("MemoryError",))),
@@ -58,9 +65,9 @@ class GpuMemoryExhausted(Rule):
         if record is None:
             return
         matches = [m for m in scan(record.output_tail) if m.kind == "cuda_oom"]
-        if not matches:
-            return
         raised = next((r for r in tracebacks(output_lines(job)) if _out_of_memory(r)), None)
+        if not matches and raised is None:
+            return
         where = raised.location if raised is not None else None
         evidence = [f"job output: {m.line}" for m in matches[:3]]
         if raised is not None:
