@@ -230,7 +230,7 @@ def arm() -> None:
         dynamo_loaded()
     try:
         os.register_at_fork(after_in_child=_after_fork_in_child)
-        atexit.register(_flush)
+        atexit.register(_at_exit)
         _changed()  # write once now: the supervisor sees which processes are instrumented
     except Exception:
         pass
@@ -548,6 +548,12 @@ def _write_loop() -> None:
         _flush()
         _answer_flight_recorder_request()
         time.sleep(WRITE_INTERVAL_S)
+
+
+def _at_exit() -> None:
+    """The last counts: GPU losses whose copy has arrived, then the status file."""
+    _count_device_losses()
+    _flush()
 
 
 def _count_device_losses() -> None:
