@@ -72,6 +72,7 @@ class Check:
     expected: str
     gpu_only: bool
     run: Callable[[Context], Outcome]
+    estimate_s: float  # on a GPU machine, to keep within the time budget
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -256,7 +257,7 @@ def nan_retry(ctx: Context) -> Outcome:
     right = (first is not None and first["category"] == "algorithm.nonfinite"
              and Path(location.get("file") or "").name == "nan_retry.py" and in_loop
              and seconds < 2 * ctx.hang_timeout_s)
-    return Outcome(f"{where(first)}{' inside `while True:`' if in_loop else ''}; declared "
+    return Outcome(f"{where(first)}{' inside `while True`' if in_loop else ''}; declared "
                    f"{seconds:.1f} s after the last progress; {steps} steps, {nonfinite} "
                    "non-finite losses seen", right)
 
@@ -297,15 +298,12 @@ def _step_ms(finished: Finished) -> tuple[float, str]:
 
 def _calibrated_width(ctx: Context, target_ms: float) -> tuple[int, float]:
     """The width whose steps take about `target_ms` on this device, and their time."""
-    width, ms = 64, 0.0
-    for candidate in (64, 128, 256, 512, 1024, 2048, 4096, 8192):
-        width = candidate
-        done = run_command(job_command(ctx, "step_loop.py", "--width", str(width), "--steps",
-                                       "200"), 120.0, cwd=JOBS)
-        ms = _step_ms(done)[0]
-        if ms >= target_ms:
-            break
-    return width, ms
+    done = run_command(job_command(ctx, "step_loop.py", "--calibrate", str(target_ms)), 180.0,
+                       cwd=JOBS)
+    found = re.search(r"WIDTH (\d+) MS ([\d.]+)", done.stdout.decode(errors="replace"))
+    if found is None:
+        raise BenchError(f"calibration failed: {tail(done.stderr, 600)}")
+    return int(found.group(1)), float(found.group(2))
 
 
 def overhead(ctx: Context) -> Outcome:
@@ -418,30 +416,30 @@ def collective_traceback(ctx: Context) -> Outcome:
 
 CHECKS = (
     Check("kernel_hang", "a kernel that never finishes, host waits in `loss.item()`",
-          "HD402 at the `.item()` line, declared after S (not 3xS)", True, kernel_hang_run),
+          "HD402 at the `.item()` line, declared after S (not 3xS)", True, kernel_hang_run, 45),
     Check("kernel_hang_dump", "the same process, `hangdoctor dump PID` and `dump PID --native`",
-          "HD402 at the `.item()` line in both, no busy loop", True, kernel_hang_dumps),
+          "HD402 at the `.item()` line in both, no busy loop", True, kernel_hang_dumps, 40),
     Check("dataloader_socket", "GPU DataLoader job, worker blocked on a socket",
-          "HD201 data.pipeline_stall, the worker and its line", False, dataloader_socket),
+          "HD201 data.pipeline_stall, the worker and its line", False, dataloader_socket, 35),
     Check("memory_then_queue", "GPU memory at 99%, then `queue.get()` nothing will fill",
           "the blocked `queue.get()` as root cause; full memory at most a warning", True,
-          memory_then_queue),
+          memory_then_queue, 35),
     Check("oom_line", "graph kept every step until `CUDA out of memory`",
-          "HD401 with the line the traceback names", True, oom_line),
+          "HD401 with the line the traceback names", True, oom_line, 30),
     Check("nan_retry", "loss NaN at step 30, the loop retries `optimizer.step()` forever",
-          "algorithm.nonfinite after S, in the loop", False, nan_retry),
+          "algorithm.nonfinite after S, in the loop", False, nan_retry, 35),
     Check("ddp_single_rank", "single-rank NCCL job whose worker blocks",
-          "HD201 with rank 0, no HD301", False, ddp_single_rank),
+          "HD201 with rank 0, no HD301", False, ddp_single_rank, 45),
     Check("doctor", "`doctor` and `doctor --selftest`", "all checks and self-tests run",
-          False, doctor),
+          False, doctor, 60),
     Check("overhead", "overhead, ~1.6 ms steps, 3 alternated pairs",
-          "wall ratio <= 1.02, loss bit-identical", False, overhead),
+          "wall ratio <= 1.02, loss bit-identical", False, overhead, 110),
     Check("loss_hook", "the loss hook with the NaN/Inf reading, ~1 ms steps",
-          "< 0.5% per step", False, loss_hook),
-    Check("compile", "torch.compile'd training step under the instrumentation",
-          "the same graph breaks and result, no warning of ours", False, compiled),
+          "< 0.5% per step", False, loss_hook, 45),
     Check("collective_traceback", "a collective that raises (NCCL: two ranks on one GPU)",
-          "no hangdoctor frame in the user's traceback", False, collective_traceback),
+          "no hangdoctor frame in the user's traceback", False, collective_traceback, 35),
+    Check("compile", "torch.compile'd training step under the instrumentation",
+          "the same graph breaks and result, no warning of ours", False, compiled, 120),
 )
 
 
@@ -474,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hang-timeout", type=float, default=10.0)
     parser.add_argument("--only", default="", help="comma-separated check names")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--budget", type=float, default=570.0,
+                        help="seconds: on a GPU, a check that would run past it is not started")
     args = parser.parse_args(argv)
     import torch
 
@@ -493,8 +493,11 @@ def main(argv: list[str] | None = None) -> int:
     started_all = time.monotonic()
     for check in chosen:
         started = time.monotonic()
+        spent = time.monotonic() - started_all
         if check.gpu_only and not ctx.gpu:
             outcome, verdict = Outcome("not run: needs a GPU", False), "n/a"
+        elif ctx.gpu and spent + check.estimate_s > args.budget:
+            outcome, verdict = Outcome(f"not run: {args.budget:g} s budget spent", False), "n/a"
         else:
             try:
                 outcome = check.run(ctx)

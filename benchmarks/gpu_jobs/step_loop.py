@@ -6,7 +6,8 @@ Run under the instrumentation, `--ab ROUNDS` alternates blocks of steps with its
 Tensor.backward (the loss hook, GPU NaN/Inf reading included) and with torch's own in this one
 process, and prints the ratio of their median block times (HOOK_RATIO); `--hook-cost ROUNDS`
 times the loss hook alone on this device's loss, per call (HOOK_US; on CPU also the GPU path's
-code on CPU tensors, DEVICE_PATH_US)."""
+code on CPU tensors, DEVICE_PATH_US). `--calibrate MS` prints the first width whose steps take
+MS milliseconds or more (WIDTH)."""
 
 import statistics
 import sys
@@ -22,12 +23,19 @@ def argument(name: str, default: int) -> int:
 
 exit_after()
 on, width, steps = device(), argument("--width", 1024), argument("--steps", 2000)
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(),
-                            torch.nn.Linear(width, width), torch.nn.ReLU(),
-                            torch.nn.Linear(width, 1)).to(on)
-optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
-x, y = torch.randn(256, width, device=on), torch.randn(256, 1, device=on)
+
+
+def build(width: int) -> tuple[torch.nn.Module, torch.optim.Optimizer, torch.Tensor,
+                               torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(),
+                                torch.nn.Linear(width, width), torch.nn.ReLU(),
+                                torch.nn.Linear(width, 1)).to(on)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    return model, optimizer, torch.randn(256, width, device=on), torch.randn(256, 1, device=on)
+
+
+model, optimizer, x, y = build(width)
 
 
 def step() -> torch.Tensor:
@@ -95,6 +103,26 @@ def hook_cost(rounds: int) -> None:
     print(line, flush=True)
 
 
+def calibrate(target_ms: float) -> None:
+    global model, optimizer, x, y
+    for candidate in (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384):
+        model, optimizer, x, y = build(candidate)
+        for _ in range(10):
+            step()
+        synchronize()
+        started = time.perf_counter()
+        for _ in range(50):
+            step()
+        synchronize()
+        ms = (time.perf_counter() - started) / 50 * 1000
+        if ms >= target_ms:
+            break
+    print(f"WIDTH {candidate} MS {ms:.4f}", flush=True)
+
+
+if "--calibrate" in sys.argv:
+    calibrate(float(sys.argv[sys.argv.index("--calibrate") + 1]))
+    sys.exit(0)
 for _ in range(20):  # warm-up: kernels chosen, caches filled
     step()
 if "--hook-cost" in sys.argv:
