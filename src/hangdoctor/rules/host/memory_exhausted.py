@@ -135,7 +135,8 @@ def _climbs_after_start_up(record: JobRecord, pid: int) -> bool:
     return peak - base >= _GIB and peak >= 1.5 * base
 
 
-def _largest_growth(record: JobRecord, total: int | None):
+def _largest_growth(record: JobRecord, total: int | None
+                    ) -> tuple[int, int, int, float] | None:
     """(pid, first rss, peak rss, peak share of memory) of the process that grew most."""
     if not record.timeline or not total:
         return None
