@@ -6,6 +6,7 @@ import ast
 import contextlib
 import glob
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -348,3 +349,98 @@ def test_python_38_arms_on_a_stub_torch(tmp_path):
     assert done.stdout.split() == ["SourceFileLoader", "SourceFileLoader"]
     [status] = read_statuses(status_dir)
     assert status.steps == 0 and status.rank is None
+
+
+TRACEBACKS = """
+import os, sys, traceback, torch
+import torch.distributed as dist
+rank = int(os.environ["RANK"])
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["TEST_PORT"],
+                        rank=rank, world_size=2)
+if rank == 1:
+    os._exit(0)  # leaves without a word: rank 0's next collective fails in gloo
+loss = (torch.ones(2, requires_grad=True) * 2).sum()
+loss.backward()
+for failing in (lambda: loss.backward(),  # the graph is gone: autograd raises
+                lambda: dist.all_reduce(torch.ones(4))):  # the peer is gone: gloo raises
+    try:
+        failing()
+    except RuntimeError:
+        print("".join(traceback.format_exc()), flush=True)
+"""
+
+
+@pytest.mark.torch
+def test_errors_raised_through_the_hooks_show_no_frame_of_ours(jobs, tmp_path):
+    """The user's traceback of an error inside backward or a collective goes from their line
+    into torch, as without hangdoctor."""
+    pytest.importorskip("torch")
+    if sys.version_info < (3, 11):
+        pytest.skip("before 3.11 a re-raise keeps the wrapper's frame")
+    status_dir = tmp_path / "status"
+    script = write_script(tmp_path, "errors.py", TRACEBACKS)
+    port = str(free_port())
+    ranks = [jobs(script, env=instrumented(status_dir, RANK=str(rank), TEST_PORT=port))
+             for rank in (0, 1)]
+    code, out, err = ranks[0].finish()
+    assert code == 0, err
+    assert out.count("Traceback (most recent call last):") == 2, out
+    assert "backward through the graph a second time" in out
+    assert "gloo" in out  # gloo's own message about the peer that left
+    assert "_hangdoctor_probe" not in out
+    assert "in collective" not in out and 'errors.py", line' in out
+    [status] = [s for s in read_statuses(status_dir) if s.rank == 0]
+    assert status.collectives == 1  # the failed collective was still seen
+
+
+COMPILED = """
+import sys, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+compiled_model = torch.compile(model, backend="eager")
+
+@torch.compile(backend="eager")
+def train_step():  # backward inside a compiled function: a graph break of torch's own
+    loss = torch.nn.functional.mse_loss(compiled_model(x), y)
+    loss.backward()
+    return loss
+
+@torch.compile(backend="eager")
+def optimizer_step():  # the step hooks run inside compiled code
+    optimizer.step()
+
+for _ in range(4):
+    optimizer.zero_grad()
+    loss = train_step()
+    optimizer_step()
+print("LOSS", loss.item().hex())
+"""
+
+
+def _compile_log(err: str) -> list[str]:
+    """Dynamo's graph-break log and warnings, without timestamps and process ids."""
+    return [re.sub(r"^[VWI]\d+ [\d:.]+ \d+ ", "", line) for line in err.splitlines()
+            if "NumPy" not in line and "_conversion_method_template" not in line]
+
+
+@pytest.mark.torch
+def test_torch_compile_sees_no_difference(jobs, tmp_path):
+    """Under the instrumentation a compiled training step breaks its graphs where it does
+    without it (torch's own break at backward), with no warning of ours, the same result, and
+    its steps and losses counted."""
+    pytest.importorskip("torch")
+    script = write_script(tmp_path, "compiled.py", COMPILED)
+    logs = {"TORCH_LOGS": "graph_breaks"}
+    code, plain_out, plain_err = jobs(script, env={**plain_env(), **logs}).finish(timeout=300)
+    assert code == 0, plain_err
+    status_dir = tmp_path / "status"
+    code, out, err = jobs(script, env=instrumented(status_dir, **logs)).finish(timeout=300)
+    assert code == 0, err
+    assert "Unsupported Tensor.backward() call" in plain_err  # the break torch makes itself
+    assert _compile_log(err) == _compile_log(plain_err)
+    assert "_hangdoctor_probe" not in err
+    assert output_value(out, "LOSS") == output_value(plain_out, "LOSS")
+    [status] = read_statuses(status_dir)
+    assert (status.steps, status.losses_seen) == (4, 4)

@@ -257,6 +257,29 @@ def test_dataloader_worker_hang_under_run(tmp_path):
 
 
 @pytest.mark.torch
+def test_optimizer_steps_on_nan_losses_are_a_hang_after_s(tmp_path):
+    """A loop that retries `optimizer.step()` while the loss stays NaN keeps the CPU busy and the
+    step counter climbing: it is hung after S, as algorithm.nonfinite, in its loop."""
+    pytest.importorskip("torch")
+    timeout = 4.0
+    done, report = hd_run(tmp_path, "--hang-timeout", str(timeout), "--on-hang", "kill",
+                          "--kill-grace", "2", *fixture("run_nan_retry.py"))
+    assert done.returncode == 124, done.stderr
+    hang = json.loads((tmp_path / "hang-1" / "report.json").read_text())
+    waited = hang["hang"]["declared_s"] - hang["hang"]["last_progress_s"]
+    assert timeout <= waited < 2 * timeout  # not 3 x S, although the job computes
+    root = hang["findings"][0]
+    assert root["category"] == "algorithm.nonfinite", [f["id"] for f in hang["findings"]]
+    assert root["culprit"]["location"]["file"] == str(FIXTURES / "run_nan_retry.py")
+    loop = hang_line("run_nan_retry.py", "retry")
+    assert loop - 2 <= root["culprit"]["location"]["line"] <= loop + 4  # in the retry loop
+    assert any("inside `while True`" in line and "non-finite losses only" in line
+               for line in root["evidence"])
+    [status] = report["capture"]["job"]["progress"]
+    assert status["steps"] > status["losses_seen"] - status["nonfinite_losses"] > 0
+
+
+@pytest.mark.torch
 def test_torchrun_rank_hang_under_run(tmp_path):
     pytest.importorskip("torch")
     done, report = hd_run(

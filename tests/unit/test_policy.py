@@ -120,3 +120,33 @@ def test_after_the_first_progress_a_busy_job_gets_three_times_s_again():
     assert tracker.observe(5.0, Counters(output_bytes=10))
     assert tracker.check(13.0, busy=True) is None
     assert tracker.check(14.5, busy=True) is not None
+
+
+def test_a_busy_job_waiting_for_the_gpu_is_hung_after_s():
+    t = tracker(fixed_timeout_s=10)
+    t.observe(1.0, Counters(steps=3))
+    assert not t.wants_peek(10.9, busy=True)  # not quiet for S yet
+    assert not t.wants_peek(11.0, busy=False)  # idle jobs need no look: S applies anyway
+    assert t.wants_peek(11.0, busy=True)
+    t.peeked(11.0, waiting_for_device=True)
+    decision = t.check(11.0, busy=True)
+    assert decision is not None and decision.threshold_s == 10
+    assert decision.kind == "idle"  # it waits (for the device), it does not compute
+
+
+def test_a_busy_job_that_computes_keeps_three_times_s_and_is_looked_at_again():
+    t = tracker(fixed_timeout_s=10)
+    t.observe(1.0, Counters(steps=3))
+    t.peeked(11.0, waiting_for_device=False)
+    assert t.check(11.0, busy=True) is None
+    assert not t.wants_peek(15.0, busy=True)  # once per threshold
+    assert t.wants_peek(21.0, busy=True)
+    assert t.check(31.0, busy=True).kind == "busy"
+
+
+def test_progress_clears_a_device_wait():
+    t = tracker(fixed_timeout_s=10)
+    t.peeked(11.0, waiting_for_device=True)
+    assert t.observe(12.0, Counters(steps=1))
+    assert t.check(22.0, busy=True) is None  # computing again: 3 x S
+    assert t.wants_peek(22.0, busy=True)  # a new quiet spell gets its own look

@@ -10,7 +10,9 @@ BUSY_THREAD_SHARE = 0.5
 CONTENDED_THREAD_SHARE = 0.2
 
 
-def _runnable_throughout(job: JobView, pid: int, tid: int) -> bool:
+def runnable_throughout(job: JobView, pid: int, tid: int) -> bool:
+    """Whether the thread was runnable (state R) in every snapshot: it computes, however little
+    of a loaded machine's CPU it got."""
     states = [s.kernel.state for _, s in job.samples(pid, tid) if s.kernel is not None]
     return len(states) >= 2 and all(state == "R" for state in states)
 
@@ -22,7 +24,7 @@ def hang_kind(job: JobView) -> str:
         if share is not None:
             if share >= BUSY_THREAD_SHARE or (
                     share >= CONTENDED_THREAD_SHARE
-                    and _runnable_throughout(job, process.pid, thread.tid)):
+                    and runnable_throughout(job, process.pid, thread.tid)):
                 return "busy"
         elif thread.kernel is not None and thread.kernel.state == "R":
             return "busy"

@@ -1,4 +1,6 @@
-"""One capture of a live process tree: a few snapshots, each /proc first and stacks second."""
+"""One capture of a live process tree: a few snapshots, each /proc first, then the GPUs (NVML),
+then stacks. Sampling the GPUs at every snapshot lets `dump` tell a GPU that stays busy behind a
+waiting host (a kernel that never ends) from one that went idle."""
 
 from __future__ import annotations
 
@@ -18,12 +20,14 @@ from hangdoctor.errors import NoSuchProcessError
 from hangdoctor.evidence.model import (
     Bundle,
     Frame,
+    GpuSample,
     ProbeError,
     ProcessEvidence,
     PythonThread,
     Snapshot,
     ThreadEvidence,
 )
+from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
 from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
 from hangdoctor.probes.sockets import read_sockets
@@ -109,6 +113,7 @@ def _take_snapshot(
     previous: Snapshot | None,
     options: CaptureOptions,
     py_spy: str | None,
+    gpus: GpuSampler,
     timer: _Timer,
     errors: list[ProbeError],
 ) -> Snapshot | None:
@@ -136,6 +141,10 @@ def _take_snapshot(
             errors.extend(problems)
             if process is not None:
                 processes.append(process)
+    gpu_samples: tuple[GpuSample, ...] = ()
+    if gpus.available:
+        with timer.measure("nvml"):
+            gpu_samples = gpus.sample()
     before = {p.pid: p for p in previous.processes} if previous else {}
     since = elapsed - previous.elapsed_s if previous else 0.0
     targets = [
@@ -157,7 +166,8 @@ def _take_snapshot(
             _with_stacks(p, _enrich(stacks_by_pid[p.pid], p.cwd)) if p.pid in stacks_by_pid else p
             for p in processes
         ]
-    return Snapshot(elapsed_s=elapsed, wall_time=time.time(), processes=tuple(final))
+    return Snapshot(elapsed_s=elapsed, wall_time=time.time(), processes=tuple(final),
+                    gpus=gpu_samples)
 
 
 def _dedupe(errors: list[ProbeError]) -> tuple[ProbeError, ...]:
@@ -167,8 +177,11 @@ def _dedupe(errors: list[ProbeError]) -> tuple[ProbeError, ...]:
     return tuple(seen.values())
 
 
-def capture_tree(root_pid: int, options: CaptureOptions | None = None) -> Bundle:
-    """Capture the tree rooted at `root_pid`; raises NoSuchProcessError if there is none."""
+def capture_tree(root_pid: int, options: CaptureOptions | None = None,
+                 gpus: GpuSampler | None = None) -> Bundle:
+    """Capture the tree rooted at `root_pid`; raises NoSuchProcessError if there is none.
+    `gpus`: an NVML sampler already open (the supervisor's); else one is opened for the capture.
+    """
     options = options or CaptureOptions()
     if root_pid <= 0 or not psutil.pid_exists(root_pid):
         raise NoSuchProcessError(f"no process with PID {root_pid}")
@@ -176,19 +189,28 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None) -> Bundle
     timer = _Timer()
     errors: list[ProbeError] = []
     py_spy = find_py_spy()
+    own_gpus = gpus is None
+    with timer.measure("nvml"):
+        sampler = GpuSampler() if gpus is None else gpus
     snapshots: list[Snapshot] = []
-    for index in range(max(1, options.samples)):
-        if snapshots:
-            pause = snapshots[-1].elapsed_s + options.interval_s - (time.monotonic() - started)
-            with timer.measure("waiting between samples"):
-                time.sleep(max(0.0, pause))
-        snapshot = _take_snapshot(
-            root_pid, index, started, snapshots[-1] if snapshots else None, options, py_spy,
-            timer, errors,
-        )
-        if snapshot is None:
-            break
-        snapshots.append(snapshot)
+    try:
+        for index in range(max(1, options.samples)):
+            if snapshots:
+                pause = snapshots[-1].elapsed_s + options.interval_s - (time.monotonic() - started)
+                with timer.measure("waiting between samples"):
+                    time.sleep(max(0.0, pause))
+            snapshot = _take_snapshot(
+                root_pid, index, started, snapshots[-1] if snapshots else None, options, py_spy,
+                sampler, timer, errors,
+            )
+            if snapshot is None:
+                break
+            snapshots.append(snapshot)
+    finally:
+        if sampler.error is not None:
+            errors.append(sampler.error)
+        if own_gpus:
+            sampler.close()
     if not snapshots:
         raise NoSuchProcessError(f"process {root_pid} exited before it could be captured")
     with timer.measure("sockets"):

@@ -125,12 +125,24 @@ class ProcessEvidence(Evidence):
     )
 
 
+class GpuSample(Evidence):
+    """One GPU in one sample of the light timeline (NVML)."""
+
+    index: int
+    utilization_percent: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+
+
 class Snapshot(Evidence):
     """The whole tree at one moment."""
 
     elapsed_s: float = Field(description="seconds since the capture started")
     wall_time: float = Field(description="Unix time of this snapshot")
     processes: tuple[ProcessEvidence, ...] = ()
+    gpus: tuple[GpuSample, ...] = Field(
+        default=(), description="NVML utilisation and memory of every GPU at this snapshot"
+    )
 
 
 class SocketEndpoint(Evidence):
@@ -203,15 +215,6 @@ class ProcessSample(Evidence):
     cpu_seconds: float | None = None
     rss_bytes: int | None = None
     state: str | None = None
-
-
-class GpuSample(Evidence):
-    """One GPU in one sample of the light timeline (NVML)."""
-
-    index: int
-    utilization_percent: float | None = None
-    memory_used_bytes: int | None = None
-    memory_total_bytes: int | None = None
 
 
 class TimelineSample(Evidence):

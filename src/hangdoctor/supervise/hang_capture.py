@@ -10,6 +10,7 @@ from hangdoctor.capture.tree import CaptureOptions, attach_stacks, capture_tree
 from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
+from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.job_stacks import request_stacks
 from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.pystacks import StackOptions
@@ -51,6 +52,7 @@ class HangCapture:
     ranks: int  # ranks known to the instrumentation: each is asked for its Flight Recorder
     started_wall: float
     native_stacks: bool
+    gpus: GpuSampler | None = None  # the light sampler's NVML, already open
     gaps: tuple[ProbeError, ...] = ()  # what the sampler could not observe (NVML)
 
 
@@ -76,7 +78,8 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
     """Capture and diagnose the hung job (not yet written anywhere). Raises HangdoctorError
     when the tree cannot be captured at all."""
     asked = request_dumps(job.status_dir) if job.status_dir is not None else None
-    bundle = capture_tree(job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)))
+    bundle = capture_tree(job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)),
+                          gpus=job.gpus)
     if job.status_dir is not None:
         bundle = _stacks_from_the_job(bundle, job.status_dir)
     if asked is not None and job.status_dir is not None and job.ranks:

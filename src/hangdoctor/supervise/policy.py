@@ -14,6 +14,11 @@ Steps taken on non-finite losses alone are not progress: a loop that retries on 
 the step and tries the next batch, forever NaN) is a livelock, hung after `timeout` like an idle
 job although it keeps the CPU busy and the optimizer counting.
 
+A thread waiting for the GPU spins too (CUDA's default synchronisation polls), but it waits, it
+does not compute. When a busy job has gone `timeout` without progress, the tracker asks for one
+look at its stacks (`wants_peek`); if every busy process waits for the device (`peeked`), the job
+is hung then, like an idle one.
+
 Without a fixed timeout the threshold adapts:
 - until the first training event: a generous start-up budget (model loading, compilation);
 - afterwards: `adaptive_factor` times the longest gap seen between training events, within
@@ -84,6 +89,9 @@ class ProgressTracker:
     nonfinite_only: bool = False
     #: Whether the job has shown any progress yet (it is past its silent start-up).
     started_up: bool = False
+    #: A look at the stacks since the last progress showed the busy job waiting for the GPU.
+    waiting_for_device: bool = False
+    last_peek_s: float | None = None
 
     def computed(self, now_s: float) -> None:
         """Record that the job used the CPU just now (not progress, but not idle either)."""
@@ -110,7 +118,23 @@ class ProgressTracker:
         self.last = counters
         if progressed:
             self.last_progress_s = now_s
+            self.waiting_for_device = False
         return progressed
+
+    def wants_peek(self, now_s: float, busy: bool) -> bool:
+        """Whether to look at the stacks of a job that uses the CPU but has made no progress for
+        the idle threshold: once per quiet spell, then again every threshold."""
+        if not busy or self.nonfinite_only or self.waiting_for_device:
+            return False
+        if now_s - self.last_progress_s < self.timeout_s:
+            return False
+        last = self.last_peek_s
+        return last is None or last < self.last_progress_s or now_s - last >= self.timeout_s
+
+    def peeked(self, now_s: float, waiting_for_device: bool) -> None:
+        """Record what the look showed: whether every busy process waits for the GPU."""
+        self.last_peek_s = now_s
+        self.waiting_for_device = waiting_for_device
 
     @property
     def timeout_s(self) -> float:
@@ -125,13 +149,16 @@ class ProgressTracker:
 
     def check(self, now_s: float, busy: bool) -> HangDecision | None:
         """A hang, if the job has gone too long without progress."""
+        waiting = busy and self.waiting_for_device  # spinning in CUDA's synchronisation
         spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
-        threshold = self.timeout_s * (self.policy.busy_factor if busy and not spinning else 1.0)
-        if busy and not self.started_up:
+        computing = busy and not (waiting or spinning)
+        threshold = self.timeout_s * (self.policy.busy_factor if computing else 1.0)
+        if computing and not self.started_up:
             threshold = max(threshold, self.policy.startup_busy_s)
         quiet_since = self.last_progress_s if busy else max(self.last_progress_s,
                                                              self.last_computed_s)
         if now_s - quiet_since < threshold:
             return None
-        return HangDecision(kind="busy" if busy else "idle", last_progress_s=self.last_progress_s,
-                            declared_s=now_s, threshold_s=threshold)
+        return HangDecision(kind="busy" if busy and not waiting else "idle",
+                            last_progress_s=self.last_progress_s, declared_s=now_s,
+                            threshold_s=threshold)

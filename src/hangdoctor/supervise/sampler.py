@@ -113,6 +113,21 @@ class TreeSampler:
         gap = self.gpus.gap()
         return (gap,) if gap is not None else ()
 
+    def busy_pids(self, window_s: float, cores: float) -> list[int]:
+        """Processes that used more than `cores` CPU cores over about the last `window_s`."""
+        if len(self.timeline) < 2:
+            return []
+        last = self.timeline[-1]
+        recent = [s for s in self.timeline if last.elapsed_s - s.elapsed_s <= window_s]
+        first = recent[0] if len(recent) > 1 else self.timeline[-2]
+        span = last.elapsed_s - first.elapsed_s
+        if span <= 0:
+            return []
+        before = {p.pid: p.cpu_seconds for p in first.processes if p.cpu_seconds is not None}
+        return [p.pid for p in last.processes
+                if p.cpu_seconds is not None and p.pid in before
+                and (p.cpu_seconds - before[p.pid]) / span > cores]
+
     def close(self) -> None:
         """Release the GPU library."""
         self.gpus.close()

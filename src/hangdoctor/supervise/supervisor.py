@@ -238,6 +238,11 @@ class Supervisor:
             self.tracker.computed(now)
         cores = self.sampler.cpu_cores_used()
         busy = runnable or (cores is not None and cores > _BUSY_CORES)
+        if self.tracker.wants_peek(now, busy):
+            from hangdoctor.supervise.device_peek import waits_for_device
+
+            busy_pids = self.sampler.busy_pids(window_s=3.0, cores=_BUSY_CORES)
+            self.tracker.peeked(now, waits_for_device(busy_pids, self.options.native_stacks))
         decision = self.tracker.check(now, busy=busy)
         if decision is None:
             return
@@ -296,7 +301,7 @@ class Supervisor:
             pid=self.launched.process.pid, status_dir=self.status_dir,
             ranks=sum(1 for s in self.sampler.statuses if s.rank is not None),
             started_wall=self.started_wall, native_stacks=self.options.native_stacks,
-            gaps=self.sampler.gaps())
+            gaps=self.sampler.gaps(), gpus=self.sampler.gpus)
         record = self._record(None, None, None, False)
         # Every probe has its own time limit; this one bounds them all, so that whatever
         # stalls (a /proc read of a process stuck in the kernel) the loop goes on, and a job

@@ -2,15 +2,22 @@
 
 Loaded by our `sitecustomize` once `torch` is imported, in the job's own interpreter (any
 Python >= 3.8, hangdoctor not importable): stdlib and torch only. The hooks only count and
-timestamp, never touch the job's tensors beyond reading a CPU loss, and swallow their own
-errors: watching the job must never change or break it. A daemon thread writes
-`status-<pid>.json` (the fields of hangdoctor's `ProgressStatus`) atomically, at most every
-0.5 s and only when something changed, for the supervisor that polls the folder.
+timestamp, never change the job's tensors (they read losses: a CPU loss at once, a GPU loss
+through an asynchronous copy, never a device sync), and swallow their own errors: watching the
+job must never change or break it. A daemon thread writes `status-<pid>.json` (the fields of
+hangdoctor's `ProgressStatus`) atomically, at most every 0.5 s and only when something changed,
+for the supervisor that polls the folder.
+
+Invisible to the job: an exception raised through a wrapper leaves no frame of ours in the
+user's traceback (Python >= 3.11), and torch.compile neither traces nor breaks its graphs on our
+code (our frames are skipped when Dynamo meets them, a step counted inside a compiled region is
+counted after its graph).
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import functools
 import json
@@ -19,6 +26,7 @@ import os
 import sys
 import threading
 import time
+import types
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch is only imported by the job itself
@@ -39,14 +47,114 @@ COLLECTIVES = (
 _MARK = "_hangdoctor_wrapped"
 
 
+class _DeviceLosses:
+    """GPU losses checked for NaN/Inf without a device sync.
+
+    Per step the training thread only keeps the loss (detached: no graph, a few bytes on the
+    device). About every `FLUSH_EVERY_S` it stacks the kept losses into one tensor, copies it
+    asynchronously into pinned host memory, then copies a sequence number behind it on the same
+    stream. The writer thread reads a batch once its number has arrived in host memory: plain
+    memory reads, no CUDA call in that thread (one could break a CUDA graph being captured in
+    another thread). Counts are the writer thread's alone, so they need no lock.
+    """
+
+    FLUSH_EVERY_S = 0.5
+    MAX_KEPT = 1024  # per flush; more losses than this in FLUSH_EVERY_S flush early
+    BUFFERS = 4  # batches in flight at most; when the device lags further, batches are dropped
+
+    def __init__(self, pinned: bool = True) -> None:
+        self.pinned = pinned
+        self.kept: list[Tensor] = []  # training thread
+        self.flushed_at = time.monotonic()
+        self.free: collections.deque[tuple[Tensor, Tensor]] = collections.deque()  # unused
+        # (values, n, marker, number) of each copy queued and not yet read
+        self.in_flight: collections.deque[tuple[Tensor, int, Tensor, int]] = collections.deque()
+        self.numbers: dict[object, Tensor] = {}  # device -> a 0-dim tensor with the number
+        self.number = 0
+        self.buffers_made = False
+        # The writer thread's counts.
+        self.seen = 0
+        self.nonfinite = 0
+        self.last_loss: float | None = None
+        self.last_nonfinite_at: float | None = None
+
+    def add(self, loss: Tensor) -> None:
+        """Keep one loss (the training thread, inside backward)."""
+        self.kept.append(loss.detach())
+        if (len(self.kept) >= self.MAX_KEPT
+                or time.monotonic() - self.flushed_at >= self.FLUSH_EVERY_S):
+            self.flush()
+
+    def flush(self) -> None:
+        """Queue the copy of the kept losses to host memory (the training thread)."""
+        kept, self.kept = self.kept, []
+        self.flushed_at = time.monotonic()
+        torch = sys.modules["torch"]
+        if not kept or (self.pinned and torch.cuda.is_current_stream_capturing()):
+            return  # nothing kept, or inside a CUDA graph capture: no copy may be queued
+        if not self.buffers_made:
+            self.buffers_made = True
+            for _ in range(self.BUFFERS):
+                self.free.append((torch.empty(self.MAX_KEPT, pin_memory=self.pinned),
+                                  torch.full((1,), -1, dtype=torch.int64,
+                                             pin_memory=self.pinned)))
+        by_device: dict[object, list[Tensor]] = {}
+        for loss in kept:
+            by_device.setdefault(loss.device, []).append(loss)
+        for device, losses in by_device.items():
+            if not self.free:
+                return  # the device lags too far behind: these losses go uncounted
+            values, marker = self.free.popleft()
+            try:
+                try:
+                    stacked = torch.stack(losses)
+                except RuntimeError:  # shapes () and (1,), or dtypes, mixed
+                    stacked = torch.stack([loss.reshape(()).float() for loss in losses])
+                count = min(len(losses), self.MAX_KEPT)
+                values[:count].copy_(stacked.reshape(-1)[:count], non_blocking=True)
+                self.number += 1
+                number = self.numbers.get(device)
+                if number is None:
+                    number = self.numbers[device] = torch.zeros((1,), dtype=torch.int64,
+                                                                device=device)
+                number.fill_(self.number)
+                marker.copy_(number, non_blocking=True)  # stream order: after the values
+                self.in_flight.append((values, count, marker, self.number))
+            except Exception:
+                self.free.append((values, marker))
+                raise
+
+    def collect(self) -> bool:
+        """Count the batches whose copy has arrived (the writer thread); True if any did."""
+        counted = False
+        while self.in_flight:
+            values, count, marker, number = self.in_flight[0]
+            if int(marker[0]) != number:
+                break  # still on its way
+            self.in_flight.popleft()
+            numbers = values[:count].tolist()
+            self.free.append((values, marker))
+            finite = [v for v in numbers if math.isfinite(v)]
+            self.seen += count
+            if finite:
+                self.last_loss = finite[-1]
+            if len(finite) < count:
+                self.nonfinite += count - len(finite)
+                self.last_nonfinite_at = time.time()
+            if numbers and not math.isfinite(numbers[-1]):
+                self.last_loss = None
+            counted = True
+        return counted
+
+
 class _Status:
     """This process's progress; the field names are those of `ProgressStatus`."""
 
     __slots__ = (
-        "batches", "collectives", "data_ends", "data_wait_s", "in_collective", "in_collective_seq",
-        "in_collective_since", "last_batch_at", "last_collective", "last_loss",
-        "last_nonfinite_at", "last_step_at", "losses_seen", "nonfinite_losses", "pid", "rank",
-        "steps", "version", "world_size",
+        "batches", "collectives", "data_ends", "data_wait_s", "device_losses", "in_collective",
+        "in_collective_seq", "in_collective_since", "last_batch_at", "last_collective",
+        "last_loss", "last_nonfinite_at", "last_step_at", "losses_seen", "nonfinite_losses",
+        "pid", "rank", "steps", "version", "world_size",
     )
 
     def __init__(self) -> None:
@@ -72,8 +180,12 @@ class _Status:
         self.last_nonfinite_at: float | None = None
         self.rank: int | None = None  # as the process group says, once it exists
         self.world_size: int | None = None
+        self.device_losses = _DeviceLosses()  # GPU losses, counted by the writer thread
 
     def as_json(self) -> str:
+        device = self.device_losses
+        last_nonfinite = max((t for t in (self.last_nonfinite_at, device.last_nonfinite_at)
+                              if t is not None), default=None)
         return json.dumps({
             "pid": self.pid,
             "rank": self.rank if self.rank is not None else _env_int("RANK"),
@@ -90,10 +202,10 @@ class _Status:
             "in_collective": self.in_collective,
             "in_collective_seq": self.in_collective_seq,
             "in_collective_since": self.in_collective_since,
-            "losses_seen": self.losses_seen,
-            "last_loss": self.last_loss,
-            "nonfinite_losses": self.nonfinite_losses,
-            "last_nonfinite_at": self.last_nonfinite_at,
+            "losses_seen": self.losses_seen + device.seen,
+            "last_loss": device.last_loss if device.seen else self.last_loss,
+            "nonfinite_losses": self.nonfinite_losses + device.nonfinite,
+            "last_nonfinite_at": last_nonfinite,
         }, allow_nan=False)
 
 
@@ -103,6 +215,7 @@ _directory: str | None = None
 _dist: ModuleType | None = None  # torch.distributed, once armed, for the rank when RANK is not set
 _compiling: Callable[[], bool] | None = None  # torch.compiler.is_compiling, when torch has it
 _tls = threading.local()  # per thread: inside a wrapped collective or backward already
+_WRAPPERS: set[types.CodeType] = set()  # code of the functions that stand in for torch's
 # Writer state; reset in a forked child, where the parent's thread does not exist.
 _writer_started = False
 _write_lock = threading.Lock()
@@ -119,14 +232,18 @@ def arm() -> None:
         return
     _armed = True
     _directory = os.path.abspath(directory)
+    global _compiling
+    _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
     for install in (_hook_optimizer, _hook_dataloader, _hook_distributed, _hook_backward):
         with contextlib.suppress(Exception):
             install(torch)
     _log_fatal_signals()
     _register_stack_dump()
+    if "torch._dynamo" in sys.modules:
+        dynamo_loaded()
     try:
         os.register_at_fork(after_in_child=_after_fork_in_child)
-        atexit.register(_flush)
+        atexit.register(_at_exit)
         _changed()  # write once now: the supervisor sees which processes are instrumented
     except Exception:
         pass
@@ -153,6 +270,63 @@ def _log_fatal_signals() -> None:
         pass
 
 
+def dynamo_loaded() -> None:
+    """torch._dynamo was just imported (torch.compile): keep the compiler off our code.
+
+    Dynamo compiles every Python frame that runs while a compiled function executes, so our
+    wrappers, met after a graph break (`loss.backward()` is one), would be traced and our own
+    `.item()` would break a graph of ours and warn. Every code object of this module is marked
+    to be skipped: it then runs as plain Python. A step counted while Dynamo traces an
+    optimizer step is deferred to after the graph (a reorderable call), not a graph break.
+    """
+    try:
+        eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+        skip = getattr(eval_frame, "skip_code", None)
+        if skip is not None:
+            for code in _own_code():
+                skip(code)
+        config = sys.modules.get("torch._dynamo.config")
+        reorderable = getattr(config, "reorderable_logging_functions", None)
+        if isinstance(reorderable, set):
+            reorderable.add(_count_step)
+    except Exception:
+        pass
+
+
+def _code_of(function: object) -> types.CodeType:
+    """A wrapper's own code object (functools.wraps hides its type from the type checker)."""
+    code: types.CodeType = getattr(function, "__code__")  # noqa: B009
+    return code
+
+
+def _own_code() -> list[types.CodeType]:
+    """Every code object defined in this module, nested functions included."""
+    found: list[types.CodeType] = []
+    pending = [value.__code__ for value in list(globals().values())
+               if isinstance(value, types.FunctionType) and value.__module__ == __name__]
+    for value in list(globals().values()):
+        if isinstance(value, type) and value.__module__ == __name__:
+            pending += [member.__code__ for member in vars(value).values()
+                        if isinstance(member, types.FunctionType)]
+    while pending:
+        code = pending.pop()
+        found.append(code)
+        pending += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return found
+
+
+def _hide_wrapper_frame(error: BaseException) -> None:
+    """Drop our wrapper's frame from an exception passing through it, so that the user's
+    traceback goes from their line straight into torch's. A bare `raise` then re-raises with
+    this traceback and adds no entry of its own (Python >= 3.11; earlier versions keep it)."""
+    try:
+        tb = error.__traceback__
+        if tb is not None and tb.tb_frame.f_code in _WRAPPERS:
+            error.__traceback__ = tb.tb_next
+    except Exception:
+        pass
+
+
 def _changed() -> None:
     """Note a change; the first one in a process starts its writer."""
     _state.version += 1
@@ -171,14 +345,19 @@ def _hook_optimizer(torch: ModuleType) -> None:
     import torch.optim.optimizer as optimizer
 
     def on_step(opt: Optimizer, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
-        try:
-            _state.steps += 1
-            _state.last_step_at = _now()
-            _changed()
-        except Exception:
-            pass
+        _count_step()  # nothing else: torch.compile may trace this hook
 
     optimizer.register_optimizer_step_post_hook(on_step)
+
+
+def _count_step() -> None:
+    """One optimizer step taken."""
+    try:
+        _state.steps += 1
+        _state.last_step_at = _now()
+        _changed()
+    except Exception:
+        pass
 
 
 def _hook_dataloader(torch: ModuleType) -> None:
@@ -191,19 +370,24 @@ def _hook_dataloader(torch: ModuleType) -> None:
 
     @functools.wraps(original)
     def __next__(self: base) -> object:
+        if _compiling is not None and _compiling():
+            return original(self)  # traced by torch.compile: as if we were not here
         started = clock()
         try:
             batch = original(self)
-        except StopIteration:
+        except StopIteration as error:  # the epoch's data is done
             _note_wait(started, clock, got_batch=False, ran_out=True)
+            _hide_wrapper_frame(error)
             raise
-        except BaseException:
+        except BaseException as error:  # a worker's error
             _note_wait(started, clock, got_batch=False)
+            _hide_wrapper_frame(error)
             raise
         _note_wait(started, clock, got_batch=True)
         return batch
 
     setattr(__next__, _MARK, True)
+    _WRAPPERS.add(_code_of(__next__))
     base.__next__ = __next__  # type: ignore[method-assign]  # patching torch is the point
 
 
@@ -224,7 +408,7 @@ def _note_wait(started: float, clock: Callable[[], float], got_batch: bool,
 def _hook_distributed(torch: ModuleType) -> None:
     """Wrap the collectives on `torch.distributed` and `distributed_c10d` (one wrapper per
     function, so that both names stay the same object, as they were)."""
-    global _dist, _compiling
+    global _dist
     import torch.distributed as dist
 
     if not dist.is_available():
@@ -232,8 +416,6 @@ def _hook_distributed(torch: ModuleType) -> None:
     import torch.distributed.distributed_c10d as c10d
 
     _dist = dist
-    compiler = getattr(torch, "compiler", None)
-    _compiling = getattr(compiler, "is_compiling", None)
     wrappers: dict[int, object] = {}
     for module in (dist, c10d):
         for name in COLLECTIVES:
@@ -272,12 +454,16 @@ def _wrap_collective(name: str, function: Callable[..., object]) -> Callable[...
         _tls.in_collective = True
         try:
             return function(*args, **kwargs)
+        except BaseException as error:
+            _hide_wrapper_frame(error)
+            raise
         finally:
             _tls.in_collective = False
             if seq is not None:
                 _exit_collective(name, seq)
 
     setattr(collective, _MARK, True)
+    _WRAPPERS.add(_code_of(collective))
     return collective
 
 
@@ -327,28 +513,38 @@ def _hook_backward(torch: ModuleType) -> None:
 
     @functools.wraps(original)
     def backward(self: Tensor, *args: object, **kwargs: object) -> object:
-        # A tensor subclass's __torch_function__ calls backward again: count the loss once.
-        if getattr(_tls, "in_backward", False):
+        # Traced by torch.compile, or a tensor subclass's __torch_function__ calling backward
+        # again: pass through (the loss is counted once, and never inside a graph).
+        if getattr(_tls, "in_backward", False) or (_compiling is not None and _compiling()):
             return original(self, *args, **kwargs)
         _note_loss(self, tensor_type)
         _tls.in_backward = True
         try:
             return original(self, *args, **kwargs)
+        except BaseException as error:
+            _hide_wrapper_frame(error)
+            raise
         finally:
             _tls.in_backward = False
 
     setattr(backward, _MARK, True)
+    _WRAPPERS.add(_code_of(backward))
     tensor_type.backward = backward
 
 
 def _note_loss(loss: Tensor, tensor_type: type[Tensor]) -> None:
-    """Read the loss only where that is free: a plain CPU scalar. A GPU loss would need a device
-    sync, and a tensor subclass (DTensor, fake tensors) may do anything on .item()."""
+    """Read the loss where that costs no sync: a plain CPU scalar at once, a scalar on a CUDA
+    device later, through an asynchronous copy (`_DeviceLosses`). A tensor subclass (DTensor,
+    fake tensors) may do anything when read: it is only counted."""
     try:
         state = _state
+        plain = (type(loss) is tensor_type and loss.dtype.is_floating_point
+                 and loss.numel() == 1)
+        if plain and loss.is_cuda:
+            state.device_losses.add(loss)  # counted when its value reaches the host
+            return
         state.losses_seen += 1
-        if (type(loss) is tensor_type and loss.is_cpu and loss.dtype.is_floating_point
-                and loss.numel() == 1):
+        if plain and loss.is_cpu:
             value = float(loss.item())
             if math.isfinite(value):
                 state.last_loss = value
@@ -405,10 +601,25 @@ def _start_writer() -> None:
 def _write_loop() -> None:
     while not _disabled:
         _learn_identity()
+        _count_device_losses()
         _flush()
         _answer_flight_recorder_request()
         _write_thread_map()
         time.sleep(WRITE_INTERVAL_S)
+
+
+def _at_exit() -> None:
+    """The last counts: GPU losses whose copy has arrived, then the status file."""
+    _count_device_losses()
+    _flush()
+
+
+def _count_device_losses() -> None:
+    try:
+        if _state.device_losses.collect():
+            _changed()
+    except Exception:
+        pass
 
 
 # ---- PyTorch's Flight Recorder, on request ------------------------------------------------------

@@ -3,7 +3,8 @@
 It runs in the job's interpreter (any Python >= 3.8, any venv, hangdoctor not importable), so
 it is stdlib only. It must cost nothing in processes that never use torch: it only puts a small
 finder on sys.meta_path that waits for `import torch` to complete, and arms the probe
-(`_hangdoctor_probe`) then. Being first on PYTHONPATH, it hides any other `sitecustomize`, so it
+(`_hangdoctor_probe`) then; it then waits for `torch._dynamo` (torch.compile), which the probe
+must hide from. Being first on PYTHONPATH, it hides any other `sitecustomize`, so it
 loads the one that would otherwise have run (a venv's, the distribution's) and hands it its name.
 """
 
@@ -28,28 +29,42 @@ _PROBE = "_hangdoctor_probe"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _arm() -> None:
-    """Load the probe from next to this file (sys.path may have changed since) and arm it."""
-    try:
-        probe = sys.modules.get(_PROBE)
-        if probe is None:
-            import importlib.util
+def _probe() -> "ModuleType":
+    """The probe, loaded from next to this file (sys.path may have changed since)."""
+    probe = sys.modules.get(_PROBE)
+    if probe is None:
+        import importlib.util
 
-            spec = importlib.util.spec_from_file_location(
-                _PROBE, os.path.join(_HERE, _PROBE + ".py")
-            )
-            if spec is None or spec.loader is None:
-                return
-            probe = importlib.util.module_from_spec(spec)
-            sys.modules[_PROBE] = probe
-            try:
-                spec.loader.exec_module(probe)
-            except BaseException:
-                sys.modules.pop(_PROBE, None)
-                raise
-        probe.arm()
+        spec = importlib.util.spec_from_file_location(_PROBE, os.path.join(_HERE, _PROBE + ".py"))
+        if spec is None or spec.loader is None:
+            raise ImportError(_PROBE)
+        probe = importlib.util.module_from_spec(spec)
+        sys.modules[_PROBE] = probe
+        try:
+            spec.loader.exec_module(probe)
+        except BaseException:
+            sys.modules.pop(_PROBE, None)
+            raise
+    return probe
+
+
+def _arm() -> None:
+    """Arm the probe: torch is imported."""
+    try:  # noqa: SIM105 -- importing contextlib would cost every process
+        _probe().arm()
     except Exception:
         pass  # never break the job for the sake of watching it
+
+
+def _dynamo_loaded() -> None:
+    try:  # noqa: SIM105
+        _probe().dynamo_loaded()
+    except Exception:
+        pass
+
+
+# Modules whose import completing the probe must hear of, and what to call then.
+_WATCHED = {"torch": _arm, "torch._dynamo": _dynamo_loaded}
 
 
 class _ArmingLoader(_LoaderBase):
@@ -81,14 +96,15 @@ class _ArmingLoader(_LoaderBase):
             pass
         self._loader.exec_module(module)
         try:  # noqa: SIM105 -- importing contextlib would cost every process
-            self._finder.torch_loaded()
+            self._finder.loaded(module.__name__)
         except Exception:
             pass
 
 
 class _TorchImportWatcher:
-    """A sys.meta_path finder that only ever answers for `torch`: with the spec the other finders
-    would have returned, its loader wrapped so that we know when torch is fully imported."""
+    """A sys.meta_path finder that only ever answers for the watched modules (`torch`, then
+    `torch._dynamo`): with the spec the other finders would have returned, its loader wrapped so
+    that we know when the module is fully imported."""
 
     def __init__(self) -> None:
         self._busy = False
@@ -99,7 +115,7 @@ class _TorchImportWatcher:
         path: "Sequence[str] | None" = None,
         target: "ModuleType | None" = None,
     ) -> "ModuleSpec | None":
-        if fullname != "torch" or self._busy:
+        if fullname not in _WATCHED or self._busy:
             return None
         self._busy = True
         try:
@@ -126,10 +142,10 @@ class _TorchImportWatcher:
                 return spec
         return None
 
-    def torch_loaded(self) -> None:
-        if self in sys.meta_path:
+    def loaded(self, name: str) -> None:
+        if all(watched in sys.modules for watched in _WATCHED) and self in sys.meta_path:
             sys.meta_path.remove(self)
-        _arm()
+        _WATCHED[name]()
 
 
 def _install() -> None:
@@ -138,8 +154,8 @@ def _install() -> None:
         return
     try:
         if "torch" in sys.modules:
-            _arm()
-        else:
+            _arm()  # which also handles a torch._dynamo already imported
+        if not all(watched in sys.modules for watched in _WATCHED):
             sys.meta_path.insert(0, _TorchImportWatcher())
     except Exception:
         pass

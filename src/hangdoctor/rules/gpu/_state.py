@@ -1,35 +1,149 @@
-"""What the GPU timeline rules share: the NVML samples since the job's last progress, and
-example timelines in NVML's format (utilization.gpu in %, memory in bytes)."""
+"""What the GPU rules share: the NVML readings taken while the job was stuck (the supervisor's
+timeline since the last progress, and the capture's own snapshots), the threads that wait for the
+device, and example evidence in NVML's format (utilization.gpu in %, memory in bytes)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from hangdoctor.analysis.device import NVIDIA_DEVICE_PREFIX, DeviceWait, device_wait
+from hangdoctor.analysis.device import process_uses_gpu as uses_gpu
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, GpuSample, JobRecord, TimelineSample
+from hangdoctor.evidence.model import (
+    Bundle,
+    Frame,
+    GpuSample,
+    JobRecord,
+    ProcessEvidence,
+    ThreadEvidence,
+    TimelineSample,
+)
+from hangdoctor.rules.helpers import frames_of
 
 GIB = 2**30
+#: An H200-sized device (memory.total in bytes: 143,771 MiB).
+H200_MEMORY = 143_771 * 2**20
+#: The device nodes a CUDA process holds open (fd -> (target, mode)).
+GPU_FILES = {3: (f"{NVIDIA_DEVICE_PREFIX}ctl", "rw"), 4: (f"{NVIDIA_DEVICE_PREFIX}-uvm", "rw"),
+             5: (f"{NVIDIA_DEVICE_PREFIX}0", "rw")}
+
+
+def gpu(utilization: float, used_gib: float, total: int = 80 * GIB) -> GpuSample:
+    return GpuSample(index=0, utilization_percent=utilization,
+                     memory_used_bytes=int(used_gib * GIB), memory_total_bytes=total)
 
 
 def timeline(utilization: float, used_gib: float, seconds: int = 30,
-              progress_until: int = 5) -> tuple[TimelineSample, ...]:
-    return tuple(TimelineSample(
-        elapsed_s=float(t), steps=min(t, progress_until),
-        gpus=(GpuSample(index=0, utilization_percent=utilization,
-                        memory_used_bytes=int(used_gib * GIB), memory_total_bytes=80 * GIB),),
-    ) for t in range(seconds))
+             progress_until: int = 5) -> tuple[TimelineSample, ...]:
+    return tuple(TimelineSample(elapsed_s=float(t), steps=min(t, progress_until),
+                                gpus=(gpu(utilization, used_gib),))
+                 for t in range(seconds))
 
 
-def hung_job(utilization: float, used_gib: float, code: str = "loss.item()") -> Bundle:
-    process = b.process(7, b.thread(7, b.frame(f"{b.SITE}/torch/_tensor.py", 1, "item"),
-                                    b.frame("train.py", 88, "train", code=code),
-                                    name="MainThread", syscall="futex"), ppid=None)
+def item_wait_frames(native: bool = False) -> tuple[Frame, ...]:
+    """`loss.item()` behind a kernel that never ends, as py-spy shows it on an H200 (torch
+    2.11+cu130): with `--native`, CUDA's synchronisation under `_local_scalar_dense_cuda`."""
+    lib = f"{b.SITE}/torch/lib"
+    frames = [
+        b.frame("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", 0, "cuStreamSynchronize",
+                native=True),
+        b.frame(f"{b.SITE}/nvidia/cu13/lib/libcudart.so.13", 0, "cudaStreamSynchronize",
+                native=True),
+        b.frame(f"{lib}/libtorch_cuda.so", 0, "at::native::_local_scalar_dense_cuda",
+                native=True),
+        b.frame(f"{lib}/libtorch_cpu.so", 0, "at::native::item", native=True),
+        b.frame(f"{lib}/libtorch_python.so", 0, "THPVariable_item", native=True),
+    ] if native else []
+    frames += [b.frame("train.py", 88, "train", code="total += loss.item()",
+                       loops=("for step, (x, y) in enumerate(loader):",)),
+               b.frame("train.py", 120, "<module>", code="train()")]
+    return tuple(frames)
+
+
+def gpu_process(pid: int, *threads: ThreadEvidence, on_gpu: bool = True) -> ProcessEvidence:
+    return b.process(pid, *threads, ppid=None, files=GPU_FILES if on_gpu else None)
+
+
+def item_wait(native: bool = False, cpu: float = 0.0, on_gpu: bool = True) -> ProcessEvidence:
+    """The main thread of a GPU job spinning in `loss.item()` (state R: CUDA's default
+    synchronisation polls)."""
+    return gpu_process(7, b.thread(7, *item_wait_frames(native), name="MainThread", state="R",
+                                   cpu=cpu, active=True), on_gpu=on_gpu)
+
+
+def hung_job(utilization: float, used_gib: float, native: bool = False,
+             on_gpu: bool = True) -> Bundle:
+    """`hangdoctor run` declared the hang: 25 s without progress, NVML sampled throughout."""
     record = JobRecord(started_at=0.0, timeline=timeline(utilization, used_gib),
-                       hang_declared_s=29.0, hang_kind="idle", last_progress_s=5.0)
-    return b.bundle(process).model_copy(update={"job": record})
+                       hang_declared_s=29.0, hang_kind="busy", last_progress_s=5.0)
+    before = item_wait(native, cpu=100.0, on_gpu=on_gpu)
+    after = item_wait(native, cpu=100.5, on_gpu=on_gpu)
+    bundle = b.bundle(before, later=[[after]])
+    return bundle.model_copy(update={"job": record})
+
+
+def dumped(utilization: float | None, native: bool = False, on_gpu: bool = True,
+           used_gib: float = 20.0) -> Bundle:
+    """`hangdoctor dump PID`: two snapshots 0.5 s apart, NVML read at each (or no NVML)."""
+    readings = (gpu(utilization, used_gib, H200_MEMORY),) if utilization is not None else ()
+    bundle = b.bundle(item_wait(native, cpu=100.0, on_gpu=on_gpu),
+                      later=[[item_wait(native, cpu=100.5, on_gpu=on_gpu)]])
+    return bundle.model_copy(update={"snapshots": tuple(
+        s.model_copy(update={"gpus": readings}) for s in bundle.snapshots)})
 
 
 def stalled_samples(job: JobView) -> list[TimelineSample]:
+    """The supervisor's samples between the last progress and the hang, with GPU readings."""
     record = job.record
     if record is None or record.last_progress_s is None or record.hang_declared_s is None:
         return []
     return [s for s in record.timeline if s.elapsed_s > record.last_progress_s and s.gpus]
+
+
+def readings(job: JobView) -> list[tuple[GpuSample, ...]]:
+    """Every NVML reading of the stuck job: the timeline's since the last progress, then the
+    capture's snapshots'."""
+    found = [s.gpus for s in stalled_samples(job)]
+    found += [s.gpus for s in job.bundle.snapshots if s.gpus]
+    return found
+
+
+def busy_gpus(seen: list[tuple[GpuSample, ...]], at_least: float) -> list[int]:
+    """GPUs at or above `at_least` % utilisation in every reading."""
+    indices = sorted({g.index for reading in seen for g in reading})
+    return [i for i in indices
+            if all((g.utilization_percent or 0.0) >= at_least
+                   for reading in seen for g in reading if g.index == i)]
+
+
+@dataclass(frozen=True)
+class WaitingThread:
+    """A thread that waited for the device in every snapshot, at the same place."""
+
+    process: ProcessEvidence
+    thread: ThreadEvidence
+    wait: DeviceWait
+
+
+def _same_place(first: DeviceWait, other: DeviceWait) -> bool:
+    a, b_ = first.frame, other.frame
+    return (a is None) == (b_ is None) and (a is None or b_ is None or (
+        a.file, a.line) == (b_.file, b_.line))
+
+
+def waiting_threads(job: JobView) -> list[WaitingThread]:
+    """Threads that wait for the device in every snapshot that saw them, at the same line."""
+    found = []
+    for process, thread in job.threads():
+        on_gpu = uses_gpu(process)
+        waits = [device_wait(frames_of(sample), gpu=on_gpu)
+                 for _, sample in job.samples(process.pid, thread.tid)
+                 if sample.python is not None and sample.python.frames]
+        if not waits or any(w is None for w in waits):
+            continue
+        first = waits[0]
+        assert first is not None
+        if all(w is not None and _same_place(first, w) for w in waits):
+            found.append(WaitingThread(process, thread, first))
+    return found

@@ -1,71 +1,117 @@
-"""HD402 gpu.kernel_hang: Busy GPU, idle progress: a device kernel that never completes (often a
-custom kernel looping, or waiting on a peer GPU that never answers)."""
+"""HD402 gpu.kernel_hang: the host waits for the device and the GPU stays busy: a device kernel
+that never completes (often a custom kernel looping, or waiting on a peer GPU that never
+answers)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame
-from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.gpu._state import hung_job, stalled_samples
+from hangdoctor.rules.gpu._state import (
+    WaitingThread,
+    busy_gpus,
+    dumped,
+    hung_job,
+    readings,
+    stalled_samples,
+    waiting_threads,
+)
 from hangdoctor.rules.helpers import at, culprit
 from hangdoctor.taxonomy import Category
 
 _BUSY_PERCENT = 95.0
-# Python calls that wait for the device to finish its queued work.
-_SYNCING = re.compile(r"\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|synchronize\(|"
-                      r"\.to\([^)]*cpu|torch\.cuda\.synchronize")
+
+
+def _waiter(job: JobView) -> WaitingThread | None:
+    """The thread to blame: one waiting for the device outside torch.distributed (a rank waiting
+    in a collective is the cross-rank rules' to explain)."""
+    return next((w for w in waiting_threads(job) if not w.wait.in_collective), None)
 
 
 class GpuKernelHang(Rule):
-    """Busy GPU, idle progress: a device kernel that never completes (often a custom kernel
-    looping, or waiting on a peer GPU that never answers)."""
+    """The host waits for the device while the GPU stays busy: a device kernel that never
+    completes (often a custom kernel looping, or waiting on a peer GPU that never answers)."""
 
     id = "HD402"
     category = Category.GPU_KERNEL_HANG
     summary = "a GPU kernel never completes"
     fires_when = (
-        "NVML shows a GPU pinned at ~100% since the last progress while the host waits for "
-        "the device (`.item()`, `synchronize()`)"
+        "a host thread waits for the device (`.item()`, `.cpu()`, `synchronize()`; "
+        "`cudaStreamSynchronize` in native frames) in every snapshot while NVML shows the GPU "
+        "pinned at ~100%; or, under `run`, the GPU stays pinned from the last progress on"
     )
     reads = "capture"
     specificity = 80
-    fires_on = (Example("GPU at 100% with no progress, host waiting in .item()",
-                        lambda: hung_job(100.0, 20.0)),)
-    quiet_on = (Example("GPU idle during the stall", lambda: hung_job(0.0, 20.0)),)
+    fires_on = (
+        Example("run: GPU at 100% with no progress, host waiting in .item()",
+                lambda: hung_job(100.0, 20.0)),
+        Example("dump: host in cudaStreamSynchronize, GPU at 100% in both snapshots",
+                lambda: dumped(100.0, native=True)),
+        Example("dump: host in .item() of a GPU process, GPU at 100%", lambda: dumped(100.0)),
+        Example("dump --native without NVML", lambda: dumped(None, native=True)),
+        Example("dump: the host waits for queued work while the GPU is idle",
+                lambda: dumped(0.0, native=True)),
+    )
+    quiet_on = (
+        Example("dump: .item() in a CPU-only process", lambda: dumped(None, on_gpu=False)),
+        Example("dump: GPU busy, but no host thread waits for it",
+                lambda: dumped(100.0, on_gpu=False)),
+        Example("run: GPU idle and no host thread waiting for it",
+                lambda: hung_job(0.0, 20.0, on_gpu=False)),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        stalled = stalled_samples(job)
-        if len(stalled) < 3:
-            return
-        busy = sorted({g.index for s in stalled for g in s.gpus
-                       if all((x.utilization_percent or 0) >= _BUSY_PERCENT
-                              for t in stalled for x in t.gpus if x.index == g.index)})
-        if not busy:
-            return
-        waiting = None
-        for process, thread in job.threads():
-            frame = blame_frame(thread.python.frames) if thread.python else None
-            if frame is not None and frame.code and _SYNCING.search(frame.code):
-                waiting = (process, thread, frame)
-                break
-        span = stalled[-1].elapsed_s - stalled[0].elapsed_s
-        evidence = [f"GPU {', '.join(map(str, busy))} at >= {_BUSY_PERCENT:.0f}% utilisation for "
-                    f"{span:.0f} s since the last progress"]
+        seen = readings(job)
+        busy = busy_gpus(seen, _BUSY_PERCENT) if seen else []
+        waiting = _waiter(job)
+        if waiting is None and not (busy and len(stalled_samples(job)) >= 3):
+            return  # nothing waits for the device, and no long view of a busy GPU either
+        evidence: list[str] = []
+        if busy:
+            span = self._span(job)
+            evidence.append(f"GPU {', '.join(map(str, busy))} at >= {_BUSY_PERCENT:.0f}% "
+                            f"utilisation in all {len(seen)} NVML readings"
+                            + (f" over {span:.0f} s without progress" if span else ""))
+        elif seen:
+            evidence.append(f"NVML shows no GPU busy in {len(seen)} readings: the queued work "
+                            "is not running, it waits for something else")
+        else:
+            evidence.append("GPU utilisation unknown: NVML (nvidia-ml-py) was not available")
         if waiting is not None:
-            evidence.append(f"the host waits for the device at {at(waiting[2])}")
+            wait = waiting.wait
+            how = "native frames" if wait.native else "its Python line"
+            evidence.append(f"{thread_label(waiting.thread)} of pid {waiting.process.pid} waits "
+                            f"for the device in `{wait.call}` ({how}) at {at(wait.frame)}, in "
+                            f"every snapshot")
+        confidence = (0.85 if busy and waiting else 0.6 if busy else 0.5 if seen else 0.55)
+        where = (f" at {short_location(waiting.wait.frame)}"
+                 if waiting is not None and waiting.wait.frame is not None else "")
+        if busy:
+            title = f"GPU {busy[0]} stays busy and the job makes no progress: a kernel that "
+            title += f"never completes{where}"
+        elif seen:
+            title = f"The host waits for GPU work that never completes{where}; the GPU is idle"
+        else:
+            title = f"The host waits for GPU work that never completes{where}"
+        dump_only = job.record is None
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR,
-            confidence=0.8 if waiting else 0.6,
-            title=f"GPU {busy[0]} stays busy but the job makes no progress: a kernel that never "
-                  "completes",
-            explanation=("The device is fully busy while nothing progresses and the host waits "
-                         "for it: a kernel is looping (a custom CUDA kernel's loop bound, a "
-                         "spin-wait on a flag) or waiting for a peer over NVLink/PCIe."),
-            culprit=culprit(job, waiting[0], waiting[1], waiting[2]) if waiting else None,
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=confidence,
+            title=title,
+            explanation=(
+                "The host thread is waiting for the device to finish the work queued before its "
+                "line, and the device never finishes: a kernel is looping (a custom CUDA "
+                "kernel's loop bound, a spin-wait on a flag) or waiting for a peer over "
+                "NVLink/PCIe; with the GPU idle, the queued work itself waits (an event on "
+                "another stream, a host callback). The waiting thread may use a full CPU core: "
+                "CUDA's default synchronisation polls; it is not computing."
+                + (" A dump sees only a moment: if one step of this job can take longer than "
+                   "the dump's span, dump again with `--samples 5 --interval 2`."
+                   if dump_only else "")),
+            culprit=culprit(job, waiting.process, waiting.thread, waiting.wait.frame)
+            if waiting is not None else None,
             evidence=tuple(evidence),
             fixes=("Run with CUDA_LAUNCH_BLOCKING=1 on a small input to find the kernel that "
                    "does not return (the Python line then blocks at the launch).",
@@ -74,3 +120,10 @@ class GpuKernelHang(Rule):
                    "In a distributed job, an NCCL kernel at 100% waits for a peer: see the other "
                    "ranks (NCCL_DEBUG=INFO)."),
         )
+
+    @staticmethod
+    def _span(job: JobView) -> float:
+        stalled = stalled_samples(job)
+        if len(stalled) >= 2:
+            return stalled[-1].elapsed_s - stalled[0].elapsed_s
+        return job.sampled_span_s

@@ -1,58 +1,139 @@
-"""HD403 gpu.memory_exhausted: Device memory at capacity when the job stalled."""
+"""HD403 gpu.memory_exhausted: device memory at capacity while the job was stuck. PyTorch's
+caching allocator keeps what it allocated once, so a healthy job sits near capacity too: full
+memory is context (a warning), and the root cause only when a stuck thread is inside the
+allocator (allocating, or freeing the cache to retry)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, Frame, GpuSample, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.gpu._state import GIB, hung_job, stalled_samples
+from hangdoctor.rules.gpu._state import GIB, H200_MEMORY, gpu, gpu_process, hung_job, readings
+from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
 
 _FULL_SHARE = 0.95
+# The allocator at work: PyTorch's caching allocator (allocating, or releasing its cache to
+# retry an allocation that failed), and the CUDA calls underneath it.
+_ALLOCATING_NATIVE = re.compile(
+    r"CUDACachingAllocator|^cudaMalloc|^cudaFree|^cuMemAlloc|^cuMemFree|^cuMemCreate")
+_ALLOCATING_PYTHON = (("torch/cuda/memory.py", "empty_cache"),)
+
+
+def _in_allocator(frames: tuple[Frame, ...]) -> Frame | None:
+    """The frame that shows the thread allocating or freeing device memory, if any."""
+    for frame in frames:
+        if frame.native and _ALLOCATING_NATIVE.search(frame.function):
+            return frame
+        path = frame.file.replace("\\", "/")
+        if not frame.native and any(path.endswith(file) and frame.function.endswith(name)
+                                    for file, name in _ALLOCATING_PYTHON):
+            return frame
+    return None
+
+
+def _full_job(allocating: bool) -> Bundle:
+    """A dump of a GPU job at 99% memory whose main thread waits: in the allocator, or on a
+    queue that nothing fills."""
+    if allocating:
+        frames = (b.frame(f"{b.SITE}/torch/lib/libc10_cuda.so", 0,
+                          "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
+                          "release_cached_blocks", native=True),
+                  b.frame(f"{b.SITE}/torch/lib/libc10_cuda.so", 0,
+                          "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
+                          "malloc", native=True),
+                  b.frame("train.py", 61, "forward", code="h = self.proj(x)"))
+    else:
+        frames = (b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
+                  b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
+                  b.frame("train.py", 30, "main", code="batch = batches.get()"))
+    process = gpu_process(7, b.thread(7, *frames, name="MainThread", syscall="futex"))
+    full = (gpu(0.0, 0.99 * H200_MEMORY / GIB, H200_MEMORY),)
+    bundle = b.bundle(process, later=[[process]])
+    return bundle.model_copy(update={"snapshots": tuple(
+        s.model_copy(update={"gpus": full}) for s in bundle.snapshots)})
+
+
+def _allocating(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence, Frame] | None:
+    for process, thread in job.threads():
+        frame = _in_allocator(frames_of(thread))
+        if frame is not None:
+            return process, thread, frame
+    return None
 
 
 class GpuMemoryFull(Rule):
-    """Device memory at capacity when the job stalled."""
+    """Device memory at capacity while the job was stuck: context, unless a stuck thread is
+    inside the allocator."""
 
     id = "HD403"
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "GPU memory at capacity during the stall"
     fires_when = (
-        "NVML shows device memory at capacity when the job stalled"
+        "NVML shows device memory at capacity when the job stalled: a warning for context "
+        "(PyTorch's caching allocator keeps memory in healthy jobs too), the root cause when a "
+        "stuck thread is inside the allocator"
     )
     reads = "capture"
+    default_severity = Severity.WARNING
     specificity = 60
     names_culprit = False
-    fires_on = (Example("GPU memory full, utilisation fell to 0",
-                        lambda: hung_job(0.0, 79.5)),)
+    fires_on = (
+        Example("GPU memory full, utilisation fell to 0", lambda: hung_job(0.0, 79.5)),
+        Example("memory full and the stuck thread waits in the allocator",
+                lambda: _full_job(allocating=True)),
+        Example("memory full, the main thread waits on a queue", lambda: _full_job(False)),
+    )
     quiet_on = (Example("memory half used", lambda: hung_job(0.0, 40.0)),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        stalled = stalled_samples(job)
-        if not stalled:
+        seen = readings(job)
+        if not seen:
             return
-        full = [(gpu, used, total) for gpu in stalled[-1].gpus
-                if (used := gpu.memory_used_bytes) and (total := gpu.memory_total_bytes)
-                and used / total >= _FULL_SHARE]
+        full: dict[int, GpuSample] = {}
+        for sample in seen[-1]:
+            if sample.memory_used_bytes and sample.memory_total_bytes and (
+                    sample.memory_used_bytes / sample.memory_total_bytes >= _FULL_SHARE):
+                full[sample.index] = sample
         if not full:
             return
-        gpu, used, total = full[0]
-        index = gpu.index
-        utilization = gpu.utilization_percent
+        index, sample = next(iter(full.items()))
+        used, total = sample.memory_used_bytes or 0, sample.memory_total_bytes or 1
+        utilization = sample.utilization_percent
+        evidence = [f"GPU {index}: {used / GIB:.1f} of {total / GIB:.1f} GiB used, utilisation "
+                    f"{utilization if utilization is not None else '?'}%"]
+        allocating = _allocating(job)
+        if allocating is not None:
+            process, thread, frame = allocating
+            evidence.append(f"{thread_label(thread)} of pid {process.pid} is inside the "
+                            f"allocator: {frame.function}" + (
+                                "" if frame.native else f" at {at(frame)}"))
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.7,
+            id=self.id, category=self.category,
+            severity=Severity.ERROR if allocating else Severity.WARNING,
+            confidence=0.75 if allocating else 0.3,
             title=f"GPU {index} memory at {used / total:.0%} "
-                  "when the job stalled",
-            explanation=("Allocations near capacity stall, retry or fail; the caching allocator "
-                         "may be freeing and re-allocating in a loop."),
-            evidence=(f"GPU {index}: {used / GIB:.1f} of "
-                      f"{total / GIB:.1f} GiB used, utilisation "
-                      f"{utilization if utilization is not None else '?'}%",),
+                  + ("and the job is stuck allocating" if allocating
+                     else "when the job stalled (context, not a cause by itself)"),
+            explanation=(
+                "The stuck thread is inside PyTorch's caching allocator: near capacity it frees "
+                "its cache and retries, and allocations can stall or fail."
+                if allocating else
+                "PyTorch's caching allocator keeps the memory it allocated once, so a healthy "
+                "job sits near capacity too: this alone does not explain the stall. Look at the "
+                "root cause above; full memory matters if the job then runs out of memory or "
+                "slows down retrying allocations."),
+            culprit=culprit(job, allocating[0], allocating[1]) if allocating else None,
+            evidence=tuple(evidence),
             fixes=("Lower the peak: smaller batches with gradient accumulation, mixed precision, "
                    "activation checkpointing.",
                    "Check for other processes on the GPU (nvidia-smi) and for tensors kept "
                    "across steps.",
-                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation."),
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation; "
+                   "torch.cuda.memory_stats()['num_alloc_retries'] counts the retries."),
         )

@@ -1,4 +1,5 @@
-"""HD401 gpu.memory_exhausted: CUDA ran out of device memory."""
+"""HD401 gpu.memory_exhausted: CUDA ran out of device memory; names the line of the user's code
+that the traceback ends in."""
 
 from __future__ import annotations
 
@@ -6,10 +7,31 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
+from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
+
+_MESSAGE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.23 GiB is free.")
+_TRACEBACK = (
+    "Traceback (most recent call last):",
+    '  File "/home/me/train.py", line 52, in <module>',
+    "    logits = model(batch)",
+    '  File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 125, '
+    "in forward",
+    "    return F.linear(input, self.weight, self.bias)",
+    _MESSAGE,
+)
+
+
+def _out_of_memory(raised: Raised) -> bool:
+    """torch.OutOfMemoryError from the caching allocator, or `CUDA error: out of memory` from a
+    CUDA call outside it (context creation, cuBLAS workspaces)."""
+    return raised.short_type == "OutOfMemoryError" or "CUDA error: out of memory" in raised.message
 
 
 class GpuMemoryExhausted(Rule):
@@ -19,15 +41,20 @@ class GpuMemoryExhausted(Rule):
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "GPU memory exhausted"
     fires_when = (
-        "`CUDA out of memory` in the job's output"
+        "`CUDA out of memory` (or `CUDA error: out of memory`) in the job's output; with the "
+        "line of your code the traceback ends in"
     )
     reads = "capture"
     specificity = 70
     names_culprit = False
     fires_on = (
-        Example("CUDA out of memory", lambda: failed_job((
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
-            "a total capacity of 79.15 GiB of which 1.23 GiB is free.",))),
+        Example("CUDA out of memory", lambda: failed_job((_MESSAGE,))),
+        Example("CUDA out of memory with its traceback", lambda: failed_job(_TRACEBACK)),
+        Example("a CUDA call outside the allocator ran out of memory", lambda: failed_job((
+            "Traceback (most recent call last):",
+            '  File "/home/me/train.py", line 12, in <module>',
+            "    model = Net().cuda()",
+            "RuntimeError: CUDA error: out of memory"))),
     )
     quiet_on = (
         Example("host memory error only", lambda: failed_job(("MemoryError",))),
@@ -38,13 +65,21 @@ class GpuMemoryExhausted(Rule):
         if record is None:
             return
         matches = [m for m in scan(record.output_tail) if m.kind == "cuda_oom"]
-        if not matches:
+        raised = next((r for r in tracebacks(output_lines(job)) if _out_of_memory(r)), None)
+        if not matches and raised is None:
             return
+        where = raised.location if raised is not None else None
+        evidence = [f"job output: {m.line}" for m in matches[:3]]
+        if raised is not None:
+            evidence.insert(0, f"raised {raised_words(raised)}")
         yield Finding(
             id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.95,
-            title="GPU memory exhausted (CUDA out of memory)",
+            title="GPU memory exhausted (CUDA out of memory)"
+            + (f" at {where.file.rsplit('/', 1)[-1]}:{where.line}" if where is not None else ""),
             explanation="An allocation on the GPU failed because device memory was full.",
-            evidence=tuple(f"job output: {m.line}" for m in matches[:3]),
+            culprit=Culprit(rank=raised.rank, location=Location.of(where))
+            if raised is not None else None,
+            evidence=tuple(evidence),
             fixes=("Lower the peak: smaller batch size with gradient accumulation, mixed "
                    "precision (torch.autocast), activation checkpointing.",
                    "Look for memory kept alive across steps (losses.append(loss)), and check "

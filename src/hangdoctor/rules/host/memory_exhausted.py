@@ -1,5 +1,7 @@
 """HD301 host.memory_exhausted: Host memory ran out: the OOM killer, allocation failures, or memory
-climbing to the machine's size before the job died."""
+climbing to the machine's size before the job died. A climb short of that is only reported when it
+goes on once training runs: starting CUDA (its context, cuBLAS, cuDNN, NCCL) adds gigabytes of
+resident memory in the first seconds of every GPU job, and that is no leak."""
 
 from __future__ import annotations
 
@@ -22,6 +24,17 @@ def _growing_rss(peak_gib: float) -> tuple[TimelineSample, ...]:
             pid=7, cpu_seconds=float(t), rss_bytes=int((1 + t / 10 * (peak_gib - 1)) * _GIB)),))
         for t in range(11)
     )
+
+
+def _cuda_start_up(steps_from: int | None) -> tuple[TimelineSample, ...]:
+    """A GPU job: 50 MB before `import torch`, 3 GB once CUDA and NCCL are up (6 s), then flat
+    while it trains (from `steps_from`) and hangs."""
+    rss = (0.05, 0.4, 0.7, 1.2, 2.1, 2.8, 3.0)
+    return tuple(
+        TimelineSample(elapsed_s=t, steps=t - steps_from if steps_from and t > steps_from else 0,
+                       processes=(ProcessSample(pid=7, cpu_seconds=float(t), rss_bytes=int(
+                           rss[min(t, len(rss) - 1)] * _GIB)),))
+        for t in range(26))
 
 
 class HostMemoryExhausted(Rule):
@@ -50,6 +63,10 @@ class HostMemoryExhausted(Rule):
     quiet_on = (
         Example("a job that failed with flat memory", lambda: failed_job(
             exit_code=1, timeline=_growing_rss(1.0), memory_total=16 * _GIB)),
+        Example("CUDA start-up, then flat (hung before its first step)", lambda: failed_job(
+            exit_code=1, timeline=_cuda_start_up(None), memory_total=64 * _GIB)),
+        Example("CUDA start-up, then flat while training", lambda: failed_job(
+            exit_code=1, timeline=_cuda_start_up(8), memory_total=64 * _GIB)),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -70,8 +87,9 @@ class HostMemoryExhausted(Rule):
         if growth is not None:
             pid, start, peak, share = growth
             near_full = share >= 0.85
-            # A steady climb is worth a warning before it reaches the machine's size.
-            climbing = peak - start >= _GIB and peak >= 2 * start
+            # A steady climb is worth a warning before it reaches the machine's size, if it goes
+            # on after start-up.
+            climbing = _climbs_after_start_up(record, pid)
             if near_full or climbing:
                 evidence.append(
                     f"pid {pid} grew from {start / _GIB:.1f} GiB to {peak / _GIB:.1f} GiB of "
@@ -99,7 +117,26 @@ class HostMemoryExhausted(Rule):
         )
 
 
-def _largest_growth(record: JobRecord, total: int | None) -> tuple[int, int, int, float] | None:
+def _start_up_over(timeline: tuple[TimelineSample, ...]) -> int:
+    """Index of the first sample after start-up: the first optimizer step (by then the model,
+    CUDA and its libraries are loaded), or the middle of the timeline, whichever is later."""
+    first_step = next((i for i, s in enumerate(timeline) if s.steps > 0), 0)
+    return max(len(timeline) // 2, first_step)
+
+
+def _climbs_after_start_up(record: JobRecord, pid: int) -> bool:
+    """Whether `pid`'s resident memory still grew by >= 1 GiB and >= 50% after start-up."""
+    rss = [next((p.rss_bytes for p in s.processes if p.pid == pid and p.rss_bytes), None)
+           for s in record.timeline]
+    after = [r for r in rss[_start_up_over(record.timeline):] if r is not None]
+    if len(after) < 2:
+        return False
+    base, peak = after[0], max(after)
+    return peak - base >= _GIB and peak >= 1.5 * base
+
+
+def _largest_growth(record: JobRecord, total: int | None
+                    ) -> tuple[int, int, int, float] | None:
     """(pid, first rss, peak rss, peak share of memory) of the process that grew most."""
     if not record.timeline or not total:
         return None

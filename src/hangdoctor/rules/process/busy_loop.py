@@ -1,10 +1,13 @@
 """HD104 process.busy_loop: CPU-bound with no sign of leaving: ~100% of a CPU in the same call
-chain in every sample."""
+chain in every sample. A thread waiting for the GPU spins too (CUDA's synchronisation polls), but
+it waits rather than computes: that is the GPU rules' to explain, not a loop's exit condition."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from hangdoctor.analysis.activity import runnable_throughout
+from hangdoctor.analysis.device import device_wait, process_uses_gpu
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence import build as b
@@ -36,6 +39,20 @@ def _spin(cpu_after: float, second_frame_line: int) -> Callable[[], Bundle]:
     return build
 
 
+def _waits_in_item(on_gpu: bool) -> Callable[[], Bundle]:
+    """A thread at 100% CPU on `loss.item()`: in a process with a GPU open it waits for the
+    device; in a CPU-only one the line itself computes."""
+    def build() -> Bundle:
+        files = {3: ("/dev/nvidiactl", "rw"), 4: ("/dev/nvidia0", "rw")} if on_gpu else None
+        samples = [b.process(93, b.thread(93, b.frame("train.py", 40, "train",
+                                                      code="total += loss.item()"),
+                                          b.frame("train.py", 60, "<module>"), name="MainThread",
+                                          state="R", cpu=cpu, active=True), files=files)
+                   for cpu in (5.0, 5.49)]
+        return b.bundle(samples[0], later=[samples[1:]], interval_s=0.5)
+    return build
+
+
 def _moving_on() -> Bundle:
     before = b.process(91, b.thread(91, b.frame("train.py", 7, "forward"), state="R", cpu=3.0))
     after = b.process(91, b.thread(91, b.frame("train.py", 30, "backward"), state="R", cpu=3.5))
@@ -45,12 +62,6 @@ def _moving_on() -> Bundle:
 # On a loaded machine a spinning thread shares its core: runnable (state R) in every snapshot
 # and still using a good part of a CPU is spinning too.
 _CONTENDED_SHARE = 0.3
-
-
-def _runnable_throughout(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
-    states = [sample.kernel.state for _, sample in job.samples(process.pid, thread.tid)
-              if sample.kernel is not None]
-    return len(states) >= 2 and all(state == "R" for state in states)
 
 
 class BusyLoop(Rule):
@@ -67,12 +78,15 @@ class BusyLoop(Rule):
     fires_on = (
         Example("a polling loop that never ends", _spin(0.49, 8)),
         Example("a polling loop sharing its core on a loaded machine", _spin(0.2, 8)),
+        Example("a CPU job computing in one line", _waits_in_item(on_gpu=False)),
     )
     quiet_on = (
         Example("the same frames but little CPU", _spin(0.05, 8)),
         Example("a thread moving through different code", _moving_on),
         Example("a single sample", lambda: b.bundle(b.process(
             92, b.thread(92, b.frame("x.py", 1, "f"), state="R", cpu=1.0)))),
+        Example("a GPU job's thread spinning in .item(), waiting for the device",
+                _waits_in_item(on_gpu=True)),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -80,7 +94,8 @@ class BusyLoop(Rule):
             for thread in process.threads:
                 share = job.thread_cpu_share(process.pid, thread.tid)
                 if share is None or (share < _BUSY_SHARE and not (
-                        share >= _CONTENDED_SHARE and _runnable_throughout(job, process, thread))):
+                        share >= _CONTENDED_SHARE
+                        and runnable_throughout(job, process.pid, thread.tid))):
                     continue
                 stacks = [
                     frames_of(sample) for _, sample in job.samples(process.pid, thread.tid)
@@ -88,6 +103,8 @@ class BusyLoop(Rule):
                 ]
                 if len(stacks) < 2 or len({_signature(s) for s in stacks}) != 1:
                     continue
+                if device_wait(stacks[-1], gpu=process_uses_gpu(process)) is not None:
+                    continue  # spinning in CUDA's synchronisation: waiting for the device
                 yield self._finding(job, process, thread, stacks, share)
 
     def _finding(
