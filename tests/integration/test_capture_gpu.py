@@ -61,7 +61,7 @@ def test_every_snapshot_carries_nvml_readings(sleeper):
         [reading] = snapshot.gpus
         assert reading.index == 0 and reading.utilization_percent == 100.0
         assert reading.memory_total_bytes == H200
-    assert nvml.reads == 2
+    assert nvml.reads >= 2  # one per snapshot (the sampler's own thread may read too)
     assert "nvml" in bundle.timings_s
 
 

@@ -144,7 +144,7 @@ def _take_snapshot(
     gpu_samples: tuple[GpuSample, ...] = ()
     if gpus.available:
         with timer.measure("nvml"):
-            gpu_samples = gpus.sample()
+            gpu_samples = gpus.read_now()
     before = {p.pid: p for p in previous.processes} if previous else {}
     since = elapsed - previous.elapsed_s if previous else 0.0
     targets = [
@@ -192,6 +192,7 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
     own_gpus = gpus is None
     with timer.measure("nvml"):
         sampler = GpuSampler() if gpus is None else gpus
+        sampler.wait_opened()
     snapshots: list[Snapshot] = []
     try:
         for index in range(max(1, options.samples)):

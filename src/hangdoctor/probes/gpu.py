@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hangdoctor import bounded
 from hangdoctor.evidence.model import GpuSample, ProbeError
 
 INIT_TIMEOUT_S = 5.0
@@ -101,6 +102,32 @@ class GpuSampler:
             return ()
         with self._lock:
             return self._latest
+
+    def wait_opened(self, timeout_s: float = INIT_TIMEOUT_S) -> None:
+        """Wait (at most `timeout_s`) until NVML is open, or known to be absent or wedged: a
+        one-off capture (`dump`) wants readings from its first snapshot on."""
+        deadline = time.monotonic() + timeout_s
+        while (not self._opened and self.error is None and self._thread.is_alive()
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+
+    def read_now(self, timeout_s: float = SAMPLE_TIMEOUT_S) -> tuple[GpuSample, ...]:
+        """Read every GPU now, for a snapshot of a capture, with a time limit: a wedged NVML
+        costs that limit once, then becomes `error` and is not asked again."""
+        if not self.available:
+            return ()
+        readings, failure = bounded.call("nvml", self._read, timeout_s)
+        if readings is None:
+            with self._lock:
+                self._error = self._error or ProbeError(
+                    probe="nvml", kind="timeout" if failure is None or failure.kind == "timeout"
+                    else "failed",
+                    message=f"NVML did not answer within {timeout_s:g} s (a wedged driver or a "
+                            "GPU that fell off the bus); GPUs were not sampled after that")
+            return ()
+        with self._lock:
+            self._latest = readings
+        return readings
 
     def close(self) -> None:
         """Stop sampling; release NVML unless it is wedged (that call would block too)."""
