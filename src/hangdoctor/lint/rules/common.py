@@ -8,6 +8,7 @@ understand is not a rank condition, so a rule built on them stays quiet rather t
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -283,7 +284,9 @@ def _deepspeed_engine(index: ModuleIndex, receiver: ast.expr, name: str) -> bool
 
 
 def _wrapped_forward(index: ModuleIndex, call: ast.Call) -> str | None:
-    """`model(x)` where `model` holds a DistributedDataParallel/FSDP wrapper."""
+    """`model(x)` where `model` holds a DistributedDataParallel/FSDP wrapper whose forward
+    communicates: FSDP always (it gathers the shards), DDP when the module has buffers to
+    broadcast (batch norm layers; SyncBatchNorm is a collective itself)."""
     if not isinstance(call.func, (ast.Name, ast.Attribute)) or \
             "DataParallel" not in index.source:
         return None
@@ -291,9 +294,14 @@ def _wrapped_forward(index: ModuleIndex, call: ast.Call) -> str | None:
     if built is None:
         return None
     wrapper = index.name_of(built).rpartition(".")[2]
-    if wrapper in PARALLEL_WRAPPERS:
+    if wrapper == "FullyShardedDataParallel" or (
+            wrapper == "DistributedDataParallel" and _BUFFERS.search(index.source)):
         return f"{wrapper} forward"
     return None
+
+
+#: Layers whose buffers DDP broadcasts at every forward (or which reduce across ranks).
+_BUFFERS = re.compile(r"BatchNorm|register_buffer")
 
 
 def is_dataloader(index: ModuleIndex, call: ast.Call) -> bool:

@@ -125,13 +125,27 @@ class _Reach:
 
 def _rank_guarded(index: ModuleIndex, node: ast.AST, function: ast.AST,
                   resolve: Resolver) -> bool:
-    """Whether `node` sits under a rank condition inside `function` (a rank-aware helper)."""
+    """Whether `node` sits under a condition inside `function` that may keep it from running
+    on the path the caller takes: a rank condition (a rank-aware helper), or any other test
+    (`if synchronize:`, `if pipe_parallel:`) but the "is this a distributed run" kind."""
     for parent in index.ancestors(node):
         if parent is function:
             return False
-        if isinstance(parent, ast.If) and rank_polarity(parent.test, resolve) is not None:
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and \
+                not _distributed_check(parent.test):
             return True
     return False
+
+
+#: Names that test whether the run is distributed at all: the same on every rank.
+_DISTRIBUTED_TESTS = frozenset({"is_initialized", "is_available", "is_distributed",
+                                "distributed", "world_size", "get_world_size", "use_ddp"})
+
+
+def _distributed_check(test: ast.expr) -> bool:
+    names = {last_name(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute,
+                                                                    ast.Call))}
+    return bool(names & _DISTRIBUTED_TESTS)
 
 
 class CollectiveUnderRankCondition(LintRule):
