@@ -8,13 +8,17 @@ import re
 from collections.abc import Iterator
 
 from hangdoctor.lint.flow import bound_call, called_function, statements_in
-from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
+from hangdoctor.lint.index import ModuleIndex, last_name, mentions, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
 #: Calls that turn a loss into a number or cut it from its graph.
 _DETACHING = re.compile(r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
                         r"no_grad|inference_mode|gather\(|all_reduce\(|\.cpu\(\)\.numpy")
 _BACKWARD = frozenset({"backward", "manual_backward"})
+
+
+#: A line that appends, adds or sums something into a container with a loss in it.
+_KEPT = re.compile(r"(?:\+=|\.append\(|\+)[^\n]*loss|loss[^\n]*\+=")
 
 
 def _loss_like(node: ast.AST) -> bool:
@@ -106,7 +110,8 @@ class LossKeptAcrossSteps(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if "loss" not in index.source or "backward" not in index.source:
+        source = index.source
+        if "loss" not in source or "backward" not in source or not _KEPT.search(source):
             return
         for call in index.calls:
             func = call.func
@@ -304,6 +309,9 @@ _CLIPPING = re.compile(r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipval
                        r"autograd\.grad|\.clamp_\(")
 
 
+#: What a module training a recurrent network or a GAN mentions (a layer, the two networks of
+#: a GAN, or a hidden state threaded through a hand-written cell).
+_RECURRENT_OR_GAN = ("LSTM", "GRU", "RNN", "iscriminator", "netD", "netG", "hidden")
 #: A comment to the end of the line (approximate: a `#` inside a string cuts it short, which
 #: only ever hides code from the clipping search, never adds any).
 _COMMENT = re.compile(r"#[^\n]*")
@@ -339,7 +347,7 @@ class MissingGradientClipping(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "backward" not in source:
+        if "backward" not in source or not mentions(source, _RECURRENT_OR_GAN):
             return
         if _CLIPPING.search(source) and _CLIPPING.search(_COMMENT.sub("", source)):
             return  # clipped (in code: a comment that mentions clipping does not clip)

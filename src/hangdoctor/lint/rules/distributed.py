@@ -14,6 +14,7 @@ from hangdoctor.lint.index import (
     keyword,
     keyword_names,
     last_name,
+    mentions,
     targets_of,
 )
 from hangdoctor.lint.model import Hit, LintRule, Severity
@@ -53,9 +54,12 @@ def _condition_text(test: ast.expr) -> str:
 
 
 #: A module that never mentions a rank or a main-process flag has no rank condition.
-_RANKISH = re.compile(r"rank|main_process|is_main|master|process_zero|global_zero|local_zero|"
-                      r"is_chief|process_index|proc_id|PROCID|is_last_process|on_process|"
-                      r"on_main_process|on_local_process", re.IGNORECASE)
+_RANKISH = ("rank", "RANK", "Get_rank", "main_process", "is_main", "master", "process_zero",
+            "global_zero", "local_zero", "is_chief", "process_index", "proc_id", "PROCID",
+            "is_last_process", "on_process", "local_process", "rank_zero")
+#: What hand-made sharding looks like in text: a stride (`[rank::world]`), a `.shard(`, an
+#: `islice(`, or a block bound (`(rank + 1) * per_rank`).
+_SHARDING_SYNTAX = ("::", "shard", "islice", "+ 1)")
 #: How deep a rule follows helper calls to find a collective.
 _HELPER_DEPTH = 3
 
@@ -209,7 +213,7 @@ class CollectiveUnderRankCondition(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not _RANKISH.search(index.source):
+        if not mentions(index.source, _RANKISH):
             return
         reach = _Reach(index)
         resolve = resolver(index)
@@ -627,10 +631,10 @@ class UnevenShards(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if not _RANKISH.search(source):
+        if not mentions(source, _RANKISH) or not mentions(source, _SHARDING_SYNTAX):
             return
-        if "drop_last=True" in source or "Join" in index.identifiers or \
-                "even_batches" in index.identifiers:
+        if "drop_last=True" in source or ("Join" in source and "Join" in index.identifiers) \
+                or ("even_batches" in source and "even_batches" in index.identifiers):
             return
         resolve = resolver(index)
         for node in index.subscripts:
