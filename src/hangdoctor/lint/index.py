@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -110,10 +111,18 @@ class _Walk:
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+#: Fields that only ever hold operator or context singletons (`Add()`, `Load()`).
+_OPERATOR_FIELDS = frozenset({"ctx", "op", "ops"})
+#: Node types with no child nodes at all.
+_LEAVES = (ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue)
+
+
 def _child_fields(kind: type) -> tuple[str, ...]:
     names = _CHILD_FIELDS.get(kind)
     if names is None:
-        names = _CHILD_FIELDS[kind] = tuple(n for n in kind._fields if n != "ctx")  # type: ignore[attr-defined]
+        fields: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+        names = _CHILD_FIELDS[kind] = () if issubclass(kind, _LEAVES) else tuple(
+            n for n in fields if n not in _OPERATOR_FIELDS)
     return names
 
 
@@ -123,31 +132,23 @@ def _walk(tree: ast.Module) -> _Walk:
     found = _Walk()
     parent = found.parent
     node_type = ast.AST
+    sorted_lists: dict[type, list[Any]] = {
+        ast.Call: found.calls, ast.If: found.ifs, ast.For: found.loops,
+        ast.AsyncFor: found.loops, ast.While: found.loops, ast.FunctionDef: found.functions,
+        ast.AsyncFunctionDef: found.functions, ast.ClassDef: found.classes,
+        ast.Assign: found.assigns, ast.AnnAssign: found.assigns,
+        ast.AugAssign: found.aug_assigns, ast.Subscript: found.subscripts,
+        ast.Return: found.returns, ast.Yield: found.returns, ast.YieldFrom: found.returns,
+        ast.With: found.withs, ast.AsyncWith: found.withs,
+    }
     stack: list[ast.AST] = [tree]
     pop, push = stack.pop, stack.append
     while stack:
         node = pop()
         kind = type(node)
-        if kind is ast.Call:
-            found.calls.append(node)  # type: ignore[arg-type]
-        elif kind is ast.If:
-            found.ifs.append(node)  # type: ignore[arg-type]
-        elif kind in _LOOPS:
-            found.loops.append(node)  # type: ignore[arg-type]
-        elif kind in _FUNCTIONS:
-            found.functions.append(node)  # type: ignore[arg-type]
-        elif kind is ast.ClassDef:
-            found.classes.append(node)  # type: ignore[arg-type]
-        elif kind is ast.Assign or kind is ast.AnnAssign:
-            found.assigns.append(node)  # type: ignore[arg-type]
-        elif kind is ast.AugAssign:
-            found.aug_assigns.append(node)  # type: ignore[arg-type]
-        elif kind is ast.Subscript:
-            found.subscripts.append(node)  # type: ignore[arg-type]
-        elif kind is ast.Return or kind is ast.Yield or kind is ast.YieldFrom:
-            found.returns.append(node)  # type: ignore[arg-type]
-        elif kind is ast.With or kind is ast.AsyncWith:
-            found.withs.append(node)  # type: ignore[arg-type]
+        bucket = sorted_lists.get(kind)
+        if bucket is not None:
+            bucket.append(node)
         elif kind is ast.Import:
             for alias in node.names:  # type: ignore[attr-defined]
                 found.imported.add(alias.name.split(".")[0])
@@ -155,7 +156,10 @@ def _walk(tree: ast.Module) -> _Walk:
                     found.aliases[alias.asname] = alias.name
         elif kind is ast.ImportFrom:
             _from_import(found, node)  # type: ignore[arg-type]
-        for name in _CHILD_FIELDS.get(kind) or _child_fields(kind):
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _child_fields(kind)
+        for name in fields:
             value = getattr(node, name, None)
             if value is None:
                 continue
@@ -332,17 +336,34 @@ class ModuleIndex:
         """Every name, attribute, keyword argument and definition name in the code: what the
         module really uses, as opposed to what its comments and strings mention."""
         names: set[str] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name):
-                names.add(node.id)
-            elif isinstance(node, ast.Attribute):
-                names.add(node.attr)
-            elif isinstance(node, ast.keyword) and node.arg:
-                names.add(node.arg)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.alias):
-                names.add((node.asname or node.name).split(".")[-1])
+        node_type = ast.AST
+        stack: list[ast.AST] = [self.tree]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            kind = type(node)
+            if kind is ast.Name:
+                names.add(node.id)  # type: ignore[attr-defined]
+                continue
+            if kind is ast.Attribute:
+                names.add(node.attr)  # type: ignore[attr-defined]
+            elif kind is ast.keyword or kind in _DEFINITIONS:
+                name = getattr(node, "arg", None) or getattr(node, "name", None)
+                if name:
+                    names.add(name)
+            elif kind is ast.alias:
+                names.add((node.asname or node.name).split(".")[-1])  # type: ignore[attr-defined]
+            fields = _CHILD_FIELDS.get(kind)
+            if fields is None:
+                fields = _child_fields(kind)
+            for field_name in fields:
+                value = getattr(node, field_name, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, node_type):
+                            push(item)
+                elif isinstance(value, node_type):
+                    push(value)
         return frozenset(names)
 
     @cached_property
