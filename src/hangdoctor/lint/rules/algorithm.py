@@ -7,7 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hangdoctor.lint.flow import bound_call, called_function, statements_in
+from hangdoctor.lint.flow import bound_call, called_function, origin, statements_in
 from hangdoctor.lint.index import ModuleIndex, last_name, mentions, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
@@ -117,14 +117,14 @@ class LossKeptAcrossSteps(LintRule):
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "append" and \
                     len(call.args) == 1 and isinstance(func.value, (ast.Name, ast.Attribute)):
-                loss = _loss_term(call.args[0], records=True)
+                loss = _loss_term(index, call.args[0], records=True)
                 container = last_name(func.value) or ""
                 if loss is not None and self._leaks(index, call, loss, container):
                     yield Hit.at(call)
         for node in index.aug_assigns:
             if not isinstance(node.op, ast.Add):
                 continue
-            loss = _loss_term(node.value)
+            loss = _loss_term(index, node.value)
             container = _container(node.target)
             if loss is not None and container and self._leaks(index, node, loss, container):
                 yield Hit.at(node)
@@ -137,7 +137,7 @@ class LossKeptAcrossSteps(LintRule):
                 continue
             container = _container(targets[0])
             for mine, other in ((value.left, value.right), (value.right, value.left)):
-                loss = _loss_term(other)
+                loss = _loss_term(index, other)
                 if container and loss is not None and _reads(mine, container) and \
                         self._leaks(index, assign, loss, container):
                     yield Hit.at(assign)
@@ -226,19 +226,34 @@ def _graph_tensor(function: ast.AST, value: ast.expr) -> bool:
     return True
 
 
-def _loss_term(node: ast.AST, records: bool = False) -> ast.AST | None:
-    """The bare loss tensor `node` keeps: `loss`, `outputs.loss`, `loss[key]`, `loss_val *
-    batch_size`; with `records`, also inside a literal record (`{"loss": loss}`)."""
+def _loss_term(index: ModuleIndex, node: ast.AST, records: bool = False) -> ast.AST | None:
+    """The bare loss tensor `node` keeps: `loss`, `outputs.loss`, `loss[key]`,
+    `output["loss"]`, `loss_val * batch_size`, a name assigned from a loss function
+    (`mse = F.mse_loss(...)`); with `records`, also inside a literal record (`{"loss": loss}`)."""
     if _loss_like(node):
         return node
-    if isinstance(node, ast.Subscript) and _loss_like(node.value):
-        return node.value
+    if isinstance(node, ast.Subscript):
+        if _loss_like(node.value):
+            return node.value
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and \
+                "loss" in key.value.lower():
+            return node
+    if isinstance(node, ast.Name):
+        held = origin(index, node)
+        if isinstance(held, ast.Call) and _LOSS_FUNCTION.search(last_name(held.func) or ""):
+            return node
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add)):
-        return _loss_term(node.left) or _loss_term(node.right)
+        return _loss_term(index, node.left) or _loss_term(index, node.right)
     if records and isinstance(node, (ast.Dict, ast.Tuple, ast.List)):
         values = node.values if isinstance(node, ast.Dict) else node.elts
-        return next((t for v in values if (t := _loss_term(v)) is not None), None)
+        return next((t for v in values if (t := _loss_term(index, v)) is not None), None)
     return None
+
+
+#: Calls that compute a loss tensor (torch.nn.functional's and the usual `criterion`).
+_LOSS_FUNCTION = re.compile(r"loss|cross_entropy|^nll|^mse|^bce|kl_div|criterion|^ctc",
+                            re.IGNORECASE)
 
 
 def _container(target: ast.AST) -> str:
