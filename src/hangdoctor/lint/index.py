@@ -202,6 +202,7 @@ class ModuleIndex:
         self.project = project
         #: Per-module caches of the flow analysis (keyed by what they are about).
         self.memo: dict[tuple[str, int], Any] = {}
+        self._call_names: dict[ast.Call, str] = {}
 
     @cached_property
     def _found(self) -> _Walk:
@@ -265,14 +266,13 @@ class ModuleIndex:
     def withs(self) -> list[ast.With | ast.AsyncWith]:
         return self._found.withs
 
-    @cached_property
-    def call_names(self) -> dict[ast.Call, str]:
-        names: dict[ast.Call, str] = {}
-        for call in self.calls:
-            name = dotted(call.func)
-            if name is not None:
-                names[call] = self.qualify(name)
-        return names
+    def mentions(self, words: tuple[str, ...]) -> bool:
+        """`mentions(source, words)`, remembered: several rules ask about the same words."""
+        key = ("mentions", id(words))
+        known = self.memo.get(key)
+        if known is None:
+            known = self.memo[key] = mentions(self.source, words)
+        return bool(known)
 
     def qualify(self, name: str) -> str:
         """`dist.barrier` -> `torch.distributed.barrier` under `import torch.distributed as
@@ -285,8 +285,14 @@ class ModuleIndex:
         return target + root[len(bare):] + dot + rest
 
     def name_of(self, call: ast.Call) -> str:
-        """The qualified dotted name of what `call` calls, or "" when it is not a plain chain."""
-        return self.call_names.get(call, "")
+        """The qualified dotted name of what `call` calls, or "" when it is not a plain chain
+        (computed on first use, per call: most rules only ask about a few calls)."""
+        names = self._call_names
+        name = names.get(call)
+        if name is None:
+            plain = dotted(call.func)
+            name = names[call] = "" if plain is None else self.qualify(plain)
+        return name
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         """Parents of `node`, innermost first, up to the module."""

@@ -213,7 +213,7 @@ class CollectiveUnderRankCondition(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not mentions(index.source, _RANKISH):
+        if not index.mentions(_RANKISH):
             return
         reach = _Reach(index)
         resolve = resolver(index)
@@ -631,7 +631,7 @@ class UnevenShards(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if not mentions(source, _RANKISH) or not mentions(source, _SHARDING_SYNTAX):
+        if not mentions(source, _SHARDING_SYNTAX) or not index.mentions(_RANKISH):
             return
         if "drop_last=True" in source or ("Join" in source and "Join" in index.identifiers) \
                 or ("even_batches" in source and "even_batches" in index.identifiers):
