@@ -209,10 +209,7 @@ def resolver(index: ModuleIndex) -> Resolver:
     """A Resolver over `index`: what names and `self.attr` were assigned from. Only names
     that the module assigns from something rank-related are followed (the others cannot be
     rank conditions, and most tests in a module are not)."""
-    key = ("rank-flags", 0)
-    candidates = index.memo.get(key)
-    if candidates is None:
-        candidates = index.memo[key] = _rank_related_names(index)
+    candidates = rank_related_names(index)
 
     def resolve(node: ast.expr) -> ast.expr | None:
         name = last_name(node)
@@ -220,9 +217,18 @@ def resolver(index: ModuleIndex) -> Resolver:
     return resolve
 
 
-def _rank_related_names(index: ModuleIndex) -> frozenset[str]:
+def rank_related_names(index: ModuleIndex) -> frozenset[str]:
     """Names (and `self.` attributes) assigned on a line that mentions a rank or a
     main-process flag: the only names worth following back to a rank condition."""
+    key = ("rank-flags", 0)
+    known = index.memo.get(key)
+    if known is None:
+        known = index.memo[key] = _rank_related_names(index)
+    found: frozenset[str] = known
+    return found
+
+
+def _rank_related_names(index: ModuleIndex) -> frozenset[str]:
     names = set()
     for line in index.source.splitlines():
         if "=" in line and any(word in line for word in _RANK_WORDS):

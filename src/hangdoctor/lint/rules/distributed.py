@@ -28,6 +28,7 @@ from hangdoctor.lint.rules.common import (
     is_dataloader,
     is_rank,
     rank_polarity,
+    rank_related_names,
     resolver,
 )
 
@@ -57,9 +58,34 @@ def _condition_text(test: ast.expr) -> str:
 _RANKISH = ("rank", "RANK", "Get_rank", "main_process", "is_main", "master", "process_zero",
             "global_zero", "local_zero", "is_chief", "process_index", "proc_id", "PROCID",
             "is_last_process", "on_process", "local_process", "rank_zero")
+def _may_branch_on_rank(index: ModuleIndex) -> bool:
+    """A cheap look at the statements alone (no walk of the expressions): is there an `if`
+    whose test is a rank condition, or names something assigned from a rank, or a function
+    decorated to run on the main process only? Most modules that mention ranks have none."""
+    candidates = rank_related_names(index)
+    stack: list[ast.stmt] = list(index.tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and (rank_polarity(node.test) is not None or any(
+                isinstance(n, (ast.Name, ast.Attribute)) and last_name(n) in candidates
+                for n in ast.walk(node.test))):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                last_name(d) in MAIN_ONLY_DECORATORS for d in node.decorator_list):
+            return True
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, name, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            stack.extend(case.body)
+    return False
+
+
 #: What hand-made sharding looks like in text: a stride (`[rank::world]`), a `.shard(`, an
 #: `islice(`, or a block bound (`(rank + 1) * per_rank`).
-_SHARDING_SYNTAX = ("::", "shard", "islice", "+ 1)")
+_SHARDING_SYNTAX = ("rank::", "rank()::", "rank ::", "rank() ::", "_index::", "shard", "islice",
+                    "+ 1)")
 #: How deep a rule follows helper calls to find a collective.
 _HELPER_DEPTH = 3
 
@@ -213,7 +239,7 @@ class CollectiveUnderRankCondition(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not index.mentions(_RANKISH):
+        if not index.mentions(_RANKISH) or not _may_branch_on_rank(index):
             return
         reach = _Reach(index)
         resolve = resolver(index)
@@ -368,8 +394,8 @@ class DdpWithoutDistributedSampler(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "DataParallel" not in source or (_SHARDED.search(source)
-                                            and index.identifiers & _SHARDING):
+        if not mentions(source, PARALLEL_WRAPPERS) or (_SHARDED.search(source)
+                                                       and index.identifiers & _SHARDING):
             return  # no data-parallel wrapper; or the data is sharded (in code, not comments)
         wrappers = [c for c in index.calls
                     if index.name_of(c).rpartition(".")[2] in PARALLEL_WRAPPERS]
