@@ -178,3 +178,32 @@ def test_directory_walk_skips_virtualenvs(project: Path) -> None:
     assert code == 1
     assert [Path(line.split(":")[0]).relative_to(project).as_posix()
             for line in out.splitlines()] == ["src/train.py"]
+
+
+def test_parallel_output_is_identical_to_one_process(project: Path) -> None:
+    # Enough files for the process pool (PARALLEL_MIN_FILES), spread over directories, some
+    # clean and some not: the findings must not depend on which worker linted what.
+    for n in range(80):
+        folder = project / f"pkg{n % 7}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"m{n}.py").write_text(BAD_TWO if n % 3 == 0 else GOOD)
+    (project / "k.cu").write_text(KERNEL)
+    code_one, out_one, _ = lint(project, "--jobs", "1", "--format", "json")
+    code_all, out_all, _ = lint(project, "--jobs", "2", "--format", "json")
+    assert code_one == code_all == 1
+    assert out_one == out_all
+    found = json.loads(out_all)["findings"]
+    assert len(found) == 27 * 2 + 1
+    assert found == sorted(found, key=lambda f: (f["path"], f["line"], f["column"], f["id"]))
+
+
+def test_helper_module_of_a_training_project_is_training_code(project: Path) -> None:
+    # The tracker imports no framework; the training script next to it does.
+    (project / "tracker.py").write_text("import requests\n\ndef log(m):\n"
+                                        "    requests.post('http://x', json=m)\n")
+    code, out, _ = lint(project / "tracker.py", "--select", "HL501")
+    assert code == 0 and out == ""
+    (project / "train.py").write_text("import torch\nfrom tracker import log\n")
+    code, out, _ = lint(project / "tracker.py", "--select", "HL501")
+    assert code == 1
+    assert [line.split()[1] for line in out.splitlines()] == ["HL501"]

@@ -37,43 +37,59 @@ def statements_in(scope: ast.AST) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(node))
 
 
-def bindings(scope: ast.AST, name: str) -> list[ast.AST]:
+def bindings(index: ModuleIndex, scope: ast.AST, name: str) -> list[ast.AST]:
     """The statements of `scope` (not its nested functions) that bind `name`: assignments,
-    augmented assignments, for-loop targets, with-items, imports, function parameters."""
-    found: list[ast.AST] = []
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        arguments = scope.args
-        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                 arguments.vararg, arguments.kwarg]
-        found += [a for a in every if a is not None and a.arg == name]
-    for node in statements_in(scope):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            if any(_binds(t, name) for t in targets_of(node)):
-                found.append(node)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            if _binds(node.target, name):
-                found.append(node)
-        elif isinstance(node, ast.withitem):
-            if node.optional_vars is not None and _binds(node.optional_vars, name):
-                found.append(node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
-                found.append(node)
-        elif (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-              and node.name == name) or \
-                (isinstance(node, ast.NamedExpr) and node.target.id == name):
-            found.append(node)
+    augmented assignments, for-loop targets, with-items, imports, function parameters.
+    Computed once per scope (rules ask about many names of the same function)."""
+    key = ("bindings", id(scope))
+    table = index.memo.get(key)
+    if table is None:
+        table = index.memo[key] = _binding_table(scope)
+    found: list[ast.AST] = table.get(name, [])
     return found
 
 
-def _binds(target: ast.AST, name: str) -> bool:
+def _binding_table(scope: ast.AST) -> dict[str, list[ast.AST]]:
+    table: dict[str, list[ast.AST]] = {}
+
+    def bind(name: str, node: ast.AST) -> None:
+        table.setdefault(name, []).append(node)
+
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        arguments = scope.args
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                         arguments.vararg, arguments.kwarg):
+            if argument is not None:
+                bind(argument.arg, argument)
+    for node in statements_in(scope):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for name in {n for t in targets_of(node) for n in _bound_names(t)}:
+                bind(name, node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for name in set(_bound_names(node.target)):
+                bind(name, node)
+        elif isinstance(node, ast.withitem):
+            if node.optional_vars is not None:
+                for name in set(_bound_names(node.optional_vars)):
+                    bind(name, node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bind(alias.asname or alias.name.split(".")[0], node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, node)
+        elif isinstance(node, ast.NamedExpr):
+            bind(node.target.id, node)
+    return table
+
+
+def _bound_names(target: ast.AST) -> Iterator[str]:
     if isinstance(target, ast.Name):
-        return target.id == name
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return any(_binds(e, name) for e in target.elts)
-    if isinstance(target, ast.Starred):
-        return _binds(target.value, name)
-    return False
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _bound_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _bound_names(target.value)
 
 
 def assigned_value(index: ModuleIndex, name: ast.Name) -> ast.expr | None:
@@ -82,10 +98,10 @@ def assigned_value(index: ModuleIndex, name: ast.Name) -> ast.expr | None:
     when the function never binds it, the last unconditional module-level assignment."""
     function = index.function_of(name)
     if function is not None:
-        found = bindings(function, name.id)
+        found = bindings(index, function, name.id)
         if found:
             return _reaching(index, found, name)
-    found = bindings(index.tree, name.id)
+    found = bindings(index, index.tree, name.id)
     if not found:
         return None
     if function is None:
@@ -133,9 +149,9 @@ def bound_call(index: ModuleIndex, node: ast.expr, depth: int = 3) -> ast.Call |
         return node
     if isinstance(node, ast.Name):
         function = index.function_of(node)
-        scope: ast.AST = function if function is not None and bindings(function, node.id) \
+        scope: ast.AST = function if function is not None and bindings(index, function, node.id) \
             else index.tree
-        found = [b for b in bindings(scope, node.id)
+        found = [b for b in bindings(index, scope, node.id)
                  if _position(b) < _position(node) or scope is not function]
         if not found:
             return None
@@ -178,19 +194,29 @@ def _single_value(node: ast.AST, name: str) -> ast.expr | None:
 
 
 def attribute_value(index: ModuleIndex, node: ast.Attribute) -> ast.expr | None:
-    """What `self.attr` was assigned in its class, when every assignment to it in the class
-    assigns the same kind of thing (only the first is returned)."""
+    """What `self.attr` was assigned in its class, when it is assigned exactly once there."""
     if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
         return None
     owner = index.class_of(node)
     if owner is None:
         return None
-    values = [a.value for a in ast.walk(owner) if isinstance(a, (ast.Assign, ast.AnnAssign))
-              and a.value is not None
-              and any(isinstance(t, ast.Attribute) and t.attr == node.attr
-                      and isinstance(t.value, ast.Name) and t.value.id == "self"
-                      for t in targets_of(a))]
+    key = ("attributes", id(owner))
+    table = index.memo.get(key)
+    if table is None:
+        table = index.memo[key] = _attribute_table(owner)
+    values: list[ast.expr] = table.get(node.attr, [])
     return values[0] if len(values) == 1 else None
+
+
+def _attribute_table(owner: ast.ClassDef) -> dict[str, list[ast.expr]]:
+    table: dict[str, list[ast.expr]] = {}
+    for assign in ast.walk(owner):
+        if isinstance(assign, (ast.Assign, ast.AnnAssign)) and assign.value is not None:
+            for target in targets_of(assign):
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self":
+                    table.setdefault(target.attr, []).append(assign.value)
+    return table
 
 
 def origin(index: ModuleIndex, node: ast.expr) -> ast.expr | None:
@@ -249,7 +275,7 @@ class Values:
         if value is not None:
             return self.value(value, depth)
         scope = self.index.function_of(node) or self.index.tree
-        if any(not isinstance(b, ast.ImportFrom) for b in bindings(scope, node.id)):
+        if any(not isinstance(b, ast.ImportFrom) for b in bindings(self.index, scope, node.id)):
             return None  # bound some other way (a parameter, a loop variable)
         origin_ = imported_module(self.index, node.id)
         if origin_ is None:

@@ -7,14 +7,18 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hangdoctor.lint.flow import bound_call, called_function, statements_in
-from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
+from hangdoctor.lint.flow import bound_call, called_function, origin, statements_in
+from hangdoctor.lint.index import ModuleIndex, last_name, mentions, targets_of
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
 #: Calls that turn a loss into a number or cut it from its graph.
 _DETACHING = re.compile(r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
                         r"no_grad|inference_mode|gather\(|all_reduce\(|\.cpu\(\)\.numpy")
 _BACKWARD = frozenset({"backward", "manual_backward"})
+
+
+#: A line that appends, adds or sums something into a container with a loss in it.
+_KEPT = re.compile(r"(?:\+=|\.append\(|\+)[^\n]*loss|loss[^\n]*\+=")
 
 
 def _loss_like(node: ast.AST) -> bool:
@@ -106,20 +110,21 @@ class LossKeptAcrossSteps(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if "loss" not in index.source or "backward" not in index.source:
+        source = index.source
+        if "loss" not in source or "backward" not in source or not _KEPT.search(source):
             return
         for call in index.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "append" and \
                     len(call.args) == 1 and isinstance(func.value, (ast.Name, ast.Attribute)):
-                loss = _loss_term(call.args[0], records=True)
+                loss = _loss_term(index, call.args[0], records=True)
                 container = last_name(func.value) or ""
                 if loss is not None and self._leaks(index, call, loss, container):
                     yield Hit.at(call)
         for node in index.aug_assigns:
             if not isinstance(node.op, ast.Add):
                 continue
-            loss = _loss_term(node.value)
+            loss = _loss_term(index, node.value)
             container = _container(node.target)
             if loss is not None and container and self._leaks(index, node, loss, container):
                 yield Hit.at(node)
@@ -132,7 +137,7 @@ class LossKeptAcrossSteps(LintRule):
                 continue
             container = _container(targets[0])
             for mine, other in ((value.left, value.right), (value.right, value.left)):
-                loss = _loss_term(other)
+                loss = _loss_term(index, other)
                 if container and loss is not None and _reads(mine, container) and \
                         self._leaks(index, assign, loss, container):
                     yield Hit.at(assign)
@@ -221,19 +226,34 @@ def _graph_tensor(function: ast.AST, value: ast.expr) -> bool:
     return True
 
 
-def _loss_term(node: ast.AST, records: bool = False) -> ast.AST | None:
-    """The bare loss tensor `node` keeps: `loss`, `outputs.loss`, `loss[key]`, `loss_val *
-    batch_size`; with `records`, also inside a literal record (`{"loss": loss}`)."""
+def _loss_term(index: ModuleIndex, node: ast.AST, records: bool = False) -> ast.AST | None:
+    """The bare loss tensor `node` keeps: `loss`, `outputs.loss`, `loss[key]`,
+    `output["loss"]`, `loss_val * batch_size`, a name assigned from a loss function
+    (`mse = F.mse_loss(...)`); with `records`, also inside a literal record (`{"loss": loss}`)."""
     if _loss_like(node):
         return node
-    if isinstance(node, ast.Subscript) and _loss_like(node.value):
-        return node.value
+    if isinstance(node, ast.Subscript):
+        if _loss_like(node.value):
+            return node.value
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and \
+                "loss" in key.value.lower():
+            return node
+    if isinstance(node, ast.Name):
+        held = origin(index, node)
+        if isinstance(held, ast.Call) and _LOSS_FUNCTION.search(last_name(held.func) or ""):
+            return node
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add)):
-        return _loss_term(node.left) or _loss_term(node.right)
+        return _loss_term(index, node.left) or _loss_term(index, node.right)
     if records and isinstance(node, (ast.Dict, ast.Tuple, ast.List)):
         values = node.values if isinstance(node, ast.Dict) else node.elts
-        return next((t for v in values if (t := _loss_term(v)) is not None), None)
+        return next((t for v in values if (t := _loss_term(index, v)) is not None), None)
     return None
+
+
+#: Calls that compute a loss tensor (torch.nn.functional's and the usual `criterion`).
+_LOSS_FUNCTION = re.compile(r"loss|cross_entropy|^nll|^mse|^bce|kl_div|criterion|^ctc",
+                            re.IGNORECASE)
 
 
 def _container(target: ast.AST) -> str:
@@ -304,6 +324,9 @@ _CLIPPING = re.compile(r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipval
                        r"autograd\.grad|\.clamp_\(")
 
 
+#: What a module training a recurrent network or a GAN mentions (a layer, the two networks of
+#: a GAN, or a hidden state threaded through a hand-written cell).
+_RECURRENT_OR_GAN = ("LSTM", "GRU", "RNN", "iscriminator", "netD", "netG", "hidden")
 #: A comment to the end of the line (approximate: a `#` inside a string cuts it short, which
 #: only ever hides code from the clipping search, never adds any).
 _COMMENT = re.compile(r"#[^\n]*")
@@ -339,7 +362,7 @@ class MissingGradientClipping(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "backward" not in source:
+        if "backward" not in source or not mentions(source, _RECURRENT_OR_GAN):
             return
         if _CLIPPING.search(source) and _CLIPPING.search(_COMMENT.sub("", source)):
             return  # clipped (in code: a comment that mentions clipping does not clip)

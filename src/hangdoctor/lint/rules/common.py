@@ -8,6 +8,7 @@ understand is not a rank condition, so a rule built on them stays quiet rather t
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -205,8 +206,42 @@ def rank_polarity(test: ast.AST, resolve: Resolver | None = None,
 
 
 def resolver(index: ModuleIndex) -> Resolver:
-    """A Resolver over `index`: what names and `self.attr` were assigned from."""
-    return lambda node: origin(index, node)
+    """A Resolver over `index`: what names and `self.attr` were assigned from. Only names
+    that the module assigns from something rank-related are followed (the others cannot be
+    rank conditions, and most tests in a module are not)."""
+    candidates = rank_related_names(index)
+
+    def resolve(node: ast.expr) -> ast.expr | None:
+        name = last_name(node)
+        return origin(index, node) if name in candidates else None
+    return resolve
+
+
+def rank_related_names(index: ModuleIndex) -> frozenset[str]:
+    """Names (and `self.` attributes) assigned on a line that mentions a rank or a
+    main-process flag: the only names worth following back to a rank condition."""
+    key = ("rank-flags", 0)
+    known = index.memo.get(key)
+    if known is None:
+        known = index.memo[key] = _rank_related_names(index)
+    found: frozenset[str] = known
+    return found
+
+
+def _rank_related_names(index: ModuleIndex) -> frozenset[str]:
+    names = set()
+    for line in index.source.splitlines():
+        if "=" in line and any(word in line for word in _RANK_WORDS):
+            found = _TARGET.match(line)
+            if found is not None:
+                names.add(found.group(1))
+    return frozenset(names)
+
+
+_RANK_WORDS = ("rank", "RANK", "main", "master", "zero", "chief", "PROCID", "process_index",
+               "last_process")
+#: The assigned name of `name = ...`, `self.name: bool = ...` (its last part).
+_TARGET = re.compile(r"[ \t]*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)[ \t]*(?::[^=]+)?=(?!=)")
 
 
 def flip(polarity: Polarity) -> Polarity:
@@ -283,17 +318,29 @@ def _deepspeed_engine(index: ModuleIndex, receiver: ast.expr, name: str) -> bool
 
 
 def _wrapped_forward(index: ModuleIndex, call: ast.Call) -> str | None:
-    """`model(x)` where `model` holds a DistributedDataParallel/FSDP wrapper."""
-    if not isinstance(call.func, (ast.Name, ast.Attribute)) or \
-            "DataParallel" not in index.source:
+    """`model(x)` where `model` holds a DistributedDataParallel/FSDP wrapper whose forward
+    communicates: FSDP always (it gathers the shards), DDP when the module has buffers to
+    broadcast (batch norm layers; SyncBatchNorm is a collective itself)."""
+    if not isinstance(call.func, (ast.Name, ast.Attribute)) or not _communicating_wrapper(index):
         return None
     built = bound_call(index, call.func)
     if built is None:
         return None
     wrapper = index.name_of(built).rpartition(".")[2]
-    if wrapper in PARALLEL_WRAPPERS:
+    if wrapper == "FullyShardedDataParallel" or (
+            wrapper == "DistributedDataParallel" and any(b in index.source for b in _BUFFERS)):
         return f"{wrapper} forward"
     return None
+
+
+#: Layers whose buffers DDP broadcasts at every forward (or which reduce across ranks).
+_BUFFERS = ("BatchNorm", "register_buffer")
+
+
+def _communicating_wrapper(index: ModuleIndex) -> bool:
+    source = index.source
+    return "DataParallel" in source and (
+        "FullyShardedDataParallel" in source or any(b in source for b in _BUFFERS))
 
 
 def is_dataloader(index: ModuleIndex, call: ast.Call) -> bool:

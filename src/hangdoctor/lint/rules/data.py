@@ -14,6 +14,7 @@ from hangdoctor.lint.index import (
     keyword,
     keyword_names,
     last_name,
+    mentions,
     targets_of,
 )
 from hangdoctor.lint.model import Hit, LintRule, Severity
@@ -28,6 +29,9 @@ _LENGTH_BOUND = re.compile(r"block_size|max_?len|max_?seq|seq(uence)?_?len|chunk
                            r"max_tokens|^max_", re.IGNORECASE)
 
 
+#: A tokenizer object's name, or a Hugging Face tokenizer class: what a module that tokenizes
+#: text must mention.
+_TOKENIZERISH = ("okenizer", "tok(", "tok.")
 _HF = frozenset({"transformers", "trl", "peft", "accelerate", "datasets", "optimum",
                  "sentence_transformers", "tokenizers"})
 #: `get_tokenizer(...)`, `load_tokenizer(...)`: functions that build a tokenizer, not one.
@@ -275,7 +279,7 @@ class TokenizerWithoutTruncation(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "ok" not in source or _LENGTH_FILTER.search(source):
+        if not mentions(source, _TOKENIZERISH) or _LENGTH_FILTER.search(source):
             return  # no tokenizer; or over-long examples are dropped by hand
         built: set[str] = set()
         for node in index.assigns:
@@ -520,8 +524,8 @@ class TfDataWithoutPrefetch(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not index.imported & {"tensorflow", "tensorflow_datasets"} or \
-                not _TF_STEP.search(index.source):
+        if "tensorflow" not in index.source or not _TF_STEP.search(index.source) or \
+                not index.imported & {"tensorflow", "tensorflow_datasets"}:
             return
         flow = _PipelineFlow(index)
         for call in index.calls:
@@ -591,7 +595,7 @@ class _PipelineFlow:
                 if held is None:
                     function = self.index.function_of(node)
                     return function is not None and any(
-                        isinstance(b, ast.arg) for b in bindings(function, node.id))
+                        isinstance(b, ast.arg) for b in bindings(self.index, function, node.id))
                 node = held
                 hops += 1
                 continue
@@ -668,7 +672,7 @@ class _PipelineFlow:
     def _name_uses(self, index: ModuleIndex, assign: ast.AST, name: str,
                    depth: int) -> tuple[Fate, str]:
         scope = index.scope_of(assign)
-        later = [b for b in bindings(scope, name) if _position(b) > _position(assign)]
+        later = [b for b in bindings(index, scope, name) if _position(b) > _position(assign)]
         rebound = min(later, key=_position) if later else None
         uses = [n for n in statements_in(scope) if isinstance(n, ast.Name) and n.id == name
                 and isinstance(n.ctx, ast.Load) and _position(n) > _position(assign)

@@ -14,6 +14,7 @@ from hangdoctor.lint.index import (
     keyword,
     keyword_names,
     last_name,
+    mentions,
     targets_of,
 )
 from hangdoctor.lint.model import Hit, LintRule, Severity
@@ -27,6 +28,7 @@ from hangdoctor.lint.rules.common import (
     is_dataloader,
     is_rank,
     rank_polarity,
+    rank_related_names,
     resolver,
 )
 
@@ -53,9 +55,37 @@ def _condition_text(test: ast.expr) -> str:
 
 
 #: A module that never mentions a rank or a main-process flag has no rank condition.
-_RANKISH = re.compile(r"rank|main_process|is_main|master|process_zero|global_zero|local_zero|"
-                      r"is_chief|process_index|proc_id|PROCID|is_last_process|on_process|"
-                      r"on_main_process|on_local_process", re.IGNORECASE)
+_RANKISH = ("rank", "RANK", "Get_rank", "main_process", "is_main", "master", "process_zero",
+            "global_zero", "local_zero", "is_chief", "process_index", "proc_id", "PROCID",
+            "is_last_process", "on_process", "local_process", "rank_zero")
+def _may_branch_on_rank(index: ModuleIndex) -> bool:
+    """A cheap look at the statements alone (no walk of the expressions): is there an `if`
+    whose test is a rank condition, or names something assigned from a rank, or a function
+    decorated to run on the main process only? Most modules that mention ranks have none."""
+    candidates = rank_related_names(index)
+    stack: list[ast.stmt] = list(index.tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and (rank_polarity(node.test) is not None or any(
+                isinstance(n, (ast.Name, ast.Attribute)) and last_name(n) in candidates
+                for n in ast.walk(node.test))):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                last_name(d) in MAIN_ONLY_DECORATORS for d in node.decorator_list):
+            return True
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, name, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
+        for case in getattr(node, "cases", ()):
+            stack.extend(case.body)
+    return False
+
+
+#: What hand-made sharding looks like in text: a stride (`[rank::world]`), a `.shard(`, an
+#: `islice(`, or a block bound (`(rank + 1) * per_rank`).
+_SHARDING_SYNTAX = ("rank::", "rank()::", "rank ::", "rank() ::", "_index::", "shard", "islice",
+                    "+ 1)")
 #: How deep a rule follows helper calls to find a collective.
 _HELPER_DEPTH = 3
 
@@ -125,13 +155,27 @@ class _Reach:
 
 def _rank_guarded(index: ModuleIndex, node: ast.AST, function: ast.AST,
                   resolve: Resolver) -> bool:
-    """Whether `node` sits under a rank condition inside `function` (a rank-aware helper)."""
+    """Whether `node` sits under a condition inside `function` that may keep it from running
+    on the path the caller takes: a rank condition (a rank-aware helper), or any other test
+    (`if synchronize:`, `if pipe_parallel:`) but the "is this a distributed run" kind."""
     for parent in index.ancestors(node):
         if parent is function:
             return False
-        if isinstance(parent, ast.If) and rank_polarity(parent.test, resolve) is not None:
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and \
+                not _distributed_check(parent.test):
             return True
     return False
+
+
+#: Names that test whether the run is distributed at all: the same on every rank.
+_DISTRIBUTED_TESTS = frozenset({"is_initialized", "is_available", "is_distributed",
+                                "distributed", "world_size", "get_world_size", "use_ddp"})
+
+
+def _distributed_check(test: ast.expr) -> bool:
+    names = {last_name(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute,
+                                                                    ast.Call))}
+    return bool(names & _DISTRIBUTED_TESTS)
 
 
 class CollectiveUnderRankCondition(LintRule):
@@ -195,7 +239,7 @@ class CollectiveUnderRankCondition(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not _RANKISH.search(index.source):
+        if not index.mentions(_RANKISH) or not _may_branch_on_rank(index):
             return
         reach = _Reach(index)
         resolve = resolver(index)
@@ -350,8 +394,8 @@ class DdpWithoutDistributedSampler(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if "DataParallel" not in source or (_SHARDED.search(source)
-                                            and index.identifiers & _SHARDING):
+        if not mentions(source, PARALLEL_WRAPPERS) or (_SHARDED.search(source)
+                                                       and index.identifiers & _SHARDING):
             return  # no data-parallel wrapper; or the data is sharded (in code, not comments)
         wrappers = [c for c in index.calls
                     if index.name_of(c).rpartition(".")[2] in PARALLEL_WRAPPERS]
@@ -613,10 +657,10 @@ class UnevenShards(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if not _RANKISH.search(source):
+        if not mentions(source, _SHARDING_SYNTAX) or not index.mentions(_RANKISH):
             return
-        if "drop_last=True" in source or "Join" in index.identifiers or \
-                "even_batches" in index.identifiers:
+        if "drop_last=True" in source or ("Join" in source and "Join" in index.identifiers) \
+                or ("even_batches" in source and "even_batches" in index.identifiers):
             return
         resolve = resolver(index)
         for node in index.subscripts:

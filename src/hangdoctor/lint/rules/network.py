@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
 from hangdoctor.lint.flow import bound_call, origin
-from hangdoctor.lint.index import ModuleIndex, keyword_names
+from hangdoctor.lint.index import ModuleIndex, keyword_names, mentions
 from hangdoctor.lint.model import Hit, LintRule, Severity
 
 _REQUESTS_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options",
@@ -55,7 +54,7 @@ class NetworkCallWithoutTimeout(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if not _NETWORK.search(index.source):
+        if not mentions(index.source, _NETWORK):
             return
         if not index.imported & {"requests", "urllib", "urllib2", "http", "socket"} or \
                 "setdefaulttimeout" in index.identifiers or not index.training:
@@ -79,7 +78,8 @@ class NetworkCallWithoutTimeout(LintRule):
 
 
 #: Names whose absence from a module's text rules out every call this rule reports.
-_NETWORK = re.compile(r"requests|urlopen|urlretrieve|HTTPS?Connection|create_connection")
+_NETWORK = ("requests", "urlopen", "urlretrieve", "HTTPConnection", "HTTPSConnection",
+            "create_connection")
 _SESSIONS = ("requests.Session", "requests.session", "requests.sessions.Session")
 
 
