@@ -33,6 +33,7 @@ from hangdoctor.probes.system import read_system
 # A process is sampled again for stacks when it used this share of a CPU since the last snapshot.
 _BUSY_CPU_SHARE = 0.2
 _PROCFS_TIMEOUT_S = 5.0  # reading one process's /proc files
+_SOURCES_TIMEOUT_S = 5.0  # reading the source files of one process's frames
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,19 @@ def _enrich(stacks: dict[int, PythonThread], cwd: str | None) -> dict[int, Pytho
         )
         for tid, thread in stacks.items()
     }
+
+
+def _enrich_bounded(stacks: dict[int, PythonThread], process: ProcessEvidence,
+                    errors: list[ProbeError]) -> dict[int, PythonThread]:
+    """Source lines for the frames, read from the job's files, which may sit on a network mount
+    that no longer answers: past the limit the frames are kept without their source."""
+    enriched, failure = bounded.call("sources", functools.partial(_enrich, stacks, process.cwd),
+                                     _SOURCES_TIMEOUT_S, pid=process.pid)
+    if enriched is None:
+        errors.append(failure or ProbeError(probe="sources", pid=process.pid, kind="failed",
+                                            message="no result"))
+        return stacks
+    return enriched
 
 
 def attach_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> ProcessEvidence:
@@ -154,7 +168,8 @@ def _take_snapshot(
             stacks_by_pid[process.pid] = stacks
     with timer.measure("sources"):
         final = [
-            _with_stacks(p, _enrich(stacks_by_pid[p.pid], p.cwd)) if p.pid in stacks_by_pid else p
+            _with_stacks(p, _enrich_bounded(stacks_by_pid[p.pid], p, errors))
+            if p.pid in stacks_by_pid else p
             for p in processes
         ]
     return Snapshot(elapsed_s=elapsed, wall_time=time.time(), processes=tuple(final))
