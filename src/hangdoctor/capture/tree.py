@@ -32,7 +32,7 @@ from hangdoctor.probes.system import read_system
 
 # A process is sampled again for stacks when it used this share of a CPU since the last snapshot.
 _BUSY_CPU_SHARE = 0.2
-_PROCFS_TIMEOUT_S = 5.0  # reading one process's /proc files
+_PROCFS_TIMEOUT_S = 15.0  # reading one process's /proc files (slow only on a loaded host)
 _SOURCES_TIMEOUT_S = 5.0  # reading the source files of one process's frames
 
 
@@ -136,12 +136,15 @@ def _take_snapshot(
             return None
     processes: list[ProcessEvidence] = []
     with timer.measure("procfs"):
-        for pid in pids:
-            # A /proc read can block in the kernel (cmdline and environ wait for the memory
-            # map's lock, which a process stuck in a page fault holds): such a process is
-            # left out and said to be, the others are read.
-            read, failure = bounded.call("procfs", functools.partial(read_process, pid),
-                                         _PROCFS_TIMEOUT_S, pid=pid)
+        # A /proc read can block in the kernel (cmdline and environ wait for the memory map's
+        # lock, which a process stuck in a page fault holds): such a process is left out and
+        # said to be, the others are read. Several at a time: a big tree has thousands of
+        # threads, and the reads wait on the kernel, not on the GIL.
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(pids)))) as pool:
+            reads = list(pool.map(lambda pid: bounded.call(
+                "procfs", functools.partial(read_process, pid), _PROCFS_TIMEOUT_S, pid=pid),
+                pids))
+        for pid, (read, failure) in zip(pids, reads, strict=True):
             if read is None:
                 errors.append(failure or ProbeError(probe="procfs", pid=pid, kind="failed",
                                                     message="no result"))

@@ -42,7 +42,8 @@ _TICK_S = 0.2
 _SAMPLE_EVERY_S = 1.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BUSY_CORES = 0.3  # the job computes when it uses more than this share of a CPU
-_CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together
+_CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together, plus per process:
+_CAPTURE_LIMIT_PER_PROCESS_S = 0.5
 _DRAIN_S = 5.0  # after the job exits, how long its leftover children may keep the output open
 
 
@@ -291,8 +292,10 @@ class Supervisor:
         # Every probe has its own time limit; this one bounds them all, so that whatever
         # stalls (a /proc read of a process stuck in the kernel) the loop goes on, and a job
         # to be ended is ended.
+        processes = len(self.sampler.timeline[-1].processes) if self.sampler.timeline else 1
         captured, failure = bounded.call(
-            "hang capture", lambda: capture_hang(job, decision, record), _CAPTURE_LIMIT_S)
+            "hang capture", lambda: capture_hang(job, decision, record),
+            _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes)
         if captured is None:
             reason = failure.message if failure is not None else "no result"
             _say(f"capture failed: {reason}")
