@@ -77,6 +77,12 @@ def test_proc_text(stat, syscall, fdinfo):
     parse_fdinfo_mode(fdinfo)
 
 
+def test_digits_that_int_does_not_take():
+    """'¹' is a digit to str.isdigit but not a number to int: found by this fuzzing."""
+    assert parse_syscall("¹ 0x1") == (None, ())
+    assert parse_stat(PROC_STAT.replace(" 150 ", " ¹ ")) is None
+
+
 def test_proc_stat_with_parentheses_in_the_name():
     assert parse_stat(PROC_STAT) == ("S", 180 / os.sysconf("SC_CLK_TCK"))
 
