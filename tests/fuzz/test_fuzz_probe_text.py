@@ -20,7 +20,7 @@ from hangdoctor.probes.pystacks import parse_py_spy_json
 from hangdoctor.probes.sockets import _inet, _unix
 from tests.fuzz.strategies import JSON, mutated
 
-_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[
+_SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 PY_SPY_DUMP = [{
