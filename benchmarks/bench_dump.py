@@ -7,7 +7,7 @@ It prints Markdown tables (shares and ratios, no asserts) and exits non-zero onl
 something fails to run. Every wait has a timeout and the job's whole process group is killed
 on the way out, Ctrl-C included. Usage:
 
-    .venv/bin/python benchmarks/bench_dump.py [--workers 8] [--runs 5]
+    .venv/bin/python benchmarks/bench_dump.py [--workers 8] [--threads 1] [--runs 5]
 """
 
 from __future__ import annotations
@@ -70,10 +70,10 @@ def _terminate_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def start_job(workers: int) -> subprocess.Popen[str]:
+def start_job(workers: int, threads: int = 1) -> subprocess.Popen[str]:
     """The job in a session of its own, so one killpg reaches the main process and workers."""
     return subprocess.Popen(
-        [sys.executable, str(JOB), str(workers), str(JOB_MAX_S)],
+        [sys.executable, str(JOB), str(workers), str(JOB_MAX_S), str(threads)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -171,9 +171,9 @@ def counts(bundle: Bundle) -> tuple[int, int, int]:
     return len(processes), len(threads), sum(t.python is not None for t in threads)
 
 
-def run_benchmark(workers: int, runs: int, results: Results) -> None:
+def run_benchmark(workers: int, runs: int, results: Results, threads: int = 1) -> None:
     """Start the job, measure, and always kill the job's process group."""
-    job = start_job(workers)
+    job = start_job(workers, threads)
     try:
         wait_ready(job, READY_TIMEOUT_S)
         time.sleep(SETTLE_S)
@@ -241,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=8, help="DataLoader workers (default 8)")
     parser.add_argument("--runs", type=int, default=5, help="runs of each kind (default 5)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads in each worker (default 1)")
     args = parser.parse_args(argv)
     if args.workers < 1 or args.runs < 1:
         parser.error("--workers and --runs must be at least 1")
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     _terminate_on_sigterm()
     results = Results()
     try:
-        run_benchmark(args.workers, args.runs, results)
+        run_benchmark(args.workers, args.runs, results, args.threads)
     except BenchError as error:
         print(f"bench_dump: error: {error}", file=sys.stderr)
         return 1

@@ -4,7 +4,7 @@ __getitem__, so the main process waits for data while all workers stay alive.
 It is the benchmark target for bench_dump.py: a realistic tree (1 main + N workers, each a full
 torch interpreter) to time `hangdoctor dump` against. Usage:
 
-    python stalled_dataloader_job.py [WORKERS] [MAX_SECONDS]
+    python stalled_dataloader_job.py [WORKERS] [MAX_SECONDS] [THREADS_PER_WORKER]
 
 It prints READY (flushed) once the workers run and the stalling worker is stuck. It never
 outlives MAX_SECONDS (default 600), nor its parent, so a crashed benchmark leaves nothing behind.
@@ -52,6 +52,14 @@ class StallingDataset(Dataset):
         return torch.full((16,), float(index))
 
 
+def _start_idle_threads(count: int) -> None:
+    """Threads that wait forever, as a worker's decoding or prefetching threads do between
+    items: the capture has to read every one of them."""
+    forever = threading.Event()
+    for index in range(count):
+        threading.Thread(target=forever.wait, name=f"decode-{index}", daemon=True).start()
+
+
 def _exit_at(deadline: float) -> None:
     """Backstop for the main process: leave even if nobody kills us."""
     time.sleep(max(0.0, deadline - time.time()))
@@ -62,6 +70,7 @@ def main(argv: list[str]) -> int:
     """Run until killed; returns only on failure."""
     workers = int(argv[1]) if len(argv) > 1 else 8
     max_seconds = float(argv[2]) if len(argv) > 2 else 600.0
+    threads_per_worker = int(argv[3]) if len(argv) > 3 else 1
     if workers < 1:
         print("need at least one worker", file=sys.stderr)
         return 2
@@ -73,8 +82,10 @@ def main(argv: list[str]) -> int:
 
     stalled = multiprocessing.get_context("fork").Event()
     dataset = StallingDataset(BATCH_SIZE * workers * 8, stalled, os.getpid(), deadline)
+    extra_threads = max(0, threads_per_worker - 1)
     loader = DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=workers,
-                        multiprocessing_context="fork", persistent_workers=False)
+                        multiprocessing_context="fork", persistent_workers=False,
+                        worker_init_fn=lambda _: _start_idle_threads(extra_threads))
     batches = iter(loader)
     for _ in range(GOOD_BATCHES):
         next(batches)

@@ -37,7 +37,7 @@ def _analyze(tmp_path: Path, text: str) -> None:
     render_markdown(report)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_bundles_never_crash_analyze(tmp_path, data):
@@ -45,7 +45,7 @@ def test_mutated_bundles_never_crash_analyze(tmp_path, data):
     _analyze(tmp_path, json.dumps(data.draw(mutated(seed))))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[
+@settings(max_examples=200, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture])
 @given(cut=st.floats(0.0, 1.0), seed=st.sampled_from(SEEDS))
 def test_truncated_bundles_are_a_one_line_error(tmp_path, cut, seed):

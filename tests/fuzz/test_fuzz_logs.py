@@ -15,7 +15,7 @@ from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.report.render_markdown import render_markdown
 from tests.fuzz.strategies import HOSTILE_LINES
 
-_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[
+_SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
 
 

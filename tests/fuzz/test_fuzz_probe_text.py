@@ -20,7 +20,7 @@ from hangdoctor.probes.pystacks import parse_py_spy_json
 from hangdoctor.probes.sockets import _inet, _unix
 from tests.fuzz.strategies import JSON, mutated
 
-_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[
+_SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 PY_SPY_DUMP = [{
@@ -75,6 +75,12 @@ def test_proc_text(stat, syscall, fdinfo):
     parse_stat(PROC_STAT + stat)
     parse_syscall(syscall)
     parse_fdinfo_mode(fdinfo)
+
+
+def test_digits_that_int_does_not_take():
+    """'¹' is a digit to str.isdigit but not a number to int: found by this fuzzing."""
+    assert parse_syscall("¹ 0x1") == (None, ())
+    assert parse_stat(PROC_STAT.replace(" 150 ", " ¹ ")) is None
 
 
 def test_proc_stat_with_parentheses_in_the_name():

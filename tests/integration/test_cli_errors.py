@@ -172,3 +172,4 @@ def test_run_with_a_report_dir_that_cannot_be_made_still_runs_the_job(tmp_path):
     finally:
         shutil.rmtree(fallback, ignore_errors=True)
     _no_traceback(done)
+

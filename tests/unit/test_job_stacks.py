@@ -5,12 +5,15 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
+import subprocess
+import sys
 import threading
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hangdoctor.probes.job_stacks import handles_signal, parse_dump
+from hangdoctor.probes.job_stacks import remove_stale as remove_stale_files
 
 
 def test_a_real_dump_lands_on_the_right_threads(tmp_path):
@@ -63,3 +66,16 @@ def test_a_handler_is_seen_before_any_signal_is_sent():
 def test_any_text_parses_without_error(text, ident):
     parse_dump(text, {ident: 1})
     parse_dump(f"Thread {ident:#x} (most recent call first):\n{text}", {ident: 1})
+
+
+def test_files_of_exited_processes_are_removed(tmp_path):
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True, timeout=30)
+    dead = int(gone.stdout)
+    for pid in (dead, os.getpid()):
+        (tmp_path / f"stacks-{pid}.txt").write_text("")
+        (tmp_path / f"threads-{pid}.json").write_text("{}")
+    (tmp_path / "status-1.json").write_text("{}")
+    assert remove_stale_files(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["status-1.json", f"stacks-{os.getpid()}.txt", f"threads-{os.getpid()}.json"])

@@ -36,7 +36,8 @@ from hangdoctor.probes.system import read_system
 
 # A process is sampled again for stacks when it used this share of a CPU since the last snapshot.
 _BUSY_CPU_SHARE = 0.2
-_PROCFS_TIMEOUT_S = 5.0  # reading one process's /proc files
+_PROCFS_TIMEOUT_S = 15.0  # reading one process's /proc files (slow only on a loaded host)
+_SOURCES_TIMEOUT_S = 5.0  # reading the source files of one process's frames
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,19 @@ def _enrich(stacks: dict[int, PythonThread], cwd: str | None) -> dict[int, Pytho
     }
 
 
+def _enrich_bounded(stacks: dict[int, PythonThread], process: ProcessEvidence,
+                    errors: list[ProbeError]) -> dict[int, PythonThread]:
+    """Source lines for the frames, read from the job's files, which may sit on a network mount
+    that no longer answers: past the limit the frames are kept without their source."""
+    enriched, failure = bounded.call("sources", functools.partial(_enrich, stacks, process.cwd),
+                                     _SOURCES_TIMEOUT_S, pid=process.pid)
+    if enriched is None:
+        errors.append(failure or ProbeError(probe="sources", pid=process.pid, kind="failed",
+                                            message="no result"))
+        return stacks
+    return enriched
+
+
 def attach_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> ProcessEvidence:
     """`process` with Python stacks read some other way than py-spy (the job's own dump),
     placed on their threads with their source lines."""
@@ -127,12 +141,15 @@ def _take_snapshot(
             return None
     processes: list[ProcessEvidence] = []
     with timer.measure("procfs"):
-        for pid in pids:
-            # A /proc read can block in the kernel (cmdline and environ wait for the memory
-            # map's lock, which a process stuck in a page fault holds): such a process is
-            # left out and said to be, the others are read.
-            read, failure = bounded.call("procfs", functools.partial(read_process, pid),
-                                         _PROCFS_TIMEOUT_S, pid=pid)
+        # A /proc read can block in the kernel (cmdline and environ wait for the memory map's
+        # lock, which a process stuck in a page fault holds): such a process is left out and
+        # said to be, the others are read. Several at a time: a big tree has thousands of
+        # threads, and the reads wait on the kernel, not on the GIL.
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(pids)))) as pool:
+            reads = list(pool.map(lambda pid: bounded.call(
+                "procfs", functools.partial(read_process, pid), _PROCFS_TIMEOUT_S, pid=pid),
+                pids))
+        for pid, (read, failure) in zip(pids, reads, strict=True):
             if read is None:
                 errors.append(failure or ProbeError(probe="procfs", pid=pid, kind="failed",
                                                     message="no result"))
@@ -163,7 +180,8 @@ def _take_snapshot(
             stacks_by_pid[process.pid] = stacks
     with timer.measure("sources"):
         final = [
-            _with_stacks(p, _enrich(stacks_by_pid[p.pid], p.cwd)) if p.pid in stacks_by_pid else p
+            _with_stacks(p, _enrich_bounded(stacks_by_pid[p.pid], p, errors))
+            if p.pid in stacks_by_pid else p
             for p in processes
         ]
     return Snapshot(elapsed_s=elapsed, wall_time=time.time(), processes=tuple(final),

@@ -118,3 +118,23 @@ def request_stacks(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
         if threads:
             stacks[pid] = threads
     return stacks
+
+
+def remove_stale(status_dir: Path) -> int:
+    """Delete the stack and thread-map files of processes that have exited (a DataLoader
+    without persistent workers forks new ones every epoch, each with its own pair of files);
+    returns how many were removed."""
+    removed = 0
+    try:
+        names = os.listdir(status_dir)
+    except OSError:
+        return 0
+    for name in names:
+        for prefix, suffix in (("stacks-", ".txt"), ("threads-", ".json")):
+            number = name[len(prefix):-len(suffix)]
+            ours = name.startswith(prefix) and name.endswith(suffix) and number.isdecimal()
+            if ours and not os.path.exists(f"/proc/{number}"):
+                with contextlib.suppress(OSError):
+                    os.unlink(status_dir / name)
+                    removed += 1
+    return removed

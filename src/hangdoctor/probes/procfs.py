@@ -36,7 +36,7 @@ def parse_stat(text: str) -> tuple[str, float] | None:
     The command name in parentheses may itself hold spaces and parentheses: the fields start
     after the last `)`."""
     fields = text[text.rfind(")") + 2 :].split()
-    if len(fields) < 13 or not (fields[11].isdigit() and fields[12].isdigit()):
+    if len(fields) < 13 or not (fields[11].isdecimal() and fields[12].isdecimal()):
         return None
     return fields[0], (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
@@ -45,7 +45,7 @@ def parse_syscall(text: str) -> tuple[int | None, tuple[int, ...]]:
     """(syscall number, arguments) from /proc/.../syscall: `running`, `-1 sp pc` (blocked
     outside a syscall, e.g. in a page fault) and unreadable text give no number."""
     fields = text.split()
-    if not fields or not fields[0].lstrip("-").isdigit():
+    if not fields or not fields[0].lstrip("-").isdecimal():
         return None, ()
     number = int(fields[0])
     if number < 0:

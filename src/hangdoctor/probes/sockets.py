@@ -41,7 +41,7 @@ def _rows(path: Path) -> list[list[str]]:
 def _inet(path: Path, protocol: str, wanted: set[int]) -> list[SocketEndpoint]:
     found = []
     for fields in _rows(path):
-        if len(fields) < 10 or not fields[9].isdigit() or int(fields[9]) not in wanted:
+        if len(fields) < 10 or not fields[9].isdecimal() or int(fields[9]) not in wanted:
             continue
         state = _TCP_STATES.get(fields[3]) if protocol.startswith("tcp") else None
         try:
@@ -56,7 +56,7 @@ def _inet(path: Path, protocol: str, wanted: set[int]) -> list[SocketEndpoint]:
 def _unix(path: Path, wanted: set[int]) -> list[SocketEndpoint]:
     found = []
     for fields in _rows(path):
-        if len(fields) < 7 or not fields[6].isdigit() or int(fields[6]) not in wanted:
+        if len(fields) < 7 or not fields[6].isdecimal() or int(fields[6]) not in wanted:
             continue
         found.append(
             SocketEndpoint(

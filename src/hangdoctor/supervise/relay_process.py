@@ -114,6 +114,10 @@ def _relay_main(channels: list[Channel], log_file: BinaryIO, log_path: str, cont
     for sig in _IGNORED:
         signal.signal(sig, signal.SIG_IGN)
     _name_process(b"hd-relay")  # what `ps` shows (at most 15 bytes)
+    # The OOM killer should take anything but the few MB the job's output depends on; only
+    # root may lower this, and without it the relay is still far smaller than any job.
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write("-999")
     for channel in channels:  # only the job holds the writing ends: their closing is our EOF
         with contextlib.suppress(OSError):
             os.close(channel.child_fd)

@@ -21,9 +21,11 @@ from hangdoctor.evidence.model import (
     TimelineSample,
 )
 from hangdoctor.probes.gpu import GpuSampler
+from hangdoctor.probes.job_stacks import remove_stale
 from hangdoctor.probes.progress import read_statuses
 
 _MAX_SAMPLES = 900  # the last 15 minutes at one sample a second
+_CLEANUP_EVERY_S = 30.0  # stack files of exited processes (probes.job_stacks) go this often
 
 
 class TreeSampler:
@@ -37,6 +39,7 @@ class TreeSampler:
         self.statuses: list[ProgressStatus] = []
         self.gpus = GpuSampler()
         self._processes: dict[int, psutil.Process] = {}
+        self._next_cleanup = time.monotonic() + _CLEANUP_EVERY_S
 
     def _tree(self) -> list[psutil.Process]:
         try:
@@ -63,6 +66,9 @@ class TreeSampler:
                 ))
         if self.status_dir is not None:
             self.statuses = read_statuses(self.status_dir)
+            if time.monotonic() >= self._next_cleanup:
+                remove_stale(self.status_dir)
+                self._next_cleanup = time.monotonic() + _CLEANUP_EVERY_S
         sample = TimelineSample(
             elapsed_s=round(time.monotonic() - self.started, 3),
             output_bytes=output_bytes,

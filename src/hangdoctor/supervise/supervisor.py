@@ -47,7 +47,8 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _BUSY_CORES = 0.3  # the job computes when it uses more than this share of a CPU
 # What signal.signal() takes and returns (typeshed's private signal._HANDLER).
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
-_CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together
+_CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together, plus per process:
+_CAPTURE_LIMIT_PER_PROCESS_S = 0.5
 _DRAIN_S = 5.0  # after the job exits, how long its leftover children may keep the output open
 
 
@@ -306,8 +307,10 @@ class Supervisor:
         # Every probe has its own time limit; this one bounds them all, so that whatever
         # stalls (a /proc read of a process stuck in the kernel) the loop goes on, and a job
         # to be ended is ended.
+        processes = len(self.sampler.timeline[-1].processes) if self.sampler.timeline else 1
         captured, failure = bounded.call(
-            "hang capture", lambda: capture_hang(job, decision, record), _CAPTURE_LIMIT_S)
+            "hang capture", lambda: capture_hang(job, decision, record),
+            _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes)
         if captured is None:
             reason = failure.message if failure is not None else "no result"
             _say(f"capture failed: {reason}")
