@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -139,3 +140,31 @@ def dump(
 def report_schema() -> dict:
     """The report contract."""
     return json.loads(PACKAGE_SCHEMA.read_text())
+
+
+# --- the scenario suite's accuracy table ------------------------------------------------------
+# Here, not in tests/scenarios/conftest.py: under pytest-xdist the process that prints the
+# summary only loads the root conftest.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "scenario: a real training program run under `hangdoctor run` "
+        "(tests/scenarios; deselect with -m 'not scenario')")
+    if not hasattr(config, "workerinput"):  # the controlling process: start a fresh table
+        from tests.scenarios.harness import OUTCOMES_DIR
+
+        shutil.rmtree(OUTCOMES_DIR, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    from tests.scenarios.catalog import BY_NAME
+    from tests.scenarios.harness import OUTCOMES_DIR, load_outcomes, table
+
+    outcomes = load_outcomes(OUTCOMES_DIR, BY_NAME) if OUTCOMES_DIR.is_dir() else []
+    if outcomes:
+        terminalreporter.section("hangdoctor scenario accuracy")
+        terminalreporter.write_line(table(outcomes))

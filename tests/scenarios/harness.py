@@ -25,6 +25,9 @@ import psutil
 from tests.scenarios.scenario import Scenario
 
 MARK = "HD_TEST_JOB"
+#: Where each scenario's outcome is kept as JSON for the accuracy table (pytest-xdist workers
+#: write, the controlling process prints).
+OUTCOMES_DIR = Path(__file__).resolve().parents[2] / ".pytest_cache" / "hangdoctor-scenarios"
 KILL_GRACE_S = 2.0
 _SEVERE = ("error", "critical")
 

@@ -123,21 +123,30 @@ def first_failure(lines: Sequence[str]) -> Raised | None:
 
 
 _FATAL = re.compile(r"^Fatal Python error: (?P<what>.+)$", re.MULTILINE)
-_CURRENT = re.compile(r"^Current thread 0x[0-9a-f]+ \(most recent call first\):$", re.MULTILINE)
 _FAULT_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$')
+
+
+_THREAD = re.compile(
+    r"^(?P<current>Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$", re.MULTILINE)
 
 
 def fault_stack(text: str) -> tuple[str | None, tuple[Frame, ...]]:
     """(what killed it, the crashing thread's frames innermost first) from a faulthandler
-    report: `Fatal Python error: Bus error` and the `Current thread ...` section."""
+    report: `Fatal Python error: Bus error` and the `Current thread ...` section, or, where
+    the signal came from a thread Python does not run (a C++ `std::terminate` in a library's
+    own thread), the first thread in the user's own code."""
     fatal = _FATAL.search(text)
-    current = _CURRENT.search(text)
-    frames: list[Frame] = []
-    if current is not None:
-        for line in text[current.end():].splitlines()[1:]:
+    sections: list[tuple[bool, tuple[Frame, ...]]] = []
+    for header in _THREAD.finditer(text):
+        frames: list[Frame] = []
+        for line in text[header.end():].splitlines()[1:]:
             match = _FAULT_FRAME.match(line)
             if match is None:
                 break
             frames.append(Frame(file=match["file"], line=int(match["line"]),
                                 function=match["function"].strip()))
-    return (fatal["what"].strip() if fatal else None), tuple(frames)
+        sections.append((header["current"] == "Current thread", tuple(frames)))
+    chosen = next((frames for current, frames in sections if current), None)
+    if chosen is None:
+        chosen = next((frames for _, frames in sections if innermost_user_frame(frames)), ())
+    return (fatal["what"].strip() if fatal else None), chosen

@@ -205,6 +205,8 @@ class ProgressStatus(Evidence):
     last_loss: float | None = None
     nonfinite_losses: int = Field(default=0, description="losses seen that were NaN or Inf")
     last_nonfinite_at: float | None = None
+    exiting_at: float | None = Field(
+        default=None, description="when the process began a normal exit (its atexit hooks)")
 
 
 class ProcessSample(Evidence):

@@ -72,9 +72,11 @@ def fault_of(job: JobView, rank: int | None = None, pid: int | None = None
         return None, None
     if pid is None and rank is not None:
         pid = next((s.pid for s in record.progress if s.rank == rank), None)
-    fault = next((f for f in record.faults if f.pid == pid), None) if pid is not None else (
-        record.faults[0] if len(record.faults) == 1 else None)
-    if fault is None:
-        return None, None
-    what, frames = fault_stack(fault.text)
-    return what, innermost_user_frame(frames) or (frames[0] if frames else None)
+    faults = [f for f in record.faults if f.pid == pid] if pid is not None else list(
+        record.faults)  # not told which: the first that shows the user's code
+    for fault in faults:
+        what, frames = fault_stack(fault.text)
+        frame = innermost_user_frame(frames)
+        if frame is not None or pid is not None:
+            return what, frame or (frames[0] if frames else None)
+    return None, None

@@ -151,10 +151,27 @@ class _Status:
     """This process's progress; the field names are those of `ProgressStatus`."""
 
     __slots__ = (
-        "batches", "collectives", "data_ends", "data_wait_s", "device_losses", "in_collective",
-        "in_collective_seq", "in_collective_since", "last_batch_at", "last_collective",
-        "last_loss", "last_nonfinite_at", "last_step_at", "losses_seen", "nonfinite_losses",
-        "pid", "rank", "steps", "version", "world_size",
+        "batches",
+        "collectives",
+        "data_ends",
+        "data_wait_s",
+        "device_losses",
+        "exiting_at",
+        "in_collective",
+        "in_collective_seq",
+        "in_collective_since",
+        "last_batch_at",
+        "last_collective",
+        "last_loss",
+        "last_nonfinite_at",
+        "last_step_at",
+        "losses_seen",
+        "nonfinite_losses",
+        "pid",
+        "rank",
+        "steps",
+        "version",
+        "world_size",
     )
 
     def __init__(self) -> None:
@@ -181,6 +198,7 @@ class _Status:
         self.rank: int | None = None  # as the process group says, once it exists
         self.world_size: int | None = None
         self.device_losses = _DeviceLosses()  # GPU losses, counted by the writer thread
+        self.exiting_at: float | None = None  # when the interpreter began to exit normally
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -206,6 +224,7 @@ class _Status:
             "last_loss": device.last_loss if device.seen else self.last_loss,
             "nonfinite_losses": self.nonfinite_losses + device.nonfinite,
             "last_nonfinite_at": last_nonfinite,
+            "exiting_at": self.exiting_at,
         }, allow_nan=False)
 
 
@@ -609,8 +628,14 @@ def _write_loop() -> None:
 
 
 def _at_exit() -> None:
-    """The last counts: GPU losses whose copy has arrived, then the status file."""
+    """The last counts: GPU losses whose copy has arrived, when the process exited, then the
+    status file (a rank that returns early leaves no other trace of having gone first)."""
     _count_device_losses()
+    try:
+        _state.exiting_at = time.time()
+        _changed()
+    except Exception:
+        pass
     _flush()
 
 

@@ -81,6 +81,15 @@ def _left_first(job: JobView, failed_rank: int | None) -> _Left | None:
     record = job.record
     if record is None:
         return None
+    exits = sorted((s.exiting_at, s) for s in record.progress
+                   if s.rank is not None and s.exiting_at is not None)
+    failed_exit = next((t for t, s in exits if s.rank == failed_rank), None)
+    first = next(((t, s) for t, s in exits if s.rank != failed_rank), None)
+    if first is not None and (failed_exit is None or first[0] < failed_exit):
+        _, status = first
+        assert status.rank is not None
+        return _Left(rank=status.rank, pid=status.pid,
+                     last_seen_s=round(first[0] - record.started_at, 3))
     ranks = {s.pid: s.rank for s in record.progress if s.rank is not None}
     gone = [v for v in job.vanished if v.pid in ranks and ranks[v.pid] != failed_rank]
     failed_seen = next((v.last_seen_s for v in job.vanished
