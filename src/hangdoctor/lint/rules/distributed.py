@@ -66,9 +66,8 @@ def _may_branch_on_rank(index: ModuleIndex) -> bool:
     stack: list[ast.stmt] = list(index.tree.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and (rank_polarity(node.test) is not None or any(
-                isinstance(n, (ast.Name, ast.Attribute)) and last_name(n) in candidates
-                for n in ast.walk(node.test))):
+        if isinstance(node, ast.If) and (rank_polarity(node.test) is not None or (
+                candidates and not _flag_names(node.test).isdisjoint(candidates))):
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                 last_name(d) in MAIN_ONLY_DECORATORS for d in node.decorator_list):
@@ -82,10 +81,28 @@ def _may_branch_on_rank(index: ModuleIndex) -> bool:
     return False
 
 
+def _flag_names(test: ast.expr) -> set[str]:
+    """The names a condition tests directly (`a`, `not self.b`, `a and c(x)`)."""
+    names: set[str] = set()
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BoolOp):
+            stack.extend(node.values)
+        elif isinstance(node, ast.UnaryOp):
+            stack.append(node.operand)
+        elif isinstance(node, ast.Compare):
+            stack.append(node.left)
+            stack.extend(node.comparators)
+        elif (name := last_name(node)) is not None:
+            names.add(name)
+    return names
+
+
 #: What hand-made sharding looks like in text: a stride (`[rank::world]`), a `.shard(`, an
-#: `islice(`, or a block bound (`(rank + 1) * per_rank`).
-_SHARDING_SYNTAX = ("rank::", "rank()::", "rank ::", "rank() ::", "_index::", "shard", "islice",
-                    "+ 1)")
+#: `islice(`, or a block bound (`(rank + 1) * per_rank`). A first, cheap test.
+_SHARDING_SYNTAX = ("rank::", "rank()::", "rank ::", "rank() ::", "_index::", ".shard(",
+                    "islice", "rank + 1)", "rank() + 1)", "_index + 1)")
 #: How deep a rule follows helper calls to find a collective.
 _HELPER_DEPTH = 3
 
