@@ -204,9 +204,11 @@ class CollectiveUnderRankCondition(LintRule):
     fix = ("call the collective on every rank: move it out of the rank condition (do only the "
            "rank-0 work, such as saving or logging, inside it)")
     why = ("Every rank of the group must enter a collective (barrier, all_reduce, broadcast, "
-           "gather, accelerate's wait_for_everyone, ...). When only the ranks that pass "
-           "`if rank == 0:` call it, they wait for peers that never come, until the NCCL "
-           "timeout (30 minutes by default) or forever.")
+           "gather, accelerate's wait_for_everyone, DeepSpeed's save_checkpoint, a Lightning "
+           "log with sync_dist=True, the forward of an FSDP model, ...). When only the ranks "
+           "that pass `if rank == 0:` call it, directly or through a helper function, they "
+           "wait for peers that never come, until the NCCL timeout (30 minutes by default) or "
+           "forever.")
     valid = (
         "import torch.distributed as dist\nif dist.get_rank() == 0:\n    save(model)\n"
         "dist.barrier()\n",
