@@ -513,6 +513,19 @@ def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
     return False
 
 
+#: Words naming parts of a model: dealing those to ranks partitions the model, not the data.
+_MODEL_PARTS = frozenset({"table", "layer", "expert", "weight", "param", "parameter",
+                          "embedding", "head"})
+
+
+def _model_part(sliced: ast.expr) -> bool:
+    """`table_ids[hvd.rank()::hvd.size()]`, `layers[rank::ws]`: what is dealt to ranks is a
+    part of the model (embedding tables, layers, experts, weights), not the data: every rank
+    still runs every step."""
+    name = last_name(sliced) or ""
+    return any(word.rstrip("s") in _MODEL_PARTS for word in name.lower().split("_"))
+
+
 def _stream_bounded(index: ModuleIndex, shard: ast.Call, depth: int = 2) -> bool:
     """A tf.data shard that is then repeated forever (`.repeat()`: every rank runs as many
     steps as the loop asks) or cut to one count on every rank (`.take(n)`) — on this very
@@ -659,6 +672,9 @@ class UnevenShards(LintRule):
         "    rank = get_tensor_model_parallel_rank()\n"
         "    world_size = get_tensor_model_parallel_world_size()\n"
         "    return pieces[rank::world_size]\n",
+        # Embedding tables dealt to ranks (model parallelism): every rank runs every step.
+        "import horovod.tensorflow as hvd\ntable_ids = list(range(len(sizes)))\n"
+        "table_ids = table_ids[hvd.rank()::hvd.size()]\n",
         # tf.data: repeated forever, or cut to one count on every rank.
         "d = tf.data.Dataset.from_tensor_slices(files)\n"
         "d = d.shard(num_shards=world_size, index=rank)\nd = d.repeat()\n",
@@ -689,7 +705,7 @@ class UnevenShards(LintRule):
             strided = (piece.upper is None and piece.lower is not None
                        and piece.step is not None and is_rank(piece.lower, resolve)
                        and last_name(piece.step) in _WORLD)
-            if (strided or _rank_block(index, piece)) and \
+            if (strided or _rank_block(index, piece)) and not _model_part(node.value) and \
                     not _evened(index, node, piece.lower or node):
                 yield Hit.at(node)
         for call in index.calls:
