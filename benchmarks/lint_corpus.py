@@ -1,4 +1,4 @@
-"""Rebuild the real-code corpus that `hangdoctor lint`'s precision study (LINT_PRECISION.md) and
+"""Rebuild the real-code corpus that `hangdoctor lint`'s precision study (LINT_STUDY.md) and
 benchmark (bench_lint.py) read: public training code, extracted outside the repository.
 
 The repositories are read from git snapshots under /work/.mirror/OWNER+NAME/repo (what the
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: (owner/name, commit, globs): the snapshots read for LINT_PRECISION.md. `*` in a glob also
+#: (owner/name, commit, globs): the snapshots read for LINT_STUDY.md. `*` in a glob also
 #: matches `/`, so `examples/*.py` takes every Python file under examples/.
 CORPUS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", ("*.py",)),

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from hangdoctor.lint.index import Function, ModuleIndex, last_name, targets_of
-from hangdoctor.lint.project import definition, imported_module, module_index
+from hangdoctor.lint.project import definition, imported_module, module_index, submodule
 
 _MAX_DEPTH = 6
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -321,8 +321,17 @@ class Values:
 
     def _argument_default(self, node: ast.Attribute, depth: int) -> Any:
         """`args.batch_size` -> the default of `--batch-size`/`--batch_size` added to an
-        argparse parser in this module."""
+        argparse parser in this module; `config.BATCH_SIZE` -> the constant of the project's
+        `config` module imported here."""
         if not isinstance(node.value, ast.Name):
+            return None
+        if node.value.id in self.index.imported or node.value.id in self.index.aliases or \
+                node.value.id in self.index.from_imports:
+            module = submodule(self.index, node.value.id)
+            found = None if module is None else definition(module, node.attr)
+            if found is not None and isinstance(found[1], (ast.Assign, ast.AnnAssign)) and \
+                    found[1].value is not None:
+                return Values(found[0]).value(found[1].value, depth)
             return None
         if self._argparse is None:
             self._argparse = self._argparse_defaults()

@@ -229,19 +229,25 @@ def rank_related_names(index: ModuleIndex) -> frozenset[str]:
 
 
 def _rank_related_names(index: ModuleIndex) -> frozenset[str]:
+    source = index.source
+    starts: set[int] = set()
+    for word in _RANK_WORDS:  # str.find is far faster than a regex alternation or a line loop
+        at = source.find(word)
+        while at >= 0:
+            starts.add(source.rfind("\n", 0, at) + 1)
+            at = source.find(word, at + len(word))
     names = set()
-    for line in index.source.splitlines():
-        if "=" in line and any(word in line for word in _RANK_WORDS):
-            found = _TARGET.match(line)
-            if found is not None:
-                names.add(found.group(1))
+    for start in starts:
+        found = _TARGET.match(source, start)
+        if found is not None:
+            names.add(found.group(1))
     return frozenset(names)
 
 
 _RANK_WORDS = ("rank", "RANK", "main", "master", "zero", "chief", "PROCID", "process_index",
                "last_process")
 #: The assigned name of `name = ...`, `self.name: bool = ...` (its last part).
-_TARGET = re.compile(r"[ \t]*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)[ \t]*(?::[^=]+)?=(?!=)")
+_TARGET = re.compile(r"[ \t]*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)[ \t]*(?::[^=\n]+)?=(?!=)")
 
 
 def flip(polarity: Polarity) -> Polarity:
@@ -338,9 +344,13 @@ _BUFFERS = ("BatchNorm", "register_buffer")
 
 
 def _communicating_wrapper(index: ModuleIndex) -> bool:
-    source = index.source
-    return "DataParallel" in source and (
-        "FullyShardedDataParallel" in source or any(b in source for b in _BUFFERS))
+    key = ("communicating-wrapper", 0)
+    known = index.memo.get(key)
+    if known is None:
+        source = index.source
+        known = index.memo[key] = "DataParallel" in source and (
+            "FullyShardedDataParallel" in source or any(b in source for b in _BUFFERS))
+    return bool(known)
 
 
 def is_dataloader(index: ModuleIndex, call: ast.Call) -> bool:

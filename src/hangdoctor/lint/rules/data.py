@@ -201,7 +201,8 @@ class TokenizerWithoutTruncation(LintRule):
     name = "tokenizer-without-truncation"
     category = "data.pipeline_stall"
     severity = Severity.WARNING
-    message = "tokenizer called without truncation= or max_length=: one long input stalls the step"
+    message = ("tokenizer called without truncation (max_length alone truncates only when "
+               "nothing is padded): one long input stalls the step")
     fix = "pass `truncation=True, max_length=...` (or truncate/chunk the token ids yourself)"
     why = ("A Hugging Face tokenizer keeps every token of its input. One unexpectedly long "
            "document then makes a batch of enormous sequences: tokenization, collation and "
@@ -733,11 +734,13 @@ class ForkedWorkersWithThreads(LintRule):
     severity = Severity.WARNING
     message = "DataLoader forks worker processes in a module that starts threads"
     fix = ("create the DataLoader with `multiprocessing_context='spawn'` (or 'forkserver'), or "
-           "start the threads after the workers")
+           "start the threads after the workers (`persistent_workers=True` forks them once)")
     why = ("fork() copies only the calling thread. A lock another thread held at that moment "
-           "(logging, the allocator, a queue, CUDA) stays locked forever in the child, and the "
-           "DataLoader worker deadlocks the first time it needs it; the training loop then "
-           "waits for a batch that never comes.")
+           "(logging, the allocator, a queue, CUDA, libc's at-exit list) stays locked forever in "
+           "the child, and the DataLoader worker deadlocks the first time it needs it; the "
+           "training loop then waits for a batch that never comes. A pinned loader's "
+           "pin-memory thread is such a thread: a second loader forking its workers while the "
+           "first one's iterator is alive can deadlock the same way.")
     valid = (
         "import threading\nfrom torch.utils.data import DataLoader\n"
         "threading.Thread(target=watch).start()\n"

@@ -66,9 +66,8 @@ def _may_branch_on_rank(index: ModuleIndex) -> bool:
     stack: list[ast.stmt] = list(index.tree.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and (rank_polarity(node.test) is not None or any(
-                isinstance(n, (ast.Name, ast.Attribute)) and last_name(n) in candidates
-                for n in ast.walk(node.test))):
+        if isinstance(node, ast.If) and (rank_polarity(node.test) is not None or (
+                candidates and not _flag_names(node.test).isdisjoint(candidates))):
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                 last_name(d) in MAIN_ONLY_DECORATORS for d in node.decorator_list):
@@ -82,10 +81,28 @@ def _may_branch_on_rank(index: ModuleIndex) -> bool:
     return False
 
 
+def _flag_names(test: ast.expr) -> set[str]:
+    """The names a condition tests directly (`a`, `not self.b`, `a and c(x)`)."""
+    names: set[str] = set()
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BoolOp):
+            stack.extend(node.values)
+        elif isinstance(node, ast.UnaryOp):
+            stack.append(node.operand)
+        elif isinstance(node, ast.Compare):
+            stack.append(node.left)
+            stack.extend(node.comparators)
+        elif (name := last_name(node)) is not None:
+            names.add(name)
+    return names
+
+
 #: What hand-made sharding looks like in text: a stride (`[rank::world]`), a `.shard(`, an
-#: `islice(`, or a block bound (`(rank + 1) * per_rank`).
-_SHARDING_SYNTAX = ("rank::", "rank()::", "rank ::", "rank() ::", "_index::", "shard", "islice",
-                    "+ 1)")
+#: `islice(`, or a block bound (`(rank + 1) * per_rank`). A first, cheap test.
+_SHARDING_SYNTAX = ("rank::", "rank()::", "rank ::", "rank() ::", "_index::", ".shard(",
+                    "islice", "rank + 1)", "rank() + 1)", "_index + 1)")
 #: How deep a rule follows helper calls to find a collective.
 _HELPER_DEPTH = 3
 
@@ -187,9 +204,11 @@ class CollectiveUnderRankCondition(LintRule):
     fix = ("call the collective on every rank: move it out of the rank condition (do only the "
            "rank-0 work, such as saving or logging, inside it)")
     why = ("Every rank of the group must enter a collective (barrier, all_reduce, broadcast, "
-           "gather, accelerate's wait_for_everyone, ...). When only the ranks that pass "
-           "`if rank == 0:` call it, they wait for peers that never come, until the NCCL "
-           "timeout (30 minutes by default) or forever.")
+           "gather, accelerate's wait_for_everyone, DeepSpeed's save_checkpoint, a Lightning "
+           "log with sync_dist=True, the forward of an FSDP model, ...). When only the ranks "
+           "that pass `if rank == 0:` call it, directly or through a helper function, they "
+           "wait for peers that never come, until the NCCL timeout (30 minutes by default) or "
+           "forever.")
     valid = (
         "import torch.distributed as dist\nif dist.get_rank() == 0:\n    save(model)\n"
         "dist.barrier()\n",
@@ -494,6 +513,19 @@ def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
     return False
 
 
+#: Words naming parts of a model: dealing those to ranks partitions the model, not the data.
+_MODEL_PARTS = frozenset({"table", "layer", "expert", "weight", "param", "parameter",
+                          "embedding", "head"})
+
+
+def _model_part(sliced: ast.expr) -> bool:
+    """`table_ids[hvd.rank()::hvd.size()]`, `layers[rank::ws]`: what is dealt to ranks is a
+    part of the model (embedding tables, layers, experts, weights), not the data: every rank
+    still runs every step."""
+    name = last_name(sliced) or ""
+    return any(word.rstrip("s") in _MODEL_PARTS for word in name.lower().split("_"))
+
+
 def _stream_bounded(index: ModuleIndex, shard: ast.Call, depth: int = 2) -> bool:
     """A tf.data shard that is then repeated forever (`.repeat()`: every rank runs as many
     steps as the loop asks) or cut to one count on every rank (`.take(n)`) — on this very
@@ -640,6 +672,9 @@ class UnevenShards(LintRule):
         "    rank = get_tensor_model_parallel_rank()\n"
         "    world_size = get_tensor_model_parallel_world_size()\n"
         "    return pieces[rank::world_size]\n",
+        # Embedding tables dealt to ranks (model parallelism): every rank runs every step.
+        "import horovod.tensorflow as hvd\ntable_ids = list(range(len(sizes)))\n"
+        "table_ids = table_ids[hvd.rank()::hvd.size()]\n",
         # tf.data: repeated forever, or cut to one count on every rank.
         "d = tf.data.Dataset.from_tensor_slices(files)\n"
         "d = d.shard(num_shards=world_size, index=rank)\nd = d.repeat()\n",
@@ -670,7 +705,7 @@ class UnevenShards(LintRule):
             strided = (piece.upper is None and piece.lower is not None
                        and piece.step is not None and is_rank(piece.lower, resolve)
                        and last_name(piece.step) in _WORLD)
-            if (strided or _rank_block(index, piece)) and \
+            if (strided or _rank_block(index, piece)) and not _model_part(node.value) and \
                     not _evened(index, node, piece.lower or node):
                 yield Hit.at(node)
         for call in index.calls:

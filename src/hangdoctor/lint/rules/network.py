@@ -33,7 +33,9 @@ class NetworkCallWithoutTimeout(LintRule):
     why = ("requests, urllib, http.client and sockets wait forever by default. A server that "
            "accepts the connection and then stops answering (a metrics endpoint, a dataset "
            "host, a model hub behind a broken proxy) blocks the rank in recv() indefinitely; "
-           "its peers then hang in the next collective.")
+           "its peers then hang in the next collective. Training code is decided per project: "
+           "a helper module (a tracker, a downloader) counts when any module of its project "
+           "imports a deep-learning framework.")
     valid = (
         "import requests, torch\nr = requests.get(url, timeout=30)\n",
         "import socket, torch\nfrom urllib.request import urlopen\n"

@@ -1,0 +1,2 @@
+BATCH_SIZE = 50
+DEVICES = [0, 1, 2, 3]
