@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -45,14 +46,17 @@ class RelayProcess:
     control_fd: int  # closing it (or dying) tells the relay it is on its own
     done: bool = False
 
-    def finish(self, drain_s: float) -> None:
-        """The job is over: let the relay copy what is left (at most `drain_s`), then end it."""
+    def finish(self, drain_s: float, copied: Callable[[], int] | None = None) -> None:
+        """The job is over: let the relay copy what is left (at most `drain_s` without any
+        progress: `copied()`, the log's size, moving on extends the wait, so that a relay slowed
+        down by a loaded machine is not cut off mid-copy), then end it."""
         if self.done:
             return
         self.done = True
         with contextlib.suppress(OSError):
             os.write(self.control_fd, _FINISH)
         deadline = time.monotonic() + drain_s + 1.0
+        last = copied() if copied is not None else None
         while time.monotonic() < deadline:
             try:
                 pid, _ = os.waitpid(self.pid, os.WNOHANG)
@@ -61,6 +65,9 @@ class RelayProcess:
             if pid:
                 break
             time.sleep(0.02)
+            if copied is not None and (now := copied()) != last:
+                last = now
+                deadline = max(deadline, time.monotonic() + 1.0)
         else:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)

@@ -133,7 +133,7 @@ class Supervisor:
             warm = threading.Thread(target=self._prepare_reporting, name="warm-up", daemon=True)
             warm.start()
             returncode = self._watch()
-            self.relay.finish(_DRAIN_S)
+            self.relay.finish(_DRAIN_S, copied=lambda: self.log.total_bytes)
             reap_orphans(exclude={self.launched.process.pid, self.relay.pid})
             take_terminal_back(self.launched)
         finally:
