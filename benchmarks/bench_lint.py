@@ -113,10 +113,12 @@ def render_side_by_side(report: dict[str, object]) -> str:
     out = [f"target: {report['target']} ({report['files']} files, {report['lines']} lines); "
            f"lint on {report['cores']} cores, parse on 1", "",
            "| round | load avg | parse wall s | lint wall s | lint / parse (wall) | "
-           "parse CPU s | lint CPU s |", "|---:|---:|---:|---:|---:|---:|---:|"]
+           "parse CPU s | lint CPU s | cores lint got (CPU / wall) |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for number, r in enumerate(rounds, start=1):
         out.append(f"| {number} | {r['load']:.1f} | {r['parse_wall']:.2f} | {r['lint_wall']:.2f} | "
-                   f"{r['ratio']:.2f} | {r['parse_cpu']:.2f} | {r['lint_cpu']:.2f} |")
+                   f"{r['ratio']:.2f} | {r['parse_cpu']:.2f} | {r['lint_cpu']:.2f} | "
+                   f"{r['lint_cpu'] / r['lint_wall']:.2f} |")
     out.append("")
     out.append(f"median lint / parse wall-time ratio: {report['median_ratio']:.2f}")
     return "\n".join(out) + "\n"

@@ -54,10 +54,11 @@ def _condition_text(test: ast.expr) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-#: A module that never mentions a rank or a main-process flag has no rank condition.
-_RANKISH = ("rank", "RANK", "Get_rank", "main_process", "is_main", "master", "process_zero",
+#: A module that never mentions a rank or a main-process flag has no rank condition. (Only
+#: words that contain none of the others: `rank` already covers `Get_rank`, `rank_zero`.)
+_RANKISH = ("rank", "RANK", "main_process", "is_main", "master", "process_zero",
             "global_zero", "local_zero", "is_chief", "process_index", "proc_id", "PROCID",
-            "is_last_process", "on_process", "local_process", "rank_zero")
+            "is_last_process", "on_process", "local_process")
 def _may_branch_on_rank(index: ModuleIndex) -> bool:
     """A cheap look at the statements alone (no walk of the expressions): is there an `if`
     whose test is a rank condition, or names something assigned from a rank, or a function
@@ -692,7 +693,8 @@ class UnevenShards(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if not mentions(source, _SHARDING_SYNTAX) or not index.mentions(_RANKISH):
+        # The rank words first: HL101 has already looked for them (memoised).
+        if not index.mentions(_RANKISH) or not mentions(source, _SHARDING_SYNTAX):
             return
         if "drop_last=True" in source or ("Join" in source and "Join" in index.identifiers) \
                 or ("even_batches" in source and "even_batches" in index.identifiers):
