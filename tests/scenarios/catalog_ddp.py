@@ -38,9 +38,9 @@ KNOWN_MISSES = {
                                  "prefetch thread) is expected",
     "u_ddp_rank_early_stop": "line: the rank that left first is named from the timeline, but "
                              "no stack shows the `break` it took (it exited cleanly)",
-    "u_pool_worker_killed": "category: the worker is killed within a second of the pool's start, "
-                            "before the timeline's first look at the tree, so nothing shows that "
-                            "a worker vanished; the fallback names the `pool.map` line",
+    "u_pool_worker_killed": "timing: named (HD204) when the timeline's once-a-second look saw "
+                            "the worker before it was killed; killed sooner, nothing shows that a "
+                            "worker vanished and the fallback names the `pool.map` line",
 }
 
 
