@@ -94,3 +94,13 @@ def loop_header(frame: Frame | None) -> Frame | None:
     if frame is None or not frame.loop_lines or not frame.loops:
         return frame
     return frame.model_copy(update={"line": frame.loop_lines[-1], "code": frame.loops[-1]})
+
+
+PROBE_FILE = "_hangdoctor_probe.py"
+
+
+def runs_python_of_its_own(thread: ThreadEvidence) -> bool:
+    """Whether the thread has a Python stack that is not hangdoctor's own status thread (the
+    instrumentation's writer runs in every instrumented process)."""
+    frames = python_frames(thread.python.frames) if thread.python else []
+    return bool(frames) and not frames[0].file.endswith(PROBE_FILE)

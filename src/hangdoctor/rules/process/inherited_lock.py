@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import alone, blame_frame, short_location
+from hangdoctor.analysis.frames import (
+    alone,
+    blame_frame,
+    runs_python_of_its_own,
+    short_location,
+)
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import lock_holds, lock_identity, lock_wait
 from hangdoctor.analysis.roles import Role
@@ -77,9 +82,8 @@ class InheritedLock(Rule):
             if (parent is None or not parent.stacks_sampled
                     or job.role(process.pid) is Role.DATALOADER_WORKER):  # HD201's to say
                 continue
-            parent_threads = [t for t in parent.threads if t.tid != parent.pid
-                              and blame_frame(frames_of(t)) is not None
-                              and not frames_of(t)[0].file.endswith("hangdoctor_probe.py")]
+            parent_threads = [t for t in parent.threads
+                              if t.tid != parent.pid and runs_python_of_its_own(t)]
             if not parent_threads:
                 continue  # forked from a single-threaded parent: nobody else could hold it
             for thread in process.threads:

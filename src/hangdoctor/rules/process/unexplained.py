@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.frames import blame_frame, runs_python_of_its_own, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
@@ -57,8 +57,7 @@ def _joins_a_thread(thread: ThreadEvidence) -> bool:
 def _other_thread(process: ProcessEvidence, joined: ThreadEvidence) -> ThreadEvidence | None:
     """The thread a joining thread waits for: another thread of the process running user code."""
     return next((t for t in process.threads
-                 if t.tid != joined.tid and blame_frame(frames_of(t)) is not None
-                 and not frames_of(t)[0].file.endswith("hangdoctor_probe.py")), None)
+                 if t.tid != joined.tid and runs_python_of_its_own(t)), None)
 
 
 def _follow(job: JobView, process: ProcessEvidence, thread: ThreadEvidence
