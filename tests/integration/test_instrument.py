@@ -444,3 +444,54 @@ def test_torch_compile_sees_no_difference(jobs, tmp_path):
     assert output_value(out, "LOSS") == output_value(plain_out, "LOSS")
     [status] = read_statuses(status_dir)
     assert (status.steps, status.losses_seen) == (4, 4)
+
+
+STOPPED_IN_USER_CODE = """
+import sys, time, torch
+print("READY", flush=True)
+if sys.argv[1] == "handles":
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: (print("HANDLED", flush=True), sys.exit(3)))
+
+
+def evaluate():
+    while True:
+        time.sleep(0.05)  # LINE: evaluate
+
+
+evaluate()
+"""
+
+
+def _stopped(jobs, tmp_path: Path, mode: str) -> tuple[int, str, Path]:
+    script = write_script(tmp_path, "evaluate.py", STOPPED_IN_USER_CODE)
+    job = jobs(script, mode, env=instrumented(tmp_path / "status"))
+    assert job.proc.stdout is not None
+    assert job.proc.stdout.readline().startswith("READY")
+    time.sleep(0.5)  # into the loop
+    job.proc.send_signal(signal.SIGTERM)
+    code, out, _ = job.finish()
+    return code, out, tmp_path / "status" / f"stopped-{job.proc.pid}.txt"
+
+
+@pytest.mark.torch
+def test_a_rank_stopped_by_sigterm_leaves_its_stack_and_dies_as_before(jobs, tmp_path):
+    """A launcher ending a rank (torchrun after a peer failed) learns nothing from it; the
+    stack it was stopped in is written for the report, and SIGTERM still ends it."""
+    pytest.importorskip("torch")
+    code, _, stopped = _stopped(jobs, tmp_path, "default")
+    assert code == -signal.SIGTERM
+    from hangdoctor.analysis.frames import innermost_user_frame
+    from hangdoctor.analysis.tracebacks import main_thread_stack
+
+    frame = innermost_user_frame(main_thread_stack(stopped.read_text()))
+    assert frame is not None and frame.function == "evaluate"
+    line = STOPPED_IN_USER_CODE.splitlines()[frame.line - 1]
+    assert "LINE: evaluate" in line
+
+
+@pytest.mark.torch
+def test_a_job_that_handles_sigterm_still_handles_it(jobs, tmp_path):
+    pytest.importorskip("torch")
+    code, out, _ = _stopped(jobs, tmp_path, "handles")
+    assert code == 3 and "HANDLED" in out

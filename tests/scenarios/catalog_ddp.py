@@ -27,9 +27,6 @@ def _missed(category: str | None, rank: int | None = None, at: str | None = None
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
 KNOWN_MISSES = {
-    "u_ddp_pg_timeout": "line: the job fails on gloo's timeout before any hang capture, so no "
-                        "stack shows the late rank's slow evaluation (category right)",
-    "u_spawn_pg_timeout": "line: as u_ddp_pg_timeout, no stack of the late rank's download",
     "u_mp_queue_exit_join": "category: the fallback follows the wait chain (parent joins child, "
                             "child joins its feeder thread, feeder blocked writing the pipe) but "
                             "no rule names the cross-process cycle as a deadlock",

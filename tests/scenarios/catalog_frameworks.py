@@ -41,10 +41,9 @@ KNOWN_MISSES = {
                              "machine); the rendezvous and the missing ranks are named, at the "
                              "trainer.fit line where the ranks wait",
     "u_lightning_upload_timeout": "line: the job fails on gloo's timeout before any hang "
-                                  "capture, so no stack shows rank 0's upload (category and "
-                                  "late rank right)",
-    "u_accelerate_tokenize_timeout": "line: as u_lightning_upload_timeout, no stack shows rank "
-                                     "0's tokenization (category and late rank right)",
+                                  "capture, and Lightning ends rank 0 with SIGKILL (not "
+                                  "SIGTERM), so no stack shows its upload (category and late "
+                                  "rank right)",
 }
 
 

@@ -16,6 +16,7 @@ from functools import cached_property
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.roles import Role, world_size_of
+from hangdoctor.analysis.waits import IO_KINDS, WaitKind, describe_wait
 from hangdoctor.evidence.model import (
     CollectiveRecord,
     FlightRecord,
@@ -83,7 +84,7 @@ def _framework_collective(frame: Frame) -> str | None:
     return None
 
 
-def _distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
+def distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
     """The torch.distributed function the thread is in, as the user called it (outermost), or
     the collective a framework (DDP, FSDP) waits in on its behalf. `idle`: the thread is not
     running, so a stack inside backward() waits for DDP's gradient all-reduce."""
@@ -211,7 +212,7 @@ class RankView:
             if status is not None and status.pid != process.pid:
                 status = None  # a status file of an earlier incarnation of this rank
             call = status.in_collective if status and status.in_collective else None
-            call = call or _distributed_call(frames, _idle(thread))
+            call = call or distributed_call(frames, _idle(thread))
             site = blame_frame(frames) if frames else None
             by_rank[rank] = RankState(
                 rank=rank, process=process, thread=thread, status=status, call=call,
@@ -249,6 +250,8 @@ class RankView:
             last = mine[max(mine)]
             state = replace(state, last_recorded=last)
             pending = _pending(records[state.rank], mine)
+            if isinstance(pending, CollectiveRecord) and self._waits_elsewhere(state):
+                pending = False  # its completion was not counted yet when the dump was taken
             if pending is False and not state.in_start_up:
                 # Done with every collective it issued: whatever its stack shows, it is
                 # outside any collective (computing, or blocked elsewhere).
@@ -259,6 +262,19 @@ class RankView:
                 state = replace(state, call=entry.op, seq=entry.seq)
             self.ranks[state.rank] = state
         return True
+
+    def _waits_elsewhere(self, state: RankState) -> bool:
+        """The rank left its collectives and now waits on something no collective waits on:
+        its instrumentation says it is in none, its stack shows none, and its main thread
+        sleeps or waits for I/O of its own (a socket read, a file, a child). gloo counts a
+        collective completed a moment after the call returns, so a dump taken then still
+        shows it pending; a rank that waits in `work.wait()` of an asynchronous collective
+        waits on a futex, not on I/O, and keeps the Flight Recorder's reading."""
+        if (state.call is not None or state.status is None or state.status.in_collective
+                or state.process is None or state.thread is None):
+            return False
+        wait = describe_wait(self.job, state.process, state.thread)
+        return wait.kind in IO_KINDS or wait.kind is WaitKind.SLEEP
 
     @cached_property
     def world_size(self) -> int | None:

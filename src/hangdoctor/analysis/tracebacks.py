@@ -130,12 +130,8 @@ _THREAD = re.compile(
     r"^(?P<current>Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$", re.MULTILINE)
 
 
-def fault_stack(text: str) -> tuple[str | None, tuple[Frame, ...]]:
-    """(what killed it, the crashing thread's frames innermost first) from a faulthandler
-    report: `Fatal Python error: Bus error` and the `Current thread ...` section, or, where
-    the signal came from a thread Python does not run (a C++ `std::terminate` in a library's
-    own thread), the first thread in the user's own code."""
-    fatal = _FATAL.search(text)
+def _thread_sections(text: str) -> list[tuple[bool, tuple[Frame, ...]]]:
+    """faulthandler's report as (is the current thread, frames innermost first) per thread."""
     sections: list[tuple[bool, tuple[Frame, ...]]] = []
     for header in _THREAD.finditer(text):
         frames: list[Frame] = []
@@ -146,6 +142,27 @@ def fault_stack(text: str) -> tuple[str | None, tuple[Frame, ...]]:
             frames.append(Frame(file=match["file"], line=int(match["line"]),
                                 function=match["function"].strip()))
         sections.append((header["current"] == "Current thread", tuple(frames)))
+    return sections
+
+
+def main_thread_stack(text: str) -> tuple[Frame, ...]:
+    """The main thread's frames, innermost first, from a faulthandler report written when a
+    signal stopped the process: the thread whose outermost frame is a module's top level
+    (threads started by `threading` begin in its `_bootstrap`); the signal itself may have
+    landed on any thread."""
+    sections = _thread_sections(text)
+    main = next((frames for _, frames in reversed(sections)
+                 if frames and frames[-1].function == "<module>"), None)
+    return main if main is not None else fault_stack(text)[1]
+
+
+def fault_stack(text: str) -> tuple[str | None, tuple[Frame, ...]]:
+    """(what killed it, the crashing thread's frames innermost first) from a faulthandler
+    report: `Fatal Python error: Bus error` and the `Current thread ...` section, or, where
+    the signal came from a thread Python does not run (a C++ `std::terminate` in a library's
+    own thread), the first thread in the user's own code."""
+    fatal = _FATAL.search(text)
+    sections = _thread_sections(text)
     chosen = next((frames for current, frames in sections if current), None)
     if chosen is None:
         chosen = next((frames for _, frames in sections if innermost_user_frame(frames)), ())

@@ -287,6 +287,9 @@ class JobRecord(Evidence):
     kernel_log: tuple[str, ...] = ()
     faults: tuple[FaultLog, ...] = Field(
         default=(), description="stacks of processes that died of a fatal signal")
+    stopped: tuple[FaultLog, ...] = Field(
+        default=(), description="stacks of processes at the moment SIGTERM stopped them (a "
+        "launcher ending the job after one rank failed)")
 
 
 class Bundle(Evidence):

@@ -34,15 +34,17 @@ def read_statuses(status_dir: Path) -> list[ProgressStatus]:
 
 
 FAULT_GLOB = "fault-*.txt"
+STOPPED_GLOB = "stopped-*.txt"
 _FAULT_BYTES = 16 * 1024
 
 
-def read_fault_logs(status_dir: Path) -> list[FaultLog]:
-    """The stacks faulthandler wrote for processes that died of a fatal signal (empty files,
-    those of processes that did not crash, are skipped)."""
+def read_fault_logs(status_dir: Path, pattern: str = FAULT_GLOB) -> list[FaultLog]:
+    """The stacks faulthandler wrote for processes that died of a fatal signal, or with
+    `STOPPED_GLOB`, for processes that SIGTERM stopped (empty files, those of processes that
+    neither crashed nor were stopped, are skipped)."""
     faults: list[FaultLog] = []
     try:
-        paths = sorted(Path(status_dir).glob(FAULT_GLOB))
+        paths = sorted(Path(status_dir).glob(pattern))
     except OSError:
         return faults
     for path in paths:

@@ -10,7 +10,8 @@ from collections.abc import Iterable, Sequence
 from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogMatch, scan
-from hangdoctor.analysis.tracebacks import Raised, fault_stack
+from hangdoctor.analysis.ranks import distributed_call
+from hangdoctor.analysis.tracebacks import Raised, fault_stack, main_thread_stack
 from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.evidence.model import Bundle, Frame
 
@@ -61,6 +62,37 @@ def raised_words(raised: Raised) -> str:
     place = f" at {short_location(where)}" if where is not None else ""
     code = f" (`{where.code}`)" if where is not None and where.code else ""
     return f"{raised.short_type}: {clip(raised.message)}{place}{code}"
+
+
+def stopped_at(job: JobView, rank: int | None = None, pid: int | None = None) -> Frame | None:
+    """Where a process of the job was in the user's code when SIGTERM stopped it (a launcher
+    ending the other ranks after one failed), from faulthandler's report of its main thread;
+    the process is named by pid, or by rank (instrumentation)."""
+    record = job.record
+    if record is None:
+        return None
+    if pid is None and rank is not None:
+        pid = next((s.pid for s in record.progress if s.rank == rank), None)
+    stopped = next((s for s in record.stopped if s.pid == pid), None) if pid is not None else None
+    return innermost_user_frame(main_thread_stack(stopped.text)) if stopped else None
+
+
+def stopped_outside_collectives(job: JobView) -> list[tuple[int, Frame]]:
+    """(rank, user line) of each rank that SIGTERM stopped while it was in the user's code and
+    in no collective: when a peer gave up waiting in a collective, such a rank is the one it
+    waited for (it was still busy before the collective)."""
+    record = job.record
+    if record is None:
+        return []
+    ranks = {s.pid: s.rank for s in record.progress if s.rank is not None}
+    found = []
+    for stopped in record.stopped:
+        rank = ranks.get(stopped.pid)
+        frames = main_thread_stack(stopped.text)
+        frame = innermost_user_frame(frames)
+        if rank is not None and frame is not None and distributed_call(frames, idle=True) is None:
+            found.append((rank, frame))
+    return sorted(found, key=lambda found: found[0])
 
 
 def fault_of(job: JobView, rank: int | None = None, pid: int | None = None

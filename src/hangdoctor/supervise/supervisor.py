@@ -21,7 +21,7 @@ from hangdoctor import bounded
 from hangdoctor.errors import ExitCode, LaunchError
 from hangdoctor.instrument import instrumented_environment
 from hangdoctor.private_files import make_dir, open_log
-from hangdoctor.probes.progress import read_fault_logs
+from hangdoctor.probes.progress import STOPPED_GLOB, read_fault_logs
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.launch import (
     Launched,
@@ -279,6 +279,8 @@ class Supervisor:
             output_bytes=self.log.total_bytes,
             output_tail=tuple(redact_value(line) for line in self.log.tail_lines()),
             faults=tuple(read_fault_logs(self.status_dir)) if self.status_dir else (),
+            stopped=tuple(read_fault_logs(self.status_dir, STOPPED_GLOB))
+            if self.status_dir else (),
         )
 
     def _capture(self, decision: HangDecision, now: float, again: bool) -> None:

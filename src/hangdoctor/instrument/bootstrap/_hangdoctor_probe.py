@@ -257,6 +257,7 @@ def arm() -> None:
         with contextlib.suppress(Exception):
             install(torch)
     _log_fatal_signals()
+    _log_stop_signal()
     _register_stack_dump()
     if "torch._dynamo" in sys.modules:
         dynamo_loaded()
@@ -285,6 +286,30 @@ def _log_fatal_signals() -> None:
         path = os.path.join(_directory, f"fault-{os.getpid()}.txt")
         _fault_file = _private_open(path)  # kept open: must outlive this call
         faulthandler.enable(file=_fault_file, all_threads=True)
+    except Exception:
+        pass
+
+
+_stop_file: IO[str] | None = None  # kept open: faulthandler writes to it when SIGTERM comes
+
+
+def _log_stop_signal() -> None:
+    """When one rank fails (a collective timeout, an exception), torchrun and mp.spawn end the
+    others with SIGTERM, and where those were at that moment is often the answer: the slow
+    evaluation the failed rank gave up waiting for. Nothing else records it, so faulthandler
+    writes every thread's stack to `stopped-<pid>.txt` and then chains to the handler that was
+    there before: the process ends, or handles SIGTERM, exactly as it would have. A handler the
+    job installs later with `signal.signal` replaces this one, and that is fine too."""
+    global _stop_file
+    try:
+        import faulthandler
+        import signal
+
+        if _directory is None or not hasattr(faulthandler, "register"):
+            return
+        stop_file = _private_open(os.path.join(_directory, f"stopped-{os.getpid()}.txt"))
+        faulthandler.register(signal.SIGTERM, file=stop_file, all_threads=True, chain=True)
+        _stop_file = stop_file  # a forked child's replaces the parent's (closed when dropped)
     except Exception:
         pass
 
@@ -715,6 +740,7 @@ def _after_fork_in_child() -> None:
         _state.reset()
         _written = _state.version
         _log_fatal_signals()  # a file of its own: a worker's crash is the worker's
+        _log_stop_signal()
     except Exception:
         pass
     _register_stack_dump()

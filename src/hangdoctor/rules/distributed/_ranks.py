@@ -12,6 +12,8 @@ from hangdoctor.analysis.ranks import RankState, RankView, rank_list
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import (
     Bundle,
+    CollectiveRecord,
+    FlightRecord,
     Frame,
     JobRecord,
     ProcessEvidence,
@@ -128,6 +130,27 @@ def never_joined() -> Bundle:
                      b.frame("train.py", 12, "main", code="dist.init_process_group('gloo')"),
                      syscall="futex") for r in (0, 1, 3)]
     return ranks_job(*waiting)
+
+
+def straggler_completion_not_yet_counted() -> Bundle:
+    """Rank 1 reads a socket after its last all_reduce; its Flight Recorder dump was taken
+    while gloo had not yet counted that all_reduce completed (it does so a moment after the
+    call returns): rank 1 looks pending in #76 while rank 0 waits in #77."""
+    def record(rank: int, enqueued: int, completed: int) -> FlightRecord:
+        return FlightRecord(pid=100 + rank, rank=rank, last_enqueued=enqueued,
+                            last_completed=completed,
+                            entries=tuple(CollectiveRecord(seq=n, op="all_reduce",
+                                                           process_group="0")
+                                          for n in range(enqueued - 3, enqueued + 1)))
+    waiting = rank_process(0, *collective_frames("all_reduce", 14, "dist.all_reduce(grad)"),
+                           world=2, syscall="futex")
+    reading = rank_process(1, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+                           b.frame("train.py", 21, "fetch_learning_rate",
+                                   code="reply = connection.recv(64)"),
+                           world=2, syscall="recvfrom", args=(7,))
+    bundle = ranks_job(waiting, reading, progress=(
+        rank_status(0, 19, 77, in_collective="all_reduce"), rank_status(1, 19, 76)))
+    return bundle.model_copy(update={"flight_records": (record(0, 77, 76), record(1, 76, 75))})
 
 
 def describe_group(states: list[RankState]) -> str:

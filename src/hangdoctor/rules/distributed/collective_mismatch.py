@@ -21,6 +21,7 @@ from hangdoctor.rules.distributed._ranks import (
     rank_guard,
     rank_ran_out_of_data,
     split_groups,
+    straggler_completion_not_yet_counted,
 )
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.taxonomy import Category
@@ -45,7 +46,10 @@ class CollectiveMismatch(Rule):
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
                 Example("a rank that ran out of data", rank_ran_out_of_data),
                 Example("a rank that returned from its epoch helper first",
-                        epoch_helper_ran_out_of_data))
+                        epoch_helper_ran_out_of_data),
+                Example("a rank reading a socket whose last collective's completion the "
+                        "Flight Recorder has not counted yet",
+                        straggler_completion_not_yet_counted))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         split = split_groups(rank_view(job))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import (
     LogMatch,
@@ -17,8 +18,15 @@ from hangdoctor.analysis.logs import (
 from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import nccl_line, ranks_text
-from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, logs_bundle, output_lines
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import (
+    MAX_EVIDENCE,
+    cite,
+    logs_bundle,
+    output_lines,
+    stopped_at,
+    stopped_outside_collectives,
+)
 from hangdoctor.taxonomy import Category
 
 FLIGHT_RECORDER_DOCS = "https://docs.pytorch.org/tutorials/prototype/flight_recorder_tutorial.html"
@@ -52,6 +60,43 @@ def _collective(match: LogMatch) -> str:
 def _seq(match: LogMatch) -> int:
     """The timed-out work's SeqNum, which the watchdog pattern requires."""
     return int(match.fields["seq"])
+
+
+def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Finding:
+    """The finding with the line of the rank the others waited for: where it was when the
+    launcher stopped it (SIGTERM) after a peer gave up. When the log did not tell which rank
+    that was, it is the one stopped in the user's code outside any collective."""
+    culprit = finding.culprit
+    title, explanation = finding.title, finding.explanation
+    if culprit is None:
+        busy = [(r, f) for r, f in stopped_outside_collectives(job) if r not in reporting]
+        if not busy:
+            return finding
+        rank, busy_at = busy[0]
+        culprit = Culprit(rank=rank, role="rank")
+        title += f"; rank {rank} was busy outside any collective"
+        explanation += (f" When the job was stopped, rank {rank} was in the user's code at "
+                        f"{short_location(busy_at)}, in no collective: it had not reached the "
+                        "collective yet, and the others gave up waiting for it.")
+    if culprit.rank is None or culprit.location is not None:
+        return finding
+    frame = stopped_at(job, rank=culprit.rank, pid=culprit.pid)
+    if frame is None:
+        return finding
+    where = short_location(frame)
+    code = f" `{frame.code}`" if frame.code else ""
+    return finding.model_copy(update={
+        "culprit": culprit.model_copy(update={"location": Location.of(frame)}),
+        "title": title if title != finding.title else f"{title}; it was at {where}",
+        "explanation": explanation,
+        "evidence": (*finding.evidence,
+                     f"faulthandler: rank {culprit.rank} was at {where}{code} when the job "
+                     "stopped it (SIGTERM)"),
+        "fixes": (f"Rank {culprit.rank} was at {where} when the others gave up: make that "
+                  "work faster, move it off the critical path (another thread, or all ranks "
+                  "sharing it), or raise the process group's timeout to cover it.",
+                  *finding.fixes),
+    })
 
 
 def _logged_ranks(lines: tuple[str, ...]) -> set[int]:
@@ -106,13 +151,15 @@ class CollectiveTimeoutFromLog(Rule):
         found = scan(lines)
         nccl = [m for m in found if m.kind == "nccl_timeout" and "rank" in m.fields]
         if nccl:
-            yield self._nccl(lines, nccl, [m for m in found if m.kind == "nccl_progress"],
-                             supervised=job.record is not None)
+            reporting = {r for m in nccl if (r := m.number("rank")) is not None}
+            yield _where_stopped(job, self._nccl(
+                lines, nccl, [m for m in found if m.kind == "nccl_progress"],
+                supervised=job.record is not None), reporting)
             return
         gloo = [m for m in found if m.kind == "gloo_timeout"]
         if gloo:
-            yield self._gloo(lines, gloo, job.record.progress if job.record else (),
-                             supervised=job.record is not None)
+            reporting = {r for m in gloo if (r := m.number("rank")) is not None}
+            yield _where_stopped(job, self._gloo(job, lines, gloo), reporting)
 
     def _nccl(self, lines: tuple[str, ...], timeouts: list[LogMatch],
               progress: list[LogMatch], supervised: bool) -> Finding:
@@ -206,8 +253,9 @@ class CollectiveTimeoutFromLog(Rule):
             ),
         )
 
-    def _gloo(self, lines: tuple[str, ...], timeouts: list[LogMatch],
-              progress: Sequence[ProgressStatus], supervised: bool) -> Finding:
+    def _gloo(self, job: JobView, lines: tuple[str, ...], timeouts: list[LogMatch]) -> Finding:
+        progress: Sequence[ProgressStatus] = job.record.progress if job.record else ()
+        supervised = job.record is not None
         ranks = sorted({r for m in timeouts if (r := m.number("rank")) is not None})
         absent = sorted(_logged_ranks(lines) - set(ranks)) if ranks else []
         # The instrumentation counted each rank's collectives: a rank that started fewer than

@@ -23,6 +23,7 @@ from hangdoctor.rules.distributed._ranks import (
     rank_culprit,
     rank_process,
     ranks_job,
+    straggler_completion_not_yet_counted,
     wait_words,
 )
 from hangdoctor.rules.finding import Finding, Severity
@@ -62,7 +63,10 @@ class Straggler(Rule):
     )
     reads = "ranks"
     specificity = 75
-    fires_on = (Example("a rank blocked on a network read", _straggler_in_io),)
+    fires_on = (Example("a rank blocked on a network read", _straggler_in_io),
+                Example("a rank blocked on a network read, its last collective's completion "
+                        "not yet counted in the Flight Recorder",
+                        straggler_completion_not_yet_counted))
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
                 Example("ranks still joining", never_joined))
 

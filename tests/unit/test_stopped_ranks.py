@@ -1,0 +1,74 @@
+"""Where each rank was when the launcher stopped it (SIGTERM) after a peer's collective timed
+out: read from faulthandler's report (recorded from a real mp.spawn job) into the timeout's
+culprit line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.tracebacks import main_thread_stack
+from hangdoctor.evidence.model import Bundle, FaultLog, JobRecord, ProgressStatus
+from hangdoctor.rules.engine import run_rules
+from hangdoctor.rules.finding import Finding
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE = FIXTURES / "stopped_rank0_download.faulthandler.txt"
+STOPPED_IN_DOWNLOAD = FIXTURE.read_text()
+# The same process, stopped while it waited in a barrier.
+SITE = "/opt/venv/lib/python3.11/site-packages"
+STOPPED_IN_BARRIER = f"""Current thread 0x00007f62d1e5bb80 (most recent call first):
+  File "{SITE}/torch/distributed/distributed_c10d.py", line 4873 in barrier
+  File "{SITE}/torch/distributed/c10d_logger.py", line 81 in wrapper
+  File "/home/ml/speech/train.py", line 52 in run
+  File "<string>", line 1 in <module>
+"""
+GLOO_TIMEOUT = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                "unbound_buffer.cc:129] Timed out waiting 2000ms for send operation to complete")
+
+
+def _bundle(output: list[str], stopped: dict[int, str]) -> Bundle:
+    progress = tuple(ProgressStatus(pid=100 + rank, rank=rank, updated_at=0.0)
+                     for rank in (0, 1))
+    record = JobRecord(started_at=0.0, exit_code=1, output_tail=tuple(output),
+                       progress=progress,
+                       stopped=tuple(FaultLog(pid=100 + rank, text=text)
+                                     for rank, text in stopped.items()))
+    return Bundle(tool_version="test", created_at=0.0, target_pid=1, job=record)
+
+
+def _timeout_finding(bundle: Bundle) -> Finding:
+    findings = [f for f in run_rules(JobView(bundle)).findings if f.id == "HD350"]
+    assert findings, "no collective-timeout finding"
+    return findings[0]
+
+
+def test_the_main_thread_is_read_even_when_the_signal_landed_on_another():
+    text = STOPPED_IN_DOWNLOAD.replace("Current thread", "Thread").replace(
+        "Thread 0x00007f62afc146c0", "Current thread 0x00007f62afc146c0", 1)
+    frames = main_thread_stack(text)
+    assert frames[0].function == "download_dataset"
+
+
+def test_the_rank_stopped_outside_collectives_is_the_one_the_peer_waited_for():
+    """mp.spawn prints no rank on the timeout line; rank 0 was stopped in its download."""
+    root = _timeout_finding(_bundle(["-- Process 1 terminated with the following error:",
+                                     GLOO_TIMEOUT], {0: STOPPED_IN_DOWNLOAD}))
+    assert root.culprit is not None and root.culprit.rank == 0
+    assert root.culprit.location is not None
+    assert (root.culprit.location.function, root.culprit.location.line) == (
+        "download_dataset", 26)
+    assert any("SIGTERM" in line for line in root.evidence)
+
+
+def test_a_rank_stopped_inside_a_collective_is_not_blamed():
+    root = _timeout_finding(_bundle([GLOO_TIMEOUT], {0: STOPPED_IN_BARRIER}))
+    assert root.culprit is None or root.culprit.location is None
+
+
+def test_the_late_rank_named_by_the_log_gets_its_line():
+    """torchrun prefixes lines with the rank: rank 1 gave up, so rank 0 is the late one."""
+    root = _timeout_finding(_bundle([
+        "[rank0]: downloading", f"[rank1]: {GLOO_TIMEOUT}"], {0: STOPPED_IN_DOWNLOAD}))
+    assert root.culprit is not None and root.culprit.rank == 0
+    assert root.culprit.location is not None and root.culprit.location.line == 26
