@@ -30,9 +30,6 @@ KNOWN_MISSES = {
     "u_mp_queue_exit_join": "category: the fallback follows the wait chain (parent joins child, "
                             "child joins its feeder thread, feeder blocked writing the pipe) but "
                             "no rule names the cross-process cycle as a deadlock",
-    "u_queue_get_dead_producer": "category: named process.deadlock (a queue.get() no thread "
-                                 "can ever fill) where the data.pipeline_stall reading (a dead "
-                                 "prefetch thread) is expected",
     "u_ddp_rank_early_stop": "line: the rank that left first is named from the timeline, but "
                              "no stack shows the `break` it took (it exited cleanly)",
     "u_pool_worker_killed": "timing: named (HD204) when the timeline's once-a-second look saw "

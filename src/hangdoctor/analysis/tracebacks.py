@@ -19,6 +19,8 @@ _START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following error:")
+# threading.excepthook's header before the traceback of a thread that died of an exception.
+_THREAD_DIED = re.compile(r"^Exception in thread (?P<name>.+):$")
 _MARKERS = re.compile(r"^\s*[\^~\s]+$")
 
 
@@ -31,6 +33,7 @@ class Raised:
     type: str
     message: str
     index: int  # line of the exception in the output
+    thread: str | None = None  # the thread it ended, when it was not the main thread
 
     @property
     def short_type(self) -> str:
@@ -58,14 +61,21 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
     # One traceback under way per stream: ranks' lines interleave in a torchrun log.
     open_tracebacks: dict[int | None, list[Frame]] = {}
     spawned_rank: int | None = None
+    died: dict[int | None, tuple[int, str]] = {}  # "Exception in thread X:" seen at line
+    threads: dict[int | None, str | None] = {}
     for index, raw in enumerate(lines):
         stream = line_rank(raw)
         line = _strip(raw).rstrip("\n")
         if match := _SPAWNED.match(line.strip()):
             spawned_rank = int(match["index"])
             continue
+        if match := _THREAD_DIED.match(line.strip()):
+            died[stream] = (index, match["name"])
+            continue
         if line.strip() == _START:
             open_tracebacks[stream] = []
+            header = died.pop(stream, None)
+            threads[stream] = header[1] if header and header[0] == index - 1 else None
             continue
         frames = open_tracebacks.get(stream)
         if frames is None:
@@ -81,7 +91,8 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
         elif match := _EXCEPTION.match(line.strip()):
             rank = stream if stream is not None else spawned_rank
             found.append(Raised(rank=rank, frames=tuple(frames), type=match["type"],
-                                message=(match["message"] or "").strip(), index=index))
+                                message=(match["message"] or "").strip(), index=index,
+                                thread=threads.get(stream)))
             del open_tracebacks[stream]
         else:
             del open_tracebacks[stream]  # not a traceback after all

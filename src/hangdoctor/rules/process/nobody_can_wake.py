@@ -5,72 +5,16 @@ it waits for itself, forever."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import (
-    Origin,
-    alone,
-    blame_frame,
-    origin,
-    python_frames,
-    short_location,
-)
+from hangdoctor.analysis.frames import alone, blame_frame, short_location
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.thread_waits import blocking_call, waits_on_futex
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
+from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
-
-
-@dataclass(frozen=True)
-class _Primitive:
-    """A blocking call of the threading world, and what would end the wait."""
-
-    file: str  # stdlib file it lives in
-    function: str  # as py-spy names it
-    what: str  # for the title
-    waker: str  # what another thread would have to do
-
-
-# Ordered outermost-meaning first: queue.get waits inside Condition.wait, which is reported
-# as the queue.
-_PRIMITIVES = (
-    _Primitive("queue.py", "Queue.get", "queue.Queue.get()", "put an item into the queue"),
-    _Primitive("threading.py", "Event.wait", "threading.Event.wait()", "set the event"),
-    _Primitive("threading.py", "Barrier.wait", "threading.Barrier.wait()",
-               "reach the barrier"),
-    _Primitive("threading.py", "Semaphore.acquire", "threading.Semaphore.acquire()",
-               "release the semaphore"),
-    _Primitive("threading.py", "Condition.wait", "threading.Condition.wait()",
-               "notify the condition"),
-)
-
-
-def _blocking_call(thread: ThreadEvidence) -> tuple[_Primitive, Frame] | None:
-    """The primitive the thread waits in, when the user's own code called it directly: one a
-    library waits in for its own threads (multiprocessing.Pool's result handler sets the event
-    Pool.map waits on) is the library's business."""
-    frames = python_frames(frames_of(thread))
-    for primitive in _PRIMITIVES:
-        for index, frame in enumerate(frames):
-            if (frame.file.replace("\\", "/").endswith("/" + primitive.file)
-                    and frame.function == primitive.function):
-                caller = frames[index + 1] if index + 1 < len(frames) else None
-                if caller is None or origin(caller) is not Origin.USER:
-                    return None
-                timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
-                block = next((v.repr for v in frame.locals if v.name == "block"), "True")
-                if timeout == "None" and block != "False":
-                    return primitive, frame
-                return None
-    return None
-
-
-def _waiting(thread: ThreadEvidence) -> bool:
-    kernel = thread.kernel
-    return kernel is not None and kernel.state == "S" and kernel.syscall_name in ("futex", None)
 
 
 def _lone_get() -> Bundle:
@@ -139,9 +83,9 @@ class NobodyCanWake(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             for thread in process.threads:
-                if not _waiting(thread):
+                if not waits_on_futex(thread):
                     continue
-                found = _blocking_call(thread)
+                found = blocking_call(thread)
                 if found is None or not alone(process, thread):
                     continue
                 frame = blame_frame(frames_of(thread))

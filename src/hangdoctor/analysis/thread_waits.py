@@ -1,0 +1,75 @@
+"""The blocking calls of Python's threading world (`queue.Queue.get`, `Event.wait`, ...) that a
+thread can wait in forever, and what another thread would have to do to end the wait."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hangdoctor.analysis.frames import Origin, origin, python_frames
+from hangdoctor.evidence.model import Frame, ThreadEvidence
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """A blocking call of the threading world, and what would end the wait."""
+
+    file: str  # stdlib file it lives in
+    function: str  # as py-spy names it
+    what: str  # for the title
+    waker: str  # what another thread would have to do
+
+
+# Ordered outermost-meaning first: queue.get waits inside Condition.wait, which is reported
+# as the queue.
+PRIMITIVES = (
+    Primitive("queue.py", "Queue.get", "queue.Queue.get()", "put an item into the queue"),
+    Primitive("threading.py", "Event.wait", "threading.Event.wait()", "set the event"),
+    Primitive("threading.py", "Barrier.wait", "threading.Barrier.wait()", "reach the barrier"),
+    Primitive("threading.py", "Semaphore.acquire", "threading.Semaphore.acquire()",
+              "release the semaphore"),
+    Primitive("threading.py", "Condition.wait", "threading.Condition.wait()",
+              "notify the condition"),
+)
+
+
+def blocking_call(thread: ThreadEvidence) -> tuple[Primitive, Frame] | None:
+    """The primitive the thread waits in, when the user's own code called it directly: one a
+    library waits in for its own threads (multiprocessing.Pool's result handler sets the event
+    Pool.map waits on) is the library's business."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    for primitive in PRIMITIVES:
+        for index, frame in enumerate(frames):
+            if (frame.file.replace("\\", "/").endswith("/" + primitive.file)
+                    and frame.function == primitive.function):
+                caller = frames[index + 1] if index + 1 < len(frames) else None
+                if caller is None or origin(caller) is not Origin.USER:
+                    return None
+                timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
+                block = next((v.repr for v in frame.locals if v.name == "block"), "True")
+                if timeout == "None" and block != "False":
+                    return primitive, frame
+                return None
+    return None
+
+
+def waits_on_futex(thread: ThreadEvidence) -> bool:
+    """Asleep in the kernel where Python's locks and conditions sleep (or state unknown)."""
+    kernel = thread.kernel
+    return kernel is not None and kernel.state == "S" and kernel.syscall_name in ("futex", None)
+
+
+def waits_in_iterator(thread: ThreadEvidence, frame: Frame) -> bool:
+    """Whether the blocking call at `frame` (the primitive's frame) is made on behalf of an
+    iterator that a `for` loop of the user's reads: its caller is a `__next__`/`__iter__` or a
+    generator whose own caller is a `for` header. That is how batches reach a training loop
+    (a prefetching loader, a queue-backed dataset)."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    index = next((i for i, f in enumerate(frames) if f is frame), None)
+    if index is None or index + 1 >= len(frames):
+        return False
+    caller = frames[index + 1]
+    if caller.function.split(".")[-1] in ("__next__", "__iter__", "__anext__"):
+        return True
+    outer = frames[index + 2] if index + 2 < len(frames) else None
+    code = (outer.code or "").lstrip() if outer is not None else ""
+    return code.startswith(("for ", "async for ")) or (" for " in code and "[" in code)

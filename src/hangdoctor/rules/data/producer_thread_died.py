@@ -1,0 +1,130 @@
+"""HD205 data.pipeline_stall: the thread that fed batches to the training loop died of an
+exception, and the loop waits forever for its next batch.
+
+A prefetching loader hands batches over through a `queue.Queue` (or an Event): when the
+producer thread raises, threading prints its traceback and the thread ends, but nothing tells
+the consumer, whose `get()` without a timeout waits for good. The mechanism: a thread waits in
+such a call on behalf of an iterator a `for` loop reads, no other thread of its process runs
+user code, and the output holds the traceback of a thread that died."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import alone, blame_frame, short_location
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.thread_waits import blocking_call, waits_in_iterator, waits_on_futex
+from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.logfiles import log_bundle
+from hangdoctor.evidence.model import Bundle
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.rules.log_helpers import output_lines, raised_words
+from hangdoctor.taxonomy import Category
+
+_DIED = (
+    "Exception in thread Thread-1 (_fill):",
+    "Traceback (most recent call last):",
+    f'  File "{b.STDLIB}/threading.py", line 1045, in _bootstrap_inner',
+    '  File "loader.py", line 34, in _fill',
+    "    batch.append(json.loads(line))",
+    "json.decoder.JSONDecodeError: Unterminated string starting at: line 1 column 43",
+)
+
+
+def _consumer(*, iterated: bool) -> Bundle:
+    outer = (b.frame("train.py", 50, "main", code="for x, y in Prefetcher(lines):")
+             if iterated else b.frame("train.py", 50, "main", code="item = prefetcher.take()"))
+    main = b.thread(
+        10, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait",
+                    local_vars={"timeout": ("None", None)}),
+        b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get",
+                local_vars={"block": ("True", None), "timeout": ("None", None)}),
+        b.frame("loader.py", 42, "Prefetcher.__iter__" if iterated else "Prefetcher.take",
+                code="while (item := self.queue.get()) is not None:"),
+        outer, name="MainThread", syscall="futex")
+    return log_bundle(_DIED, base=b.bundle(b.process(10, main)))
+
+
+def _consumer_without_traceback() -> Bundle:
+    job = _consumer(iterated=True)
+    assert job.job is not None
+    return job.model_copy(update={"job": job.job.model_copy(update={"output_tail": ()})})
+
+
+def _died(job: JobView) -> Raised | None:
+    """The first traceback of a thread (not the main one) that died in the user's code."""
+    return next((r for r in tracebacks(output_lines(job))
+                 if r.thread is not None and r.in_user_code), None)
+
+
+class ProducerThreadDied(Rule):
+    """The thread feeding the training loop died of an exception; the loop waits for it."""
+
+    id = "HD205"
+    category = Category.DATA_PIPELINE_STALL
+    summary = "the thread that produced batches died of an exception; the loop waits for it"
+    fires_when = (
+        "a thread waits without a timeout in `Queue.get()` (or an Event, a Condition) for the "
+        "iterator a `for` loop reads, no other thread of its process runs your code, and the "
+        "output shows a thread that died of an exception (`Exception in thread ...`); names "
+        "the line that raised"
+    )
+    reads = "capture"
+    specificity = 88
+    fires_on = (Example("a prefetch thread died parsing a record", lambda: _consumer(
+        iterated=True)),)
+    quiet_on = (Example("the same wait, no thread died", _consumer_without_traceback),
+                Example("a wait outside any data iterator", lambda: _consumer(iterated=False)))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        died = _died(job)
+        if died is None:
+            return
+        for process in job.processes:
+            for thread in process.threads:
+                if not waits_on_futex(thread):
+                    continue
+                found = blocking_call(thread)
+                if found is None or not alone(process, thread):
+                    continue
+                primitive, frame = found
+                waiting_at = blame_frame(frames_of(thread))
+                if waiting_at is None or not waits_in_iterator(thread, frame):
+                    continue
+                raised_at = died.location
+                where = short_location(raised_at) if raised_at else "its own code"
+                waits = short_location(waiting_at)
+                consumer = culprit(job, process, thread, waiting_at)
+                yield Finding(
+                    id=self.id, category=self.category, severity=Severity.ERROR,
+                    confidence=0.85,
+                    title=f"The thread producing batches ({died.thread}) died of "
+                          f"{died.short_type} at {where}; the training loop waits for its "
+                          f"next batch in {primitive.what} at {waits}",
+                    explanation=(
+                        f"Batches reach the loop through {primitive.what}, filled by another "
+                        f"thread. That thread raised {died.short_type} and ended; threading "
+                        "printed its traceback, but nothing told the consumer, which waits "
+                        "without a timeout for a batch no thread is left to produce."),
+                    culprit=Culprit(pid=process.pid, role=consumer.role, thread=died.thread,
+                                    location=Location.of(raised_at)),
+                    related=(consumer,),
+                    evidence=(f"log: thread {died.thread} died: {raised_words(died)}",
+                              f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
+                              f"{primitive.what} at {at(waiting_at)} ({kernel_words(thread)}), "
+                              "with no timeout",
+                              f"no other thread of {job.describe_process(process.pid)} runs "
+                              "user code"),
+                    fixes=(f"Fix what raised at {where} ({died.short_type}): skip or repair "
+                           "the bad record there, or catch it and log which input it was.",
+                           "Let the producer hand its exception over: wrap its loop in "
+                           "`try/except BaseException as e: queue.put(e)` (and `finally: "
+                           "queue.put(END)`), and have the consumer re-raise what it gets, so "
+                           "a failure ends the run instead of hanging it.",
+                           f"Give the wait at {waits} a timeout and check that the producer "
+                           "is alive (`thread.is_alive()`) when it expires."),
+                )
+                return
