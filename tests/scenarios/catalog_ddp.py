@@ -32,9 +32,6 @@ KNOWN_MISSES = {
                             "no rule names the cross-process cycle as a deadlock",
     "u_ddp_rank_early_stop": "line: the rank that left first is named from the timeline, but "
                              "no stack shows the `break` it took (it exited cleanly)",
-    "u_pool_worker_killed": "timing: named (HD204) when the timeline's once-a-second look saw "
-                            "the worker before it was killed; killed sooner, nothing shows that a "
-                            "worker vanished and the fallback names the `pool.map` line",
 }
 
 

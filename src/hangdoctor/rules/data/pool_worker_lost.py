@@ -1,6 +1,12 @@
 """HD204 data.worker_killed: a multiprocessing.Pool worker died (the OOM killer, a signal)
 while the parent waits in `Pool.map` for its results: the pool starts a replacement, but the
-task the dead worker held is never finished, so `map` never returns."""
+task the dead worker held is never finished, so `map` never returns.
+
+Two things tell that a worker died: `run`'s timeline saw a child of the pool's process vanish,
+or a worker's stack shows it was started by the pool's maintenance (`Pool._maintain_pool`, in
+the worker-handler thread: a forked child keeps the stack it was forked from) in a pool whose
+workers never retire by design (`maxtasksperchild` None): the pool only does that to replace
+a worker that exited."""
 
 from __future__ import annotations
 
@@ -28,6 +34,39 @@ def _waits_on_pool(process: ProcessEvidence) -> bool:
     thread = main_thread(process)
     frames = python_frames(thread.python.frames) if thread and thread.python else []
     return any(f.file.replace("\\", "/").endswith(_POOL) for f in frames)
+
+
+def _replacements(job: JobView, parent: ProcessEvidence) -> list[ProcessEvidence]:
+    """Children of `parent` that its pool started to replace a worker that died."""
+    found = []
+    for child in job.processes:
+        thread = main_thread(child) if child.ppid == parent.pid else None
+        frames = python_frames(thread.python.frames) if thread and thread.python else []
+        if not any(f.function.endswith("Pool._maintain_pool") for f in frames):
+            continue
+        start = next((f for f in frames if f.function.endswith("_repopulate_pool_static")), None)
+        retire = next((v.repr for v in start.locals if v.name == "maxtasksperchild"),
+                      None) if start is not None else None
+        if retire == "None":
+            found.append(child)
+    return found
+
+
+def _replacement_worker(*, maxtasksperchild: str) -> Bundle:
+    job = _pool_job(worker_vanished=False)
+    assert job.job is not None
+    started_by_pool = b.thread(
+        13, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"),
+        b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 329, "Pool._repopulate_pool_static",
+                local_vars={"maxtasksperchild": (maxtasksperchild, None)}),
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 340, "Pool._maintain_pool"),
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 516, "Pool._handle_workers"),
+        b.frame(f"{b.STDLIB}/threading.py", 982, "Thread.run"),
+        syscall="read", args=(3,))
+    processes = (*job.snapshots[0].processes, b.process(13, started_by_pool, ppid=10))
+    return b.bundle(*processes).model_copy(update={"job": job.job.model_copy(
+        update={"timeline": ()})})
 
 
 def _pool_job(*, worker_vanished: bool) -> Bundle:
@@ -58,37 +97,50 @@ class PoolWorkerLost(Rule):
     summary = "a multiprocessing.Pool worker died and Pool.map waits forever"
     fires_when = (
         "the main thread waits in `multiprocessing.Pool` (`map`, `apply`, `imap`) and a child "
-        "process of it vanished while the job ran (`run`'s timeline): the task it held never "
-        "finishes"
+        "process of it vanished while the job ran (`run`'s timeline), or a worker's stack shows "
+        "the pool started it to replace one that exited (`maxtasksperchild` None): the task the "
+        "dead worker held never finishes"
     )
     reads = "capture"
     specificity = 85
     fires_on = (Example("a pool worker gone, map waiting", lambda: _pool_job(
-        worker_vanished=True)),)
+        worker_vanished=True)),
+                Example("map waiting, a worker the pool started to replace one that exited",
+                        lambda: _replacement_worker(maxtasksperchild="None")))
     quiet_on = (Example("map waiting, every worker alive", lambda: _pool_job(
-        worker_vanished=False)),)
+        worker_vanished=False)),
+                Example("map waiting, a worker replacing one retired by maxtasksperchild",
+                        lambda: _replacement_worker(maxtasksperchild="100")))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             gone = [v for v in job.vanished if v.ppid == process.pid]
             thread = main_thread(process)
-            if not gone or thread is None or not _waits_on_pool(process):
+            if thread is None or not _waits_on_pool(process):
+                continue
+            replacements = _replacements(job, process)
+            if not gone and not replacements:
                 continue
             frame = blame_frame(thread.python.frames) if thread.python else None
             pids = ", ".join(str(v.pid) for v in gone[:4])
+            evidence = [f"worker process {v.pid} of {job.describe_process(process.pid)} was "
+                        f"last seen {v.last_seen_s:.1f} s after the start and is gone"
+                        for v in gone[:4]]
+            evidence += [f"worker process {r.pid} was started by the pool's maintenance "
+                         "(Pool._maintain_pool) to replace a worker that exited, in a pool "
+                         "whose workers never retire (maxtasksperchild=None)"
+                         for r in replacements[:4]]
+            who = f"A pool worker (pid {pids})" if gone else "A pool worker"
             yield Finding(
                 id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
-                title=f"A pool worker (pid {pids}) died; the pool waits forever at "
-                      f"{at(frame)}",
+                title=f"{who} died; the pool waits forever at {at(frame)}",
                 explanation=("multiprocessing.Pool replaces a worker that dies, but the task it "
                              "was running is lost: the result never arrives and `map` waits "
                              "for it forever. Workers are usually killed by the kernel's OOM "
                              "killer (a task needing far more memory than the others) or a "
                              "crash in native code."),
                 culprit=culprit(job, process, thread, frame),
-                evidence=tuple(f"worker process {v.pid} of {job.describe_process(process.pid)} "
-                               f"was last seen {v.last_seen_s:.1f} s after the start and is gone"
-                               for v in gone[:4]),
+                evidence=tuple(evidence),
                 fixes=("Check `dmesg` (or the container's events) for `Out of memory: Killed "
                        "process` with that pid, and lower the memory a single task needs "
                        "(split huge inputs, fewer processes).",
