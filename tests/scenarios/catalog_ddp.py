@@ -27,9 +27,10 @@ def _missed(category: str | None, rank: int | None = None, at: str | None = None
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
 KNOWN_MISSES = {
-    "u_mp_queue_exit_join": "category: the fallback follows the wait chain (parent joins child, "
-                            "child joins its feeder thread, feeder blocked writing the pipe) but "
-                            "no rule names the cross-process cycle as a deadlock",
+    "u_mp_queue_exit_join": "line: named as a deadlock (HD107), but the join runs at exit "
+                            "after main() returned and the child's target has returned too: "
+                            "no stack holds the `put` or the loop that stopped reading, so "
+                            "the report points at the worker's start",
     "u_ddp_rank_early_stop": "line: the rank that left first is named from the timeline, but "
                              "no stack shows the `break` it took (it exited cleanly)",
 }

@@ -1,0 +1,133 @@
+"""HD107 process.deadlock: a parent waits for a child process to exit, and the child cannot
+exit until its `multiprocessing.Queue` has handed every item it put into the pipe, which only
+the parent reads: each waits for the other.
+
+Python's documentation warns about it ("Joining processes that use queues"): a process that
+put items on a Queue joins the queue's feeder thread before it ends, and the feeder blocks on
+a full pipe. The mechanism in the evidence: a thread of the parent in `Process.join()` (a
+wait for a child), and in that child a `QueueFeederThread` blocked writing its pipe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import innermost_user_frame, python_frames, short_location
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.waits import WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.taxonomy import Category
+
+_QUEUES = "multiprocessing/queues.py"
+_JOINS = (("multiprocessing/process.py", "join"), ("multiprocessing/popen_fork.py", "wait"))
+
+
+def _in(thread: ThreadEvidence, places: tuple[tuple[str, str], ...]) -> bool:
+    return any(f.file.replace("\\", "/").endswith(path) and f.function.split(".")[-1] == name
+               for f in python_frames(frames_of(thread)) for path, name in places)
+
+
+def _joining(job: JobView, process: ProcessEvidence) -> ThreadEvidence | None:
+    """A thread of `process` waiting in `Process.join()` for a child to exit."""
+    return next((t for t in process.threads if _in(t, _JOINS)
+                 and describe_wait(job, process, t).kind is WaitKind.CHILD), None)
+
+
+def _blocked_feeder(job: JobView, child: ProcessEvidence) -> ThreadEvidence | None:
+    """The child's Queue feeder thread, blocked writing a full pipe."""
+    return next((t for t in child.threads if _in(t, ((_QUEUES, "_feed"),))
+                 and describe_wait(job, child, t).kind is WaitKind.PIPE_WRITE), None)
+
+
+def _exit_join(*, feeder_blocked: bool) -> Bundle:
+    parent = b.thread(
+        10, b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 27, "Popen.poll"),
+        b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 43, "Popen.wait"),
+        b.frame(f"{b.STDLIB}/multiprocessing/process.py", 149, "BaseProcess.join"),
+        b.frame("train.py", 60, "main", code="worker.join()"),
+        name="MainThread", syscall="wait4", args=(20,))
+    child_main = b.thread(
+        20, b.frame(f"{b.STDLIB}/threading.py", 1132, "Thread.join"),
+        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 199, "Queue._finalize_join"),
+        b.frame(f"{b.STDLIB}/multiprocessing/process.py", 317, "BaseProcess._bootstrap"),
+        name="MainThread", syscall="futex")
+    feeder = b.thread(
+        21, b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 373, "Connection._send"),
+        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 250, "Queue._feed"),
+        name="QueueFeederThread", syscall="write" if feeder_blocked else "futex", args=(5,))
+    return b.bundle(b.process(10, parent, files={4: ("pipe:[7701]", "r")}),
+                    b.process(20, child_main, feeder, ppid=10,
+                              files={5: ("pipe:[7701]", "w")}))
+
+
+class QueueJoinDeadlock(Rule):
+    """A parent joins a child that cannot exit before the parent reads the child's queue."""
+
+    id = "HD107"
+    category = Category.PROCESS_DEADLOCK
+    summary = "a parent joins a child whose Queue still holds items nobody reads"
+    fires_when = (
+        "a thread waits in `Process.join()` for a child, and that child's `multiprocessing."
+        "Queue` feeder thread is blocked writing a full pipe: the child cannot exit until the "
+        "parent reads, and the parent reads nothing until the child exits"
+    )
+    reads = "capture"
+    specificity = 90
+    fires_on = (Example("the parent joins a child whose queue feeder is blocked",
+                        lambda: _exit_join(feeder_blocked=True)),)
+    quiet_on = (Example("the parent joins a child whose feeder is idle",
+                        lambda: _exit_join(feeder_blocked=False)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for parent in job.processes:
+            joining = _joining(job, parent)
+            if joining is None:
+                continue
+            for child in job.children(parent.pid):
+                feeder = _blocked_feeder(job, child)
+                if feeder is None:
+                    continue
+                line = innermost_user_frame(frames_of(joining))
+                where = (f"at {short_location(line)}" if line is not None
+                         else "as it exits (multiprocessing joins its children at exit)")
+                # With no join line of the user's (the join runs at exit), the line where the
+                # child was started, which a forked child's stack still shows.
+                child_main = next((t for t in child.threads if t.tid == child.pid), None)
+                started = innermost_user_frame(frames_of(child_main)) if child_main else None
+                pointed = line or started
+                yield Finding(
+                    id=self.id, category=self.category, severity=Severity.ERROR,
+                    confidence=0.9,
+                    title=f"Deadlock: {job.describe_process(parent.pid)} waits for "
+                          f"{job.describe_process(child.pid)} to exit {where}, and the child "
+                          "cannot exit before its queue's items are read",
+                    explanation=(
+                        "A process that put items on a multiprocessing.Queue waits, before it "
+                        "ends, until its feeder thread has written them all into the queue's "
+                        "pipe. The pipe is full and only the parent reads it, but the parent "
+                        "stopped reading and waits for the child to end: each waits for the "
+                        "other."),
+                    culprit=culprit(job, parent, joining, pointed),
+                    related=(culprit(job, child, feeder),),
+                    evidence=(
+                        f"{job.describe_process(parent.pid)}: {joining.comm or 'thread'} (tid "
+                        f"{joining.tid}) waits in Process.join() ({kernel_words(joining)})"
+                        + (f" at {at(line)}" if line is not None else ", called at exit"),
+                        f"{job.describe_process(child.pid)}: its Queue feeder thread (tid "
+                        f"{feeder.tid}) is blocked writing the pipe ({kernel_words(feeder)})",
+                        *((f"the child was started at {at(started)}",)
+                          if line is None and started is not None else ()),
+                    ),
+                    fixes=(
+                        "Read everything the child puts before joining it: drain the queue "
+                        "(until an end marker) and only then call `join()`.",
+                        "Or stop the producer first (a stop Event it checks before each "
+                        "`put`), drain what it already put, then join.",
+                        "If the items left over do not matter, call `queue.cancel_join_thread()` "
+                        "in the child (they are lost), or make the worker a daemon.",
+                    ),
+                )
+                break
