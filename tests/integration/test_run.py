@@ -333,3 +333,18 @@ def test_collective_mismatch_named_by_flight_recorder(tmp_path):
     assert {r["rank"] for r in bundle["flight_records"]} == {0, 1}
     assert any(line.startswith("Flight Recorder: all of them are at collective #")
                for line in root["evidence"])
+
+
+@pytest.mark.torch
+def test_where_a_rank_was_when_its_peer_timed_out_survives_a_sigkill(tmp_path):
+    """The peer's collective timeout is printed; the launcher then SIGKILLs rank 0, which
+    writes nothing as it dies. hangdoctor asked for its stack when the timeout appeared."""
+    pytest.importorskip("torch")
+    done, report = hd_run(tmp_path, *fixture("run_peer_timeout_sigkill.py"), env={"RANK": "0"})
+    assert done.returncode == 128 + signal.SIGKILL
+    root = report["findings"][0]
+    assert root["category"] == "distributed.collective_timeout"
+    assert root["culprit"]["rank"] == 0
+    location = root["culprit"]["location"]
+    assert location["function"] == "upload"
+    assert location["line"] == hang_line("run_peer_timeout_sigkill.py", "upload")

@@ -40,10 +40,6 @@ KNOWN_MISSES = {
     "u_lightning_num_nodes": "line: the culprit is the configuration (num_nodes=2 on one "
                              "machine); the rendezvous and the missing ranks are named, at the "
                              "trainer.fit line where the ranks wait",
-    "u_lightning_upload_timeout": "line: the job fails on gloo's timeout before any hang "
-                                  "capture, and Lightning ends rank 0 with SIGKILL (not "
-                                  "SIGTERM), so no stack shows its upload (category and late "
-                                  "rank right)",
 }
 
 

@@ -27,12 +27,12 @@ GLOO_TIMEOUT = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/trans
                 "unbound_buffer.cc:129] Timed out waiting 2000ms for send operation to complete")
 
 
-def _bundle(output: list[str], stopped: dict[int, str]) -> Bundle:
+def _bundle(output: list[str], stopped: dict[int, str], when: str = "sigterm") -> Bundle:
     progress = tuple(ProgressStatus(pid=100 + rank, rank=rank, updated_at=0.0)
                      for rank in (0, 1))
     record = JobRecord(started_at=0.0, exit_code=1, output_tail=tuple(output),
                        progress=progress,
-                       stopped=tuple(FaultLog(pid=100 + rank, text=text)
+                       stopped=tuple(FaultLog(pid=100 + rank, text=text, when=when)
                                      for rank, text in stopped.items()))
     return Bundle(tool_version="test", created_at=0.0, target_pid=1, job=record)
 
@@ -72,3 +72,14 @@ def test_the_late_rank_named_by_the_log_gets_its_line():
         "[rank0]: downloading", f"[rank1]: {GLOO_TIMEOUT}"], {0: STOPPED_IN_DOWNLOAD}))
     assert root.culprit is not None and root.culprit.rank == 0
     assert root.culprit.location is not None and root.culprit.location.line == 26
+
+
+def test_a_stack_asked_for_at_the_timeout_says_so():
+    """Lightning ends the other ranks with SIGKILL: their stacks come from the moment the
+    timeout was printed, and the evidence says that, not SIGTERM."""
+    root = _timeout_finding(_bundle([f"[rank1]: {GLOO_TIMEOUT}"], {0: STOPPED_IN_DOWNLOAD},
+                                    when="peer_timeout"))
+    assert root.culprit is not None and root.culprit.location is not None
+    assert any("collective timed out" in line and "download_dataset" in line
+               for line in root.evidence)
+    assert not any("SIGTERM" in line for line in root.evidence)

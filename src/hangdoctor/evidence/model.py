@@ -264,6 +264,9 @@ class FaultLog(Evidence):
 
     pid: int
     text: str = Field(description="faulthandler's report, its last 16 KiB, redacted")
+    when: str | None = Field(default=None, description="for stacks of processes that did not "
+                             "crash, what made them write it: `sigterm` (stopped by it), "
+                             "`peer_timeout` (asked when a collective timeout was printed)")
 
 
 class JobRecord(Evidence):
@@ -288,8 +291,9 @@ class JobRecord(Evidence):
     faults: tuple[FaultLog, ...] = Field(
         default=(), description="stacks of processes that died of a fatal signal")
     stopped: tuple[FaultLog, ...] = Field(
-        default=(), description="stacks of processes at the moment SIGTERM stopped them (a "
-        "launcher ending the job after one rank failed)")
+        default=(), description="stacks of processes as the job failed: at the moment SIGTERM "
+        "stopped them (a launcher ending the job after one rank failed), else when a peer's "
+        "collective timeout appeared in the output (see `when`)")
 
 
 class Bundle(Evidence):

@@ -80,9 +80,10 @@ def _size(path: Path) -> int:
         return 0
 
 
-def request_stacks(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
-                   ) -> dict[int, dict[int, PythonThread]]:
-    """The stacks that each process (of those able to) writes on request, keyed by pid."""
+def request_dumps(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
+                  ) -> dict[int, tuple[str, dict[int, int]]]:
+    """faulthandler's text that each process (of those able to) writes on request, with its
+    map from pthread ids to kernel thread ids, keyed by pid."""
     asked: dict[int, tuple[Path, int, dict[int, int]]] = {}
     for pid in pids:
         known = _thread_map(status_dir, pid)
@@ -106,7 +107,7 @@ def request_stacks(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
                for pid in asked):
             break
         time.sleep(0.05)
-    stacks: dict[int, dict[int, PythonThread]] = {}
+    dumps: dict[int, tuple[str, dict[int, int]]] = {}
     for pid, (path, offset, thread_ids) in asked.items():
         try:
             with path.open("rb") as handle:
@@ -114,6 +115,16 @@ def request_stacks(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
                 text = handle.read(4 * 2**20).decode("utf-8", errors="replace")
         except OSError:
             continue
+        if text.strip():
+            dumps[pid] = (text, thread_ids)
+    return dumps
+
+
+def request_stacks(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
+                   ) -> dict[int, dict[int, PythonThread]]:
+    """The stacks that each process (of those able to) writes on request, keyed by pid."""
+    stacks: dict[int, dict[int, PythonThread]] = {}
+    for pid, (text, thread_ids) in request_dumps(status_dir, pids, timeout_s).items():
         threads = parse_dump(text, thread_ids)
         if threads:
             stacks[pid] = threads

@@ -38,7 +38,8 @@ STOPPED_GLOB = "stopped-*.txt"
 _FAULT_BYTES = 16 * 1024
 
 
-def read_fault_logs(status_dir: Path, pattern: str = FAULT_GLOB) -> list[FaultLog]:
+def read_fault_logs(status_dir: Path, pattern: str = FAULT_GLOB,
+                    when: str | None = None) -> list[FaultLog]:
     """The stacks faulthandler wrote for processes that died of a fatal signal, or with
     `STOPPED_GLOB`, for processes that SIGTERM stopped (empty files, those of processes that
     neither crashed nor were stopped, are skipped)."""
@@ -56,6 +57,6 @@ def read_fault_logs(status_dir: Path, pattern: str = FAULT_GLOB) -> list[FaultLo
         except (OSError, ValueError):
             continue
         if text.strip():
-            faults.append(FaultLog(pid=pid, text="\n".join(
+            faults.append(FaultLog(pid=pid, when=when, text="\n".join(
                 redact_value(line) for line in text.splitlines())))
     return faults

@@ -64,17 +64,26 @@ def raised_words(raised: Raised) -> str:
     return f"{raised.short_type}: {clip(raised.message)}{place}{code}"
 
 
-def stopped_at(job: JobView, rank: int | None = None, pid: int | None = None) -> Frame | None:
-    """Where a process of the job was in the user's code when SIGTERM stopped it (a launcher
-    ending the other ranks after one failed), from faulthandler's report of its main thread;
-    the process is named by pid, or by rank (instrumentation)."""
+_WHEN = {"sigterm": "when the job stopped it (SIGTERM)",
+         "peer_timeout": "when a peer's collective timed out"}
+
+
+def stopped_at(job: JobView, rank: int | None = None, pid: int | None = None
+               ) -> tuple[Frame, str] | None:
+    """Where a process of the job was in the user's code as the job failed, and when that
+    was: when SIGTERM stopped it (a launcher ending the other ranks after one failed), or when
+    a peer's collective timeout appeared in the output; from faulthandler's report of its
+    main thread. The process is named by pid, or by rank (instrumentation)."""
     record = job.record
     if record is None:
         return None
     if pid is None and rank is not None:
         pid = next((s.pid for s in record.progress if s.rank == rank), None)
     stopped = next((s for s in record.stopped if s.pid == pid), None) if pid is not None else None
-    return innermost_user_frame(main_thread_stack(stopped.text)) if stopped else None
+    frame = innermost_user_frame(main_thread_stack(stopped.text)) if stopped else None
+    if stopped is None or frame is None:
+        return None
+    return frame, _WHEN.get(stopped.when or "", "as the job failed")
 
 
 def stopped_outside_collectives(job: JobView) -> list[tuple[int, Frame]]:
@@ -90,7 +99,10 @@ def stopped_outside_collectives(job: JobView) -> list[tuple[int, Frame]]:
         rank = ranks.get(stopped.pid)
         frames = main_thread_stack(stopped.text)
         frame = innermost_user_frame(frames)
-        if rank is not None and frame is not None and distributed_call(frames, idle=True) is None:
+        # A frame at a module's top level only (`main()` on the last line) is a rank on its
+        # way out (raising, exiting), not one busy with work of its own.
+        if (rank is not None and frame is not None and frame.function != "<module>"
+                and distributed_call(frames, idle=True) is None):
             found.append((rank, frame))
     return sorted(found, key=lambda found: found[0])
 

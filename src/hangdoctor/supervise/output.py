@@ -189,6 +189,15 @@ class LogView:
         """Mark the output so far as the last that tells about the job's own trouble."""
         self.evidence_ends_at = self.total_bytes
 
+    def read_range(self, offset: int, count: int) -> bytes:
+        """`count` bytes of output from `offset` (fewer at the end; none once closed)."""
+        if self._final_tail is not None:
+            return b""
+        try:
+            return os.pread(self.file.fileno(), count, offset)
+        except (OSError, ValueError):
+            return b""
+
     def tail_lines(self, count: int = 200) -> list[str]:
         """The last lines of output, decoded leniently, progress-bar redraws collapsed."""
         data = self._final_tail

@@ -83,6 +83,10 @@ class TreeSampler:
         self.timeline.append(sample)
         return sample
 
+    def live_pids(self) -> list[int]:
+        """The job's processes at the last sample."""
+        return [p.pid for p in self.timeline[-1].processes] if self.timeline else []
+
     def refresh_progress(self) -> None:
         """Read the progress files once more: a job writes its last counts as it exits, after
         the last sample."""

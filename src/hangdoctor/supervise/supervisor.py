@@ -23,6 +23,7 @@ from hangdoctor.instrument import instrumented_environment
 from hangdoctor.private_files import make_dir, open_log
 from hangdoctor.probes.progress import STOPPED_GLOB, read_fault_logs
 from hangdoctor.redact import redact_argv, redact_value
+from hangdoctor.supervise.failure_watch import FailureWatch
 from hangdoctor.supervise.launch import (
     Launched,
     become_subreaper,
@@ -35,7 +36,7 @@ from hangdoctor.supervise.relay_process import RelayProcess, start_relay_process
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
 if TYPE_CHECKING:
-    from hangdoctor.evidence.model import JobRecord, SystemInfo
+    from hangdoctor.evidence.model import FaultLog, JobRecord, SystemInfo
     from hangdoctor.supervise.hang_capture import HangReport
 
 # The job is started before anything heavy is imported: the capture, the rules, the reports
@@ -87,6 +88,7 @@ class Supervisor:
         self.system: SystemInfo | None = None
         self.channels: list[Channel] = []
         self.relay: RelayProcess | None = None
+        self.failure_watch: FailureWatch | None = None  # made with the sampler, in _watch
 
     # signals ---------------------------------------------------------------------------------
     def _forward(self, signum: int, _frame: object) -> None:
@@ -194,6 +196,7 @@ class Supervisor:
         policy = HangPolicy(fixed_timeout_s=self.options.hang_timeout_s)
         self.tracker = ProgressTracker(policy)
         self.sampler = TreeSampler(process.pid, self.started, self.status_dir)
+        watch = self.failure_watch = FailureWatch(self.status_dir)
         next_sample = 0.0
         try:
             while True:
@@ -205,6 +208,7 @@ class Supervisor:
                 if now >= next_sample:
                     self.sampler.sample(self.log.total_bytes)
                     next_sample = now + _SAMPLE_EVERY_S
+                watch.observe(self.log, self.sampler.live_pids)
                 self._check_progress(now)
                 if self.killed:
                     return process.wait()
@@ -279,9 +283,18 @@ class Supervisor:
             output_bytes=self.log.total_bytes,
             output_tail=tuple(redact_value(line) for line in self.log.tail_lines()),
             faults=tuple(read_fault_logs(self.status_dir)) if self.status_dir else (),
-            stopped=tuple(read_fault_logs(self.status_dir, STOPPED_GLOB))
-            if self.status_dir else (),
+            stopped=self._stopped_stacks(),
         )
+
+    def _stopped_stacks(self) -> tuple[FaultLog, ...]:
+        """Each process's stack as the job failed: where SIGTERM stopped it, else where it
+        was when a peer's collective timed out (FailureWatch)."""
+        if self.status_dir is None:
+            return ()
+        stopped = read_fault_logs(self.status_dir, STOPPED_GLOB, when="sigterm")
+        seen = {s.pid for s in stopped}
+        early = self.failure_watch.stacks() if self.failure_watch is not None else []
+        return (*stopped, *(s for s in early if s.pid not in seen))
 
     def _capture(self, decision: HangDecision, now: float, again: bool) -> None:
         from rich.console import Console

@@ -75,14 +75,15 @@ def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Findi
         rank, busy_at = busy[0]
         culprit = Culprit(rank=rank, role="rank")
         title += f"; rank {rank} was busy outside any collective"
-        explanation += (f" When the job was stopped, rank {rank} was in the user's code at "
+        explanation += (f" As the job failed, rank {rank} was in the user's code at "
                         f"{short_location(busy_at)}, in no collective: it had not reached the "
                         "collective yet, and the others gave up waiting for it.")
     if culprit.rank is None or culprit.location is not None:
         return finding
-    frame = stopped_at(job, rank=culprit.rank, pid=culprit.pid)
-    if frame is None:
+    found = stopped_at(job, rank=culprit.rank, pid=culprit.pid)
+    if found is None:
         return finding
+    frame, when = found
     where = short_location(frame)
     code = f" `{frame.code}`" if frame.code else ""
     return finding.model_copy(update={
@@ -90,8 +91,7 @@ def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Findi
         "title": title if title != finding.title else f"{title}; it was at {where}",
         "explanation": explanation,
         "evidence": (*finding.evidence,
-                     f"faulthandler: rank {culprit.rank} was at {where}{code} when the job "
-                     "stopped it (SIGTERM)"),
+                     f"faulthandler: rank {culprit.rank} was at {where}{code} {when}"),
         "fixes": (f"Rank {culprit.rank} was at {where} when the others gave up: make that "
                   "work faster, move it off the critical path (another thread, or all ranks "
                   "sharing it), or raise the process group's timeout to cover it.",
