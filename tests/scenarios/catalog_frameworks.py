@@ -33,10 +33,6 @@ NO_RANKS = "Lightning's ranks seen as a main process and its child, with no rank
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
 KNOWN_MISSES = {
-    "u_lightning_rank0_sync_log": "rank and line: the culprit `self.log(..., sync_dist=True)` "
-                                  "under `is_global_zero` has returned when the hang is caught; "
-                                  "rank 0 waits in Lightning's epoch-end metric all_reduce, rank "
-                                  "1 in a later barrier, and nothing tells which one skipped",
     "u_lightning_num_nodes": "line: the culprit is the configuration (num_nodes=2 on one "
                              "machine); the rendezvous and the missing ranks are named, at the "
                              "trainer.fit line where the ranks wait",

@@ -27,6 +27,7 @@ from hangdoctor.evidence.model import (
     Snapshot,
     ThreadEvidence,
 )
+from hangdoctor.probes.code_review import review_code
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
 from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
@@ -242,6 +243,8 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
         sockets = read_sockets(root_pid, inodes)
     with timer.measure("system"):
         system = read_system(py_spy_version(py_spy))
+    with timer.measure("code review"):
+        code_findings = review_code(snapshots)
     root = next((p for p in snapshots[0].processes if p.pid == root_pid), None)
     return Bundle(
         tool_version=__version__,
@@ -253,4 +256,5 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
         system=system,
         errors=_dedupe(errors),
         timings_s={name: round(value, 4) for name, value in timer.totals.items()},
+        code_findings=code_findings,
     )

@@ -296,6 +296,22 @@ class JobRecord(Evidence):
         "collective timeout appeared in the output (see `when`)")
 
 
+class CodeFinding(Evidence):
+    """A hang-prone pattern that `hangdoctor lint` finds in a file of the user's code that a
+    captured stack runs: what the runtime evidence cannot show (a collective called under a
+    rank condition whose call has already returned) the code can."""
+
+    rule_id: str = Field(description="the lint rule, e.g. HL101")
+    category: str = Field(description="the TAXONOMY.md category the pattern leads to")
+    file: str
+    line: int
+    function: str = "<module>"
+    code: str | None = None
+    message: str
+    ranks: str | None = Field(default=None, description="for a call made on some ranks only: "
+                              "`main` (rank 0) or `other` (every rank but 0)")
+
+
 class Bundle(Evidence):
     """Everything one capture saw: what `analyze` reads back."""
 
@@ -314,4 +330,7 @@ class Bundle(Evidence):
     job: JobRecord | None = Field(default=None, description="set by `hangdoctor run`")
     flight_records: tuple[FlightRecord, ...] = Field(
         default=(), description="PyTorch Flight Recorder dumps of the ranks, when available"
+    )
+    code_findings: tuple[CodeFinding, ...] = Field(
+        default=(), description="hang-prone patterns in the user's files on the stacks"
     )

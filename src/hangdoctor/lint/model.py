@@ -52,6 +52,9 @@ class LintFinding:
     message: str
     #: What to do about it.
     fix: str
+    #: For a call made on some ranks only: "main" (rank 0, the main process) or "other" (the
+    #: ranks but rank 0); None when the finding is not about a subset of ranks.
+    ranks: str | None = None
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.col, self.rule_id)
@@ -65,10 +68,11 @@ class Hit:
     line: int
     col: int  # 0-based, as in the ast
     message: str | None = None
+    ranks: str | None = None  # see LintFinding.ranks
 
     @classmethod
-    def at(cls, node: ast.AST, message: str | None = None) -> Hit:
-        return cls(getattr(node, "lineno", 1), getattr(node, "col_offset", 0), message)
+    def at(cls, node: ast.AST, message: str | None = None, ranks: str | None = None) -> Hit:
+        return cls(getattr(node, "lineno", 1), getattr(node, "col_offset", 0), message, ranks)
 
 
 class LintRule:

@@ -61,6 +61,13 @@ def _source(path: str) -> tuple[_SourceFile, float] | None:
     return (parsed, mtime) if parsed is not None else None
 
 
+def function_at(path: str, line: int) -> str:
+    """The name of the innermost function whose body holds `line` (`<module>` outside any)."""
+    source = _source(path)
+    scope = source[0].scope_of(line) if source is not None else None
+    return getattr(scope, "name", None) or "<module>"
+
+
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """Nodes of `scope`, not descending into nested functions or classes."""
     stack = list(ast.iter_child_nodes(scope))

@@ -303,9 +303,9 @@ class CollectiveUnderRankCondition(LintRule):
         polarities: dict[tuple[ast.AST, str], set[str]] = {}
         for key, polarity, scope, _ in found.values():
             polarities.setdefault((scope, key), set()).add(polarity)
-        for call, (key, _, scope, message) in found.items():
+        for call, (key, polarity, scope, message) in found.items():
             if len(polarities[(scope, key)]) == 1:
-                yield Hit.at(call, message)
+                yield Hit.at(call, message, ranks=polarity)
 
     @staticmethod
     def _after(index: ModuleIndex, node: ast.If) -> Iterator[ast.Call]:

@@ -6,25 +6,65 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
-from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, CodeFinding
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
     all_in_the_same_collective,
     barrier_only_on_rank_0,
+    collective_frames,
     describe_group,
     epoch_helper_ran_out_of_data,
     guarded_barrier_beside_a_helper,
     is_uneven,
     rank_culprit,
     rank_guard,
+    rank_process,
     rank_ran_out_of_data,
+    ranks_job,
     split_groups,
     straggler_completion_not_yet_counted,
 )
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
+
+
+def _guarded_in_code(job: JobView, states: list[RankState]) -> tuple[CodeFinding,
+                                                                     RankState] | None:
+    """A collective the code calls on some ranks only (`hangdoctor lint`'s HL101 in a file the
+    ranks run), and the waiting rank that takes that branch: rank 0 for a rank-0 condition,
+    else the lowest other rank."""
+    for code in job.bundle.code_findings:
+        if code.category != Category.DISTRIBUTED_COLLECTIVE_MISMATCH.value or code.ranks is None:
+            continue
+        takers = [s for s in states if (s.rank == 0) == (code.ranks == "main")]
+        if takers:
+            return code, min(takers, key=lambda s: s.rank)
+    return None
+
+
+def _deferred_sync() -> Bundle:
+    """Lightning: rank 0 logged with sync_dist=True under is_global_zero; the all_reduce runs
+    later, inside trainer.fit, while rank 1 waits in the next barrier there."""
+    fit = b.frame("train.py", 55, "main", code="trainer.fit(model, train, val)")
+    lightning = f"{b.SITE}/lightning/pytorch"
+    zero = rank_process(0, *collective_frames("all_reduce", 55, "trainer.fit(model, train, val)")
+                        [:1], b.frame(f"{lightning}/trainer/connectors/logger_connector/"
+                                     "result.py", 470, "_ResultCollection.sync"), fit,
+                        world=2, syscall="futex")
+    one = rank_process(1, *collective_frames("barrier", 55, "trainer.fit(model, train, val)")
+                       [:1], b.frame(f"{lightning}/strategies/ddp.py", 302, "DDPStrategy.barrier"),
+                       fit, world=2, syscall="futex")
+    job = ranks_job(zero, one)
+    return job.model_copy(update={"code_findings": (CodeFinding(
+        rule_id="HL101", category=Category.DISTRIBUTED_COLLECTIVE_MISMATCH.value,
+        file="train.py", line=36, function="on_validation_epoch_end",
+        code='self.log("val_accuracy", accuracy, sync_dist=True)',
+        message="`log(sync_dist=True)` is called only on the ranks where "
+                "`self.trainer.is_global_zero`; the others never join it", ranks="main"),)})
 
 
 class CollectiveMismatch(Rule):
@@ -42,7 +82,9 @@ class CollectiveMismatch(Rule):
     specificity = 85
     fires_on = (Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
                 Example("a barrier only rank 0 calls, beside a helper's all_reduce",
-                        guarded_barrier_beside_a_helper))
+                        guarded_barrier_beside_a_helper),
+                Example("a metric synced on rank 0 only, waited for later inside the "
+                        "framework's loop", _deferred_sync))
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
                 Example("a rank that ran out of data", rank_ran_out_of_data),
                 Example("a rank that returned from its epoch helper first",
@@ -60,11 +102,23 @@ class CollectiveMismatch(Rule):
         site = state.site
         where = short_location(site) if site else "its call site"
         evidence = [describe_group(odd), describe_group(rest)]
+        # The framework issued the collectives (every rank's own line is the same, or the call
+        # is not the user's): the code may show the call made on some ranks only.
+        code = None
+        if state.distance is None or (site is not None and site == rest[0].site):
+            found = _guarded_in_code(job, odd + rest)
+            if found is not None:
+                code, taker = found
+                odd, rest = [taker], [s for s in odd + rest if s is not taker]
+                state = taker
         seqs = {s.seq for s in odd + rest if s.seq is not None}
         if len(seqs) == 1:
             source = "Flight Recorder: " if rank_view(job).flight_recorder else ""
             evidence.append(f"{source}all of them are at collective #{seqs.pop()}: the same "
                             "step of the sequence, but not the same operation")
+        if code is not None:
+            yield self._from_code(job, code, state, rest, evidence)
+            return
         guarded = rank_guard(state)
         guard = guarded[1] if guarded else (
             site.guards[-1] if site is not None and site.guards else None)
@@ -90,5 +144,32 @@ class CollectiveMismatch(Rule):
             evidence=tuple(evidence),
             fixes=(first_fix, "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
                    "(it checks that collectives match; it is slow, so not for production).",
+                   PROCESS_GROUP_TIMEOUT),
+        )
+
+    def _from_code(self, job: JobView, code: CodeFinding, state: RankState,
+                   rest: list[RankState], evidence: list[str]) -> Finding:
+        where = f"{short_file(code.file)}:{code.line} in {code.function}"
+        evidence.append(f"code ({code.rule_id}): {code.message}, at {where}"
+                        + (f" `{code.code}`" if code.code else ""))
+        located = rank_culprit(job, state).model_copy(update={"location": Location(
+            file=code.file, line=code.line, function=code.function, code=code.code)})
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+            title=f"Collective mismatch: rank {state.rank} in {state.call}, {rank_list(rest)} "
+                  f"in {rest[0].call}; the code calls a collective on some ranks only at "
+                  f"{where}",
+            explanation=("Collectives pair up by order: when ranks call different ones (or one "
+                         "only some ranks call), each waits for a partner that never comes. "
+                         "The framework runs the collectives here, so the ranks' own lines are "
+                         "the same; the code shows which call only some ranks make."),
+            culprit=located,
+            related=tuple(rank_culprit(job, s) for s in rest[:4]),
+            evidence=tuple(evidence),
+            fixes=(f"{code.message[:1].upper()}{code.message[1:]} ({where}): move the call "
+                   "out of that condition, so that every rank makes it (do only the rank-0 "
+                   "work inside it).",
+                   "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks that "
+                   "collectives match; it is slow, so not for production).",
                    PROCESS_GROUP_TIMEOUT),
         )
