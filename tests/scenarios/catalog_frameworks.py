@@ -33,9 +33,6 @@ NO_RANKS = "Lightning's ranks seen as a main process and its child, with no rank
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
 KNOWN_MISSES = {
-    "u_lightning_num_nodes": "line: the culprit is the configuration (num_nodes=2 on one "
-                             "machine); the rendezvous and the missing ranks are named, at the "
-                             "trainer.fit line where the ranks wait",
 }
 
 

@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 from hangdoctor.evidence import build as b
-from hangdoctor.probes.code_review import review_code, user_files
+from hangdoctor.probes.code_review import review_code, settings_in, user_files
 
 GUARDED = textwrap.dedent("""\
     import torch.distributed as dist
@@ -45,3 +45,23 @@ def test_installed_packages_and_missing_files_are_not_read(tmp_path: Path):
     site = f"{b.SITE}/lightning/pytorch/trainer/trainer.py"
     assert user_files(_snapshot(site)) == []
     assert review_code(_snapshot(str(tmp_path / "gone.py"))) == ()
+
+
+def test_the_size_setting_is_found_as_a_keyword_or_a_dict_entry(tmp_path: Path):
+    script = tmp_path / "fit.py"
+    script.write_text('CLUSTER = {"devices": 2, "num_nodes": 2}\n\n\n'
+                      "def main(n):\n    dist.init_process_group('gloo', world_size=n)\n")
+    settings = {s.name: s for s in settings_in(script)}
+    assert (settings["num_nodes"].value, settings["num_nodes"].line) == (2, 1)
+    assert settings["world_size"].value is None  # not a literal: nothing to compare
+    assert settings["world_size"].function == "main"
+
+
+def test_missing_ranks_point_at_the_node_count_the_code_asks_for():
+    from hangdoctor.analysis.job import JobView
+    from hangdoctor.rules.distributed.rendezvous import Rendezvous, _two_nodes_asked
+
+    finding = next(iter(Rendezvous().check(JobView(_two_nodes_asked()))))
+    assert finding.culprit is not None and finding.culprit.location is not None
+    assert (finding.culprit.location.file, finding.culprit.location.line) == ("train.py", 29)
+    assert "num_nodes=2" in finding.fixes[0]

@@ -312,6 +312,19 @@ class CodeFinding(Evidence):
                               "`main` (rank 0) or `other` (every rank but 0)")
 
 
+class CodeSetting(Evidence):
+    """A setting in the user's code that shapes a distributed job (`num_nodes=2`,
+    `world_size=4`), where the code on the stacks sets it: the line to change when the job
+    waits for ranks the setting asks for and nothing starts."""
+
+    name: str = Field(description="num_nodes, nnodes or world_size")
+    value: int | None = Field(default=None, description="when the code gives a literal")
+    file: str
+    line: int
+    function: str = "<module>"
+    code: str | None = None
+
+
 class Bundle(Evidence):
     """Everything one capture saw: what `analyze` reads back."""
 
@@ -333,4 +346,7 @@ class Bundle(Evidence):
     )
     code_findings: tuple[CodeFinding, ...] = Field(
         default=(), description="hang-prone patterns in the user's files on the stacks"
+    )
+    code_settings: tuple[CodeSetting, ...] = Field(
+        default=(), description="distributed settings (num_nodes, world_size) in those files"
     )

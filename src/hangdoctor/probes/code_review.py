@@ -8,12 +8,13 @@ bounded number of bounded size; a file that cannot be read is skipped."""
 
 from __future__ import annotations
 
+import ast
 import linecache
 from collections.abc import Iterable
 from pathlib import Path
 
 from hangdoctor.analysis.frames import Origin, origin
-from hangdoctor.evidence.model import CodeFinding, Snapshot
+from hangdoctor.evidence.model import CodeFinding, CodeSetting, Snapshot
 from hangdoctor.probes.sources import function_at
 
 MAX_FILES = 24
@@ -30,6 +31,49 @@ def user_files(snapshots: Iterable[Snapshot]) -> list[Path]:
                     if origin(frame) is Origin.USER and frame.file.endswith(".py"):
                         seen.setdefault(frame.file, None)
     return [Path(f) for f in seen][:MAX_FILES]
+
+
+_SETTINGS = frozenset({"num_nodes", "nnodes", "world_size"})
+
+
+def _literal(node: ast.expr | None) -> int | None:
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
+def settings_in(path: Path) -> list[CodeSetting]:
+    """Where the file sets a distributed size: a keyword argument (`Trainer(num_nodes=2)`,
+    `init_process_group(world_size=4)`) or a dict entry (`{"num_nodes": 2}`), first of each."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+            return []
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found: dict[str, CodeSetting] = {}
+
+    def note(name: str, value: ast.expr | None, node: ast.AST) -> None:
+        line = int(getattr(value, "lineno", None) or getattr(node, "lineno", None) or 1)
+        if name in _SETTINGS and name not in found:
+            found[name] = CodeSetting(
+                name=name, value=_literal(value), file=str(path), line=line,
+                function=function_at(str(path), line),
+                code=linecache.getline(str(path), line).strip() or None)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg is not None:
+                    note(keyword.arg, keyword.value, keyword)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    note(key.value, value, key)
+    return sorted(found.values(), key=lambda setting: setting.line)
+
+
+def review_settings(snapshots: Iterable[Snapshot]) -> tuple[CodeSetting, ...]:
+    """The distributed sizes set in the user's files on the stacks."""
+    return tuple(setting for path in user_files(snapshots) for setting in settings_in(path))
 
 
 def review_code(snapshots: Iterable[Snapshot]) -> tuple[CodeFinding, ...]:

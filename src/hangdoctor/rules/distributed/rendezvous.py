@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.analysis.roles import init_method
 from hangdoctor.analysis.waits import describe_wait
+from hangdoctor.evidence.model import Bundle, CodeSetting
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
     all_in_the_same_collective,
@@ -15,9 +17,31 @@ from hangdoctor.rules.distributed._ranks import (
     rank_culprit,
     wait_words,
 )
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
+
+
+def _size_setting(job: JobView, world_size: int | None) -> CodeSetting | None:
+    """The setting in the code the ranks run that asks for more ranks than started here: a
+    node count above one (`Trainer(num_nodes=2)`), or a literal world size equal to the one
+    the ranks wait for."""
+    for setting in job.bundle.code_settings:
+        if setting.value is None or world_size is None:
+            continue
+        if setting.name in ("num_nodes", "nnodes") and setting.value > 1 \
+                and world_size % setting.value == 0:
+            return setting
+        if setting.name == "world_size" and setting.value == world_size:
+            return setting
+    return None
+
+
+def _two_nodes_asked() -> Bundle:
+    job = never_joined()
+    return job.model_copy(update={"code_settings": (CodeSetting(
+        name="num_nodes", value=2, file="train.py", line=29, code='CLUSTER = {"num_nodes": 2}'),
+    )})
 
 
 class Rendezvous(Rule):
@@ -32,7 +56,9 @@ class Rendezvous(Rule):
     reads = "ranks"
     specificity = 85
     names_culprit = False  # a rank that never started has no process to point at
-    fires_on = (Example("rank 2 never joined", never_joined),)
+    fires_on = (Example("rank 2 never joined", never_joined),
+                Example("half the ranks never started: the code asks for two nodes",
+                        _two_nodes_asked))
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -41,6 +67,7 @@ class Rendezvous(Rule):
         if not joining or any((s.steps or 0) > 0 for s in view.ranks.values()):
             return
         late = [s for s in view.alive if not s.in_start_up]
+        setting = None
         missing = [r for r in view.missing if r not in {s.rank for s in late}]
         env = joining[0].process.environ if joining[0].process else {}
         url = init_method(joining[0].process) if joining[0].process else None
@@ -59,6 +86,7 @@ class Rendezvous(Rule):
             title = f"Rendezvous: rank {state.rank} never reached init_process_group"
         elif missing:
             evidence.append(f"rank(s) {', '.join(map(str, missing[:8]))} have no process here")
+            setting = _size_setting(job, view.world_size)
             if view.on_this_node is not None and view.elsewhere:
                 evidence.append(
                     f"this node runs ranks {view.on_this_node.start}-"
@@ -67,6 +95,15 @@ class Rendezvous(Rule):
                     "--nnodes, or the store unreachable from there)")
             culprit_ = rank_culprit(job, joining[0])  # where the job waits for them
             title = f"Rendezvous: rank(s) {', '.join(map(str, missing[:8]))} never joined"
+            if setting is not None:
+                where = f"{short_file(setting.file)}:{setting.line}"
+                evidence.append(f"the code sets {setting.name}={setting.value} at {where}"
+                                + (f" `{setting.code}`" if setting.code else ""))
+                culprit_ = culprit_.model_copy(update={"location": Location(
+                    file=setting.file, line=setting.line, function=setting.function,
+                    code=setting.code)})
+                title += (f": the world size of {view.world_size} comes from "
+                          f"{setting.name}={setting.value} at {where}")
         else:
             culprit_ = rank_culprit(job, joining[0])
             title = f"Rendezvous: every rank waits at start-up for the store at {address}"
@@ -77,7 +114,12 @@ class Rendezvous(Rule):
                          "the store at MASTER_ADDR:MASTER_PORT; some never did."),
             culprit=culprit_,
             evidence=tuple(evidence),
-            fixes=("Check that every node runs the same command with the same WORLD_SIZE / "
+            fixes=(*((f"The code asks for {setting.name}={setting.value} at "
+                      f"{short_file(setting.file)}:{setting.line}, and {len(view.alive)} "
+                      "rank(s) started here: start the other node(s) with the same command "
+                      "and their node rank, or, for a run on this machine alone, set it to "
+                      "match what runs here.",) if missing and setting is not None else ()),
+                   "Check that every node runs the same command with the same WORLD_SIZE / "
                    "--nnodes and --nproc_per_node, and that all of them started.",
                    f"Check that {address} is reachable from every node (firewall, the right "
                    "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
