@@ -174,6 +174,9 @@ def test_training_progress_is_reported_and_the_result_unchanged(jobs, tmp_path, 
     [status] = read_statuses(status_dir)
     assert status.pid == pid
     assert status.rank is None
+    script, line, function = status.last_sync_at[0]  # where backward() was called
+    assert script.endswith("train.py") and function == "<module>"
+    assert TRAIN.splitlines()[line - 1].strip() == "loss.backward()"
     assert (status.steps, status.batches, status.losses_seen) == (STEPS, STEPS, STEPS)
     assert status.data_wait_s > 0
     assert status.nonfinite_losses == 0 and status.last_nonfinite_at is None
@@ -233,6 +236,10 @@ def test_collectives_are_counted_per_rank(jobs, tmp_path):
         assert status.collectives == 5
         assert status.last_collective == "all_reduce"
         assert status.in_collective is None and status.in_collective_seq is None
+        # where the script last synchronised: its all_reduce line, at module level
+        script, line, function = status.last_sync_at[0]
+        assert script.endswith("ranks.py") and function == "<module>"
+        assert "dist.all_reduce(tensor)" in DISTRIBUTED.splitlines()[line - 1]
 
 
 @pytest.mark.torch

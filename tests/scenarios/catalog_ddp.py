@@ -31,8 +31,6 @@ KNOWN_MISSES = {
                             "after main() returned and the child's target has returned too: "
                             "no stack holds the `put` or the loop that stopped reading, so "
                             "the report points at the worker's start",
-    "u_ddp_rank_early_stop": "line: the rank that left first is named from the timeline, but "
-                             "no stack shows the `break` it took (it exited cleanly)",
 }
 
 

@@ -32,8 +32,7 @@ NO_RANKS = "Lightning's ranks seen as a main process and its child, with no rank
 
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
-KNOWN_MISSES = {
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _u(name: str, category: str | None, **kwargs) -> Scenario:

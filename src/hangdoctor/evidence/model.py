@@ -34,6 +34,14 @@ class HeldContext(Evidence):
     how: str = Field(default="with", description="`with` block, or explicit `acquire()` call")
 
 
+class LoopExit(Evidence):
+    """A statement that leaves a loop before its end (`break`, `return`)."""
+
+    line: int
+    code: str | None = None
+    condition: str | None = Field(default=None, description="the `if` it runs under, if any")
+
+
 class Frame(Evidence):
     """One frame of a stack, innermost first in a thread's list."""
 
@@ -60,6 +68,9 @@ class Frame(Evidence):
     )
     loop_lines: tuple[int, ...] = Field(
         default=(), description="the lines of those loop headers, outermost first"
+    )
+    loop_exits: tuple[LoopExit, ...] = Field(
+        default=(), description="the `break`s and `return`s that leave those loops early"
     )
 
 
@@ -207,6 +218,14 @@ class ProgressStatus(Evidence):
     last_nonfinite_at: float | None = None
     exiting_at: float | None = Field(
         default=None, description="when the process began a normal exit (its atexit hooks)")
+    last_sync_at: tuple[tuple[str, int, str], ...] = Field(
+        default=(), description="(file, line, function) of each frame, innermost first (at "
+        "most 8), of the code that last called a collective or backward() (where DDP "
+        "all-reduces)")
+    last_sync: tuple[Frame, ...] = Field(
+        default=(), description="those frames of the user's code with their source context, "
+        "filled in by the supervisor (the loops around them, and the exits that leave those "
+        "loops early)")
 
 
 class ProcessSample(Evidence):

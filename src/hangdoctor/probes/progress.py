@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hangdoctor.evidence.model import FaultLog, ProgressStatus
+from hangdoctor.evidence.model import FaultLog, Frame, ProgressStatus
 from hangdoctor.redact import redact_value
 
 STATUS_GLOB = "status-*.json"
@@ -31,6 +31,18 @@ def read_statuses(status_dir: Path) -> list[ProgressStatus]:
             continue
     statuses.sort(key=lambda status: status.pid)
     return statuses
+
+
+def with_sync_source(status: ProgressStatus) -> ProgressStatus:
+    """The status with the user's frames of its last synchronisation read from the source
+    (the loops around them and their early exits): what a rank that left leaves behind."""
+    from hangdoctor.analysis.frames import Origin, origin
+    from hangdoctor.probes.sources import with_source
+
+    frames = [Frame(file=file, line=line, function=function)
+              for file, line, function in status.last_sync_at]
+    mine = tuple(with_source(f) for f in frames if origin(f) is Origin.USER)
+    return status.model_copy(update={"last_sync": mine}) if mine else status
 
 
 FAULT_GLOB = "fault-*.txt"

@@ -10,7 +10,7 @@ import linecache
 import os
 from collections.abc import Iterator
 
-from hangdoctor.evidence.model import Frame, HeldContext
+from hangdoctor.evidence.model import Frame, HeldContext, LoopExit
 
 _MAX_SOURCE_BYTES = 2_000_000
 _ACQUIRE = "acquire"
@@ -170,6 +170,50 @@ def _control(
     return guards, loops, loop_lines
 
 
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _loop_exits(source: _SourceFile, line: int) -> tuple[LoopExit, ...]:
+    """The statements that leave the outermost loop around `line` (in its function) before it
+    ends: a `break` of that loop, and any `return` in it, with the `if` each runs under. A
+    process that left the loop early, without an exception, took one of them."""
+    scope = source.scope_of(line)
+    around = [node for node in _own_nodes(scope) if isinstance(node, _LOOPS) and node.body
+              and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)]
+    if not around:
+        return ()
+    exits: list[LoopExit] = []
+
+    def visit(node: ast.AST, loop: ast.AST | None, condition: str | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return  # its own code, not this function's
+        if (isinstance(node, ast.Break) and loop is outermost) or isinstance(node, ast.Return):
+            exits.append(LoopExit(line=node.lineno, condition=condition,
+                                  code=ast.unparse(node)))
+            return
+        for field, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            inner = node if isinstance(node, _LOOPS) and field == "body" else loop
+            here = condition
+            if isinstance(node, ast.If) and field in ("body", "orelse"):
+                test = ast.unparse(node.test)
+                here = test if field == "body" else f"not ({test})"
+            for child in children:
+                if isinstance(child, ast.AST):
+                    visit(child, inner, here)
+
+    outermost = min(around, key=lambda node: node.lineno)
+    for statement in outermost.body:
+        visit(statement, outermost, None)
+    return tuple(sorted(exits, key=lambda e: e.line))
+
+
+def loop_exits_at(path: str, line: int) -> tuple[LoopExit, ...]:
+    """`_loop_exits` for a file on disk (nothing when it cannot be read)."""
+    source = _source(path)
+    return _loop_exits(source[0], line) if source is not None else ()
+
+
 def with_source(frame: Frame) -> Frame:
     """The frame with its source line and lock context filled in, where the file is readable."""
     if frame.native or frame.line <= 0 or not os.path.isfile(frame.file):
@@ -180,9 +224,16 @@ def with_source(frame: Frame) -> Frame:
         return frame.model_copy(update={"code": code})
     held, acquiring, guards, loops, loop_lines = _cached_context(frame.file, source[1],
                                                                  frame.line)
+    exits = _cached_exits(frame.file, source[1], frame.line) if loops else ()
     return frame.model_copy(update={"code": code, "held": held, "acquiring": acquiring,
                                     "guards": guards, "loops": loops,
-                                    "loop_lines": loop_lines})
+                                    "loop_lines": loop_lines, "loop_exits": exits})
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_exits(path: str, mtime: float, line: int) -> tuple[LoopExit, ...]:
+    parsed = _parse(path, mtime)
+    return _loop_exits(parsed, line) if parsed is not None else ()
 
 
 @functools.lru_cache(maxsize=4096)

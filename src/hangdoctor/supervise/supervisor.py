@@ -21,7 +21,7 @@ from hangdoctor import bounded
 from hangdoctor.errors import ExitCode, LaunchError
 from hangdoctor.instrument import instrumented_environment
 from hangdoctor.private_files import make_dir, open_log
-from hangdoctor.probes.progress import STOPPED_GLOB, read_fault_logs
+from hangdoctor.probes.progress import STOPPED_GLOB, read_fault_logs, with_sync_source
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.failure_watch import FailureWatch
 from hangdoctor.supervise.launch import (
@@ -278,7 +278,7 @@ class Supervisor:
             last_progress_s=round(self.tracker.last_progress_s, 3),
             hang_declared_s=round(hang.declared_s, 3) if hang else None,
             hang_kind=hang.kind if hang else None,
-            progress=tuple(self.sampler.statuses),
+            progress=tuple(with_sync_source(s) for s in self.sampler.statuses),
             timeline=tuple(self.sampler.timeline),
             output_bytes=self.log.total_bytes,
             output_tail=tuple(redact_value(line) for line in self.log.tail_lines()),

@@ -31,7 +31,7 @@ from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch is only imported by the job itself
     from collections.abc import Callable
-    from types import ModuleType
+    from types import FrameType, ModuleType
 
     from torch import Tensor
     from torch.optim import Optimizer
@@ -165,6 +165,7 @@ class _Status:
         "last_loss",
         "last_nonfinite_at",
         "last_step_at",
+        "last_sync_at",
         "losses_seen",
         "nonfinite_losses",
         "pid",
@@ -199,6 +200,7 @@ class _Status:
         self.world_size: int | None = None
         self.device_losses = _DeviceLosses()  # GPU losses, counted by the writer thread
         self.exiting_at: float | None = None  # when the interpreter began to exit normally
+        self.last_sync_at: list[tuple[str, int, str]] = []  # see _note_sync_site
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -225,6 +227,7 @@ class _Status:
             "nonfinite_losses": self.nonfinite_losses + device.nonfinite,
             "last_nonfinite_at": last_nonfinite,
             "exiting_at": self.exiting_at,
+            "last_sync_at": self.last_sync_at,
         }, allow_nan=False)
 
 
@@ -530,6 +533,7 @@ def _enter_collective(
         state.in_collective = name
         state.in_collective_seq = seq
         state.in_collective_since = _now()
+        _note_sync_site_from_collective()
         _changed()
         return seq
     except Exception:
@@ -562,6 +566,7 @@ def _hook_backward(torch: ModuleType) -> None:
         if getattr(_tls, "in_backward", False) or (_compiling is not None and _compiling()):
             return original(self, *args, **kwargs)
         _note_loss(self, tensor_type)
+        _note_sync_site()
         _tls.in_backward = True
         try:
             return original(self, *args, **kwargs)
@@ -574,6 +579,35 @@ def _hook_backward(torch: ModuleType) -> None:
     setattr(backward, _MARK, True)
     _WRAPPERS.add(_code_of(backward))
     tensor_type.backward = backward
+
+
+_SYNC_FRAMES = 8
+
+
+def _note_sync_site() -> None:
+    """Where the job's code stands when it calls a collective or backward() (DDP all-reduces
+    there): (file, line, function) of its callers, innermost first. A rank that leaves the job
+    early leaves no stack; this says in which loop it last synchronised, and the loop's exits
+    say how it could have left. Plain values only: a frame kept would keep its locals alive."""
+    _note_sync_site_at(3)
+
+
+def _note_sync_site_at(depth: int) -> None:
+    try:
+        frame: FrameType | None = sys._getframe(depth)
+        chain: list[tuple[str, int, str]] = []
+        while frame is not None and len(chain) < _SYNC_FRAMES:
+            code = frame.f_code
+            chain.append((code.co_filename, frame.f_lineno, code.co_name))
+            frame = frame.f_back
+        _state.last_sync_at = chain
+    except Exception:
+        pass
+
+
+def _note_sync_site_from_collective() -> None:
+    """`_note_sync_site` from `_enter_collective`, one frame deeper than the backward hook."""
+    _note_sync_site_at(4)
 
 
 def _note_loss(loss: Tensor, tensor_type: type[Tensor]) -> None:

@@ -99,6 +99,33 @@ def _left_first(job: JobView, failed_rank: int | None) -> _Left | None:
     return _Left(rank=ranks[gone[0].pid], pid=gone[0].pid, last_seen_s=gone[0].last_seen_s)
 
 
+def _way_out(job: JobView, pid: int) -> tuple[Location, list[str]] | None:
+    """How a rank that left first, without an error, got out of its training loop: the loop it
+    last synchronised in (a collective, or backward(): the instrumentation noted where) and the
+    statements that leave that loop before its end. With one, that is where it left; with
+    several, the loop's header, and the exits in the evidence."""
+    status = next((s for s in job.record.progress if s.pid == pid), None) if job.record else None
+    frames = status.last_sync if status is not None else ()
+    looping = next((f for f in reversed(frames) if f.loops), None)  # outermost first
+    if looping is None or not looping.loop_exits:
+        return None
+    header = f"`{looping.loops[0]}`"
+    evidence = [f"its last collective or backward() was at {short_location(looping)}, inside "
+                f"{header}"]
+    exits = looping.loop_exits
+    if len(exits) == 1:
+        [way] = exits
+        under = f" under `if {way.condition}`" if way.condition else ""
+        evidence.append(f"the only way out of {header} before its end is `{way.code}` at line "
+                        f"{way.line}{under}: the others went on")
+        return Location(file=looping.file, line=way.line, function=looping.function,
+                        code=way.code), evidence
+    listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
+    evidence.append(f"it left {header} early by one of: {listed}")
+    return Location(file=looping.file, line=looping.loop_lines[0], function=looping.function,
+                    code=looping.loops[0]), evidence
+
+
 def _job_failed(job: JobView) -> bool:
     """Whether the job ended in failure: a non-zero exit, or (logs alone) unknown."""
     record = job.record
@@ -222,6 +249,10 @@ class RankExitedFromLog(Rule):
                                "log, so it most likely returned or broke out of its loop early "
                                "(early stopping, an exhausted shard, a `return` on some ranks); "
                                "the others failed when their next collective lost it.")
+                way_out = _way_out(job, left.pid)
+                if way_out is not None:
+                    location, found = way_out
+                    fault_evidence += found
                 fixes.append(f"Find the exit path rank {left.rank} took while the others went "
                              "on: every rank must run the same collectives to the end (stop "
                              "together: all_reduce a 'stop' flag before breaking out).")
