@@ -26,12 +26,7 @@ def _missed(category: str | None, rank: int | None = None, at: str | None = None
 
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
-KNOWN_MISSES = {
-    "u_mp_queue_exit_join": "line: named as a deadlock (HD107), but the join runs at exit "
-                            "after main() returned and the child's target has returned too: "
-                            "no stack holds the `put` or the loop that stopped reading, so "
-                            "the report points at the worker's start",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _u(name: str, category: str | None, **kwargs) -> Scenario:

@@ -65,3 +65,21 @@ def test_missing_ranks_point_at_the_node_count_the_code_asks_for():
     assert finding.culprit is not None and finding.culprit.location is not None
     assert (finding.culprit.location.file, finding.culprit.location.line) == ("train.py", 29)
     assert "num_nodes=2" in finding.fixes[0]
+
+
+def test_a_queue_join_deadlock_points_at_the_loop_that_stopped_reading():
+    from hangdoctor.analysis.job import JobView
+    from hangdoctor.evidence.model import CodeFinding
+    from hangdoctor.rules.process.queue_join_deadlock import QueueJoinDeadlock, _exit_join
+
+    loop = CodeFinding(rule_id="HL403", category="process.deadlock", file="train.py", line=46,
+                       function="main", code="for step in range(args.max_steps):",
+                       message="this loop reads the worker's queue a fixed number of times")
+    job = _exit_join(feeder_blocked=True)
+    finding = next(iter(QueueJoinDeadlock().check(JobView(
+        job.model_copy(update={"code_findings": (loop,)})))))
+    assert finding.culprit is not None and finding.culprit.location is not None
+    assert (finding.culprit.location.line, finding.culprit.location.function) == (46, "main")
+    alone = next(iter(QueueJoinDeadlock().check(JobView(job))))
+    assert alone.culprit is not None and alone.culprit.location is not None
+    assert alone.culprit.location.line == 60  # the join line, without the code's help

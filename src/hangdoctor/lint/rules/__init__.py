@@ -17,7 +17,7 @@ from hangdoctor.lint.rules.distributed import (
     UnevenShards,
 )
 from hangdoctor.lint.rules.network import NetworkCallWithoutTimeout
-from hangdoctor.lint.rules.process import DebuggerLeftIn, PopenPipeWait
+from hangdoctor.lint.rules.process import DebuggerLeftIn, PopenPipeWait, QueueLeftUnread
 
 
 class ParseError(LintRule):
@@ -46,6 +46,7 @@ ALL_RULES: tuple[type[LintRule], ...] = (
     MissingGradientClipping,
     PopenPipeWait,
     DebuggerLeftIn,
+    QueueLeftUnread,
     NetworkCallWithoutTimeout,
     UncheckedKernelIndex,
 )

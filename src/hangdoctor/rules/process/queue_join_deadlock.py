@@ -11,17 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import innermost_user_frame, python_frames, short_location
+from hangdoctor.analysis.frames import (
+    innermost_user_frame,
+    python_frames,
+    short_file,
+    short_location,
+)
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
 
 _QUEUES = "multiprocessing/queues.py"
+_UNREAD = "HL403"  # hangdoctor lint: a loop that can stop reading before the end marker
 _JOINS = (("multiprocessing/process.py", "join"), ("multiprocessing/popen_fork.py", "wait"))
 
 
@@ -98,6 +104,8 @@ class QueueJoinDeadlock(Rule):
                 child_main = next((t for t in child.threads if t.tid == child.pid), None)
                 started = innermost_user_frame(frames_of(child_main)) if child_main else None
                 pointed = line or started
+                # The code may show the loop that stopped reading (`hangdoctor lint` HL403).
+                unread = next((c for c in job.bundle.code_findings if c.rule_id == _UNREAD), None)
                 yield Finding(
                     id=self.id, category=self.category, severity=Severity.ERROR,
                     confidence=0.9,
@@ -110,7 +118,10 @@ class QueueJoinDeadlock(Rule):
                         "pipe. The pipe is full and only the parent reads it, but the parent "
                         "stopped reading and waits for the child to end: each waits for the "
                         "other."),
-                    culprit=culprit(job, parent, joining, pointed),
+                    culprit=culprit(job, parent, joining, pointed).model_copy(update={
+                        "location": Location(file=unread.file, line=unread.line,
+                                             function=unread.function, code=unread.code)}
+                        if unread is not None else {}),
                     related=(culprit(job, child, feeder),),
                     evidence=(
                         f"{job.describe_process(parent.pid)}: {joining.comm or 'thread'} (tid "
@@ -120,6 +131,9 @@ class QueueJoinDeadlock(Rule):
                         f"{feeder.tid}) is blocked writing the pipe ({kernel_words(feeder)})",
                         *((f"the child was started at {at(started)}",)
                           if line is None and started is not None else ()),
+                        *((f"code ({unread.rule_id}): the loop at {short_file(unread.file)}:"
+                           f"{unread.line} reads the queue a fixed number of times and can stop "
+                           "before the worker's end marker",) if unread is not None else ()),
                     ),
                     fixes=(
                         "Read everything the child puts before joining it: drain the queue "
