@@ -141,6 +141,15 @@ USERS_DDP: tuple[Scenario, ...] = (
        source="https://runebook.dev/en/docs/python/library/multiprocessing/"
               "multiprocessing.connection.Connection.recv",
        first_try="right"),
+    # --- session 4: written and run before any rule change of that session ---------------------
+    _u("u_threadpool_nested_submit", "process.deadlock", markers=("part", "shard"),
+       source="https://github.com/langchain-ai/langchain/pull/10638"),
+    _u("u_process_pool_max_tasks", "env.version_incompatible", markers=("tokenize",),
+       source="https://github.com/python/cpython/pull/140900"),
+    _u("u_loader_worker_dead_prefetch", "data.pipeline_stall", markers=("decode", "next-record"),
+       source="https://github.com/meta-pytorch/data/pull/1003"),
+    _u("u_healthy_threadpool_cache", HEALTHY, verdict="completed",
+       source="https://github.com/langchain-ai/langchain/pull/10638"),
     # --- healthy controls -------------------------------------------------------------------------
     _u("u_healthy_ddp", HEALTHY, verdict="completed", torchrun=True,
        source="https://blog.csdn.net/Ookura_Resona/article/details/141941284",

@@ -125,4 +125,12 @@ USERS_FRAMEWORKS: tuple[Scenario, ...] = (
        source="https://github.com/huggingface/transformers/issues/17106"),
     _u("u_accelerate_healthy", HEALTHY, verdict="completed", launcher=ACCELERATE_LAUNCH,
        env=ACCELERATE_ENV, limit_s=90, source="https://github.com/bytedance/UNO/issues/71"),
+    # --- session 4: written and run before any rule change of that session ---------------------
+    # Only the main process's progress bar advances, so only it evaluates; its
+    # gather_for_metrics waits while process 1 trains on.
+    _u("u_accelerate_eval_progress_bar", "distributed.collective_mismatch", rank=0,
+       markers=("gather",), launcher=ACCELERATE_LAUNCH, env=ACCELERATE_ENV, limit_s=90,
+       source="https://github.com/huggingface/transformers/issues/31532"),
+    _u("u_lightning_callback_save_rank0", "distributed.collective_mismatch", rank=0,
+       markers=("save",), limit_s=90, source="https://github.com/ray-project/ray/issues/56997"),
 )

@@ -83,3 +83,17 @@ def test_a_stack_asked_for_at_the_timeout_says_so():
     assert any("collective timed out" in line and "download_dataset" in line
                for line in root.evidence)
     assert not any("SIGTERM" in line for line in root.evidence)
+
+
+def test_a_thread_that_died_is_named_even_after_a_stdout_line_without_its_newline():
+    """stdout and stderr share the job's output: threading's header may follow a step line."""
+    from hangdoctor.analysis.tracebacks import tracebacks
+
+    lines = ["step 10 loss 1.1131Exception in thread Thread-1 (_fill):",
+             "Traceback (most recent call last):",
+             '  File "/home/ml/train.py", line 34, in _fill',
+             "    batch.append(json.loads(line))",
+             "json.decoder.JSONDecodeError: Unterminated string"]
+    [raised] = tracebacks(lines)
+    assert raised.thread == "Thread-1 (_fill)"
+    assert raised.location is not None and raised.location.line == 34

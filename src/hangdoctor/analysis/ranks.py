@@ -264,17 +264,18 @@ class RankView:
         return True
 
     def _waits_elsewhere(self, state: RankState) -> bool:
-        """The rank left its collectives and now waits on something no collective waits on:
-        its instrumentation says it is in none, its stack shows none, and its main thread
+        """The rank left its collectives and is now busy or waiting elsewhere: its
+        instrumentation says it is in none, its stack shows none, and its main thread computes,
         sleeps or waits for I/O of its own (a socket read, a file, a child). gloo counts a
-        collective completed a moment after the call returns, so a dump taken then still
-        shows it pending; a rank that waits in `work.wait()` of an asynchronous collective
-        waits on a futex, not on I/O, and keeps the Flight Recorder's reading."""
+        collective completed a moment after the call returns, and on a loaded machine, with
+        the rank's own thread computing, many collectives later (5 behind, seen on 2 cores);
+        a dump then still shows them pending. A rank that waits in `work.wait()` of an
+        asynchronous collective waits on a futex, and keeps the Flight Recorder's reading."""
         if (state.call is not None or state.status is None or state.status.in_collective
                 or state.process is None or state.thread is None):
             return False
         wait = describe_wait(self.job, state.process, state.thread)
-        return wait.kind in IO_KINDS or wait.kind is WaitKind.SLEEP
+        return wait.kind in IO_KINDS or wait.kind in (WaitKind.SLEEP, WaitKind.RUNNING)
 
     @cached_property
     def world_size(self) -> int | None:

@@ -19,8 +19,9 @@ _START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following error:")
-# threading.excepthook's header before the traceback of a thread that died of an exception.
-_THREAD_DIED = re.compile(r"^Exception in thread (?P<name>.+):$")
+# threading.excepthook's header before the traceback of a thread that died of an exception;
+# searched anywhere in the line: on stderr it may follow a stdout line that had no newline yet.
+_THREAD_DIED = re.compile(r"Exception in thread (?P<name>.+):$")
 _MARKERS = re.compile(r"^\s*[\^~\s]+$")
 
 
@@ -69,7 +70,7 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
         if match := _SPAWNED.match(line.strip()):
             spawned_rank = int(match["index"])
             continue
-        if match := _THREAD_DIED.match(line.strip()):
+        if match := _THREAD_DIED.search(line.strip()):
             died[stream] = (index, match["name"])
             continue
         if line.strip() == _START:

@@ -132,10 +132,11 @@ def never_joined() -> Bundle:
     return ranks_job(*waiting)
 
 
-def straggler_completion_not_yet_counted() -> Bundle:
-    """Rank 1 reads a socket after its last all_reduce; its Flight Recorder dump was taken
-    while gloo had not yet counted that all_reduce completed (it does so a moment after the
-    call returns): rank 1 looks pending in #76 while rank 0 waits in #77."""
+def straggler_completion_not_yet_counted(computing: bool = False) -> Bundle:
+    """Rank 1 reads a socket (or computes) after its last all_reduce; its Flight Recorder dump
+    was taken while gloo had not yet counted that all_reduce completed (it does so a moment
+    after the call returns, later on a loaded machine): rank 1 looks pending in #76 while
+    rank 0 waits in #77."""
     def record(rank: int, enqueued: int, completed: int) -> FlightRecord:
         return FlightRecord(pid=100 + rank, rank=rank, last_enqueued=enqueued,
                             last_completed=completed,
@@ -148,6 +149,11 @@ def straggler_completion_not_yet_counted() -> Bundle:
                            b.frame("train.py", 21, "fetch_learning_rate",
                                    code="reply = connection.recv(64)"),
                            world=2, syscall="recvfrom", args=(7,))
+    if computing:
+        thread = b.thread(101, b.frame("train.py", 23, "calibrate",
+                                       code="scale = model(x).std().item()"),
+                          name="MainThread", state="R")
+        reading = reading.model_copy(update={"threads": (thread,)})
     bundle = ranks_job(waiting, reading, progress=(
         rank_status(0, 19, 77, in_collective="all_reduce"), rank_status(1, 19, 76)))
     return bundle.model_copy(update={"flight_records": (record(0, 77, 76), record(1, 76, 75))})

@@ -91,7 +91,10 @@ class CollectiveMismatch(Rule):
                         epoch_helper_ran_out_of_data),
                 Example("a rank reading a socket whose last collective's completion the "
                         "Flight Recorder has not counted yet",
-                        straggler_completion_not_yet_counted))
+                        straggler_completion_not_yet_counted),
+                Example("a rank computing whose last collectives' completions the Flight "
+                        "Recorder has not counted yet",
+                        lambda: straggler_completion_not_yet_counted(computing=True)))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         split = split_groups(rank_view(job))

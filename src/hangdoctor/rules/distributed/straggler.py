@@ -66,7 +66,10 @@ class Straggler(Rule):
     fires_on = (Example("a rank blocked on a network read", _straggler_in_io),
                 Example("a rank blocked on a network read, its last collective's completion "
                         "not yet counted in the Flight Recorder",
-                        straggler_completion_not_yet_counted))
+                        straggler_completion_not_yet_counted),
+                Example("a rank computing, its last collectives' completions not yet counted "
+                        "on a loaded machine",
+                        lambda: straggler_completion_not_yet_counted(computing=True)))
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
                 Example("ranks still joining", never_joined))
 
