@@ -124,6 +124,26 @@ def epoch_helper_ran_out_of_data() -> Bundle:
     return ranks_job(busy, done)
 
 
+def evaluation_on_one_schedule() -> Bundle:
+    """Rank 0 evaluates (its all_gather) because its progress counter says so; rank 1's counter
+    never moves, so it trains on into the next backward()."""
+    loops = ("for epoch in range(epochs)", "for tokens, labels in train")
+    evaluating = rank_process(0, b.frame(C10D, 2700, "all_gather"),
+                              b.frame("train.py", 41, "evaluate",
+                                      code="preds = accelerator.gather_for_metrics(preds)",
+                                      loops=("for tokens, labels in valid",)),
+                              b.frame("train.py", 64, "main", code="evaluate(model, valid)",
+                                      loops=loops, guards=("bar.n % eval_steps == 0",)),
+                              syscall="futex", world=2)
+    training = rank_process(1, b.frame(f"{b.SITE}/torch/autograd/graph.py", 829,
+                                       "_engine_run_backward"),
+                            b.frame(f"{b.SITE}/torch/autograd/__init__.py", 289, "backward"),
+                            b.frame("train.py", 61, "main", code="accelerator.backward(loss)",
+                                    loops=loops),
+                            syscall="futex", world=2)
+    return ranks_job(evaluating, training)
+
+
 def never_joined() -> Bundle:
     init = f"{b.SITE}/torch/distributed/distributed_c10d.py"
     waiting = [rank_process(r, b.frame(init, 1700, "init_process_group"),
@@ -189,10 +209,33 @@ def odd_group(groups: list[list[RankState]]) -> list[RankState]:
     guarded = [g for g in smallest if rank_guard(g[0]) is not None]
     if len(guarded) == 1 or (guarded and len(guarded) < len(smallest)):
         return guarded[0]
+    if not guarded:
+        # A group that took a branch the others did not (`if step % eval_every == 0:` around
+        # the call into its collective, where the others' same function runs no such `if`).
+        branched = [g for g in smallest
+                    if extra_guards(g[0], [o[0] for o in smallest if o is not g])]
+        if len(branched) == 1:
+            return branched[0]
     unguarded_sites = [g for g in smallest if g[0].site is not None and g[0].site.guards]
     if guarded or unguarded_sites:
         return (guarded or unguarded_sites)[0]
     return min(smallest, key=lambda g: (g[0].distance is None, g[0].distance or 0))
+
+
+def extra_guards(state: RankState, others: list[RankState]) -> set[str]:
+    """Conditions of `if` blocks around the rank's user code, in functions the others also
+    run, that the others' code there is not under: the branch this rank took and they did
+    not."""
+    theirs: dict[tuple[str, str], set[str]] = {}
+    for other in others:
+        for frame in user_frames(other.thread):
+            theirs.setdefault((frame.file, frame.function), set()).update(frame.guards)
+    found: set[str] = set()
+    for frame in user_frames(state.thread):
+        key = (frame.file, frame.function)
+        if key in theirs:
+            found |= set(frame.guards) - theirs[key]
+    return found
 
 
 # A condition on the rank: the code under it runs on some ranks only.
@@ -240,7 +283,9 @@ def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
     same loops there, the others are deeper, in a function called from that loop: the odd rank
     has returned from it (an epoch helper whose data ran out), unless the odd rank's collective
     runs under an `if` of its own that the others did not take (a barrier only rank 0 calls,
-    beside a gradient-averaging helper that all_reduces in a loop over the parameters)."""
+    beside a gradient-averaging helper that all_reduces in a loop over the parameters), or the
+    others called that function under an `if` the odd rank did not take (an evaluation that
+    only rank 0's schedule triggered)."""
     looping = rest[0].site
     thread = odd[0].thread
     if looping is None or not looping.loops or thread is None or thread.python is None:
@@ -256,7 +301,10 @@ def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
                 return frame.loops[len(mine.loops)] if shorter else None
             own_guards = {g for f in odd_frames[:depth] for g in f.guards}
             own_guards |= set(mine.guards) - set(frame.guards)
-            if own_guards:
+            # The others called into the deeper function under an `if` the odd rank's line is
+            # not under: it did not take that branch, rather than return from it.
+            their_guards = set(frame.guards) - set(mine.guards)
+            if own_guards or their_guards:
                 return None
             deeper = [f for f in rest_frames[:index] if f.loops]
             return deeper[-1].loops[0] if deeper else looping.loops[-1]

@@ -18,6 +18,8 @@ from hangdoctor.rules.distributed._ranks import (
     collective_frames,
     describe_group,
     epoch_helper_ran_out_of_data,
+    evaluation_on_one_schedule,
+    extra_guards,
     guarded_barrier_beside_a_helper,
     is_uneven,
     rank_culprit,
@@ -30,6 +32,10 @@ from hangdoctor.rules.distributed._ranks import (
 )
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
+
+
+def _calls(states: list[RankState]) -> str:
+    return "calls" if len(states) == 1 else "call"
 
 
 def _guarded_in_code(job: JobView, states: list[RankState]) -> tuple[CodeFinding,
@@ -84,7 +90,9 @@ class CollectiveMismatch(Rule):
                 Example("a barrier only rank 0 calls, beside a helper's all_reduce",
                         guarded_barrier_beside_a_helper),
                 Example("a metric synced on rank 0 only, waited for later inside the "
-                        "framework's loop", _deferred_sync))
+                        "framework's loop", _deferred_sync),
+                Example("an evaluation only rank 0's schedule triggers",
+                        evaluation_on_one_schedule))
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
                 Example("a rank that ran out of data", rank_ran_out_of_data),
                 Example("a rank that returned from its epoch helper first",
@@ -127,14 +135,23 @@ class CollectiveMismatch(Rule):
             site.guards[-1] if site is not None and site.guards else None)
         if guarded is not None and guarded[0] is not site:
             where = short_location(guarded[0])
+        branch = sorted(extra_guards(state, rest)) if not guard else []
         if guard:
             evidence.append(f"the call at {where} runs only where `{guard}` holds")
             first_fix = (f"The {state.call} at {where} runs only where `{guard}` holds: move it "
                          "out of that `if` block, so that every rank calls it.")
+        elif branch:
+            evidence.append(f"{rank_list(odd)} took the branch `if {branch[0]}`, which "
+                            f"{rank_list(rest)} did not")
+            first_fix = (f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} reached the "
+                         f"{state.call} at {where} through `if {branch[0]}`, which "
+                         f"{rank_list(rest)} did not take: that condition differs between "
+                         "ranks (it reads something each rank has its own value of); make it "
+                         "the same on every rank, or all-reduce what it reads first.")
         else:
             first_fix = (f"Every rank must call the same collectives in the same order: "
-                         f"{rank_list(odd)} call {state.call} at {where} while "
-                         f"{rank_list(rest)} call {rest[0].call} at "
+                         f"{rank_list(odd)} {_calls(odd)} {state.call} at {where} while "
+                         f"{rank_list(rest)} {_calls(rest)} {rest[0].call} at "
                          f"{short_location(rest[0].site) if rest[0].site else 'another place'}.")
         yield Finding(
             id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,

@@ -14,6 +14,7 @@ from hangdoctor.rules.distributed._ranks import (
     barrier_only_on_rank_0,
     describe_group,
     epoch_helper_ran_out_of_data,
+    evaluation_on_one_schedule,
     guarded_barrier_beside_a_helper,
     is_uneven,
     left_loop,
@@ -45,7 +46,9 @@ class UnevenInputs(Rule):
                         epoch_helper_ran_out_of_data))
     quiet_on = (Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
                 Example("a barrier only rank 0 calls, beside a helper's all_reduce",
-                        guarded_barrier_beside_a_helper))
+                        guarded_barrier_beside_a_helper),
+                Example("an evaluation only rank 0's schedule triggers",
+                        evaluation_on_one_schedule))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         split = split_groups(rank_view(job))
