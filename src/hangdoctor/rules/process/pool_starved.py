@@ -1,0 +1,133 @@
+"""HD108 process.deadlock: every thread of a `concurrent.futures.ThreadPoolExecutor` runs a task
+that waits for a future, and no thread of the pool is left to run the tasks those futures stand
+for: a task that submits to its own bounded pool and waits (nested submit) starves it.
+
+The mechanism in the evidence: threads in the pool's `_worker` loop (one pool: the same
+`work_queue` object), each inside a task (`_WorkItem.run`) and blocked in `Future.result()`
+(or `concurrent.futures.wait`/`as_completed`); none of them idle or running."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import innermost_user_frame, python_frames, short_location
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.thread_waits import waits_on_futex
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of
+from hangdoctor.taxonomy import Category
+
+_THREAD_POOL = "concurrent/futures/thread.py"
+_FUTURES = "concurrent/futures/_base.py"
+_WAITS = frozenset({"result", "exception", "wait", "as_completed"})
+
+
+def _ends(frame: Frame, path: str) -> bool:
+    return frame.file.replace("\\", "/").endswith(path)
+
+
+def _pool_of(thread: ThreadEvidence) -> str | None:
+    """The pool a worker thread serves: its `_worker` frame's `work_queue` object."""
+    for frame in python_frames(frames_of(thread)):
+        if _ends(frame, _THREAD_POOL) and frame.function == "_worker":
+            queue = next((v for v in frame.locals if v.name == "work_queue"), None)
+            if queue is not None:
+                return str(queue.addr) if queue.addr is not None else queue.repr
+            return "?"  # a pool worker, its queue unknown (no locals)
+    return None
+
+
+def _waits_on_a_future_in_a_task(thread: ThreadEvidence) -> bool:
+    """Inside a task of the pool (`_WorkItem.run` below), blocked waiting for a future."""
+    frames = python_frames(frames_of(thread))
+    waiting = next((i for i, f in enumerate(frames) if _ends(f, _FUTURES)
+                    and f.function.split(".")[-1] in _WAITS), None)
+    task = next((i for i, f in enumerate(frames) if _ends(f, _THREAD_POOL)
+                 and f.function.endswith("_WorkItem.run")), None)
+    return waiting is not None and task is not None and waiting < task and \
+        waits_on_futex(thread)
+
+
+def _starved_pool(*, idle_worker: bool) -> Bundle:
+    queue: dict[str, tuple[str, int | None]] = {
+        "work_queue": ("<_queue.SimpleQueue at 0x7f0291f5fce0>", 0x7F0291F5FCE0)}
+
+    def worker(tid: int) -> ThreadEvidence:
+        return b.thread(
+            tid, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
+            b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
+            b.frame("cache.py", 28, "build_shard", code="blobs = [f.result() for f in futures]"),
+            b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 58, "_WorkItem.run"),
+            b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 83, "_worker",
+                    local_vars=queue), syscall="futex")
+
+    idle = b.thread(14, b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 81, "_worker",
+                                local_vars=queue), syscall="futex")
+    main = b.thread(10, b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
+                    b.frame("cache.py", 39, "main", code="tokens = shard.result()"),
+                    name="MainThread", syscall="futex")
+    workers = [worker(11), worker(12), worker(13)]
+    return b.bundle(b.process(10, main, *workers, *((idle,) if idle_worker else ())))
+
+
+class PoolStarved(Rule):
+    """Every thread of a thread pool waits for a future of work no thread is left to run."""
+
+    id = "HD108"
+    category = Category.PROCESS_DEADLOCK
+    summary = "every thread of a thread pool waits for work queued in that same pool"
+    fires_when = (
+        "every worker thread of a `ThreadPoolExecutor` runs a task that waits in "
+        "`Future.result()` (or `wait`/`as_completed`), none is idle or running: the tasks they "
+        "wait for are queued behind them with no thread to run them"
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (Example("three workers, each waiting for a sub-task of the same pool",
+                        lambda: _starved_pool(idle_worker=False)),)
+    quiet_on = (Example("the same, with one worker idle and able to run a sub-task",
+                        lambda: _starved_pool(idle_worker=True)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            pools: dict[str, list[ThreadEvidence]] = defaultdict(list)
+            for thread in process.threads:
+                pool = _pool_of(thread)
+                if pool is not None:
+                    pools[pool].append(thread)
+            for workers in pools.values():
+                if not all(_waits_on_a_future_in_a_task(t) for t in workers):
+                    continue
+                first = workers[0]
+                line = innermost_user_frame(frames_of(first))
+                where = short_location(line) if line is not None else "its task"
+                yield Finding(
+                    id=self.id, category=self.category, severity=Severity.ERROR,
+                    confidence=0.8,
+                    title=f"Thread pool starved: all {len(workers)} of its threads wait for "
+                          f"futures at {where}, and none is left to run the work they wait for",
+                    explanation=(
+                        "Each thread of the pool runs a task that waits for another future. "
+                        "When those futures stand for tasks submitted to the same pool (a task "
+                        "that submits sub-tasks and waits for them), the sub-tasks sit in the "
+                        "pool's queue behind the waiting tasks, and with every thread taken "
+                        "nothing ever runs them."),
+                    culprit=culprit(job, process, first, line),
+                    related=tuple(culprit(job, process, t, innermost_user_frame(frames_of(t)))
+                                  for t in workers[1:4]),
+                    evidence=(f"{len(workers)} thread(s) of one ThreadPoolExecutor (the same "
+                              "work queue), each inside a task and blocked in Future.result(), "
+                              f"the first at {at(line)}",
+                              "no thread of that pool is idle or running"),
+                    fixes=(f"Do not wait at {where} for work submitted to the same bounded pool: "
+                           "submit the sub-tasks from the caller and wait there, or give them a "
+                           "pool of their own.",
+                           "Or let the outer tasks return their sub-futures (or chain them with "
+                           "`add_done_callback`) instead of blocking a pool thread on them.",
+                           "Pass a timeout to `result()` so that a starved pool fails instead "
+                           "of hanging."),
+                )
