@@ -336,7 +336,7 @@ class CodeSetting(Evidence):
     `world_size=4`), where the code on the stacks sets it: the line to change when the job
     waits for ranks the setting asks for and nothing starts."""
 
-    name: str = Field(description="num_nodes, nnodes or world_size")
+    name: str = Field(description="num_nodes, nnodes, world_size or max_tasks_per_child")
     value: int | None = Field(default=None, description="when the code gives a literal")
     file: str
     line: int

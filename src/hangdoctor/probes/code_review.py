@@ -33,7 +33,7 @@ def user_files(snapshots: Iterable[Snapshot]) -> list[Path]:
     return [Path(f) for f in seen][:MAX_FILES]
 
 
-_SETTINGS = frozenset({"num_nodes", "nnodes", "world_size"})
+_SETTINGS = frozenset({"num_nodes", "nnodes", "world_size", "max_tasks_per_child"})
 
 
 def _literal(node: ast.expr | None) -> int | None:

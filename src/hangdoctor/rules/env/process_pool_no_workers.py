@@ -1,0 +1,124 @@
+"""HD553 env.version_incompatible: a `ProcessPoolExecutor` has work pending and no worker
+process, its manager saw a worker exit and did not mark the pool broken: CPython's bug
+gh-115634, where a pool with `max_tasks_per_child` stops starting workers once one retires
+(Python 3.11 and later, fixed in November 2025: https://github.com/python/cpython/pull/140900).
+
+On a Python without the bug a retired worker is replaced, and a worker that dies breaks the pool
+(`BrokenProcessPool` reaches the caller); work waiting in a pool with no worker and no error
+is that bug's signature. The evidence: the executor's `_ExecutorManagerThread` waiting with an
+empty `worker_sentinels`, `process_exited` true and `is_broken` false (its frames' locals), and
+a thread waiting for one of the pool's futures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import innermost_user_frame, python_frames, short_file
+from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, CodeSetting, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of
+from hangdoctor.taxonomy import Category
+
+_PROCESS_POOL = "concurrent/futures/process.py"
+_FUTURES = "concurrent/futures/_base.py"
+BUG = "https://github.com/python/cpython/pull/140900"
+
+
+def _manager_without_workers(thread: ThreadEvidence) -> bool:
+    """The pool's manager thread, waiting, with no worker left and the pool not broken."""
+    values: dict[str, str] = {}
+    for frame in python_frames(frames_of(thread)):
+        if frame.file.replace("\\", "/").endswith(_PROCESS_POOL) and \
+                "_ExecutorManagerThread" in frame.function:
+            values.update({v.name: v.repr or "" for v in frame.locals})
+    return (values.get("worker_sentinels") == "[]" and values.get("process_exited") == "True"
+            and values.get("is_broken", "False") == "False")
+
+
+def _waits_on_a_future(thread: ThreadEvidence) -> bool:
+    return any(f.file.replace("\\", "/").endswith(_FUTURES) and
+               f.function.split(".")[-1] in ("result", "wait", "as_completed")
+               for f in python_frames(frames_of(thread)))
+
+
+def _pool(*, workers: str, python: str = "3.11.7") -> Bundle:
+    main = b.thread(10, b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
+                    b.frame("prep.py", 26, "main", code="ids = [f.result() for f in futures]"),
+                    name="MainThread", syscall="futex")
+    manager = b.thread(
+        11, b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 947, "wait"),
+        b.frame(f"{b.STDLIB}/concurrent/futures/process.py", 417,
+                "_ExecutorManagerThread.wait_result_broken_or_wakeup",
+                local_vars={"worker_sentinels": (workers, None)}),
+        b.frame(f"{b.STDLIB}/concurrent/futures/process.py", 344, "_ExecutorManagerThread.run",
+                local_vars={"is_broken": ("False", None), "process_exited": ("True", None)}),
+        syscall="poll")
+    job = b.bundle(b.process(10, main, manager))
+    return job.model_copy(update={"system": job.system.model_copy(update={"python": python})})
+
+
+class ProcessPoolWithoutWorkers(Rule):
+    """Work waits in a ProcessPoolExecutor that has no worker left and is not broken."""
+
+    id = "HD553"
+    category = Category.ENV_VERSION_INCOMPATIBLE
+    summary = "a ProcessPoolExecutor stopped starting workers (CPython gh-115634)"
+    fires_when = (
+        "a thread waits for a `ProcessPoolExecutor` future while the pool's manager thread has "
+        "no worker left, saw one exit and did not break the pool: the Python bug that stops "
+        "replacing workers retired by `max_tasks_per_child`"
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (Example("work pending, no worker, the pool not broken",
+                        lambda: _pool(workers="[]")),)
+    quiet_on = (Example("work pending with a worker running it",
+                        lambda: _pool(workers="[<Connection at 0x7f22268f4090>]")),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            if not any(_manager_without_workers(t) for t in process.threads):
+                continue
+            waiting = next((t for t in process.threads if _waits_on_a_future(t)), None)
+            if waiting is None:
+                continue
+            line = innermost_user_frame(frames_of(waiting))
+            setting = next((s for s in job.bundle.code_settings
+                            if s.name == "max_tasks_per_child"), None)
+            python = job.bundle.system.python or "this Python"
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.75,
+                title=f"ProcessPoolExecutor with no worker left: the work waited for at "
+                      f"{at(line)} never runs (CPython bug gh-115634, Python {python})",
+                explanation=(
+                    "The pool's manager thread saw a worker exit, did not mark the pool broken, "
+                    "and has no worker process left, while work is still queued. That is "
+                    "CPython's bug gh-115634: with `max_tasks_per_child`, a worker that retires "
+                    "at its task limit is not replaced, and the remaining tasks wait forever. "
+                    f"It affects Python 3.11 and later until the fix ({BUG})."),
+                culprit=culprit(job, process, waiting, line),
+                evidence=(
+                    "the pool's _ExecutorManagerThread waits with worker_sentinels=[] "
+                    "(no worker), process_exited=True, is_broken=False",
+                    f"{waiting.comm or 'thread'} (tid {waiting.tid}) waits for a future at "
+                    f"{at(line)}",
+                    *((_setting_words(setting),) if setting is not None else ()),
+                    f"Python {python}",
+                ),
+                fixes=(
+                    "Upgrade Python to a release with the fix of gh-115634, or drop "
+                    "`max_tasks_per_child` (on Linux, `multiprocessing.Pool(maxtasksperchild="
+                    "...)` replaces workers correctly).",
+                    "Pass a timeout to `result()` so that a stalled pool fails instead of "
+                    "hanging.",
+                ),
+            )
+
+
+def _setting_words(setting: CodeSetting) -> str:
+    value = setting.value if setting.value is not None else "..."
+    return (f"the code sets max_tasks_per_child={value} at {short_file(setting.file)}:"
+            f"{setting.line}")
