@@ -130,7 +130,9 @@ USERS_FRAMEWORKS: tuple[Scenario, ...] = (
     # gather_for_metrics waits while process 1 trains on.
     _u("u_accelerate_eval_progress_bar", "distributed.collective_mismatch", rank=0,
        markers=("gather",), launcher=ACCELERATE_LAUNCH, env=ACCELERATE_ENV, limit_s=90,
-       source="https://github.com/huggingface/transformers/issues/31532"),
+       source="https://github.com/huggingface/transformers/issues/31532",
+       first_try="wrong: distributed.uneven_inputs / rank 1 / "
+                 "u_accelerate_eval_progress_bar.py:61 (accelerator.backward)"),
     _u("u_lightning_callback_save_rank0", "distributed.collective_mismatch", rank=0,
        markers=("save",), limit_s=90, source="https://github.com/ray-project/ray/issues/56997"),
 )
