@@ -79,3 +79,17 @@ def test_files_of_exited_processes_are_removed(tmp_path):
     assert remove_stale_files(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["status-1.json", f"stacks-{os.getpid()}.txt", f"threads-{os.getpid()}.json"])
+
+
+def test_empty_fault_files_of_exited_processes_go_written_ones_stay(tmp_path):
+    """An exited DataLoader worker leaves empty fault and SIGTERM files: noise. One that wrote
+    its stack there (it crashed, or was stopped) left evidence."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True, timeout=30)
+    dead = int(gone.stdout)
+    (tmp_path / f"fault-{dead}.txt").write_text("")
+    (tmp_path / f"stopped-{dead}.txt").write_text('Current thread 0x1 (most recent call first):\n')
+    (tmp_path / f"fault-{os.getpid()}.txt").write_text("")
+    assert remove_stale_files(tmp_path) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"stopped-{dead}.txt", f"fault-{os.getpid()}.txt"])

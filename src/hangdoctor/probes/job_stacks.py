@@ -133,7 +133,8 @@ def request_stacks(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
 
 def remove_stale(status_dir: Path) -> int:
     """Delete the stack and thread-map files of processes that have exited (a DataLoader
-    without persistent workers forks new ones every epoch, each with its own pair of files);
+    without persistent workers forks new ones every epoch, each with its own files), and
+    their fault and SIGTERM files when those stayed empty (a written one is evidence: kept);
     returns how many were removed."""
     removed = 0
     try:
@@ -141,11 +142,19 @@ def remove_stale(status_dir: Path) -> int:
     except OSError:
         return 0
     for name in names:
-        for prefix, suffix in (("stacks-", ".txt"), ("threads-", ".json")):
+        for prefix, suffix, only_empty in _PER_PROCESS:
             number = name[len(prefix):-len(suffix)]
             ours = name.startswith(prefix) and name.endswith(suffix) and number.isdecimal()
-            if ours and not os.path.exists(f"/proc/{number}"):
-                with contextlib.suppress(OSError):
-                    os.unlink(status_dir / name)
-                    removed += 1
+            if not ours or os.path.exists(f"/proc/{number}"):
+                continue
+            if only_empty and _size(status_dir / name) > 0:
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(status_dir / name)
+                removed += 1
     return removed
+
+
+# (prefix, suffix, removed only when empty) of the files each instrumented process writes.
+_PER_PROCESS = (("stacks-", ".txt", False), ("threads-", ".json", False),
+                ("fault-", ".txt", True), ("stopped-", ".txt", True))
