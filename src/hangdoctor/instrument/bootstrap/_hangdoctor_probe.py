@@ -200,7 +200,7 @@ class _Status:
         self.world_size: int | None = None
         self.device_losses = _DeviceLosses()  # GPU losses, counted by the writer thread
         self.exiting_at: float | None = None  # when the interpreter began to exit normally
-        self.last_sync_at: list[tuple[str, int, str]] = []  # see _note_sync_site
+        self.last_sync_at: list[tuple[types.CodeType, int]] = []  # see _note_sync_site
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -227,7 +227,8 @@ class _Status:
             "nonfinite_losses": self.nonfinite_losses + device.nonfinite,
             "last_nonfinite_at": last_nonfinite,
             "exiting_at": self.exiting_at,
-            "last_sync_at": self.last_sync_at,
+            "last_sync_at": [(code.co_filename, line, code.co_name)
+                             for code, line in self.last_sync_at],
         }, allow_nan=False)
 
 
@@ -595,10 +596,11 @@ def _note_sync_site() -> None:
 def _note_sync_site_at(depth: int) -> None:
     try:
         frame: FrameType | None = sys._getframe(depth)
-        chain: list[tuple[str, int, str]] = []
-        while frame is not None and len(chain) < _SYNC_FRAMES:
-            code = frame.f_code
-            chain.append((code.co_filename, frame.f_lineno, code.co_name))
+        chain: list[tuple[types.CodeType, int]] = []  # names are read when written out
+        for _ in range(_SYNC_FRAMES):
+            if frame is None:
+                break
+            chain.append((frame.f_code, frame.f_lineno))
             frame = frame.f_back
         _state.last_sync_at = chain
     except Exception:
