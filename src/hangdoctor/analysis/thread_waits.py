@@ -3,10 +3,12 @@ thread can wait in forever, and what another thread would have to do to end the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import Origin, origin, python_frames
-from hangdoctor.evidence.model import Frame, ThreadEvidence
+from hangdoctor.analysis.frames import Origin, alone, origin, python_frames
+from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,28 @@ def waits_on_futex(thread: ThreadEvidence) -> bool:
     """Asleep in the kernel where Python's locks and conditions sleep (or state unknown)."""
     kernel = thread.kernel
     return kernel is not None and kernel.state == "S" and kernel.syscall_name in ("futex", None)
+
+
+@dataclass(frozen=True)
+class LoneWait:
+    """A thread waiting, without a timeout, in a primitive only another thread of its process
+    could end, in a process where no other thread runs the user's code."""
+
+    process: ProcessEvidence
+    thread: ThreadEvidence
+    primitive: Primitive
+    frame: Frame  # the primitive's own frame
+
+
+def lone_waits(job: JobView) -> Iterator[LoneWait]:
+    """Every such wait in the job."""
+    for process in job.processes:
+        for thread in process.threads:
+            if not waits_on_futex(thread):
+                continue
+            found = blocking_call(thread)
+            if found is not None and alone(process, thread):
+                yield LoneWait(process, thread, *found)
 
 
 def waits_in_iterator(thread: ThreadEvidence, frame: Frame) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import alone, blame_frame, short_location
+from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.thread_waits import blocking_call, waits_in_iterator, waits_on_futex
+from hangdoctor.analysis.thread_waits import lone_waits, waits_in_iterator
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.logfiles import log_bundle
@@ -83,48 +83,42 @@ class ProducerThreadDied(Rule):
         died = _died(job)
         if died is None:
             return
-        for process in job.processes:
-            for thread in process.threads:
-                if not waits_on_futex(thread):
-                    continue
-                found = blocking_call(thread)
-                if found is None or not alone(process, thread):
-                    continue
-                primitive, frame = found
-                waiting_at = blame_frame(frames_of(thread))
-                if waiting_at is None or not waits_in_iterator(thread, frame):
-                    continue
-                raised_at = died.location
-                where = short_location(raised_at) if raised_at else "its own code"
-                waits = short_location(waiting_at)
-                consumer = culprit(job, process, thread, waiting_at)
-                yield Finding(
-                    id=self.id, category=self.category, severity=Severity.ERROR,
-                    confidence=0.85,
-                    title=f"The thread producing batches ({died.thread}) died of "
-                          f"{died.short_type} at {where}; the training loop waits for its "
-                          f"next batch in {primitive.what} at {waits}",
-                    explanation=(
-                        f"Batches reach the loop through {primitive.what}, filled by another "
-                        f"thread. That thread raised {died.short_type} and ended; threading "
-                        "printed its traceback, but nothing told the consumer, which waits "
-                        "without a timeout for a batch no thread is left to produce."),
-                    culprit=Culprit(pid=process.pid, role=consumer.role, thread=died.thread,
-                                    location=Location.of(raised_at)),
-                    related=(consumer,),
-                    evidence=(f"log: thread {died.thread} died: {raised_words(died)}",
-                              f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
-                              f"{primitive.what} at {at(waiting_at)} ({kernel_words(thread)}), "
-                              "with no timeout",
-                              f"no other thread of {job.describe_process(process.pid)} runs "
-                              "user code"),
-                    fixes=(f"Fix what raised at {where} ({died.short_type}): skip or repair "
-                           "the bad record there, or catch it and log which input it was.",
-                           "Let the producer hand its exception over: wrap its loop in "
-                           "`try/except BaseException as e: queue.put(e)` (and `finally: "
-                           "queue.put(END)`), and have the consumer re-raise what it gets, so "
-                           "a failure ends the run instead of hanging it.",
-                           f"Give the wait at {waits} a timeout and check that the producer "
-                           "is alive (`thread.is_alive()`) when it expires."),
-                )
-                return
+        for wait in lone_waits(job):
+            process, thread, primitive = wait.process, wait.thread, wait.primitive
+            waiting_at = blame_frame(frames_of(thread))
+            if waiting_at is None or not waits_in_iterator(thread, wait.frame):
+                continue
+            raised_at = died.location
+            where = short_location(raised_at) if raised_at else "its own code"
+            waits = short_location(waiting_at)
+            consumer = culprit(job, process, thread, waiting_at)
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR,
+                confidence=0.85,
+                title=f"The thread producing batches ({died.thread}) died of "
+                      f"{died.short_type} at {where}; the training loop waits for its "
+                      f"next batch in {primitive.what} at {waits}",
+                explanation=(
+                    f"Batches reach the loop through {primitive.what}, filled by another "
+                    f"thread. That thread raised {died.short_type} and ended; threading "
+                    "printed its traceback, but nothing told the consumer, which waits "
+                    "without a timeout for a batch no thread is left to produce."),
+                culprit=Culprit(pid=process.pid, role=consumer.role, thread=died.thread,
+                                location=Location.of(raised_at)),
+                related=(consumer,),
+                evidence=(f"log: thread {died.thread} died: {raised_words(died)}",
+                          f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
+                          f"{primitive.what} at {at(waiting_at)} ({kernel_words(thread)}), "
+                          "with no timeout",
+                          f"no other thread of {job.describe_process(process.pid)} runs "
+                          "user code"),
+                fixes=(f"Fix what raised at {where} ({died.short_type}): skip or repair "
+                       "the bad record there, or catch it and log which input it was.",
+                       "Let the producer hand its exception over: wrap its loop in "
+                       "`try/except BaseException as e: queue.put(e)` (and `finally: "
+                       "queue.put(END)`), and have the consumer re-raise what it gets, so "
+                       "a failure ends the run instead of hanging it.",
+                       f"Give the wait at {waits} a timeout and check that the producer "
+                       "is alive (`thread.is_alive()`) when it expires."),
+            )
+            return

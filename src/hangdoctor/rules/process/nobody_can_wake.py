@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import alone, blame_frame, short_location
+from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.thread_waits import blocking_call, waits_on_futex
+from hangdoctor.analysis.thread_waits import lone_waits
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
@@ -81,38 +81,32 @@ class NobodyCanWake(Rule):
                 Example("Event.wait(5.0) with a timeout", _event_with_timeout))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        for process in job.processes:
-            for thread in process.threads:
-                if not waits_on_futex(thread):
-                    continue
-                found = blocking_call(thread)
-                if found is None or not alone(process, thread):
-                    continue
-                frame = blame_frame(frames_of(thread))
-                if frame is None:
-                    continue
-                primitive, _ = found
-                where = short_location(frame)
-                yield Finding(
-                    id=self.id, category=self.category, severity=Severity.ERROR,
-                    confidence=0.85,
-                    title=f"Waits forever: {primitive.what} at {where}, and no other thread "
-                          f"could {primitive.waker}",
-                    explanation=(
-                        f"{primitive.what} without a timeout returns only when another thread "
-                        f"of the same process does its part ({primitive.waker}). "
-                        f"{job.describe_process(process.pid)} has no other thread running your "
-                        "code, so nothing ever will."),
-                    culprit=culprit(job, process, thread, frame),
-                    evidence=(f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
-                              f"{primitive.what} at {at(frame)} ({kernel_words(thread)}), with "
-                              "no timeout",
-                              f"no other thread of {job.describe_process(process.pid)} runs "
-                              "user code"),
-                    fixes=(f"Make sure something will {primitive.waker} before {where} waits: "
-                           "start the producer thread (and keep it alive), or fill the queue "
-                           "before reading it.",
-                           f"Give the wait at {where} a timeout and handle it (e.g. "
-                           "`queue.get(timeout=60)` raising queue.Empty) so that a missing "
-                           "producer is an error, not a hang."),
-                )
+        for wait in lone_waits(job):
+            process, thread, primitive = wait.process, wait.thread, wait.primitive
+            frame = blame_frame(frames_of(thread))
+            if frame is None:
+                continue
+            where = short_location(frame)
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR,
+                confidence=0.85,
+                title=f"Waits forever: {primitive.what} at {where}, and no other thread "
+                      f"could {primitive.waker}",
+                explanation=(
+                    f"{primitive.what} without a timeout returns only when another thread "
+                    f"of the same process does its part ({primitive.waker}). "
+                    f"{job.describe_process(process.pid)} has no other thread running your "
+                    "code, so nothing ever will."),
+                culprit=culprit(job, process, thread, frame),
+                evidence=(f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
+                          f"{primitive.what} at {at(frame)} ({kernel_words(thread)}), with "
+                          "no timeout",
+                          f"no other thread of {job.describe_process(process.pid)} runs "
+                          "user code"),
+                fixes=(f"Make sure something will {primitive.waker} before {where} waits: "
+                       "start the producer thread (and keep it alive), or fill the queue "
+                       "before reading it.",
+                       f"Give the wait at {where} a timeout and handle it (e.g. "
+                       "`queue.get(timeout=60)` raising queue.Empty) so that a missing "
+                       "producer is an error, not a hang."),
+            )
