@@ -4,12 +4,14 @@ A stack shows where a thread waits now, not the call that put it there when that
 returned: Lightning's `self.log(..., sync_dist=True)` under `if self.trainer.is_global_zero:`
 only queues the all_reduce that rank 0 later waits in at the end of the epoch. The code shows
 it. Only files of the user's (not the standard library's or installed packages') are read, a
-bounded number of bounded size; a file that cannot be read is skipped."""
+bounded number of bounded size, within a time limit; a file that cannot be read is
+skipped."""
 
 from __future__ import annotations
 
 import ast
 import linecache
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from hangdoctor.probes.sources import function_at
 
 MAX_FILES = 24
 MAX_BYTES = 512 * 1024
+TIME_LIMIT_S = 3.0  # checked between files: a capture never waits long for the code
 
 
 def user_files(snapshots: Iterable[Snapshot]) -> list[Path]:
@@ -73,7 +76,13 @@ def settings_in(path: Path) -> list[CodeSetting]:
 
 def review_settings(snapshots: Iterable[Snapshot]) -> tuple[CodeSetting, ...]:
     """The distributed sizes set in the user's files on the stacks."""
-    return tuple(setting for path in user_files(snapshots) for setting in settings_in(path))
+    deadline = time.monotonic() + TIME_LIMIT_S
+    found: list[CodeSetting] = []
+    for path in user_files(snapshots):
+        if time.monotonic() > deadline:
+            break
+        found += settings_in(path)
+    return tuple(found)
 
 
 def review_code(snapshots: Iterable[Snapshot]) -> tuple[CodeFinding, ...]:
@@ -82,7 +91,10 @@ def review_code(snapshots: Iterable[Snapshot]) -> tuple[CodeFinding, ...]:
 
     linter = Linter()
     found: list[CodeFinding] = []
+    deadline = time.monotonic() + TIME_LIMIT_S
     for path in user_files(snapshots):
+        if time.monotonic() > deadline:
+            break
         try:
             if not path.is_file() or path.stat().st_size > MAX_BYTES:
                 continue
