@@ -109,3 +109,13 @@ def test_progress_files(tmp_path, document, raw):
 @given(lines=st.lists(st.text(max_size=80), max_size=6), since=st.floats(allow_nan=True))
 def test_kernel_log_lines(lines, since):
     _since(lines, since)
+
+
+def test_a_syscall_line_with_a_doubled_sign_gives_no_number():
+    """Found by hypothesis in a CI run: `--0` passed the old `lstrip("-").isdecimal()` test."""
+    from hangdoctor.probes.procfs import parse_syscall
+
+    assert parse_syscall("--0") == (None, ())
+    assert parse_syscall("-1 0x7ffd 0x7f12") == (None, ())
+    assert parse_syscall("running") == (None, ())
+    assert parse_syscall("7 0x3 0x10") == (7, (3, 16))

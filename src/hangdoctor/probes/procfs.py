@@ -45,9 +45,10 @@ def parse_syscall(text: str) -> tuple[int | None, tuple[int, ...]]:
     """(syscall number, arguments) from /proc/.../syscall: `running`, `-1 sp pc` (blocked
     outside a syscall, e.g. in a page fault) and unreadable text give no number."""
     fields = text.split()
-    if not fields or not fields[0].lstrip("-").isdecimal():
+    try:
+        number = int(fields[0]) if fields else -1
+    except ValueError:  # not a number (`running`), or not the kernel's shape
         return None, ()
-    number = int(fields[0])
     if number < 0:
         return None, ()
     try:
