@@ -97,3 +97,24 @@ def test_a_thread_that_died_is_named_even_after_a_stdout_line_without_its_newlin
     [raised] = tracebacks(lines)
     assert raised.thread == "Thread-1 (_fill)"
     assert raised.location is not None and raised.location.line == 34
+
+
+def test_a_thread_that_died_is_known_by_its_traceback_when_the_header_is_split():
+    """stderr's header can be split by stdout lines written between its pieces."""
+    from hangdoctor.analysis.tracebacks import tracebacks
+
+    lines = ["Exception in thread step 10 loss 1.0999", "step 11 loss 1.1077",
+             "Thread-1 (_fill):",
+             "Traceback (most recent call last):",
+             '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
+             "    self.run()",
+             '  File "/usr/lib/python3.11/threading.py", line 982, in run',
+             "    self._target(*self._args, **self._kwargs)",
+             '  File "/home/ml/train.py", line 34, in _fill',
+             "    batch.append(json.loads(line))",
+             "json.decoder.JSONDecodeError: Expecting ',' delimiter"]
+    [raised] = tracebacks(lines)
+    assert raised.thread == "thread running _fill()"
+    assert raised.location is not None and raised.location.line == 34
+    [main] = tracebacks(lines[3:4] + lines[8:])
+    assert main.thread is None  # a traceback of the main thread ended no thread

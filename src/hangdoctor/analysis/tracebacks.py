@@ -93,11 +93,24 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
             rank = stream if stream is not None else spawned_rank
             found.append(Raised(rank=rank, frames=tuple(frames), type=match["type"],
                                 message=(match["message"] or "").strip(), index=index,
-                                thread=threads.get(stream)))
+                                thread=threads.get(stream) or _thread_of(frames)))
             del open_tracebacks[stream]
         else:
             del open_tracebacks[stream]  # not a traceback after all
     return tuple(found)
+
+
+def _thread_of(frames: Sequence[Frame]) -> str | None:
+    """A traceback that starts in `threading`'s `_bootstrap_inner` ended a thread: named by the
+    function it ran, when threading's own header (`Exception in thread NAME:`) was lost or
+    split by interleaved output."""
+    outermost = list(reversed(frames))
+    if not outermost or not outermost[0].file.replace("\\", "/").endswith("/threading.py") \
+            or outermost[0].function.split(".")[-1] != "_bootstrap_inner":
+        return None
+    target = next((f for f in outermost if not f.file.replace("\\", "/").endswith(
+        "/threading.py")), None)
+    return f"thread running {target.function}()" if target is not None else "a thread"
 
 
 def tracebacks(lines: Sequence[str]) -> list[Raised]:
