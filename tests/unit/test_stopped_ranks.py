@@ -118,3 +118,34 @@ def test_a_thread_that_died_is_known_by_its_traceback_when_the_header_is_split()
     assert raised.location is not None and raised.location.line == 34
     [main] = tracebacks(lines[3:4] + lines[8:])
     assert main.thread is None  # a traceback of the main thread ended no thread
+
+
+def test_a_traceback_with_stdout_lines_inside_is_still_read():
+    """stderr's traceback arrives in pieces; the job's stdout lines land between them."""
+    from hangdoctor.analysis.tracebacks import tracebacks
+
+    lines = ["Exception in thread Thread-1 (_fill):",
+             "Traceback (most recent call last):",
+             '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
+             "    self.run()",
+             '  File "/home/ml/train.py", line 34, in _fill',
+             "    batch.append(json.loads(line))",
+             "                 ^^^step 10 loss 1.1324",
+             "step 11 loss 1.1138",
+             "epoch: 3",
+             "^^^^^^^^^^^^",
+             '  File "/usr/lib/python3.11/json/decoder.py", line 353, in raw_decode',
+             "    obj, end = self.scan_once(s, idx)",
+             "json.decoder.JSONDecodeError: Expecting ',' delimiter"]
+    [raised] = tracebacks(lines)
+    assert raised.type == "json.decoder.JSONDecodeError"
+    assert raised.thread == "Thread-1 (_fill)"
+    assert raised.location is not None and raised.location.line == 34
+
+
+def test_a_log_line_that_only_mentions_a_traceback_opens_nothing_for_long():
+    from hangdoctor.analysis.tracebacks import tracebacks
+
+    lines = ["Traceback (most recent call last):", *(f"step {i}" for i in range(20)),
+             "ValueError: later, and unrelated"]
+    assert tracebacks(lines) == []

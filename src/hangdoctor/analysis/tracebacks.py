@@ -23,6 +23,10 @@ _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following
 # searched anywhere in the line: on stderr it may follow a stdout line that had no newline yet.
 _THREAD_DIED = re.compile(r"Exception in thread (?P<name>.+):$")
 _MARKERS = re.compile(r"^\s*[\^~\s]+$")
+# Lines of other output a traceback may hold (a job's stdout between the pieces of a traceback
+# written to stderr, both in one log), and how the exception's name must then look.
+_FOREIGN_LINES = 12
+_EXCEPTION_NAME = re.compile(r"(Error|Exception|Interrupt|Exit|Warning|Failure)$|\.")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
     open_tracebacks: dict[int | None, list[Frame]] = {}
     spawned_rank: int | None = None
     died: dict[int | None, tuple[int, str]] = {}  # "Exception in thread X:" seen at line
+    foreign: dict[int | None, int] = {}  # lines of other output inside an open traceback
     threads: dict[int | None, str | None] = {}
     for index, raw in enumerate(lines):
         stream = line_rank(raw)
@@ -75,6 +80,7 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
             continue
         if line.strip() == _START:
             open_tracebacks[stream] = []
+            foreign[stream] = 0
             header = died.pop(stream, None)
             threads[stream] = header[1] if header and header[0] == index - 1 else None
             continue
@@ -89,12 +95,18 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
                 frames[0] = frames[0].model_copy(update={"code": line.strip()})
         elif line.startswith(" ") or _MARKERS.match(line) or not line.strip():
             continue
-        elif match := _EXCEPTION.match(line.strip()):
+        elif (match := _EXCEPTION.match(line.strip())) and (
+                not foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])):
             rank = stream if stream is not None else spawned_rank
             found.append(Raised(rank=rank, frames=tuple(frames), type=match["type"],
                                 message=(match["message"] or "").strip(), index=index,
                                 thread=threads.get(stream) or _thread_of(frames)))
             del open_tracebacks[stream]
+        elif frames and foreign.get(stream, 0) < _FOREIGN_LINES:
+            # Another stream's lines inside it (stdout between the pieces of a traceback
+            # written to stderr): skipped; then only a name that looks like an exception
+            # (not `epoch: 3`) ends it.
+            foreign[stream] = foreign.get(stream, 0) + 1
         else:
             del open_tracebacks[stream]  # not a traceback after all
     return tuple(found)
