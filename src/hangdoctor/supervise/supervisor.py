@@ -231,7 +231,9 @@ class Supervisor:
     def _check_progress(self, now: float) -> None:
         progressed = self.tracker.observe(now, self._counters())
         if self.current is not None:
-            if progressed:
+            # What a job prints as a forwarded signal (Ctrl-C) ends it, its KeyboardInterrupt
+            # traceback, is not the hang resolving: the final report keeps the hang.
+            if progressed and not self.received:
                 _say(f"progress resumed {now - self.current.decision.declared_s:.0f} s after "
                      "the hang was declared; watching again")
                 self.current = None
