@@ -1,7 +1,9 @@
 """Builds the token cache for a training run with a thread pool before training: each shard
-job downloads its parts through the same pool and waits for them. With as many shard jobs as
-pool threads, every thread waits for a part download queued behind it, and no thread is left
-to run one.
+job downloads its parts through the same pool and waits for them. The pool's size is the
+configured I/O concurrency, 1 by default (gentle on the object store): its one thread runs a
+shard job that waits for part downloads queued behind it, and no thread is left to run them.
+(Any concurrency up to the number of shard jobs can starve the same way; with exactly one
+thread it always does.)
 
 Written from https://github.com/langchain-ai/langchain/pull/10638 (an executor shared by
 nested calls deadlocks at max_concurrency=1: `executor.submit(lambda: 1).result()` inside a
@@ -32,7 +34,7 @@ def build_shard(pool: ThreadPoolExecutor, shard: int, parts: int) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shards", type=int, default=4)
-    parser.add_argument("--io-threads", type=int, default=4)
+    parser.add_argument("--io-threads", type=int, default=1)
     args = parser.parse_args()
     with ThreadPoolExecutor(max_workers=args.io_threads, thread_name_prefix="io") as pool:
         shards = [pool.submit(build_shard, pool, shard, 8) for shard in range(args.shards)]

@@ -74,6 +74,10 @@ def _starved_pool(*, idle_worker: bool) -> Bundle:
     return b.bundle(b.process(10, main, *workers, *((idle,) if idle_worker else ())))
 
 
+def _all_threads(count: int) -> str:
+    return "its only thread waits" if count == 1 else f"all {count} of its threads wait"
+
+
 class PoolStarved(Rule):
     """Every thread of a thread pool waits for a future of work no thread is left to run."""
 
@@ -108,8 +112,8 @@ class PoolStarved(Rule):
                 yield Finding(
                     id=self.id, category=self.category, severity=Severity.ERROR,
                     confidence=0.8,
-                    title=f"Thread pool starved: all {len(workers)} of its threads wait for "
-                          f"futures at {where}, and none is left to run the work they wait for",
+                    title=f"Thread pool starved: {_all_threads(len(workers))} for futures "
+                          f"at {where}, and none is left to run the work they wait for",
                     explanation=(
                         "Each thread of the pool runs a task that waits for another future. "
                         "When those futures stand for tasks submitted to the same pool (a task "
