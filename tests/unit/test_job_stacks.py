@@ -93,3 +93,15 @@ def test_empty_fault_files_of_exited_processes_go_written_ones_stay(tmp_path):
     assert remove_stale_files(tmp_path) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"stopped-{dead}.txt", f"fault-{os.getpid()}.txt"])
+
+
+def test_the_job_tree_survives_a_process_that_exits_while_it_is_listed(monkeypatch):
+    """Seen in CI: a process exited between psutil's listing and os.getpgid, and the
+    ProcessLookupError ended hangdoctor before its final report."""
+    from hangdoctor.supervise import terminate
+
+    def gone(pid: int) -> int:
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(terminate.os, "getpgid", gone)
+    assert isinstance(terminate.tree(os.getpid(), pgid=12345), list)

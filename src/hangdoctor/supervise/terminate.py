@@ -26,7 +26,8 @@ def tree(root_pid: int, pgid: int | None, spare: Set[int] = frozenset()
             found.setdefault(child.pid, child)
     if pgid is not None:
         for process in psutil.process_iter():
-            with contextlib.suppress(psutil.Error):
+            # A process that exits between the listing and the look is no longer ours to end.
+            with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
                 if os.getpgid(process.pid) == pgid:
                     found.setdefault(process.pid, process)
     for pid in (os.getpid(), *spare):
