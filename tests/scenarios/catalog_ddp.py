@@ -26,7 +26,11 @@ def _missed(category: str | None, rank: int | None = None, at: str | None = None
 
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
-KNOWN_MISSES: dict[str, str] = {}
+KNOWN_MISSES: dict[str, str] = {
+    "u_queue_get_dead_producer": "timing: right when the dead thread's traceback reaches the "
+                                 "log whole or lightly interleaved; under load stdout splits it "
+                                 "further and HD105 (process.deadlock) wins over HD205",
+}
 
 
 def _u(name: str, category: str | None, **kwargs) -> Scenario:
