@@ -325,11 +325,21 @@ def overhead(ctx: Context) -> Outcome:
             losses.add(loss)
     ratios = [r / d for r, d in zip(walls["run"], walls["direct"], strict=True)]
     step_ratios = [r / d for r, d in zip(step_ms["run"], step_ms["direct"], strict=True)]
+    # A job of a few seconds of steps after ~8 s of torch and CUDA start-up: the wall ratio
+    # mixes hangdoctor's fixed start and report (seconds, once a run) with the per-step cost
+    # (what a long job pays); both are stated, and the per-step ratio decides.
+    extra = [r - d for r, d in zip(walls["run"], walls["direct"], strict=True)]
     return Outcome(
-        f"width {width}, {steps} steps of {statistics.median(step_ms['direct']):.3f} ms; wall "
-        f"ratio {min(ratios):.3f}-{max(ratios):.3f}; per-step ratio {min(step_ratios):.3f}-"
-        f"{max(step_ratios):.3f}; loss identical: {'yes' if len(losses) == 1 else 'NO'}",
-        len(losses) == 1 and statistics.median(ratios) <= 1.02)
+        f"width {width}, {steps} steps of {statistics.median(step_ms['direct']):.3f} ms; "
+        f"per-step ratio {min(step_ratios):.3f}-{max(step_ratios):.3f}; wall ratio "
+        f"{min(ratios):.3f}-{max(ratios):.3f} (direct {_seconds(walls['direct'])}, under run "
+        f"{_seconds(walls['run'])}: {statistics.median(extra):+.2f} s a run, median); loss "
+        f"identical: {'yes' if len(losses) == 1 else 'NO'}",
+        len(losses) == 1 and statistics.median(step_ratios) <= 1.01)
+
+
+def _seconds(values: list[float]) -> str:
+    return "/".join(f"{v:.1f}" for v in values) + " s"
 
 
 def loss_hook(ctx: Context) -> Outcome:
@@ -365,7 +375,16 @@ def loss_hook(ctx: Context) -> Outcome:
         ratio, ms, seen = float(found.group(1)), float(found.group(2)), int(found.group(3))
         got += (f"; {ms:.3f} ms steps with/without the hook: {ratio:.4f} "
                 f"({(ratio - 1) * 100:+.2f}%), {seen} GPU losses read")
-        right = right and ratio <= 1.005 and seen > 0
+        # Not judged on the ratio: on the H200 two runs of it gave +4.75% and -5.60%, and its
+        # blocks of the same variant vary by 26-50% (the parts below): at ~1 ms steps the GPU's
+        # own variation is ten times the hook's cost. The per-call cost above decides.
+        right = right and seen > 0
+        parts = run_command(job_command(ctx, "step_loop.py", "--width", str(width), "--parts",
+                                        "12"), 300.0, env=env, cwd=JOBS)
+        found_parts = re.findall(r"PART (\w+) ([\d.]+) MS [\d.]+ SPREAD ([\d.]+)",
+                                 parts.stdout.decode(errors="replace"))
+        got += "; by part: " + ", ".join(f"{name} {float(r):.4f} (spread {spread})"
+                                          for name, r, spread in found_parts)
     return Outcome(got, right)
 
 
@@ -383,13 +402,27 @@ def _final_loss(done: Finished) -> bytes | None:
 def compiled(ctx: Context) -> Outcome:
     from hangdoctor.instrument import instrumented_environment
 
-    logs = {**os.environ, "TORCH_LOGS": "graph_breaks"}
-    plain = run_command(job_command(ctx, "compiled_step.py"), 400.0, env=logs, cwd=JOBS)
+    def fresh_caches() -> dict[str, str]:
+        """Inductor's and Triton's caches of this run alone: the second run would otherwise
+        load the first one's compiled graphs and skip what compiling prints (seen on the H200:
+        the TF32 warning, printed while compiling, was missing from the second run only)."""
+        cache = tempfile.mkdtemp(prefix="compile-cache-", dir=ctx.out)
+        return {**os.environ, "TORCH_LOGS": "graph_breaks", "TORCHINDUCTOR_CACHE_DIR": cache,
+                "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
+
+    plain = run_command(job_command(ctx, "compiled_step.py"), 400.0, env=fresh_caches(),
+                        cwd=JOBS)
     status = ctx.out / "compiled_status"
     status.mkdir(parents=True, exist_ok=True)
     ours = run_command(job_command(ctx, "compiled_step.py"), 400.0,
-                       env=instrumented_environment(logs, status), cwd=JOBS)
+                       env=instrumented_environment(fresh_caches(), status), cwd=JOBS)
     same_log = _compile_log(ours.stderr) == _compile_log(plain.stderr)
+    if not same_log:  # kept for reading: which lines differ
+        import difflib
+
+        (ctx.out / "compile_log.diff").write_text("\n".join(difflib.unified_diff(
+            _compile_log(plain.stderr), _compile_log(ours.stderr), "plain", "instrumented",
+            lineterm="")))
     loss = {_final_loss(plain), _final_loss(ours)}
     breaks = ours.stderr.count(b"Graph break in user code")
     ours_named = PROBE.encode() in ours.stderr
@@ -433,9 +466,11 @@ CHECKS = (
     Check("doctor", "`doctor` and `doctor --selftest`", "all checks and self-tests run",
           False, doctor, 60),
     Check("overhead", "overhead, ~1.6 ms steps, 3 alternated pairs",
-          "wall ratio <= 1.02, loss bit-identical", False, overhead, 110),
+          "per-step ratio <= 1.01 (wall and fixed cost stated), loss bit-identical", False,
+          overhead, 110),
     Check("loss_hook", "the loss hook with the NaN/Inf reading, ~1 ms steps",
-          "< 0.5% per step", False, loss_hook, 45),
+          "< 0.5% of a 1 ms step per call (A/B blocks and their spread stated)", False,
+          loss_hook, 45),
     Check("collective_traceback", "a collective that raises (NCCL: two ranks on one GPU)",
           "no hangdoctor frame in the user's traceback", False, collective_traceback, 35),
     Check("compile", "torch.compile'd training step under the instrumentation",
@@ -470,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     parser.add_argument("--hang-timeout", type=float, default=10.0)
-    parser.add_argument("--only", default="", help="comma-separated check names")
+    parser.add_argument("--only", default="", help="comma-separated check names, run in that order")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--budget", type=float, default=570.0,
                         help="seconds: on a GPU, a check that would run past it is not started")
@@ -483,7 +518,12 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="gpu-checks-"))
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(device, args.hang_timeout, out)
-    chosen = [c for c in CHECKS if not args.only or c.name in args.only.split(",")]
+    by_name = {c.name: c for c in CHECKS}
+    unknown = [name for name in args.only.split(",") if name and name not in by_name]
+    if unknown:
+        parser.error(f"no such check: {', '.join(unknown)} (checks: {', '.join(by_name)})")
+    # In the order given: on a GPU machine's short lease the checks that matter most run first.
+    chosen = [by_name[name] for name in args.only.split(",") if name] or list(CHECKS)
     header = environment(device)
     print("\n".join(header), flush=True)
     rows = [row(("check", "situation", "expected", "got", "right?", "s")),

@@ -77,6 +77,48 @@ def compare_hook(rounds: int) -> None:
           f"SEEN {seen}")
 
 
+def compare_parts(rounds: int) -> None:
+    """Which part of the loss hook costs what: blocks of steps with torch's own backward, the
+    full hook, the hook without the loss reading, the hook without the sync-site note, and
+    torch's own backward plus the loss reading alone, in rotating order in this one process.
+    Prints each variant's median block time over torch's own (PART name ratio)."""
+    probe = sys.modules.get("_hangdoctor_probe")
+    hooked = torch.Tensor.backward
+    plain = getattr(hooked, "__wrapped__", None)
+    if probe is None or plain is None:
+        sys.exit("not instrumented: run under hangdoctor")
+    note_loss, note_site = probe._note_loss, probe._note_sync_site
+
+    def plain_and_loss(self: torch.Tensor, *args: object, **kwargs: object) -> object:
+        note_loss(self, torch.Tensor)
+        return plain(self, *args, **kwargs)
+
+    variants = {"plain": (plain, note_loss, note_site), "hook": (hooked, note_loss, note_site),
+                "hook_without_loss": (hooked, lambda *a: None, note_site),
+                "hook_without_site": (hooked, note_loss, lambda: None),
+                "plain_with_loss": (plain_and_loss, note_loss, note_site)}
+    names = list(variants)
+    block = 300
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(rounds):
+        for name in names[index % len(names):] + names[:index % len(names)]:
+            backward, loss_reader, site = variants[name]
+            torch.Tensor.backward, probe._note_loss, probe._note_sync_site = (
+                backward, loss_reader, site)
+            synchronize()
+            started = time.perf_counter()
+            for _ in range(block):
+                step()
+            synchronize()
+            times[name].append((time.perf_counter() - started) / block)
+    torch.Tensor.backward, probe._note_loss, probe._note_sync_site = hooked, note_loss, note_site
+    base = statistics.median(times["plain"])
+    for name in names:
+        spread = max(times[name]) / min(times[name])
+        print(f"PART {name} {statistics.median(times[name]) / base:.5f} "
+              f"MS {statistics.median(times[name]) * 1000:.4f} SPREAD {spread:.3f}", flush=True)
+
+
 def per_call_us(call: object, rounds: int, calls: int = 20_000) -> float:
     """Median over rounds of the time per call of `call`, less an empty call's."""
     def timed(function: object) -> float:
@@ -127,6 +169,9 @@ for _ in range(20):  # warm-up: kernels chosen, caches filled
     step()
 if "--hook-cost" in sys.argv:
     hook_cost(argument("--hook-cost", 7))
+    sys.exit(0)
+if "--parts" in sys.argv:
+    compare_parts(argument("--parts", 10))
     sys.exit(0)
 if "--ab" in sys.argv:
     compare_hook(argument("--ab", 10))
