@@ -502,3 +502,67 @@ def test_a_job_that_handles_sigterm_still_handles_it(jobs, tmp_path):
     pytest.importorskip("torch")
     code, out, _ = _stopped(jobs, tmp_path, "handles")
     assert code == 3 and "HANDLED" in out
+
+
+THREAD_DIES = """
+import sys, threading
+
+seen = []
+if sys.argv[1] == "own-hook-before":  # installed before torch's import arms ours
+    threading.excepthook = lambda args: seen.append(args.exc_type.__name__)
+import torch
+
+if sys.argv[1] == "own-hook-after":
+    threading.excepthook = lambda args: seen.append(args.exc_type.__name__)
+
+
+def parse(line):
+    return int(line)  # LINE: raises
+
+
+worker = threading.Thread(target=parse, args=("12x",), name="parser")
+worker.start()
+worker.join()
+finisher = threading.Thread(target=sys.exit, name="finisher")  # SystemExit: threading is silent
+finisher.start()
+finisher.join()
+print("SEEN", ",".join(seen) or "-", flush=True)
+"""
+
+
+@pytest.mark.torch
+def test_a_thread_that_dies_is_recorded_whole_and_still_printed(jobs, tmp_path):
+    """The traceback threading prints on stderr is what the job printed before; the same
+    traceback is in `died-<pid>.txt` in one piece, and a SystemExit leaves no record."""
+    pytest.importorskip("torch")
+    script = write_script(tmp_path, "dies.py", THREAD_DIES)
+    _, _, plain_err = jobs(script, "default", env=plain_env()).finish()
+    job = jobs(script, "default", env=instrumented(tmp_path / "status"))
+    code, out, err = job.finish()
+    assert code == 0 and "SEEN -" in out
+    assert err == plain_err  # threading's own printing, unchanged
+    from hangdoctor.analysis.tracebacks import tracebacks
+    from hangdoctor.probes.progress import read_thread_deaths
+
+    deaths = read_thread_deaths(tmp_path / "status")
+    assert [d.pid for d in deaths] == [job.proc.pid]
+    (raised,) = tracebacks(tuple(deaths[0].text.splitlines()))
+    assert raised.thread == "parser" and raised.short_type == "ValueError"
+    assert raised.location is not None and raised.location.function == "parse"
+    assert "LINE: raises" in THREAD_DIES.splitlines()[raised.location.line - 1]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_jobs_own_thread_hook_still_gets_every_death(jobs, tmp_path, when):
+    """Installed before torch's import, the job's hook runs after ours records; installed
+    after, it replaces ours (nothing recorded). Either way it sees what it saw before."""
+    pytest.importorskip("torch")
+    from hangdoctor.probes.progress import read_thread_deaths
+
+    script = write_script(tmp_path, "dies.py", THREAD_DIES)
+    job = jobs(script, f"own-hook-{when}", env=instrumented(tmp_path / "status"))
+    code, out, err = job.finish()
+    assert code == 0 and "SEEN ValueError,SystemExit" in out and "Traceback" not in err
+    recorded = read_thread_deaths(tmp_path / "status")
+    assert len(recorded) == (1 if when == "before" else 0)

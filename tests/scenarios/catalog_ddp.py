@@ -26,11 +26,7 @@ def _missed(category: str | None, rank: int | None = None, at: str | None = None
 
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
-KNOWN_MISSES: dict[str, str] = {
-    "u_queue_get_dead_producer": "timing: right when the dead thread's traceback reaches the "
-                                 "log whole or lightly interleaved; under load stdout splits it "
-                                 "further and HD105 (process.deadlock) wins over HD205",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _u(name: str, category: str | None, **kwargs) -> Scenario:

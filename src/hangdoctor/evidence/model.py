@@ -288,6 +288,15 @@ class FaultLog(Evidence):
                              "`peer_timeout` (asked when a collective timeout was printed)")
 
 
+class ThreadDeath(Evidence):
+    """A thread of the job that died of an exception, as the instrumentation recorded it: the
+    traceback whole, as threading prints it (in the job's output, its other lines can land
+    between the traceback's)."""
+
+    pid: int
+    text: str = Field(description="`Exception in thread NAME:` and its traceback, redacted")
+
+
 class JobRecord(Evidence):
     """A supervised job's life: how it ran, how it ended, what it printed last."""
 
@@ -313,6 +322,9 @@ class JobRecord(Evidence):
         default=(), description="stacks of processes as the job failed: at the moment SIGTERM "
         "stopped them (a launcher ending the job after one rank failed), else when a peer's "
         "collective timeout appeared in the output (see `when`)")
+    thread_deaths: tuple[ThreadDeath, ...] = Field(
+        default=(), description="threads that died of an exception, recorded whole by the "
+        "instrumentation (`hangdoctor run` only)")
 
 
 class CodeFinding(Evidence):

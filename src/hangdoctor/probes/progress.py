@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hangdoctor.evidence.model import FaultLog, Frame, ProgressStatus
+from hangdoctor.evidence.model import FaultLog, Frame, ProgressStatus, ThreadDeath
 from hangdoctor.redact import redact_value
 
 STATUS_GLOB = "status-*.json"
@@ -47,6 +47,7 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
 
 FAULT_GLOB = "fault-*.txt"
 STOPPED_GLOB = "stopped-*.txt"
+DIED_GLOB = "died-*.txt"
 _FAULT_BYTES = 16 * 1024
 
 
@@ -55,11 +56,23 @@ def read_fault_logs(status_dir: Path, pattern: str = FAULT_GLOB,
     """The stacks faulthandler wrote for processes that died of a fatal signal, or with
     `STOPPED_GLOB`, for processes that SIGTERM stopped (empty files, those of processes that
     neither crashed nor were stopped, are skipped)."""
-    faults: list[FaultLog] = []
+    return [FaultLog(pid=pid, when=when, text=text)
+            for pid, text in _per_process_tails(status_dir, pattern)]
+
+
+def read_thread_deaths(status_dir: Path) -> list[ThreadDeath]:
+    """The tracebacks of the job's threads that died of an exception (`died-<pid>.txt`)."""
+    return [ThreadDeath(pid=pid, text=text)
+            for pid, text in _per_process_tails(status_dir, DIED_GLOB)]
+
+
+def _per_process_tails(status_dir: Path, pattern: str) -> list[tuple[int, str]]:
+    """(pid, the file's last 16 KiB, redacted) of each non-empty `<kind>-<pid>.txt`."""
+    found: list[tuple[int, str]] = []
     try:
         paths = sorted(Path(status_dir).glob(pattern))
     except OSError:
-        return faults
+        return found
     for path in paths:
         try:
             pid = int(path.stem.split("-", 1)[1])
@@ -69,6 +82,5 @@ def read_fault_logs(status_dir: Path, pattern: str = FAULT_GLOB,
         except (OSError, ValueError):
             continue
         if text.strip():
-            faults.append(FaultLog(pid=pid, when=when, text="\n".join(
-                redact_value(line) for line in text.splitlines())))
-    return faults
+            found.append((pid, "\n".join(redact_value(line) for line in text.splitlines())))
+    return found

@@ -21,7 +21,12 @@ from hangdoctor import bounded
 from hangdoctor.errors import ExitCode, LaunchError
 from hangdoctor.instrument import instrumented_environment
 from hangdoctor.private_files import make_dir, open_log
-from hangdoctor.probes.progress import STOPPED_GLOB, read_fault_logs, with_sync_source
+from hangdoctor.probes.progress import (
+    STOPPED_GLOB,
+    read_fault_logs,
+    read_thread_deaths,
+    with_sync_source,
+)
 from hangdoctor.redact import redact_argv, redact_value
 from hangdoctor.supervise.failure_watch import FailureWatch
 from hangdoctor.supervise.launch import (
@@ -286,6 +291,7 @@ class Supervisor:
             output_tail=tuple(redact_value(line) for line in self.log.tail_lines()),
             faults=tuple(read_fault_logs(self.status_dir)) if self.status_dir else (),
             stopped=self._stopped_stacks(),
+            thread_deaths=tuple(read_thread_deaths(self.status_dir)) if self.status_dir else (),
         )
 
     def _stopped_stacks(self) -> tuple[FaultLog, ...]:

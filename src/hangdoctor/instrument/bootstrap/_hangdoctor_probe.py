@@ -262,6 +262,7 @@ def arm() -> None:
             install(torch)
     _log_fatal_signals()
     _log_stop_signal()
+    _log_thread_deaths()
     _register_stack_dump()
     if "torch._dynamo" in sys.modules:
         dynamo_loaded()
@@ -314,6 +315,54 @@ def _log_stop_signal() -> None:
         stop_file = _private_open(os.path.join(_directory, f"stopped-{os.getpid()}.txt"))
         faulthandler.register(signal.SIGTERM, file=stop_file, all_threads=True, chain=True)
         _stop_file = stop_file  # a forked child's replaces the parent's (closed when dropped)
+    except Exception:
+        pass
+
+
+_DEATH_BYTES = 64 * 1024  # of one traceback, at most
+
+
+def _log_thread_deaths() -> None:
+    """A thread that dies of an exception (a prefetching thread that met a bad record) leaves a
+    consumer waiting for it forever, and its traceback is the answer; but threading prints it
+    to stderr line by line, and the job's stdout, which shares the log, lands between those
+    lines. So `threading.excepthook` is wrapped: the hook that was there (threading's own, or
+    the job's) runs exactly as before, after the traceback is appended whole to
+    `died-<pid>.txt`. A hook the job installs later replaces this one, and that is fine too."""
+    try:
+        previous = threading.excepthook
+        if getattr(previous, _MARK, False):
+            return
+
+        def excepthook(args: threading.ExceptHookArgs) -> None:
+            _note_thread_death(args)
+            previous(args)
+
+        setattr(excepthook, _MARK, True)
+        _WRAPPERS.add(_code_of(excepthook))
+        threading.excepthook = excepthook
+    except Exception:
+        pass
+
+
+def _note_thread_death(args: threading.ExceptHookArgs) -> None:
+    """Write the dead thread's traceback as threading prints it (its header names the thread),
+    in one write, into this process's file (a forked child has its own pid, hence its own)."""
+    try:
+        if _directory is None or args.exc_type is SystemExit:  # threading is silent on it too
+            return
+        import traceback
+
+        name = args.thread.name if args.thread is not None else "unknown"
+        text = f"Exception in thread {name}:\n" + "".join(traceback.format_exception(
+            args.exc_type, args.exc_value, args.exc_traceback))
+        data = text.encode("utf-8", errors="replace")[-_DEATH_BYTES:]
+        path = os.path.join(_directory, f"died-{os.getpid()}.txt")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, _FILE_MODE)
+        try:
+            os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
     except Exception:
         pass
 

@@ -10,6 +10,7 @@ user code, and the output holds the traceback of a thread that died."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
@@ -17,7 +18,7 @@ from hangdoctor.analysis.thread_waits import lone_waits, waits_in_iterator
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.logfiles import log_bundle
-from hangdoctor.evidence.model import Bundle
+from hangdoctor.evidence.model import Bundle, ThreadDeath
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -54,10 +55,53 @@ def _consumer_without_traceback() -> Bundle:
     return job.model_copy(update={"job": job.job.model_copy(update={"output_tail": ()})})
 
 
-def _died(job: JobView) -> Raised | None:
-    """The first traceback of a thread (not the main one) that died in the user's code."""
-    return next((r for r in tracebacks(output_lines(job))
-                 if r.thread is not None and r.in_user_code), None)
+def _interleaved() -> Bundle:
+    """The traceback in the output torn apart by the job's other lines (stdout and stderr share
+    the log), and recorded whole by the instrumentation."""
+    job = _consumer(iterated=True)
+    assert job.job is not None
+    torn = tuple(line for pair in zip(_DIED, (f"step {n} loss 0.4{n}" for n in range(40)),
+                                      strict=False) for line in pair)
+    deaths = (ThreadDeath(pid=10, text="\n".join(_DIED)),)
+    return job.model_copy(update={"job": job.job.model_copy(update={
+        "output_tail": torn, "thread_deaths": deaths})})
+
+
+def _died_elsewhere() -> Bundle:
+    """Recorded whole, but in another process than the waiting thread's."""
+    job = _interleaved()
+    assert job.job is not None
+    deaths = (ThreadDeath(pid=99, text="\n".join(_DIED)),)
+    return job.model_copy(update={"job": job.job.model_copy(update={
+        "output_tail": (), "thread_deaths": deaths})})
+
+
+@dataclass(frozen=True)
+class _Death:
+    raised: Raised
+    pid: int | None  # None: read from the output, whose process is not known
+    source: str
+
+
+def _deaths(job: JobView) -> list[_Death]:
+    """Threads (not a main one) that died in the user's code: those the instrumentation
+    recorded whole first, then those parsed from the output."""
+    record = job.bundle.job
+    recorded = [_Death(r, death.pid, "recorded by the instrumentation")
+                for death in (record.thread_deaths if record else ())
+                for r in tracebacks(tuple(death.text.splitlines()))
+                if r.thread is not None and r.in_user_code]
+    logged = [_Death(r, None, "log") for r in tracebacks(output_lines(job))
+              if r.thread is not None and r.in_user_code]
+    return recorded + logged
+
+
+def _died_in(deaths: list[_Death], pid: int) -> _Death | None:
+    """The death that explains a wait in process `pid`: one recorded in that process, else one
+    from the output (when nothing was recorded, as without the instrumentation)."""
+    return next((d for d in deaths if d.pid == pid), None) or next(
+        (d for d in deaths if d.pid is None and not any(r.pid is not None for r in deaths)),
+        None)
 
 
 class ProducerThreadDied(Rule):
@@ -68,26 +112,32 @@ class ProducerThreadDied(Rule):
     summary = "the thread that produced batches died of an exception; the loop waits for it"
     fires_when = (
         "a thread waits without a timeout in `Queue.get()` (or an Event, a Condition) for the "
-        "iterator a `for` loop reads, no other thread of its process runs your code, and the "
-        "output shows a thread that died of an exception (`Exception in thread ...`); names "
-        "the line that raised"
+        "iterator a `for` loop reads, no other thread of its process runs your code, and a "
+        "thread of that process died of an exception (recorded whole by the instrumentation "
+        "under `run`, else `Exception in thread ...` in the output); names the line that raised"
     )
     reads = "capture"
     specificity = 88
     fires_on = (Example("a prefetch thread died parsing a record", lambda: _consumer(
-        iterated=True)),)
+        iterated=True)),
+                Example("its traceback torn apart in the output, recorded whole",
+                        _interleaved))
     quiet_on = (Example("the same wait, no thread died", _consumer_without_traceback),
-                Example("a wait outside any data iterator", lambda: _consumer(iterated=False)))
+                Example("a wait outside any data iterator", lambda: _consumer(iterated=False)),
+                Example("the thread that died was another process's", _died_elsewhere))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        died = _died(job)
-        if died is None:
+        deaths = _deaths(job)
+        if not deaths:
             return
         for wait in lone_waits(job):
             process, thread, primitive = wait.process, wait.thread, wait.primitive
             waiting_at = blame_frame(frames_of(thread))
-            if waiting_at is None or not waits_in_iterator(thread, wait.frame):
+            death = _died_in(deaths, process.pid)
+            if (waiting_at is None or death is None
+                    or not waits_in_iterator(thread, wait.frame)):
                 continue
+            died = death.raised
             raised_at = died.location
             where = short_location(raised_at) if raised_at else "its own code"
             waits = short_location(waiting_at)
@@ -106,7 +156,7 @@ class ProducerThreadDied(Rule):
                 culprit=Culprit(pid=process.pid, role=consumer.role, thread=died.thread,
                                 location=Location.of(raised_at)),
                 related=(consumer,),
-                evidence=(f"log: thread {died.thread} died: {raised_words(died)}",
+                evidence=(f"{death.source}: thread {died.thread} died: {raised_words(died)}",
                           f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
                           f"{primitive.what} at {at(waiting_at)} ({kernel_words(thread)}), "
                           "with no timeout",
