@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 from hangdoctor.evidence import build as b
-from hangdoctor.probes.code_review import review_code, settings_in, user_files
+from hangdoctor.probes.code_review import review, settings_in, user_files
 
 GUARDED = textwrap.dedent("""\
     import torch.distributed as dist
@@ -32,7 +32,7 @@ def _snapshot(*files: str):
 def test_the_users_file_is_reviewed_and_the_rank_condition_is_kept(tmp_path: Path):
     script = tmp_path / "train.py"
     script.write_text(GUARDED)
-    found = review_code(_snapshot(str(script)))
+    found = review(_snapshot(str(script))).findings
     guarded = [f for f in found if f.rule_id == "HL101"]
     assert len(guarded) == 1
     finding = guarded[0]
@@ -44,7 +44,7 @@ def test_the_users_file_is_reviewed_and_the_rank_condition_is_kept(tmp_path: Pat
 def test_installed_packages_and_missing_files_are_not_read(tmp_path: Path):
     site = f"{b.SITE}/lightning/pytorch/trainer/trainer.py"
     assert user_files(_snapshot(site)) == []
-    assert review_code(_snapshot(str(tmp_path / "gone.py"))) == ()
+    assert review(_snapshot(str(tmp_path / "gone.py"))) == review(())
 
 
 def test_the_size_setting_is_found_as_a_keyword_or_a_dict_entry(tmp_path: Path):
@@ -83,3 +83,14 @@ def test_a_queue_join_deadlock_points_at_the_loop_that_stopped_reading():
     alone = next(iter(QueueJoinDeadlock().check(JobView(job))))
     assert alone.culprit is not None and alone.culprit.location is not None
     assert alone.culprit.location.line == 60  # the join line, without the code's help
+
+
+def test_one_review_finds_the_patterns_and_the_sizes_and_skips_broken_files(tmp_path: Path):
+    script = tmp_path / "train.py"
+    script.write_text(GUARDED + "\n\nTRAINER = dict(num_nodes=2)\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("def train(:\n")
+    code = review(_snapshot(str(broken), str(script)))
+    assert [f.rule_id for f in code.findings if f.rule_id == "HL101"] == ["HL101"]
+    assert [(s.name, s.value) for s in code.settings] == [("num_nodes", 2)]
+    assert {f.file for f in code.findings} == {str(script)}

@@ -27,7 +27,7 @@ from hangdoctor.evidence.model import (
     Snapshot,
     ThreadEvidence,
 )
-from hangdoctor.probes.code_review import review_code, review_settings
+from hangdoctor.probes.code_review import review
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
 from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
@@ -244,8 +244,7 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
     with timer.measure("system"):
         system = read_system(py_spy_version(py_spy))
     with timer.measure("code review"):
-        code_findings = review_code(snapshots)
-        code_settings = review_settings(snapshots)
+        code = review(snapshots)
     root = next((p for p in snapshots[0].processes if p.pid == root_pid), None)
     return Bundle(
         tool_version=__version__,
@@ -257,6 +256,6 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
         system=system,
         errors=_dedupe(errors),
         timings_s={name: round(value, 4) for name, value in timer.totals.items()},
-        code_findings=code_findings,
-        code_settings=code_settings,
+        code_findings=code.findings,
+        code_settings=code.settings,
     )

@@ -8,6 +8,7 @@ cannot be read or parsed becomes an HL000 finding and the walk goes on.
 
 from __future__ import annotations
 
+import ast
 import gc
 import multiprocessing
 import os
@@ -145,14 +146,33 @@ class Linter:
                                          f"syntax error: {error.msg}")
             except (ValueError, RecursionError, MemoryError) as error:
                 return self._parse_error(display, 1, 1, f"cannot parse: {error}")
-            where = None if path is None else path.absolute()
-            project = None if where is None else project_of(where.parent)
-            index = ModuleIndex(tree, text, where, project)
-            for rule in self.python:
-                try:
-                    hits.extend((rule, hit) for hit in rule.check(index))
-                except RecursionError:
-                    continue  # pathologically deep code: skip the rule, not the run
+            hits = self._python_hits(tree, text, path)
+        return self._findings(hits, text, display)
+
+    def lint_parsed(self, tree: ast.Module, text: str, path: Path) -> list[LintFinding]:
+        """Findings in a Python file the caller has already read and parsed (`parse`), with the
+        project's ignores applied as `lint_file` applies them."""
+        findings = self._findings(self._python_hits(tree, text, path), text, str(path))
+        ignored = self.config.ignored_in(path)
+        return [f for f in findings
+                if not any(code == "ALL" or f.rule_id.startswith(code) for code in ignored)]
+
+    def _python_hits(self, tree: ast.Module, text: str,
+                     path: Path | None) -> list[tuple[LintRule, Hit]]:
+        where = None if path is None else path.absolute()
+        project = None if where is None else project_of(where.parent)
+        index = ModuleIndex(tree, text, where, project)
+        hits: list[tuple[LintRule, Hit]] = []
+        for rule in self.python:
+            try:
+                hits.extend((rule, hit) for hit in rule.check(index))
+            except RecursionError:
+                continue  # pathologically deep code: skip the rule, not the run
+        return hits
+
+    def _findings(self, hits: list[tuple[LintRule, Hit]], text: str,
+                  display: str) -> list[LintFinding]:
+        """The hits as findings: suppressed ones dropped, one per rule and place, sorted."""
         if not hits:
             return []
         silenced = suppressions(text)

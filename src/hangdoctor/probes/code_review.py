@@ -13,10 +13,12 @@ import ast
 import linecache
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from hangdoctor.analysis.frames import Origin, origin
 from hangdoctor.evidence.model import CodeFinding, CodeSetting, Snapshot
+from hangdoctor.lint.parsing import decode, parse
 from hangdoctor.probes.sources import function_at
 
 MAX_FILES = 24
@@ -46,12 +48,12 @@ def _literal(node: ast.expr | None) -> int | None:
 def settings_in(path: Path) -> list[CodeSetting]:
     """Where the file sets a distributed size: a keyword argument (`Trainer(num_nodes=2)`,
     `init_process_group(world_size=4)`) or a dict entry (`{"num_nodes": 2}`), first of each."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_BYTES:
-            return []
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+    read = _read(path)
+    return settings_in_tree(read[1], path) if read is not None else []
+
+
+def settings_in_tree(tree: ast.Module, path: Path) -> list[CodeSetting]:
+    """`settings_in` on the file's parsed tree."""
     found: dict[str, CodeSetting] = {}
 
     def note(name: str, value: ast.expr | None, node: ast.AST) -> None:
@@ -74,36 +76,49 @@ def settings_in(path: Path) -> list[CodeSetting]:
     return sorted(found.values(), key=lambda setting: setting.line)
 
 
-def review_settings(snapshots: Iterable[Snapshot]) -> tuple[CodeSetting, ...]:
-    """The distributed sizes set in the user's files on the stacks."""
-    deadline = time.monotonic() + TIME_LIMIT_S
-    found: list[CodeSetting] = []
-    for path in user_files(snapshots):
-        if time.monotonic() > deadline:
-            break
-        found += settings_in(path)
-    return tuple(found)
+def _read(path: Path) -> tuple[str, ast.Module] | None:
+    """The file's text and tree; None when it is missing, too large, unreadable or not
+    Python."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+            return None
+        text = decode(path.read_bytes())
+        return text, parse(text, str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError, RecursionError,
+            MemoryError):
+        return None
 
 
-def review_code(snapshots: Iterable[Snapshot]) -> tuple[CodeFinding, ...]:
-    """The lint's findings in the user's files on the stacks."""
+@dataclass(frozen=True)
+class CodeReview:
+    findings: tuple[CodeFinding, ...] = ()
+    settings: tuple[CodeSetting, ...] = ()
+
+
+def review(snapshots: Iterable[Snapshot]) -> CodeReview:
+    """The lint's findings and the distributed sizes set in the user's files on the stacks:
+    each file read and parsed once, both looked for in the same tree."""
     from hangdoctor.lint.runner import Linter
 
     linter = Linter()
-    found: list[CodeFinding] = []
+    findings: list[CodeFinding] = []
+    settings: list[CodeSetting] = []
     deadline = time.monotonic() + TIME_LIMIT_S
     for path in user_files(snapshots):
         if time.monotonic() > deadline:
             break
-        try:
-            if not path.is_file() or path.stat().st_size > MAX_BYTES:
-                continue
-            findings = linter.lint_file(path)
-        except (OSError, ValueError, RecursionError, MemoryError):
+        read = _read(path)
+        if read is None:
             continue
-        found += [CodeFinding(rule_id=f.rule_id, category=f.category, file=str(path),
-                              line=f.line, function=function_at(str(path), f.line),
-                              code=linecache.getline(str(path), f.line).strip() or None,
-                              message=f.message, ranks=f.ranks)
-                  for f in findings if f.rule_id != "HL000"]
-    return tuple(found)
+        text, tree = read
+        try:
+            linted = linter.lint_parsed(tree, text, path)
+        except (OSError, ValueError, RecursionError, MemoryError):
+            linted = []
+        findings += [CodeFinding(rule_id=f.rule_id, category=f.category, file=str(path),
+                                 line=f.line, function=function_at(str(path), f.line),
+                                 code=linecache.getline(str(path), f.line).strip() or None,
+                                 message=f.message, ranks=f.ranks)
+                     for f in linted if f.rule_id != "HL000"]
+        settings += settings_in_tree(tree, path)
+    return CodeReview(tuple(findings), tuple(settings))
