@@ -129,7 +129,20 @@ def _stack_hint(thread: ThreadEvidence) -> str | None:
 
 
 def describe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> Wait:
-    """Classify what `thread` waits on."""
+    """Classify what `thread` waits on; once per thread and job (several rules ask about the
+    same rank's thread)."""
+    known: dict[tuple[int, int], tuple[ThreadEvidence, Wait]] = job.derived(
+        "waits", lambda _: {})
+    key = (process.pid, thread.tid)
+    seen = known.get(key)
+    if seen is not None and seen[0] is thread:  # the same snapshot's thread, not another's
+        return seen[1]
+    wait = _classify_wait(job, process, thread)
+    known[key] = (thread, wait)
+    return wait
+
+
+def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> Wait:
     kernel = thread.kernel
     if kernel is None:
         return Wait(WaitKind.UNKNOWN, "kernel state not available")

@@ -13,7 +13,7 @@ from hangdoctor.analysis.logs import LogMatch, scan
 from hangdoctor.analysis.ranks import distributed_call
 from hangdoctor.analysis.tracebacks import Raised, fault_stack, main_thread_stack
 from hangdoctor.evidence.logfiles import log_bundle
-from hangdoctor.evidence.model import Bundle, Frame
+from hangdoctor.evidence.model import Bundle, Frame, JobRecord
 
 MAX_EVIDENCE = 6
 MAX_LINE = 400
@@ -68,6 +68,13 @@ _WHEN = {"sigterm": "when the job stopped it (SIGTERM)",
          "peer_timeout": "when a peer's collective timed out"}
 
 
+def _pid_of(record: JobRecord, rank: int | None, pid: int | None) -> int | None:
+    """The pid given, else the one the instrumentation reported for `rank`."""
+    if pid is None and rank is not None:
+        return next((s.pid for s in record.progress if s.rank == rank), None)
+    return pid
+
+
 def stopped_at(job: JobView, rank: int | None = None, pid: int | None = None
                ) -> tuple[Frame, str] | None:
     """Where a process of the job was in the user's code as the job failed, and when that
@@ -77,8 +84,7 @@ def stopped_at(job: JobView, rank: int | None = None, pid: int | None = None
     record = job.record
     if record is None:
         return None
-    if pid is None and rank is not None:
-        pid = next((s.pid for s in record.progress if s.rank == rank), None)
+    pid = _pid_of(record, rank, pid)
     stopped = next((s for s in record.stopped if s.pid == pid), None) if pid is not None else None
     frame = innermost_user_frame(main_thread_stack(stopped.text)) if stopped else None
     if stopped is None or frame is None:
@@ -114,8 +120,7 @@ def fault_of(job: JobView, rank: int | None = None, pid: int | None = None
     record = job.record
     if record is None:
         return None, None
-    if pid is None and rank is not None:
-        pid = next((s.pid for s in record.progress if s.rank == rank), None)
+    pid = _pid_of(record, rank, pid)
     faults = [f for f in record.faults if f.pid == pid] if pid is not None else list(
         record.faults)  # not told which: the first that shows the user's code
     for fault in faults:
