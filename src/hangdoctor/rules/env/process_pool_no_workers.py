@@ -1,7 +1,10 @@
 """HD553 env.version_incompatible: a `ProcessPoolExecutor` has work pending and no worker
 process, its manager saw a worker exit and did not mark the pool broken: CPython's bug
 gh-115634, where a pool with `max_tasks_per_child` stops starting workers once one retires
-(Python 3.11 and later, fixed in November 2025: https://github.com/python/cpython/pull/140900).
+(present since 3.11; the fix, https://github.com/python/cpython/pull/140900, opened in November
+2025, was merged into CPython's main branch on 2026-07-03 and says it affects 3.11 through
+3.15.0b3: 3.15.0b4 and later have it; which 3.11-3.14 point releases got a backport is not
+known here, so the advice names the main-branch release and the workaround).
 
 On a Python without the bug a retired worker is replaced, and a worker that dies breaks the pool
 (`BrokenProcessPool` reaches the caller); work waiting in a pool with no worker and no error
@@ -109,7 +112,8 @@ class ProcessPoolWithoutWorkers(Rule):
                     f"Python {python}",
                 ),
                 fixes=(
-                    "Upgrade Python to a release with the fix of gh-115634, or drop "
+                    "Upgrade Python to one with the fix of gh-115634 (3.15.0b4 or later; for "
+                    "3.11-3.14, check your point release's changelog for gh-115634), or drop "
                     "`max_tasks_per_child` (on Linux, `multiprocessing.Pool(maxtasksperchild="
                     "...)` replaces workers correctly).",
                     "Pass a timeout to `result()` so that a stalled pool fails instead of "
