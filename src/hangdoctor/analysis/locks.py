@@ -78,12 +78,20 @@ def lock_wait(thread: ThreadEvidence) -> LockWait | None:
     ):
         return None
     frames = python_frames(thread.python.frames)
-    if not frames or not frames[0].acquiring:
+    if not frames or not frames[0].acquiring or condition_sleep(frames[0]):
         return None
     innermost = frames[0]
     expression = innermost.acquiring[-1]
     lock, exact = lock_identity(expression, innermost)
     return LockWait(thread.tid, expression, lock, innermost, exact)
+
+
+def condition_sleep(frame: Frame) -> bool:
+    """threading's Condition.wait sleeps by acquiring a fresh `waiter` lock that only a
+    notify releases: a wait on the condition (or the queue, event or semaphore built on it,
+    which `thread_waits` names), not a lock that someone holds."""
+    return (frame.file.replace("\\", "/").endswith("/threading.py")
+            and frame.function.split(".")[-1] == "wait")
 
 
 def _forked_here(frame: Frame) -> bool:

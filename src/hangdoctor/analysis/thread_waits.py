@@ -97,3 +97,73 @@ def waits_in_iterator(thread: ThreadEvidence, frame: Frame) -> bool:
     outer = frames[index + 2] if index + 2 < len(frames) else None
     code = (outer.code or "").lstrip() if outer is not None else ""
     return code.startswith(("for ", "async for ")) or (" for " in code and "[" in code)
+
+
+# The reads of multiprocessing's queues and connections, outermost-meaning first: (file under
+# multiprocessing/, function as py-spy names it, what it is for a title).
+_MP_READS = (
+    ("queues.py", "Queue.get", "multiprocessing.Queue.get()"),
+    ("queues.py", "SimpleQueue.get", "multiprocessing.SimpleQueue.get()"),
+    ("connection.py", "_ConnectionBase.recv", "multiprocessing Connection.recv()"),
+    ("connection.py", "_ConnectionBase.recv_bytes", "multiprocessing Connection.recv_bytes()"),
+)
+
+
+@dataclass(frozen=True)
+class QueueRead:
+    """A read of a multiprocessing queue or connection that the user's code made."""
+
+    what: str
+    frame: Frame  # multiprocessing's frame
+    caller: Frame  # the user's frame that called it
+    timeout: bool  # whether it was given one (or does not block)
+
+
+def multiprocessing_read(thread: ThreadEvidence, *, any_timeout: bool = False
+                         ) -> QueueRead | None:
+    """The multiprocessing queue or connection read the user's code made; only one without a
+    timeout unless `any_timeout`."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    for file, function, what in _MP_READS:  # the queue before the connection it reads through
+        for index, frame in enumerate(frames):
+            path = frame.file.replace("\\", "/")
+            if not (path.endswith("/multiprocessing/" + file) and frame.function == function):
+                continue
+            caller = frames[index + 1] if index + 1 < len(frames) else None
+            if caller is None or origin(caller) is not Origin.USER:
+                return None
+            timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
+            block = next((v.repr for v in frame.locals if v.name == "block"), "True")
+            bounded = timeout != "None" or block == "False"
+            return QueueRead(what, frame, caller, bounded) if any_timeout or not bounded \
+                else None
+    return None
+
+
+@dataclass(frozen=True)
+class ManagerCall:
+    """A call through a multiprocessing Manager proxy, waiting for the manager's server."""
+
+    proxy: str  # e.g. `AcquirerProxy` (a Manager().Lock()), `DictProxy`
+    server_pid: int | None  # the manager's server process, when it was captured
+    words: str  # for the evidence
+
+
+def manager_call(job: JobView, thread: ThreadEvidence) -> ManagerCall | None:
+    """The Manager proxy call the thread waits in (`BaseProxy._callmethod`), if any: the wait
+    is for the manager's server process, which runs the call and replies."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    call = next((f for f in frames if f.file.replace("\\", "/").endswith(
+        "/multiprocessing/managers.py") and f.function.split(".")[-1] == "_callmethod"), None)
+    if call is None:
+        return None
+    shown = next((v.repr for v in call.locals if v.name == "self"), "") or ""
+    proxy = shown.strip("<>").split(" at ")[0] or "a proxy"
+    server = next((p for p in job.processes for t in p.threads[:1]
+                   if any(f.function.split(".")[-1] == "_run_server"
+                          for f in (t.python.frames if t.python else ()))), None)
+    where = (f"its server is {job.describe_process(server.pid)}" if server is not None
+             else "its server process was not captured")
+    return ManagerCall(proxy, server.pid if server else None,
+                       f"the call goes through a multiprocessing Manager ({proxy}); {where}, "
+                       "which has not answered")

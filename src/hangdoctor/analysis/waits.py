@@ -11,6 +11,8 @@ from enum import Enum
 
 from hangdoctor.analysis.frames import in_function, python_frames
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.locks import condition_sleep
+from hangdoctor.analysis.thread_waits import blocking_call
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 
 _READS = {"read", "readv", "pread64", "recvfrom", "recvmsg", "recvmmsg"}
@@ -157,9 +159,12 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
         return Wait(WaitKind.FILE_IO, f"in uninterruptible sleep (D) in {wchan}: disk, network "
                     "filesystem or device I/O")
     if name == "futex":
+        called = blocking_call(thread)
+        if called is not None:
+            return Wait(WaitKind.FUTEX, f"waiting in {called[0].what} without a timeout")
         innermost = python_frames(thread.python.frames) if thread.python else []
         acquiring = next((f.acquiring for f in innermost[:1] if f.acquiring), ())
-        if acquiring:
+        if acquiring and not condition_sleep(innermost[0]):
             return Wait(WaitKind.LOCK, f"waiting to acquire {', '.join(acquiring)}")
         return Wait(WaitKind.FUTEX, "waiting on a futex (a lock, condition, queue or the GIL)")
     if name in _SLEEPS:

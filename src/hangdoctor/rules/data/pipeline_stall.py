@@ -18,6 +18,7 @@ from hangdoctor.analysis.frameworks import (
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import LockHold, lock_holds, lock_wait
 from hangdoctor.analysis.roles import Role
+from hangdoctor.analysis.thread_waits import ManagerCall, manager_call
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, SocketEndpoint, ThreadEvidence
@@ -177,6 +178,9 @@ class DataPipelineStall(Rule):
                 f"{inherited.line} in {inherited.frame.function} when this process was forked: "
                 "its copy of the lock stays held forever"
             )
+        manager = manager_call(job, producer_thread)
+        if manager is not None:
+            evidence.append(manager.words)
         for other, _thread, other_wait in others[:4]:
             evidence.append(f"also blocked: {job.describe_process(other.pid)}, "
                             f"{other_wait.summary}")
@@ -194,7 +198,8 @@ class DataPipelineStall(Rule):
             culprit=culprit(job, producer, producer_thread),
             related=tuple(culprit(job, p, t) for p, t, _ in others),
             evidence=tuple(evidence),
-            fixes=_fixes(wait, where, in_process, inherited is not None),
+            fixes=(_manager_fixes(manager, where) if manager is not None
+                   else _fixes(wait, where, in_process, inherited is not None)),
         )
 
 
@@ -204,6 +209,19 @@ def _inherited_lock(thread: ThreadEvidence) -> LockHold | None:
     if wait is None:
         return None
     return next((h for h in lock_holds(thread) if h.inherited and h.lock == wait.lock), None)
+
+
+def _manager_fixes(manager: ManagerCall, where: str) -> tuple[str, ...]:
+    return (
+        f"The dataset waits at {where} for a multiprocessing Manager's server to answer "
+        f"{manager.proxy}: find what holds the manager-side object (a Manager lock held by a "
+        "process that was terminated or died is never released), and never `terminate()` a "
+        "process that may hold one.",
+        "Give the call a timeout (`lock.acquire(timeout=...)`), or keep such state per worker "
+        "(worker_init_fn) instead of in a Manager shared by every worker.",
+        "Set DataLoader(timeout=120) so a stuck worker raises an error in the training loop "
+        "instead of hanging it.",
+    )
 
 
 def _fixes(wait: Wait, where: str, in_process: bool, inherited: bool) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.frameworks import in_debugger, joining_threads, owned_by_framework_rules
 from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.thread_waits import multiprocessing_read
 from hangdoctor.analysis.waits import IO_KINDS, Wait, WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import (
@@ -88,6 +89,22 @@ def _parent_waits_for_busy_child() -> Bundle:
     return b.bundle(parent, child)
 
 
+def _queue_nobody_can_fill() -> Bundle:
+    # A multiprocessing.Queue's reader: the queue's creator holds both ends of its pipe, and
+    # the processes that were to put into it are gone.
+    mp = f"{b.STDLIB}/multiprocessing"
+    return b.bundle(b.process(
+        70,
+        b.thread(70, b.frame(f"{mp}/connection.py", 395, "Connection._recv"),
+                 b.frame(f"{mp}/connection.py", 216, "_ConnectionBase.recv_bytes"),
+                 b.frame(f"{mp}/queues.py", 103, "Queue.get",
+                         local_vars={"block": ("True", None), "timeout": ("None", None)}),
+                 b.frame("prep.py", 62, "main", code="shard, ids = out.get()"),
+                 name="MainThread", syscall="read", args=(5,)),
+        files={5: ("pipe:[880]", "r"), 6: ("pipe:[880]", "w")},
+    ))
+
+
 def _sleeping() -> Bundle:
     return b.bundle(b.process(
         60, b.thread(60, b.frame("train.py", 5, "main", code="time.sleep(60)"),
@@ -113,6 +130,7 @@ class BlockedIO(Rule):
         Example("parent waits for a child blocked on a full pipe", _pipe_deadlock),
         Example("HTTP read without a timeout", _socket_without_timeout),
         Example("breakpoint() left in the code", _debugger_prompt),
+        Example("a multiprocessing queue no process is left to fill", _queue_nobody_can_fill),
     )
     quiet_on = (
         Example("a background thread reading a socket", _daemon_thread_reading_socket),
@@ -276,6 +294,20 @@ class BlockedIO(Rule):
             writers = [e for e in ends if e.mode in ("w", "rw")]
             if any(e.pid != process.pid for e in writers):
                 return None  # another captured process feeds it: that one is examined itself
+            read = multiprocessing_read(thread, any_timeout=True)
+            if read is not None:  # a queue's pipe: its creator holds both ends by design
+                return (
+                    f"Waiting in {read.what} at {where}, and no other process of the job holds "
+                    "its write end: no process is left that could send",
+                    "The processes that were to put into it have exited (or never started): "
+                    "a multiprocessing queue's reader waits for an item, not for end-of-file, "
+                    "so nothing ends the wait.",
+                    ("Check how the producer processes ended (`p.exitcode`; a traceback in the "
+                     "output), and have each put its exception or an end marker on the queue "
+                     "before it exits.",
+                     f"Read with a timeout at {where} (`get(timeout=...)`) and check that the "
+                     "producers are alive when it expires."),
+                )
             if any(e.pid == process.pid for e in writers):
                 return (
                     f"Reading a pipe whose write end this process still holds, at {where}",

@@ -1,0 +1,167 @@
+"""HD206 data.pipeline_stall: a child process that was to put results on a multiprocessing
+queue died of an exception, and the process reading the queue waits for it forever.
+
+`multiprocessing.Process` prints the traceback of an exception that ends its `run()` and exits
+with code 1; nothing reaches the queue, and `Queue.get()` without a timeout in the parent
+waits for an item no process is left to send (https://github.com/python/cpython/issues/87971).
+The mechanism: a thread waits in a multiprocessing queue or connection, called from the user's
+code without a timeout, and the output holds the traceback of a process whose outermost frame
+is multiprocessing's `_bootstrap` and which raised in the user's code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_read
+from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.logfiles import log_bundle
+from hangdoctor.evidence.model import (
+    Bundle,
+    JobRecord,
+    ProcessEvidence,
+    ProcessSample,
+    ThreadEvidence,
+    TimelineSample,
+)
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.rules.log_helpers import output_lines, raised_words
+from hangdoctor.taxonomy import Category
+
+MP = f"{b.STDLIB}/multiprocessing"
+
+_DIED = (
+    "Process Process-4:",
+    "Traceback (most recent call last):",
+    f'  File "{MP}/process.py", line 314, in _bootstrap',
+    "    self.run()",
+    f'  File "{MP}/process.py", line 108, in run',
+    "    self._target(*self._args, **self._kwargs)",
+    '  File "prep.py", line 40, in tokenize_shard',
+    '    ids.append(tokenize(raw.decode("utf-8")))',
+    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 20",
+    "shard 0 done (200 rows)",
+)
+
+
+def _reader(*, timeout: str = "None", died: bool = True) -> Bundle:
+    main = b.thread(
+        20, b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
+        b.frame(f"{MP}/connection.py", 430, "Connection._recv_bytes"),
+        b.frame(f"{MP}/connection.py", 216, "_ConnectionBase.recv_bytes"),
+        b.frame(f"{MP}/queues.py", 103, "Queue.get",
+                local_vars={"block": ("True", None), "timeout": (timeout, None)}),
+        b.frame("prep.py", 62, "main", code="shard, ids = out.get()"),
+        name="MainThread", syscall="read")
+    timeline = (TimelineSample(elapsed_s=2.0, processes=(
+        ProcessSample(pid=20, ppid=1, cpu_seconds=1.0, rss_bytes=1, state="sleeping"),
+        ProcessSample(pid=24, ppid=20, cpu_seconds=0.0, rss_bytes=0, state="zombie"))),)
+    job = b.bundle(b.process(20, main))
+    job = job.model_copy(update={"job": JobRecord(started_at=0.0, timeline=timeline)})
+    return log_bundle(_DIED if died else _DIED[-1:], base=job)
+
+
+def process_deaths(job: JobView) -> list[Raised]:
+    """Tracebacks of multiprocessing child processes that died in the user's code."""
+    return [r for r in tracebacks(output_lines(job)) if r.in_user_code and _in_child(r)]
+
+
+def _in_child(raised: Raised) -> bool:
+    outermost = raised.frames[-1] if raised.frames else None
+    return (outermost is not None
+            and outermost.file.replace("\\", "/").endswith("/multiprocessing/process.py")
+            and outermost.function.split(".")[-1] == "_bootstrap")
+
+
+def _exited_children(job: JobView, pid: int) -> list[int]:
+    """Children of `pid` that the timeline saw end (a zombie not yet reaped, or gone)."""
+    record = job.bundle.job
+    samples = record.timeline if record else ()
+    seen: dict[int, str | None] = {}
+    for sample in samples:
+        present = set()
+        for process in sample.processes:
+            if process.ppid == pid:
+                seen[process.pid] = process.state
+                present.add(process.pid)
+        for child in seen:
+            if child not in present:
+                seen[child] = "gone"
+    return sorted(child for child, state in seen.items() if state in ("zombie", "gone"))
+
+
+def _readers(job: JobView) -> Iterator[tuple[ProcessEvidence, ThreadEvidence, QueueRead]]:
+    for process in job.processes:
+        for thread in process.threads:
+            read = multiprocessing_read(thread)
+            if read is not None:
+                yield process, thread, read
+
+
+class ProducerProcessDied(Rule):
+    """A child process that fed a multiprocessing queue died of an exception; the reader
+    waits for it."""
+
+    id = "HD206"
+    category = Category.DATA_PIPELINE_STALL
+    summary = "a child process that fed a multiprocessing queue died; the reader waits for it"
+    fires_when = (
+        "a thread waits without a timeout in a multiprocessing `Queue.get()` or "
+        "`Connection.recv()` called from your code, and the output holds the traceback of a "
+        "`multiprocessing.Process` that died of an exception in your code; names the line "
+        "that raised"
+    )
+    reads = "capture"
+    specificity = 89
+    fires_on = (Example("a tokeniser process died on a bad byte", _reader),)
+    quiet_on = (Example("the same wait, no process died", lambda: _reader(died=False)),
+                Example("a get() with a timeout", lambda: _reader(timeout="30")))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        deaths = process_deaths(job)
+        if not deaths:
+            return
+        died = deaths[0]
+        for process, thread, read in _readers(job):
+            waiting_at = blame_frame(frames_of(thread)) or read.caller
+            raised_at = died.location
+            where = short_location(raised_at) if raised_at else "its own code"
+            waits = short_location(waiting_at)
+            exited = _exited_children(job, process.pid)
+            reader = culprit(job, process, thread, waiting_at)
+            more = f" ({len(deaths)} processes died)" if len(deaths) > 1 else ""
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR,
+                confidence=0.85,
+                title=f"A child process that fed the queue died of {died.short_type} at "
+                      f"{where}{more}; {job.describe_process(process.pid)} waits in "
+                      f"{read.what} at {waits} for a result it will never send",
+                explanation=(
+                    f"The results come back through {read.what}. A "
+                    f"`multiprocessing.Process` raised {died.short_type}, printed its "
+                    "traceback and exited with code 1 without putting its result; nothing "
+                    "tells the reader, which waits without a timeout for an item no process "
+                    "is left to send."),
+                culprit=Culprit(pid=process.pid, role=reader.role, rank=reader.rank,
+                                thread=reader.thread, tid=reader.tid,
+                                location=Location.of(raised_at)),
+                related=(reader,),
+                evidence=(f"log: a child process died: {raised_words(died)}",
+                          f"{thread.comm or 'thread'} (tid {thread.tid}) waits in {read.what} "
+                          f"at {at(waiting_at)} ({kernel_words(thread)}), with no timeout",
+                          *((f"children of pid {process.pid} that exited while it waited: "
+                             f"{', '.join(map(str, exited))}",) if exited else ())),
+                fixes=(f"Fix what raised at {where} ({died.short_type}): skip or repair the "
+                       "bad input there, or catch it and log which input it was.",
+                       "Have each worker put its exception (or an error marker) on the queue "
+                       "in `try/except`, and the reader raise it; or use "
+                       "`ProcessPoolExecutor`/`Pool`, which hand a worker's exception back to "
+                       "the caller.",
+                       f"Read with a timeout at {waits} (`get(timeout=...)`) and check the "
+                       "workers' `exitcode` when it expires."),
+            )
+            return
