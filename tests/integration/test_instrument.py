@@ -566,3 +566,57 @@ def test_a_jobs_own_thread_hook_still_gets_every_death(jobs, tmp_path, when):
     assert code == 0 and "SEEN ValueError,SystemExit" in out and "Traceback" not in err
     recorded = read_thread_deaths(tmp_path / "status")
     assert len(recorded) == (1 if when == "before" else 0)
+
+
+ASYNC_LOADER = """
+import asyncio, json, sys, torch
+
+records = ['{"x": 1}', '{"x": 2', '{"x": 3}']
+
+
+async def produce(queue, i):
+    await asyncio.sleep(0.01)
+    await queue.put(json.loads(records[i]))  # LINE: raises
+
+
+async def take(queue):
+    return await queue.get()  # LINE: awaits
+
+
+loop = asyncio.new_event_loop()
+queue = asyncio.Queue()
+producers = [loop.create_task(produce(queue, 1)) for _ in range(2)]
+print("READY", flush=True)
+loop.run_until_complete(take(queue))
+"""
+
+
+@pytest.mark.torch
+def test_asyncio_tasks_are_written_on_request_and_left_unretrieved(jobs, tmp_path):
+    """At a hang the tasks of a running event loop are read: where the pending one awaits,
+    what the finished ones raised; reading them does not mark their exceptions retrieved
+    (asyncio's own report of them stays)."""
+    pytest.importorskip("torch")
+    from hangdoctor.probes.async_tasks import read_tasks
+    from hangdoctor.probes.flight_recorder import request_dumps
+
+    script = write_script(tmp_path, "loader.py", ASYNC_LOADER)
+    status = tmp_path / "status"
+    job = jobs(script, env=instrumented(status))
+    assert job.proc.stdout is not None
+    assert job.proc.stdout.readline().startswith("READY")
+    time.sleep(0.5)  # the producers have died
+    asked = request_dumps(status)
+    wait_for(lambda: read_tasks(status, asked), timeout_s=10)
+    tasks = read_tasks(status, asked)
+    lines = ASYNC_LOADER.splitlines()
+    pending = [t for t in tasks if not t.done]
+    failed = [t for t in tasks if t.done]
+    assert len(pending) == 1 and len(failed) == 2
+    awaiting = next(f for f in pending[0].awaiting if f.file == str(script))
+    assert "LINE: awaits" in lines[awaiting.line - 1]
+    for task in failed:
+        assert task.exception is not None and task.exception.startswith("JSONDecodeError")
+        assert task.retrieved is False
+        raised = next(f for f in task.raised if f.file == str(script))
+        assert "LINE: raises" in lines[raised.line - 1]

@@ -277,6 +277,23 @@ class FlightRecord(Evidence):
         "enqueued > completed: the rank waits inside collective completed + 1")
 
 
+class AsyncTask(Evidence):
+    """An asyncio task of a process whose event loop was running at the hang, as the
+    instrumentation read it: a pending task's await chain (where it is suspended, which no
+    stack shows), or the exception a finished task ended with."""
+
+    pid: int
+    name: str
+    done: bool = False
+    awaiting: tuple[Frame, ...] = Field(default=(), description="pending: the await chain, "
+                                        "innermost first")
+    exception: str | None = Field(default=None, description="done: `Type: message`, redacted")
+    raised: tuple[Frame, ...] = Field(default=(), description="done: its traceback, innermost "
+                                      "first")
+    retrieved: bool | None = Field(default=None, description="done: whether anything read "
+                                   "the exception (asyncio logs it only when the task is freed)")
+
+
 class FaultLog(Evidence):
     """What Python's faulthandler wrote when a process of the job died of a fatal signal
     (SIGSEGV, SIGBUS, SIGABRT, ...): every thread's stack at that moment."""
@@ -374,6 +391,9 @@ class Bundle(Evidence):
     job: JobRecord | None = Field(default=None, description="set by `hangdoctor run`")
     flight_records: tuple[FlightRecord, ...] = Field(
         default=(), description="PyTorch Flight Recorder dumps of the ranks, when available"
+    )
+    async_tasks: tuple[AsyncTask, ...] = Field(
+        default=(), description="asyncio tasks of processes running an event loop (`run`)"
     )
     code_findings: tuple[CodeFinding, ...] = Field(
         default=(), description="hang-prone patterns in the user's files on the stacks"

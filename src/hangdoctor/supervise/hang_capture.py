@@ -9,6 +9,7 @@ from pathlib import Path
 from hangdoctor.capture.tree import CaptureOptions, attach_stacks, capture_tree
 from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError
 from hangdoctor.pipeline import Context, Mode, diagnose
+from hangdoctor.probes.async_tasks import collect_tasks
 from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.job_stacks import request_stacks
@@ -85,6 +86,9 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
     if asked is not None and job.status_dir is not None and job.ranks:
         records = collect_dumps(job.status_dir, asked, expected=job.ranks)
         bundle = bundle.model_copy(update={"flight_records": tuple(records)})
+    if asked is not None and job.status_dir is not None:  # answered while the tree was read
+        tasks = collect_tasks(job.status_dir, asked, bundle)
+        bundle = bundle.model_copy(update={"async_tasks": tasks})
     kernel_lines, kernel_error = read_kernel_log(since=job.started_wall - 60)
     hang_record = record.model_copy(update={
         "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import types
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # torch is only imported by the job itself
     from collections.abc import Callable
@@ -733,6 +733,7 @@ def _write_loop() -> None:
         _count_device_losses()
         _flush()
         _answer_flight_recorder_request()
+        _answer_task_request()
         _write_thread_map()
         time.sleep(WRITE_INTERVAL_S)
 
@@ -791,6 +792,93 @@ def _answer_flight_recorder_request() -> None:
         os.replace(temporary, os.path.join(_directory, f"fr-{pid}.json"))
     except Exception:
         pass
+
+
+# ---- asyncio's tasks, on request -----------------------------------------------------------
+
+_answered_tasks: int | None = None
+_MAX_TASKS = 64
+_MAX_DEPTH = 24
+
+
+def _answer_task_request() -> None:
+    """At a hang, an asyncio program's stack says only that its event loop waits in the
+    selector: where each task is suspended (`await queue.get()`) and which tasks ended with an
+    exception nobody retrieved live only in the process. On the supervisor's request (the same
+    file as the Flight Recorder's), when a thread runs an event loop, they are written to
+    `tasks-<pid>.json`. Read only: a task's exception is read from its attribute, not
+    `exception()`, which would mark it retrieved and silence asyncio's own report of it."""
+    global _answered_tasks
+    if _directory is None or "asyncio" not in sys.modules:
+        return
+    try:
+        request = os.path.join(_directory, FLIGHT_RECORDER_REQUEST)
+        if not os.path.exists(request):
+            return
+        stamp = os.stat(request).st_mtime_ns
+        if stamp == _answered_tasks:
+            return
+        _answered_tasks = stamp
+        if not _runs_event_loop():
+            return
+        import gc
+
+        future_type = sys.modules["asyncio"].Task
+        tasks = [o for o in gc.get_objects() if isinstance(o, future_type)]
+        pending = [t for t in tasks if not t.done()]
+        failed = [t for t in tasks if t.done() and not t.cancelled()
+                  and getattr(t, "_exception", None) is not None]
+        body = json.dumps({"pid": os.getpid(), "tasks": [
+            _task_json(t) for t in (pending[:_MAX_TASKS] + failed[:_MAX_TASKS])]})
+        temporary = os.path.join(_directory, f".tasks-{os.getpid()}.json.tmp")
+        with _private_open(temporary) as handle:
+            handle.write(body)
+        os.replace(temporary, os.path.join(_directory, f"tasks-{os.getpid()}.json"))
+    except Exception:
+        pass
+
+
+def _runs_event_loop() -> bool:
+    """Whether some thread is inside an asyncio event loop's run_forever."""
+    for frame in sys._current_frames().values():
+        depth: FrameType | None = frame
+        for _ in range(64):
+            if depth is None:
+                break
+            code = depth.f_code
+            if code.co_name == "run_forever" and code.co_filename.replace(
+                    "\\", "/").endswith("asyncio/base_events.py"):
+                return True
+            depth = depth.f_back
+    return False
+
+
+def _task_json(task: Any) -> dict[str, object]:
+    """A task's name, state, where it awaits (innermost first) or what it raised."""
+    entry: dict[str, object] = {"name": str(task.get_name()), "done": bool(task.done())}
+    if not task.done():
+        chain: list[list[object]] = []
+        awaited = task.get_coro()
+        for _ in range(_MAX_DEPTH):
+            if awaited is None:
+                break
+            frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+            if frame is not None:
+                code = frame.f_code
+                chain.append([code.co_filename, frame.f_lineno,
+                              getattr(code, "co_qualname", code.co_name)])
+            awaited = (getattr(awaited, "cr_await", None)
+                       or getattr(awaited, "gi_yieldfrom", None))
+        entry["awaiting"] = chain[::-1]
+        return entry
+    error = task._exception
+    import traceback
+
+    entry["exception"] = f"{type(error).__name__}: {error}"[:500]
+    entry["retrieved"] = not bool(getattr(task, "_log_traceback", False))
+    entry["raised"] = [[f.filename, f.lineno, f.name, f.line or ""]
+                       for f in traceback.extract_tb(error.__traceback__)][::-1][:_MAX_DEPTH]
+    return entry
 
 
 def _flush() -> None:
