@@ -148,6 +148,17 @@ class RankState:
     #: the collective is the framework's own (DDP's gradient all-reduce inside backward(), a
     #: training loop's per-step broadcast reached only through `trainer.fit()`).
     distance: int | None = None
+    #: The torch.distributed function its stack shows it in, where the Flight Recorder named
+    #: the collective differently (`new_group`, waiting in the all_reduce that creating a group
+    #: runs): what the user's line called.
+    api: str | None = None
+
+    @property
+    def doing(self) -> str | None:
+        """What it is in, as the user would say it: `new_group (all_reduce)`, `barrier`."""
+        if self.api is not None and self.call is not None and self.api != self.call:
+            return f"{self.api} ({self.call})"
+        return self.call
 
     @property
     def ran_out_of_data(self) -> int:
@@ -259,7 +270,8 @@ class RankView:
             elif pending is not None or state.in_collective:
                 at = mine.get(self.divergence.seq) if self.divergence else None
                 entry = at or (pending if isinstance(pending, CollectiveRecord) else last)
-                state = replace(state, call=entry.op, seq=entry.seq)
+                api = state.call if state.call not in (None, entry.op) else None
+                state = replace(state, call=entry.op, seq=entry.seq, api=api)
             self.ranks[state.rank] = state
         return True
 

@@ -182,7 +182,7 @@ def straggler_completion_not_yet_counted(computing: bool = False) -> Bundle:
 def describe_group(states: list[RankState]) -> str:
     first = states[0]
     seq = f" #{first.seq}" if first.seq is not None else ""
-    return f"{rank_list(states)} {wait_words(states)} in {first.call}{seq} at {at(first.site)}"
+    return f"{rank_list(states)} {wait_words(states)} in {first.doing}{seq} at {at(first.site)}"
 
 
 def wait_words(states: list[RankState]) -> str:

@@ -73,6 +73,22 @@ def _deferred_sync() -> Bundle:
                 "`self.trainer.is_global_zero`; the others never join it", ranks="main"),)})
 
 
+POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv",
+                            "send_object_list", "recv_object_list"})
+
+
+def _pipeline_stages() -> Bundle:
+    """Two pipeline stages: the last waits for a fourth micro-batch the first never sends, the
+    first for gradients; their receives sit under the usual rank branch."""
+    last = rank_process(1, *collective_frames("recv", 83, "dist.recv(h, src=0)",
+                                              guards=("not (rank == 0)",)), world=2,
+                        syscall="futex")
+    first = rank_process(0, *collective_frames("recv", 68, "dist.recv(grad, src=1)",
+                                               guards=("rank == 0",)), world=2,
+                         syscall="futex")
+    return ranks_job(first, last)
+
+
 class CollectiveMismatch(Rule):
     """Ranks wait in different collectives, or in one that only some of them call."""
 
@@ -92,7 +108,9 @@ class CollectiveMismatch(Rule):
                 Example("a metric synced on rank 0 only, waited for later inside the "
                         "framework's loop", _deferred_sync),
                 Example("an evaluation only rank 0's schedule triggers",
-                        evaluation_on_one_schedule))
+                        evaluation_on_one_schedule),
+                Example("pipeline stages whose sends and receives do not pair up",
+                        _pipeline_stages))
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
                 Example("a rank that ran out of data", rank_ran_out_of_data),
                 Example("a rank that returned from its epoch helper first",
@@ -130,16 +148,27 @@ class CollectiveMismatch(Rule):
         if code is not None:
             yield self._from_code(job, code, state, rest, evidence)
             return
+        if all(s.call in POINT_TO_POINT for s in odd + rest):
+            yield self._point_to_point(job, state, odd + rest, evidence)
+            return
         guarded = rank_guard(state)
         guard = guarded[1] if guarded else (
             site.guards[-1] if site is not None and site.guards else None)
         if guarded is not None and guarded[0] is not site:
             where = short_location(guarded[0])
         branch = sorted(extra_guards(state, rest)) if not guard else []
-        if guard:
+        if guarded is not None:
             evidence.append(f"the call at {where} runs only where `{guard}` holds")
-            first_fix = (f"The {state.call} at {where} runs only where `{guard}` holds: move it "
-                         "out of that `if` block, so that every rank calls it.")
+            first_fix = (f"The {state.doing} at {where} runs only where `{guard}` holds: move "
+                         "it out of that `if` block, so that every rank calls it.")
+        elif guard:  # a condition that need not differ between ranks (`if group is None:`)
+            evidence.append(f"the call at {where} sits under `if {guard}`")
+            first_fix = (f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} {_calls(odd)} "
+                         f"{state.doing} at {where} (under `if {guard}`) while "
+                         f"{rank_list(rest)} {_calls(rest)} {rest[0].doing}: if `{guard}` can "
+                         "differ between ranks, make it the same on every rank; else look for "
+                         "a collective (or a group creation) that only some ranks made "
+                         "before this one.")
         elif branch:
             evidence.append(f"{rank_list(odd)} took the branch `if {branch[0]}`, which "
                             f"{rank_list(rest)} did not")
@@ -150,13 +179,13 @@ class CollectiveMismatch(Rule):
                          "the same on every rank, or all-reduce what it reads first.")
         else:
             first_fix = (f"Every rank must call the same collectives in the same order: "
-                         f"{rank_list(odd)} {_calls(odd)} {state.call} at {where} while "
-                         f"{rank_list(rest)} {_calls(rest)} {rest[0].call} at "
+                         f"{rank_list(odd)} {_calls(odd)} {state.doing} at {where} while "
+                         f"{rank_list(rest)} {_calls(rest)} {rest[0].doing} at "
                          f"{short_location(rest[0].site) if rest[0].site else 'another place'}.")
         yield Finding(
             id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
-            title=f"Collective mismatch: {rank_list(odd)} in {state.call} at {where}, "
-                  f"{rank_list(rest)} in {rest[0].call}",
+            title=f"Collective mismatch: {rank_list(odd)} in {state.doing} at {where}, "
+                  f"{rank_list(rest)} in {rest[0].doing}",
             explanation=("Collectives pair up by order: when ranks call different ones (or one "
                          "only some ranks call), each waits for a partner that never comes."),
             culprit=rank_culprit(job, state),
@@ -164,6 +193,36 @@ class CollectiveMismatch(Rule):
             evidence=tuple(evidence),
             fixes=(first_fix, "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
                    "(it checks that collectives match; it is slow, so not for production).",
+                   PROCESS_GROUP_TIMEOUT),
+        )
+
+    def _point_to_point(self, job: JobView, state: RankState, states: list[RankState],
+                        evidence: list[str]) -> Finding:
+        """send/recv pair up one to one between two ranks: a rank condition around them is how
+        such code is written, not the fault; the counts differ."""
+        where = short_location(state.site) if state.site else "its call site"
+        others = [s for s in states if s is not state]
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=f"Point-to-point mismatch: rank {state.rank} waits in {state.call} at "
+                  f"{where}, and {rank_list(others)} "
+                  f"{'waits' if len(others) == 1 else 'wait'} in "
+                  f"{'/'.join(sorted({s.call or '?' for s in others}))}: each waits for a "
+                  "message the other does not send",
+            explanation=("Sends and receives pair up one to one, in order, between two ranks. "
+                         "When one side posts one more receive (or send) than the other, for "
+                         "example a short last batch that splits into fewer micro-batches on "
+                         "one stage than the other expects, that call waits for good, and "
+                         "the ranks that wait for it stop behind it."),
+            culprit=rank_culprit(job, state),
+            related=tuple(rank_culprit(job, s) for s in others[:4]),
+            evidence=tuple(evidence),
+            fixes=(f"Count the sends and receives each pair of ranks makes per step (rank "
+                   f"{state.rank}'s {state.call} at {where}): both sides must derive the count "
+                   "from the same value. Send the count first, or make every batch split the "
+                   "same (drop_last=True, a fixed micro-batch count).",
+                   "Run a small case with a short process-group timeout and print each "
+                   "send/recv with its peer and step on both ranks to see where they part.",
                    PROCESS_GROUP_TIMEOUT),
         )
 

@@ -81,8 +81,12 @@ class UnevenInputs(Rule):
             culprit=rank_culprit(job, state),
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
-            fixes=("Give every rank the same number of batches: "
-                   "DistributedSampler(..., drop_last=True) or DataLoader(drop_last=True).",
+            fixes=("Give every rank the same number of synchronising steps: with a fixed "
+                   "batch size, DistributedSampler(..., drop_last=True) or "
+                   "DataLoader(drop_last=True); with batches built by a budget (dynamic "
+                   "batching, bucketing) or gradient accumulation under `no_sync()`, the "
+                   "counts differ anyway: all_reduce(MIN) each rank's batch count before the "
+                   "epoch and stop every rank there.",
                    "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
                    "supports it) so ranks that finish early shadow the others' collectives.",
                    "Or all_reduce a 'has more data' flag every step and stop together.",
