@@ -620,3 +620,32 @@ def test_asyncio_tasks_are_written_on_request_and_left_unretrieved(jobs, tmp_pat
         assert task.retrieved is False
         raised = next(f for f in task.raised if f.file == str(script))
         assert "LINE: raises" in lines[raised.line - 1]
+
+
+GROUPS = """
+import os, sys, time, torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0,
+                        world_size=1)
+first = dist.new_group(ranks=[0])  # LINE: first
+second = dist.new_group()  # LINE: second
+time.sleep(1.2)  # the writer's next look
+print("DONE", flush=True)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.torch
+def test_group_creations_are_counted_with_where_they_were_made(jobs, tmp_path):
+    pytest.importorskip("torch")
+    script = write_script(tmp_path, "groups.py", GROUPS)
+    code, out, err = jobs(script, str(free_port()), env=instrumented(tmp_path / "status")
+                          ).finish()
+    assert code == 0 and "DONE" in out, err
+    (status,) = read_statuses(tmp_path / "status")
+    assert status.groups_created == 2
+    lines = GROUPS.splitlines()
+    marks = [lines[line - 1].split("# LINE: ")[1] for _, file, line, _ in status.group_sites
+             if file == str(script)]
+    assert marks == ["first", "second"]

@@ -263,7 +263,9 @@ class RankView:
             pending = _pending(records[state.rank], mine)
             if isinstance(pending, CollectiveRecord) and self._waits_elsewhere(state):
                 pending = False  # its completion was not counted yet when the dump was taken
-            if pending is False and not state.in_start_up:
+            if pending is False and state.in_start_up:
+                pass  # creating a group or joining: no recorded collective is its wait
+            elif pending is False:
                 # Done with every collective it issued: whatever its stack shows, it is
                 # outside any collective (computing, or blocked elsewhere).
                 state = replace(state, call=None, seq=None, distance=None)

@@ -226,6 +226,10 @@ class ProgressStatus(Evidence):
         default=(), description="those frames of the user's code with their source context, "
         "filled in by the supervisor (the loops around them, and the exits that leave those "
         "loops early)")
+    groups_created: int = Field(default=0, description="torch.distributed.new_group calls")
+    group_sites: tuple[tuple[int, str, int, str], ...] = Field(
+        default=(), description="(number, file, line, function) of the most recent new_group "
+        "calls (at most 16): where each group was created, numbered in creation order")
 
 
 class ProcessSample(Evidence):

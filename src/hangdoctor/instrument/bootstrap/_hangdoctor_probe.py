@@ -157,6 +157,8 @@ class _Status:
         "data_wait_s",
         "device_losses",
         "exiting_at",
+        "group_sites",
+        "groups_created",
         "in_collective",
         "in_collective_seq",
         "in_collective_since",
@@ -201,6 +203,8 @@ class _Status:
         self.device_losses = _DeviceLosses()  # GPU losses, counted by the writer thread
         self.exiting_at: float | None = None  # when the interpreter began to exit normally
         self.last_sync_at: list[tuple[types.CodeType, int]] = []  # see _note_sync_site
+        self.groups_created = 0  # torch.distributed.new_group calls (see _wrap_new_group)
+        self.group_sites: list[tuple[int, str, int, str]] = []  # (number, file, line, function)
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -229,6 +233,8 @@ class _Status:
             "exiting_at": self.exiting_at,
             "last_sync_at": [(code.co_filename, line, code.co_name)
                              for code, line in self.last_sync_at],
+            "groups_created": self.groups_created,
+            "group_sites": self.group_sites,
         }, allow_nan=False)
 
 
@@ -515,16 +521,53 @@ def _hook_distributed(torch: ModuleType) -> None:
     _dist = dist
     wrappers: dict[int, object] = {}
     for module in (dist, c10d):
-        for name in COLLECTIVES:
+        for name in (*COLLECTIVES, "new_group"):
             try:
                 function = getattr(module, name, None)
                 if function is None or getattr(function, _MARK, False):
                     continue
                 if id(function) not in wrappers:
-                    wrappers[id(function)] = _wrap_collective(name, function)
+                    wrappers[id(function)] = (_wrap_new_group(function) if name == "new_group"
+                                              else _wrap_collective(name, function))
                 setattr(module, name, wrappers[id(function)])
             except Exception:
                 pass
+
+
+_GROUP_SITES = 16  # the most recent new_group calls kept, with their numbers
+
+
+def _wrap_new_group(function: Callable[..., object]) -> Callable[..., object]:
+    """Count `new_group` calls and note where each was made. Every rank must call new_group
+    for every group, members or not, in the same order: groups are named by how many were
+    created before, so a rank that created one more waits in the next creation for peers
+    that registered under another name. Counting them is how a capture tells."""
+
+    @functools.wraps(function)
+    def new_group(*args: object, **kwargs: object) -> object:
+        _note_group_creation()
+        try:
+            return function(*args, **kwargs)
+        except BaseException as error:
+            _hide_wrapper_frame(error)
+            raise
+
+    setattr(new_group, _MARK, True)
+    _WRAPPERS.add(_code_of(new_group))
+    return new_group
+
+
+def _note_group_creation() -> None:
+    try:
+        state = _state
+        state.groups_created += 1
+        caller = sys._getframe(2)  # this function, the wrapper, then the caller
+        state.group_sites = [*state.group_sites[-(_GROUP_SITES - 1):],
+                             (state.groups_created, caller.f_code.co_filename, caller.f_lineno,
+                              caller.f_code.co_name)]
+        _changed()
+    except Exception:
+        pass
 
 
 def _async_op_index(function: Callable[..., object]) -> int | None:

@@ -1,0 +1,125 @@
+"""HD317 distributed.collective_mismatch: the ranks created process groups in different
+numbers, and a rank now waits in the creation of the next one.
+
+`torch.distributed.new_group` must be called by every rank of the job for every group, members
+or not, in the same order (PyTorch's documentation of new_group says so): groups are told apart
+by how many were created before them, so a group created on its members only leaves the ranks
+counting differently, and the next creation waits for peers that registered it under another
+name (https://github.com/pytorch/pytorch/issues/25390). The instrumentation counts each rank's
+new_group calls and where they were made; the rank that made more names the extra one."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import short_file
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
+from hangdoctor.evidence.model import Bundle, ProgressStatus
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._ranks import (
+    collective_frames,
+    rank_culprit,
+    rank_process,
+    rank_status,
+    ranks_job,
+)
+from hangdoctor.rules.finding import Finding, Location, Severity
+from hangdoctor.rules.helpers import at
+from hangdoctor.taxonomy import Category
+
+_Site = tuple[str, int, str]  # file, line, function
+
+
+def _status(rank: int, sites: tuple[tuple[int, str, int, str], ...]) -> ProgressStatus:
+    return rank_status(rank, 30, 40).model_copy(update={
+        "groups_created": len(sites), "group_sites": sites})
+
+
+def _validation_group_on_rank_0(*, same_count: bool = False) -> Bundle:
+    """Rank 0 created a validation group on its own, then both create the stats group; rank
+    1's creation went through, rank 0's waits."""
+    zero = rank_process(0, *collective_frames("new_group", 81, 'stats = dist.new_group()'),
+                        world=2, syscall="poll")
+    one = rank_process(1, *collective_frames("all_gather_object", 83,
+                                             "dist.all_gather_object(rates, rate, group=stats)"),
+                       world=2, syscall="futex")
+    val = (1, "train.py", 75, "train")
+    stats = (2 if not same_count else 1, "train.py", 81, "train")
+    zero_sites = ((val, stats) if not same_count else (stats,))
+    return ranks_job(zero, one, progress=(_status(0, zero_sites),
+                                          _status(1, ((1, "train.py", 81, "train"),))))
+
+
+def _creations(state: RankState) -> Counter[_Site]:
+    status = state.status
+    return Counter((file, line, function) for _, file, line, function in (
+        status.group_sites if status else ()))
+
+
+def _waits_creating(state: RankState) -> bool:
+    return "new_group" in (state.call, state.api)
+
+
+class GroupCreationMismatch(Rule):
+    """Ranks created process groups in different numbers; a group creation waits for good."""
+
+    id = "HD317"
+    category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
+    summary = "ranks created process groups in different numbers (new_group on some ranks)"
+    fires_when = (
+        "under `run`, a rank waits in `new_group` and the ranks' counts of new_group calls "
+        "differ; names the call the ahead rank made and the others did not"
+    )
+    reads = "ranks"
+    specificity = 87
+    fires_on = (Example("a validation group created on rank 0 only",
+                        _validation_group_on_rank_0),)
+    quiet_on = (Example("every rank created the same groups",
+                        lambda: _validation_group_on_rank_0(same_count=True)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        view = rank_view(job)
+        states = [s for s in view.alive if s.status is not None]
+        if len(states) < 2 or not any(_waits_creating(s) for s in states):
+            return
+        counts = {s.rank: s.status.groups_created for s in states if s.status is not None}
+        if len(set(counts.values())) < 2:
+            return
+        top = max(counts.values())
+        ahead = [s for s in states if counts[s.rank] == top]
+        behind = [s for s in states if counts[s.rank] < top]
+        state = ahead[0]
+        extra = _creations(state) - _creations(behind[0])
+        site = min(extra, key=lambda s: s[1]) if extra else None
+        culprit = rank_culprit(job, state)
+        if site is not None:
+            culprit = culprit.model_copy(update={"location": Location(
+                file=site[0], line=site[1], function=site[2])})
+        where = f"{short_file(site[0])}:{site[1]} in {site[2]}" if site else "an earlier call"
+        waiting = next((s for s in states if _waits_creating(s)), state)
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=f"{rank_list(ahead)[:1].upper()}{rank_list(ahead)[1:]} created a process "
+                  f"group at {where} that {rank_list(behind)} did not (new_group called "
+                  f"{top} times against {min(counts.values())}); rank {waiting.rank} now "
+                  f"waits in new_group at {at(waiting.site)}",
+            explanation=(
+                "Every rank must call new_group for every group, members or not, in the same "
+                "order: groups are told apart by how many were created before them. A group "
+                "created on its members only leaves the ranks counting differently, and the "
+                "next creation waits for peers that registered it under another name."),
+            culprit=culprit,
+            related=tuple(rank_culprit(job, s) for s in [*ahead[1:], *behind][:4]),
+            evidence=(*(f"rank {s.rank} called new_group {counts[s.rank]} time(s)"
+                        + (f", last at {short_file(sites[-1][1])}:{sites[-1][2]}"
+                           if (sites := s.status.group_sites if s.status else ()) else "")
+                        for s in states[:6]),
+                      *(f"rank {s.rank} waits in {s.doing} at {at(s.site)}"
+                        for s in states[:6] if s.call is not None)),
+            fixes=(f"Call new_group at {where} on every rank, also on those that are not "
+                   "members (create the group before the `if rank in ...:` and use it only "
+                   "inside), or create every group once, right after init_process_group.",
+                   "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run."),
+        )
