@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
+from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProgressStatus
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
@@ -52,6 +53,15 @@ def _validation_group_on_rank_0(*, same_count: bool = False) -> Bundle:
                                           _status(1, ((1, "train.py", 81, "train"),))))
 
 
+def _behind_still_computing() -> Bundle:
+    job = _validation_group_on_rank_0()
+    computing = rank_process(1, b.frame("train.py", 70, "train", code="loss.backward()"),
+                             world=2)
+    processes = tuple(computing if p.pid == 101 else p for p in job.snapshots[0].processes)
+    first = job.snapshots[0].model_copy(update={"processes": processes})
+    return job.model_copy(update={"snapshots": (first,)})
+
+
 def _creations(state: RankState) -> Counter[_Site]:
     status = state.status
     return Counter((file, line, function) for _, file, line, function in (
@@ -77,7 +87,8 @@ class GroupCreationMismatch(Rule):
     fires_on = (Example("a validation group created on rank 0 only",
                         _validation_group_on_rank_0),)
     quiet_on = (Example("every rank created the same groups",
-                        lambda: _validation_group_on_rank_0(same_count=True)),)
+                        lambda: _validation_group_on_rank_0(same_count=True)),
+                Example("the rank behind is still computing", _behind_still_computing))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -90,6 +101,8 @@ class GroupCreationMismatch(Rule):
         top = max(counts.values())
         ahead = [s for s in states if counts[s.rank] == top]
         behind = [s for s in states if counts[s.rank] < top]
+        if any(s.call is None for s in behind):
+            return  # a rank behind is still computing: it may yet get there (a straggler)
         state = ahead[0]
         extra = _creations(state) - _creations(behind[0])
         site = min(extra, key=lambda s: s[1]) if extra else None
