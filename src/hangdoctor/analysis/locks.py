@@ -9,6 +9,7 @@ address for an attribute (`self.lock`), or by module and name for a global.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import Origin, origin, python_frames, runs_user_code
@@ -127,11 +128,13 @@ class Cycle:
 
     waits: tuple[LockWait, ...]
     holds: tuple[LockHold, ...]  # holds[i] is the lock waits[i] wants, held by the next thread
+    by_name: bool = False  # linked by the locks' names, where their identities could not be
 
     @property
     def exact(self) -> bool:
         """Whether every link was matched by object address."""
-        return all(w.exact for w in self.waits) and all(h.exact for h in self.holds)
+        return (not self.by_name and all(w.exact for w in self.waits)
+                and all(h.exact for h in self.holds))
 
     @property
     def inherited(self) -> bool:
@@ -139,13 +142,36 @@ class Cycle:
         return any(h.inherited for h in self.holds)
 
 
+def lock_name(expression: str) -> str:
+    """The name a lock goes by in the code: `optim_lock` for `self.optim_lock` and for a local
+    `optim_lock` alike."""
+    return expression.rsplit(".", 1)[-1].strip()
+
+
 def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
-    """Deadlock cycles among the threads of one process, each reported once."""
+    """Deadlock cycles among the threads of one process, each reported once.
+
+    Locks are linked by identity first. Where that finds no cycle, two or more threads that each
+    hold a lock by the name the next one waits for are linked by name: a thread's
+    `self.model_lock` and the main thread's local `model_lock` are one object that py-spy shows
+    no common address for (an attribute's value has none), and names that close a cycle by
+    accident are unlikely."""
+    cycles = _cycles(process, lambda wait: wait.lock, lambda hold: hold.lock)
+    if cycles:
+        return cycles
+    named = _cycles(process, lambda wait: ("name", lock_name(wait.expression)),
+                    lambda hold: ("name", lock_name(hold.expression)), across_threads=True)
+    return [Cycle(c.waits, c.holds, by_name=True) for c in named if len(c.waits) >= 2]
+
+
+def _cycles(process: ProcessEvidence, wanted: Callable[[LockWait], LockId],
+            held_key: Callable[[LockHold], LockId], across_threads: bool = False
+            ) -> list[Cycle]:
     waits = {t.tid: w for t in process.threads if (w := lock_wait(t)) is not None}
     holders: dict[LockId, list[LockHold]] = {}
     for thread in process.threads:
         for held in lock_holds(thread):
-            holders.setdefault(held.lock, []).append(held)
+            holders.setdefault(held_key(held), []).append(held)
 
     acting = {t.tid for t in process.threads if runs_user_code(t)}
     lonely = {t.tid for t in process.threads if not acting - {t.tid}}
@@ -155,8 +181,8 @@ def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
         # release (threading.Condition works that way), unless no other thread could.
         wait = waits[tid]
         candidates = [
-            hold for hold in holders.get(wait.lock, [])
-            if hold.tid != tid or hold.certain or tid in lonely
+            hold for hold in holders.get(wanted(wait), [])
+            if hold.tid != tid or (not across_threads and (hold.certain or tid in lonely))
         ]
         candidates.sort(key=lambda hold: not hold.exact)
         return next(iter(candidates), None)

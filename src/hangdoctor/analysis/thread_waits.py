@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import Origin, alone, origin, python_frames
+from hangdoctor.analysis.frames import Origin, alone, origin, python_frames, runs_user_code
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 
@@ -69,6 +69,9 @@ class LoneWait:
     thread: ThreadEvidence
     primitive: Primitive
     frame: Frame  # the primitive's own frame
+    #: The other threads running the user's code, each blocked until this one ends: joining
+    #: it (`thread.join()`), or the interpreter's exit waiting for its non-daemon threads.
+    joiners: tuple[ThreadEvidence, ...] = ()
 
 
 def lone_waits(job: JobView) -> Iterator[LoneWait]:
@@ -78,8 +81,50 @@ def lone_waits(job: JobView) -> Iterator[LoneWait]:
             if not waits_on_futex(thread):
                 continue
             found = blocking_call(thread)
-            if found is not None and alone(process, thread):
-                yield LoneWait(process, thread, *found)
+            if found is None:
+                continue
+            if alone(process, thread):
+                joiners = tuple(t for t in process.threads
+                                if t.tid != thread.tid and waits_for_end_of(t, thread))
+                yield LoneWait(process, thread, *found, joiners=joiners)
+                continue
+            others = [t for t in process.threads if t.tid != thread.tid and runs_user_code(t)]
+            if others and all(waits_for_end_of(t, thread) for t in others):
+                yield LoneWait(process, thread, *found, joiners=tuple(others))
+
+
+def _thread_object(thread: ThreadEvidence) -> int | None:
+    """The address of the thread's `threading.Thread` object (its bootstrap frame's `self`)."""
+    for frame in thread.python.frames if thread.python else ():
+        if frame.file.replace("\\", "/").endswith("/threading.py") and \
+                frame.function.split(".")[-1] == "_bootstrap_inner":
+            return next((v.addr for v in frame.locals if v.name == "self"), None)
+    return None
+
+
+def at_exit(thread: ThreadEvidence) -> bool:
+    """Whether the thread is the interpreter's exit waiting for non-daemon threads."""
+    frames = thread.python.frames if thread.python else ()
+    return any(f.file.replace("\\", "/").endswith("/threading.py")
+               and f.function.split(".")[-1] == "_shutdown" for f in frames)
+
+
+def joined_thread(thread: ThreadEvidence) -> int | None:
+    """The address of the Thread object this thread waits in `join()` for, if it does."""
+    for frame in thread.python.frames if thread.python else ():
+        if frame.file.replace("\\", "/").endswith("/threading.py") and \
+                frame.function.split(".")[-1] in ("join", "_wait_for_tstate_lock"):
+            return next((v.addr for v in frame.locals if v.name == "self"), None)
+    return None
+
+
+def waits_for_end_of(other: ThreadEvidence, thread: ThreadEvidence) -> bool:
+    """Whether `other` can do nothing until `thread` ends: it joins that very thread, or it is
+    the interpreter's exit, which joins every non-daemon thread."""
+    if at_exit(other):
+        return True
+    joined = joined_thread(other)
+    return joined is not None and joined == _thread_object(thread)
 
 
 def waits_in_iterator(thread: ThreadEvidence, frame: Frame) -> bool:

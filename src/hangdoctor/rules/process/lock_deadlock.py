@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import short_file, short_location
+from hangdoctor.analysis.frames import python_frames, short_file, short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.analysis.locks import Cycle, find_lock_cycles
+from hangdoctor.analysis.locks import Cycle, find_lock_cycles, lock_name
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
@@ -54,6 +54,42 @@ def _self_deadlock() -> Bundle:
                  b.frame("cache.py", 15, "Cache.put", code="self.evict()",
                          held=[("self.lock", 13)], local_vars={"self": ("<Cache>", 7)}),
                  name="MainThread", syscall="futex"),
+    ))
+
+
+def _signal_handler_self_deadlock() -> Bundle:
+    # A SIGALRM handler takes the metrics lock that the code it interrupted holds.
+    handler = b.frame("watchdog.py", 52, "Watchdog._on_timeout",
+                      code="state = self.metrics.snapshot()",
+                      local_vars={"self": ("<Watchdog>", 3), "signum": ("14", None),
+                                  "frame": ("<frame>", 4)})
+    handler = handler.model_copy(update={"locals": tuple(
+        v.model_copy(update={"arg": True}) for v in handler.locals)})
+    return b.bundle(b.process(
+        350,
+        b.thread(350, b.frame("watchdog.py", 32, "Metrics.snapshot", code="with self.lock:",
+                              acquiring=("self.lock",), local_vars={"self": ("<Metrics>", 7)}),
+                 handler,
+                 b.frame("train.py", 61, "record", code="stats = grad_stats(model)",
+                         held=[("metrics.lock", 58)], local_vars={"metrics": ("<Metrics>", 7)}),
+                 name="MainThread", syscall="futex"),
+    ))
+
+
+def _attribute_and_local_by_name() -> Bundle:
+    # The checkpoint thread's `self.model_lock` is the main thread's local `model_lock`:
+    # py-spy gives an address for the local, none for the attribute's value.
+    return b.bundle(b.process(
+        360,
+        b.thread(360, b.frame("train.py", 65, "main", code="with model_lock:",
+                              held=[("optim_lock", 61)], acquiring=("model_lock",),
+                              local_vars={"model_lock": ("<_thread.lock>", 11),
+                                          "optim_lock": ("<_thread.lock>", 12)}),
+                 name="MainThread", syscall="futex"),
+        b.thread(361, b.frame("train.py", 38, "Checkpointer.run", code="with self.optim_lock:",
+                              held=[("self.model_lock", 35)], acquiring=("self.optim_lock",),
+                              local_vars={"self": ("<Checkpointer>", 20)}),
+                 name="checkpointer", syscall="futex"),
     ))
 
 
@@ -135,6 +171,10 @@ class LockDeadlock(Rule):
         Example("lock-order deadlock on globals", _lock_order_deadlock),
         Example("locks passed as swapped arguments", _locks_passed_as_arguments),
         Example("non-reentrant lock taken twice", _self_deadlock),
+        Example("a signal handler takes the lock the interrupted code holds",
+                _signal_handler_self_deadlock),
+        Example("locks taken in opposite orders, one by attribute, one by local name",
+                _attribute_and_local_by_name),
         Example("lock held by the parent when it forked", _inherited_through_fork),
         Example("lock.acquire() then `with lock:` in a lone thread",
                 lambda: _acquired_then_taken_again(with_helper_thread=False)),
@@ -194,6 +234,26 @@ class LockDeadlock(Rule):
                 "the child (os.register_at_fork(after_in_child=...), or a DataLoader "
                 "worker_init_fn).",
             )
+        elif len(cycle.waits) == 1 and (handler := _signal_handler(first)) is not None:
+            wait, hold = cycle.waits[0], cycle.holds[0]
+            title = (f"Self-deadlock in a signal handler: {handler.function} waits for "
+                     f"`{wait.expression}` at {short_location(wait.frame)}, which the code it "
+                     f"interrupted holds (taken at line {hold.line})")
+            explanation = (
+                f"Python runs a signal handler on the main thread, between two bytecodes of "
+                f"whatever it was doing: here inside the block that took `{hold.expression}` "
+                f"(line {hold.line}). The handler ({short_location(handler)}) then waits for "
+                "that lock, which only the interrupted code, below it on the same stack, "
+                "could release.")
+            fixes = (
+                f"Take no blocking lock in the handler {handler.function}: set a flag (or "
+                "write to a pipe) and act on it in the main loop, or use "
+                "`acquire(blocking=False)` and skip the work when the lock is taken.",
+                "Or block the signal around the locked section "
+                "(`signal.pthread_sigmask(SIG_BLOCK, ...)`).",
+            )
+            lines.append(f"{handler.function} at {at(handler)} is a signal handler (its "
+                         "arguments are the signal number and the interrupted frame)")
         elif len(cycle.waits) == 1:
             wait, hold = cycle.waits[0], cycle.holds[0]
             title = (f"Self-deadlock: {thread_label(first)} waits for `{wait.expression}`, "
@@ -236,6 +296,10 @@ class LockDeadlock(Rule):
                 "Or acquire with `lock.acquire(timeout=...)` and back off (release and retry) "
                 "on failure.",
             )
+        if cycle.by_name:
+            lines.append("the locks are matched by the names the code gives them ("
+                         + ", ".join(f"`{lock_name(w.expression)}`" for w in cycle.waits)
+                         + "): py-spy shows no address for an attribute's value")
         return Finding(
             id=self.id,
             category=self.category,
@@ -256,3 +320,17 @@ def _lock_words(expression: str, frame: Frame) -> str:
     """`second` (<_thread.lock at 0x7f..>) when py-spy gave the local's value, else `second`."""
     local = next((v for v in frame.locals if v.name == expression and v.repr), None)
     return f"`{expression}` ({local.repr})" if local else f"`{expression}`"
+
+
+_SIGNAL_ARGS = frozenset({"signum", "sig", "signo", "signal_number", "sig_num", "signalnum",
+                          "_signum", "_sig"})
+
+
+def _signal_handler(thread: ThreadEvidence) -> Frame | None:
+    """The user frame on the thread's stack that is a signal handler: a function whose
+    arguments are a signal number and the interrupted frame (`def handler(signum, frame)`)."""
+    for frame in python_frames(thread.python.frames if thread.python else ()):
+        args = {v.name for v in frame.locals if v.arg}
+        if args & _SIGNAL_ARGS and any("frame" in name for name in args):
+            return frame
+    return None

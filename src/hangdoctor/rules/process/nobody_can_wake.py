@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, short_location
-from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.thread_waits import lone_waits
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.thread_waits import LoneWait, at_exit, lone_waits
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle
+from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -29,6 +29,36 @@ def _lone_get() -> Bundle:
                                   "_hangdoctor_probe.py", 361, "_write_loop"),
                       name="hangdoctor-status", syscall="clock_nanosleep")
     return b.bundle(b.process(10, main, status))
+
+
+def _worker_waits(tid: int, thread_object: int) -> ThreadEvidence:
+    return b.thread(
+        tid, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait",
+                     local_vars={"timeout": ("None", None)}),
+        b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait",
+                local_vars={"timeout": ("None", None)}),
+        b.frame("swa.py", 35, "SWAWriter.run", code="self.training_done.wait()"),
+        b.frame(f"{b.STDLIB}/threading.py", 1045, "Thread._bootstrap_inner",
+                local_vars={"self": ("<SWAWriter>", thread_object)}),
+        name="swa-writer", syscall="futex")
+
+
+def _join_before_set(*, same_thread: bool = True) -> Bundle:
+    main = b.thread(
+        40, b.frame(f"{b.STDLIB}/threading.py", 1139, "Thread._wait_for_tstate_lock",
+                    local_vars={"self": ("<SWAWriter>", 900 if same_thread else 901)}),
+        b.frame(f"{b.STDLIB}/threading.py", 1119, "Thread.join",
+                local_vars={"self": ("<SWAWriter>", 900 if same_thread else 901)}),
+        b.frame("swa.py", 43, "SWAWriter.stop", code="self.join()"),
+        b.frame("train.py", 73, "main", code="writer.stop()"), name="MainThread",
+        syscall="futex")
+    return b.bundle(b.process(40, main, _worker_waits(41, 900)))
+
+
+def _exit_waits_for_thread() -> Bundle:
+    main = b.thread(50, b.frame(f"{b.STDLIB}/threading.py", 1590, "_shutdown"),
+                    name="MainThread", syscall="futex")
+    return b.bundle(b.process(50, main, _worker_waits(51, 910)))
 
 
 def _get_with_a_producer() -> Bundle:
@@ -75,8 +105,14 @@ class NobodyCanWake(Rule):
     )
     reads = "capture"
     specificity = 80
-    fires_on = (Example("queue.get() with no other thread", _lone_get),)
+    fires_on = (Example("queue.get() with no other thread", _lone_get),
+                Example("a thread waits for an event its joiner would set after the join",
+                        _join_before_set),
+                Example("the interpreter's exit waits for a thread waiting on its queue",
+                        _exit_waits_for_thread))
     quiet_on = (Example("queue.get() while a producer thread runs", _get_with_a_producer),
+                Example("the main thread joins another thread than the waiting one",
+                        lambda: _join_before_set(same_thread=False)),
                 Example("Pool.map waiting on the pool's own event", _pool_map),
                 Example("Event.wait(5.0) with a timeout", _event_with_timeout))
 
@@ -87,6 +123,9 @@ class NobodyCanWake(Rule):
             if frame is None:
                 continue
             where = short_location(frame)
+            if wait.joiners:
+                yield self._joined(job, wait, frame)
+                continue
             yield Finding(
                 id=self.id, category=self.category, severity=Severity.ERROR,
                 confidence=0.85,
@@ -110,3 +149,49 @@ class NobodyCanWake(Rule):
                        "`queue.get(timeout=60)` raising queue.Empty) so that a missing "
                        "producer is an error, not a hang."),
             )
+
+    def _joined(self, job: JobView, wait: LoneWait, frame: Frame) -> Finding:
+        """The thread's only possible waker waits for it to end: a join, or the exit."""
+        process, thread, primitive = wait.process, wait.thread, wait.primitive
+        where = short_location(frame)
+        name = thread_label(thread)
+        exiting = next((t for t in wait.joiners if at_exit(t)), None)
+        joiner = exiting or wait.joiners[0]
+        joins_at = blame_frame(frames_of(joiner))
+        if exiting is not None:
+            title = (f"The script's code has finished, but the process never exits: the "
+                     f"interpreter waits at exit for the non-daemon thread {name}, which "
+                     f"waits in {primitive.what} at {where}")
+            explanation = (
+                "At exit Python joins every non-daemon thread. This one waits without a "
+                f"timeout for another thread to {primitive.waker}, and the code that would "
+                "have (a `close()`, `stop()` or an end marker) never ran.")
+            fixes = (f"Before the script ends (in a `finally:`), do what ends {name}'s wait: "
+                     f"{primitive.waker} (its stop marker), e.g. call its `close()`/`stop()`.",
+                     "Or make it a daemon thread (`daemon=True`) if its last work may be "
+                     "dropped, or wait with a timeout and check a stop flag.")
+        else:
+            joined_at = short_location(joins_at) if joins_at else "its join"
+            title = (f"Deadlock: {name} waits in {primitive.what} at {where}, and the only "
+                     f"thread that could {primitive.waker}, {thread_label(joiner)}, waits in "
+                     f"join() for it at {joined_at}")
+            explanation = (
+                f"{thread_label(joiner)} waits for {name} to end before it goes on, and {name} "
+                f"waits for {thread_label(joiner)} to {primitive.waker}: each waits for the "
+                "other.")
+            fixes = (f"At {joined_at}, {primitive.waker} first, then join.",
+                     "Or join with a timeout (`thread.join(timeout=...)`, then check "
+                     "`is_alive()`), so that a thread that cannot finish is an error.")
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=title, explanation=explanation,
+            culprit=culprit(job, process, thread, frame),
+            related=tuple(culprit(job, process, t) for t in wait.joiners[:3]),
+            evidence=(f"{name} waits in {primitive.what} at {at(frame)} "
+                      f"({kernel_words(thread)}), with no timeout",
+                      *(f"{thread_label(t)} "
+                        + ("is the interpreter's exit, joining non-daemon threads"
+                           if at_exit(t) else f"waits in join() for {name} at "
+                           f"{at(blame_frame(frames_of(t)))}") for t in wait.joiners[:3])),
+            fixes=fixes,
+        )
