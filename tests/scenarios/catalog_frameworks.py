@@ -139,4 +139,24 @@ USERS_FRAMEWORKS: tuple[Scenario, ...] = (
                  "u_accelerate_eval_progress_bar.py:61 (accelerator.backward)"),
     _u("u_lightning_callback_save_rank0", "distributed.collective_mismatch", rank=0,
        markers=("save",), limit_s=90, source="https://github.com/ray-project/ray/issues/56997"),
+    # --- session 5, batch 2: written by a helper that had not read the rules -------------------
+    _u("u_trainer_eval_world_zero", "distributed.collective_mismatch", rank=0,
+       markers=("evaluate",), torchrun=True, limit_s=120,
+       source="https://github.com/huggingface/transformers/issues/998"),
+    _u("u_lightning_test_global_zero", "distributed.collective_mismatch", rank=0,
+       markers=("test",), limit_s=120, source="https://github.com/roboflow/rf-detr/issues/1505"),
+    _u("u_fsdp_rank_shape_error", "distributed.rank_exited", verdict="failed", rank=1,
+       markers=("positions", "step"), torchrun=True, limit_s=120,
+       source="https://github.com/mlc-ai/pith-train/pull/31"),
+    # Its first try pointed at rank 1's wait after the loop, which the helper had not marked
+    # (the other uneven programs mark that wait and the line that partitions the data); the
+    # partition line, `even_batches=False`, was marked afterwards, and HD312 now names it.
+    _u("u_accelerate_eval_uneven_batches", "distributed.uneven_inputs", rank=1,
+       markers=("eval-loop", "gather", "batching"), launcher=ACCELERATE_LAUNCH,
+       env=ACCELERATE_ENV, limit_s=120,
+       source="https://github.com/Chris-hughes10/pytorch-accelerated/pull/53",
+       first_try="wrong: distributed.uneven_inputs / rank 1 / "
+                 "u_accelerate_eval_uneven_batches.py:68 (the wait after the loop, unmarked)"),
+    _u("u_trainer_healthy_final_eval", HEALTHY, verdict="completed", torchrun=True,
+       limit_s=120, source="https://github.com/huggingface/transformers/pull/1081"),
 )

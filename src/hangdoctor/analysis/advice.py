@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waits import Wait, WaitKind
 
 _NETWORK = {WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT, WaitKind.POLL}
@@ -33,6 +34,35 @@ def wait_fixes(wait: Wait, where: str) -> list[str]:
         return [f"It is computing at {where}: if that should have finished, profile it "
                 "(`py-spy top --pid PID`); if it is just slower, balance the work across ranks."]
     return [f"Find out why the code at {where} does not return."]
+
+
+# Where a framework creates the process group, its own setting is what the user can change.
+_FRAMEWORK_TIMEOUTS = (
+    ("/transformers/", "TrainingArguments(ddp_timeout=300) (seconds; the Trainer passes it to "
+                       "init_process_group)"),
+    ("/lightning/", "DDPStrategy(timeout=datetime.timedelta(minutes=5)) (or FSDPStrategy's)"),
+    ("/pytorch_lightning/", "DDPStrategy(timeout=datetime.timedelta(minutes=5))"),
+    ("/accelerate/", "Accelerator(kwargs_handlers=[InitProcessGroupKwargs(timeout="
+                     "datetime.timedelta(minutes=5))])"),
+)
+
+
+def process_group_timeout(job: JobView) -> str:
+    """PROCESS_GROUP_TIMEOUT, naming the setting of the framework that created the process
+    group where the job's stacks show one (Trainer, Lightning, accelerate)."""
+    return job.derived("process_group_timeout", _process_group_timeout)
+
+
+def _process_group_timeout(job: JobView) -> str:
+    paths = {frame.file.replace("\\", "/") for process in job.processes
+             for thread in process.threads
+             for frame in (thread.python.frames if thread.python else ())}
+    for marker, setting in _FRAMEWORK_TIMEOUTS:
+        if any(marker in path for path in paths):
+            return ("Give the process group a timeout that fits your job, so peers fail with "
+                    "an error instead of waiting (gloo's default is 30 min, NCCL's 10): "
+                    f"{setting}; with NCCL also set TORCH_NCCL_ASYNC_ERROR_HANDLING=1.")
+    return PROCESS_GROUP_TIMEOUT
 
 
 PROCESS_GROUP_TIMEOUT = (

@@ -403,5 +403,6 @@ class Bundle(Evidence):
         default=(), description="hang-prone patterns in the user's files on the stacks"
     )
     code_settings: tuple[CodeSetting, ...] = Field(
-        default=(), description="distributed settings (num_nodes, world_size) in those files"
+        default=(), description="distributed settings (num_nodes, world_size, even_batches) "
+        "in those files"
     )

@@ -38,11 +38,15 @@ def user_files(snapshots: Iterable[Snapshot]) -> list[Path]:
     return [Path(f) for f in seen][:MAX_FILES]
 
 
-_SETTINGS = frozenset({"num_nodes", "nnodes", "world_size", "max_tasks_per_child"})
+_SETTINGS = frozenset({"num_nodes", "nnodes", "world_size", "max_tasks_per_child",
+                       "even_batches"})
 
 
 def _literal(node: ast.expr | None) -> int | None:
-    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+    """An int literal's value; a bool's as 0 or 1 (`even_batches=False`)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):  # bool is an int
+        return int(node.value)
+    return None
 
 
 def settings_in(path: Path) -> list[CodeSetting]:

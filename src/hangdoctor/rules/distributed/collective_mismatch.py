@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
+from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
@@ -193,7 +193,7 @@ class CollectiveMismatch(Rule):
             evidence=tuple(evidence),
             fixes=(first_fix, "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
                    "(it checks that collectives match; it is slow, so not for production).",
-                   PROCESS_GROUP_TIMEOUT),
+                   process_group_timeout(job)),
         )
 
     def _point_to_point(self, job: JobView, state: RankState, states: list[RankState],
@@ -223,7 +223,7 @@ class CollectiveMismatch(Rule):
                    "same (drop_last=True, a fixed micro-batch count).",
                    "Run a small case with a short process-group timeout and print each "
                    "send/recv with its peer and step on both ranks to see where they part.",
-                   PROCESS_GROUP_TIMEOUT),
+                   process_group_timeout(job)),
         )
 
     def _from_code(self, job: JobView, code: CodeFinding, state: RankState,
@@ -250,5 +250,5 @@ class CollectiveMismatch(Rule):
                    "work inside it).",
                    "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks that "
                    "collectives match; it is slow, so not for production).",
-                   PROCESS_GROUP_TIMEOUT),
+                   process_group_timeout(job)),
         )

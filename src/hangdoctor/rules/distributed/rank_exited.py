@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
+from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.evidence.model import Bundle
@@ -71,5 +71,5 @@ class RankExited(Rule):
             evidence=tuple(evidence),
             fixes=(f"Read rank {missing[0]}'s own output (output.log) for its error or "
                    "its exit path: every rank must run the same collectives to the end.",
-                   PROCESS_GROUP_TIMEOUT),
+                   process_group_timeout(job)),
         )

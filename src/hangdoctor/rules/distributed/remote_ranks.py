@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
+from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_view
 from hangdoctor.evidence import build as b
@@ -89,5 +89,5 @@ class RemoteRanks(Rule):
                    "torchrun there): the rank that is not in this collective is the culprit.",
                    "Check those nodes' logs for a rank that failed, and the network between the "
                    "nodes (NCCL_DEBUG=INFO, NCCL_SOCKET_IFNAME).",
-                   PROCESS_GROUP_TIMEOUT),
+                   process_group_timeout(job)),
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT, wait_fixes
+from hangdoctor.analysis.advice import process_group_timeout, wait_fixes
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.frameworks import dataloader_consumer
 from hangdoctor.analysis.job import JobView
@@ -118,5 +118,5 @@ class Straggler(Rule):
                 culprit=rank_culprit(job, state),
                 related=tuple(rank_culprit(job, s) for s in waiting[:4]),
                 evidence=tuple(evidence),
-                fixes=(*wait_fixes(wait, where), PROCESS_GROUP_TIMEOUT),
+                fixes=(*wait_fixes(wait, where), process_group_timeout(job)),
             )

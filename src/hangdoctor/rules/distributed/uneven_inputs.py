@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.advice import PROCESS_GROUP_TIMEOUT
-from hangdoctor.analysis.frames import short_location
+from hangdoctor.analysis.advice import process_group_timeout
+from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.rules.base import Example, Rule
@@ -24,7 +24,7 @@ from hangdoctor.rules.distributed._ranks import (
     split_groups,
     wait_words,
 )
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
 
@@ -70,18 +70,33 @@ class UnevenInputs(Rule):
         if state.steps is not None and rest[0].steps is not None:
             evidence.append(f"{rank_list(odd)} took {state.steps} steps, "
                             f"{rank_list(rest)} {rest[0].steps}")
+        other = rest[0]
+        still = (f"still in its loop, in {other.doing} at {short_location(other.site)}"
+                 if other.site is not None and other.doing else "still in its loop")
+        uneven_setting = next((c for c in job.bundle.code_settings
+                               if c.name == "even_batches" and c.value == 0), None)
+        fixes: tuple[str, ...] = ()
+        if uneven_setting is not None:
+            at_setting = f"{short_file(uneven_setting.file)}:{uneven_setting.line}"
+            evidence.append(f"the code sets even_batches=False at {at_setting}")
+            fixes = (f"`even_batches=False` at {at_setting} lets ranks get different numbers "
+                     "of batches: keep accelerate's default (True, which pads the last batch), "
+                     "or run the loop inside `with accelerator.join_uneven_inputs([model]):` "
+                     "and gather once after it.",)
         yield Finding(
             id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
             title=f"Uneven inputs: {rank_list(odd)} finished early and {wait_words(odd)} at "
-                  f"{where}; {rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
-                  "training",
+                  f"{where}; {rank_list(rest)} {'is' if len(rest) == 1 else 'are'} {still}",
             explanation=("Ranks got different numbers of batches. The ones that finished "
                          "first wait in a collective after the loop, the others in the loop's "
                          "collective: they can never meet."),
-            culprit=rank_culprit(job, state),
+            culprit=(rank_culprit(job, state) if uneven_setting is None else
+                     rank_culprit(job, state).model_copy(update={"location": Location(
+                         file=uneven_setting.file, line=uneven_setting.line,
+                         function=uneven_setting.function, code=uneven_setting.code)})),
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
-            fixes=("Give every rank the same number of synchronising steps: with a fixed "
+            fixes=(*fixes, "Give every rank the same number of synchronising steps: with a fixed "
                    "batch size, DistributedSampler(..., drop_last=True) or "
                    "DataLoader(drop_last=True); with batches built by a budget (dynamic "
                    "batching, bucketing) or gradient accumulation under `no_sync()`, the "
@@ -90,5 +105,5 @@ class UnevenInputs(Rule):
                    "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
                    "supports it) so ranks that finish early shadow the others' collectives.",
                    "Or all_reduce a 'has more data' flag every step and stop together.",
-                   PROCESS_GROUP_TIMEOUT),
+                   process_group_timeout(job)),
         )
