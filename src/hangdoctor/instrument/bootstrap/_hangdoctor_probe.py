@@ -807,6 +807,23 @@ FLIGHT_RECORDER_REQUEST = "flight-recorder.request"
 _answered_request: int | None = None
 
 
+def _request_stamp() -> int | None:
+    """When the supervisor last asked (the request file's time), or None: never."""
+    if _directory is None:
+        return None
+    request = os.path.join(_directory, FLIGHT_RECORDER_REQUEST)
+    return os.stat(request).st_mtime_ns if os.path.exists(request) else None
+
+
+def _write_atomically(name: str, body: str) -> None:
+    """`name` in the status folder, replaced whole: a reader never sees half of it."""
+    assert _directory is not None
+    temporary = os.path.join(_directory, f".{name}.tmp")
+    with _private_open(temporary) as handle:
+        handle.write(body)
+    os.replace(temporary, os.path.join(_directory, name))
+
+
 def _answer_flight_recorder_request() -> None:
     """When the supervisor declares a hang it drops a request file; every rank then writes its
     Flight Recorder ring buffer (the last collectives with their sequence numbers) as
@@ -816,11 +833,8 @@ def _answer_flight_recorder_request() -> None:
     if _directory is None:
         return
     try:
-        request = os.path.join(_directory, FLIGHT_RECORDER_REQUEST)
-        if not os.path.exists(request):
-            return
-        stamp = os.stat(request).st_mtime_ns
-        if stamp == _answered_request or _dist is None or not _dist.is_initialized():
+        stamp = _request_stamp()
+        if stamp in (None, _answered_request) or _dist is None or not _dist.is_initialized():
             return
         _answered_request = stamp
         dump = getattr(sys.modules["torch"]._C._distributed_c10d, "_dump_fr_trace_json", None)
@@ -828,11 +842,8 @@ def _answer_flight_recorder_request() -> None:
             return
         trace = json.loads(dump(True, True))
         pid = os.getpid()
-        body = json.dumps({"pid": pid, "rank": _rank(), "trace": trace})
-        temporary = os.path.join(_directory, f".fr-{pid}.json.tmp")
-        with _private_open(temporary) as handle:
-            handle.write(body)
-        os.replace(temporary, os.path.join(_directory, f"fr-{pid}.json"))
+        _write_atomically(f"fr-{pid}.json",
+                          json.dumps({"pid": pid, "rank": _rank(), "trace": trace}))
     except Exception:
         pass
 
@@ -855,11 +866,8 @@ def _answer_task_request() -> None:
     if _directory is None or "asyncio" not in sys.modules:
         return
     try:
-        request = os.path.join(_directory, FLIGHT_RECORDER_REQUEST)
-        if not os.path.exists(request):
-            return
-        stamp = os.stat(request).st_mtime_ns
-        if stamp == _answered_tasks:
+        stamp = _request_stamp()
+        if stamp in (None, _answered_tasks):
             return
         _answered_tasks = stamp
         if not _runs_event_loop():
@@ -873,10 +881,7 @@ def _answer_task_request() -> None:
                   and getattr(t, "_exception", None) is not None]
         body = json.dumps({"pid": os.getpid(), "tasks": [
             _task_json(t) for t in (pending[:_MAX_TASKS] + failed[:_MAX_TASKS])]})
-        temporary = os.path.join(_directory, f".tasks-{os.getpid()}.json.tmp")
-        with _private_open(temporary) as handle:
-            handle.write(body)
-        os.replace(temporary, os.path.join(_directory, f"tasks-{os.getpid()}.json"))
+        _write_atomically(f"tasks-{os.getpid()}.json", body)
     except Exception:
         pass
 
@@ -934,12 +939,7 @@ def _flush() -> None:
             version = _state.version
             if version == _written:
                 return
-            pid = _state.pid
-            path = os.path.join(_directory, f"status-{pid}.json")
-            temporary = os.path.join(_directory, f".status-{pid}.json.tmp")
-            with _private_open(temporary) as handle:
-                handle.write(_state.as_json())
-            os.replace(temporary, path)
+            _write_atomically(f"status-{_state.pid}.json", _state.as_json())
             _written = version
     except Exception:
         _disabled = True  # an unwritable folder: stop trying, the job goes on
@@ -1015,10 +1015,7 @@ def _write_thread_map() -> None:
         pid = os.getpid()
         body = json.dumps({"pid": pid, "signal": int(signal.SIGRTMIN + STACK_SIGNAL_OFFSET),
                            "threads": threads})
-        temporary = os.path.join(_directory, f".threads-{pid}.json.tmp")
-        with _private_open(temporary) as handle:
-            handle.write(body)
-        os.replace(temporary, os.path.join(_directory, f"threads-{pid}.json"))
+        _write_atomically(f"threads-{pid}.json", body)
         _thread_map_written = threads
     except Exception:
         pass
