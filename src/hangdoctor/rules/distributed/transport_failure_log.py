@@ -11,6 +11,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import (
     torchrun_failures,
 )
+from hangdoctor.analysis.tracebacks import first_failure
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import exit_text
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -55,6 +56,14 @@ class TransportFailure(Rule):
             "there was a network error, NCCL version 2.21.5",
             "[rank0]: ncclRemoteError: A call failed possibly due to a network error or a "
             "remote process exiting prematurely."])),
+        Example("a peer's own exception first, then its connections broke", lambda: logs_bundle([
+            "[rank1]: Traceback (most recent call last):",
+            '[rank1]:   File "/home/ml/train.py", line 67, in forward',
+            "[rank1]:     x = self.tokens(tokens) + self.positions[:, :length]",
+            "[rank1]: RuntimeError: The size of tensor a (95) must match the size of tensor b "
+            "(64) at non-singleton dimension 1",
+            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+            "Connection closed by peer [127.0.0.1]:3222"])),
         Example("InfiniBand completion error", lambda: logs_bundle([
             "node2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from "
             "peer 10.0.35.1<49189> with error 12, opcode 0, len 0, vendor err 129"])),
@@ -85,7 +94,19 @@ class TransportFailure(Rule):
         confidence = 0.75
         evidence = cite(errors, limit=4)
         dead = (earlier or violent)[0] if (earlier or violent) else None
-        if dead is not None or oom:
+        own = first_failure(lines)  # a rank's own exception (not a lost peer) before it
+        raised_first = own if own is not None and own.index < first.index else None
+        severity = Severity.ERROR
+        if dead is None and raised_first is not None:
+            title += ": a peer probably failed first"
+            explanation += (f". Rank {raised_first.rank} raised {raised_first.short_type} "
+                            "before the first connection error: its process ended and its "
+                            "connections broke with it, so the network is probably fine.")
+            evidence.append(f"log: rank {raised_first.rank} raised "
+                            f"{raised_first.short_type}: {clip(raised_first.message)}")
+            confidence, severity = 0.55, Severity.WARNING
+        elif dead is not None or oom:
+            severity = Severity.WARNING
             if dead is not None:
                 name = (f"rank {dead.rank}" if dead.rank is not None else
                         f"local rank {dead.local_rank}" if dead.local_rank is not None
@@ -105,11 +126,12 @@ class TransportFailure(Rule):
             title += ": a peer probably died first"
             confidence = 0.55
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=confidence,
+            id=self.id, category=self.category, severity=severity, confidence=confidence,
             title=title, explanation=explanation,
             # The rank that reports a broken connection is its victim; only a peer that died
             # first is worth pointing at.
-            culprit=Culprit(rank=dead.rank, pid=dead.pid, role="rank") if dead else None,
+            culprit=(Culprit(rank=dead.rank, pid=dead.pid, role="rank") if dead else
+                     Culprit(rank=raised_first.rank, role="rank") if raised_first else None),
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=(
                 "If a rank died first, read its own error (the first traceback or signal in the "

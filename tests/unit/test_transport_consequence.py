@@ -1,0 +1,32 @@
+"""A broken connection after a peer failed of its own exception is that failure's consequence:
+stated, and not an error of its own beside the failure."""
+
+from __future__ import annotations
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules.distributed.transport_failure_log import TransportFailure
+from hangdoctor.rules.log_helpers import logs_bundle
+
+CLOSED = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+          "Connection closed by peer [127.0.0.1]:3222")
+RAISED = ("[rank1]: Traceback (most recent call last):",
+          '[rank1]:   File "/home/ml/train.py", line 67, in forward',
+          "[rank1]:     x = self.tokens(tokens) + self.positions[:, :length]",
+          "[rank1]: RuntimeError: The size of tensor a (95) must match the size of tensor b")
+
+
+def _finding(lines: list[str]):
+    (finding,) = TransportFailure().check(JobView(logs_bundle(lines)))
+    return finding
+
+
+def test_a_peer_that_raised_first_makes_the_broken_connection_a_warning_naming_it():
+    finding = _finding([*RAISED, CLOSED])
+    assert finding.severity == "warning"
+    assert finding.culprit is not None and finding.culprit.rank == 1
+    assert "failed first" in finding.title
+
+
+def test_a_broken_connection_alone_stays_an_error():
+    assert _finding([CLOSED]).severity == "error"
+    assert _finding([CLOSED, *RAISED]).severity == "error"  # raised after: not the cause
