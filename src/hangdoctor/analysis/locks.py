@@ -79,8 +79,9 @@ def lock_wait(thread: ThreadEvidence) -> LockWait | None:
     ):
         return None
     frames = python_frames(thread.python.frames)
-    if not frames or not frames[0].acquiring or condition_sleep(frames[0]):
-        return None
+    if not frames or not frames[0].acquiring or condition_sleep(frames[0]) \
+            or "/multiprocessing/" in frames[0].file.replace("\\", "/"):
+        return None  # multiprocessing's own semaphores are shared between processes
     innermost = frames[0]
     expression = innermost.acquiring[-1]
     lock, exact = lock_identity(expression, innermost)

@@ -164,12 +164,29 @@ class QueueRead:
     timeout: bool  # whether it was given one (or does not block)
 
 
+_MP_WRITES = (
+    ("queues.py", "JoinableQueue.put", "multiprocessing.JoinableQueue.put()"),
+    ("queues.py", "Queue.put", "multiprocessing.Queue.put()"),
+)
+
+
+def multiprocessing_put(thread: ThreadEvidence) -> QueueRead | None:
+    """A put into a bounded multiprocessing queue that the user's code made without a timeout,
+    where the thread waits (the queue is full)."""
+    return _mp_call(thread, _MP_WRITES, any_timeout=False)
+
+
 def multiprocessing_read(thread: ThreadEvidence, *, any_timeout: bool = False
                          ) -> QueueRead | None:
     """The multiprocessing queue or connection read the user's code made; only one without a
     timeout unless `any_timeout`."""
+    return _mp_call(thread, _MP_READS, any_timeout=any_timeout)
+
+
+def _mp_call(thread: ThreadEvidence, calls: tuple[tuple[str, str, str], ...],
+             any_timeout: bool) -> QueueRead | None:
     frames = python_frames(thread.python.frames if thread.python else ())
-    for file, function, what in _MP_READS:  # the queue before the connection it reads through
+    for file, function, what in calls:  # outermost meaning first
         for index, frame in enumerate(frames):
             path = frame.file.replace("\\", "/")
             if not (path.endswith("/multiprocessing/" + file) and frame.function == function):

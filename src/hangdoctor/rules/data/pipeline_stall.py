@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from hangdoctor.analysis.advice import wait_fixes
-from hangdoctor.analysis.frames import blame_frame, short_file, short_location
+from hangdoctor.analysis.frames import blame_frame, in_function, short_file, short_location
 from hangdoctor.analysis.frameworks import (
     DATALOADER,
     FETCH,
@@ -199,6 +199,8 @@ class DataPipelineStall(Rule):
             related=tuple(culprit(job, p, t) for p, t, _ in others),
             evidence=tuple(evidence),
             fixes=(_manager_fixes(manager, where) if manager is not None
+                   else _executor_fixes(where) if not in_process and _waits_for_future(
+                       producer_thread)
                    else _fixes(wait, where, in_process, inherited is not None)),
         )
 
@@ -209,6 +211,25 @@ def _inherited_lock(thread: ThreadEvidence) -> LockHold | None:
     if wait is None:
         return None
     return next((h for h in lock_holds(thread) if h.inherited and h.lock == wait.lock), None)
+
+
+def _waits_for_future(thread: ThreadEvidence) -> bool:
+    """Waiting for a concurrent.futures Future (`executor.submit(...).result()`)."""
+    return in_function(frames_of(thread), "concurrent/futures/_base.py", {"result", "wait"})
+
+
+def _executor_fixes(where: str) -> tuple[str, ...]:
+    return (
+        f"The worker waits at {where} for a Future of a thread pool: an executor created "
+        "before the DataLoader forked its workers is copied without its threads, so nothing "
+        "in the worker runs what is submitted. Create the executor inside the worker "
+        "(worker_init_fn, or lazily in __getitem__ keyed by os.getpid()), or do the work "
+        "inline.",
+        "Or start the workers with DataLoader(multiprocessing_context='spawn' or "
+        "'forkserver').",
+        "Set DataLoader(timeout=120) so a stuck worker raises an error in the training loop "
+        "instead of hanging it.",
+    )
 
 
 def _manager_fixes(manager: ManagerCall, where: str) -> tuple[str, ...]:

@@ -1,0 +1,118 @@
+"""HD109 process.deadlock: child processes wait for room in a full multiprocessing queue that
+their parent reads only later, and the parent waits for those children.
+
+A bounded `multiprocessing.Queue(maxsize=N)` blocks `put()` once N items wait in it. Pool tasks
+(or worker processes) that report on a side queue while the parent sits in `Pool.map()` (or in
+`join()`) fill it and stop, each task waits for room, and the parent waits for the tasks: a
+cycle between processes (https://sopython.com/canon/82/). The mechanism: processes whose thread
+waits in a multiprocessing queue's `put()` from the user's code without a timeout, whose parent's
+main thread waits for its children (a pool's result, a join)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import blame_frame, in_function, python_frames, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.thread_waits import multiprocessing_put
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+from hangdoctor.taxonomy import Category
+
+MP = f"{b.STDLIB}/multiprocessing"
+# What a parent waits in while its children work: a pool's results, a child's end.
+_WAITS_FOR_CHILDREN = (
+    ("multiprocessing/pool.py", {"map", "starmap", "get", "wait", "next", "join"}),
+    ("multiprocessing/process.py", {"join"}),
+    ("multiprocessing/popen_fork.py", {"wait", "poll"}),
+    ("concurrent/futures/_base.py", {"result", "wait", "as_completed"}),
+)
+
+
+def _pool(*, parent_waits: bool = True, timeout: str = "None") -> Bundle:
+    waits = (b.frame(f"{MP}/pool.py", 765, "ApplyResult.wait"),
+             b.frame(f"{MP}/pool.py", 367, "Pool.map"),
+             b.frame("prep.py", 38, "main", code="shards = pool.map(extract, range(32))")
+             ) if parent_waits else (b.frame("prep.py", 50, "main", code="train(model)"),)
+    parent = b.process(10, b.thread(10, *waits, name="MainThread",
+                                    syscall="futex" if parent_waits else None,
+                                    state="S" if parent_waits else "R"))
+    workers = [b.process(pid, b.thread(
+        pid, b.frame(f"{MP}/queues.py", 89, "Queue.put",
+                     local_vars={"block": ("True", None), "timeout": (timeout, None)}),
+        b.frame("prep.py", 30, "extract", code="stats_queue.put(stats)"),
+        b.frame(f"{MP}/pool.py", 125, "worker"), name="MainThread", syscall="futex"), ppid=10)
+        for pid in (11, 12)]
+    return b.bundle(parent, *workers)
+
+
+def _waits_for_children(thread: ThreadEvidence | None) -> bool:
+    frames = python_frames(thread.python.frames if thread and thread.python else ())
+    return any(in_function(frames, path, functions) for path, functions in _WAITS_FOR_CHILDREN)
+
+
+class FullQueueDeadlock(Rule):
+    """Children wait for room in a full multiprocessing queue; their parent waits for them."""
+
+    id = "HD109"
+    category = Category.PROCESS_DEADLOCK
+    summary = "child processes wait for room in a full queue that their waiting parent reads"
+    fires_when = (
+        "processes wait in a multiprocessing queue's `put()` (no timeout) from your code, and "
+        "their parent's main thread waits for its children (`Pool.map`, a result, `join()`); "
+        "names the put and the parent's wait"
+    )
+    reads = "capture"
+    specificity = 90
+    fires_on = (Example("pool tasks report on a bounded side queue during Pool.map", _pool),)
+    quiet_on = (Example("the parent is busy (it will read)", lambda: _pool(parent_waits=False)),
+                Example("a put with a timeout", lambda: _pool(timeout="5")))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        blocked: dict[int, list[tuple[ProcessEvidence, ThreadEvidence]]] = {}
+        for process in job.processes:
+            for thread in process.threads:
+                if multiprocessing_put(thread) is not None and process.ppid is not None:
+                    blocked.setdefault(process.ppid, []).append((process, thread))
+        for parent_pid, children in blocked.items():
+            parent = job.process(parent_pid)
+            waiting = main_thread(parent) if parent is not None else None
+            if parent is None or waiting is None or not _waits_for_children(waiting):
+                continue
+            process, thread = children[0]
+            put = multiprocessing_put(thread)
+            assert put is not None
+            parent_at = blame_frame(frames_of(waiting))
+            put_at = short_location(put.caller)
+            waits_at = short_location(parent_at) if parent_at else "its wait"
+            who = (f"{len(children)} child processes wait" if len(children) > 1
+                   else f"{job.describe_process(process.pid)} waits")
+            yield Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+                title=f"Deadlock: {who} for room in a full {put.what.rsplit('.', 1)[0]} at "
+                      f"{put_at}, and "
+                      f"{job.describe_process(parent_pid)}, which reads it only later, waits "
+                      f"for them at {waits_at}",
+                explanation=(
+                    f"{put.what} blocks while the queue holds its maxsize items. The "
+                    "processes filling it wait for someone to take items out, and the parent, "
+                    "the only reader, does not read while it waits for those same processes "
+                    "to finish: each side waits for the other."),
+                culprit=culprit(job, process, thread, put.caller),
+                related=(culprit(job, parent, waiting, parent_at),
+                         *(culprit(job, p, t, put.caller) for p, t in children[1:3])),
+                evidence=(*(f"{job.describe_process(p.pid)}: {thread_label(t)} waits in "
+                            f"{put.what} at {at(put.caller)} ({kernel_words(t)}), no timeout"
+                            for p, t in children[:4]),
+                          f"{job.describe_process(parent_pid)} waits for its children at "
+                          f"{at(parent_at)} ({kernel_words(waiting)})"),
+                fixes=(f"Read the queue while the children run: start them with `map_async` "
+                       f"(or `imap`) and drain the queue in a loop until the result is ready, "
+                       f"instead of waiting at {waits_at} first.",
+                       "Or return what the tasks put on the side queue as part of their "
+                       "results, or make the queue unbounded (`multiprocessing.Queue()`).",
+                       f"Or `put(item, timeout=...)` at {put_at} and handle `queue.Full`."),
+            )
