@@ -1,5 +1,6 @@
-"""A broken connection after a peer failed of its own exception is that failure's consequence:
-stated, and not an error of its own beside the failure."""
+"""Failures read from the log: a broken connection after a peer failed of its own exception is
+that failure's consequence (stated, and not an error of its own beside it); a known message of
+PyTorch's (DDP's unused parameters) brings the advice that fits it."""
 
 from __future__ import annotations
 
@@ -30,3 +31,18 @@ def test_a_peer_that_raised_first_makes_the_broken_connection_a_warning_naming_i
 def test_a_broken_connection_alone_stays_an_error():
     assert _finding([CLOSED]).severity == "error"
     assert _finding([CLOSED, *RAISED]).severity == "error"  # raised after: not the cause
+
+
+def test_ddps_unused_parameter_error_gets_advice_about_the_branch():
+    from hangdoctor.rules.distributed.rank_exited_log import RankExitedFromLog
+
+    lines = ["[rank0]: Traceback (most recent call last):",
+             '[rank0]:   File "/home/ml/train.py", line 62, in main',
+             "[rank0]:     logits = model(features)",
+             "[rank0]: RuntimeError: Expected to have finished reduction in the prior iteration "
+             "before starting a new one. This error indicates that your module has parameters "
+             "that were not used in producing loss."]
+    (finding,) = RankExitedFromLog().check(JobView(logs_bundle(lines)))
+    assert finding.culprit is not None and finding.culprit.rank == 0
+    assert any("find_unused_parameters=True" in fix and "branch" in fix
+               for fix in finding.fixes)

@@ -68,6 +68,18 @@ _SIGNAL_ADVICE = {
 }
 
 
+# DDP's reducer, when a step left some parameters without a gradient on this rank:
+# https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/reducer.cpp
+_UNUSED_PARAMETERS = "Expected to have finished reduction in the prior iteration"
+_UNUSED_PARAMETERS_FIX = (
+    "DDP's message means that in the previous step some parameters got no gradient on this "
+    "rank: forward took a branch (a router, a modality switch, a skipped head) that left a "
+    "sub-module out, so the ranks disagreed on what to all-reduce. Use every parameter on "
+    "every rank each step (for example add `0 * unused_head(x).sum()` to the loss), or pass "
+    "`DistributedDataParallel(..., find_unused_parameters=True)` (slower); "
+    "TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters.")
+
+
 @dataclass(frozen=True)
 class _Left:
     rank: int
@@ -263,6 +275,8 @@ class RankExitedFromLog(Rule):
                 fixes.append(f"Fix the {raised.short_type} at "
                              f"{short_location(raised.location) if raised.location else 'its line'}"
                              "; the other ranks only lost their peer.")
+                if _UNUSED_PARAMETERS in raised.message:
+                    fixes.append(_UNUSED_PARAMETERS_FIX)
             else:
                 explanation = (f"It exited with code {first.exitcode}: a Python exception in "
                                "that rank. Its traceback is in the log above the summary (lines "
