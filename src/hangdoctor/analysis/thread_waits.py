@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hangdoctor.analysis.frames import Origin, alone, origin, python_frames, runs_user_code
+from hangdoctor.analysis.frames import (
+    Origin,
+    alone,
+    in_function,
+    origin,
+    python_frames,
+    runs_user_code,
+)
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 
@@ -93,29 +100,29 @@ def lone_waits(job: JobView) -> Iterator[LoneWait]:
                 yield LoneWait(process, thread, *found, joiners=tuple(others))
 
 
-def _thread_object(thread: ThreadEvidence) -> int | None:
-    """The address of the thread's `threading.Thread` object (its bootstrap frame's `self`)."""
+def _self_in(thread: ThreadEvidence, functions: set[str]) -> int | None:
+    """The address of `self` in the thread's first threading.py frame running one of
+    `functions`: a Thread object, as py-spy reports it."""
     for frame in thread.python.frames if thread.python else ():
-        if frame.file.replace("\\", "/").endswith("/threading.py") and \
-                frame.function.split(".")[-1] == "_bootstrap_inner":
+        if in_function((frame,), "/threading.py", functions):
             return next((v.addr for v in frame.locals if v.name == "self"), None)
     return None
+
+
+def _thread_object(thread: ThreadEvidence) -> int | None:
+    """The address of the thread's `threading.Thread` object (its bootstrap frame's `self`)."""
+    return _self_in(thread, {"_bootstrap_inner"})
 
 
 def at_exit(thread: ThreadEvidence) -> bool:
     """Whether the thread is the interpreter's exit waiting for non-daemon threads."""
-    frames = thread.python.frames if thread.python else ()
-    return any(f.file.replace("\\", "/").endswith("/threading.py")
-               and f.function.split(".")[-1] == "_shutdown" for f in frames)
+    return in_function(thread.python.frames if thread.python else (), "/threading.py",
+                       {"_shutdown"})
 
 
 def joined_thread(thread: ThreadEvidence) -> int | None:
     """The address of the Thread object this thread waits in `join()` for, if it does."""
-    for frame in thread.python.frames if thread.python else ():
-        if frame.file.replace("\\", "/").endswith("/threading.py") and \
-                frame.function.split(".")[-1] in ("join", "_wait_for_tstate_lock"):
-            return next((v.addr for v in frame.locals if v.name == "self"), None)
-    return None
+    return _self_in(thread, {"join", "_wait_for_tstate_lock"})
 
 
 def waits_for_end_of(other: ThreadEvidence, thread: ThreadEvidence) -> bool:

@@ -11,6 +11,7 @@ import json
 import time
 from pathlib import Path
 
+from hangdoctor.analysis.frames import in_function
 from hangdoctor.evidence.model import AsyncTask, Bundle, Frame
 from hangdoctor.probes.sources import with_source
 from hangdoctor.redact import redact_value
@@ -66,11 +67,10 @@ def read_tasks(status_dir: Path, since: float) -> tuple[AsyncTask, ...]:
 
 def runs_event_loop(bundle: Bundle) -> bool:
     """Whether a captured thread is inside an asyncio event loop."""
-    return any(frame.function.split(".")[-1] == "run_forever"
-               and frame.file.replace("\\", "/").endswith("asyncio/base_events.py")
+    return any(in_function(thread.python.frames if thread.python else (),
+                           "asyncio/base_events.py", {"run_forever"})
                for snapshot in bundle.snapshots[:1] for process in snapshot.processes
-               for thread in process.threads
-               for frame in (thread.python.frames if thread.python else ()))
+               for thread in process.threads)
 
 
 def collect_tasks(status_dir: Path, since: float, bundle: Bundle,

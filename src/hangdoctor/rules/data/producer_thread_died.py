@@ -99,9 +99,9 @@ def _deaths(job: JobView) -> list[_Death]:
 def _died_in(deaths: list[_Death], pid: int) -> _Death | None:
     """The death that explains a wait in process `pid`: one recorded in that process, else one
     from the output (when nothing was recorded, as without the instrumentation)."""
-    return next((d for d in deaths if d.pid == pid), None) or next(
-        (d for d in deaths if d.pid is None and not any(r.pid is not None for r in deaths)),
-        None)
+    if any(d.pid is not None for d in deaths):
+        return next((d for d in deaths if d.pid == pid), None)
+    return deaths[0] if deaths else None
 
 
 class ProducerThreadDied(Rule):

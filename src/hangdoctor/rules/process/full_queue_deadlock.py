@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, in_function, python_frames, short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.analysis.thread_waits import multiprocessing_put
+from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_put
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
@@ -72,19 +72,18 @@ class FullQueueDeadlock(Rule):
                 Example("a put with a timeout", lambda: _pool(timeout="5")))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        blocked: dict[int, list[tuple[ProcessEvidence, ThreadEvidence]]] = {}
+        blocked: dict[int, list[tuple[ProcessEvidence, ThreadEvidence, QueueRead]]] = {}
         for process in job.processes:
             for thread in process.threads:
-                if multiprocessing_put(thread) is not None and process.ppid is not None:
-                    blocked.setdefault(process.ppid, []).append((process, thread))
+                put = multiprocessing_put(thread)
+                if put is not None and process.ppid is not None:
+                    blocked.setdefault(process.ppid, []).append((process, thread, put))
         for parent_pid, children in blocked.items():
             parent = job.process(parent_pid)
             waiting = main_thread(parent) if parent is not None else None
             if parent is None or waiting is None or not _waits_for_children(waiting):
                 continue
-            process, thread = children[0]
-            put = multiprocessing_put(thread)
-            assert put is not None
+            process, thread, put = children[0]
             parent_at = blame_frame(frames_of(waiting))
             put_at = short_location(put.caller)
             waits_at = short_location(parent_at) if parent_at else "its wait"
@@ -103,10 +102,10 @@ class FullQueueDeadlock(Rule):
                     "to finish: each side waits for the other."),
                 culprit=culprit(job, process, thread, put.caller),
                 related=(culprit(job, parent, waiting, parent_at),
-                         *(culprit(job, p, t, put.caller) for p, t in children[1:3])),
+                         *(culprit(job, p, t, put.caller) for p, t, _ in children[1:3])),
                 evidence=(*(f"{job.describe_process(p.pid)}: {thread_label(t)} waits in "
                             f"{put.what} at {at(put.caller)} ({kernel_words(t)}), no timeout"
-                            for p, t in children[:4]),
+                            for p, t, _ in children[:4]),
                           f"{job.describe_process(parent_pid)} waits for its children at "
                           f"{at(parent_at)} ({kernel_words(waiting)})"),
                 fixes=(f"Read the queue while the children run: start them with `map_async` "
