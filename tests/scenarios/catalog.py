@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from tests.scenarios.catalog_ddp import USERS_DDP
 from tests.scenarios.catalog_frameworks import USERS_FRAMEWORKS
+from tests.scenarios.catalog_round6 import ROUND6
 from tests.scenarios.scenario import HEALTHY, Scenario
 
 
@@ -84,6 +85,6 @@ CATALOG: tuple[Scenario, ...] = (
 
 # Programs written the way users write training code, each from a public report (issue 10);
 # every one was run before any rule was changed for it, and its first try is recorded.
-CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS
+CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6
 
 BY_NAME: Mapping[str, Scenario] = MappingProxyType({s.name: s for s in CATALOG})

@@ -152,8 +152,31 @@ def _end(proc: subprocess.Popen, report_dir: Path) -> list[int]:
     return left
 
 
+@contextlib.contextmanager
+def cores_kept_busy(enabled: bool):
+    """While the block runs, one spinning process per core (another user's job on the node):
+    the load a healthy control must survive without being declared hung. Always ended."""
+    spinners: list[subprocess.Popen] = []
+    try:
+        if enabled:
+            spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                        for _ in range(os.cpu_count() or 2)]
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()
+
+
 def run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
     """Run `scenario` under hangdoctor in `work_dir` (the job's cwd) and judge the report."""
+    with cores_kept_busy(scenario.loaded):
+        return _run_scenario(scenario, work_dir)
+
+
+def _run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
     work_dir.mkdir(parents=True, exist_ok=True)
     report_dir = work_dir / "report"
     if report_dir.exists():  # a kept run from before: judge this run, not that one

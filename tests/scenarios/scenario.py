@@ -37,6 +37,10 @@ class Scenario:
     # What hangdoctor concluded the first time the program ran, before any rule was changed for
     # it: "right", or "wrong: <what it said>". None for programs written with their rules.
     first_try: str | None = None
+    # Kept aside as the blind set: no rule change may look at it; its score is reported apart.
+    blind: bool = False
+    # Run while another load keeps every core busy (a healthy control must stay healthy there).
+    loaded: bool = False
 
     @property
     def path(self) -> Path:
