@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from hangdoctor.analysis.activity import hang_kind
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.report.directory import write_report_dir
@@ -26,6 +27,7 @@ from hangdoctor.report.model import (
     ProcessReport,
     Report,
     Verdict,
+    WaitFor,
 )
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.engine import Diagnosis, run_rules
@@ -125,6 +127,25 @@ def _processes(job: JobView) -> list[ProcessReport]:
 _PROCESSES = TypeAdapter(list[ProcessReport])
 
 
+def _wait_for(job: JobView) -> list[WaitFor]:
+    """The wait-for graph as the report's edges: who each waiting thread waits for, or what
+    outside the job (or nothing) could end its wait."""
+    graph = build_wait_graph(job)
+    edges: list[WaitFor] = []
+    for party, wait in graph.waits.items():
+        pid, tid = party
+        for edge in graph.edges.get(party, []):
+            edges.append(WaitFor(pid=pid, tid=tid, waits_in=wait.summary, on_pid=edge.waited[0],
+                                 on_tid=edge.waited[1], why=edge.why, certain=edge.certain))
+        if party in graph.outside:
+            edges.append(WaitFor(pid=pid, tid=tid, waits_in=wait.summary,
+                                 why=f"only this can end it: {graph.outside[party]}"))
+        if party in graph.nobody:
+            edges.append(WaitFor(pid=pid, tid=tid, waits_in=wait.summary,
+                                 why=f"nothing can end it: {graph.nobody[party]}"))
+    return edges
+
+
 def _job_summary(bundle: Bundle) -> JobSummary | None:
     record = bundle.job
     if record is None:
@@ -166,6 +187,7 @@ def build_report(job: JobView, diagnosis: Diagnosis, context: Context) -> Report
             logs=list(context.logs),
         ),
         artifacts=dict(context.artifacts),
+        wait_for=_wait_for(job) if verdict in ("hung", "running") else [],
     )
 
 

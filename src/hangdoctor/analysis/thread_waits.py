@@ -32,6 +32,8 @@ class Primitive:
 # as the queue.
 PRIMITIVES = (
     Primitive("queue.py", "Queue.get", "queue.Queue.get()", "put an item into the queue"),
+    Primitive("queue.py", "Queue.put", "queue.Queue.put() into a full queue",
+              "take an item out of the queue"),
     Primitive("threading.py", "Event.wait", "threading.Event.wait()", "set the event"),
     Primitive("threading.py", "Barrier.wait", "threading.Barrier.wait()", "reach the barrier"),
     Primitive("threading.py", "Semaphore.acquire", "threading.Semaphore.acquire()",
@@ -109,7 +111,7 @@ def _self_in(thread: ThreadEvidence, functions: set[str]) -> int | None:
     return None
 
 
-def _thread_object(thread: ThreadEvidence) -> int | None:
+def thread_object(thread: ThreadEvidence) -> int | None:
     """The address of the thread's `threading.Thread` object (its bootstrap frame's `self`)."""
     return _self_in(thread, {"_bootstrap_inner"})
 
@@ -131,7 +133,7 @@ def waits_for_end_of(other: ThreadEvidence, thread: ThreadEvidence) -> bool:
     if at_exit(other):
         return True
     joined = joined_thread(other)
-    return joined is not None and joined == _thread_object(thread)
+    return joined is not None and joined == thread_object(thread)
 
 
 def waits_in_iterator(thread: ThreadEvidence, frame: Frame) -> bool:

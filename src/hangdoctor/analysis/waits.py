@@ -12,7 +12,7 @@ from enum import Enum
 from hangdoctor.analysis.frames import in_function, python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import condition_sleep
-from hangdoctor.analysis.thread_waits import blocking_call
+from hangdoctor.analysis.thread_waits import at_exit, blocking_call, joined_thread
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 
 _READS = {"read", "readv", "pread64", "recvfrom", "recvmsg", "recvmmsg"}
@@ -162,6 +162,11 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
         called = blocking_call(thread)
         if called is not None:
             return Wait(WaitKind.FUTEX, f"waiting in {called[0].what} without a timeout")
+        if joined_thread(thread) is not None:
+            return Wait(WaitKind.FUTEX, "waiting in Thread.join() for another thread to end")
+        if at_exit(thread):
+            return Wait(WaitKind.FUTEX, "in the interpreter's exit, waiting for the non-daemon "
+                        "threads to end")
         innermost = python_frames(thread.python.frames) if thread.python else []
         acquiring = next((f.acquiring for f in innermost[:1] if f.acquiring), ())
         if acquiring and not condition_sleep(innermost[0]):

@@ -127,6 +127,20 @@ class CaptureInfo(ReportModel):
         return dumped
 
 
+class WaitFor(ReportModel):
+    """One edge of the job's wait-for graph: a thread that can go on only once another party
+    acts; `pid`/`tid` of that party, or none when only something outside the job (a remote
+    host, the terminal, the device) or nothing at all can end the wait."""
+
+    pid: int
+    tid: int
+    waits_in: str  # what it waits in, in words
+    on_pid: int | None = None
+    on_tid: int | None = None
+    why: str  # what the other party is to it, or what could end the wait
+    certain: bool = True  # False: that party only could end it (any thread may fill a queue)
+
+
 class Report(ReportModel):
     """Everything a user or a script needs; see report.schema.json."""
 
@@ -142,6 +156,8 @@ class Report(ReportModel):
     system: SystemInfo = SystemInfo()
     capture: CaptureInfo = CaptureInfo()
     artifacts: dict[str, str] = {}
+    #: The job's wait-for graph: who waits for whom (see analysis/waitgraph.py).
+    wait_for: list[WaitFor] = []
 
     @property
     def root_cause(self) -> Finding | None:

@@ -44,6 +44,21 @@ def _finding(finding: Finding, heading: str) -> list[str]:
     return [*lines, ""]
 
 
+def _wait_for(report: Report) -> list[str]:
+    """Who waits for whom, the certain edges and the waits nothing can end."""
+    shown = [w for w in report.wait_for if w.certain]
+    if not shown:
+        return []
+    lines = ["## Who waits for whom", ""]
+    for w in shown[:40]:
+        target = f"pid {w.on_pid} tid {w.on_tid}, which {w.why}" if w.on_pid is not None \
+            else w.why
+        lines.append(f"- pid {w.pid} tid {w.tid} ({w.waits_in}) waits for {target}")
+    if len(shown) > 40:
+        lines.append(f"- ... and {len(shown) - 40} more in report.json (`wait_for`)")
+    return [*lines, ""]
+
+
 def render_markdown(report: Report) -> str:
     """The whole report as Markdown."""
     lines = ["# hangdoctor report", ""]
@@ -72,6 +87,7 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     if logs and not report.processes:
         return "\n".join(lines)
+    lines += _wait_for(report)
     lines += ["## Processes", "",
               "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
               "|---|---|---|---|---|---|---|---|"]

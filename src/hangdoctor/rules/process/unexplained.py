@@ -4,12 +4,13 @@ user's code, and what the kernel says it waits in, with low confidence."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame, runs_python_of_its_own, short_location
-from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.roles import Role
-from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
+from hangdoctor.analysis.waitgraph import Chain, Party, Sink, build_wait_graph
+from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
@@ -19,11 +20,9 @@ from hangdoctor.taxonomy import Category
 
 #: A dump sees a stall when the whole tree used less than this share of one CPU.
 _IDLE_SHARE = 0.05
-_MAX_HOPS = 4
 # Where to look first: the ranks, then the main process, then other children.
 _ROLE_ORDER = {Role.RANK: 0, Role.MAIN: 1, Role.CHILD: 2, Role.LAUNCHER: 3,
                Role.DATALOADER_WORKER: 4, Role.OTHER: 5}
-_JOIN_FILES = ("threading.py",)
 
 
 def _declared_hang(job: JobView) -> bool:
@@ -48,44 +47,29 @@ def _candidates(job: JobView) -> list[ProcessEvidence]:
                   key=lambda p: (_ROLE_ORDER[job.role(p.pid)], job.rank(p.pid) or 0, p.pid))
 
 
-def _joins_a_thread(thread: ThreadEvidence) -> bool:
-    frames = frames_of(thread)
-    return any(f.function.endswith(("join", "_wait_for_tstate_lock"))
-               and f.file.endswith(_JOIN_FILES) for f in frames[:3])
+def _located(job: JobView, party: Party) -> tuple[ProcessEvidence, ThreadEvidence] | None:
+    process = job.process(party[0])
+    thread = next((t for t in process.threads if t.tid == party[1]), None) if process else None
+    return (process, thread) if process is not None and thread is not None else None
 
 
-def _other_thread(process: ProcessEvidence, joined: ThreadEvidence) -> ThreadEvidence | None:
-    """The thread a joining thread waits for: another thread of the process running user code."""
-    return next((t for t in process.threads
-                 if t.tid != joined.tid and runs_python_of_its_own(t)), None)
+def _name(job: JobView, party: Party) -> str:
+    found = _located(job, party)
+    if found is None:
+        return f"thread {party[1]} of pid {party[0]}"
+    return f"{thread_label(found[1])} of {job.describe_process(found[0].pid)}"
 
 
-def _follow(job: JobView, process: ProcessEvidence, thread: ThreadEvidence
-            ) -> Iterator[tuple[ProcessEvidence, ThreadEvidence, Wait]]:
-    """The chain of waits: a thread that waits for a child process, a pipe's other end, or
-    another thread it joins leads to that one."""
-    seen: set[tuple[int, int]] = set()
-    for _ in range(_MAX_HOPS):
-        if (process.pid, thread.tid) in seen:
-            return
-        seen.add((process.pid, thread.tid))
-        wait = describe_wait(job, process, thread)
-        yield process, thread, wait
-        following: ProcessEvidence | None = None
-        if wait.kind in (WaitKind.CHILD, WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
-            following = job.process(wait.peer_pid)
-        if following is not None and following.pid != process.pid:
-            next_thread = main_thread(following)
-            if next_thread is None:
-                return
-            process, thread = following, next_thread
-        elif _joins_a_thread(thread):
-            other = _other_thread(process, thread)
-            if other is None:
-                return
-            thread = other
-        else:
-            return
+def _sink_words(chain: Chain) -> str:
+    if chain.sink is Sink.CYCLE:
+        return "the waits form a cycle: " + chain.reason
+    if chain.sink is Sink.NOBODY:
+        return "nothing in the job can end its wait: " + chain.reason
+    if chain.sink is Sink.OUTSIDE:
+        return "only something outside the job can end its wait: " + chain.reason
+    if chain.sink is Sink.RUNNING:
+        return "it is running on a CPU without making progress"
+    return "the capture does not show what would end its wait"
 
 
 def _start(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence] | None:
@@ -133,9 +117,9 @@ class Unexplained(Rule):
     summary = "the job is stuck and no specific rule explains why; where it waits"
     fires_when = (
         "the job hung (or a dump found the whole tree idle) and no other rule found an error: "
-        "names the thread everything waits on (following waits for a child, a pipe's other "
-        "end, a joined thread), its line in your code and what the kernel says it waits in; "
-        "low confidence"
+        "names the thread everything waits on (following the job's wait-for graph: a lock's "
+        "holder, a child, a pipe's other end, a joined thread, whoever could fill a queue), "
+        "its line in your code, what it waits in and why nothing ends the wait; low confidence"
     )
     reads = "capture"
     fallback = True
@@ -151,22 +135,29 @@ class Unexplained(Rule):
         start = _start(job)
         if start is None:
             return
-        chain = list(_follow(job, *start))
-        process, thread, wait = chain[-1]
+        graph = build_wait_graph(job)
+        chain = graph.follow((start[0].pid, start[1].tid))
+        parties = [found for party in chain.parties if (found := _located(job, party))]
+        process, thread = parties[-1]
+        wait = describe_wait(job, process, thread)
         frame = blame_frame(frames_of(thread))
         where = short_location(frame) if frame is not None else "an unknown place"
-        evidence = [f"{job.describe_process(p.pid)}, {t.comm or 'thread'} (tid {t.tid}): "
-                    f"{w.summary}" for p, t, w in chain]
+        evidence = [f"{job.describe_process(p.pid)}, {thread_label(t)}: "
+                    f"{describe_wait(job, p, t).summary}" for p, t in parties]
+        evidence += [f"{_name(job, e.waiter)} waits for {_name(job, e.waited)}, which {e.why}"
+                     for e in chain.edges]
         evidence.append(f"{job.describe_process(process.pid)} is at {at(frame)} "
                         f"({kernel_words(thread)})")
+        evidence.append(f"why the wait does not end: {chain.reason}")
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.3,
+            id=self.id, category=self.category, severity=Severity.ERROR,
+            confidence=0.45 if chain.sink in (Sink.NOBODY, Sink.CYCLE) else 0.3,
             title=f"Stuck at {where}: {wait.summary}",
-            explanation=("No rule recognised the cause, but this is where the job waits: the "
-                         "thread below is the one the others wait for, and the kernel says "
-                         "what it waits in. Start there."),
+            explanation=("No rule recognised the mechanism, but the job's wait-for graph says "
+                         "who everyone waits for: following each wait to whoever could end it "
+                         f"leads to the thread below, and {_sink_words(chain)}. Start there."),
             culprit=culprit(job, process, thread, frame),
-            related=tuple(culprit(job, p, t) for p, t, _ in chain[:-1]),
+            related=tuple(culprit(job, p, t) for p, t in parties[:-1]),
             evidence=tuple(evidence),
             fixes=(f"Look at {where}: what it waits for ({wait.summary}) and who should "
                    "provide it; give that wait a timeout so a stall raises an error instead.",

@@ -1,0 +1,302 @@
+"""Who waits for whom: the job's wait-for graph, built from one capture.
+
+Every thread of every process is a party. Each wait becomes edges to the parties that could
+end it (a lock's holder, a child process, a pipe's other end, a joined thread, the threads that
+could put into a queue or set an event, a manager's server, the GIL's holder, a peer process on
+a loopback socket, a DataLoader's workers), or a note that something outside the job could end
+it (a remote host, the terminal, the device, time), or that nothing could. Following the edges
+from a waiting thread ends at a sink (a party that waits for no one in the job) or closes a
+cycle: that is who everyone waits for, whatever the mechanism is called. Java's thread dumps and
+Go's runtime find deadlocks the same way; rules name the mechanism at the sink, and the fallback
+explains the sink when no rule does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+
+from hangdoctor.analysis.device import device_wait, process_uses_gpu
+from hangdoctor.analysis.frames import in_function, python_frames, runs_python_of_its_own
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.locks import lock_holds, lock_wait
+from hangdoctor.analysis.ranks import rank_view
+from hangdoctor.analysis.roles import Role
+from hangdoctor.analysis.thread_waits import (
+    at_exit,
+    blocking_call,
+    joined_thread,
+    manager_call,
+    thread_object,
+    waits_for_end_of,
+)
+from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+
+Party = tuple[int, int]  # (pid, tid)
+
+
+class Sink(str, Enum):
+    """Why a chain of waits stops at a party."""
+
+    RUNNING = "running"  # it is on a CPU: computing, or spinning
+    OUTSIDE = "outside"  # only something outside the job can end its wait
+    NOBODY = "nobody"  # nothing in the job, and nothing outside it, can end its wait
+    UNKNOWN = "unknown"  # the evidence does not say what would end it
+    MAYBE = "maybe"  # only threads that might act later could end it
+    CYCLE = "cycle"  # the chain came back to a party already on it
+
+
+@dataclass(frozen=True)
+class Edge:
+    """`waiter` can go on only once `waited` acts."""
+
+    waiter: Party
+    waited: Party
+    why: str  # "holds the lock", "is the child it waits for", ...
+    #: False for a thread that merely could end the wait (any thread of the process could
+    #: put into a queue): followed only when nothing surer is known.
+    certain: bool = True
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The waits followed from one party to where they stop."""
+
+    parties: tuple[Party, ...]
+    edges: tuple[Edge, ...]
+    sink: Sink
+    reason: str  # why nothing (or only what) can end the last party's wait
+
+    @property
+    def end(self) -> Party:
+        """The party everyone on the chain waits for (for a cycle: the one that closed it)."""
+        return self.parties[-1]
+
+
+@dataclass
+class WaitGraph:
+    """The job's parties, their waits, and who could end each."""
+
+    waits: dict[Party, Wait] = field(default_factory=dict)
+    edges: dict[Party, list[Edge]] = field(default_factory=dict)
+    #: Parties whose wait only something outside the job can end, and what.
+    outside: dict[Party, str] = field(default_factory=dict)
+    #: Parties whose wait nothing could end, and why.
+    nobody: dict[Party, str] = field(default_factory=dict)
+
+    def add(self, waiter: Party, waited: Party, why: str, *, certain: bool = True) -> None:
+        """One edge (self-edges are dropped: a thread does not wake itself)."""
+        if waiter != waited:
+            self.edges.setdefault(waiter, []).append(Edge(waiter, waited, why, certain))
+
+    def follow(self, start: Party, limit: int = 16) -> Chain:
+        """The chain of waits from `start`: each hop takes the first party that could end the
+        wait, until a sink or a cycle."""
+        parties = [start]
+        edges: list[Edge] = []
+        for _ in range(limit):
+            here = parties[-1]
+            out = [e for e in self.edges.get(here, []) if e.certain]
+            if not out:
+                return Chain(tuple(parties), tuple(edges), *self._sink(here))
+            edge = next((e for e in out if e.waited not in parties), out[0])
+            edges.append(edge)
+            if edge.waited in parties:
+                return Chain(tuple(parties), tuple(edges), Sink.CYCLE,
+                             "each waits for the next, and the last for the first: none of "
+                             "them can go on")
+            parties.append(edge.waited)
+        return Chain(tuple(parties), tuple(edges), Sink.UNKNOWN, "the chain is too long")
+
+    def _sink(self, party: Party) -> tuple[Sink, str]:
+        wait = self.waits.get(party)
+        if party in self.nobody:
+            return Sink.NOBODY, self.nobody[party]
+        if party in self.outside:
+            return Sink.OUTSIDE, self.outside[party]
+        if wait is not None and wait.kind is WaitKind.RUNNING:
+            return Sink.RUNNING, "it is running on a CPU"
+        maybe = [e for e in self.edges.get(party, []) if not e.certain]
+        if maybe:
+            return Sink.MAYBE, (f"only another thread could end it ({maybe[0].why}), and none "
+                                "of those that could is doing so now")
+        return Sink.UNKNOWN, "the capture does not show what would end this wait"
+
+    def waiters_on(self, party: Party) -> list[Party]:
+        """The parties with an edge to `party`."""
+        return [w for w, out in self.edges.items() if any(e.waited == party for e in out)]
+
+
+def _user_threads(process: ProcessEvidence, but: ThreadEvidence) -> list[ThreadEvidence]:
+    return [t for t in process.threads if t.tid != but.tid and runs_python_of_its_own(t)]
+
+
+def _main(process: ProcessEvidence) -> ThreadEvidence | None:
+    return next((t for t in process.threads if t.tid == process.pid),
+                process.threads[0] if process.threads else None)
+
+
+def _process_parties(process: ProcessEvidence) -> list[Party]:
+    """Who in a process could act for it: its threads running Python of their own, else its
+    main thread."""
+    threads = [t for t in process.threads if runs_python_of_its_own(t)]
+    if not threads and (main := _main(process)) is not None:
+        threads = [main]
+    return [(process.pid, t.tid) for t in threads]
+
+
+def _loopback_peer(job: JobView, remote: str) -> ProcessEvidence | None:
+    """The captured process that owns the local end `remote` (a peer on this host)."""
+    for process in job.processes:
+        for opened in process.open_files:
+            if opened.target.startswith("socket:"):
+                endpoint = job.socket(opened.target)
+                if endpoint is not None and endpoint.local == remote:
+                    return process
+    return None
+
+
+def _thread_edges(job: JobView, graph: WaitGraph, process: ProcessEvidence,
+                  thread: ThreadEvidence) -> None:
+    me: Party = (process.pid, thread.tid)
+    wait = describe_wait(job, process, thread)
+    graph.waits[me] = wait
+    frames = python_frames(thread.python.frames if thread.python else ())
+
+    if wait.kind is WaitKind.RUNNING:
+        return
+    joined = joined_thread(thread)
+    if joined is not None:
+        target = next((t for t in process.threads if thread_object(t) == joined), None)
+        if target is not None:
+            graph.add(me, (process.pid, target.tid), "is the thread it joins")
+            return
+    if at_exit(thread):
+        for other in _user_threads(process, thread):
+            graph.add(me, (process.pid, other.tid),
+                      "is a non-daemon thread the interpreter's exit waits for")
+        return
+    locked = lock_wait(thread)
+    if locked is not None:
+        holders = [t for t in process.threads if t.tid != thread.tid
+                   and any(h.lock == locked.lock for h in lock_holds(t))]
+        for holder in holders:
+            graph.add(me, (process.pid, holder.tid), f"holds {locked.expression}")
+        if not holders and any(h.lock == locked.lock for h in lock_holds(thread)):
+            graph.nobody[me] = (f"it already holds {locked.expression} itself, and the lock "
+                                "is not reentrant")
+        if holders or me in graph.nobody:
+            return
+    primitive = blocking_call(thread)
+    if primitive is not None:
+        wakers = [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
+        for waker in wakers:
+            graph.add(me, (process.pid, waker.tid), f"could {primitive[0].waker}",
+                      certain=False)
+        if not wakers:
+            graph.nobody[me] = (f"it waits in {primitive[0].what} without a timeout, and no "
+                                f"other thread of its process is left that could "
+                                f"{primitive[0].waker}")
+        return
+    through = manager_call(job, thread)
+    if through is not None:
+        if through.server_pid is not None:
+            for party in _process_parties(job.process(through.server_pid) or process):
+                graph.add(me, party, "is the manager's server that must answer")
+        else:
+            graph.outside[me] = through.words
+        return
+    if wait.kind is WaitKind.CHILD:
+        children = [job.process(wait.peer_pid)] if wait.peer_pid else job.children(process.pid)
+        for child in (c for c in children if c is not None):
+            for party in _process_parties(child):
+                graph.add(me, party, "is the child process it waits for")
+        return
+    if wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
+        peer = job.process(wait.peer_pid)
+        if peer is not None:
+            for party in _process_parties(peer):
+                graph.add(me, party, "holds the pipe's other end")
+        else:
+            graph.nobody[me] = "no captured process holds the pipe's other end"
+        return
+    if wait.kind in (WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT):
+        peer = _loopback_peer(job, wait.remote) if wait.remote else None
+        if peer is not None and peer.pid != process.pid:
+            for party in _process_parties(peer):
+                graph.add(me, party, f"owns the other end of the connection ({wait.remote})")
+        else:
+            graph.outside[me] = f"the peer at {wait.remote or 'the other end of a socket'}"
+        return
+    if in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
+        workers = [c for c in job.children(process.pid)
+                   if job.role(c.pid) is Role.DATALOADER_WORKER]
+        for worker in workers:
+            for party in _process_parties(worker):
+                graph.add(me, party, "is a DataLoader worker that must send the next batch")
+        if workers:
+            return
+    if wait.kind is WaitKind.TERMINAL:
+        graph.outside[me] = "a person typing at the terminal"
+        return
+    if wait.kind is WaitKind.ACCEPT:
+        graph.outside[me] = "a client that connects"
+        return
+    if device_wait(thread.python.frames if thread.python else (),
+                   gpu=process_uses_gpu(process)) is not None:
+        graph.outside[me] = "the device (a kernel or copy that has not finished)"
+        return
+    if wait.kind is WaitKind.SLEEP:
+        graph.outside[me] = "time: it sleeps, and will wake to check again"
+        return
+    if wait.kind is WaitKind.FUTEX and thread.python is not None:
+        gil = next((t.tid for t in process.threads if t.tid != thread.tid and t.python
+                    and t.python.owns_gil), None)
+        if gil is not None:
+            graph.add(me, (process.pid, gil), "holds the GIL", certain=False)
+
+
+def _rank_edges(job: JobView, graph: WaitGraph) -> None:
+    """A rank waiting inside a collective waits for the peers that are not in it."""
+    view = rank_view(job)
+    states = [s for s in view.ranks.values() if s.process is not None and s.thread is not None]
+    for state in states:
+        if not state.in_collective:
+            continue
+        me: Party = (state.process.pid, state.thread.tid)  # type: ignore[union-attr]
+        for peer in states:
+            if peer.rank == state.rank:
+                continue
+            if peer.in_collective and (peer.call, peer.seq) == (state.call, state.seq):
+                continue
+            graph.add(me, (peer.process.pid, peer.thread.tid),  # type: ignore[union-attr]
+                      f"is rank {peer.rank}, which has not joined the {state.call}")
+
+
+def build_wait_graph(job: JobView) -> WaitGraph:
+    """The job's wait-for graph, built once per job."""
+    return job.derived("wait_graph", _build)
+
+
+def _build(job: JobView) -> WaitGraph:
+    graph = WaitGraph()
+    for process, thread in job.threads():
+        try:
+            _thread_edges(job, graph, process, thread)
+        except (ValueError, KeyError, IndexError):
+            continue  # one odd thread does not keep the rest of the graph from being built
+    _rank_edges(job, graph)
+    return graph
+
+
+def sinks(job: JobView) -> Iterator[tuple[Party, Chain]]:
+    """Each party that others wait for and that waits for no one in the job."""
+    graph = build_wait_graph(job)
+    seen: set[Party] = set()
+    for waiter in graph.edges:
+        chain = graph.follow(waiter)
+        if chain.end not in seen:
+            seen.add(chain.end)
+            yield chain.end, chain

@@ -1,0 +1,138 @@
+"""HD110 process.deadlock: the main thread has ended (the script finished, or it died of an
+exception whose traceback was printed), but the process cannot exit: the interpreter's exit
+joins every non-daemon thread, and one of them runs a loop that waits with a timeout or sleeps
+between checks of a condition that only the ended main thread would have changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import innermost_user_frame, loop_header, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.thread_waits import at_exit, blocking_call
+from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.analysis.waits import WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
+from hangdoctor.rules.log_helpers import output_lines
+from hangdoctor.taxonomy import Category
+
+_LOOP_WAITS = frozenset({WaitKind.SLEEP, WaitKind.FUTEX, WaitKind.POLL, WaitKind.RUNNING})
+
+
+def _looping(thread: ThreadEvidence) -> bool:
+    """A thread of the user's that sits in a loop and waits with a timeout (or sleeps, or
+    spins): it goes round again and again, and never ends on its own."""
+    frame = innermost_user_frame(frames_of(thread))
+    return frame is not None and bool(frame.loop_lines) and blocking_call(thread) is None
+
+
+def _main_died(job: JobView, process: ProcessEvidence) -> Raised | None:
+    """The main thread's own traceback in the output, if it died of an exception."""
+    return next((r for r in tracebacks(output_lines(job))
+                 if r.thread is None and r.in_user_code and r.rank is None), None) \
+        if job.record is not None else None
+
+
+def _monitor(*, loops: bool = True, crashed: bool = False) -> Bundle:
+    exiting = b.thread(10, b.frame(f"{b.STDLIB}/threading.py", 1590, "_shutdown"),
+                       name="MainThread", syscall="futex")
+    watch = b.frame("monitor.py", 31, "GpuMonitor.run", code="time.sleep(self.interval)",
+                    loops=("while not self.stopped:",) if loops else ())
+    if loops:
+        watch = watch.model_copy(update={"loop_lines": (28,)})
+    monitor = b.thread(11, watch, name="gpu-monitor", syscall="clock_nanosleep")
+    job = b.bundle(b.process(10, exiting, monitor))
+    tail = ("Traceback (most recent call last):",
+            f'  File "{b.USER}/train.py", line 70, in <module>',
+            "    main()",
+            f'  File "{b.USER}/train.py", line 52, in main',
+            "    loss = model(batch)",
+            "RuntimeError: shape mismatch") if crashed else ()
+    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0,
+                                                   output_tail=tail)})
+
+
+def _still_training() -> Bundle:
+    main = b.thread(20, b.frame("train.py", 40, "main", code="loss = model(batch)"),
+                    name="MainThread", state="R")
+    watch = b.frame("monitor.py", 31, "GpuMonitor.run", code="time.sleep(self.interval)",
+                    loops=("while not self.stopped:",)).model_copy(update={"loop_lines": (28,)})
+    return b.bundle(b.process(20, main, b.thread(21, watch, name="gpu-monitor",
+                                                  syscall="clock_nanosleep")))
+
+
+class ExitWaitsForLoop(Rule):
+    """The script is over but its process is not: a non-daemon thread's loop never ends."""
+
+    id = "HD110"
+    category = Category.PROCESS_DEADLOCK
+    summary = "the main thread ended, but the interpreter's exit waits for a looping thread"
+    fires_when = (
+        "the main thread is in the interpreter's exit (`threading._shutdown`), which joins "
+        "every non-daemon thread, and one of them runs a loop of your code that sleeps or "
+        "waits with a timeout: its stop condition was the main thread's to set"
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (Example("a monitor thread polls a stop flag after the script finished",
+                        _monitor),
+                Example("the main thread crashed; the monitor keeps the process alive",
+                        lambda: _monitor(crashed=True)))
+    quiet_on = (Example("the monitor loops while the main thread still trains",
+                        _still_training),
+                Example("the exit waits for a thread that is not in a loop",
+                        lambda: _monitor(loops=False)))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            main = main_thread(process)
+            if main is None or not at_exit(main):
+                continue
+            loops = [t for t in process.threads if t.tid != main.tid and _looping(t)
+                     and describe_wait(job, process, t).kind in _LOOP_WAITS]
+            if loops:
+                yield self._finding(job, process, main, loops[0])
+
+    def _finding(self, job: JobView, process: ProcessEvidence, main: ThreadEvidence,
+                 thread: ThreadEvidence) -> Finding:
+        inner = innermost_user_frame(frames_of(thread))
+        header = loop_header(inner)
+        where = short_location(header) if header is not None else "its loop"
+        died = _main_died(job, process)
+        ended = (f"the main thread died of {died.short_type}: {died.message}"
+                 + (f" at {at(died.location)}" if died.location else "")
+                 if died is not None else "the script's main thread finished")
+        evidence = [
+            f"{job.describe_process(process.pid)}: {thread_label(main)} is in the "
+            "interpreter's exit (threading._shutdown), joining every non-daemon thread",
+            f"{thread_label(thread)} loops at {at(header)}; now at {at(inner)} "
+            f"({describe_wait(job, process, thread).summary})",
+            ended,
+        ]
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+            title=(f"The script is over but the process never exits: {thread_label(thread)} "
+                   f"keeps looping at {where}"),
+            explanation=(
+                f"{ended[0].upper()}{ended[1:]}. Python then waits for every non-daemon "
+                f"thread to end, and {thread_label(thread)} never will: its loop at {where} "
+                "goes round until a condition changes that only the main thread would have "
+                "changed (a stop flag, an event, a sentinel). The process stays alive doing "
+                "nothing, and a launcher waits for it forever."),
+            culprit=culprit(job, process, thread, header),
+            related=(culprit(job, process, main),),
+            evidence=tuple(evidence),
+            fixes=(
+                "Stop the thread on every way out of the main code: set its flag or event in "
+                "a `finally:` (or a context manager around the training loop), so that an "
+                "exception stops it too.",
+                "Or start it with `daemon=True` if it holds nothing that must be flushed; "
+                "then the exit does not wait for it.",
+                "An `atexit` handler cannot stop it: Python joins the non-daemon threads "
+                "before it runs atexit handlers.",
+            ),
+        )
