@@ -183,6 +183,15 @@ def _is_literal_text(node: ast.AST) -> bool:
     return False
 
 
+def _held(index: ModuleIndex, node: ast.expr) -> ast.expr:
+    """What a name holds where it is used (`prompts = ("Hi", "Bye")`), else the node."""
+    if isinstance(node, ast.Name):
+        held = origin(index, node)
+        if held is not None:
+            return held
+    return node
+
+
 def _slices_by_bound(scope: ast.AST) -> bool:
     """Whether `scope` slices something by a length bound (`t[i : i + block_size]`)."""
     for node in ast.walk(scope):
@@ -246,6 +255,22 @@ class TokenizerWithoutTruncation(LintRule):
         # Truncated by hand to an attribute bound (`example[: self.max_words]`).
         "import transformers\nclass Alpaca:\n    def __getitem__(self, i):\n"
         "        ids = self.tokenizer.encode(self.rows[i])\n        return ids[: self.max_words]\n",
+        # Fixed-length padding that truncates, spelled as a strategy or an enum member.
+        "from transformers import AutoTokenizer\n"
+        "enc = tokenizer(texts, padding='max_length', truncation='longest_first', "
+        "max_length=512)\n"
+        "enc = tok.encode_plus(text, padding='max_length', max_length=64,\n"
+        "                      truncation=TruncationStrategy.ONLY_FIRST)\n",
+        # Truncation decided by a flag, or possibly passed in `**kwargs`: it cannot be told.
+        "import transformers\n"
+        "enc = tokenizer(texts, padding='max_length', truncation=args.truncate)\n"
+        "enc = tokenizer(texts, padding='max_length', **tokenizer_kwargs)\n",
+        # Prompts batched for generation (padding=True) in a one-off call, and fixed prompts.
+        "import transformers\ndef generate(prompts):\n"
+        "    inputs = tokenizer(prompts, padding=True, return_tensors='pt')\n"
+        "    return model.generate(**inputs)\n"
+        "examples = ('I would like to', 'Roses are red')\n"
+        "enc = tokenizer(examples, padding='max_length', max_length=16)\n",
     )
     invalid = (
         "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained(name)\n"
@@ -276,6 +301,22 @@ class TokenizerWithoutTruncation(LintRule):
         # The whole training set tokenized up front becomes a Dataset.
         "import transformers\nencodings = tokenizer(texts, padding=True)  # expect\n"
         "train_set = TextDataset(encodings, labels)\n",
+        # Every text padded to max_length, none cut: wherever it is called, a longer text
+        # makes a longer sequence than the fixed shape the batches are built for.
+        "from transformers import AutoTokenizer\n"
+        "tokenizer = AutoTokenizer.from_pretrained('bert-base-uncased')\n"
+        "enc = tokenizer(texts, padding='max_length', max_length=512)  # expect\n",
+        "import transformers\ndef encode(texts):\n"
+        "    return tokenizer.__call__(texts, padding='max_length', max_length=256)  # expect\n"
+        "def encode_one(text):\n"
+        "    return tok.encode_plus(text, padding=PaddingStrategy.MAX_LENGTH)  # expect\n",
+        # truncation=False is the same as leaving it out.
+        "import transformers\ndef preprocess(batch):\n"
+        "    return tok.batch_encode_plus(batch['text'], padding=True,  # expect\n"
+        "                                 truncation=False)\n"
+        "ds = ds.map(preprocess, batched=True)\n",
+        "import transformers\n"
+        "ds = ds.map(lambda b: tok(b['text'], padding='max_length'))  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -312,7 +353,7 @@ class TokenizerWithoutTruncation(LintRule):
             if not call.args and keyword(call, "text") is None:
                 continue
             first = call.args[0] if call.args else keyword(call, "text")
-            if first is not None and _is_literal_text(first):
+            if first is not None and _is_literal_text(_held(index, first)):
                 continue
             if _measured_only(index, call):
                 continue
@@ -320,10 +361,14 @@ class TokenizerWithoutTruncation(LintRule):
                 hugging_face = _uses_hugging_face(index)
             if not hugging_face:
                 return
-            if paths is None:
-                paths = _DataPaths(index)
-            if not paths.contains(call):
-                continue
+            # Padding every text to max_length builds fixed-shape training batches wherever
+            # the call is (`padding=True` is also how prompts are batched for generation):
+            # other calls count only where the examples arrive.
+            if not _pads_to_fixed_length(call):
+                if paths is None:
+                    paths = _DataPaths(index)
+                if not paths.contains(call):
+                    continue
             if first is not None and _fixed_input(index, call, first):
                 continue
             if bounded is None:
@@ -341,16 +386,46 @@ def _uses_hugging_face(index: ModuleIndex) -> bool:
     return index.project is not None and index.project.uses(_HF)
 
 
+#: How a call turns padding or truncation off: `False`, `"do_not_pad"`, `"do_not_truncate"`,
+#: `PaddingStrategy.DO_NOT_PAD`, `TruncationStrategy.DO_NOT_TRUNCATE` (None is the default).
+_OFF = frozenset({False, None, "do_not_pad", "do_not_truncate", "DO_NOT_PAD",
+                  "DO_NOT_TRUNCATE"})
+#: Padding to a fixed length: every text becomes `max_length` tokens, so that batches have one
+#: shape (a dataset prepared for training); a longer text silently breaks that shape.
+_FIXED_LENGTH = frozenset({"max_length", "MAX_LENGTH"})
+
+
+def _setting(node: ast.expr | None) -> object:
+    """A padding/truncation argument's literal value (an enum member by its name), or the
+    node itself when it is computed (`padding=pad`): unknown."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Attribute) and last_name(node.value) in (
+            "PaddingStrategy", "TruncationStrategy"):
+        return node.attr
+    return node
+
+
+def _pads_to_fixed_length(call: ast.Call) -> bool:
+    """`padding="max_length"` (or `PaddingStrategy.MAX_LENGTH`) written in the call."""
+    value = _setting(keyword(call, "padding"))
+    return isinstance(value, str) and value in _FIXED_LENGTH
+
+
 def _untruncated(call: ast.Call) -> str | None:
     """Why this encoding call keeps every token (the finding's message), or None when it
-    truncates or cannot be told (`**kwargs`). `max_length` alone does truncate (transformers
-    turns truncation on when nothing is padded); with padding it only sets the padded length."""
+    truncates or cannot be told (`**kwargs`, `truncation=flag`). `max_length` alone does
+    truncate (transformers turns truncation on when nothing is padded); with padding it only
+    sets the padded length. `truncation=False` is the same as leaving it out."""
     names = keyword_names(call)
-    if "truncation" in names or None in names:
+    if None in names:
         return None
+    if "truncation" in names:
+        truncation = _setting(keyword(call, "truncation"))
+        if isinstance(truncation, ast.AST) or truncation not in _OFF:
+            return None
     padding = keyword(call, "padding")
-    pads = padding is not None and not (isinstance(padding, ast.Constant)
-                                        and padding.value in (False, None, "do_not_pad"))
+    pads = padding is not None and _setting(padding) not in _OFF
     if "max_length" in names:
         if not pads:
             return None
