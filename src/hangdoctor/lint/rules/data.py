@@ -7,8 +7,15 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
-from hangdoctor.lint.flow import bindings, callers, origin, statements_in
+from hangdoctor.lint.flow import (
+    bindings,
+    called_function,
+    callers,
+    origin,
+    statements_in,
+)
 from hangdoctor.lint.index import (
+    Function,
     ModuleIndex,
     dotted,
     keyword,
@@ -558,7 +565,11 @@ _ITERATING = frozenset({"as_numpy_iterator", "__iter__", "make_one_shot_iterator
 #: How many returns a pipeline is followed through to the code that consumes it.
 _RETURN_DEPTH = 3
 
-Fate = Literal["prefetched", "consumed", "unknown"]
+#: What becomes of a pipeline's value: prefetched on the way; consumed (trained on) without
+#: prefetch; ended in sight without prefetch (iterated by a loop that does not train, dropped);
+#: returned to callers none of which prefetches it ("unprefetched"); continued by a later
+#: map/batch (judged on its own); or out of sight ("unknown": the receiver may prefetch it).
+Fate = Literal["prefetched", "consumed", "ended", "unprefetched", "continued", "unknown"]
 
 
 class TfDataWithoutPrefetch(LintRule):
@@ -583,6 +594,20 @@ class TfDataWithoutPrefetch(LintRule):
         "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
         "model.fit(make(x).prefetch(2))\n",
         "ds = dataset.map(tokenize, batched=True)\n",
+        # Returned to a function of the project that prefetches what it is given.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
+        "def train(model, dataset):\n    dataset = dataset.prefetch(tf.data.AUTOTUNE)\n"
+        "    for batch in dataset:\n        model(batch)\n"
+        "train(net, dataset=make(x))\n",
+        # Returned to a caller that hands it to code out of sight, which may prefetch it.
+        "import tensorflow as tf\nimport runner\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
+        "runner.run_experiment(make(x))\n",
+        # A caller maps it again: that later map is judged on its own.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
+        "ds = make(x)\nds = ds.map(augment).prefetch(2)\nmodel.fit(ds)\n",
     )
     invalid = (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices((x, y))\n"
@@ -597,6 +622,19 @@ class TfDataWithoutPrefetch(LintRule):
         # The prefetched dataset is thrown away: datasets are immutable.
         "import tensorflow as tf\nds = tf.data.TFRecordDataset(files)\n"
         "ds = ds.map(parse).batch(64)  # expect\nds.prefetch(2)\nmodel.fit(ds)\n",
+        # Built by a function and returned; its one caller iterates it, and neither adds a
+        # prefetch.
+        "import tensorflow as tf\ndef build_dataset(files, batch_size):\n"
+        "    ds = tf.data.TFRecordDataset(files)\n    ds = ds.map(parse_example)\n"
+        "    ds = ds.batch(batch_size)  # expect\n    return ds\n"
+        "def evaluate(model, files):\n"
+        "    for images, labels in build_dataset(files, 64):\n"
+        "        metric.update_state(labels, model(images))\n",
+        # Returned to a caller that hands it to a function of the project, which loops over it.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)  # expect\n"
+        "def run_epoch(model, dataset):\n    for batch in dataset:\n        model(batch)\n"
+        "run_epoch(net, make(x))\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -616,6 +654,9 @@ class TfDataWithoutPrefetch(LintRule):
             if fate == "consumed":
                 yield Hit.at(call, f"tf.data pipeline with {func.attr}() is consumed at "
                                    f"{where} without prefetch")
+            elif fate == "unprefetched":
+                yield Hit.at(call, f"tf.data pipeline with {func.attr}() is returned without "
+                                   f"prefetch, and no caller adds one ({where})")
 
 
 def _later_expensive_step(index: ModuleIndex, call: ast.Call) -> bool:
@@ -699,15 +740,15 @@ class _PipelineFlow:
         if isinstance(parent, ast.Attribute) and parent.value is node:
             call = index.parent.get(parent)
             if not isinstance(call, ast.Call) or call.func is not parent:
-                return "unknown", ""
+                return "ended", _where(index, parent)  # `ds.element_spec`
             if parent.attr == "prefetch":
                 # A prefetch whose result is dropped (`ds.prefetch(2)` alone) changes nothing.
-                return ("unknown", "") if isinstance(index.parent.get(call), ast.Expr) \
-                    else ("prefetched", "")
+                return ("ended", _where(index, call)) \
+                    if isinstance(index.parent.get(call), ast.Expr) else ("prefetched", "")
             if parent.attr in _ITERATING:
                 return "consumed", _where(index, call)
             if parent.attr in _EXPENSIVE:
-                return "unknown", ""  # a later map/batch: judged (and reported) on its own
+                return "continued", ""  # a later map/batch: judged (and reported) on its own
             if parent.attr in _PIPELINE_STEPS:
                 return self.fate(index, call, depth)
             return "unknown", ""
@@ -716,19 +757,20 @@ class _PipelineFlow:
             if consumer in ("enumerate", "zip", "tqdm"):
                 loop = index.parent.get(parent)
                 if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is parent:
-                    return ("consumed", _where(index, loop)) if _trains(loop) \
-                        else ("unknown", "")
+                    return ("consumed" if _trains(loop) else "ended"), _where(index, loop)
                 return "unknown", ""
             if consumer in _CONSUMERS:
                 return "consumed", _where(index, parent)
-            return "unknown", ""
+            return self._argument(index, parent, node, depth)
         if isinstance(parent, ast.keyword):
             call = index.parent.get(parent)
             if isinstance(call, ast.Call) and last_name(call.func) in _CONSUMERS:
                 return "consumed", _where(index, call)
+            if isinstance(call, ast.Call):
+                return self._argument(index, call, node, depth)
             return "unknown", ""
         if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
-            return ("consumed", _where(index, parent)) if _trains(parent) else ("unknown", "")
+            return ("consumed" if _trains(parent) else "ended"), _where(index, parent)
         if isinstance(parent, ast.Return) and depth > 0:
             return self._returned(index, node, depth - 1)
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
@@ -737,13 +779,25 @@ class _PipelineFlow:
                 return self._name_uses(index, parent, targets[0].id, depth)
             if len(targets) == 1 and isinstance(targets[0], ast.Attribute):
                 return self._attribute_uses(index, targets[0].attr, depth)
+        if isinstance(parent, ast.Expr):
+            return "ended", _where(index, node)  # built and dropped
         return "unknown", ""
 
     def _combine(self, fates: list[tuple[Fate, str]]) -> tuple[Fate, str]:
+        """One fate for a value that goes several ways: prefetched on any path is enough;
+        consumed unprefetched on any path is a finding; "no caller prefetches" needs every
+        path in sight."""
         if any(f == "prefetched" for f, _ in fates):
             return "prefetched", ""
         consumed = [w for f, w in fates if f == "consumed"]
-        return ("consumed", consumed[0]) if consumed else ("unknown", "")
+        if consumed:
+            return "consumed", consumed[0]
+        if not fates or any(f in ("continued", "unknown") for f, _ in fates):
+            return "unknown", ""
+        unprefetched = [w for f, w in fates if f == "unprefetched"]
+        if unprefetched:
+            return "unprefetched", unprefetched[0]
+        return "ended", fates[0][1]
 
     def _name_uses(self, index: ModuleIndex, assign: ast.AST, name: str,
                    depth: int) -> tuple[Fate, str]:
@@ -762,12 +816,65 @@ class _PipelineFlow:
                 and n.attr == attr and isinstance(n.ctx, ast.Load)]
         return self._combine([self.fate(index, use, depth) for use in uses])
 
+    def _argument(self, index: ModuleIndex, call: ast.Call, node: ast.expr,
+                  depth: int) -> tuple[Fate, str]:
+        """A pipeline handed to a function of the project: what that function does with the
+        parameter it arrives in. Handed to anything else, it is out of sight."""
+        if depth <= 0:
+            return "unknown", ""
+        found = called_function(index, call)
+        if found is None:
+            return "unknown", ""
+        module, function = found
+        parameter = _parameter(function, call, node)
+        if parameter is None:
+            return "unknown", ""
+        return self._name_uses(module, parameter, parameter.arg, depth - 1)
+
     def _returned(self, index: ModuleIndex, node: ast.AST, depth: int) -> tuple[Fate, str]:
+        """A pipeline a function returns: what its callers in the project do with it. When
+        every caller (tests aside) is in sight and none prefetches, nobody will."""
         function = index.function_of(node)
         if function is None:
             return "unknown", ""
-        return self._combine([self.fate(module, call, depth)
-                              for module, call in callers(index, function)])
+        calls = [(module, call) for module, call in callers(index, function)
+                 if not _is_test_module(module)]
+        fate, where = self._combine([self.fate(module, call, depth) for module, call in calls])
+        if fate == "ended":
+            return "unprefetched", ", ".join(_where(module, call) for module, call in calls[:3])
+        return fate, where
+
+
+def _parameter(function: Function, call: ast.Call, node: ast.expr) -> ast.arg | None:
+    """The parameter of `function` that argument `node` of `call` is bound to, when plain
+    (no `*args` before it; `self` skipped for a method called on an object)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    if isinstance(call.func, ast.Attribute) and positional and \
+            positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    holder = next((k for k in call.keywords if k.value is node), None)
+    if holder is not None:
+        return next((a for a in (*positional, *arguments.kwonlyargs)
+                     if a.arg == holder.arg), None)
+    if node not in call.args:
+        return None
+    position = call.args.index(node)
+    if any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return None
+    return positional[position] if position < len(positional) else None
+
+
+def _is_test_module(index: ModuleIndex) -> bool:
+    """A test file calls a builder to check it, not to train on what it builds."""
+    path = index.path
+    if path is None:
+        return False
+    folders: tuple[str, ...] = ()
+    if index.project is not None and path.is_relative_to(index.project.root):
+        folders = path.parent.relative_to(index.project.root).parts
+    return path.name.startswith("test_") or path.name.endswith("_test.py") or \
+        path.name == "conftest.py" or bool({"tests", "test"} & set(folders))
 
 
 def _where(index: ModuleIndex, node: ast.AST) -> str:
