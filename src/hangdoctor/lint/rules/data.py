@@ -577,7 +577,8 @@ class TfDataWithoutPrefetch(LintRule):
     name = "tf-data-without-prefetch"
     category = "data.pipeline_stall"
     severity = Severity.WARNING
-    message = "tf.data pipeline with map/batch is consumed without prefetch"
+    message = ("tf.data pipeline with map/batch is consumed without prefetch (or returned to "
+               "callers none of which adds one)")
     fix = "end the pipeline with `.prefetch(tf.data.AUTOTUNE)` (and keep the result)"
     why = ("Without prefetch the input pipeline runs in lock-step with training: every step "
            "waits for its batch to be mapped and batched, the accelerator idles, and a slow or "
