@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from hangdoctor.lint.index import Function, ModuleIndex, last_name, targets_of
@@ -403,7 +404,8 @@ def method_of(owner: ast.ClassDef, name: str) -> Function | None:
 
 def callers(index: ModuleIndex, function: Function) -> list[tuple[ModuleIndex, ast.Call]]:
     """The calls of `function` that can be seen: in its module (`f(...)`, `self.f(...)`), and
-    in the project's other modules that import it by name (`from mod import f`)."""
+    in the project's other modules that import it by name (`from mod import f`) or import its
+    module (`import mod` then `mod.f(...)`)."""
     found = [(index, c) for c in index.calls if last_name(c.func) == function.name
              and index.function_of(c) is not function]
     project, path = index.project, index.path
@@ -420,4 +422,16 @@ def callers(index: ModuleIndex, function: Function) -> list[tuple[ModuleIndex, a
                  and project.resolve(other_path, module, level) == path}
         found += [(other, c) for c in other.calls
                   if isinstance(c.func, ast.Name) and c.func.id in local]
+        found += [(other, c) for c in other.calls
+                  if _calls_module_function(other, c, function.name, path)]
     return found
+
+
+def _calls_module_function(index: ModuleIndex, call: ast.Call, name: str, path: Path) -> bool:
+    """`mod.name(...)` where `mod` is the project module at `path`, imported here."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == name
+            and isinstance(func.value, ast.Name)):
+        return False
+    module = submodule(index, func.value.id)
+    return module is not None and module.path == path

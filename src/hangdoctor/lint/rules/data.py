@@ -7,8 +7,15 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
-from hangdoctor.lint.flow import bindings, callers, origin, statements_in
+from hangdoctor.lint.flow import (
+    bindings,
+    called_function,
+    callers,
+    origin,
+    statements_in,
+)
 from hangdoctor.lint.index import (
+    Function,
     ModuleIndex,
     dotted,
     keyword,
@@ -183,6 +190,15 @@ def _is_literal_text(node: ast.AST) -> bool:
     return False
 
 
+def _held(index: ModuleIndex, node: ast.expr) -> ast.expr:
+    """What a name holds where it is used (`prompts = ("Hi", "Bye")`), else the node."""
+    if isinstance(node, ast.Name):
+        held = origin(index, node)
+        if held is not None:
+            return held
+    return node
+
+
 def _slices_by_bound(scope: ast.AST) -> bool:
     """Whether `scope` slices something by a length bound (`t[i : i + block_size]`)."""
     for node in ast.walk(scope):
@@ -246,6 +262,22 @@ class TokenizerWithoutTruncation(LintRule):
         # Truncated by hand to an attribute bound (`example[: self.max_words]`).
         "import transformers\nclass Alpaca:\n    def __getitem__(self, i):\n"
         "        ids = self.tokenizer.encode(self.rows[i])\n        return ids[: self.max_words]\n",
+        # Fixed-length padding that truncates, spelled as a strategy or an enum member.
+        "from transformers import AutoTokenizer\n"
+        "enc = tokenizer(texts, padding='max_length', truncation='longest_first', "
+        "max_length=512)\n"
+        "enc = tok.encode_plus(text, padding='max_length', max_length=64,\n"
+        "                      truncation=TruncationStrategy.ONLY_FIRST)\n",
+        # Truncation decided by a flag, or possibly passed in `**kwargs`: it cannot be told.
+        "import transformers\n"
+        "enc = tokenizer(texts, padding='max_length', truncation=args.truncate)\n"
+        "enc = tokenizer(texts, padding='max_length', **tokenizer_kwargs)\n",
+        # Prompts batched for generation (padding=True) in a one-off call, and fixed prompts.
+        "import transformers\ndef generate(prompts):\n"
+        "    inputs = tokenizer(prompts, padding=True, return_tensors='pt')\n"
+        "    return model.generate(**inputs)\n"
+        "examples = ('I would like to', 'Roses are red')\n"
+        "enc = tokenizer(examples, padding='max_length', max_length=16)\n",
     )
     invalid = (
         "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained(name)\n"
@@ -276,6 +308,22 @@ class TokenizerWithoutTruncation(LintRule):
         # The whole training set tokenized up front becomes a Dataset.
         "import transformers\nencodings = tokenizer(texts, padding=True)  # expect\n"
         "train_set = TextDataset(encodings, labels)\n",
+        # Every text padded to max_length, none cut: wherever it is called, a longer text
+        # makes a longer sequence than the fixed shape the batches are built for.
+        "from transformers import AutoTokenizer\n"
+        "tokenizer = AutoTokenizer.from_pretrained('bert-base-uncased')\n"
+        "enc = tokenizer(texts, padding='max_length', max_length=512)  # expect\n",
+        "import transformers\ndef encode(texts):\n"
+        "    return tokenizer.__call__(texts, padding='max_length', max_length=256)  # expect\n"
+        "def encode_one(text):\n"
+        "    return tok.encode_plus(text, padding=PaddingStrategy.MAX_LENGTH)  # expect\n",
+        # truncation=False is the same as leaving it out.
+        "import transformers\ndef preprocess(batch):\n"
+        "    return tok.batch_encode_plus(batch['text'], padding=True,  # expect\n"
+        "                                 truncation=False)\n"
+        "ds = ds.map(preprocess, batched=True)\n",
+        "import transformers\n"
+        "ds = ds.map(lambda b: tok(b['text'], padding='max_length'))  # expect\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -312,7 +360,7 @@ class TokenizerWithoutTruncation(LintRule):
             if not call.args and keyword(call, "text") is None:
                 continue
             first = call.args[0] if call.args else keyword(call, "text")
-            if first is not None and _is_literal_text(first):
+            if first is not None and _is_literal_text(_held(index, first)):
                 continue
             if _measured_only(index, call):
                 continue
@@ -320,10 +368,14 @@ class TokenizerWithoutTruncation(LintRule):
                 hugging_face = _uses_hugging_face(index)
             if not hugging_face:
                 return
-            if paths is None:
-                paths = _DataPaths(index)
-            if not paths.contains(call):
-                continue
+            # Padding every text to max_length builds fixed-shape training batches wherever
+            # the call is (`padding=True` is also how prompts are batched for generation):
+            # other calls count only where the examples arrive.
+            if not _pads_to_fixed_length(call):
+                if paths is None:
+                    paths = _DataPaths(index)
+                if not paths.contains(call):
+                    continue
             if first is not None and _fixed_input(index, call, first):
                 continue
             if bounded is None:
@@ -341,16 +393,46 @@ def _uses_hugging_face(index: ModuleIndex) -> bool:
     return index.project is not None and index.project.uses(_HF)
 
 
+#: How a call turns padding or truncation off: `False`, `"do_not_pad"`, `"do_not_truncate"`,
+#: `PaddingStrategy.DO_NOT_PAD`, `TruncationStrategy.DO_NOT_TRUNCATE` (None is the default).
+_OFF = frozenset({False, None, "do_not_pad", "do_not_truncate", "DO_NOT_PAD",
+                  "DO_NOT_TRUNCATE"})
+#: Padding to a fixed length: every text becomes `max_length` tokens, so that batches have one
+#: shape (a dataset prepared for training); a longer text silently breaks that shape.
+_FIXED_LENGTH = frozenset({"max_length", "MAX_LENGTH"})
+
+
+def _setting(node: ast.expr | None) -> object:
+    """A padding/truncation argument's literal value (an enum member by its name), or the
+    node itself when it is computed (`padding=pad`): unknown."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Attribute) and last_name(node.value) in (
+            "PaddingStrategy", "TruncationStrategy"):
+        return node.attr
+    return node
+
+
+def _pads_to_fixed_length(call: ast.Call) -> bool:
+    """`padding="max_length"` (or `PaddingStrategy.MAX_LENGTH`) written in the call."""
+    value = _setting(keyword(call, "padding"))
+    return isinstance(value, str) and value in _FIXED_LENGTH
+
+
 def _untruncated(call: ast.Call) -> str | None:
     """Why this encoding call keeps every token (the finding's message), or None when it
-    truncates or cannot be told (`**kwargs`). `max_length` alone does truncate (transformers
-    turns truncation on when nothing is padded); with padding it only sets the padded length."""
+    truncates or cannot be told (`**kwargs`, `truncation=flag`). `max_length` alone does
+    truncate (transformers turns truncation on when nothing is padded); with padding it only
+    sets the padded length. `truncation=False` is the same as leaving it out."""
     names = keyword_names(call)
-    if "truncation" in names or None in names:
+    if None in names:
         return None
+    if "truncation" in names:
+        truncation = _setting(keyword(call, "truncation"))
+        if isinstance(truncation, ast.AST) or truncation not in _OFF:
+            return None
     padding = keyword(call, "padding")
-    pads = padding is not None and not (isinstance(padding, ast.Constant)
-                                        and padding.value in (False, None, "do_not_pad"))
+    pads = padding is not None and _setting(padding) not in _OFF
     if "max_length" in names:
         if not pads:
             return None
@@ -483,7 +565,11 @@ _ITERATING = frozenset({"as_numpy_iterator", "__iter__", "make_one_shot_iterator
 #: How many returns a pipeline is followed through to the code that consumes it.
 _RETURN_DEPTH = 3
 
-Fate = Literal["prefetched", "consumed", "unknown"]
+#: What becomes of a pipeline's value: prefetched on the way; consumed (trained on) without
+#: prefetch; ended in sight without prefetch (iterated by a loop that does not train, dropped);
+#: returned to callers none of which prefetches it ("unprefetched"); continued by a later
+#: map/batch (judged on its own); or out of sight ("unknown": the receiver may prefetch it).
+Fate = Literal["prefetched", "consumed", "ended", "unprefetched", "continued", "unknown"]
 
 
 class TfDataWithoutPrefetch(LintRule):
@@ -491,7 +577,8 @@ class TfDataWithoutPrefetch(LintRule):
     name = "tf-data-without-prefetch"
     category = "data.pipeline_stall"
     severity = Severity.WARNING
-    message = "tf.data pipeline with map/batch is consumed without prefetch"
+    message = ("tf.data pipeline with map/batch is consumed without prefetch (or returned to "
+               "callers none of which adds one)")
     fix = "end the pipeline with `.prefetch(tf.data.AUTOTUNE)` (and keep the result)"
     why = ("Without prefetch the input pipeline runs in lock-step with training: every step "
            "waits for its batch to be mapped and batched, the accelerator idles, and a slow or "
@@ -508,6 +595,20 @@ class TfDataWithoutPrefetch(LintRule):
         "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
         "model.fit(make(x).prefetch(2))\n",
         "ds = dataset.map(tokenize, batched=True)\n",
+        # Returned to a function of the project that prefetches what it is given.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
+        "def train(model, dataset):\n    dataset = dataset.prefetch(tf.data.AUTOTUNE)\n"
+        "    for batch in dataset:\n        model(batch)\n"
+        "train(net, dataset=make(x))\n",
+        # Returned to a caller that hands it to code out of sight, which may prefetch it.
+        "import tensorflow as tf\nimport runner\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
+        "runner.run_experiment(make(x))\n",
+        # A caller maps it again: that later map is judged on its own.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n"
+        "ds = make(x)\nds = ds.map(augment).prefetch(2)\nmodel.fit(ds)\n",
     )
     invalid = (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices((x, y))\n"
@@ -522,6 +623,19 @@ class TfDataWithoutPrefetch(LintRule):
         # The prefetched dataset is thrown away: datasets are immutable.
         "import tensorflow as tf\nds = tf.data.TFRecordDataset(files)\n"
         "ds = ds.map(parse).batch(64)  # expect\nds.prefetch(2)\nmodel.fit(ds)\n",
+        # Built by a function and returned; its one caller iterates it, and neither adds a
+        # prefetch.
+        "import tensorflow as tf\ndef build_dataset(files, batch_size):\n"
+        "    ds = tf.data.TFRecordDataset(files)\n    ds = ds.map(parse_example)\n"
+        "    ds = ds.batch(batch_size)  # expect\n    return ds\n"
+        "def evaluate(model, files):\n"
+        "    for images, labels in build_dataset(files, 64):\n"
+        "        metric.update_state(labels, model(images))\n",
+        # Returned to a caller that hands it to a function of the project, which loops over it.
+        "import tensorflow as tf\ndef make(x):\n"
+        "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)  # expect\n"
+        "def run_epoch(model, dataset):\n    for batch in dataset:\n        model(batch)\n"
+        "run_epoch(net, make(x))\n",
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
@@ -541,6 +655,9 @@ class TfDataWithoutPrefetch(LintRule):
             if fate == "consumed":
                 yield Hit.at(call, f"tf.data pipeline with {func.attr}() is consumed at "
                                    f"{where} without prefetch")
+            elif fate == "unprefetched":
+                yield Hit.at(call, f"tf.data pipeline with {func.attr}() is returned without "
+                                   f"prefetch, and no caller adds one ({where})")
 
 
 def _later_expensive_step(index: ModuleIndex, call: ast.Call) -> bool:
@@ -624,15 +741,15 @@ class _PipelineFlow:
         if isinstance(parent, ast.Attribute) and parent.value is node:
             call = index.parent.get(parent)
             if not isinstance(call, ast.Call) or call.func is not parent:
-                return "unknown", ""
+                return "ended", _where(index, parent)  # `ds.element_spec`
             if parent.attr == "prefetch":
                 # A prefetch whose result is dropped (`ds.prefetch(2)` alone) changes nothing.
-                return ("unknown", "") if isinstance(index.parent.get(call), ast.Expr) \
-                    else ("prefetched", "")
+                return ("ended", _where(index, call)) \
+                    if isinstance(index.parent.get(call), ast.Expr) else ("prefetched", "")
             if parent.attr in _ITERATING:
                 return "consumed", _where(index, call)
             if parent.attr in _EXPENSIVE:
-                return "unknown", ""  # a later map/batch: judged (and reported) on its own
+                return "continued", ""  # a later map/batch: judged (and reported) on its own
             if parent.attr in _PIPELINE_STEPS:
                 return self.fate(index, call, depth)
             return "unknown", ""
@@ -641,19 +758,20 @@ class _PipelineFlow:
             if consumer in ("enumerate", "zip", "tqdm"):
                 loop = index.parent.get(parent)
                 if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.iter is parent:
-                    return ("consumed", _where(index, loop)) if _trains(loop) \
-                        else ("unknown", "")
+                    return ("consumed" if _trains(loop) else "ended"), _where(index, loop)
                 return "unknown", ""
             if consumer in _CONSUMERS:
                 return "consumed", _where(index, parent)
-            return "unknown", ""
+            return self._argument(index, parent, node, depth)
         if isinstance(parent, ast.keyword):
             call = index.parent.get(parent)
             if isinstance(call, ast.Call) and last_name(call.func) in _CONSUMERS:
                 return "consumed", _where(index, call)
+            if isinstance(call, ast.Call):
+                return self._argument(index, call, node, depth)
             return "unknown", ""
         if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
-            return ("consumed", _where(index, parent)) if _trains(parent) else ("unknown", "")
+            return ("consumed" if _trains(parent) else "ended"), _where(index, parent)
         if isinstance(parent, ast.Return) and depth > 0:
             return self._returned(index, node, depth - 1)
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
@@ -662,13 +780,25 @@ class _PipelineFlow:
                 return self._name_uses(index, parent, targets[0].id, depth)
             if len(targets) == 1 and isinstance(targets[0], ast.Attribute):
                 return self._attribute_uses(index, targets[0].attr, depth)
+        if isinstance(parent, ast.Expr):
+            return "ended", _where(index, node)  # built and dropped
         return "unknown", ""
 
     def _combine(self, fates: list[tuple[Fate, str]]) -> tuple[Fate, str]:
+        """One fate for a value that goes several ways: prefetched on any path is enough;
+        consumed unprefetched on any path is a finding; "no caller prefetches" needs every
+        path in sight."""
         if any(f == "prefetched" for f, _ in fates):
             return "prefetched", ""
         consumed = [w for f, w in fates if f == "consumed"]
-        return ("consumed", consumed[0]) if consumed else ("unknown", "")
+        if consumed:
+            return "consumed", consumed[0]
+        if not fates or any(f in ("continued", "unknown") for f, _ in fates):
+            return "unknown", ""
+        unprefetched = [w for f, w in fates if f == "unprefetched"]
+        if unprefetched:
+            return "unprefetched", unprefetched[0]
+        return "ended", fates[0][1]
 
     def _name_uses(self, index: ModuleIndex, assign: ast.AST, name: str,
                    depth: int) -> tuple[Fate, str]:
@@ -687,12 +817,65 @@ class _PipelineFlow:
                 and n.attr == attr and isinstance(n.ctx, ast.Load)]
         return self._combine([self.fate(index, use, depth) for use in uses])
 
+    def _argument(self, index: ModuleIndex, call: ast.Call, node: ast.expr,
+                  depth: int) -> tuple[Fate, str]:
+        """A pipeline handed to a function of the project: what that function does with the
+        parameter it arrives in. Handed to anything else, it is out of sight."""
+        if depth <= 0:
+            return "unknown", ""
+        found = called_function(index, call)
+        if found is None:
+            return "unknown", ""
+        module, function = found
+        parameter = _parameter(function, call, node)
+        if parameter is None:
+            return "unknown", ""
+        return self._name_uses(module, parameter, parameter.arg, depth - 1)
+
     def _returned(self, index: ModuleIndex, node: ast.AST, depth: int) -> tuple[Fate, str]:
+        """A pipeline a function returns: what its callers in the project do with it. When
+        every caller (tests aside) is in sight and none prefetches, nobody will."""
         function = index.function_of(node)
         if function is None:
             return "unknown", ""
-        return self._combine([self.fate(module, call, depth)
-                              for module, call in callers(index, function)])
+        calls = [(module, call) for module, call in callers(index, function)
+                 if not _is_test_module(module)]
+        fate, where = self._combine([self.fate(module, call, depth) for module, call in calls])
+        if fate == "ended":
+            return "unprefetched", ", ".join(_where(module, call) for module, call in calls[:3])
+        return fate, where
+
+
+def _parameter(function: Function, call: ast.Call, node: ast.expr) -> ast.arg | None:
+    """The parameter of `function` that argument `node` of `call` is bound to, when plain
+    (no `*args` before it; `self` skipped for a method called on an object)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    if isinstance(call.func, ast.Attribute) and positional and \
+            positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    holder = next((k for k in call.keywords if k.value is node), None)
+    if holder is not None:
+        return next((a for a in (*positional, *arguments.kwonlyargs)
+                     if a.arg == holder.arg), None)
+    if node not in call.args:
+        return None
+    position = call.args.index(node)
+    if any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        return None
+    return positional[position] if position < len(positional) else None
+
+
+def _is_test_module(index: ModuleIndex) -> bool:
+    """A test file calls a builder to check it, not to train on what it builds."""
+    path = index.path
+    if path is None:
+        return False
+    folders: tuple[str, ...] = ()
+    if index.project is not None and path.is_relative_to(index.project.root):
+        folders = path.parent.relative_to(index.project.root).parts
+    return path.name.startswith("test_") or path.name.endswith("_test.py") or \
+        path.name == "conftest.py" or bool({"tests", "test"} & set(folders))
 
 
 def _where(index: ModuleIndex, node: ast.AST) -> str:
