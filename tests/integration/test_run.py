@@ -369,3 +369,30 @@ def test_one_file_for_our_two_streams_gives_the_job_one_pipe(tmp_path):
     assert len(job) - 1 == len(expected) and set(job[1:]) == expected  # every line whole
     log = (tmp_path / "output.log").read_bytes()
     assert log == b"".join(job)  # the log holds exactly the job's bytes, in their order
+
+
+def test_interrupt_before_the_hang_is_declared_reports_where_every_process_was(tmp_path):
+    """Ctrl-C on a job stuck in a read long before the hang threshold: the job is interrupted
+    as asked, and the report still holds the live tree and names the blocked read."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
+         "--hang-timeout", "600", *fixture("socket_no_timeout.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        env={**os.environ, MARK: str(tmp_path)},
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"READY\n"
+        proc.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C sends
+        proc.wait(timeout=120)
+    finally:
+        kill_tree(proc)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verdict"] == "interrupted"
+    assert proc.returncode == report["exit_code"] == 130
+    job = [p for p in report["processes"] if p["python"]]
+    assert job and all(p["stacks_read"] for p in job)
+    assert report["findings"][0]["category"] == "process.blocked_io"
+    assert report["findings"][0]["culprit"]["location"]["line"] == hang_line(
+        "socket_no_timeout.py", "download")
+    assert leftovers(tmp_path) == []
