@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import psutil
 import pytest
 
 from tests.conftest import dump, hang_line
@@ -35,3 +36,50 @@ def test_ranks_and_launcher_are_recognised(fixture_program, tmp_path, monkeypatc
     # Rank 0 waits in the barrier: a victim, not a finding of its own.
     rank0 = next(p["pid"] for p in by_role["rank"] if p["rank"] == 0)
     assert all(f["culprit"]["pid"] != rank0 for f in report["findings"])
+
+
+def _rank_pids(launcher: int) -> dict[int, int]:
+    """rank -> pid of the launcher's ranks, read from their environment as a user's `ps e`."""
+    ranks = {}
+    for child in psutil.Process(launcher).children():
+        rank = child.environ().get("RANK")
+        if rank is not None:
+            ranks[int(rank)] = child.pid
+    return ranks
+
+
+@pytest.mark.torch
+def test_dump_of_one_rank_takes_in_the_whole_job(fixture_program, tmp_path, monkeypatch):
+    """A user dumps the pid of rank 0 (waiting in the barrier) as `ps` or nvidia-smi shows it:
+    the launcher and rank 1 are captured too, and rank 1, alive, is named as the culprit;
+    with --tree-only the report says what it left out, and nobody is said to have exited."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("HANG_TEST_PORT_FILE", str(tmp_path / "port"))
+    program = fixture_program("-m", "torch.distributed.run", "--standalone",
+                              "--nproc_per_node", "2", "torchrun_rank_blocked.py",
+                              settle_s=1.0, cwd_fixtures=True)
+    ranks = _rank_pids(program.pid)
+    assert sorted(ranks) == [0, 1]
+
+    report, done = dump(ranks[0], tmp_path / "whole")
+    assert done.returncode == 1, done.stderr
+    assert f"launcher, pid {program.pid}" in done.stderr
+    captured = {p["pid"]: p for p in report["processes"]}
+    assert captured[program.pid]["role"] == "launcher"
+    assert {captured[ranks[r]]["rank"] for r in (0, 1)} == {0, 1}
+    root = report["findings"][0]
+    assert root["category"] == "distributed.straggler"
+    assert root["culprit"]["rank"] == 1
+    assert all(f["category"] != "distributed.rank_exited" for f in report["findings"])
+    assert not [e for e in report["capture"].get("errors", []) if e["kind"] == "partial"]
+
+    alone, done = dump(ranks[0], tmp_path / "alone", "--tree-only")
+    assert {p["pid"] for p in alone["processes"]} == {ranks[0]}
+    assert all(f["category"] != "distributed.rank_exited" for f in alone["findings"])
+    assert all("exited" not in f["title"] for f in alone["findings"])
+    partial = [e for e in alone["capture"]["errors"] if e["kind"] == "partial"]
+    assert len(partial) == 1
+    assert partial[0]["pid"] == program.pid
+    assert partial[0]["message"].startswith(
+        f"partial view: 1 other process of this job was not captured (pid {ranks[1]}); "
+        f"dump the launcher, pid {program.pid}")

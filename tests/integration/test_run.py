@@ -348,3 +348,51 @@ def test_where_a_rank_was_when_its_peer_timed_out_survives_a_sigkill(tmp_path):
     location = root["culprit"]["location"]
     assert location["function"] == "upload"
     assert location["line"] == hang_line("run_peer_timeout_sigkill.py", "upload")
+
+
+def test_one_file_for_our_two_streams_gives_the_job_one_pipe(tmp_path):
+    """`hangdoctor run ... 2>&1 | tee`: our stdout and stderr are one pipe, so the job's are
+    too, and no line of one stream is cut by the other on the way (as without hangdoctor)."""
+    sys.path.insert(0, str(FIXTURES))
+    from run_two_streams import LINES, line
+
+    done = subprocess.run(
+        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
+         *fixture("run_two_streams.py", "5")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, check=False,
+        env={**os.environ, MARK: str(tmp_path)})
+    assert done.returncode == 5
+    job = [raw + b"\n" for raw in done.stdout.split(b"\n")
+           if raw.startswith((b"out ", b"err ", b"streams: "))]
+    assert job[0] == b"streams: one pipe\n"
+    expected = {line(stream, n) for stream in ("out", "err") for n in range(LINES)}
+    assert len(job) - 1 == len(expected) and set(job[1:]) == expected  # every line whole
+    log = (tmp_path / "output.log").read_bytes()
+    assert log == b"".join(job)  # the log holds exactly the job's bytes, in their order
+
+
+def test_interrupt_before_the_hang_is_declared_reports_where_every_process_was(tmp_path):
+    """Ctrl-C on a job stuck in a read long before the hang threshold: the job is interrupted
+    as asked, and the report still holds the live tree and names the blocked read."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
+         "--hang-timeout", "600", *fixture("socket_no_timeout.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        env={**os.environ, MARK: str(tmp_path)},
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"READY\n"
+        proc.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C sends
+        proc.wait(timeout=120)
+    finally:
+        kill_tree(proc)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verdict"] == "interrupted"
+    assert proc.returncode == report["exit_code"] == 130
+    job = [p for p in report["processes"] if p["python"]]
+    assert job and all(p["stacks_read"] for p in job)
+    assert report["findings"][0]["category"] == "process.blocked_io"
+    assert report["findings"][0]["culprit"]["location"]["line"] == hang_line(
+        "socket_no_timeout.py", "download")
+    assert leftovers(tmp_path) == []

@@ -331,6 +331,47 @@ class RankView:
         return [r for r in range(self.world_size)
                 if r not in self.ranks or not self.ranks[r].alive]
 
+    @cached_property
+    def partial(self) -> bool:
+        """Whether the capture says it left processes of the job out (`dump --tree-only`, or
+        peers that could not be read): then a rank absent here may be alive."""
+        return any(e.kind == "partial" for e in self.job.bundle.errors)
+
+    @cached_property
+    def launcher_seen(self) -> int | None:
+        """The pid of a captured process that started the captured ranks (torchrun's agent,
+        the `mp.spawn` parent), when the capture is not partial: every rank it started that is
+        not in the capture has ended."""
+        if self.partial:
+            return None
+        parents = {s.process.ppid for s in self.ranks.values() if s.process is not None}
+        return next((pid for pid in sorted(p for p in parents if p is not None)
+                     if self.job.process(pid) is not None), None)
+
+    def exit_evidence(self, rank: int) -> str | None:
+        """Why rank `rank`, absent or dead here, is known to have exited; None when nothing
+        says so (a rank merely not in the capture is not captured, not exited)."""
+        state = self.ranks.get(rank)
+        if state is not None and state.process is not None and not state.alive:
+            return f"its process (pid {state.process.pid}) is {state.process.state}"
+        if state is not None and state.status is not None and state.process is None:
+            return (f"it reported progress as pid {state.status.pid}, which is no longer "
+                    "running")
+        if self.launcher_seen is not None and rank not in self.elsewhere:
+            return (f"its launcher (pid {self.launcher_seen}) is in the capture and no longer "
+                    "runs it")
+        return None
+
+    @cached_property
+    def exited(self) -> list[int]:
+        """Missing ranks with evidence of their exit."""
+        return [r for r in self.missing if self.exit_evidence(r) is not None]
+
+    @cached_property
+    def not_captured(self) -> list[int]:
+        """Missing ranks that may be alive outside a capture that says it is partial."""
+        return [r for r in self.missing if self.partial and r not in self.exited]
+
     def groups(self, states: Sequence[RankState] | None = None) -> list[list[RankState]]:
         """Ranks grouped by signature, largest group first."""
         grouped: dict[Signature, list[RankState]] = defaultdict(list)

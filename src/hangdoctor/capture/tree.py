@@ -121,8 +121,21 @@ def _busy(process: ProcessEvidence, before: ProcessEvidence | None, elapsed: flo
     return (process.cpu_seconds - before.cpu_seconds) >= _BUSY_CPU_SHARE * max(elapsed, 1e-3)
 
 
+def _job_pids(root_pid: int, also: tuple[int, ...]) -> list[int]:
+    """The root's tree, then the trees of the other roots of the job (each of which may have
+    gone); raises psutil.NoSuchProcess for the root."""
+    pids = process_tree(root_pid)
+    for other in also:
+        try:
+            pids += [pid for pid in process_tree(other) if pid not in pids]
+        except psutil.NoSuchProcess:
+            continue
+    return pids
+
+
 def _take_snapshot(
     root_pid: int,
+    also: tuple[int, ...],
     index: int,
     started: float,
     previous: Snapshot | None,
@@ -135,7 +148,7 @@ def _take_snapshot(
     elapsed = time.monotonic() - started
     with timer.measure("process tree"):
         try:
-            pids = process_tree(root_pid)
+            pids = _job_pids(root_pid, also)
         except psutil.NoSuchProcess:
             errors.append(ProbeError(probe="procfs", pid=root_pid, kind="exited",
                                      message="the process exited during the capture"))
@@ -197,9 +210,11 @@ def _dedupe(errors: list[ProbeError]) -> tuple[ProbeError, ...]:
 
 
 def capture_tree(root_pid: int, options: CaptureOptions | None = None,
-                 gpus: GpuSampler | None = None) -> Bundle:
+                 gpus: GpuSampler | None = None, also: tuple[int, ...] = ()) -> Bundle:
     """Capture the tree rooted at `root_pid`; raises NoSuchProcessError if there is none.
     `gpus`: an NVML sampler already open (the supervisor's); else one is opened for the capture.
+    `also`: roots of further trees of the same job (the other ranks of a job without a
+    launcher that could be captured), taken into the same snapshots.
     """
     options = options or CaptureOptions()
     if root_pid <= 0 or not psutil.pid_exists(root_pid):
@@ -220,8 +235,8 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
                 with timer.measure("waiting between samples"):
                     time.sleep(max(0.0, pause))
             snapshot = _take_snapshot(
-                root_pid, index, started, snapshots[-1] if snapshots else None, options, py_spy,
-                sampler, timer, errors,
+                root_pid, also, index, started, snapshots[-1] if snapshots else None, options,
+                py_spy, sampler, timer, errors,
             )
             if snapshot is None:
                 break

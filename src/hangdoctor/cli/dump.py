@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 import psutil
 
-from hangdoctor.capture.tree import CaptureOptions, capture_tree
-from hangdoctor.cli.output import prepare_report_dir, show
+from hangdoctor.capture.job_scope import capture_job
+from hangdoctor.capture.tree import CaptureOptions
+from hangdoctor.cli.output import default_report_dir, prepare_report_dir, show
 from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode, NoSuchProcessError
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.pipeline import Context, diagnose
@@ -55,29 +56,40 @@ def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None,
               help="Snapshots to take; two or more tell a busy loop from a passing moment.")
 @click.option("--interval", type=click.FloatRange(0.05, 10.0), default=0.5, show_default=True,
               help="Seconds between snapshots.")
+@click.option("--whole-job/--tree-only", default=True, show_default=True,
+              help="For one rank of a distributed job: also capture its launcher and the "
+                   "other ranks on this host, or only PID's own tree (the report then says "
+                   "what it left out).")
 @click.option("--timeout", "probe_timeout", type=click.FloatRange(0.5, 300.0), default=10.0,
               show_default=True, help="Time limit for each stack dump, in seconds.")
 def dump_command(pid: int, report_dir: Path | None, as_json: bool, native: bool,
-                 with_locals: bool, samples: int, interval: float, probe_timeout: float) -> int:
-    """Capture the live process tree rooted at PID once, diagnose it, and report.
+                 with_locals: bool, samples: int, interval: float, whole_job: bool,
+                 probe_timeout: float) -> int:
+    """Capture the live process tree rooted at PID once, diagnose it, and report. PID may be
+    one rank of a distributed job: its launcher and other ranks on this host are captured too.
 
     Exit codes: 0 nothing wrong found, 1 a problem was diagnosed, 2 bad usage, 3 no such
     process (or it exited during the capture), 4 not permitted to read stacks, 5 py-spy
     missing or failing. With 3 (after capture started), 4 and 5 the report holds what could
     be read.
     """
-    directory = report_dir or Path("hangdoctor-reports") / (
-        f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
     if pid <= 0 or not psutil.pid_exists(pid):  # before any folder is made for it
         raise NoSuchProcessError(f"no process with PID {pid}")
-    prepare_report_dir(directory)
+    if report_dir is not None:  # named by the user: refused at once if it cannot be written
+        prepare_report_dir(report_dir)
+        directory = report_dir
+    else:
+        directory = default_report_dir(Path("hangdoctor-reports") / (
+            f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}"))
     options = CaptureOptions(
         samples=samples,
         interval_s=interval,
         stacks=StackOptions(native=native, locals=with_locals, timeout_s=probe_timeout),
     )
-    bundle = capture_tree(pid, options)
+    captured = capture_job(pid, options, whole_job)
+    if captured.note:
+        click.echo(f"hangdoctor: {captured.note}", err=True)
+    bundle = captured.bundle
     report = diagnose(bundle, Context(report_dir=directory))
     show(report, as_json, directory)
     code, message, help = capture_exit_code(bundle, report.verdict == "hung")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
+import click
 from rich.console import Console
 
 from hangdoctor.errors import BadInputError
@@ -35,3 +37,22 @@ def prepare_report_dir(directory: Path) -> None:
         raise BadInputError(f"cannot write the report to {directory}: "
                             f"{error.strerror or error}",
                             help="choose another folder with --report-dir") from error
+
+
+def default_report_dir(directory: Path) -> Path:
+    """`directory` made ready, or, where it cannot be written (a read-only working
+    directory), a private temporary folder, said on stderr as `run` does: the user did not
+    choose the default folder, and a capture must not be lost to it."""
+    try:
+        prepare_report_dir(directory)
+        return directory
+    except BadInputError as error:
+        problem = error.message
+    try:
+        fallback = Path(tempfile.mkdtemp(prefix="hangdoctor-"))
+    except OSError as error:
+        raise BadInputError(f"{problem}, nor to a temporary folder "
+                            f"({error.strerror or error})",
+                            help="choose another folder with --report-dir") from error
+    click.echo(f"hangdoctor: warning: {problem}; writing it to {fallback} instead", err=True)
+    return fallback

@@ -26,6 +26,45 @@ def culprit_line(culprit: Culprit | None) -> str:
     return ", ".join(parts)
 
 
+#: Verdicts in which the first finding is what went wrong. In the others (a job that runs,
+#: completed, or was interrupted) warnings are what was noticed: no problem to have a cause.
+PROBLEM_VERDICTS = frozenset({"hung", "failed"})
+
+
+def has_root_cause(report: Report) -> bool:
+    """Whether the first finding is a root cause: the job hung or failed, or an error-level
+    problem was found (a stuck job the user interrupted)."""
+    return report.verdict in PROBLEM_VERDICTS or any(
+        f.severity.is_problem for f in report.findings)
+
+
+def finding_label(report: Report, index: int) -> str:
+    """`Root cause` / `Also found` where there is a problem; `Observation` otherwise."""
+    if not has_root_cause(report):
+        return "Observation"
+    return "Root cause" if index == 0 else "Also found"
+
+
+def no_python_line(report: Report) -> str | None:
+    """What to say when the capture holds processes but none is Python: no stacks could be
+    read, which is not the same as nothing wrong; then what /proc shows of the first one."""
+    if not report.processes or any(p.python for p in report.processes):
+        return None
+    first = report.processes[0]
+    command = " ".join(first.command[:4]) or first.name or "?"
+    line = (f"No Python process here: pid {first.pid} (`{command}`) is not a Python program, "
+            "so there are no Python stacks to read.")
+    main = next((t for t in first.threads if t.tid == first.pid), None)
+    seen = [f"state {first.state}"]
+    if main is not None and main.waiting_on:
+        seen.append(f"main thread {main.waiting_on}")
+    elif main is not None and main.wchan:
+        seen.append(f"main thread waits in {main.wchan}")
+    if len(report.processes) > 1:
+        seen.append(f"{len(report.processes) - 1} more process(es) in its tree")
+    return f"{line} /proc shows: {'; '.join(seen)}."
+
+
 def _finding(finding: Finding, heading: str) -> list[str]:
     lines = [
         f"## {heading}: {finding.title}",
@@ -75,11 +114,15 @@ def render_markdown(report: Report) -> str:
         lines.append(f"- **Log:** `{log.path}` ({log.output_lines} output lines, "
                      f"{log.kernel_lines} kernel lines{tail})")
     lines.append("")
+    not_python = no_python_line(report)
+    if not_python:
+        lines += [not_python, ""]
     if not report.findings:
         lines += ["No problem found in "
                   + ("these logs." if logs and not report.processes else "this capture."), ""]
     for index, finding in enumerate(report.findings):
-        lines += _finding(finding, "Root cause" if index == 0 else f"Also found ({index + 1})")
+        label = finding_label(report, index)
+        lines += _finding(finding, f"{label} ({index + 1})" if index else label)
     errors = report.capture.errors
     if errors:
         lines += ["## Capture problems", ""]

@@ -8,7 +8,12 @@ from rich.panel import Panel
 from rich.text import Text
 
 from hangdoctor.report.model import Report
-from hangdoctor.report.render_markdown import culprit_line
+from hangdoctor.report.render_markdown import (
+    culprit_line,
+    finding_label,
+    has_root_cause,
+    no_python_line,
+)
 
 _VERDICT_STYLE = {"hung": "bold red", "failed": "bold red", "running": "bold green",
                   "completed": "bold green", "interrupted": "bold yellow"}
@@ -38,6 +43,9 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
     if logs:
         header.append(f"{', ' if roles else ''}{len(logs)} log file{'s' * (len(logs) > 1)}")
     console.print(header)
+    not_python = no_python_line(report)
+    if not_python:
+        console.print(escape(not_python), style="yellow")
     if not report.findings:
         console.print("No problem found in " + ("these logs." if logs and not roles
                                                  else "this capture."))
@@ -59,9 +67,10 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
         body.append("What to do:\n", style="bold green")
         for number, fix in enumerate(finding.fixes, 1):
             body.append(f"  {number}. {fix}\n")
-        label = "Root cause" if index == 0 else "Also found"
+        label = finding_label(report, index)
+        root = index == 0 and has_root_cause(report)
         console.print(Panel(body, title=escape(f"{label}: {finding.title}"), title_align="left",
-                            border_style="red" if index == 0 else "yellow"))
+                            border_style="red" if root else "yellow"))
     if len(report.findings) > max_findings:
         console.print(f"... and {len(report.findings) - max_findings} more finding(s) in the "
                       "report.")

@@ -50,16 +50,18 @@ def ending(returncode: int, signals_received: bool, killed_by_us: bool) -> Endin
 
 def final_report(report_dir: Path, end: Ending, record: JobRecord, hang: HangReport | None,
                  system: SystemInfo | None, target_pid: int, artifacts: dict[str, str],
-                 gaps: tuple[ProbeError, ...] = ()) -> Report:
+                 gaps: tuple[ProbeError, ...] = (), live: Bundle | None = None) -> Report:
     """Diagnose the whole run and write the report directory. A job that hung keeps the
-    evidence of its last hang; one that failed gets the kernel log of its lifetime. `gaps` is
-    what the sampler could not observe (a wedged NVML), stated in the report."""
-    if hang is not None:
-        kernel_log = hang.bundle.job.kernel_log if hang.bundle.job else ()
-        known = {(e.probe, e.pid, e.kind) for e in hang.bundle.errors}
-        bundle = hang.bundle.model_copy(update={
+    evidence of its last hang; one the user interrupted before that, the `live` capture taken
+    then (where every process was); one that failed gets the kernel log of its lifetime.
+    `gaps` is what the sampler could not observe (a wedged NVML), stated in the report."""
+    captured = hang.bundle if hang is not None else live
+    if captured is not None:
+        kernel_log = captured.job.kernel_log if captured.job else ()
+        known = {(e.probe, e.pid, e.kind) for e in captured.errors}
+        bundle = captured.model_copy(update={
             "job": record.model_copy(update={"kernel_log": kernel_log}),
-            "errors": hang.bundle.errors + tuple(
+            "errors": captured.errors + tuple(
                 gap for gap in gaps if (gap.probe, gap.pid, gap.kind) not in known)})
     else:
         kernel_lines: list[str] = []

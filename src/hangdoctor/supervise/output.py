@@ -67,21 +67,40 @@ def _pty_for(destination_fd: int) -> tuple[int, int]:
     return master, slave
 
 
+def _same_file(fd_a: int, fd_b: int) -> bool:
+    """Whether two descriptors are one open file, pipe or socket (`2>&1 | tee`, `&> log`)."""
+    try:
+        a, b = os.fstat(fd_a), os.fstat(fd_b)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _pipe() -> tuple[int, int]:
+    read_end, write_end = os.pipe()
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    return read_end, write_end
+
+
 def open_channels() -> list[Channel]:
     """Channels for the job's stdout and stderr: a pseudo-terminal where ours is a terminal
-    (one shared by both when they are the same terminal, as they usually are), else a pipe."""
+    (one shared by both when they are the same terminal, as they usually are), else a pipe:
+    one for both when ours are one file, so that the job's lines interleave there exactly as
+    it wrote them (two pipes relayed apart could split a line of one by the other)."""
     if _same_terminal(1, 2):
         master, slave = _pty_for(1)
         return [Channel("terminal", master, slave, 1, is_pty=True)]
+    if not os.isatty(1) and _same_file(1, 2):
+        read_end, write_end = _pipe()
+        return [Channel("output", read_end, write_end, 1)]
     channels = []
     for name, fd in (("stdout", 1), ("stderr", 2)):
         if os.isatty(fd):
             master, slave = _pty_for(fd)
             channels.append(Channel(name, master, slave, fd, is_pty=True))
         else:
-            read_end, write_end = os.pipe()
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+            read_end, write_end = _pipe()
             channels.append(Channel(name, read_end, write_end, fd))
     return channels
 

@@ -41,7 +41,7 @@ from hangdoctor.supervise.relay_process import RelayProcess, start_relay_process
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
 if TYPE_CHECKING:
-    from hangdoctor.evidence.model import FaultLog, JobRecord, SystemInfo
+    from hangdoctor.evidence.model import Bundle, FaultLog, JobRecord, SystemInfo
     from hangdoctor.supervise.hang_capture import HangReport
 
 # The job is started before anything heavy is imported: the capture, the rules, the reports
@@ -94,10 +94,19 @@ class Supervisor:
         self.channels: list[Channel] = []
         self.relay: RelayProcess | None = None
         self.failure_watch: FailureWatch | None = None  # made with the sampler, in _watch
+        #: A first Ctrl-C before any hang was declared: the tree is captured, then it is
+        #: passed on (a second one is passed on at once).
+        self.interrupt_held = False
+        self.interrupted_capture: Bundle | None = None
 
     # signals ---------------------------------------------------------------------------------
     def _forward(self, signum: int, _frame: object) -> None:
+        first = not self.received
         self.received.append(signum)
+        if (signum == signal.SIGINT and first and self.current is None and not self.killed
+                and self.launched is not None):
+            self.interrupt_held = True
+            return
         if self.launched is not None:
             with contextlib.suppress(OSError):
                 os.killpg(self.launched.pgid, signum)
@@ -214,6 +223,8 @@ class Supervisor:
                     self.sampler.sample(self.log.total_bytes)
                     next_sample = now + _SAMPLE_EVERY_S
                 watch.observe(self.log, self.sampler.live_pids)
+                if self.interrupt_held:
+                    self._capture_interrupted(now)
                 self._check_progress(now)
                 if self.killed:
                     return process.wait()
@@ -361,6 +372,32 @@ class Supervisor:
             render_terminal(report, Console(stderr=True, highlight=False), str(directory),
                             max_findings=1)
 
+    def _capture_interrupted(self, now: float) -> None:
+        """The user stopped the job before any hang was declared: capture the live tree (where
+        every process was), then pass the Ctrl-C on."""
+        from hangdoctor.supervise.hang_capture import HangCapture, capture_hang
+        from hangdoctor.supervise.policy import HangDecision
+
+        assert self.launched is not None
+        _say("interrupted: capturing every process before passing the interrupt on")
+        job = HangCapture(
+            pid=self.launched.process.pid, status_dir=self.status_dir, ranks=sum(
+                1 for s in self.sampler.statuses if s.rank is not None),
+            started_wall=self.started_wall, native_stacks=self.options.native_stacks,
+            gaps=self.sampler.gaps(), gpus=self.sampler.gpus)
+        decision = HangDecision("idle", self.tracker.last_progress_s, now,
+                                self.tracker.timeout_s)
+        processes = len(self.sampler.timeline[-1].processes) if self.sampler.timeline else 1
+        captured, _failure = bounded.call(
+            "interrupt capture", lambda: capture_hang(job, decision, self._record(
+                None, None, None, True)),
+            _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes)
+        if captured is not None:
+            self.interrupted_capture = captured[0]
+        self.interrupt_held = False
+        with contextlib.suppress(OSError):
+            os.killpg(self.launched.pgid, signal.SIGINT)
+
     def _finish(self, returncode: int) -> int:
         from hangdoctor.supervise.final_report import ending, final_report
 
@@ -371,7 +408,7 @@ class Supervisor:
             report = final_report(
                 self.report_dir, end, record, self.current, self.system,
                 self.launched.process.pid if self.launched else 0, self._artifacts(),
-                gaps=self.sampler.gaps())
+                gaps=self.sampler.gaps(), live=self.interrupted_capture)
         except OSError as error:
             _say(f"job {end.verdict} (exit {end.final_code}); warning: cannot write the report "
                  f"to {self.report_dir} ({error.strerror or error})")

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._ranks import (
@@ -30,6 +31,13 @@ def _rank_gone() -> Bundle:
     return ranks_job(*waiting, progress=progress)
 
 
+def _one_rank_alone() -> Bundle:
+    """`dump` of rank 1's pid alone: no launcher, no progress reports, rank 0 simply absent."""
+    waiting = rank_process(1, *collective_frames("barrier", 30, "dist.barrier()"), world=2,
+                           syscall="futex")
+    return b.bundle(waiting)
+
+
 class RankExited(Rule):
     """A rank is gone while its peers wait for it."""
 
@@ -37,16 +45,21 @@ class RankExited(Rule):
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited while the others wait for it"
     fires_when = (
-        "a rank below WORLD_SIZE has no live process while the others wait for it"
+        "a rank below WORLD_SIZE is known to have ended (a zombie, gone after reporting "
+        "progress, or no longer run by its captured launcher) while the others wait for it"
     )
     reads = "ranks"
     specificity = 90
     fires_on = (Example("a rank that is gone", _rank_gone),)
-    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),)
+    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
+                Example("one rank's tree dumped alone: its peer is not captured, not gone",
+                        _one_rank_alone))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
-        missing = [r for r in view.missing if r not in view.elsewhere]  # gone from this node
+        # Gone from this node, with evidence that it ended: a rank that is only absent from
+        # the capture (one rank's pid dumped) may be alive.
+        missing = [r for r in view.exited if r not in view.elsewhere]
         if not missing or not any(s.in_collective for s in view.alive):
             return
         waiting = [s for s in view.alive if s.in_collective]
@@ -54,7 +67,7 @@ class RankExited(Rule):
         first = gone[0] if gone else None
         names = ", ".join(map(str, missing[:8]))
         evidence = [f"WORLD_SIZE is {view.world_size}, but rank(s) {names} have no live "
-                    "process", describe_group(waiting)]
+                    f"process: {view.exit_evidence(missing[0])}", describe_group(waiting)]
         if first is not None and first.status is not None:
             evidence.append(f"rank {first.rank} (pid {first.status.pid}) had taken "
                             f"{first.steps} steps and started {first.status.collectives} "

@@ -68,7 +68,8 @@ class Rendezvous(Rule):
             return
         late = [s for s in view.alive if not s.in_start_up]
         setting = None
-        missing = [r for r in view.missing if r not in {s.rank for s in late}]
+        missing = [r for r in view.missing if r not in {s.rank for s in late}
+                   and r not in view.not_captured]  # a rank left out may have joined
         env = joining[0].process.environ if joining[0].process else {}
         url = init_method(joining[0].process) if joining[0].process else None
         address = url or f"{env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"
