@@ -1,0 +1,159 @@
+"""HD451 native.blocked: a process forked from a parent that ran a
+native thread pool (OpenMP's, behind torch and numpy's parallel operations) sleeps on a futex
+inside a native call. fork() copies only the thread that called it: the pool's worker threads
+do not exist in the child, but the pool's state says they do, and its next parallel region
+waits for them forever (GNU libgomp is not fork-safe)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import (
+    Origin,
+    innermost_user_frame,
+    origin,
+    python_frames,
+    runs_python_of_its_own,
+    short_location,
+)
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.locks import lock_wait
+from hangdoctor.analysis.thread_waits import blocking_call
+from hangdoctor.analysis.waits import WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+from hangdoctor.taxonomy import Category
+
+_FORKED_IN = ("multiprocessing/popen_fork.py", "torch/utils/data/_utils/worker.py")
+
+
+def _forked(job: JobView, process: ProcessEvidence) -> ProcessEvidence | None:
+    """The captured parent this process was forked from (not exec'd): multiprocessing's fork
+    start method or a DataLoader worker on its stack, or the parent's very command line."""
+    parent = job.process(process.ppid)
+    if parent is None or not parent.is_python:
+        return None
+    frames = [f.file.replace("\\", "/") for t in process.threads[:1] for f in frames_of(t)]
+    if any(path.endswith(_FORKED_IN) for path in frames) or process.cmdline == parent.cmdline:
+        return parent
+    return None
+
+
+def _native_threads(process: ProcessEvidence) -> list[ThreadEvidence]:
+    """Threads with no Python stack of their own: a native library's pool."""
+    return [t for t in process.threads if t.tid != process.pid and not runs_python_of_its_own(t)
+            and not (t.python and t.python.frames)]
+
+
+def _in_native_call(thread: ThreadEvidence) -> bool:
+    """Asleep on a futex while its innermost Python frame is the user's or a package's own
+    line: the futex is inside the native call that line made, not one of Python's locks,
+    conditions or queues (those have standard-library frames inside)."""
+    frames = python_frames(frames_of(thread))
+    if not frames or lock_wait(thread) is not None or blocking_call(thread) is not None:
+        return False
+    return origin(frames[0]) in (Origin.USER, Origin.PACKAGE)
+
+
+def _still(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
+    """It did not move between the samples: same line, no CPU used."""
+    share = job.thread_cpu_share(process.pid, thread.tid)
+    lines = {(s.python.frames[0].file, s.python.frames[0].line)
+             for _, s in job.samples(process.pid, thread.tid) if s.python and s.python.frames}
+    return (share is None or share < 0.02) and len(lines) <= 1
+
+
+def _job(*, pool: bool = True, forked: bool = True, lock: bool = False) -> Bundle:
+    parent = b.process(
+        10, b.thread(10, b.frame(f"{b.STDLIB}/selectors.py", 415, "_PollLikeSelector.select"),
+                     b.frame("prep.py", 30, "main", code="out = results.get(timeout=60)"),
+                     name="MainThread", syscall="poll"),
+        *((b.thread(11, name="python", syscall="futex", python=False),
+           b.thread(12, name="python", syscall="futex", python=False)) if pool else ()),
+        cmdline=("python", "prep.py"))
+    inner = (b.frame(f"{b.STDLIB}/threading.py", 1139, "Lock.acquire", acquiring=("lock",)),) \
+        if lock else ()
+    child = b.process(
+        20, b.thread(20, *inner, b.frame("prep.py", 12, "tokenize", code="emb = x @ w"),
+                     *((b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108,
+                                "BaseProcess.run"),
+                        b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 71,
+                                "Popen._launch")) if forked else ()),
+                     name="MainThread", syscall="futex"),
+        ppid=10, cmdline=("python", "prep.py") if forked else ("python", "other.py"))
+    return b.bundle(parent, child, later=[[parent, child]])
+
+
+class ForkedPool(Rule):
+    """A forked child waits for thread-pool workers that fork() did not copy."""
+
+    id = "HD451"
+    category = Category.NATIVE_BLOCKED
+    summary = "a forked child waits inside a native call for a thread pool that fork did not copy"
+    fires_when = (
+        "a process forked (not exec'd) from a parent that runs native pool threads sleeps on a "
+        "futex inside a native call of your code (a torch or numpy operation), alone in its "
+        "process and unmoving: OpenMP's pool in the child waits for workers that do not exist"
+    )
+    reads = "capture"
+    specificity = 70
+    fires_on = (Example("a multiprocessing child blocks in a matrix product", _job),)
+    quiet_on = (Example("the parent runs no native pool", lambda: _job(pool=False)),
+                Example("a child started from another program", lambda: _job(forked=False)),
+                Example("the child waits for a Python lock", lambda: _job(lock=True)))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            parent = _forked(job, process)
+            thread = main_thread(process)
+            if parent is None or thread is None:
+                continue
+            pool = _native_threads(parent)
+            if not pool or describe_wait(job, process, thread).kind is not WaitKind.FUTEX:
+                continue
+            others = [t for t in process.threads if t.tid != thread.tid
+                      and runs_python_of_its_own(t)]
+            if others or not _in_native_call(thread) or not _still(job, process, thread):
+                continue
+            yield self._finding(job, parent, process, thread, len(pool))
+
+    def _finding(self, job: JobView, parent: ProcessEvidence, process: ProcessEvidence,
+                 thread: ThreadEvidence, pool: int) -> Finding:
+        frame = innermost_user_frame(frames_of(thread)) or python_frames(frames_of(thread))[0]
+        where = short_location(frame)
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.7,
+            title=(f"{job.describe_process(process.pid)} hangs inside the native call at "
+                   f"{where}: it was forked from a process running a thread pool"),
+            explanation=(
+                f"{job.describe_process(process.pid)} was forked from "
+                f"{job.describe_process(parent.pid)}, which runs {pool} native thread(s) with "
+                "no Python stack: a thread pool (OpenMP's, behind PyTorch's and numpy's "
+                "parallel operations, or MKL's). fork() copies only the thread that called "
+                "it, so the child has none of the pool's workers while the pool's state says "
+                "it has; the child's first parallel operation waits for them forever, asleep "
+                f"on a futex at {where}."),
+            culprit=culprit(job, process, thread, frame),
+            related=(culprit(job, parent, main_thread(parent)),),
+            evidence=(
+                f"{job.describe_process(process.pid)}, {thread_label(thread)}: at {at(frame)}, "
+                f"asleep on a futex inside that native call ({kernel_words(thread)}), alone "
+                "in its process, unmoving",
+                f"its parent {job.describe_process(parent.pid)} runs {pool} native thread(s) "
+                "with no Python stack (a thread pool) and forked it",
+            ),
+            fixes=(
+                "Start the children with the spawn (or forkserver) start method: "
+                "`multiprocessing.set_start_method(\"spawn\")`, "
+                "`DataLoader(..., multiprocessing_context=\"spawn\")`; a fresh interpreter "
+                "builds its own pool.",
+                "Or keep the parent from starting the pool before it forks (no parallel torch "
+                "or numpy work before the fork), or run the children's math single-threaded "
+                "(`torch.set_num_threads(1)` as the child starts, `OMP_NUM_THREADS=1`).",
+                "Run `hangdoctor dump PID --native` on the child to see the pool's frames "
+                "(gomp_team_barrier_wait, for GNU OpenMP).",
+            ),
+        )
