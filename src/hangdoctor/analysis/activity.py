@@ -46,9 +46,10 @@ def hang_kind(job: JobView) -> str:
 # below MIN_COMPUTING_CORES, which a hung job's pollers and watchdogs stay under.
 COMPUTING_SHARE = 0.3
 MIN_COMPUTING_CORES = 0.05
-#: Bytes read or written per second, beyond the job's own output through hangdoctor's pipe, that
-#: are work (a checkpoint being written, a dataset being read): far above what heartbeats and
-#: status files of a stuck job move, far below what the slowest archive writer does.
+#: Bytes written per second (or read from storage), beyond the job's own output through
+#: hangdoctor's pipe, that are work (a checkpoint being written, a dataset being read): far
+#: above what heartbeats and status files of a stuck job move, far below what the slowest
+#: archive writer does.
 IO_WORK_BYTES_PER_S = 64 * 1024
 #: Processes that compile: a C/C++ compiler driver and its passes, CUDA's and Triton's tools,
 #: the build tools that run them (torch.utils.cpp_extension runs ninja).
@@ -78,7 +79,7 @@ class TreeActivity:
     span_s: float
     cpu_cores: float  # CPU cores used, by processes that exited in between too
     fair_share: float  # of a core, what one runnable task can get on the machine now
-    io_bytes_per_s: float  # read and written beyond the job's own output
+    io_bytes_per_s: float  # written (or read from storage) beyond the job's output
     compilers: tuple[str, ...]  # compiler processes seen in the tree
 
     @property
@@ -99,9 +100,11 @@ def _cpu_total(process: ProcessSample) -> float | None:
 
 
 def _io_total(process: ProcessSample) -> float | None:
-    if process.read_chars is None or process.write_chars is None:
+    """Bytes written by any write call, and read from storage. Not all bytes read: a job stuck
+    polling through a subprocess reads a new interpreter's modules each time, from the cache."""
+    if process.write_chars is None:
         return None
-    return float(process.read_chars + process.write_chars)
+    return float(process.write_chars + (process.read_bytes or 0))
 
 
 def tree_delta(first: TimelineSample, last: TimelineSample,
