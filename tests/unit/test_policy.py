@@ -150,3 +150,47 @@ def test_progress_clears_a_device_wait():
     assert t.observe(12.0, Counters(steps=1))
     assert t.check(22.0, busy=True) is None  # computing again: 3 x S
     assert t.wants_peek(22.0, busy=True)  # a new quiet spell gets its own look
+
+
+def test_data_written_restarts_the_clock_as_output_does():
+    t = tracker(fixed_timeout_s=2)
+    t.observe(1.0, Counters(output_bytes=10))  # "archiving the checkpoint"
+    for second in range(2, 20):
+        t.moved(float(second))
+        assert t.check(float(second) + 0.5, busy=True) is None
+    decision = t.check(19.0 + 6.0, busy=True)  # writing stopped: 3 x S after the last write
+    assert decision is not None and decision.kind == "busy"
+    assert decision.last_progress_s == 1.0
+
+
+def test_data_written_does_not_hide_a_nan_livelock():
+    t = tracker(fixed_timeout_s=2)
+    t.observe(1.0, Counters(steps=1, losses=1))
+    t.observe(2.0, Counters(steps=50, losses=50, nonfinite_losses=49))
+    t.moved(3.0)
+    assert t.check(3.0, busy=True) is not None
+
+
+def test_a_compiling_job_gets_its_compile_budget_and_the_decision_says_so():
+    t = tracker(fixed_timeout_s=3)
+    t.observe(1.0, Counters(output_bytes=10))
+    t.compiled(2.0)  # a compiler process in the tree
+    assert t.compile_budget_s == 30.0
+    assert t.check(20.0, busy=True) is None  # past 3 x S
+    decision = t.check(31.0, busy=True)
+    assert decision is not None and decision.phase == "compile" and decision.threshold_s == 30
+    # An idle compilation (nothing computes) is an ordinary idle hang after S.
+    idle = tracker(fixed_timeout_s=3)
+    idle.compiled(0.5)
+    decision = idle.check(3.0, busy=False)
+    assert decision is not None and decision.phase is None
+
+
+def test_progress_ends_the_compile_phase_and_an_explicit_budget_wins():
+    t = tracker(fixed_timeout_s=3, compile_budget_s=100)
+    t.peeked(2.0, waiting_for_device=False, compiling=True)  # a stack in Inductor
+    assert t.compiling and t.check(90.0, busy=True) is None
+    t.observe(95.0, Counters(output_bytes=10))
+    assert not t.compiling
+    decision = t.check(104.0, busy=True)
+    assert decision is not None and decision.phase is None

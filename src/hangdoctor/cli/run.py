@@ -18,6 +18,10 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 @click.option("--hang-timeout", type=click.FloatRange(min=0.1), default=None, metavar="S",
               help="Declare a hang S seconds after the last progress when nothing computes "
                    "(3*S when something does). Default: adaptive (see the README).")
+@click.option("--compile-budget", type=click.FloatRange(min=0.1), default=None, metavar="S",
+              help="Seconds a job that compiles (torch.compile, Triton, a C++ compiler in its "
+                   "process tree) may go without progress. Default: 10 times the hang "
+                   "timeout.")
 @click.option("--on-hang", type=click.Choice(["report", "kill"]), default="report",
               show_default=True,
               help="report: report and keep watching; kill: report, then end the whole job "
@@ -32,8 +36,8 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 @click.option("--native", is_flag=True, help="Also capture native frames when a hang is "
               "declared.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_command(hang_timeout: float | None, on_hang: str, report_dir: Path | None,
-                no_instrument: bool, kill_grace: float, native: bool,
+def run_command(hang_timeout: float | None, compile_budget: float | None, on_hang: str,
+                report_dir: Path | None, no_instrument: bool, kill_grace: float, native: bool,
                 command: tuple[str, ...]) -> int:
     """Run COMMAND (after --), watch it, and diagnose it when it stalls or fails.
 
@@ -57,5 +61,6 @@ def run_command(hang_timeout: float | None, on_hang: str, report_dir: Path | Non
         instrument=not no_instrument,
         kill_grace_s=kill_grace,
         native_stacks=native,
+        compile_budget_s=compile_budget,
     )
     return run_supervised(options)

@@ -240,6 +240,16 @@ class ProcessSample(Evidence):
     cpu_seconds: float | None = None
     rss_bytes: int | None = None
     state: str | None = None
+    name: str | None = Field(default=None, description="the command name (a compiler: cc1plus)")
+    children_cpu_seconds: float | None = Field(
+        default=None, description="CPU time of its children that exited and were waited for "
+        "(cutime + cstime): work of processes that came and went between two samples")
+    read_chars: int | None = Field(
+        default=None, description="/proc/PID/io rchar: bytes read by any read call, those of "
+        "its waited-for children included")
+    write_chars: int | None = Field(default=None, description="/proc/PID/io wchar, likewise")
+    read_bytes: int | None = Field(default=None, description="bytes fetched from storage")
+    write_bytes: int | None = Field(default=None, description="bytes sent towards storage")
 
 
 class TimelineSample(Evidence):
@@ -254,6 +264,10 @@ class TimelineSample(Evidence):
     collectives: int = 0
     losses: int = Field(default=0, description="losses the instrumentation saw, summed")
     nonfinite_losses: int = Field(default=0, description="of which NaN or Inf")
+    runnable_tasks: int | None = Field(
+        default=None, description="tasks runnable on the whole machine (/proc/stat "
+        "procs_running): how much of a core a computing process can get")
+    cores: int | None = Field(default=None, description="CPU cores the job may run on")
 
 
 class CollectiveRecord(Evidence):
@@ -332,6 +346,9 @@ class JobRecord(Evidence):
     last_progress_s: float | None = None
     hang_declared_s: float | None = None
     hang_kind: str | None = None
+    hang_phase: str | None = Field(
+        default=None, description="`compile` when the hang was declared while the job compiled "
+        "(torch.compile, Triton, a C++ compiler in the tree), after the compile budget")
     progress: tuple[ProgressStatus, ...] = ()
     timeline: tuple[TimelineSample, ...] = ()
     output_bytes: int = 0

@@ -210,3 +210,27 @@ def process_tree(root_pid: int) -> list[int]:
     except psutil.NoSuchProcess:
         children = []
     return [root_pid, *(child.pid for child in children)]
+
+
+def parse_procs_running(text: str) -> int | None:
+    """`procs_running` from /proc/stat: tasks runnable on the machine at this instant."""
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == "procs_running" and fields[1].isdecimal():
+            return int(fields[1])
+    return None
+
+
+def runnable_tasks() -> int | None:
+    """Tasks runnable on the whole machine now: on a loaded machine a process that computes gets
+    only its share of a core, and the sampler must not mistake that for idling."""
+    text = _read(Path("/proc/stat"))
+    return parse_procs_running(text) if text is not None else None
+
+
+def usable_cores() -> int:
+    """CPU cores this process (and the job it starts, which inherits them) may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

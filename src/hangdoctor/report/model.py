@@ -34,6 +34,7 @@ class Hang(ReportModel):
     kind: Literal["idle", "busy"]
     last_progress_s: float | None = None
     declared_s: float | None = None
+    phase: Literal["compile"] | None = None  # compiling when its compile budget ran out
 
     @model_serializer(mode="wrap")
     def _without_unknown_times(self, handler: Any) -> dict[str, Any]:

@@ -103,7 +103,9 @@ def render_markdown(report: Report) -> str:
     lines = ["# hangdoctor report", ""]
     lines.append(f"- **Verdict:** {report.verdict}")
     if report.hang:
-        lines.append(f"- **Hang kind:** {report.hang.kind}")
+        phase = ", while compiling (its compile budget ran out)" \
+            if report.hang.phase == "compile" else ""
+        lines.append(f"- **Hang kind:** {report.hang.kind}{phase}")
     if report.command:
         lines.append(f"- **Command:** `{' '.join(report.command)}`")
     if report.exit_code is not None:

@@ -34,7 +34,8 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
     verdict = Text(report.verdict.upper(), style=_VERDICT_STYLE.get(report.verdict, "bold"))
     header = Text.assemble("hangdoctor: ", verdict)
     if report.hang:
-        header.append(f" ({report.hang.kind})")
+        phase = ", while compiling" if report.hang.phase == "compile" else ""
+        header.append(f" ({report.hang.kind}{phase})")
     roles: dict[str, int] = {}
     for process in report.processes:
         roles[process.role.value] = roles.get(process.role.value, 0) + 1

@@ -92,11 +92,13 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
     kernel_lines, kernel_error = read_kernel_log(since=job.started_wall - 60)
     hang_record = record.model_copy(update={
         "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
+        "hang_phase": decision.phase,
         "kernel_log": tuple(kernel_lines)})
     known = {(e.probe, e.pid, e.kind) for e in bundle.errors}
     gaps = tuple(g for g in job.gaps if (g.probe, g.pid, g.kind) not in known)
     errors = bundle.errors + gaps + ((kernel_error,) if kernel_error else ())
     bundle = bundle.model_copy(update={"job": hang_record, "errors": errors})
     hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
-                declared_s=round(decision.declared_s, 3))
+                declared_s=round(decision.declared_s, 3),
+                phase="compile" if decision.phase == "compile" else None)
     return bundle, diagnose(bundle, Context(mode=Mode.HANG, hang=hang))

@@ -19,6 +19,15 @@ does not compute. When a busy job has gone `timeout` without progress, the track
 look at its stacks (`wants_peek`); if every busy process waits for the device (`peeked`), the job
 is hung then, like an idle one.
 
+Data read or written beyond the job's own output (a checkpoint being compressed into an
+archive, a dataset being preprocessed) is work the job shows: it restarts the quiet clock as
+output does (`moved`), except for a NaN livelock. A spinning loop moves no data.
+
+Compilation (Dynamo, Inductor, Triton, a C++ compiler in the tree) is a phase with its own
+budget: when a compiler process was in the tree or the stacks showed the job compiling since the
+last progress (`compiled`), a job that computes is hung only after `compile_budget_s` (by
+default `compile_factor` times the idle threshold), and the decision says it was compiling.
+
 Without a fixed timeout the threshold adapts:
 - until the first training event: a generous start-up budget (model loading, compilation);
 - afterwards: `adaptive_factor` times the longest gap seen between training events, within
@@ -41,6 +50,8 @@ class HangPolicy:
     max_adaptive_s: float = 1800.0
     busy_factor: float = 3.0
     startup_busy_s: float = 60.0
+    compile_factor: float = 10.0
+    compile_budget_s: float | None = None  # explicit: `run --compile-budget`
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,7 @@ class HangDecision:
     last_progress_s: float
     declared_s: float
     threshold_s: float
+    phase: str | None = None  # compile: declared while the job compiled, after its budget
 
 
 @dataclass
@@ -92,10 +104,40 @@ class ProgressTracker:
     #: A look at the stacks since the last progress showed the busy job waiting for the GPU.
     waiting_for_device: bool = False
     last_peek_s: float | None = None
+    #: When the job last read or wrote data at the rate of work (not its output).
+    last_moved_s: float = 0.0
+    #: When a compiler in the tree, or the stacks, last showed the job compiling.
+    last_compiling_s: float | None = None
 
     def computed(self, now_s: float) -> None:
         """Record that the job used the CPU just now (not progress, but not idle either)."""
         self.last_computed_s = max(self.last_computed_s, now_s)
+
+    def moved(self, now_s: float) -> None:
+        """Record that the job read or wrote data just now: work in progress, as output is."""
+        self.last_moved_s = max(self.last_moved_s, now_s)
+
+    def compiled(self, now_s: float) -> None:
+        """Record that the job compiled just now (a compiler process, a compiling stack)."""
+        self.last_compiling_s = max(self.last_compiling_s or 0.0, now_s)
+
+    @property
+    def quiet_since_s(self) -> float:
+        """Since when the job has shown neither progress nor work on data."""
+        if self.nonfinite_only:
+            return self.last_progress_s
+        return max(self.last_progress_s, self.last_moved_s)
+
+    @property
+    def compiling(self) -> bool:
+        """Whether the job has been seen compiling since it last showed progress."""
+        return self.last_compiling_s is not None and self.last_compiling_s >= self.last_progress_s
+
+    @property
+    def compile_budget_s(self) -> float:
+        """How long a compiling job may go without progress."""
+        explicit = self.policy.compile_budget_s
+        return explicit if explicit is not None else self.policy.compile_factor * self.timeout_s
 
     def observe(self, now_s: float, counters: Counters) -> bool:
         """Record a reading; True when it shows progress."""
@@ -126,15 +168,19 @@ class ProgressTracker:
         the idle threshold: once per quiet spell, then again every threshold."""
         if not busy or self.nonfinite_only or self.waiting_for_device:
             return False
-        if now_s - self.last_progress_s < self.timeout_s:
+        quiet_since = self.quiet_since_s
+        if now_s - quiet_since < self.timeout_s:
             return False
         last = self.last_peek_s
-        return last is None or last < self.last_progress_s or now_s - last >= self.timeout_s
+        return last is None or last < quiet_since or now_s - last >= self.timeout_s
 
-    def peeked(self, now_s: float, waiting_for_device: bool) -> None:
-        """Record what the look showed: whether every busy process waits for the GPU."""
+    def peeked(self, now_s: float, waiting_for_device: bool, compiling: bool = False) -> None:
+        """Record what the look showed: whether every busy process waits for the GPU, whether
+        a stack shows the job compiling."""
         self.last_peek_s = now_s
         self.waiting_for_device = waiting_for_device
+        if compiling:
+            self.compiled(now_s)
 
     @property
     def timeout_s(self) -> float:
@@ -152,13 +198,16 @@ class ProgressTracker:
         waiting = busy and self.waiting_for_device  # spinning in CUDA's synchronisation
         spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
         computing = busy and not (waiting or spinning)
+        compiling = computing and self.compiling
         threshold = self.timeout_s * (self.policy.busy_factor if computing else 1.0)
         if computing and not self.started_up:
             threshold = max(threshold, self.policy.startup_busy_s)
-        quiet_since = self.last_progress_s if busy else max(self.last_progress_s,
-                                                             self.last_computed_s)
+        if compiling:
+            threshold = max(threshold, self.compile_budget_s)
+        quiet_since = self.quiet_since_s if busy else max(self.quiet_since_s,
+                                                          self.last_computed_s)
         if now_s - quiet_since < threshold:
             return None
         return HangDecision(kind="busy" if busy and not waiting else "idle",
                             last_progress_s=self.last_progress_s, declared_s=now_s,
-                            threshold_s=threshold)
+                            threshold_s=threshold, phase="compile" if compiling else None)

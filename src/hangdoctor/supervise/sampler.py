@@ -7,13 +7,13 @@ thread last took (`probes.gpu`)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import deque
 from pathlib import Path
 
 import psutil
 
+from hangdoctor.analysis.activity import COMPILERS, TreeActivity, tree_activity
 from hangdoctor.evidence.model import (
     ProbeError,
     ProcessSample,
@@ -22,10 +22,42 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.job_stacks import remove_stale
+from hangdoctor.probes.procfs import runnable_tasks, usable_cores
 from hangdoctor.probes.progress import read_statuses
 
 _MAX_SAMPLES = 900  # the last 15 minutes at one sample a second
 _CLEANUP_EVERY_S = 30.0  # stack files of exited processes (probes.job_stacks) go this often
+
+
+def _sample_process(process: psutil.Process) -> ProcessSample | None:
+    """One process's cheap readings; None when it has gone. Its I/O counters may be refused
+    (another user's process) without losing the rest."""
+    try:
+        with process.oneshot():
+            cpu = process.cpu_times()
+            io = _io_counters(process)
+            return ProcessSample(
+                pid=process.pid,
+                ppid=process.ppid(),
+                cpu_seconds=cpu.user + cpu.system,
+                children_cpu_seconds=cpu.children_user + cpu.children_system,
+                rss_bytes=process.memory_info().rss,
+                state=process.status(),
+                name=process.name(),
+                read_chars=getattr(io, "read_chars", None),
+                write_chars=getattr(io, "write_chars", None),
+                read_bytes=getattr(io, "read_bytes", None),
+                write_bytes=getattr(io, "write_bytes", None),
+            )
+    except psutil.Error:
+        return None
+
+
+def _io_counters(process: psutil.Process) -> object | None:
+    try:
+        return process.io_counters()
+    except (psutil.AccessDenied, AttributeError):
+        return None
 
 
 class TreeSampler:
@@ -40,6 +72,7 @@ class TreeSampler:
         self.gpus = GpuSampler()
         self._processes: dict[int, psutil.Process] = {}
         self._next_cleanup = time.monotonic() + _CLEANUP_EVERY_S
+        self._cores = usable_cores()
 
     def _tree(self) -> list[psutil.Process]:
         try:
@@ -53,17 +86,8 @@ class TreeSampler:
 
     def sample(self, output_bytes: int) -> TimelineSample:
         """Take one sample and append it to the timeline."""
-        processes = []
-        for process in self._tree():
-            with contextlib.suppress(psutil.Error), process.oneshot():
-                cpu = process.cpu_times()
-                processes.append(ProcessSample(
-                    pid=process.pid,
-                    ppid=process.ppid(),
-                    cpu_seconds=cpu.user + cpu.system,
-                    rss_bytes=process.memory_info().rss,
-                    state=process.status(),
-                ))
+        processes = [sampled for process in self._tree()
+                     if (sampled := _sample_process(process)) is not None]
         if self.status_dir is not None:
             self.statuses = read_statuses(self.status_dir)
             if time.monotonic() >= self._next_cleanup:
@@ -79,9 +103,18 @@ class TreeSampler:
             collectives=sum(s.collectives for s in self.statuses),
             losses=sum(s.losses_seen for s in self.statuses),
             nonfinite_losses=sum(s.nonfinite_losses for s in self.statuses),
+            runnable_tasks=runnable_tasks(),
+            cores=self._cores,
         )
         self.timeline.append(sample)
         return sample
+
+    def compiler_pids(self) -> list[int]:
+        """The job's compiler processes at the last sample (they have no Python stack)."""
+        if not self.timeline:
+            return []
+        return [p.pid for p in self.timeline[-1].processes
+                if p.name is not None and p.name in COMPILERS]
 
     def live_pids(self) -> list[int]:
         """The job's processes at the last sample."""
@@ -93,23 +126,14 @@ class TreeSampler:
         if self.status_dir is not None:
             self.statuses = read_statuses(self.status_dir)
 
-    def cpu_cores_used(self, window_s: float = 3.0) -> float | None:
-        """CPU cores the job used over about the last `window_s` seconds."""
+    def activity(self, window_s: float = 3.0) -> TreeActivity | None:
+        """What the whole tree did over about the last `window_s` seconds: CPU of processes
+        that came and went included, I/O beyond the job's output, compilers seen."""
         if len(self.timeline) < 2:
             return None
         last = self.timeline[-1]
         recent = [s for s in self.timeline if last.elapsed_s - s.elapsed_s <= window_s]
-        first = recent[0] if len(recent) > 1 else self.timeline[-2]
-        span = last.elapsed_s - first.elapsed_s
-        if span <= 0:
-            return None
-        before = {p.pid: p.cpu_seconds for p in first.processes if p.cpu_seconds is not None}
-        used = sum(
-            p.cpu_seconds - before[p.pid]
-            for p in last.processes
-            if p.cpu_seconds is not None and p.pid in before
-        )
-        return max(0.0, used / span)
+        return tree_activity(recent if len(recent) > 1 else [self.timeline[-2], last])
 
     def runnable(self) -> bool:
         """Whether a process of the job was runnable (state R) at the last sample: it computes,

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 _TICK_S = 0.2
 _SAMPLE_EVERY_S = 1.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_BUSY_CORES = 0.3  # the job computes when it uses more than this share of a CPU
+_BUSY_CORES = 0.3  # a process looked at for a device wait uses more than this share of a CPU
 # What signal.signal() takes and returns (typeshed's private signal._HANDLER).
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 _CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together, plus per process:
@@ -69,6 +69,7 @@ class RunOptions:
     instrument: bool = True
     kill_grace_s: float = 10.0
     native_stacks: bool = False
+    compile_budget_s: float | None = None  # default: HangPolicy.compile_factor x the timeout
 
 
 def _say(message: str) -> None:
@@ -207,7 +208,8 @@ class Supervisor:
 
         assert self.launched is not None
         process = self.launched.process
-        policy = HangPolicy(fixed_timeout_s=self.options.hang_timeout_s)
+        policy = HangPolicy(fixed_timeout_s=self.options.hang_timeout_s,
+                            compile_budget_s=self.options.compile_budget_s)
         self.tracker = ProgressTracker(policy)
         self.sampler = TreeSampler(process.pid, self.started, self.status_dir)
         watch = self.failure_watch = FailureWatch(self.status_dir)
@@ -256,16 +258,15 @@ class Supervisor:
             elif now - self.current.captured_at_s >= max(10.0, self.tracker.timeout_s):
                 self._capture(self.current.decision, now, again=True)
             return
-        runnable = self.sampler.runnable()
-        if runnable or (self.sampler.cpu_cores_used(window_s=_SAMPLE_EVERY_S) or 0.0) > _BUSY_CORES:
-            self.tracker.computed(now)
-        cores = self.sampler.cpu_cores_used()
-        busy = runnable or (cores is not None and cores > _BUSY_CORES)
+        busy = self._note_activity(now)
         if self.tracker.wants_peek(now, busy):
+            from hangdoctor.supervise.compile_peek import compiling
             from hangdoctor.supervise.device_peek import waits_for_device
 
             busy_pids = self.sampler.busy_pids(window_s=3.0, cores=_BUSY_CORES)
-            self.tracker.peeked(now, waits_for_device(busy_pids, self.options.native_stacks))
+            waits = waits_for_device(busy_pids, self.options.native_stacks)
+            self.tracker.peeked(now, waits, compiling=not waits and compiling(
+                self.sampler.live_pids(), self.sampler.compiler_pids()))
         decision = self.tracker.check(now, busy=busy)
         if decision is None:
             return
@@ -277,6 +278,21 @@ class Supervisor:
                            self.options.kill_grace_s,
                            spare={self.relay.pid} if self.relay else set())
             self.killed = True
+
+    def _note_activity(self, now: float) -> bool:
+        """Tell the tracker what the whole tree did (computing, moving data, compiling);
+        True when it is busy: a process runnable, or the tree computing over the last
+        seconds, on whatever share of the machine it gets."""
+        runnable = self.sampler.runnable()
+        recent = self.sampler.activity(window_s=_SAMPLE_EVERY_S)
+        if runnable or (recent is not None and recent.computing):
+            self.tracker.computed(now)
+        activity = self.sampler.activity()
+        if activity is not None and activity.moving_data:
+            self.tracker.moved(now)
+        if activity is not None and activity.compilers:
+            self.tracker.compiled(now)
+        return runnable or (activity is not None and activity.computing)
 
     # capture and reports ---------------------------------------------------------------------
     def _record(self, ended_at: float | None, exit_code: int | None, sig: int | None,
@@ -296,6 +312,7 @@ class Supervisor:
             last_progress_s=round(self.tracker.last_progress_s, 3),
             hang_declared_s=round(hang.declared_s, 3) if hang else None,
             hang_kind=hang.kind if hang else None,
+            hang_phase=hang.phase if hang else None,
             progress=tuple(with_sync_source(s) for s in self.sampler.statuses),
             timeline=tuple(self.sampler.timeline),
             output_bytes=self.log.total_bytes,
@@ -328,9 +345,10 @@ class Supervisor:
         )
 
         assert self.launched is not None
+        how = decision.kind if decision.phase is None else f"{decision.kind}, {decision.phase}"
         what = "still hung" if again else (
             f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
-            f"({decision.kind}): hang declared, capturing every process")
+            f"({how}): hang declared, capturing every process")
         _say(what)
         job = HangCapture(
             pid=self.launched.process.pid, status_dir=self.status_dir,
