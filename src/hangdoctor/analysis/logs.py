@@ -270,9 +270,9 @@ _PREFIX_PIECES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # `2026-12-01T10:00:00.123456789Z `, bracketed ones; an optional logger name and level.
     ("time", re.compile(
         r"\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
-        r"(?:(?:\s*[-|]\s*|\s+)(?:[\w.]+\s*[-|]\s*)?\[?" + _LEVEL + r"\]?\s*[-|:]?)?\s?")),
+        r"(?:(?:\s*[-|]\s*|\s*)(?:[\w.]+\s*[-|]\s*)?\[?" + _LEVEL + r"\]?(?:\s*[-|:])?)?\s?")),
     # Slurm's `srun --label`: `0: `
-    ("rank", re.compile(r"\s*(?P<rank>\d+): (?=\S)")),
+    ("rank", re.compile(r"(?P<rank>\d+): ")),
 )
 
 

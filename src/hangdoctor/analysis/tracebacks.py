@@ -115,7 +115,8 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
         if match := _FRAME.match(line):
             frames.insert(0, Frame(file=match["file"], line=int(match["line"]),
                                    function=match["function"].strip()))
-        elif line.startswith("    ") and frames and frames[0].code is None:
+        elif line.startswith("   ") and frames and frames[0].code is None:
+            # (three spaces: a prefix such as torchrun's `[default0]:` may have taken one)
             if not _MARKERS.match(line):
                 frames[0] = frames[0].model_copy(update={"code": line.strip()})
         elif line.startswith(" ") or _MARKERS.match(line) or not line.strip():
