@@ -92,6 +92,37 @@ _PATTERNS: tuple[_Pattern, ...] = (
        r"Call to (?:recv|send|connect) (?:from|to)? ?\S* ?failed ?: "
        r"(?:Connection reset by peer|Connection refused|Broken pipe).*|"
        r"NET/IB ?: Got completion from peer.*with (?:error|status).*)"),
+    # NCCL's socket connect giving up (misc/socket.cc), e.g.
+    # https://github.com/modelscope/ms-swift/issues/8043 (socketPollConnect ... returned
+    # Connection refused) and https://github.com/NVIDIA/nccl-tests/issues/166
+    # (socketStartConnect: Connect to ... failed : Software caused connection abort)
+    _p("transport_error", "Connect",
+       r"(?P<message>socket(?:Poll|Start)?Connect: [Cc]onnect to \S+ (?:returned|failed ?:) ?"
+       r"(?:Connection refused|Software caused connection abort|Connection timed out|"
+       r"No route to host|Network is unreachable).*)"),
+    # ncclSystemError as torch raises it: a system call of NCCL's (a socket, mostly) failed,
+    # e.g. https://github.com/vllm-project/vllm/issues/10523,
+    # https://github.com/zai-org/CogVLM2/issues/178
+    _p("transport_error", "unhandled system error",
+       r"NCCL error.*?(?P<message>unhandled system error.*)"),
+    # ProcessGroupNCCL's heartbeat monitor ending a process whose watchdog is stuck, e.g.
+    # https://github.com/hiyouga/LlamaFactory/issues/6953
+    _p("nccl_watchdog_stuck", "Heartbeat monitor timed out",
+       _PG_RANK + r" Heartbeat monitor timed out!.*?(?:workMetaList_\.size\(\)\s*=\s*"
+       r"(?P<pending>\d+))?$"),
+    _p("nccl_watchdog_stuck", "watchdog got stuck",
+       _PG_RANK + r".*watchdog got stuck for (?P<seconds>\d+) seconds"),
+    # PyTorch's Flight Recorder analyzer (torch.distributed.flight_recorder.fr_trace,
+    # `torchfrtrace`), e.g. https://github.com/pytorch/pytorch/pull/140969
+    _p("fr_missing_ranks", "Not all ranks joining collective",
+       r"Not all ranks joining collective: sequence number: (?P<seq>\d+)"),
+    # Slurm's cgroup OOM report (slurmstepd, both wordings) and srun's per-task summary, e.g.
+    # https://github.com/chrisknewman/tusas/issues/149, https://github.com/hafs-community/HAFS/issues/101
+    _p("cgroup_oom", "oom",
+       r"slurmstepd: error: Detected (?P<count>\d+) oom[-_]kill events? ?(?:\(s\))? in "
+       r"(?:StepId=(?P<step>[\w.]*\w)|step (?P<step2>[\w.]*\w))"),
+    _p("cgroup_oom_task", "Out Of Memory",
+       r"srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,-]+): Out Of Memory"),
     _p("transport_error", "remote process",
        r"(?P<message>remote process exited or there was a network error.*|ncclRemoteError: .*)"),
     # The TCPStore during training (torch/csrc/distributed/c10d/TCPStore.cpp): the store lives

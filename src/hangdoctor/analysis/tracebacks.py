@@ -171,7 +171,7 @@ def first_raised(lines: Sequence[str], rank: int | None) -> Raised | None:
 _CONSEQUENCE = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|Connection refused|"
     r"Timed out waiting|timed out|timeout caused pair closure|DistNetworkError|"
-    r"remote process exited|ncclRemoteError|"
+    r"remote process exited|ncclRemoteError|unhandled system error|ncclSystemError|"
     r"SignalException|ChildFailedError|ProcessExitedException|ProcessRaisedException|"
     r"KeyboardInterrupt", re.IGNORECASE)
 
