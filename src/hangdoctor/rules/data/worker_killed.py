@@ -59,6 +59,9 @@ class WorkerKilled(Rule):
     )
     reads = "capture"
     specificity = 80
+    # A worker that died while its batch was fetched is not named in the error: its pid is
+    # known only when `run`'s timeline saw it leave.
+    names_culprit = False
     fires_on = (
         Example("worker killed by SIGBUS (full /dev/shm)", lambda: failed_job((
             "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
@@ -83,7 +86,7 @@ class WorkerKilled(Rule):
         if not matches:
             lost = next((r for r in tracebacks(record.output_tail) if _lost_handover(r)), None)
             if lost is not None:
-                yield self._handover(lost)
+                yield self._handover(lost, self._gone_worker(job))
             return
         best = next((m for m in matches if m.kind == "worker_killed"), matches[0])
         oom = [m for m in scan(record.kernel_log) if m.kind == "oom_killed"
@@ -120,7 +123,14 @@ class WorkerKilled(Rule):
             evidence=tuple(evidence), fixes=fixes,
         )
 
-    def _handover(self, raised: Raised) -> Finding:
+    @staticmethod
+    def _gone_worker(job: JobView) -> int | None:
+        """A process that left the job's tree while it ran, not its root (`run`'s timeline):
+        the worker that died."""
+        root = job.bundle.target_pid
+        return next((v.pid for v in job.vanished if v.pid != root and v.ppid is not None), None)
+
+    def _handover(self, raised: Raised, pid: int | None) -> Finding:
         """A worker died while the main process fetched a batch from it: which message
         PyTorch prints depends on which noticed first, its SIGCHLD handler or the fetch."""
         user = innermost_user_frame(raised.frames)
@@ -133,7 +143,7 @@ class WorkerKilled(Rule):
                          f"{raised.short_type} before PyTorch could report the worker's death. "
                          "A worker killed mid-epoch is usually the OOM killer (SIGKILL) or a "
                          "crash in the dataset code."),
-            culprit=Culprit(role="dataloader_worker", location=Location.of(user)),
+            culprit=Culprit(pid=pid, role="dataloader_worker", location=Location.of(user)),
             evidence=(f"job output: {raised.type}: {raised.message}",
                       "the traceback passes through DataLoader._try_get_data and "
                       "multiprocessing's resource sharer (a worker's tensor being fetched)"),
