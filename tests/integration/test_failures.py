@@ -93,3 +93,30 @@ def test_a_job_that_succeeded_gets_no_failure(tmp_path):
     assert done.returncode == 0
     assert report["verdict"] == "completed"
     assert not [f for f in report["findings"] if f["severity"] in ("error", "critical")]
+
+
+def test_analyze_of_its_own_report_keeps_the_failure(tmp_path):
+    path = script(tmp_path, MISSING_FILE)
+    hd_run(tmp_path / "report", "--", sys.executable, str(path))
+    report_json = tmp_path / "report" / "report.json"
+    for given in (report_json, tmp_path / "report"):  # its evidence is diagnosed again
+        done = run_cli("analyze", str(given), "--json")
+        assert done.returncode == 1, done.stderr
+        again = json.loads(done.stdout)
+        assert again["verdict"] == "failed"
+        assert "FileNotFoundError" in again["findings"][0]["title"]
+    # Without the evidence beside it, the saved report is what there is.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "report.json").write_text(report_json.read_text())
+    done = run_cli("analyze", str(alone / "report.json"), "--json")
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["verdict"] == "failed"
+
+
+def test_a_broken_report_is_a_one_line_error(tmp_path):
+    broken = tmp_path / "report.json"
+    broken.write_text('{"verdict": "failed", "findings": [')
+    done = run_cli("analyze", str(broken))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "not a report" in done.stderr
