@@ -33,6 +33,20 @@ def analyze(*paths: Path | str, extra: tuple[str, ...] = ()
     ("glibc_mismatch.log", "env.library_mismatch", "version `GLIBC_2.34' not found"),
     ("shm_bus_error.log", "data.worker_killed",
      "unable to write to file </torch_2817_1375466711_3>: No space left on device"),
+    # Formats seen in https://github.com/pytorch/pytorch/pull/140969 (fr_trace),
+    # https://github.com/modelscope/ms-swift/issues/8043 (NCCL connection refused),
+    # https://github.com/zai-org/CogVLM2/issues/178 (unhandled system error),
+    # https://github.com/hiyouga/LlamaFactory/issues/6953 (heartbeat monitor),
+    # https://github.com/chrisknewman/tusas/issues/149 (Slurm's cgroup OOM kill).
+    ("fr_trace_missing_ranks.log", "distributed.collective_mismatch",
+     "Not all ranks joining collective: sequence number: 4812"),
+    ("nccl_connection_refused.log", "distributed.network",
+     "returned Connection refused"),
+    ("nccl_unhandled_system_error.log", "distributed.network", "unhandled system error"),
+    ("nccl_heartbeat_abort.log", "distributed.collective_timeout",
+     "Heartbeat monitor timed out!"),
+    ("slurm_cgroup_oom.log", "host.memory_exhausted",
+     "Detected 1 oom_kill event in StepId=5512873.0"),
 ])
 def test_a_real_failure_log_is_diagnosed(log, category, evidence, report_schema):
     report, done = analyze(LOGS / log)
@@ -43,6 +57,18 @@ def test_a_real_failure_log_is_diagnosed(log, category, evidence, report_schema)
     assert root["category"] == category, [f["title"] for f in report["findings"]]
     assert any(evidence in line for line in root["evidence"]), root["evidence"]
     assert root["fixes"]
+
+
+def test_the_new_formats_name_who_and_where():
+    fr = analyze(LOGS / "fr_trace_missing_ranks.log")[0]["findings"][0]
+    assert fr["culprit"]["rank"] == 2
+    assert fr["culprit"]["location"]["line"] == 214 and "all_reduce #4812" in fr["title"]
+    heartbeat = analyze(LOGS / "nccl_heartbeat_abort.log")[0]["findings"][0]
+    assert heartbeat["culprit"]["rank"] == 3
+    oom = analyze(LOGS / "slurm_cgroup_oom.log")[0]["findings"][0]
+    assert "5512873.0 " in oom["title"] and "gpu-node-12" in oom["title"]
+    refused = analyze(LOGS / "nccl_connection_refused.log")[0]["findings"][0]
+    assert "10.12.0.31:52597" in refused["title"]
 
 
 def test_the_rank_that_is_behind_is_named():

@@ -92,6 +92,37 @@ _PATTERNS: tuple[_Pattern, ...] = (
        r"Call to (?:recv|send|connect) (?:from|to)? ?\S* ?failed ?: "
        r"(?:Connection reset by peer|Connection refused|Broken pipe).*|"
        r"NET/IB ?: Got completion from peer.*with (?:error|status).*)"),
+    # NCCL's socket connect giving up (misc/socket.cc), e.g.
+    # https://github.com/modelscope/ms-swift/issues/8043 (socketPollConnect ... returned
+    # Connection refused) and https://github.com/NVIDIA/nccl-tests/issues/166
+    # (socketStartConnect: Connect to ... failed : Software caused connection abort)
+    _p("transport_error", "Connect",
+       r"(?P<message>socket(?:Poll|Start)?Connect: [Cc]onnect to \S+ (?:returned|failed ?:) ?"
+       r"(?:Connection refused|Software caused connection abort|Connection timed out|"
+       r"No route to host|Network is unreachable).*)"),
+    # ncclSystemError as torch raises it: a system call of NCCL's (a socket, mostly) failed,
+    # e.g. https://github.com/vllm-project/vllm/issues/10523,
+    # https://github.com/zai-org/CogVLM2/issues/178
+    _p("transport_error", "unhandled system error",
+       r"NCCL error.*?(?P<message>unhandled system error.*)"),
+    # ProcessGroupNCCL's heartbeat monitor ending a process whose watchdog is stuck, e.g.
+    # https://github.com/hiyouga/LlamaFactory/issues/6953
+    _p("nccl_watchdog_stuck", "Heartbeat monitor timed out",
+       _PG_RANK + r" Heartbeat monitor timed out!.*?(?:workMetaList_\.size\(\)\s*=\s*"
+       r"(?P<pending>\d+))?$"),
+    _p("nccl_watchdog_stuck", "watchdog got stuck",
+       _PG_RANK + r".*watchdog got stuck for (?P<seconds>\d+) seconds"),
+    # PyTorch's Flight Recorder analyzer (torch.distributed.flight_recorder.fr_trace,
+    # `torchfrtrace`), e.g. https://github.com/pytorch/pytorch/pull/140969
+    _p("fr_missing_ranks", "Not all ranks joining collective",
+       r"Not all ranks joining collective: sequence number: (?P<seq>\d+)"),
+    # Slurm's cgroup OOM report (slurmstepd, both wordings) and srun's per-task summary, e.g.
+    # https://github.com/chrisknewman/tusas/issues/149, https://github.com/hafs-community/HAFS/issues/101
+    _p("cgroup_oom", "oom",
+       r"slurmstepd: error: Detected (?P<count>\d+) oom[-_]kill events? ?(?:\(s\))? in "
+       r"(?:StepId=(?P<step>[\w.]*\w)|step (?P<step2>[\w.]*\w))"),
+    _p("cgroup_oom_task", "Out Of Memory",
+       r"srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,-]+): Out Of Memory"),
     _p("transport_error", "remote process",
        r"(?P<message>remote process exited or there was a network error.*|ncclRemoteError: .*)"),
     # The TCPStore during training (torch/csrc/distributed/c10d/TCPStore.cpp): the store lives
@@ -252,7 +283,66 @@ _PATTERNS: tuple[_Pattern, ...] = (
 
 _STEP = re.compile(r"\b(?:global[_ ]step|step|iter(?:ation)?|it)\b\s*[:=#]?\s*(\d+)",
                    re.IGNORECASE)
-_RANK_PREFIX = re.compile(r"^\s*\[(?:default)?rank(\d+)\]:|^\s*\[(\d+)\]\s|^\s*\[RANK (\d+)\]")
+# What launchers and log collectors put before each line of a process's output, one piece at a
+# time (several may stack: a timestamp, then torchrun's rank). Each piece eats at most one
+# following space, so a traceback's indentation survives.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_PREFIX_PIECES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # torchrun (`[rank1]:`, `--tee`'s `[default0]:` or `[0]`), torch's `[RANK 3]`
+    ("rank", re.compile(r"\s*\[(?:default|rank|defaultrank)?(?P<rank>\d+)\]:\s?|"
+                        r"\s*\[(?P<rank2>\d+)\]\s|\s*\[RANK (?P<rank3>\d+)\]:?\s?")),
+    # mpirun --tag-output: `[1,0]<stderr>:`
+    ("rank", re.compile(r"\s*\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:\s?")),
+    # Ray: `(RayTrainWorker pid=1234)`, `(pid=1234, ip=10.0.0.1)`
+    ("pid", re.compile(r"\s*\((?:[\w.:]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s?")),
+    # Timestamps: logging's `2026-12-01 10:00:00,123 - ERROR - `, `kubectl logs --timestamps`'s
+    # `2026-12-01T10:00:00.123456789Z `, bracketed ones; an optional logger name and level.
+    ("time", re.compile(
+        r"\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+        r"(?:(?:\s*[-|]\s*|\s*)(?:[\w.]+\s*[-|]\s*)?\[?" + _LEVEL + r"\]?(?:\s*[-|:])?)?\s?")),
+    # Slurm's `srun --label`: `0: `
+    ("rank", re.compile(r"(?P<rank>\d+): ")),
+)
+
+
+@dataclass(frozen=True)
+class Prefixed:
+    """A line of output without what the launcher put before it, and whose line it was."""
+
+    text: str
+    rank: int | None = None
+    #: Which process printed it, as far as the prefixes tell (`rank 1`, `pid 1234@10.0.0.1`):
+    #: lines of several processes interleave in one log.
+    stream: str | None = None
+
+
+def split_prefix(line: str) -> Prefixed:
+    """The line without ANSI colours and launcher prefixes, with the rank or pid they name."""
+    text = _RAY_REPEATED.sub("", _ANSI.sub("", line)) if ("\x1b" in line or "repeated" in line) \
+        else line
+    head = text.lstrip()[:1]
+    if not head or not (head in "[(" or head.isdigit()):
+        return Prefixed(text=text)  # most lines: nothing before them
+    rank: int | None = None
+    stream: str | None = None
+    for _ in range(4):
+        for kind, piece in _PREFIX_PIECES:
+            match = piece.match(text)
+            if match is None or not match.group(0):
+                continue
+            groups = {k: v for k, v in match.groupdict().items() if v is not None}
+            number = groups.get("rank") or groups.get("rank2") or groups.get("rank3")
+            if kind == "rank" and number is not None:
+                rank, stream = int(number), f"rank {number}"
+            elif kind == "pid":
+                stream = f"pid {groups['pid']}@{groups.get('ip', '')}"
+            text = text[match.end():]
+            break
+        else:
+            break
+    return Prefixed(text=text, rank=rank, stream=stream)
 
 
 @dataclass(frozen=True)
@@ -282,11 +372,9 @@ def _pids(text: str) -> tuple[int, ...]:
 
 
 def line_rank(line: str) -> int | None:
-    """The rank a line is prefixed with by torchrun (`[rank3]:`, `--tee`'s `[3]`), if any."""
-    match = _RANK_PREFIX.search(line)
-    if match is None:
-        return None
-    return int(next(group for group in match.groups() if group is not None))
+    """The rank a line is prefixed with by its launcher (torchrun's `[rank3]:`, `--tee`'s
+    `[3]`, mpirun's `[1,3]<stderr>:`, `srun --label`'s `3: `), if any."""
+    return split_prefix(line).rank
 
 
 _CLASSIC_NEEDLES = ("DataLoader worker", "Killed process", "CUDA out of memory",

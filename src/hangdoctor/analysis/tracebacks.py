@@ -1,5 +1,6 @@
 """Python tracebacks in a job's output: which exception each process died of, with what
-message, raised at which line. torchrun prefixes each rank's lines (`[rank1]:`), and
+message, raised at which line. Launchers prefix each process's lines (torchrun's `[rank1]:`,
+Ray's `(RayTrainWorker pid=N)`, timestamps, colours: `logs.split_prefix`), and
 torch.multiprocessing.spawn quotes a child's traceback after `-- Process N terminated with the
 following error:`; both tell whose traceback it is."""
 
@@ -11,10 +12,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin
-from hangdoctor.analysis.logs import line_rank
+from hangdoctor.analysis.logs import split_prefix
 from hangdoctor.evidence.model import Frame
 
-_PREFIX = re.compile(r"^\s*\[(?:rank|default)?\d+\]:\s?")
 _START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
@@ -23,6 +23,8 @@ _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following
 # searched anywhere in the line: on stderr it may follow a stdout line that had no newline yet.
 _THREAD_DIED = re.compile(r"Exception in thread (?P<name>.+):$")
 _MARKERS = re.compile(r"^\s*[\^~\s]+$")
+_CHAINING = ("During handling of the above exception, another exception occurred:",
+             "The above exception was the direct cause of the following exception:")
 # Lines of other output a traceback may hold (a job's stdout between the pieces of a traceback
 # written to stderr, both in one log), and how the exception's name must then look.
 _FOREIGN_LINES = 12
@@ -39,6 +41,29 @@ class Raised:
     message: str
     index: int  # line of the exception in the output
     thread: str | None = None  # the thread it ended, when it was not the main thread
+    stream: str | None = None  # whose lines they were, as the launcher's prefixes tell
+    #: The exception being handled when this one was raised (Python's "During handling of the
+    #: above exception" or "The above exception was the direct cause"), printed before it.
+    cause: Raised | None = None
+
+    @property
+    def root(self) -> Raised:
+        """The first exception of its chain: what went wrong before the handling failed."""
+        raised = self
+        while raised.cause is not None:
+            raised = raised.cause
+        return raised
+
+    @property
+    def uncaught(self) -> bool:
+        """Whether nothing caught it: its traceback reaches a module's top level (a script's
+        `<module>`, `python -m`'s runpy), as Python prints it when the process dies of it.
+        A traceback logged by an `except` block starts at the function that caught it."""
+        if not self.frames:
+            return False
+        outermost = self.frames[-1]
+        return outermost.function == "<module>" or outermost.function.split(".")[-1] in (
+            "_run_module_as_main", "_run_code")
 
     @property
     def short_type(self) -> str:
@@ -56,22 +81,22 @@ class Raised:
         return any(origin(frame) is Origin.USER for frame in self.frames)
 
 
-def _strip(line: str) -> str:
-    return _PREFIX.sub("", line, count=1)
-
-
 @lru_cache(maxsize=8)
 def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
     found: list[Raised] = []
     # One traceback under way per stream: ranks' lines interleave in a torchrun log.
-    open_tracebacks: dict[int | None, list[Frame]] = {}
+    open_tracebacks: dict[str | None, list[Frame]] = {}
     spawned_rank: int | None = None
-    died: dict[int | None, tuple[int, str]] = {}  # "Exception in thread X:" seen at line
-    foreign: dict[int | None, int] = {}  # lines of other output inside an open traceback
-    threads: dict[int | None, str | None] = {}
+    died: dict[str | None, tuple[int, str]] = {}  # "Exception in thread X:" seen at line
+    foreign: dict[str | None, int] = {}  # lines of other output inside an open traceback
+    threads: dict[str | None, str | None] = {}
+    chained: set[str | None] = set()  # streams whose next traceback was raised handling the last
     for index, raw in enumerate(lines):
-        stream = line_rank(raw)
-        line = _strip(raw).rstrip("\n")
+        prefixed = split_prefix(raw)
+        stream, line = prefixed.stream, prefixed.text.rstrip("\n")
+        if line.strip() in _CHAINING and stream not in open_tracebacks:
+            chained.add(stream)
+            continue
         if match := _SPAWNED.match(line.strip()):
             spawned_rank = int(match["index"])
             continue
@@ -90,17 +115,22 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
         if match := _FRAME.match(line):
             frames.insert(0, Frame(file=match["file"], line=int(match["line"]),
                                    function=match["function"].strip()))
-        elif line.startswith("    ") and frames and frames[0].code is None:
+        elif line.startswith("   ") and frames and frames[0].code is None:
+            # (three spaces: a prefix such as torchrun's `[default0]:` may have taken one)
             if not _MARKERS.match(line):
                 frames[0] = frames[0].model_copy(update={"code": line.strip()})
         elif line.startswith(" ") or _MARKERS.match(line) or not line.strip():
             continue
         elif (match := _EXCEPTION.match(line.strip())) and (
                 not foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])):
-            rank = stream if stream is not None else spawned_rank
+            rank = prefixed.rank if prefixed.rank is not None else spawned_rank
+            cause = found[-1] if stream in chained and found and found[-1].stream == stream \
+                else None
+            chained.discard(stream)
             found.append(Raised(rank=rank, frames=tuple(frames), type=match["type"],
                                 message=(match["message"] or "").strip(), index=index,
-                                thread=threads.get(stream) or _thread_of(frames)))
+                                thread=threads.get(stream) or _thread_of(frames),
+                                stream=stream, cause=cause))
             del open_tracebacks[stream]
         elif frames and foreign.get(stream, 0) < _FOREIGN_LINES:
             # Another stream's lines inside it (stdout between the pieces of a traceback
@@ -141,7 +171,7 @@ def first_raised(lines: Sequence[str], rank: int | None) -> Raised | None:
 _CONSEQUENCE = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|Connection refused|"
     r"Timed out waiting|timed out|timeout caused pair closure|DistNetworkError|"
-    r"remote process exited|ncclRemoteError|"
+    r"remote process exited|ncclRemoteError|unhandled system error|ncclSystemError|"
     r"SignalException|ChildFailedError|ProcessExitedException|ProcessRaisedException|"
     r"KeyboardInterrupt", re.IGNORECASE)
 

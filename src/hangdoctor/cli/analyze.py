@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 
 from hangdoctor.cli.output import prepare_report_dir, show
+from hangdoctor.cli.saved_report import REPORT_FILE, SavedReport, is_saved_report, read_saved_report
 from hangdoctor.errors import BadInputError, ExitCode
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID, LogFile, read_logs
 from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
 from hangdoctor.evidence.store import BUNDLE_FILE, load_bundle
 from hangdoctor.pipeline import Context, Mode, diagnose
-from hangdoctor.report.model import LogSource
+from hangdoctor.report.model import LogSource, Report
 
 
 def is_bundle(path: Path) -> bool:
@@ -30,6 +31,38 @@ def is_bundle(path: Path) -> bool:
     return head.lstrip().startswith(b"{") and BUNDLE_FORMAT.split("/")[0].encode() in head
 
 
+def _exit_code(report: Report) -> int:
+    """1 when a problem was diagnosed (or the verdict says the job failed or hung), else 0."""
+    problem = any(f.severity.is_problem for f in report.findings)
+    return int(ExitCode.PROBLEM_FOUND if problem or report.verdict in ("failed", "hung")
+               else ExitCode.OK)
+
+
+def _saved(paths: tuple[Path, ...]) -> SavedReport | None:
+    """The one saved report among the paths (a report.json, or a report directory that has
+    one), when that is all they are."""
+    if len(paths) != 1:
+        return None
+    path = paths[0]
+    if path.is_dir() and (path / REPORT_FILE).is_file():
+        path = path / REPORT_FILE
+    return read_saved_report(path) if is_saved_report(path) else None
+
+
+def _again(saved: SavedReport, report_dir: Path | None) -> Report:
+    """The saved evidence diagnosed again; a run that ended keeps how it ended."""
+    assert saved.evidence is not None
+    bundle = load_bundle(saved.evidence)
+    old = saved.report
+    ended = (bundle.job is not None and not bundle.snapshots) or old.verdict in (
+        "failed", "completed", "interrupted")
+    context = (Context(mode=Mode.ENDED, verdict=old.verdict, exit_code=old.exit_code,
+                       hang=old.hang, report_dir=report_dir, save_evidence=False)
+               if ended else Context(mode=Mode.LIVE, report_dir=report_dir,
+                                     save_evidence=False))
+    return diagnose(bundle, context)
+
+
 def _sources(files: list[LogFile]) -> list[LogSource]:
     return [LogSource(path=f.path, bytes=f.size_bytes, output_lines=len(f.output),
                       kernel_lines=len(f.kernel), truncated=f.truncated) for f in files]
@@ -45,7 +78,8 @@ def _sources(files: list[LogFile]) -> list[LogSource]:
 def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: bool) -> int:
     """Diagnose a saved capture again, or the logs of a past failure.
 
-    PATH is a report directory (or its evidence.json) written by `dump` or `run`, or a plain log
+    PATH is a report directory (its evidence.json, or its report.json) written by `dump` or `run`,
+    or a plain log
     file: the job's output, torchrun's or NCCL's log, the kernel log (`dmesg`, `journalctl -k`).
     Give as many log files as you have, with or without one capture; kernel lines are told from
     the others by their content. Only the last 20 MB of each file are read, and secrets in them
@@ -67,6 +101,11 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
             raise BadInputError(f"{path} does not exist")
     if report_dir is not None:
         prepare_report_dir(report_dir)
+    if (saved := _saved(paths)) is not None:
+        # hangdoctor's own report: its evidence diagnosed again, else the report as saved.
+        report = _again(saved, report_dir) if saved.evidence is not None else saved.report
+        show(report, as_json, report_dir if saved.evidence is not None else None)
+        return _exit_code(report)
     captures = [p for p in paths if is_bundle(p)]
     logs = [p for p in paths if p not in captures]
     if len(captures) > 1:
@@ -83,5 +122,4 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
         mode=Mode.LOGS if logs_only else Mode.LIVE, report_dir=report_dir,
         save_evidence=bool(files), logs=_sources(files)))
     show(report, as_json, report_dir)
-    problem = any(f.severity.is_problem for f in report.findings)
-    return int(ExitCode.PROBLEM_FOUND if problem else ExitCode.OK)
+    return _exit_code(report)

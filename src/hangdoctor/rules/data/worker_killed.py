@@ -4,12 +4,47 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import in_function, innermost_user_frame
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
+from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.rules._failure import traceback_lines
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.taxonomy import Category
+
+_LOST_HANDOVER = ("ConnectionResetError", "ConnectionRefusedError", "EOFError",
+                  "BrokenPipeError", "FileNotFoundError")
+_SITE = "/usr/lib/python3.11/site-packages"
+_STDLIB = "/usr/lib/python3.11"
+
+
+def _lost_handover(raised: Raised) -> bool:
+    """The main process failed while receiving a batch from a worker: the worker passes each
+    tensor's storage as a descriptor through multiprocessing's resource sharer (or a shared
+    file), and when it dies before the main process has fetched it, the fetch fails with a
+    connection error instead of PyTorch's "worker ... is killed" message."""
+    frames = raised.frames
+    return (raised.short_type in _LOST_HANDOVER
+            and in_function(frames, "torch/utils/data/dataloader.py",
+                            {"_try_get_data", "_get_data", "_next_data"})
+            and (in_function(frames, "multiprocessing/resource_sharer.py",
+                             {"get_connection", "detach"})
+                 or in_function(frames, "torch/multiprocessing/reductions.py",
+                                {"rebuild_storage_fd", "rebuild_storage_filename"})))
+
+
+def _handover_example() -> tuple[str, ...]:
+    return traceback_lines(
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+        ("/home/ml/train.py", 22, "<module>", "for batch in loader:"),
+        (f"{_SITE}/torch/utils/data/dataloader.py", 1291, "_try_get_data",
+         "data = self._data_queue.get(timeout=timeout)"),
+        (f"{_SITE}/torch/multiprocessing/reductions.py", 538, "rebuild_storage_fd",
+         "fd = df.detach()"),
+        (f"{_STDLIB}/multiprocessing/resource_sharer.py", 86, "get_connection",
+         "c = Client(address, authkey=process.current_process().authkey)"))
 
 
 class WorkerKilled(Rule):
@@ -24,6 +59,9 @@ class WorkerKilled(Rule):
     )
     reads = "capture"
     specificity = 80
+    # A worker that died while its batch was fetched is not named in the error: its pid is
+    # known only when `run`'s timeline saw it leave.
+    names_culprit = False
     fires_on = (
         Example("worker killed by SIGBUS (full /dev/shm)", lambda: failed_job((
             "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
@@ -32,6 +70,8 @@ class WorkerKilled(Rule):
         Example("worker killed by SIGKILL", lambda: failed_job((
             "RuntimeError: DataLoader worker (pid(s) 51, 52) exited unexpectedly",
             "RuntimeError: DataLoader worker (pid 51) is killed by signal: Killed. ",))),
+        Example("a worker died while handing a batch over", lambda: failed_job(
+            _handover_example())),
     )
     quiet_on = (
         Example("a clean run", lambda: failed_job(("epoch 1 done",), exit_code=0)),
@@ -44,6 +84,9 @@ class WorkerKilled(Rule):
         matches = [m for m in scan(record.output_tail)
                    if m.kind in ("worker_killed", "worker_exited")]
         if not matches:
+            lost = next((r for r in tracebacks(record.output_tail) if _lost_handover(r)), None)
+            if lost is not None:
+                yield self._handover(lost, self._gone_worker(job))
             return
         best = next((m for m in matches if m.kind == "worker_killed"), matches[0])
         oom = [m for m in scan(record.kernel_log) if m.kind == "oom_killed"
@@ -78,4 +121,34 @@ class WorkerKilled(Rule):
             explanation=explanation,
             culprit=Culprit(pid=best.pids[0] if best.pids else None, role="dataloader_worker"),
             evidence=tuple(evidence), fixes=fixes,
+        )
+
+    @staticmethod
+    def _gone_worker(job: JobView) -> int | None:
+        """A process that left the job's tree while it ran, not its root (`run`'s timeline):
+        the worker that died."""
+        root = job.bundle.target_pid
+        return next((v.pid for v in job.vanished if v.pid != root and v.ppid is not None), None)
+
+    def _handover(self, raised: Raised, pid: int | None) -> Finding:
+        """A worker died while the main process fetched a batch from it: which message
+        PyTorch prints depends on which noticed first, its SIGCHLD handler or the fetch."""
+        user = innermost_user_frame(raised.frames)
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.75,
+            title=f"A DataLoader worker died while handing a batch over ({raised.short_type})",
+            explanation=("The main process was receiving a batch's tensors from a worker "
+                         "(passed as file descriptors through multiprocessing's resource "
+                         "sharer) when that worker went away, so the fetch failed with "
+                         f"{raised.short_type} before PyTorch could report the worker's death. "
+                         "A worker killed mid-epoch is usually the OOM killer (SIGKILL) or a "
+                         "crash in the dataset code."),
+            culprit=Culprit(pid=pid, role="dataloader_worker", location=Location.of(user)),
+            evidence=(f"job output: {raised.type}: {raised.message}",
+                      "the traceback passes through DataLoader._try_get_data and "
+                      "multiprocessing's resource sharer (a worker's tensor being fetched)"),
+            fixes=("Check `dmesg` for `Out of memory: Killed process` and the container's "
+                   "memory limit; lower host memory use (fewer workers, smaller "
+                   "prefetch_factor).",
+                   "Rerun with num_workers=0 to see an error raised in the dataset code."),
         )

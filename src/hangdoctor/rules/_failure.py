@@ -1,0 +1,216 @@
+"""What the fallback rules over failed jobs share: whether the job failed, the exception it
+failed of, which category its message names, and the finding that names it.
+
+Every failed report names the failure: when no specific rule explains a job that failed, one of
+the `*_failure.py` rules (one per category, the category being the exception's mechanism) names
+the first exception, its line in the user's code and the library call made there; a job that
+failed without a traceback still gets its exit status and last lines of output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_file
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import SIGNAL_NAMES, split_prefix
+from hangdoctor.analysis.tracebacks import Raised, is_consequence, tracebacks
+from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
+from hangdoctor.evidence.model import Bundle, Frame
+from hangdoctor.rules._job_examples import failed_job
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import clip, logs_bundle, output_lines
+from hangdoctor.taxonomy import Category
+
+#: Messages that name a mechanism, by category; matched against `Type: message`.
+_MECHANISMS: tuple[tuple[Category, re.Pattern[str]], ...] = (
+    (Category.GPU_MEMORY_EXHAUSTED, re.compile(
+        r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
+        r"HIP out of memory|MPS backend out of memory")),
+    (Category.HOST_MEMORY_EXHAUSTED, re.compile(
+        r"^MemoryError\b|Cannot allocate memory|\[Errno 12\]|std::bad_alloc|"
+        r"DefaultCPUAllocator: can't allocate memory")),
+    # RLIMIT_FSIZE (EFBIG; Python ignores SIGXFSZ, so the write fails), RLIMIT_NOFILE (EMFILE),
+    # RLIMIT_NPROC (threads or processes that cannot be created).
+    (Category.ENV_OS_LIMITS, re.compile(
+        r"\[Errno 27\]|File too large|\[Errno 24\]|Too many open files|"
+        r"can't start new thread|\[Errno 11\] Resource temporarily unavailable")),
+    # Autograd's anomaly mode, clip_grad_norm_(error_if_nonfinite=True), a distribution's
+    # argument check on NaN parameters, explicit NaN checks.
+    (Category.ALGORITHM_NONFINITE, re.compile(
+        r"returned nan values|is non-finite|found invalid values:.*\bnan\b|"
+        r"\b(?:NaN|nan|Inf|inf) (?:detected|found|encountered)\b|[Dd]etected (?:a )?(?:NaN|nan)\b|"
+        r"\bloss is (?:nan|NaN|inf)\b")),
+)
+#: Wrappers that report another process's failure (Ray Train's driver, Ray's actor deaths).
+_WRAPPER = re.compile(r"TrainingFailedError|WorkerGroupError|RayActorError|ActorDiedError")
+_LAST_LINES = 5
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a failed job died of, as far as its output tells."""
+
+    raised: Raised | None  # the first exception of its own; None when nothing was printed
+    exit_code: int | None
+    signal: int | None
+    last_lines: tuple[str, ...]
+    #: Every traceback of its own in the output (for the count in the evidence).
+    count: int = 0
+
+
+def _own(lines: tuple[str, ...]) -> list[Raised]:
+    found = tracebacks(lines)
+    return [r for r in found if not is_consequence(r) and not _WRAPPER.search(r.type)]
+
+
+def failure_of(job: JobView) -> Failure | None:
+    """The failure of a job that failed: `run` saw it exit non-zero (not a hang, not the
+    user's Ctrl-C), or its logs (`analyze`) end in a traceback nobody caught."""
+    record = job.record
+    if record is None or record.hang_declared_s is not None or record.killed_by_hangdoctor \
+            or record.interrupted:
+        return None
+    lines = output_lines(job)
+    own = _own(lines)
+    if record.exit_code is None:
+        # Logs alone: the job failed when a traceback reaches a module's top level.
+        if job.bundle.target_pid != LOGS_ONLY_PID or not any(
+                r.uncaught for r in tracebacks(lines)):
+            return None
+    elif record.exit_code == 0:
+        return None
+    first = next((r for r in own if r.in_user_code and r.thread is None),
+                 next((r for r in own if r.in_user_code), own[0] if own else None))
+    last = tuple(clip(split_prefix(line).text.rstrip()) for line in lines
+                 if line.strip())[-_LAST_LINES:]
+    return Failure(raised=first.root if first is not None else None,
+                   exit_code=record.exit_code, signal=record.signal, last_lines=last,
+                   count=len(own))
+
+
+def category_of(raised: Raised | None) -> Category:
+    """The category an exception's type and message name, else process.unexplained."""
+    if raised is None:
+        return Category.PROCESS_UNEXPLAINED
+    text = f"{raised.short_type}: {raised.message}"
+    return next((category for category, pattern in _MECHANISMS if pattern.search(text)),
+                Category.PROCESS_UNEXPLAINED)
+
+
+def library_call(raised: Raised) -> Frame | None:
+    """The call the user's line made into a library (the frame just inside it), if any."""
+    user = innermost_user_frame(raised.frames)
+    if user is None:
+        return None
+    index = raised.frames.index(user)
+    inner = raised.frames[index - 1] if index > 0 else None
+    return inner if inner is not None and origin(inner) is not Origin.USER else None
+
+
+def _status(failure: Failure) -> str:
+    if failure.signal is not None:
+        return f"killed by {SIGNAL_NAMES.get(failure.signal, f'signal {failure.signal}')}"
+    if failure.exit_code is not None:
+        return f"exit {failure.exit_code}"
+    return "it ended"
+
+
+_FIXES: dict[Category, tuple[str, ...]] = {
+    Category.GPU_MEMORY_EXHAUSTED: (
+        "Use less device memory at that line: a smaller batch, gradient accumulation, mixed "
+        "precision, activation checkpointing; `torch.cuda.memory_summary()` shows what holds it.",),
+    Category.HOST_MEMORY_EXHAUSTED: (
+        "Use less host memory there: load data lazily (memory-mapped files, streaming), fewer "
+        "DataLoader workers, no copy of the dataset per worker; check the container's limit.",),
+    Category.ENV_OS_LIMITS: (
+        "Check the limits the job runs under (`ulimit -a` in the job's own environment): the "
+        "file-size limit (`ulimit -f`), open files (`ulimit -n`), processes (`ulimit -u`); "
+        "raise the one the error names, or write/open less at that line.",),
+    Category.ALGORITHM_NONFINITE: (
+        "Find the first non-finite value: the operation named by anomaly mode, its inputs "
+        "(log, sqrt, division by a value that can be 0), the learning rate; clip gradients.",),
+    Category.PROCESS_UNEXPLAINED: (
+        "Fix the error at the line named: the exception's message says what was wrong there.",),
+}
+
+
+def failure_finding(rule_id: str, category: Category, failure: Failure) -> Finding:
+    """The finding naming the failure: the exception, its rank, its line and library call."""
+    raised = failure.raised
+    status = _status(failure)
+    if raised is None:
+        last = tuple(f"last output: {line}" for line in failure.last_lines)
+        return Finding(
+            id=rule_id, category=category, severity=Severity.ERROR, confidence=0.3,
+            title=f"The job failed ({status}) without a Python traceback",
+            explanation=("The job ended with an error status and printed no traceback: a "
+                         "native crash, a process that called exit() with an error code, or "
+                         "a child's failure passed on. Its last lines of output are below."),
+            evidence=last or ("the job printed nothing",),
+            fixes=("Look at the last lines of output above and at the code that exits with "
+                   "that status (`sys.exit(N)`, a shell script's `exit N`).",
+                   "For a native crash, run with `python -X faulthandler` to get the stack."),
+        )
+    user = innermost_user_frame(raised.frames)
+    call = library_call(raised)
+    where = (f" at {short_file(user.file)}:{user.line}" if user is not None
+             else " (no frame in your code)")
+    rank = f" on rank {raised.rank}" if raised.rank is not None else ""
+    thread = f" in {raised.thread}" if raised.thread else ""
+    message = f": {clip(raised.message)}" if raised.message else ""
+    evidence: list[str] = [f"{raised.type}{message}"]
+    if user is not None:
+        code = f" `{user.code}`" if user.code else ""
+        evidence.append(f"your code: {user.file}:{user.line} in {user.function}{code}")
+    if call is not None:
+        evidence.append(f"library call: {call.function} ({short_file(call.file)}:{call.line})")
+    elif user is None and raised.frames:
+        inner = raised.frames[0]
+        evidence.append(f"raised in {inner.function} ({short_file(inner.file)}:{inner.line})")
+    evidence.append(f"the job failed ({status}); {failure.count} traceback(s) of its own in "
+                    "the output, this is the first")
+    fixes = _FIXES[category]
+    if user is None:
+        fixes += ("No frame of the traceback is in your code: the failure is inside the "
+                  "launcher or a library; its message and the command line are where to look.",)
+    title_call = f" (in {call.function})" if call is not None else ""
+    return Finding(
+        id=rule_id, category=category, severity=Severity.ERROR,
+        confidence=0.6 if category is not Category.PROCESS_UNEXPLAINED else 0.5,
+        title=f"{raised.short_type}{message}{where}{title_call}{rank}{thread}",
+        explanation=("The job failed of this exception (the first one of its own in the "
+                     "output; what was raised while handling it, and other ranks' lost "
+                     "connections, came after)."),
+        culprit=Culprit(rank=raised.rank, role="rank" if raised.rank is not None else None,
+                        thread=raised.thread, location=Location.of(user)),
+        evidence=tuple(evidence), fixes=fixes,
+    )
+
+
+def check_failure(job: JobView, rule_id: str, category: Category) -> list[Finding]:
+    """The finding of the rule for `category`, when the job failed of an exception of it."""
+    failure = failure_of(job)
+    if failure is None or category_of(failure.raised) is not category:
+        return []
+    return [failure_finding(rule_id, category, failure)]
+
+
+def traceback_lines(error: str, *frames: tuple[str, int, str, str], prefix: str = ""
+                    ) -> tuple[str, ...]:
+    """A traceback as Python prints it (outermost frame first), for the rules' examples."""
+    lines = [f"{prefix}Traceback (most recent call last):"]
+    for file, line, function, code in frames:
+        lines += [f'{prefix}  File "{file}", line {line}, in {function}', f"{prefix}    {code}"]
+    return (*lines, f"{prefix}{error}")
+
+
+def failed_with(error: str, *frames: tuple[str, int, str, str], exit_code: int = 1) -> Bundle:
+    """A job that `run` saw exit with `exit_code` after printing this traceback."""
+    return failed_job(traceback_lines(error, *frames), exit_code=exit_code)
+
+
+def logged_failure(error: str, *frames: tuple[str, int, str, str]) -> Bundle:
+    """The log of a job (`analyze`) that printed this traceback."""
+    return logs_bundle(traceback_lines(error, *frames))

@@ -1,0 +1,44 @@
+"""HD651 algorithm.nonfinite: The job failed of a NaN/Inf check. The fallback for a failed job
+whose exception names that mechanism (see rules/_failure.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._failure import check_failure, failed_with
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding
+from hangdoctor.taxonomy import Category
+
+SITE = "/usr/lib/python3.11/site-packages"
+
+
+class NonfiniteFailure(Rule):
+    """The job failed of a NaN/Inf check: every failed report names the failure."""
+
+    id = "HD651"
+    category = Category.ALGORITHM_NONFINITE
+    summary = "the job failed of a NaN/Inf check"
+    fires_when = (
+        "the job failed of a non-finite value found by a check (autograd's anomaly mode, "
+        "`clip_grad_norm_(error_if_nonfinite=True)`, a distribution's argument check) and no "
+        "other rule found an error: names it and its line in your code"
+    )
+    reads = "logs"
+    fallback = True
+    specificity = 5
+    names_culprit = False
+    fires_on = (
+        Example("anomaly mode in backward", lambda: failed_with(
+            "RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.",
+            ("/home/ml/train.py", 44, "<module>", "loss.backward()"),
+            (f"{SITE}/torch/_tensor.py", 626, "backward", "torch.autograd.backward("))),
+    )
+    quiet_on = (
+        Example("another failure", lambda: failed_with(
+            "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']"))),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        return check_failure(job, self.id, self.category)

@@ -1,0 +1,101 @@
+"""HD357 distributed.collective_mismatch: PyTorch's Flight Recorder analyzer (`fr_trace`,
+`torchfrtrace`) found a collective that not every rank joined: the missing ranks never issued
+it (they were elsewhere: another collective, a branch that skipped it, still computing)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import innermost_user_frame
+from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence.model import Frame
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import cite, clip, logs_bundle, matches_of, output_lines
+from hangdoctor.taxonomy import Category
+
+_FIELD = re.compile(r"^\s*(?P<key>[a-z][a-z ]+): (?P<value>.*)$")
+_STACK = re.compile(r"^\s*(?P<function>\S+) at (?P<file>.+):(?P<line>\d+)\s*$")
+_BLOCK = 40
+
+_REPORT = (
+    "Not all ranks joining collective: sequence number: 4812",
+    "internal record id: 4811",
+    "group info: 0:default_pg",
+    "collective: nccl:all_reduce",
+    "missing ranks: {2}",
+    "world size: 4",
+    "collective stack trace:",
+    " all_reduce at /opt/venv/lib/python3.11/site-packages/torch/distributed/"
+    "distributed_c10d.py:2707",
+    "sync_metrics at /home/ml/proj/train.py:214",
+)
+
+
+def _block(lines: tuple[str, ...], start: int) -> tuple[dict[str, str], list[Frame]]:
+    """The fields and the stack trace of one report, up to the next one."""
+    fields: dict[str, str] = {}
+    stack: list[Frame] = []
+    for line in lines[start + 1: start + _BLOCK]:
+        if "Not all ranks joining collective" in line or "Collective " in line[:11]:
+            break
+        if match := _STACK.match(line):
+            stack.append(Frame(function=match["function"], file=match["file"],
+                               line=int(match["line"])))
+        elif match := _FIELD.match(line):
+            fields[match["key"].strip()] = match["value"].strip()
+    return fields, stack
+
+
+class FlightRecorderMissingRanks(Rule):
+    """The Flight Recorder analyzer says some ranks never joined a collective."""
+
+    id = "HD357"
+    category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
+    summary = "the Flight Recorder analyzer found a collective some ranks never joined"
+    fires_when = (
+        "fr_trace's `Not all ranks joining collective`: names the missing ranks, the "
+        "collective, its sequence number and the line of your code that called it"
+    )
+    reads = "logs"
+    specificity = 80
+    names_culprit = False
+    fires_on = (Example("fr_trace's report", lambda: logs_bundle(list(_REPORT))),)
+    quiet_on = (Example("fr_trace with nothing to report", lambda: logs_bundle([
+        "loaded 4 files in 0.3s", "built groups, memberships"])),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        found = matches_of(job, "fr_missing_ranks")
+        if not found:
+            return
+        first = found[0]
+        fields, stack = _block(output_lines(job), first.index)
+        missing = sorted(int(r) for r in re.findall(r"\d+", fields.get("missing ranks", "")))
+        op = fields.get("collective", "a collective").split(":")[-1]
+        seq = first.fields.get("seq")
+        user = innermost_user_frame(stack)
+        where = f" called at {user.file.rsplit('/', 1)[-1]}:{user.line}" if user else ""
+        who = (f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+               if missing else "some ranks")
+        evidence = cite(found, limit=2)
+        evidence += [f"fr_trace: {key}: {clip(fields[key])}" for key in
+                     ("collective", "group info", "missing ranks", "world size",
+                      "collective state") if key in fields]
+        if user is not None:
+            evidence.append(f"your code: {user.file}:{user.line} in {user.function}")
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+            title=f"{who[0].upper()}{who[1:]} never joined {op} #{seq}{where}",
+            explanation=(f"The Flight Recorder analyzer matched every rank's collectives: the "
+                         f"other ranks issued {op} (sequence number {seq}) and {who} did not. "
+                         "They were elsewhere: in another collective, in a branch that skips "
+                         "this one, or still computing."),
+            culprit=Culprit(rank=missing[0] if missing else None, role="rank",
+                            location=Location.of(user)),
+            evidence=tuple(evidence),
+            fixes=(f"Find where {who} were instead: their last Flight Recorder entries "
+                   "(`fr_trace -j`), or their stacks (`hangdoctor dump` on the stuck job).",
+                   "Check the code around the call for a condition that differs between ranks "
+                   "(`if rank == 0:`, an uneven number of batches, a skipped step)."),
+        )

@@ -1,0 +1,86 @@
+"""HD356 distributed.collective_timeout: ProcessGroupNCCL's heartbeat monitor ended a rank whose
+watchdog made no progress: a NCCL or CUDA call blocked it (often the abort of a communicator
+after a collective timed out, or a thread holding the GIL inside a CUDA call)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
+from hangdoctor.taxonomy import Category
+
+_STUCK = ("[rank3]:[F1203 11:02:44.551612871 ProcessGroupNCCL.cpp:1169] [PG ID 0 PG GUID "
+          "0(default_pg) Rank 3] ProcessGroupNCCL's watchdog got stuck for 600 seconds without "
+          "making progress in monitoring enqueued collectives.")
+
+
+class WatchdogStuck(Rule):
+    """The NCCL watchdog of a rank got stuck and its heartbeat monitor ended the process."""
+
+    id = "HD356"
+    category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
+    summary = "the NCCL heartbeat monitor ended a rank whose watchdog was stuck"
+    fires_when = (
+        "`Heartbeat monitor timed out!` or `ProcessGroupNCCL's watchdog got stuck for N "
+        "seconds`: names the rank, how long, and what usually blocks the watchdog"
+    )
+    reads = "logs"
+    specificity = 70
+    names_culprit = False
+    fires_on = (
+        Example("the heartbeat monitor's abort", lambda: logs_bundle([
+            "[rank3]:[E1203 11:02:44.551207843 ProcessGroupNCCL.cpp:1316] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated "
+            "after dumping debug info. workMetaList_.size()=2", _STUCK])),
+    )
+    quiet_on = (
+        Example("monitor joined at a normal exit", lambda: logs_bundle([
+            "[rank0]:[I323 21:57:08.461980659 ProcessGroupNCCL.cpp:1538] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 0] ProcessGroupNCCL heart beat monitor thread joined."])),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        stuck = matches_of(job, "nccl_watchdog_stuck")
+        if not stuck:
+            return
+        timeouts = matches_of(job, "nccl_timeout")
+        first = stuck[0]
+        rank = first.number("rank")
+        seconds = next((m.fields["seconds"] for m in stuck if "seconds" in m.fields), None)
+        pending = next((m.fields["pending"] for m in stuck if "pending" in m.fields), None)
+        ranks = sorted({r for m in stuck if (r := m.number("rank")) is not None})
+        who = f"rank {rank}" if rank is not None else "a rank"
+        how_long = f" for {seconds} s" if seconds else ""
+        explanation = (f"The NCCL watchdog thread of {who} made no progress{how_long}, so "
+                       "ProcessGroupNCCL's heartbeat monitor ended the process (SIGABRT). The "
+                       "watchdog was blocked in a NCCL or CUDA call: ")
+        if timeouts:
+            explanation += ("here a collective had timed out first, and aborting its "
+                            "communicator hung; the collective's timeout is the cause to "
+                            "follow.")
+        else:
+            explanation += ("a kernel or collective that never completes on the device, or "
+                            "another thread holding the GIL inside a CUDA call.")
+        if pending:
+            explanation += f" {pending} collective(s) were still pending."
+        # Above the SIGABRT it causes (torchrun reports that rank as failed).
+        yield Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.92,
+            title=f"NCCL watchdog of {who} stuck{how_long}; the heartbeat monitor ended it"
+                  + (f" (ranks {', '.join(map(str, ranks))})" if len(ranks) > 1 else ""),
+            explanation=explanation,
+            culprit=Culprit(rank=rank, role="rank") if rank is not None else None,
+            evidence=tuple(cite(stuck, limit=3) + cite(timeouts, limit=2)),
+            fixes=(
+                "Find what the rank was doing: set TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and "
+                "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for Flight Recorder dumps, or `hangdoctor run` "
+                "the job to capture every rank's stack when it stops.",
+                "If a collective timed out first, the rank that never joined it is the cause "
+                "(a straggler, a rank in another collective).",
+                "Only if the job is slow rather than stuck: raise "
+                "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC.",
+            ),
+        )

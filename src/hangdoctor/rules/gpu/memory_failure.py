@@ -1,0 +1,40 @@
+"""HD498 gpu.memory_exhausted: The job failed of device memory exhaustion. The fallback for a
+failed job whose exception names that mechanism (see rules/_failure.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._failure import check_failure, failed_with
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding
+from hangdoctor.taxonomy import Category
+
+
+class GpuMemoryFailure(Rule):
+    """The job failed of device memory exhaustion: every failed report names the failure."""
+
+    id = "HD498"
+    category = Category.GPU_MEMORY_EXHAUSTED
+    summary = "the job failed of device memory exhaustion"
+    fires_when = (
+        "the job failed of `CUDA out of memory` (or another device allocator's) and no other rule "
+        "found an error: names it and its line in your code"
+    )
+    reads = "logs"
+    fallback = True
+    specificity = 5
+    names_culprit = False
+    fires_on = (
+        Example("CUDA out of memory", lambda: failed_with(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            ("/home/ml/train.py", 30, "<module>", "out = model(x)"))),
+    )
+    quiet_on = (
+        Example("another failure", lambda: failed_with(
+            "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']"))),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        return check_failure(job, self.id, self.category)

@@ -1,0 +1,39 @@
+"""HD698 host.memory_exhausted: The job failed of a host memory allocation. The fallback for a
+failed job whose exception names that mechanism (see rules/_failure.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._failure import check_failure, failed_with
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding
+from hangdoctor.taxonomy import Category
+
+
+class HostMemoryFailure(Rule):
+    """The job failed of a host memory allocation: every failed report names the failure."""
+
+    id = "HD698"
+    category = Category.HOST_MEMORY_EXHAUSTED
+    summary = "the job failed of a host memory allocation"
+    fires_when = (
+        "the job failed of `MemoryError` or `Cannot allocate memory` and no other rule found an "
+        "error: names it and its line in your code"
+    )
+    reads = "logs"
+    fallback = True
+    specificity = 5
+    names_culprit = False
+    fires_on = (
+        Example("MemoryError loading a dataset", lambda: failed_with(
+            "MemoryError", ("/home/ml/train.py", 9, "<module>", "data = np.ones((10**6, 10**6))"))),
+    )
+    quiet_on = (
+        Example("another failure", lambda: failed_with(
+            "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']"))),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        return check_failure(job, self.id, self.category)
