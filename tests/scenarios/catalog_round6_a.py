@@ -73,6 +73,12 @@ ROUND6_A: tuple[Scenario, ...] = (
     # set never runs, and the trainer waits in Future.result() for it.
     _a("r6a_eval_batcher_partial", _DEADLOCK, markers=("result", "get", "full-batch"),
        source="https://github.com/shakacode/messagebus/pull/23",
-       first_try=None),
+       first_try="wrong: process.unexplained / rank None / r6a_eval_batcher_partial.py:85 / "
+                 "verdict hung: the main thread waits on a futex in the Future.result() loop"),
+    # Healthy: SIGUSR1 (the wall-time warning) sets a flag, the loop checkpoints at the next
+    # step and carries on; the prefetch thread is stopped with a drain before the join.
+    _a("r6a_healthy_sigusr1_flag", HEALTHY, verdict="completed",
+       source="https://github.com/huggingface/nanotron/pull/392",
+       first_try="right"),
 )
 _ = HEALTHY
