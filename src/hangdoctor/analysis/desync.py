@@ -69,11 +69,12 @@ def _same(a: CollectiveCall, b: CollectiveCall, sites: bool = True) -> bool:
     return where_a == where_b
 
 
-def _words(call: CollectiveCall | None) -> str:
+def _words(call: CollectiveCall | None, sizes_matter: bool = False) -> str:
     if call is None:
         return "made no call under that number"
     where = f" at {short_location(call.site)}" if call.site is not None else ""
-    sizes = f" of {call.sizes}" if call.sizes and call.op in SAME_SIZE_OPS else ""
+    sizes = (f" on sizes {call.sizes}" if sizes_matter and call.sizes
+             and call.op in SAME_SIZE_OPS else "")
     return f"called {call.op}{sizes}{where}"
 
 
@@ -114,7 +115,8 @@ def _from_calls(group: str, calls: Mapping[int, Mapping[int, CollectiveCall]]
         odd = _odd_one(here)
         return DesyncOrigin(
             rank=odd, group=group, seq=seq, op=here[odd].op, site=here[odd].site,
-            others={r: _words(c) for r, c in here.items() if r != odd}, extra=False,
+            others={r: _words(c, sizes_matter=True) for r, c in here.items() if r != odd},
+            extra=False,
             last_seq=max(calls[odd]))
     return None
 
