@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from hangdoctor.analysis.desync import SAME_SIZE_OPS, DesyncOrigin, desync_origin
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.roles import Role, world_size_of
@@ -270,7 +271,11 @@ class RankView:
                 # outside any collective (computing, or blocked elsewhere).
                 state = replace(state, call=None, seq=None, distance=None)
             elif pending is not None or state.in_collective:
-                at = mine.get(self.divergence.seq) if self.divergence else None
+                # The divergence is its wait only where the rank has not completed it: ranks
+                # that parted earlier (one extra call) went on past it, out of step.
+                completed = records[state.rank].last_completed
+                at = mine.get(self.divergence.seq) if self.divergence and (
+                    completed is None or self.divergence.seq > completed) else None
                 entry = at or (pending if isinstance(pending, CollectiveRecord) else last)
                 api = state.call if state.call not in (None, entry.op) else None
                 state = replace(state, call=entry.op, seq=entry.seq, api=api)
@@ -290,6 +295,20 @@ class RankView:
             return False
         wait = describe_wait(self.job, state.process, state.thread)
         return wait.kind in IO_KINDS or wait.kind in (WaitKind.SLEEP, WaitKind.RUNNING)
+
+    @cached_property
+    def desync(self) -> DesyncOrigin | None:
+        """Where the ranks' collectives first part, from the calls the instrumentation noted
+        (see analysis/desync.py): often long before the place where they stopped."""
+        return desync_origin(
+            {r: s.status.collective_calls for r, s in self.ranks.items() if s.status},
+            {r: s.status.collective_sites for r, s in self.ranks.items() if s.status})
+
+    @cached_property
+    def earlier_desync(self) -> DesyncOrigin | None:
+        """The desync's origin when it lies before where the ranks are now."""
+        found = self.desync
+        return found if found is not None and found.earlier else None
 
     @cached_property
     def world_size(self) -> int | None:
@@ -403,16 +422,23 @@ class Divergence:
 
     seq: int
     ops: dict[int, str]
+    sizes: dict[int, str | None] = field(default_factory=dict)
 
 
 def _divergence(ops: dict[int, dict[int, CollectiveRecord]]) -> Divergence | None:
     """The lowest collective number that at least two ranks recorded under different
-    operations (gloo and NCCL number collectives per process group, from 1, on every rank)."""
+    operations, or one whose input has one shape on every rank on different sizes (gloo and
+    NCCL number collectives per process group, from 1, on every rank)."""
     numbers = sorted({seq for entries in ops.values() for seq in entries})
     for seq in numbers:
-        here = {rank: entries[seq].op for rank, entries in ops.items() if seq in entries}
-        if len(here) >= 2 and len(set(here.values())) > 1:
-            return Divergence(seq=seq, ops=here)
+        here = {rank: entries[seq] for rank, entries in ops.items() if seq in entries}
+        if len(here) < 2:
+            continue
+        names = {e.op for e in here.values()}
+        sizes = {e.sizes for e in here.values() if e.sizes is not None}
+        if len(names) > 1 or (names <= SAME_SIZE_OPS and len(sizes) > 1):
+            return Divergence(seq=seq, ops={r: e.op for r, e in here.items()},
+                              sizes={r: e.sizes for r, e in here.items()})
     return None
 
 

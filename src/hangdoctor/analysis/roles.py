@@ -85,11 +85,42 @@ def _init_locals(process: ProcessEvidence) -> dict[str, str | None]:
     return {}
 
 
+_RENDEZVOUS_FILE = "torch/distributed/rendezvous.py"
+_RENDEZVOUS_FUNCTIONS = frozenset({"_create_c10d_store", "_env_rendezvous_handler",
+                                   "_tcp_rendezvous_handler", "_file_rendezvous_handler"})
+
+
+def _rendezvous_locals(process: ProcessEvidence) -> dict[str, str | None]:
+    """The locals of the rendezvous that `init_process_group` is waiting in (the store, for
+    the peers): the rank and world size it really uses, read from the environment as the
+    process saw it then, also when the script set them itself (`os.environ["RANK"] = "0"`),
+    which /proc/PID/environ, fixed at the start, does not show."""
+    for thread in process.threads:
+        for frame in thread.python.frames if thread.python else ():
+            if (frame.function in _RENDEZVOUS_FUNCTIONS
+                    and frame.file.replace("\\", "/").endswith(_RENDEZVOUS_FILE)):
+                return {v.name: v.repr for v in frame.locals}
+    return {}
+
+
+def rendezvous_address(process: ProcessEvidence) -> str | None:
+    """`host:port` of the store the process's rendezvous waits at, from its locals."""
+    values = _rendezvous_locals(process)
+    host = values.get("master_addr") or values.get("hostname")
+    port = values.get("master_port") or values.get("port")
+    return f"{host.strip(chr(34) + chr(39))}:{port}" if host and port else None
+
+
 def init_arguments(process: ProcessEvidence) -> tuple[int | None, int | None]:
     """(rank, world_size) as the process passed them to `init_process_group` (-1, "from the
-    environment", reads as None)."""
+    environment", reads as None), else as its rendezvous read them from the environment."""
     values = _init_locals(process)
-    return _number(values.get("rank")), _number(values.get("world_size"))
+    rank, size = _number(values.get("rank")), _number(values.get("world_size"))
+    if rank is None or size is None:
+        store = _rendezvous_locals(process)
+        rank = rank if rank is not None else _number(store.get("rank"))
+        size = size if size is not None else _number(store.get("world_size"))
+    return rank, size
 
 
 def init_method(process: ProcessEvidence) -> str | None:

@@ -191,6 +191,33 @@ class SystemInfo(Evidence):
     py_spy: str | None = None
 
 
+class CollectiveCall(Evidence):
+    """One torch.distributed collective a rank called from Python, as the instrumentation
+    noted it: the ranks' n-th calls on a group must be the same operation, so the first number
+    where they differ is where the ranks fell out of step (often long before they stop)."""
+
+    group: str = Field(description="the process group's name (`0`: the default group)")
+    seq: int = Field(description="its number among this rank's calls on that group, from 1")
+    op: str = Field(description="the torch.distributed function, e.g. all_reduce")
+    sizes: str | None = Field(default=None, description="the input tensor's shape, as text")
+    site: Frame | None = Field(default=None, description="the innermost frame of the user's "
+                               "code that made the call (outside torch, site-packages and "
+                               "the standard library), its source context filled in by the "
+                               "supervisor")
+
+
+class CollectiveSite(Evidence):
+    """How often a rank called one collective from one line of its code: a call one rank made
+    and another never did outlives the ring of recent calls in a long run."""
+
+    group: str
+    op: str
+    site: Frame
+    calls: int = Field(description="how many times")
+    first_seq: int = Field(description="the number (in `group`) of the first of those calls")
+    last_seq: int = Field(description="the number of the last")
+
+
 class ProgressStatus(Evidence):
     """Training progress one instrumented process reports about itself (hangdoctor.instrument).
 
@@ -230,6 +257,12 @@ class ProgressStatus(Evidence):
     group_sites: tuple[tuple[int, str, int, str], ...] = Field(
         default=(), description="(number, file, line, function) of the most recent new_group "
         "calls (at most 16): where each group was created, numbered in creation order")
+    collective_calls: tuple[CollectiveCall, ...] = Field(
+        default=(), description="the most recent collectives it called from Python (at most "
+        "64), oldest first, numbered per process group, with the user's call site")
+    collective_sites: tuple[CollectiveSite, ...] = Field(
+        default=(), description="per process group, operation and user call site, how many "
+        "collectives it called there since it started (at most 64 sites)")
 
 
 class ProcessSample(Evidence):

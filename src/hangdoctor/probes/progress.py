@@ -35,14 +35,24 @@ def read_statuses(status_dir: Path) -> list[ProgressStatus]:
 
 def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     """The status with the user's frames of its last synchronisation read from the source
-    (the loops around them and their early exits): what a rank that left leaves behind."""
+    (the loops around them and their early exits): what a rank that left leaves behind. The
+    call sites of its collectives get the same (the `if` around a call only some ranks make)."""
     from hangdoctor.analysis.frames import Origin, origin
     from hangdoctor.probes.sources import with_source
 
     frames = [Frame(file=file, line=line, function=function)
               for file, line, function in status.last_sync_at]
     mine = tuple(with_source(f) for f in frames if origin(f) is Origin.USER)
-    return status.model_copy(update={"last_sync": mine}) if mine else status
+    update: dict[str, object] = {"last_sync": mine} if mine else {}
+    if status.collective_calls:
+        update["collective_calls"] = tuple(
+            call.model_copy(update={"site": with_source(call.site)}) if call.site else call
+            for call in status.collective_calls)
+    if status.collective_sites:
+        update["collective_sites"] = tuple(
+            site.model_copy(update={"site": with_source(site.site)})
+            for site in status.collective_sites)
+    return status.model_copy(update=update) if update else status
 
 
 FAULT_GLOB = "fault-*.txt"

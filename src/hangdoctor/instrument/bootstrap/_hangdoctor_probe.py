@@ -152,11 +152,14 @@ class _Status:
 
     __slots__ = (
         "batches",
+        "collective_calls",
+        "collective_sites",
         "collectives",
         "data_ends",
         "data_wait_s",
         "device_losses",
         "exiting_at",
+        "group_seqs",
         "group_sites",
         "groups_created",
         "in_collective",
@@ -205,6 +208,10 @@ class _Status:
         self.last_sync_at: list[tuple[types.CodeType, int]] = []  # see _note_sync_site
         self.groups_created = 0  # torch.distributed.new_group calls (see _wrap_new_group)
         self.group_sites: list[tuple[int, str, int, str]] = []  # (number, file, line, function)
+        # See _note_collective_call: the recent calls, the calls per site, the numbers per group.
+        self.collective_calls: collections.deque[_Call] = collections.deque(maxlen=_CALLS)
+        self.collective_sites: dict[_SiteKey, list[int]] = {}
+        self.group_seqs: dict[str, int] = {}
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -235,7 +242,32 @@ class _Status:
                              for code, line in self.last_sync_at],
             "groups_created": self.groups_created,
             "group_sites": self.group_sites,
+            "collective_calls": [_call_json(call) for call in list(self.collective_calls)],
+            "collective_sites": [_site_json(key, counts)
+                                 for key, counts in list(self.collective_sites.items())],
         }, allow_nan=False)
+
+
+if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript `tuple`
+    # (group, seq, op, sizes, file, line, function) of one collective call; file is None when
+    # no frame of the user's code made it.
+    _Call = tuple[str, int, str, str | None, str | None, int, str]
+    _SiteKey = tuple[str, str, str, int, str]  # group, op, file, line, function
+_CALLS = 64  # the most recent collective calls kept
+_SITES = 64  # the distinct call sites counted
+
+
+def _call_json(call: _Call) -> dict[str, object]:
+    group, seq, op, sizes, file, line, function = call
+    site = {"file": file, "line": line, "function": function} if file is not None else None
+    return {"group": group, "seq": seq, "op": op, "sizes": sizes, "site": site}
+
+
+def _site_json(key: _SiteKey, counts: list[int]) -> dict[str, object]:
+    group, op, file, line, function = key
+    calls, first, last = counts
+    return {"group": group, "op": op, "site": {"file": file, "line": line, "function": function},
+            "calls": calls, "first_seq": first, "last_seq": last}
 
 
 _state = _Status()
@@ -519,6 +551,7 @@ def _hook_distributed(torch: ModuleType) -> None:
     import torch.distributed.distributed_c10d as c10d
 
     _dist = dist
+    _learn_library_dirs(torch)
     wrappers: dict[int, object] = {}
     for module in (dist, c10d):
         for name in (*COLLECTIVES, "new_group"):
@@ -572,17 +605,23 @@ def _note_group_creation() -> None:
 
 def _async_op_index(function: Callable[..., object]) -> int | None:
     """Position of the `async_op` parameter, to tell async calls from blocking ones."""
+    return _parameter_index(function, "async_op")
+
+
+def _parameter_index(function: Callable[..., object], name: str) -> int | None:
+    """Position of the parameter `name` of `function`, or None."""
     import inspect
 
     try:
         names = list(inspect.signature(function).parameters)
-        return names.index("async_op")
+        return names.index(name)
     except (ValueError, TypeError):
         return None
 
 
 def _wrap_collective(name: str, function: Callable[..., object]) -> Callable[..., object]:
     async_index = _async_op_index(function)
+    group_index = _parameter_index(function, "group")
 
     @functools.wraps(function)
     def collective(*args: object, **kwargs: object) -> object:
@@ -590,6 +629,7 @@ def _wrap_collective(name: str, function: Callable[..., object]) -> Callable[...
         # so one user call counts once and the compiler sees the function it knows.
         if getattr(_tls, "in_collective", False) or (_compiling is not None and _compiling()):
             return function(*args, **kwargs)
+        _note_collective_call(name, args, kwargs, group_index)
         seq = _enter_collective(name, args, kwargs, async_index)
         _tls.in_collective = True
         try:
@@ -605,6 +645,95 @@ def _wrap_collective(name: str, function: Callable[..., object]) -> Callable[...
     setattr(collective, _MARK, True)
     _WRAPPERS.add(_code_of(collective))
     return collective
+
+
+_USER_FRAMES_SEARCHED = 64
+_library_dirs: tuple[str, ...] = ()  # set by _learn_library_dirs
+_is_user_code: dict[types.CodeType, bool] = {}  # per code object, at most _CODES entries
+_CODES = 4096
+
+
+def _learn_library_dirs(torch: ModuleType) -> None:
+    """The folders whose code is not the user's: the standard library, torch's own, ours."""
+    global _library_dirs
+    try:
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        dirs = {paths.get("stdlib"), paths.get("platstdlib"),
+                os.path.dirname(os.path.abspath(str(torch.__file__))),
+                os.path.dirname(os.path.abspath(__file__))}
+        _library_dirs = tuple(d.rstrip(os.sep) + os.sep for d in dirs if d)
+    except Exception:
+        pass
+
+
+def _user_code(code: types.CodeType) -> bool:
+    """Whether `code` is the user's own: outside torch, site-packages and the standard
+    library (and not generated: `<string>`, `<frozen ...>`)."""
+    known = _is_user_code.get(code)
+    if known is None:
+        path = code.co_filename
+        known = not (path.startswith("<") or "site-packages" in path or "dist-packages" in path
+                     or path.startswith(_library_dirs))
+        if len(_is_user_code) < _CODES:
+            _is_user_code[code] = known
+    return known
+
+
+def _group_name(group: object) -> str:
+    """The process group's name as torch numbers groups (`0`: the default one)."""
+    if group is None:
+        return "0"
+    name = getattr(group, "group_name", None)
+    return name if isinstance(name, str) else f"<{type(group).__name__}>"
+
+
+def _input_sizes(args: tuple[object, ...], kwargs: dict[str, object]) -> str | None:
+    """The shape of the first tensor argument, as text (`[8, 4]`); None when there is none."""
+    for value in (*args, *kwargs.values()):
+        shape = getattr(value, "shape", None)
+        if shape is not None:
+            return str(list(shape))
+    return None
+
+
+def _note_collective_call(name: str, args: tuple[object, ...], kwargs: dict[str, object],
+                          group_index: int | None) -> None:
+    """Number the call in its process group and note the user's line that made it: the ranks'
+    n-th calls must match, and where they first do not is where the ranks fell out of step
+    (an extra all_gather under `if rank == 0:` at step 0 of a run that stops at step 500).
+    Constant cost: a few frames walked (each code object classified once), one tuple kept in
+    a bounded ring, one counter per site."""
+    try:
+        state = _state
+        group = kwargs.get("group")
+        if group is None and group_index is not None and len(args) > group_index:
+            group = args[group_index]
+        group_name = _group_name(group)
+        seq = state.group_seqs.get(group_name, 0) + 1
+        state.group_seqs[group_name] = seq
+        frame: FrameType | None = sys._getframe(2)  # this, the wrapper, then the caller
+        for _ in range(_USER_FRAMES_SEARCHED):
+            if frame is None or _user_code(frame.f_code):
+                break
+            frame = frame.f_back
+        file = function = None
+        line = 0
+        if frame is not None and _user_code(frame.f_code):
+            file, line, function = frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+        state.collective_calls.append((group_name, seq, name, _input_sizes(args, kwargs),
+                                       file, line, function or ""))
+        if file is not None and function is not None:
+            key = (group_name, name, file, line, function)
+            counts = state.collective_sites.get(key)
+            if counts is not None:
+                counts[0] += 1
+                counts[2] = seq
+            elif len(state.collective_sites) < _SITES:
+                state.collective_sites[key] = [1, seq, seq]
+    except Exception:
+        pass
 
 
 def _enter_collective(

@@ -241,8 +241,16 @@ def extra_guards(state: RankState, others: list[RankState]) -> set[str]:
 # A condition on the rank: the code under it runs on some ranks only.
 _RANK_WORDS = re.compile(r"\brank\b|local_rank|global_rank|get_rank\(|is_global_zero|"
                          r"is_main_process|is_local_main_process|is_master|main_process|"
+                         r"\bis_main\b|"
                          r"process_index|is_world_process_zero|is_local_process_zero",
                          re.IGNORECASE)
+
+
+def condition_of(frame: Frame) -> str | None:
+    """The condition of the `if` around the frame's line that says why only some ranks get
+    there: the innermost one on the rank, else the innermost one."""
+    on_rank = next((g for g in reversed(frame.guards) if _RANK_WORDS.search(g)), None)
+    return on_rank or (frame.guards[-1] if frame.guards else None)
 
 
 def rank_guard(state: RankState) -> tuple[Frame, str] | None:

@@ -6,16 +6,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import process_group_timeout
+from hangdoctor.analysis.desync import DesyncOrigin
 from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CodeFinding
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._desync import (
+    extra_call_at_step_0,
+    extra_call_before_the_ring,
+    fewer_batches_on_rank_1,
+)
 from hangdoctor.rules.distributed._ranks import (
     all_in_the_same_collective,
     barrier_only_on_rank_0,
     collective_frames,
+    condition_of,
     describe_group,
     epoch_helper_ran_out_of_data,
     evaluation_on_one_schedule,
@@ -110,11 +117,17 @@ class CollectiveMismatch(Rule):
                 Example("an evaluation only rank 0's schedule triggers",
                         evaluation_on_one_schedule),
                 Example("pipeline stages whose sends and receives do not pair up",
-                        _pipeline_stages))
+                        _pipeline_stages),
+                Example("an extra all_reduce on rank 0 at step 0; the ranks stop at the end",
+                        extra_call_at_step_0),
+                Example("the same, the extra call no longer in the ring of recent calls",
+                        extra_call_before_the_ring))
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
                 Example("a rank that ran out of data", rank_ran_out_of_data),
                 Example("a rank that returned from its epoch helper first",
                         epoch_helper_ran_out_of_data),
+                Example("a rank with one batch fewer, its calls recorded",
+                        fewer_batches_on_rank_1),
                 Example("a rank reading a socket whose last collective's completion the "
                         "Flight Recorder has not counted yet",
                         straggler_completion_not_yet_counted),
@@ -123,8 +136,13 @@ class CollectiveMismatch(Rule):
                         lambda: straggler_completion_not_yet_counted(computing=True)))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        split = split_groups(rank_view(job))
-        if split is None or is_uneven(*split):
+        view = rank_view(job)
+        split = split_groups(view)
+        origin = view.earlier_desync
+        if split is None or (origin is None and is_uneven(*split)):
+            return
+        if origin is not None and origin.rank in view.ranks:
+            yield self._from_origin(job, origin, split)
             return
         odd, rest = split
         state = odd[0]
@@ -193,6 +211,53 @@ class CollectiveMismatch(Rule):
             evidence=tuple(evidence),
             fixes=(first_fix, "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
                    "(it checks that collectives match; it is slow, so not for production).",
+                   process_group_timeout(job)),
+        )
+
+    def _from_origin(self, job: JobView, origin: DesyncOrigin,
+                     split: tuple[list[RankState], list[RankState]]) -> Finding:
+        """The ranks fell out of step at an earlier call (one rank made a collective the others
+        did not): that call is the culprit; where they stopped is the symptom."""
+        state = rank_view(job).ranks[origin.rank]
+        site = origin.site
+        where = short_location(site) if site is not None else "a line not recorded"
+        guard = condition_of(site) if site is not None else None
+        under = f" (under `if {guard}`)" if guard else ""
+        stuck = [describe_group(group) for group in split]
+        what = ("a collective the others did not make" if origin.extra
+                else "a different collective from the others'")
+        evidence = [f"instrumentation: {origin.describe()}",
+                    *(f"the call sits under `if {guard}`" for _ in (1,) if guard), *stuck]
+        divergence = rank_view(job).divergence
+        if divergence is not None:
+            evidence.append(f"Flight Recorder: the ranks' collectives first differ at "
+                            f"#{divergence.seq}: " + ", ".join(
+                                f"rank {r} {op}" for r, op in sorted(divergence.ops.items())))
+        culprit = rank_culprit(job, state)
+        if site is not None:
+            culprit = culprit.model_copy(update={"location": Location.of(site)})
+        fix = (f"Every rank must call the same collectives in the same order: the {origin.op} "
+               f"at {where}{under} runs on rank {origin.rank} and not on the others. "
+               + (f"Move it out of that `if` (call it on every rank, and keep only the rank-"
+                  f"{origin.rank} work inside), " if guard else "Call it on every rank, ")
+               + "or, when only one rank needs the result, make every rank call it anyway "
+               "(gathering a state dict, computing a metric: both are collectives).")
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            title=f"Collective mismatch: rank {origin.rank} called {origin.op} at {where}"
+                  f"{under}, {what} (collective #{origin.seq}); every later collective was "
+                  f"one apart, and the ranks now wait in different places",
+            explanation=("Collectives pair up by order. One rank made a collective the others "
+                         "did not (or a different one), so from there on each rank's n-th "
+                         "collective met another's n-th that was a different call: the ranks "
+                         "stop later, wherever the shifted calls can no longer pair up, far "
+                         "from the line that made them part."),
+            culprit=culprit,
+            related=tuple(rank_culprit(job, s) for g in split for s in g
+                          if s is not state)[:4],
+            evidence=tuple(evidence),
+            fixes=(fix, "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks "
+                   "that collectives match; it is slow, so not for production).",
                    process_group_timeout(job)),
         )
 

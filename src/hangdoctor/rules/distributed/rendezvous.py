@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
-from hangdoctor.analysis.roles import init_method
+from hangdoctor.analysis.roles import init_method, rendezvous_address
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Bundle, CodeSetting
 from hangdoctor.rules.base import Example, Rule
@@ -72,10 +72,14 @@ class Rendezvous(Rule):
                    and r not in view.not_captured]  # a rank left out may have joined
         env = joining[0].process.environ if joining[0].process else {}
         url = init_method(joining[0].process) if joining[0].process else None
-        address = url or f"{env.get('MASTER_ADDR', '?')}:{env.get('MASTER_PORT', '?')}"
+        seen = rendezvous_address(joining[0].process) if joining[0].process else None
+        address = url if url and url != "env://" else (
+            f"{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '?')}" if "MASTER_ADDR" in env
+            else seen or url or "?:?")
         evidence = [f"{rank_list(joining)} {wait_words(joining)} in {joining[0].call} at "
                     f"{at(joining[0].site)}",
-                    f"{'init_method' if url else 'MASTER_ADDR:MASTER_PORT'} is {address}, "
+                    f"{'init_method' if url and url != 'env://' else 'MASTER_ADDR:MASTER_PORT'} is "
+                    f"{address}, "
                     f"world size {view.world_size}"]
         if late:
             state = late[0]

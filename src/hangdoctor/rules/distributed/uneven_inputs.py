@@ -10,6 +10,7 @@ from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._desync import extra_call_at_step_0, fewer_batches_on_rank_1
 from hangdoctor.rules.distributed._ranks import (
     barrier_only_on_rank_0,
     describe_group,
@@ -43,17 +44,22 @@ class UnevenInputs(Rule):
     specificity = 88
     fires_on = (Example("a rank that ran out of data", rank_ran_out_of_data),
                 Example("a rank that returned from its epoch helper first",
-                        epoch_helper_ran_out_of_data))
+                        epoch_helper_ran_out_of_data),
+                Example("a rank with one batch fewer, its calls recorded",
+                        fewer_batches_on_rank_1))
     quiet_on = (Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
                 Example("a barrier only rank 0 calls, beside a helper's all_reduce",
                         guarded_barrier_beside_a_helper),
                 Example("an evaluation only rank 0's schedule triggers",
-                        evaluation_on_one_schedule))
+                        evaluation_on_one_schedule),
+                Example("a rank that left the loop one collective early because the other "
+                        "made an extra call at step 0", extra_call_at_step_0))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        split = split_groups(rank_view(job))
-        if split is None or not is_uneven(*split):
-            return
+        view = rank_view(job)
+        split = split_groups(view)
+        if split is None or not is_uneven(*split) or view.earlier_desync is not None:
+            return  # none left early, or a rank's extra call shifted the others out of step
         odd, rest = split
         state = odd[0]
         where = short_location(state.site) if state.site else "its call site"

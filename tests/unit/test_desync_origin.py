@@ -1,0 +1,115 @@
+"""The desync's origin: the ranks' collective calls, numbered per process group with the user's
+line of each, walked back to the first call where they part, and named in the report instead
+of the place where the ranks stopped."""
+
+from __future__ import annotations
+
+from hangdoctor.analysis.desync import desync_origin
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import CollectiveCall, CollectiveRecord, FlightRecord
+from hangdoctor.pipeline import diagnose
+from hangdoctor.rules.distributed._desync import (
+    calls,
+    end_site,
+    extra_call_at_step_0,
+    extra_call_before_the_ring,
+    extra_site,
+    fewer_batches_on_rank_1,
+    loop_site,
+    per_site,
+)
+
+LOOP = [("all_reduce", loop_site())]
+
+
+def _origin(zero: tuple[CollectiveCall, ...], one: tuple[CollectiveCall, ...], ring: int = 64):
+    return desync_origin({0: zero[-ring:], 1: one[-ring:]}, {0: per_site(zero), 1: per_site(one)})
+
+
+def test_an_extra_call_is_found_where_it_was_made():
+    origin = _origin(calls(("all_reduce", extra_site()), *LOOP * 20),
+                     calls(*LOOP * 20, ("barrier", end_site())))
+    assert origin is not None
+    assert (origin.rank, origin.seq, origin.op, origin.extra) == (0, 1, "all_reduce", True)
+    assert origin.site is not None and origin.site.line == extra_site().line
+    assert origin.earlier and origin.last_seq == 21
+
+
+def test_an_extra_call_older_than_the_ring_is_found_by_its_line():
+    origin = _origin(calls(("all_reduce", extra_site()), *LOOP * 200),
+                     calls(*LOOP * 200, ("barrier", end_site())), ring=8)
+    assert origin is not None and origin.earlier
+    assert (origin.rank, origin.seq) == (0, 1)
+    assert origin.site is not None and origin.site.line == extra_site().line
+
+
+def test_a_skipped_call_names_the_rank_that_made_it():
+    """A metric's compute() (an all_reduce) on rank 0 only, between two epochs."""
+    metric = b.frame("train.py", 30, "train", code="metric.compute()", guards=("len(shard)",))
+    origin = _origin(calls(*LOOP * 5, ("all_reduce", metric), *LOOP * 5),
+                     calls(*LOOP * 10, ("barrier", end_site())))
+    assert origin is not None and origin.extra
+    assert (origin.rank, origin.seq) == (0, 6)
+    assert origin.site is not None and origin.site.line == 30
+
+
+def test_the_same_operation_from_two_branches_is_no_desync():
+    """`if rank == 0: broadcast(x) else: broadcast(y)`: they pair up."""
+    zero = b.frame("train.py", 40, "train", guards=("rank == 0",))
+    other = b.frame("train.py", 42, "train", guards=("not (rank == 0)",))
+    origin = _origin(calls(*LOOP * 3, ("broadcast", zero), *LOOP * 3),
+                     calls(*LOOP * 3, ("broadcast", other), *LOOP * 3))
+    assert origin is None
+
+
+def test_one_batch_fewer_parts_only_where_the_ranks_stop():
+    origin = _origin(calls(*LOOP * 20), calls(*LOOP * 19, ("barrier", end_site())))
+    assert origin is not None and not origin.earlier
+
+
+def test_different_sizes_are_a_desync_where_the_shapes_must_agree():
+    zero = (CollectiveCall(group="0", seq=1, op="all_reduce", sizes="[4]", site=loop_site()),)
+    one = (CollectiveCall(group="0", seq=1, op="all_reduce", sizes="[8]", site=loop_site()),)
+    origin = desync_origin({0: zero, 1: one}, {})
+    assert origin is not None and origin.seq == 1 and not origin.extra
+
+
+def test_other_groups_are_compared_on_their_own():
+    """A subgroup's calls are numbered apart from the default group's."""
+    sub = (CollectiveCall(group="1", seq=1, op="all_reduce", site=loop_site()),)
+    origin = desync_origin({0: calls(*LOOP * 3) + sub, 1: calls(*LOOP * 3)}, {})
+    assert origin is None
+
+
+def test_the_report_names_the_extra_call_and_where_the_ranks_wait():
+    for bundle in (extra_call_at_step_0(), extra_call_before_the_ring()):
+        root = diagnose(bundle).findings[0]
+        assert root.category.value == "distributed.collective_mismatch"
+        assert root.culprit is not None and root.culprit.rank == 0
+        assert root.culprit.location is not None
+        assert root.culprit.location.line == extra_site().line
+        assert "step == 0 and rank == 0" in root.title
+        assert any("waits in barrier" in line and "rank 1" in line for line in root.evidence)
+        assert any("waits in all_reduce" in line and "rank 0" in line for line in root.evidence)
+
+
+def test_one_batch_fewer_is_still_uneven_inputs():
+    root = diagnose(fewer_batches_on_rank_1()).findings[0]
+    assert root.category.value == "distributed.uneven_inputs"
+
+
+def test_flight_recorder_sizes_that_differ_are_the_divergence():
+    from hangdoctor.analysis.job import JobView
+    from hangdoctor.analysis.ranks import rank_view
+
+    def record(rank: int, sizes: str) -> FlightRecord:
+        return FlightRecord(pid=100 + rank, rank=rank, last_enqueued=2, last_completed=1,
+                            entries=(CollectiveRecord(seq=1, op="all_reduce", sizes="[[1]]",
+                                                      process_group="0"),
+                                     CollectiveRecord(seq=2, op="all_reduce", sizes=sizes,
+                                                      process_group="0")))
+    bundle = fewer_batches_on_rank_1().model_copy(update={
+        "flight_records": (record(0, "[[4]]"), record(1, "[[8]]"))})
+    divergence = rank_view(JobView(bundle)).divergence
+    assert divergence is not None and divergence.seq == 2
+    assert divergence.sizes == {0: "[[4]]", 1: "[[8]]"}
