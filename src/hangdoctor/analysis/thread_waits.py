@@ -34,6 +34,10 @@ PRIMITIVES = (
     Primitive("queue.py", "Queue.get", "queue.Queue.get()", "put an item into the queue"),
     Primitive("queue.py", "Queue.put", "queue.Queue.put() into a full queue",
               "take an item out of the queue"),
+    Primitive("queue.py", "Queue.join", "queue.Queue.join()",
+              "take every item out of the queue and call task_done() for each"),
+    Primitive("concurrent/futures/_base.py", "Future.result", "Future.result()",
+              "set the future's result (the thread or executor that runs its work)"),
     Primitive("threading.py", "Event.wait", "threading.Event.wait()", "set the event"),
     Primitive("threading.py", "Barrier.wait", "threading.Barrier.wait()", "reach the barrier"),
     Primitive("threading.py", "Semaphore.acquire", "threading.Semaphore.acquire()",
@@ -47,6 +51,13 @@ def blocking_call(thread: ThreadEvidence) -> tuple[Primitive, Frame] | None:
     """The primitive the thread waits in, when the user's own code called it directly: one a
     library waits in for its own threads (multiprocessing.Pool's result handler sets the event
     Pool.map waits on) is the library's business."""
+    return primitive_call(thread, with_timeout=False)
+
+
+def primitive_call(thread: ThreadEvidence, *, with_timeout: bool
+                   ) -> tuple[Primitive, Frame] | None:
+    """The primitive the user's own code waits in; with `with_timeout`, also one given a
+    timeout (a loop that waits again and again)."""
     frames = python_frames(thread.python.frames if thread.python else ())
     for primitive in PRIMITIVES:
         for index, frame in enumerate(frames):
@@ -57,7 +68,7 @@ def blocking_call(thread: ThreadEvidence) -> tuple[Primitive, Frame] | None:
                     return None
                 timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
                 block = next((v.repr for v in frame.locals if v.name == "block"), "True")
-                if timeout == "None" and block != "False":
+                if with_timeout or (timeout == "None" and block != "False"):
                     return primitive, frame
                 return None
     return None

@@ -234,3 +234,29 @@ def fault_stack(text: str) -> tuple[str | None, tuple[Frame, ...]]:
     if chosen is None:
         chosen = next((frames for _, frames in sections if innermost_user_frame(frames)), ())
     return (fatal["what"].strip() if fatal else None), chosen
+
+
+_FORWARD_TRACE = "Traceback of forward call that caused the error:"
+
+
+def forward_trace(lines: Sequence[str]) -> tuple[Frame, ...]:
+    """The forward call that made a NaN, as autograd's anomaly mode prints it in the warning
+    before the backward pass fails ("Error detected in DivBackward0. Traceback of forward call
+    that caused the error:"), innermost first: the NaN's source, not the `backward()` line."""
+    for start, raw in enumerate(lines):
+        if _FORWARD_TRACE not in split_prefix(raw).text:
+            continue
+        frames: list[Frame] = []
+        for following in lines[start + 1:start + 200]:
+            line = split_prefix(following).text.rstrip("\n")
+            if match := _FRAME.match(line):
+                frames.insert(0, Frame(file=match["file"], line=int(match["line"]),
+                                       function=match["function"].strip()))
+            elif line.startswith("    ") and frames and frames[0].code is None:
+                if not _MARKERS.match(line):
+                    frames[0] = frames[0].model_copy(update={"code": line.strip()})
+            elif frames:
+                break
+        if frames:
+            return tuple(frames)
+    return ()

@@ -6,14 +6,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan, step_near
+from hangdoctor.analysis.tracebacks import first_raised, forward_trace
+from hangdoctor.evidence.model import Frame
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.helpers import at as place_of
 from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, logs_bundle, output_lines
 from hangdoctor.taxonomy import Category
 
-# --- HD650 algorithm.nonfinite ---------------------------------------------------------------
 _FINITE_LOSS = re.compile(r"\bloss['\"]?\s*[:=]?\s*(?:tensor\()?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)",
                           re.IGNORECASE)
 # Values that start at infinity on purpose: the best loss so far, a loss scale.
@@ -120,6 +123,9 @@ class NonFiniteFromLog(Rule):
             title = f"Gradients overflowed {len(overflows)} times (steps skipped)"
             severity, confidence = Severity.WARNING, 0.6
         rank = first.number("rank")
+        location = _nan_source(lines, rank) if first.kind == "nonfinite_detected" else None
+        if location is not None:
+            evidence.insert(1, f"the operation that made it: {place_of(location)}")
         yield Finding(
             id=self.id, category=self.category, severity=severity, confidence=confidence,
             title=title,
@@ -131,10 +137,24 @@ class NonFiniteFromLog(Rule):
                  "that overflowed (fp16) or divided by zero. " if bad else "")
                 + "Once a NaN or Inf reaches the weights every later step is garbage; in a "
                 "distributed job ranks can also desynchronise and stall."),
-            culprit=Culprit(rank=rank, role="rank") if rank is not None else None,
+            culprit=Culprit(rank=rank, role="rank" if rank is not None else None,
+                            location=Location.of(location))
+            if rank is not None or location is not None else None,
             evidence=tuple(evidence[:MAX_EVIDENCE]),
-            fixes=_DIVERGED_FIXES if diverged or not bad else _SUDDEN_NAN_FIXES,
+            fixes=tuple(f for f in (_DIVERGED_FIXES if diverged or not bad else
+                                    _SUDDEN_NAN_FIXES)
+                        if not (f is _ANOMALY and forward_trace(lines))),
         )
+
+
+def _nan_source(lines: tuple[str, ...], rank: int | None) -> Frame | None:
+    """Where the NaN came from: the forward call anomaly mode names (the innermost user frame
+    of its trace), else the user's line in the traceback of the failure itself."""
+    forward = innermost_user_frame(forward_trace(lines))
+    if forward is not None:
+        return forward
+    raised = first_raised(lines, rank)
+    return raised.location if raised is not None and raised.in_user_code else None
 
 
 def _is_number(value: str | None) -> bool:

@@ -1,0 +1,187 @@
+"""HD111 process.deadlock: every thread of a process sleeps in one of Python's in-process waits
+(a queue, an event, a condition, a future, a lock, a join), or goes round a loop that waits in
+one with a timeout: only another thread of the same process could wake any of them, and every
+one of them is asleep. Go's runtime says it as "all goroutines are asleep - deadlock!"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import (
+    Origin,
+    innermost_user_frame,
+    loop_header,
+    origin,
+    python_frames,
+    runs_python_of_its_own,
+    short_location,
+)
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.locks import lock_wait
+from hangdoctor.analysis.thread_waits import at_exit, joined_thread, primitive_call
+from hangdoctor.analysis.waits import describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, Frame, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
+from hangdoctor.taxonomy import Category
+
+_STDLIB_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
+
+
+def _parked(thread: ThreadEvidence) -> str | None:
+    """How the thread sleeps in an in-process wait, or None when it could be doing something
+    (running, sleeping on a timer, reading a pipe or a socket, waiting for a child)."""
+    kernel = thread.kernel
+    if kernel is None or kernel.state != "S" or kernel.syscall_name not in ("futex", None):
+        return None
+    if joined_thread(thread) is not None:
+        return "joins another thread"
+    if at_exit(thread):
+        return "is the interpreter's exit, joining the non-daemon threads"
+    locked = lock_wait(thread)
+    if locked is not None:
+        return f"waits to acquire {locked.expression}"
+    found = primitive_call(thread, with_timeout=True)
+    if found is not None:
+        primitive, frame = found
+        timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
+        if timeout == "None":
+            return f"waits in {primitive.what} without a timeout"
+        mine = innermost_user_frame(frames_of(thread))
+        if mine is not None and mine.loop_lines:
+            return f"waits in {primitive.what} with a timeout, again and again in a loop"
+        return None  # one wait with a timeout ends by itself
+    frames = python_frames(frames_of(thread))
+    if frames and not any(origin(f) is Origin.USER for f in frames) and frames[0].file.replace(
+            "\\", "/").endswith(_STDLIB_WAITS):
+        return "is a library's idle worker, waiting for work"
+    return None
+
+
+def _exception_in_flight(thread: ThreadEvidence) -> str | None:
+    """A `with` block left because of an exception: its `__exit__` holds the exception (a
+    ThreadPoolExecutor's exit waits for its tasks while the error waits to be raised)."""
+    for frame in python_frames(frames_of(thread)):
+        if frame.function.split(".")[-1] != "__exit__":
+            continue
+        value = next((v.repr for v in frame.locals if v.name in ("exc_val", "exc_value",
+                                                                  "value")), None)
+        kind = next((v.repr for v in frame.locals if v.name in ("exc_type", "typ")), None)
+        if kind not in (None, "None") or value not in (None, "None"):
+            return value if value not in (None, "None") else kind
+    return None
+
+
+def _waits_on(tid: int, primitive: str, what: str, timeout: str = "None",
+              loop: bool = False, line: int = 30) -> ThreadEvidence:
+    user = b.frame("serve.py", line, "worker", code=what,
+                   loops=("while True:",) if loop else ())
+    if loop:
+        user = user.model_copy(update={"loop_lines": (line - 2,)})
+    file, function = primitive.split(":")
+    return b.thread(tid, b.frame(f"{b.STDLIB}/threading.py", 331, "Condition.wait",
+                                 local_vars={"timeout": (timeout, None)}),
+                    b.frame(f"{b.STDLIB}/{file}", 100, function,
+                            local_vars={"timeout": (timeout, None)}),
+                    user, name=f"t{tid}", syscall="futex")
+
+
+def _future_and_batcher(*, producer_runs: bool = False) -> Bundle:
+    main = _waits_on(10, "concurrent/futures/_base.py:Future.result",
+                     "score = future.result()", line=85)
+    main = main.model_copy(update={"comm": "MainThread"})
+    batcher = _waits_on(11, "queue.py:Queue.get", "item = self.pending.get(timeout=0.1)",
+                        timeout="0.1", loop=True, line=40)
+    extra = (b.thread(12, b.frame("serve.py", 60, "feed", code="x = make()"), state="R"),) \
+        if producer_runs else ()
+    job = b.bundle(b.process(10, main, batcher, *extra))
+    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
+
+
+def _one_waits_with_timeout() -> Bundle:
+    main = _waits_on(20, "threading.py:Event.wait", "done.wait(5)", timeout="5")
+    other = _waits_on(21, "queue.py:Queue.get", "item = q.get()")
+    return b.bundle(b.process(20, main, other))
+
+
+class AllThreadsAsleep(Rule):
+    """Every thread of a process waits for another thread of it: nobody is left to wake one."""
+
+    id = "HD111"
+    category = Category.PROCESS_DEADLOCK
+    summary = "every thread of a process sleeps in an in-process wait: none can wake another"
+    fires_when = (
+        "every thread of a process that runs Python waits in a queue, event, condition, future, "
+        "lock or join (without a timeout, or with one inside a loop that waits again), at "
+        "least one with no timeout at all, and none runs, sleeps on a timer or waits on I/O"
+    )
+    reads = "capture"
+    specificity = 60
+    fires_on = (Example("a future waited on while its batcher waits for more items",
+                        _future_and_batcher),)
+    quiet_on = (Example("a third thread still computes", lambda: _future_and_batcher(
+                    producer_runs=True)),
+                Example("the only wait without a loop has a timeout", _one_waits_with_timeout))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process in job.processes:
+            threads = [t for t in process.threads if runs_python_of_its_own(t)]
+            if len(threads) < 2:
+                continue  # one thread alone: HD105's case
+            how = {t.tid: _parked(t) for t in threads}
+            if any(v is None for v in how.values()):
+                continue
+            forever = [t for t in threads if "without a timeout" in (how[t.tid] or "")
+                       or joined_thread(t) is not None or at_exit(t)
+                       or "acquire" in (how[t.tid] or "")]
+            if not forever or not any(innermost_user_frame(frames_of(t)) for t in threads):
+                continue
+            yield self._finding(job, process, threads, how)
+
+    def _finding(self, job: JobView, process: ProcessEvidence, threads: list[ThreadEvidence],
+                 how: dict[int, str | None]) -> Finding:
+        main = main_thread(process)
+        users = [t for t in threads if innermost_user_frame(frames_of(t)) is not None]
+        first = main if main is not None and main in users else users[0]
+        frame = innermost_user_frame(frames_of(first))
+        where = short_location(frame) if frame is not None else "its wait"
+        evidence = []
+        for thread in threads:
+            mine = innermost_user_frame(frames_of(thread))
+            shown: Frame | None = loop_header(mine) if mine is not None and "loop" in (
+                how[thread.tid] or "") else mine
+            evidence.append(f"{thread_label(thread)} {how[thread.tid]}"
+                            + (f" at {at(shown)}" if shown is not None else "")
+                            + f" ({describe_wait(job, process, thread).summary})")
+        flying = next((e for t in threads if (e := _exception_in_flight(t))), None)
+        if flying is not None:
+            evidence.append(f"a `with` block is being left because of an exception ({flying}): "
+                            "its exit waits for the threads above before the error can surface")
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.75,
+            title=(f"All {len(threads)} threads of {job.describe_process(process.pid)} are "
+                   f"asleep waiting for one another; {thread_label(first)} waits at {where}"),
+            explanation=(
+                "Each thread waits in one of Python's in-process waits (a queue, event, "
+                "condition, future, lock or join) that only another thread of the same process "
+                "could end, and every such thread is itself waiting: nobody is left to put, "
+                "set, notify, release or return. The threads that wait with a timeout go round "
+                "their loops and wait again, so the process never moves on."
+                + (" The wait began as an exception left a `with` block: the error is raised "
+                   "only after the block's exit returns." if flying else "")),
+            culprit=culprit(job, process, first, frame),
+            related=tuple(culprit(job, process, t) for t in threads if t is not first)[:4],
+            evidence=tuple(evidence[:8]),
+            fixes=(
+                f"Follow what {thread_label(first)} waits for to the thread that should provide "
+                "it, and why that thread waits instead (a batch that is never full, a stop "
+                "event set only after a join, a task that died).",
+                "Give waits a timeout that raises (`future.result(timeout=...)`, "
+                "`q.get(timeout=...)`), and let workers end on a sentinel or an event that "
+                "every exit path sets (a `finally:`).",
+                "Flush partial work on shutdown: a batcher that runs only full batches must "
+                "run the last, partial one too.",
+            ),
+        )
