@@ -10,19 +10,18 @@ user code, and the output holds the traceback of a thread that died."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import lone_waits, waits_in_iterator
-from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.evidence.model import Bundle, ThreadDeath
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
-from hangdoctor.rules.log_helpers import output_lines, raised_words
+from hangdoctor.rules.log_helpers import raised_words
+from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
 
 _DIED = (
@@ -76,34 +75,6 @@ def _died_elsewhere() -> Bundle:
         "output_tail": (), "thread_deaths": deaths})})
 
 
-@dataclass(frozen=True)
-class _Death:
-    raised: Raised
-    pid: int | None  # None: read from the output, whose process is not known
-    source: str
-
-
-def _deaths(job: JobView) -> list[_Death]:
-    """Threads (not a main one) that died in the user's code: those the instrumentation
-    recorded whole first, then those parsed from the output."""
-    record = job.bundle.job
-    recorded = [_Death(r, death.pid, "recorded by the instrumentation")
-                for death in (record.thread_deaths if record else ())
-                for r in tracebacks(tuple(death.text.splitlines()))
-                if r.thread is not None and r.in_user_code]
-    logged = [_Death(r, None, "log") for r in tracebacks(output_lines(job))
-              if r.thread is not None and r.in_user_code]
-    return recorded + logged
-
-
-def _died_in(deaths: list[_Death], pid: int) -> _Death | None:
-    """The death that explains a wait in process `pid`: one recorded in that process, else one
-    from the output (when nothing was recorded, as without the instrumentation)."""
-    if any(d.pid is not None for d in deaths):
-        return next((d for d in deaths if d.pid == pid), None)
-    return deaths[0] if deaths else None
-
-
 class ProducerThreadDied(Rule):
     """The thread feeding the training loop died of an exception; the loop waits for it."""
 
@@ -127,13 +98,13 @@ class ProducerThreadDied(Rule):
                 Example("the thread that died was another process's", _died_elsewhere))
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        deaths = _deaths(job)
+        deaths = thread_deaths(job)
         if not deaths:
             return
         for wait in lone_waits(job):
             process, thread, primitive = wait.process, wait.thread, wait.primitive
             waiting_at = blame_frame(frames_of(thread))
-            death = _died_in(deaths, process.pid)
+            death = died_in(deaths, process.pid)
             if (waiting_at is None or death is None
                     or not waits_in_iterator(thread, wait.frame)):
                 continue

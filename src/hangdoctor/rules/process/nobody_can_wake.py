@@ -14,6 +14,7 @@ from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
 
 
@@ -117,6 +118,29 @@ class NobodyCanWake(Rule):
                 Example("Event.wait(5.0) with a timeout", _event_with_timeout))
 
     def check(self, job: JobView) -> Iterable[Finding]:
+        deaths = thread_deaths(job)
+        for found in self._findings(job):
+            death = died_in(deaths, found.culprit.pid) if found.culprit and \
+                found.culprit.pid is not None else None
+            if death is None:
+                yield found
+                continue
+            raised = death.raised
+            where = at(raised.location) if raised.location else "its own code"
+            yield found.model_copy(update={
+                "explanation": (f"{found.explanation} The thread that would have done it, "
+                                f"{raised.thread or 'a thread'}, died of {raised.short_type} "
+                                f"at {where}: its traceback is in the output."),
+                "evidence": (*found.evidence,
+                             f"{raised.thread or 'a thread'} died of {raised.short_type}: "
+                             f"{raised.message} at {where} ({death.source})"),
+                "fixes": (f"Fix the error at {where}, and make the thread's work safe: catch "
+                          "and report exceptions in its loop so it keeps serving (or signals "
+                          "the failure to its waiters) instead of dying silently.",
+                          *found.fixes),
+            })
+
+    def _findings(self, job: JobView) -> Iterable[Finding]:
         for wait in lone_waits(job):
             process, thread, primitive = wait.process, wait.thread, wait.primitive
             frame = blame_frame(frames_of(thread))
