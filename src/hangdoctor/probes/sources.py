@@ -161,6 +161,9 @@ def _control(
                 found.append((node.lineno, "guard", f"not ({test})"))
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.body and (
             node.body[0].lineno <= line
+            # a while's condition runs every time round: `while not stop.wait(1.0):` waits
+            # inside its own loop
+            or (isinstance(node, ast.While) and node.lineno <= line)
         ):
             found.append((node.lineno, "loop", _header(node)))
     found.sort()

@@ -30,10 +30,23 @@ from hangdoctor.taxonomy import Category
 _STDLIB_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
 
 
-def _parked(thread: ThreadEvidence) -> str | None:
+def _timed_loop(thread: ThreadEvidence) -> str | None:
+    """A loop of the user's that waits in a primitive with a timeout, again and again: caught
+    asleep or just woken (the capture may see it on a CPU between two waits)."""
+    found = primitive_call(thread, with_timeout=True)
+    mine = innermost_user_frame(frames_of(thread))
+    if found is None or mine is None or not mine.loop_lines:
+        return None
+    return f"waits in {found[0].what} with a timeout, again and again in a loop"
+
+
+def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
     """How the thread sleeps in an in-process wait, or None when it could be doing something
     (running, sleeping on a timer, reading a pipe or a socket, waiting for a child)."""
     kernel = thread.kernel
+    looping = _timed_loop(thread)
+    if looping is not None and (job.thread_cpu_share(process.pid, thread.tid) or 0.0) < 0.2:
+        return looping
     if kernel is None or kernel.state != "S" or kernel.syscall_name not in ("futex", None):
         return None
     if joined_thread(thread) is not None:
@@ -130,7 +143,7 @@ class AllThreadsAsleep(Rule):
             threads = [t for t in process.threads if runs_python_of_its_own(t)]
             if len(threads) < 2:
                 continue  # one thread alone: HD105's case
-            how = {t.tid: _parked(t) for t in threads}
+            how = {t.tid: _parked(job, process, t) for t in threads}
             if any(v is None for v in how.values()):
                 continue
             forever = [t for t in threads if "without a timeout" in (how[t.tid] or "")
