@@ -113,3 +113,22 @@ def test_flight_recorder_sizes_that_differ_are_the_divergence():
     divergence = rank_view(JobView(bundle)).divergence
     assert divergence is not None and divergence.seq == 2
     assert divergence.sizes == {0: "[[4]]", 1: "[[8]]"}
+
+
+def test_a_gathering_helper_shared_by_two_metrics_is_told_apart_by_its_callers():
+    """Two metrics gather through one helper (two all_gathers each); the first metric's
+    compute() runs only where the rank has ground truth: rank 1 skipped two calls, and the
+    origin is the `if`-guarded line that called the metric, not the helper's line."""
+    sizes = b.frame("metrics.py", 26, "gather_all_tensors", code="dist.all_gather(sizes, n)")
+    data = b.frame("metrics.py", 31, "gather_all_tensors", code="dist.all_gather(out, x)")
+    iou = (b.frame("metrics.py", 50, "IoU.compute"),
+           b.frame("train.py", 105, "epoch_metrics", code='m["iou"] = iou.compute()',
+                   guards=("len(iou.labels) > 0",)))
+    pr = (b.frame("metrics.py", 63, "PR.compute"), b.frame("train.py", 106, "epoch_metrics"))
+    precision = [("all_gather", sizes, pr), ("all_gather", data, pr)] * 3
+    origin = _origin(calls(("all_gather", sizes, iou), ("all_gather", data, iou), *precision),
+                     calls(*precision, ("barrier", end_site())))
+    assert origin is not None and origin.extra
+    assert (origin.rank, origin.seq) == (0, 1)
+    assert origin.site is not None and (origin.site.file.endswith("train.py"),
+                                        origin.site.line) == (True, 105)

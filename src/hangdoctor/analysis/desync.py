@@ -54,9 +54,22 @@ class DesyncOrigin:
                 f"step since (rank {self.rank} is now at #{self.last_seq})")
 
 
+_Place = tuple[str, int]
+
+
+def path_of(site: Frame | None, callers: Sequence[Frame]) -> tuple[_Place, ...]:
+    """The user's line that made a call and the user's lines that led there: one helper that
+    gathers for two metrics is two call paths."""
+    return tuple((f.file, f.line) for f in (site, *callers) if f is not None)
+
+
+def _path(call: CollectiveCall) -> tuple[_Place, ...]:
+    return path_of(call.site, call.callers)
+
+
 def _same(a: CollectiveCall, b: CollectiveCall, sites: bool = True) -> bool:
     """Whether two ranks' calls under one number pair up (and, with `sites`, come from the
-    same line)."""
+    same line by the same path)."""
     if a.op != b.op:
         return False
     if a.op in SAME_SIZE_OPS and a.sizes is not None and b.sizes is not None \
@@ -64,9 +77,18 @@ def _same(a: CollectiveCall, b: CollectiveCall, sites: bool = True) -> bool:
         return False
     if not sites:
         return True
-    where_a = (a.site.file, a.site.line) if a.site else None
-    where_b = (b.site.file, b.site.line) if b.site else None
-    return where_a == where_b
+    return _path(a) == _path(b)
+
+
+def divergent_frame(site: Frame | None, callers: Sequence[Frame],
+                    elsewhere: set[_Place]) -> Frame | None:
+    """The outermost frame of a call path that no other rank's path went through: where that
+    rank's code took a way the others did not (the `if` around a metric's `compute()` that
+    reaches a shared gathering helper). The site itself when every frame is shared."""
+    for frame in reversed((site, *callers)):
+        if frame is not None and (frame.file, frame.line) not in elsewhere:
+            return frame
+    return site
 
 
 def _words(call: CollectiveCall | None, sizes_matter: bool = False) -> str:
@@ -78,18 +100,27 @@ def _words(call: CollectiveCall | None, sizes_matter: bool = False) -> str:
     return f"called {call.op}{sizes}{where}"
 
 
-def _one_ahead(mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCall],
-               seq: int) -> bool:
-    """Whether `mine` from seq + 1 on pairs up with `theirs` from seq on, for at least one
-    call: `mine` made one call more, at seq."""
+_MOST_EXTRA = 4  # calls one rank may have made more than another in one go (a metric: 2)
+
+
+def _ahead(mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCall],
+           seq: int, extra: int) -> bool:
+    """Whether `mine` from seq + extra on pairs up with `theirs` from seq on, for at least
+    one call: `mine` made `extra` calls more, from seq."""
     compared = 0
     shift = 0
-    while seq + shift + 1 in mine and seq + shift in theirs:
-        if not _same(mine[seq + shift + 1], theirs[seq + shift]):
+    while seq + shift + extra in mine and seq + shift in theirs:
+        if not _same(mine[seq + shift + extra], theirs[seq + shift]):
             return False
         compared += 1
         shift += 1
     return compared > 0
+
+
+def _one_ahead(mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCall],
+               seq: int) -> bool:
+    """Whether `mine` made a few calls more (one to _MOST_EXTRA), from seq, than `theirs`."""
+    return any(_ahead(mine, theirs, seq, extra) for extra in range(1, _MOST_EXTRA + 1))
 
 
 def _from_calls(group: str, calls: Mapping[int, Mapping[int, CollectiveCall]]
@@ -106,8 +137,11 @@ def _from_calls(group: str, calls: Mapping[int, Mapping[int, CollectiveCall]]
         for rank, call in sorted(here.items()):
             others = [r for r in here if r != rank]
             if all(_one_ahead(calls[rank], calls[other], seq) for other in others):
+                theirs = {place for other in others for c in calls[other].values()
+                          for place in _path(c)}
                 return DesyncOrigin(
-                    rank=rank, group=group, seq=seq, op=call.op, site=call.site,
+                    rank=rank, group=group, seq=seq, op=call.op,
+                    site=divergent_frame(call.site, call.callers, theirs),
                     others={r: _words(here[r]) for r in others}, extra=True,
                     last_seq=max(calls[rank]))
         if all(_same(first, call, sites=False) for call in here.values()):
@@ -129,7 +163,7 @@ def _odd_one(here: Mapping[int, CollectiveCall]) -> int:
     return min(here, key=lambda r: (counts[here[r].op], r))
 
 
-_Key = tuple[str, str, int]  # op, file, line
+_Key = tuple[str, tuple[_Place, ...]]  # op, call path
 
 
 def _from_sites(group: str, sites: Mapping[int, Sequence[CollectiveSite]],
@@ -137,7 +171,7 @@ def _from_sites(group: str, sites: Mapping[int, Sequence[CollectiveSite]],
     """A line that some ranks called a collective from and others never did (ranks whose
     table of sites filled up cannot say `never`), except lines that pair up with another such
     line (the two branches of an if/else calling the same operation as often)."""
-    tables = {rank: {(s.op, s.site.file, s.site.line): s for s in mine}
+    tables = {rank: {(s.op, path_of(s.site, s.callers)): s for s in mine}
               for rank, mine in sites.items()}
     if len(tables) < 2:
         return None
@@ -150,20 +184,30 @@ def _from_sites(group: str, sites: Mapping[int, Sequence[CollectiveSite]],
             only[key] = having
     unpaired = [key for key, having in only.items() if not any(
         other != key and other[0] == key[0] and only[other] == frozenset(tables) - having
-        and _calls(tables, other) == _calls(tables, key) for other in only)]
+        and _calls(tables, other) == _calls(tables, key)
+        and _firsts(tables, other) == _firsts(tables, key) for other in only)]
     if not unpaired:
         return None
     key = min(unpaired, key=lambda k: min(tables[r][k].first_seq for r in only[k]))
     rank = min(only[key])
     site = tables[rank][key]
+    theirs = {place for r, table in tables.items() if r not in only[key]
+              for _, path in table for place in path}
     return DesyncOrigin(
-        rank=rank, group=group, seq=site.first_seq, op=site.op, site=site.site,
+        rank=rank, group=group, seq=site.first_seq, op=site.op,
+        site=divergent_frame(site.site, site.callers, theirs),
         others={r: "never called it from that line" for r in tables if r not in only[key]},
         extra=True, last_seq=max(s.last_seq for s in tables[rank].values()))
 
 
 def _calls(tables: Mapping[int, Mapping[_Key, CollectiveSite]], key: _Key) -> set[int]:
     return {table[key].calls for table in tables.values() if key in table}
+
+
+def _firsts(tables: Mapping[int, Mapping[_Key, CollectiveSite]], key: _Key) -> set[int]:
+    """The numbers of a line's first calls: the two branches of an if/else start at the same
+    number on their ranks; a line one rank calls earlier than another's line does not pair."""
+    return {table[key].first_seq for table in tables.values() if key in table}
 
 
 def desync_origin(calls: Mapping[int, Sequence[CollectiveCall]],

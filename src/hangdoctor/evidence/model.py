@@ -204,6 +204,8 @@ class CollectiveCall(Evidence):
                                "code that made the call (outside torch, site-packages and "
                                "the standard library), its source context filled in by the "
                                "supervisor")
+    callers: tuple[Frame, ...] = Field(default=(), description="the user's frames further out "
+                                       "that led to `site` (innermost first, at most two)")
 
 
 class CollectiveSite(Evidence):
@@ -213,6 +215,8 @@ class CollectiveSite(Evidence):
     group: str
     op: str
     site: Frame
+    callers: tuple[Frame, ...] = Field(default=(), description="the user's frames further out "
+                                       "that led to `site` (a line and its callers make a site)")
     calls: int = Field(description="how many times")
     first_seq: int = Field(description="the number (in `group`) of the first of those calls")
     last_seq: int = Field(description="the number of the last")

@@ -46,11 +46,14 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     update: dict[str, object] = {"last_sync": mine} if mine else {}
     if status.collective_calls:
         update["collective_calls"] = tuple(
-            call.model_copy(update={"site": with_source(call.site)}) if call.site else call
+            call.model_copy(update={"site": with_source(call.site),
+                                    "callers": tuple(with_source(f) for f in call.callers)})
+            if call.site else call
             for call in status.collective_calls)
     if status.collective_sites:
         update["collective_sites"] = tuple(
-            site.model_copy(update={"site": with_source(site.site)})
+            site.model_copy(update={"site": with_source(site.site),
+                                    "callers": tuple(with_source(f) for f in site.callers)})
             for site in status.collective_sites)
     return status.model_copy(update=update) if update else status
 

@@ -251,23 +251,31 @@ class _Status:
 if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript `tuple`
     # (group, seq, op, sizes, file, line, function) of one collective call; file is None when
     # no frame of the user's code made it.
-    _Call = tuple[str, int, str, str | None, str | None, int, str]
-    _SiteKey = tuple[str, str, str, int, str]  # group, op, file, line, function
+    _Place = tuple[str, int, str]  # file, line, function
+    # ... and the user's frames further out that led there (the caller of a shared helper).
+    _Call = tuple[str, int, str, str | None, str | None, int, str, tuple[_Place, ...]]
+    _SiteKey = tuple[str, str, str, int, str, tuple[_Place, ...]]  # group, op, place, callers
 _CALLS = 64  # the most recent collective calls kept
 _SITES = 64  # the distinct call sites counted
 
 
+def _places_json(places: tuple[_Place, ...]) -> list[dict[str, object]]:
+    return [{"file": file, "line": line, "function": function} for file, line, function in places]
+
+
 def _call_json(call: _Call) -> dict[str, object]:
-    group, seq, op, sizes, file, line, function = call
+    group, seq, op, sizes, file, line, function, callers = call
     site = {"file": file, "line": line, "function": function} if file is not None else None
-    return {"group": group, "seq": seq, "op": op, "sizes": sizes, "site": site}
+    return {"group": group, "seq": seq, "op": op, "sizes": sizes, "site": site,
+            "callers": _places_json(callers)}
 
 
 def _site_json(key: _SiteKey, counts: list[int]) -> dict[str, object]:
-    group, op, file, line, function = key
+    group, op, file, line, function, callers = key
     calls, first, last = counts
     return {"group": group, "op": op, "site": {"file": file, "line": line, "function": function},
-            "calls": calls, "first_seq": first, "last_seq": last}
+            "callers": _places_json(callers), "calls": calls, "first_seq": first,
+            "last_seq": last}
 
 
 _state = _Status()
@@ -698,6 +706,22 @@ def _input_sizes(args: tuple[object, ...], kwargs: dict[str, object]) -> str | N
     return None
 
 
+_CALLERS = 2  # user frames kept beyond the innermost: enough to tell a shared helper's callers
+
+
+def _user_callers(frame: FrameType | None) -> tuple[_Place, ...]:
+    """The next user frames outward (at most _CALLERS): two metrics that gather through one
+    helper function are told apart by who called the helper."""
+    found: list[_Place] = []
+    for _ in range(_USER_FRAMES_SEARCHED):
+        if frame is None or len(found) >= _CALLERS:
+            break
+        if _user_code(frame.f_code):
+            found.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    return tuple(found)
+
+
 def _note_collective_call(name: str, args: tuple[object, ...], kwargs: dict[str, object],
                           group_index: int | None) -> None:
     """Number the call in its process group and note the user's line that made it: the ranks'
@@ -720,12 +744,14 @@ def _note_collective_call(name: str, args: tuple[object, ...], kwargs: dict[str,
             frame = frame.f_back
         file = function = None
         line = 0
+        callers: tuple[_Place, ...] = ()
         if frame is not None and _user_code(frame.f_code):
             file, line, function = frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+            callers = _user_callers(frame.f_back)
         state.collective_calls.append((group_name, seq, name, _input_sizes(args, kwargs),
-                                       file, line, function or ""))
+                                       file, line, function or "", callers))
         if file is not None and function is not None:
-            key = (group_name, name, file, line, function)
+            key = (group_name, name, file, line, function, callers)
             counts = state.collective_sites.get(key)
             if counts is not None:
                 counts[0] += 1

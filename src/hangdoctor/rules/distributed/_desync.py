@@ -32,22 +32,23 @@ def end_site() -> Frame:
     return b.frame("train.py", 19, "train", code="dist.barrier()")
 
 
-def calls(*sites: tuple[str, Frame]) -> tuple[CollectiveCall, ...]:
-    """Calls numbered from 1 on the default group: (op, site) each."""
-    return tuple(CollectiveCall(group="0", seq=n, op=op, sizes="[]" if op == "all_reduce"
-                                else None, site=site)
-                 for n, (op, site) in enumerate(sites, start=1))
+def calls(*sites: tuple[str, Frame] | tuple[str, Frame, tuple[Frame, ...]]
+          ) -> tuple[CollectiveCall, ...]:
+    """Calls numbered from 1 on the default group: (op, site[, callers]) each."""
+    return tuple(CollectiveCall(group="0", seq=n, op=one[0], sizes="[]" if one[0] == "all_reduce"
+                                else None, site=one[1], callers=one[2] if len(one) > 2 else ())
+                 for n, one in enumerate(sites, start=1))
 
 
 def per_site(recorded: Sequence[CollectiveCall]) -> tuple[CollectiveSite, ...]:
     """The calls counted per line, as the instrumentation keeps them."""
-    table: dict[tuple[str, int], CollectiveSite] = {}
+    table: dict[tuple[str, tuple[int, ...]], CollectiveSite] = {}
     for call in recorded:
         assert call.site is not None
-        key = (call.op, call.site.line)
+        key = (call.op, (call.site.line, *(f.line for f in call.callers)))
         known = table.get(key)
         table[key] = CollectiveSite(
-            group=call.group, op=call.op, site=call.site,
+            group=call.group, op=call.op, site=call.site, callers=call.callers,
             calls=known.calls + 1 if known else 1,
             first_seq=known.first_seq if known else call.seq, last_seq=call.seq)
     return tuple(table.values())

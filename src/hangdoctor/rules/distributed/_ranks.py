@@ -246,6 +246,11 @@ _RANK_WORDS = re.compile(r"\brank\b|local_rank|global_rank|get_rank\(|is_global_
                          re.IGNORECASE)
 
 
+def on_rank(condition: str) -> bool:
+    """Whether the condition reads the rank (`if rank == 0:`, `if trainer.is_global_zero:`)."""
+    return bool(_RANK_WORDS.search(condition))
+
+
 def condition_of(frame: Frame) -> str | None:
     """The condition of the `if` around the frame's line that says why only some ranks get
     there: the innermost one on the rank, else the innermost one."""

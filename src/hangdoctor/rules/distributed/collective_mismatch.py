@@ -11,7 +11,7 @@ from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, CodeFinding
+from hangdoctor.evidence.model import Bundle, CodeFinding, Frame
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._desync import (
     extra_call_at_step_0,
@@ -29,6 +29,7 @@ from hangdoctor.rules.distributed._ranks import (
     extra_guards,
     guarded_barrier_beside_a_helper,
     is_uneven,
+    on_rank,
     rank_culprit,
     rank_guard,
     rank_process,
@@ -233,9 +234,51 @@ class CollectiveMismatch(Rule):
             evidence.append(f"Flight Recorder: the ranks' collectives first differ at "
                             f"#{divergence.seq}: " + ", ".join(
                                 f"rank {r} {op}" for r, op in sorted(divergence.ops.items())))
+        others = sorted(r for r in rank_view(job).ranks if r != origin.rank)
+        if origin.extra and guard and not on_rank(guard) and len(others) == 1:
+            # A condition on each rank's own data (`if len(self.labels) > 0:`), not on the
+            # rank: the rank where it was false skipped a collective every rank makes.
+            skipper = rank_view(job).ranks[others[0]]
+            evidence.insert(1, f"rank {skipper.rank} skipped it: `{guard}` was false there "
+                            f"(it reads that rank's own data), true on rank {origin.rank}")
+            return self._finding_for(job, origin, split, skipper, site, where, under, what,
+                                     evidence, skipped=True)
+        return self._finding_for(job, origin, split, state, site, where, under, what,
+                                 evidence, skipped=False)
+
+    def _finding_for(self, job: JobView, origin: DesyncOrigin,
+                     split: tuple[list[RankState], list[RankState]], state: RankState,
+                     site: Frame | None, where: str, under: str, what: str,
+                     evidence: list[str], *, skipped: bool) -> Finding:
+        guard = condition_of(site) if site is not None else None
         culprit = rank_culprit(job, state)
         if site is not None:
             culprit = culprit.model_copy(update={"location": Location.of(site)})
+        if skipped:
+            return Finding(
+                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+                title=(f"Collective mismatch: rank {state.rank} skipped the {origin.op} at "
+                       f"{where}{under} that rank {origin.rank} made (collective "
+                       f"#{origin.seq}); every later collective was one apart, and the ranks "
+                       "now wait in different places"),
+                explanation=(
+                    "Collectives pair up by order. The call is made only where a condition on "
+                    f"the rank's own data holds, and on rank {state.rank} it did not (an empty "
+                    "shard, a metric with nothing to compute): from there on each rank's n-th "
+                    "collective met another's n-th that was a different call, and the ranks "
+                    "stop later, far from the line that made them part."),
+                culprit=culprit,
+                related=tuple(rank_culprit(job, s) for g in split for s in g
+                              if s is not state)[:4],
+                evidence=tuple(evidence),
+                fixes=(f"Make every rank call the {origin.op} at {where} whatever its data: "
+                       f"compute the condition `{guard}` from all ranks first (all-reduce the "
+                       "count, then decide), or let the collective handle empty inputs "
+                       "(a metric's compute() must run on every rank).",
+                       "Shard data so that every rank gets some of each kind (shuffle the "
+                       "evaluation sampler, or pad the smaller shards).",
+                       process_group_timeout(job)),
+            )
         fix = (f"Every rank must call the same collectives in the same order: the {origin.op} "
                f"at {where}{under} runs on rank {origin.rank} and not on the others. "
                + (f"Move it out of that `if` (call it on every rank, and keep only the rank-"

@@ -11,6 +11,7 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.frameworks import dataloader_consumer
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
+from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
@@ -28,6 +29,7 @@ from hangdoctor.rules.distributed._ranks import (
 )
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at
+from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
 
 
@@ -51,6 +53,24 @@ def _majority_waiting(
     return [s for s in waiting if (s.call, s.seq) == (call, seq)], (call, seq)
 
 
+def _why_stuck(job: JobView, state: RankState) -> list[str]:
+    """What keeps the straggler's thread waiting, from the job's wait-for graph, and a thread
+    of its process that died of an exception (the producer it waits for, say)."""
+    if state.process is None or state.thread is None:
+        return []
+    lines = []
+    chain = build_wait_graph(job).follow((state.process.pid, state.thread.tid))
+    if chain.sink in (Sink.NOBODY, Sink.CYCLE):
+        lines.append(f"rank {state.rank} cannot go on by itself: {chain.reason}")
+    death = died_in(thread_deaths(job), state.process.pid)
+    if death is not None and death.raised.rank in (None, state.rank):
+        raised = death.raised
+        lines.append(f"in rank {state.rank}, {raised.thread or 'a thread'} died of "
+                     f"{raised.short_type}: {raised.message}"
+                     + (f" at {at(raised.location)}" if raised.location else ""))
+    return lines
+
+
 class Straggler(Rule):
     """Peers wait inside a collective; one rank is not in any: it is stuck (or slow) elsewhere."""
 
@@ -62,7 +82,10 @@ class Straggler(Rule):
         "(or computing) elsewhere; says where and on what"
     )
     reads = "ranks"
-    specificity = 75
+    # Above a process-level mechanism found in the same rank (a dead producer thread, a lock):
+    # in a distributed job the other ranks are its victims, and the rank is the news; the
+    # mechanism is told in this finding's evidence.
+    specificity = 90
     fires_on = (Example("a rank blocked on a network read", _straggler_in_io),
                 Example("a rank blocked on a network read, its last collective's completion "
                         "not yet counted in the Flight Recorder",
@@ -103,6 +126,7 @@ class Straggler(Rule):
                 evidence.append(
                     f"rank {state.rank} has started {state.status.collectives} collectives; the "
                     f"others are blocked in #{waiting[0].seq}")
+            evidence += _why_stuck(job, state)
             slow = wait.kind is WaitKind.RUNNING
             yield Finding(
                 id=self.id, category=self.category, severity=Severity.ERROR,
