@@ -130,3 +130,18 @@ def test_a_culprit_already_in_user_code_is_left_alone():
     finding = _finding(Culprit(pid=70, tid=70, location=Location(
         file=f"{b.USER}/train.py", line=5, function="main")))
     assert in_user_code(job, finding) is finding
+
+
+def test_hangdoctors_own_writer_thread_is_never_a_culprit():
+    from hangdoctor.rules.user_code import blames_hangdoctor
+
+    writer = b.thread(
+        81, b.frame(f"{b.STDLIB}/json/decoder.py", 353, "JSONDecoder.raw_decode"),
+        b.frame(f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_probe.py", 910,
+                "_write_loop"), name="hangdoctor-status", syscall="clock_nanosleep",
+        owns_gil=True)
+    main = b.thread(80, b.frame("train.py", 5, "main"), name="MainThread", syscall="futex")
+    job = JobView(b.bundle(b.process(80, main, writer)))
+    place = Location(file=f"{b.STDLIB}/json/decoder.py", line=353, function="raw_decode")
+    assert blames_hangdoctor(job, _finding(Culprit(pid=80, tid=81, location=place)))
+    assert not blames_hangdoctor(job, _finding(Culprit(pid=80, tid=80, location=place)))

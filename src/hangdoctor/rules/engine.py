@@ -9,7 +9,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.registry import ALL_RULES
-from hangdoctor.rules.user_code import in_user_code
+from hangdoctor.rules.user_code import blames_hangdoctor, in_user_code
 
 _RankKey = tuple[int, float, int, str, str]
 _ThreadKey = tuple[int, int | None]
@@ -45,7 +45,8 @@ def run_rules(job: JobView, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosi
             break  # a specific rule explained it: no fallback needed
         for rule in group:
             try:
-                found.extend(in_user_code(job, f) for f in rule().check(job))
+                found.extend(in_user_code(job, f) for f in rule().check(job)
+                             if not blames_hangdoctor(job, f))
             except Exception as error:
                 errors.append(f"{rule.id}: {type(error).__name__}: {error}")
     found.sort(key=lambda f: _rank_key(f, specificity))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hangdoctor.analysis.frames import Origin, origin, python_frames
+from hangdoctor.analysis.frames import PROBE_FILE, Origin, origin, python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame
 from hangdoctor.rules.finding import Culprit, Finding, Location
@@ -81,3 +81,16 @@ def in_user_code(job: JobView, finding: Finding) -> Finding:
     if culprit is finding.culprit and related == finding.related:
         return finding
     return finding.model_copy(update={"culprit": culprit, "related": related})
+
+
+def blames_hangdoctor(job: JobView, finding: Finding) -> bool:
+    """Whether the finding's culprit is a thread of hangdoctor's own (the instrumentation's
+    writer thread in every instrumented process): a sample of it is never the job's problem."""
+    culprit = finding.culprit
+    process = job.process(culprit.pid) if culprit is not None else None
+    if culprit is None or process is None or culprit.tid is None:
+        return False
+    thread = next((t for t in process.threads if t.tid == culprit.tid), None)
+    frames = thread.python.frames if thread is not None and thread.python else ()
+    ours = any(f.file.endswith(PROBE_FILE) or origin(f) is Origin.TOOL for f in frames)
+    return ours and not any(origin(f) is Origin.USER for f in frames)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._desync import extra_call_at_step_0, fewer_batches_on_rank_1
 from hangdoctor.rules.distributed._ranks import (
@@ -23,10 +23,34 @@ from hangdoctor.rules.distributed._ranks import (
     rank_culprit,
     rank_ran_out_of_data,
     split_groups,
+    user_frames,
     wait_words,
 )
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
+
+
+def _way_out(rest: list[RankState], loop: str) -> tuple[Location, str] | None:
+    """How the rank that finished early left the loop the others still run, when its data did
+    not run out: the loop's `break` or `return` (a rank-local early-stopping decision). With
+    one such exit, that line; with several, the loop's header."""
+    frames = user_frames(rest[0].thread) if rest[0].thread is not None else []
+    looping = next((f for f in frames if loop in f.loops), None)
+    if looping is None or not looping.loop_exits:
+        return None
+    exits = looping.loop_exits
+    if len(exits) == 1:
+        [way] = exits
+        under = f" under `if {way.condition}`" if way.condition else ""
+        return (Location(file=looping.file, line=way.line, function=looping.function,
+                         code=way.code),
+                f"the only way out of `{loop}` before its end is `{way.code}` at line "
+                f"{way.line}{under}: it decided to stop on its own, the others did not")
+    index = looping.loops.index(loop)
+    listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
+    return (Location(file=looping.file, line=looping.loop_lines[index],
+                     function=looping.function, code=loop),
+            f"it left `{loop}` early by one of: {listed}")
 
 
 class UnevenInputs(Rule):
@@ -68,6 +92,9 @@ class UnevenInputs(Rule):
         if loop:
             evidence.append(f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
                             f"inside `{loop}`; {rank_list(odd)} already left it")
+        way_out = _way_out(rest, loop) if loop and not ran_out_first(odd, rest) else None
+        if way_out is not None:
+            evidence.append(way_out[1])
         if ran_out_first(odd, rest):
             evidence.append(f"{rank_list(odd)}'s DataLoader ran out of data "
                             f"{state.ran_out_of_data} time(s), {rank_list(rest)}'s "
@@ -96,13 +123,19 @@ class UnevenInputs(Rule):
             explanation=("Ranks got different numbers of batches. The ones that finished "
                          "first wait in a collective after the loop, the others in the loop's "
                          "collective: they can never meet."),
-            culprit=(rank_culprit(job, state) if uneven_setting is None else
-                     rank_culprit(job, state).model_copy(update={"location": Location(
+            culprit=(rank_culprit(job, state).model_copy(update={"location": Location(
                          file=uneven_setting.file, line=uneven_setting.line,
-                         function=uneven_setting.function, code=uneven_setting.code)})),
+                         function=uneven_setting.function, code=uneven_setting.code)})
+                     if uneven_setting is not None else
+                     rank_culprit(job, state).model_copy(update={"location": way_out[0]})
+                     if way_out is not None else rank_culprit(job, state)),
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
-            fixes=(*fixes, "Give every rank the same number of synchronising steps: with a fixed "
+            fixes=(*fixes, *(("Make the decision to leave the loop the same on every rank: "
+                              "all_reduce the stop flag (or the value it is decided on) "
+                              "before the `break`, so that every rank leaves at the same step.",)
+                             if way_out is not None else ()),
+                   "Give every rank the same number of synchronising steps: with a fixed "
                    "batch size, DistributedSampler(..., drop_last=True) or "
                    "DataLoader(drop_last=True); with batches built by a budget (dynamic "
                    "batching, bucketing) or gradient accumulation under `no_sync()`, the "
