@@ -22,6 +22,10 @@ REPO = Path(__file__).parent.parent
 SHARED_SCHEMA = REPO.parent / "shared" / "report.schema.json"
 PACKAGE_SCHEMA = REPO / "src" / "hangdoctor" / "report" / "report.schema.json"
 
+# The lint recall corpus is code of other projects (some of it needs torch to import): lint's
+# test data, not tests to collect.
+collect_ignore = ["lint/recall/cases"]
+
 
 def hang_line(fixture: str, label: str) -> int:
     """The line of `fixture` marked `# HANG: label`."""

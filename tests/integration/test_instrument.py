@@ -251,7 +251,7 @@ def test_blocked_collective_is_visible(jobs, tmp_path):
     def blocked() -> dict[int, ProgressStatus] | None:
         # Each rank writes on its own schedule (at most every 0.5 s): wait until rank 1's file
         # has caught up with its last collective too.
-        by_rank = {s.rank: s for s in read_statuses(status_dir)}
+        by_rank = {s.rank: s for s in read_statuses(status_dir) if s.rank is not None}
         rank0, rank1 = by_rank.get(0), by_rank.get(1)
         settled = rank0 and rank0.in_collective and rank1 and rank1.collectives >= 5
         return by_rank if settled else None

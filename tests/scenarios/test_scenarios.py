@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.catalog import CATALOG, Scenario
+from tests.scenarios.catalog import CATALOG
 from tests.scenarios.harness import run_scenario, save_outcome
+from tests.scenarios.scenario import Scenario
 
 
 def _param(scenario: Scenario):

@@ -34,11 +34,11 @@ def test_a_real_dump_lands_on_the_right_threads(tmp_path):
     finally:
         stop.set()
         helper.join()
-    idents = {t.ident: t.native_id for t in (threading.main_thread(), helper)}
+    idents = {t.ident or 0: t.native_id or 0 for t in (threading.main_thread(), helper)}
     threads = parse_dump(text, idents)
     assert set(threads) == {os.getpid(), helper.native_id}
     assert threads[os.getpid()].frames[0].function == "test_a_real_dump_lands_on_the_right_threads"
-    helper_frames = [f.function for f in threads[helper.native_id].frames]
+    helper_frames = [f.function for f in threads[helper.native_id or 0].frames]
     assert "waiting_helper" in helper_frames and helper_frames[0] == "wait"
 
 
@@ -103,5 +103,5 @@ def test_the_job_tree_survives_a_process_that_exits_while_it_is_listed(monkeypat
     def gone(pid: int) -> int:
         raise ProcessLookupError(3, "No such process")
 
-    monkeypatch.setattr(terminate.os, "getpgid", gone)
+    monkeypatch.setattr(terminate.os, "getpgid", gone)  # type: ignore[attr-defined]
     assert isinstance(terminate.tree(os.getpid(), pgid=12345), list)

@@ -30,7 +30,8 @@ def parse_window(text: str) -> float | None:
 
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document (format "
-              "hangdoctor-doctor/1, see docs/doctor.md) instead of the table.")
+              "hangdoctor-doctor/1: each check's id, area, status, found, wanted, why, fix) "
+              "instead of the table.")
 @click.option("--selftest", is_flag=True, help="Also run the self-tests: a training step on the "
               "CPU and on each GPU alone, an all-reduce across local devices (gloo, NCCL).")
 @click.option("--since", "since", default="24h", show_default=True, metavar="WINDOW",

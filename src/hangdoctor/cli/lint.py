@@ -36,7 +36,9 @@ def lint_command(paths: tuple[Path, ...], fmt: str, select: str | None, ignore: 
     Directories are walked (skipping .git, virtual environments, site-packages and
     node_modules). Silence a finding with `# hangdoctor: ignore[HL101]` on its line
     (`// hangdoctor: ignore[...]` in CUDA). Configuration: [tool.hangdoctor.lint] in the nearest
-    pyproject.toml (select, ignore, exclude, per-file-ignores). Rules: docs/lint.md.
+    pyproject.toml (select, ignore, exclude, per-file-ignores). Rules: HL1xx distributed,
+    HL2xx data pipelines, HL3xx training loops, HL4xx processes, HL5xx network, HL6xx CUDA;
+    each finding says what to change.
 
     \b
     Exit codes:

@@ -17,7 +17,8 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 )
 @click.option("--hang-timeout", type=click.FloatRange(min=0.1), default=None, metavar="S",
               help="Declare a hang S seconds after the last progress when nothing computes "
-                   "(3*S when something does). Default: adaptive (see the README).")
+                   "(3*S when something does). Default: adaptive, 300 s until the first training "
+                   "event, then 5x the longest gap seen between events, within 60-1800 s.")
 @click.option("--compile-budget", type=click.FloatRange(min=0.1), default=None, metavar="S",
               help="Seconds a job that compiles (torch.compile, Triton, a C++ compiler in its "
                    "process tree) may go without progress. Default: 10 times the hang "

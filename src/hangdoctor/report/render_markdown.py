@@ -4,6 +4,7 @@ pasting into an issue or a chat."""
 from __future__ import annotations
 
 from hangdoctor.report.model import Report
+from hangdoctor.report.rule_docs import rule_doc
 from hangdoctor.rules.finding import Culprit, Finding
 
 
@@ -65,12 +66,18 @@ def no_python_line(report: Report) -> str | None:
     return f"{line} /proc shows: {'; '.join(seen)}."
 
 
+def _rule(rule_id: str) -> str:
+    """The rule's id, linked to its documentation page where it has one."""
+    doc = rule_doc(rule_id)
+    return f"[{rule_id}]({doc})" if doc else rule_id
+
+
 def _finding(finding: Finding, heading: str) -> list[str]:
     lines = [
         f"## {heading}: {finding.title}",
         "",
-        f"- **Category:** `{finding.category}` ({finding.id}, {finding.severity.value}, "
-        f"confidence {finding.confidence:.0%})",
+        f"- **Category:** `{finding.category}` ({_rule(finding.id)}, "
+        f"{finding.severity.value}, confidence {finding.confidence:.0%})",
         f"- **Culprit:** {culprit_line(finding.culprit)}",
     ]
     if finding.culprit and finding.culprit.location and finding.culprit.location.code:

@@ -14,6 +14,7 @@ from hangdoctor.report.render_markdown import (
     has_root_cause,
     no_python_line,
 )
+from hangdoctor.report.rule_docs import rule_doc
 
 _VERDICT_STYLE = {"hung": "bold red", "failed": "bold red", "running": "bold green",
                   "completed": "bold green", "interrupted": "bold yellow"}
@@ -68,6 +69,9 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
         body.append("What to do:\n", style="bold green")
         for number, fix in enumerate(finding.fixes, 1):
             body.append(f"  {number}. {fix}\n")
+        doc = rule_doc(finding.id)
+        if doc:
+            body.append(f"About {finding.id}: {doc}\n", style="dim")
         label = finding_label(report, index)
         root = index == 0 and has_root_cause(report)
         console.print(Panel(body, title=escape(f"{label}: {finding.title}"), title_align="left",

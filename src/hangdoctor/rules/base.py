@@ -32,12 +32,16 @@ class Rule(ABC):
     id: ClassVar[str]
     category: ClassVar[Category]
     summary: ClassVar[str]
-    #: When it fires, in a sentence for the README's rule tables (generated from this).
+    #: When it fires, in a sentence for the rule tables and pages (generated from this).
     fires_when: ClassVar[str]
     #: What evidence it reads: one process tree as captured, the ranks of a distributed job
     #: compared, or log lines (the job's output, the kernel log).
     reads: ClassVar[Literal["capture", "ranks", "logs"]]
-    #: The severity of its usual finding (the README marks warnings).
+    #: Why the mechanism hangs or fails a job, for the rule's page (docs/rules/); optional.
+    why: ClassVar[str | None] = None
+    #: What to do instead, in general terms (each finding's fixes are specific); optional.
+    instead: ClassVar[str | None] = None
+    #: The severity of its usual finding (the rule pages mark warnings).
     default_severity: ClassVar[Severity] = Severity.ERROR
     #: Breaks ties between findings of equal severity and confidence: the more specific wins.
     specificity: ClassVar[int] = 50

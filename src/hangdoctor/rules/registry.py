@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import types
 from functools import cache
 from pathlib import Path
 
@@ -30,8 +31,11 @@ def discover() -> tuple[type[Rule], ...]:
     found: list[type[Rule]] = []
     for name in _rule_modules():
         module = importlib.import_module(name)
+        # On Python 3.10 a module-level alias such as `tuple[str, int]` passes
+        # inspect.isclass, and issubclass then raises.
         for _, value in inspect.getmembers(module, inspect.isclass):
-            if (issubclass(value, Rule) and value.__module__ == name
+            if (not isinstance(value, types.GenericAlias) and issubclass(value, Rule)
+                    and value.__module__ == name
                     and not inspect.isabstract(value)):
                 found.append(value)
     return tuple(sorted(found, key=lambda rule: rule.id))

@@ -1,0 +1,83 @@
+"""Every rule has its documentation page, generated from the rule's code, and a report links
+each finding to its rule's page."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+
+from rich.console import Console
+
+from hangdoctor.docs import INDEX, expected_files, main, stale
+from hangdoctor.doctor.checks import all_checks
+from hangdoctor.lint.rules import ALL_RULES as LINT_RULES
+from hangdoctor.pipeline import diagnose
+from hangdoctor.report.render_json import render_json
+from hangdoctor.report.render_markdown import render_markdown
+from hangdoctor.report.render_terminal import render_terminal
+from hangdoctor.report.rule_docs import rule_doc
+from hangdoctor.rules.registry import ALL_RULES
+from tests.conftest import REPO
+
+RULE_PAGES = REPO / "docs" / "rules"
+
+
+def test_rule_pages_are_generated_from_the_rules() -> None:
+    assert stale(RULE_PAGES) == [], "docs/rules/ drifted: run `python -m hangdoctor.docs`"
+
+
+def test_every_rule_of_each_kind_has_a_page_listed_in_the_index() -> None:
+    ids = ([r.id for r in ALL_RULES] + [r.id for r in LINT_RULES]
+           + [c.id for c in all_checks()])
+    files = expected_files()
+    assert sorted(files) == sorted([f"{i}.md" for i in ids] + [INDEX])
+    for rule_id in ids:
+        assert f"[{rule_id}]({rule_id}.md)" in files[INDEX]
+
+
+def test_a_page_carries_the_rules_metadata_and_examples() -> None:
+    rule = next(r for r in ALL_RULES if r.id == "HD201")
+    page = expected_files()["HD201.md"]
+    assert page.startswith("# HD201: ")
+    assert f"`{rule.category.value}`" in page
+    for example in (*rule.fires_on, *rule.quiet_on):
+        assert f"- {example.name}" in page
+
+
+def test_reports_link_each_finding_to_its_rules_page() -> None:
+    rule = next(r for r in ALL_RULES if r.id == "HD201")
+    report = diagnose(rule.fires_on[0].build())
+    finding = report.findings[0]
+    doc = rule_doc(finding.id)
+    assert doc is not None and (REPO / doc).is_file()
+    assert f"[{finding.id}]({doc})" in render_markdown(report)
+    out = io.StringIO()
+    render_terminal(report, Console(file=out, width=200, highlight=False))
+    assert doc in out.getvalue()
+    # report.json's contract is unchanged: no link in it.
+    assert "docs/rules" not in render_json(report)
+    assert "doc" not in json.loads(render_json(report))["findings"][0]
+
+
+def test_an_id_without_a_page_gets_no_link() -> None:
+    assert rule_doc("HL000") is None
+    assert rule_doc("HD201") == "docs/rules/HD201.md"
+
+
+def test_check_mode_reports_a_drifted_page(tmp_path) -> None:
+    assert main([str(tmp_path)]) == 0
+    assert main(["--check", str(tmp_path)]) == 0
+    (tmp_path / "HD201.md").write_text("edited by hand\n")
+    assert main(["--check", str(tmp_path)]) == 1
+
+
+def test_a_file_instead_of_a_folder_is_one_line_and_exit_2(tmp_path) -> None:
+    target = tmp_path / "not-a-folder"
+    target.write_text("")
+    done = subprocess.run([sys.executable, "-m", "hangdoctor.docs", str(target)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert re.fullmatch(r"hangdoctor\.docs: .* is not a directory\n", done.stderr)
