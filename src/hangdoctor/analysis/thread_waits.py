@@ -12,6 +12,7 @@ from hangdoctor.analysis.frames import (
     in_function,
     origin,
     python_frames,
+    runs_python_of_its_own,
     runs_user_code,
 )
 from hangdoctor.analysis.job import JobView
@@ -103,6 +104,8 @@ def lone_waits(job: JobView) -> Iterator[LoneWait]:
             found = blocking_call(thread)
             if found is None:
                 continue
+            if found[0].function == "Future.result" and _executor_at_work(job, process, thread):
+                continue  # an executor's own threads or processes set its futures
             if alone(process, thread):
                 joiners = tuple(t for t in process.threads
                                 if t.tid != thread.tid and waits_for_end_of(t, thread))
@@ -111,6 +114,15 @@ def lone_waits(job: JobView) -> Iterator[LoneWait]:
             others = [t for t in process.threads if t.tid != thread.tid and runs_user_code(t)]
             if others and all(waits_for_end_of(t, thread) for t in others):
                 yield LoneWait(process, thread, *found, joiners=tuple(others))
+
+
+def _executor_at_work(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
+    """Whether something besides the user's threads could set a future: another thread with a
+    Python stack of its own (an executor's manager or worker thread), or a child process (a
+    process pool's worker)."""
+    return bool(job.children(process.pid)) or any(
+        t.tid != thread.tid and runs_python_of_its_own(t) and not runs_user_code(t)
+        for t in process.threads)
 
 
 def _self_in(thread: ThreadEvidence, functions: set[str]) -> int | None:

@@ -37,6 +37,8 @@ def _timed_loop(thread: ThreadEvidence) -> str | None:
     mine = innermost_user_frame(frames_of(thread))
     if found is None or mine is None or not mine.loop_lines:
         return None
+    if next((v.repr for v in found[1].locals if v.name == "timeout"), "None") == "None":
+        return None  # no timeout: it does not go round, it waits for good (see _parked)
     return f"waits in {found[0].what} with a timeout, again and again in a loop"
 
 
