@@ -12,7 +12,6 @@ from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
 from hangdoctor.taxonomy import Category
 
 
-# --- HD251 data.pipeline_stall (DataLoader timeout) ------------------------------------------
 class DataLoaderTimeout(Rule):
     """DataLoader(timeout=N) expired: no batch arrived for N seconds, so a worker is stuck or
     too slow."""

@@ -12,7 +12,6 @@ from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
 from hangdoctor.taxonomy import Category
 
 
-# --- HD250 data.worker_killed (shared memory) ------------------------------------------------
 class SharedMemoryExhausted(Rule):
     """/dev/shm filled up: DataLoader workers pass tensors through shared memory, and when it is
     full they fail to write (ENOSPC) or die of SIGBUS."""

@@ -26,7 +26,6 @@ from hangdoctor.rules.log_helpers import (
 )
 from hangdoctor.taxonomy import Category
 
-# --- HD352 distributed.rank_exited -----------------------------------------------------------
 _SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ============================================================
 train.py FAILED

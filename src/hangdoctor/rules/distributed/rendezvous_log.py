@@ -12,7 +12,6 @@ from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
 from hangdoctor.taxonomy import Category
 
 
-# --- HD353 distributed.rendezvous ------------------------------------------------------------
 class RendezvousFailed(Rule):
     """The job never got all its ranks together: the store could not be reached, or not every
     worker joined before the timeout."""

@@ -25,7 +25,6 @@ from hangdoctor.rules.log_helpers import (
 )
 from hangdoctor.taxonomy import Category
 
-# --- HD351 distributed.network ---------------------------------------------------------------
 _PEER = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)\]?[:<](\d+)")
 
 

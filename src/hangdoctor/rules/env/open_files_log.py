@@ -12,7 +12,6 @@ from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
 from hangdoctor.taxonomy import Category
 
 
-# --- HD552 env.os_limits ---------------------------------------------------------------------
 class OpenFilesLimit(Rule):
     """The job ran out of file descriptors (`ulimit -n`), often because DataLoader workers pass
     every tensor as a descriptor."""

@@ -12,7 +12,6 @@ from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
 from hangdoctor.taxonomy import Category
 
 
-# --- HD550 env.version_incompatible ----------------------------------------------------------
 def _cuda_version(encoded: str) -> str:
     """CUDA's integer version (11040) as 11.4."""
     value = int(encoded)

@@ -15,7 +15,6 @@ from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines, logs_bundle, output_lines
 from hangdoctor.taxonomy import Category
 
-# --- HD450 gpu.device_fault ------------------------------------------------------------------
 _FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
 
 

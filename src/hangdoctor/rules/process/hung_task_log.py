@@ -14,7 +14,6 @@ from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines, logs_bundle
 from hangdoctor.taxonomy import Category
 
-# --- HD150 process.blocked_io (hung tasks in the kernel log) ---------------------------------
 _FRAME = re.compile(r"(?:\]|\s)\s*(?:\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 _GENERIC_FRAMES = re.compile(
     r"^(?:__?schedule\w*|schedule\w*|io_schedule\w*|__?mutex_lock\w*|mutex_lock\w*|"
