@@ -67,10 +67,10 @@ def diagnosis_page(rule: type[Rule]) -> RulePage:
 def lint_page(rule: type[LintRule]) -> RulePage:
     return RulePage(
         id=rule.id, kind="lint rule", summary=f"`{rule.name}`: {rule.message}",
-        category=rule.category, severity=rule.severity.value,
+        category=str(rule.category), severity=rule.severity.value,
         reads=f"{rule.language} source files", fires_when=_sentence(rule.message),
         why=rule.why or None, instead=_sentence(rule.fix),
-        fires_on=rule.invalid, quiet_on=rule.valid, code=rule.language)
+        fires_on=rule.fires_on, quiet_on=rule.quiet_on, code=rule.language)
 
 
 def doctor_page(check: Check) -> RulePage:

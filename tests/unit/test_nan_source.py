@@ -4,8 +4,8 @@ anomaly mode prints before the backward pass fails), not only as a log line."""
 from __future__ import annotations
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.algorithm.nonfinite_log import NonFiniteFromLog
-from hangdoctor.rules.log_helpers import logs_bundle
 
 _ANOMALY = [
     "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py:829: UserWarning: Error "

@@ -5,8 +5,8 @@ PyTorch's (DDP's unused parameters) brings the advice that fits it."""
 from __future__ import annotations
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.distributed.transport_failure_log import TransportFailure
-from hangdoctor.rules.log_helpers import logs_bundle
 
 CLOSED = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
           "Connection closed by peer [127.0.0.1]:3222")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 
 _STDLIB = re.compile(r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)?t?/(?!(?:site|dist)-packages/)")
 _PACKAGE = re.compile(r"/(?:site|dist)-packages/")
@@ -96,7 +97,7 @@ def loop_header(frame: Frame | None) -> Frame | None:
     return frame.model_copy(update={"line": frame.loop_lines[-1], "code": frame.loops[-1]})
 
 
-PROBE_FILE = "_hangdoctor_probe.py"
+PROBE_FILE = protocol.PROBE_MODULE + ".py"
 
 
 def runs_python_of_its_own(thread: ThreadEvidence) -> bool:

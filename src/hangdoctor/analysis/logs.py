@@ -383,7 +383,9 @@ _CLASSIC_NEEDLES = ("DataLoader worker", "Killed process", "CUDA out of memory",
 
 
 def _classic(line: str, index: int) -> LogMatch | None:
-    """The first patterns hangdoctor knew, one kind per line, in their original order."""
+    """The first patterns hangdoctor knew, one kind per line, in their original order. They
+    stay apart from `_PATTERNS` (which reports every pattern a line matches) because the kinds
+    are exclusive, first one wins, and carry a pid list and a detail the table does not."""
     if not any(needle in line for needle in _CLASSIC_NEEDLES):
         return None
     if match := _WORKER_KILLED.search(line):

@@ -26,14 +26,11 @@ from hangdoctor.evidence.model import (
     ProgressStatus,
     ThreadEvidence,
 )
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 
-COLLECTIVES = frozenset({
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
-    "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "reduce", "barrier",
-    "monitored_barrier", "all_to_all", "all_to_all_single", "gather", "gather_object", "scatter",
-    "scatter_object_list", "send", "recv", "_all_gather_base", "_reduce_scatter_base",
-    "all_gather_single", "reduce_scatter_single",  # torch 2.13's names (FSDP2 uses them)
-})
+#: The torch.distributed functions a rank waits in for its peers (point-to-point included).
+COLLECTIVES = frozenset(
+    (*protocol.COLLECTIVES, *protocol.OTHER_COLLECTIVES, *protocol.POINT_TO_POINT))
 START_UP = frozenset({
     "init_process_group", "_store_based_barrier", "rendezvous", "_create_c10d_store",
     "_env_rendezvous_handler", "_tcp_rendezvous_handler", "new_group", "init_device_mesh",

@@ -13,7 +13,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+
+STATUS_DIR_ENV = protocol.STATUS_DIR_ENV
 
 
 def bootstrap_dir() -> Path:

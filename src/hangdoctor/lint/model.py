@@ -1,10 +1,12 @@
 """What a lint rule is and what it reports.
 
 A rule is a class with a stable id, a TAXONOMY.md category, a message and a fix, and the code
-examples that prove it: `valid` snippets on which it must stay quiet and `invalid` snippets on
-which it must fire. In an invalid snippet every line that must be reported ends with the marker
-comment `# expect` (`// expect` in CUDA); the test suite (tests/lint/test_rule_examples.py) is
-generated from these, so a rule cannot be added without the evidence that it works.
+examples that prove it, as diagnosis rules have: `quiet_on` snippets on which it must stay quiet
+and `fires_on` snippets on which it must fire. In a `fires_on` snippet every line that must be
+reported ends with the marker comment `# expect` (`// expect` in CUDA); the test suite
+(tests/lint/test_rule_examples.py) is generated from these, so a rule cannot be added without
+the evidence that it works. Rules live one to a file in `lint/rules/<family>/<rule>.py` and are
+found by looking (hangdoctor.discovery).
 """
 
 from __future__ import annotations
@@ -12,23 +14,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
 from typing import ClassVar, Literal
 
 from hangdoctor.lint.index import ModuleIndex
+from hangdoctor.severity import Severity
+from hangdoctor.taxonomy import Category
 
-#: The marker that ends each line an invalid example expects to be reported.
+#: The marker that ends each line a `fires_on` example expects to be reported.
 EXPECT_MARKER = "expect"
 
 Language = Literal["python", "cuda"]
-
-
-class Severity(str, Enum):
-    """How sure and how bad: an `error` is a hang waiting to happen; a `warning` is a pattern
-    that often causes one but may be deliberate."""
-
-    ERROR = "error"
-    WARNING = "warning"
 
 
 @dataclass(frozen=True)
@@ -47,6 +42,8 @@ class LintFinding:
     name: str
     #: A TAXONOMY.md category: the hang this pattern leads to.
     category: str
+    #: An `error` is a hang waiting to happen; a `warning` is a pattern that often causes one
+    #: but may be deliberate.
     severity: Severity
     #: What is wrong here.
     message: str
@@ -80,17 +77,17 @@ class LintRule:
 
     id: ClassVar[str]
     name: ClassVar[str]
-    category: ClassVar[str]
+    category: ClassVar[Category]
     severity: ClassVar[Severity] = Severity.ERROR
     language: ClassVar[Language] = "python"
     message: ClassVar[str]
     fix: ClassVar[str]
     #: Why this pattern hangs, for `docs/lint.md` and SARIF help text.
     why: ClassVar[str] = ""
-    #: Snippets on which the rule must stay quiet.
-    valid: ClassVar[tuple[str, ...]] = ()
     #: Snippets on which it must fire, at (exactly) the lines marked `# expect`.
-    invalid: ClassVar[tuple[str, ...]] = ()
+    fires_on: ClassVar[tuple[str, ...]] = ()
+    #: Snippets on which the rule must stay quiet.
+    quiet_on: ClassVar[tuple[str, ...]] = ()
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         """Hits in one parsed Python module (CUDA rules implement `check_source`)."""

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from hangdoctor import __version__
-from hangdoctor.lint.model import LintFinding, Severity
+from hangdoctor.lint.model import LintFinding
 from hangdoctor.lint.rules import RULES_BY_ID
+from hangdoctor.severity import Severity
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
+_LEVEL = {Severity.CRITICAL: "error", Severity.ERROR: "error", Severity.WARNING: "warning",
+          Severity.INFO: "note"}
 
 
 def render_text(findings: list[LintFinding]) -> str:
@@ -65,7 +67,7 @@ def to_sarif(findings: list[LintFinding]) -> dict[str, Any]:
             "fullDescription": {"text": rule.why or rule.message},
             "help": {"text": help_text},
             "defaultConfiguration": {"level": _LEVEL[rule.severity]},
-            "properties": {"category": rule.category, "tags": [rule.category]},
+            "properties": {"category": rule.category.value, "tags": [rule.category.value]},
         })
     results = [{
         "ruleId": f.rule_id,

@@ -203,7 +203,7 @@ def _size(path: Path) -> int:
 
 def _finding(rule: LintRule, path: str, hit: Hit) -> LintFinding:
     return LintFinding(path=path, line=hit.line, col=hit.col + 1, rule_id=rule.id,
-                       name=rule.name, category=rule.category, severity=rule.severity,
+                       name=rule.name, category=rule.category.value, severity=rule.severity,
                        message=hit.message or rule.message, fix=rule.fix, ranks=hit.ranks)
 
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 from hangdoctor.analysis.frames import in_function
 from hangdoctor.evidence.model import AsyncTask, Bundle, Frame
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.probes.sources import with_source
 from hangdoctor.redact import redact_value
 
-_GLOB = "tasks-*.json"
+_GLOB = protocol.glob_of(protocol.TASKS_PREFIX, protocol.TASKS_SUFFIX)
 _MAX_BYTES = 1024 * 1024
 
 

@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hangdoctor.evidence.model import CollectiveRecord, FlightRecord
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.private_files import write_text
 
-REQUEST = "flight-recorder.request"
+REQUEST = protocol.REQUEST_FILE
+_ANSWERS = protocol.glob_of(protocol.FLIGHT_RECORDER_PREFIX, protocol.FLIGHT_RECORDER_SUFFIX)
 _KEEP = 16  # entries per rank: enough to see where ranks diverged
 
 
@@ -86,7 +88,7 @@ def collect_dumps(status_dir: Path, since: float, expected: int,
     """The dumps written after `since`, waiting up to `timeout_s` for `expected` of them."""
     deadline = time.monotonic() + timeout_s
     while True:
-        files = [p for p in status_dir.glob("fr-*.json") if p.stat().st_mtime >= since]
+        files = [p for p in status_dir.glob(_ANSWERS) if p.stat().st_mtime >= since]
         if len(files) >= expected or time.monotonic() >= deadline:
             break
         time.sleep(0.1)

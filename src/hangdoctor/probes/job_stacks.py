@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hangdoctor.evidence.model import Frame, PythonThread
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 
 _HEADER = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
@@ -53,7 +54,7 @@ def parse_dump(text: str, thread_ids: dict[int, int]) -> dict[int, PythonThread]
 
 def _thread_map(status_dir: Path, pid: int) -> tuple[int, dict[int, int]] | None:
     try:
-        data = json.loads((status_dir / f"threads-{pid}.json").read_text())
+        data = json.loads((status_dir / protocol.thread_map_file(pid)).read_text())
         signal_number = int(data["signal"])
         threads = {int(ident): int(native) for ident, native in data["threads"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -89,7 +90,7 @@ def request_dumps(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
         known = _thread_map(status_dir, pid)
         if known is None or not handles_signal(pid, known[0]):
             continue
-        path = status_dir / f"stacks-{pid}.txt"
+        path = status_dir / protocol.stacks_file(pid)
         offset = _size(path)
         with contextlib.suppress(OSError):
             os.kill(pid, known[0])
@@ -156,5 +157,7 @@ def remove_stale(status_dir: Path) -> int:
 
 
 # (prefix, suffix, removed only when empty) of the files each instrumented process writes.
-_PER_PROCESS = (("stacks-", ".txt", False), ("threads-", ".json", False),
-                ("fault-", ".txt", True), ("stopped-", ".txt", True))
+_PER_PROCESS = ((protocol.STACKS_PREFIX, protocol.STACKS_SUFFIX, False),
+                (protocol.THREAD_MAP_PREFIX, protocol.THREAD_MAP_SUFFIX, False),
+                (protocol.FAULT_PREFIX, protocol.FAULT_SUFFIX, True),
+                (protocol.STOPPED_PREFIX, protocol.STOPPED_SUFFIX, True))

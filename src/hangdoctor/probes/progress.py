@@ -12,9 +12,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from hangdoctor.evidence.model import FaultLog, Frame, ProgressStatus, ThreadDeath
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.redact import redact_value
 
-STATUS_GLOB = "status-*.json"
+STATUS_GLOB = protocol.glob_of(protocol.STATUS_PREFIX, protocol.STATUS_SUFFIX)
 
 
 def read_statuses(status_dir: Path) -> list[ProgressStatus]:
@@ -58,9 +59,9 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     return status.model_copy(update=update) if update else status
 
 
-FAULT_GLOB = "fault-*.txt"
-STOPPED_GLOB = "stopped-*.txt"
-DIED_GLOB = "died-*.txt"
+FAULT_GLOB = protocol.glob_of(protocol.FAULT_PREFIX, protocol.FAULT_SUFFIX)
+STOPPED_GLOB = protocol.glob_of(protocol.STOPPED_PREFIX, protocol.STOPPED_SUFFIX)
+DIED_GLOB = protocol.glob_of(protocol.DIED_PREFIX, protocol.DIED_SUFFIX)
 _FAULT_BYTES = 16 * 1024
 
 

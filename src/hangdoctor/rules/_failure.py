@@ -19,8 +19,9 @@ from hangdoctor.analysis.tracebacks import Raised, is_consequence, tracebacks
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
 from hangdoctor.evidence.model import Bundle, Frame
 from hangdoctor.rules._job_examples import failed_job
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import clip, logs_bundle, output_lines
+from hangdoctor.rules.log_helpers import clip, output_lines
 from hangdoctor.taxonomy import Category
 
 #: Messages that name a mechanism, by category; matched against `Type: message`.

@@ -1,27 +1,20 @@
 """What several log rules share: the lines they read (the job's output, the kernel log), the
 matches of given kinds in them, and those matches cited as evidence, clipped and without
-repeats; and `logs`, the log-only bundle their examples run on, as `hangdoctor analyze` builds it.
-"""
+repeats (the log-only bundle their examples run on is in `_log_examples.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogMatch, scan
 from hangdoctor.analysis.ranks import distributed_call
 from hangdoctor.analysis.tracebacks import Raised, fault_stack, main_thread_stack
-from hangdoctor.evidence.logfiles import log_bundle
-from hangdoctor.evidence.model import Bundle, Frame, JobRecord
+from hangdoctor.evidence.model import Frame, JobRecord
 
 MAX_EVIDENCE = 6
 MAX_LINE = 400
-
-
-def logs_bundle(output: Sequence[str] = (), kernel: Sequence[str] = ()) -> Bundle:
-    """A log-only bundle, as `hangdoctor analyze FILE...` builds it."""
-    return log_bundle(tuple(output), tuple(kernel))
 
 
 def output_lines(job: JobView) -> tuple[str, ...]:

@@ -7,12 +7,10 @@ probe put in the facts.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
 from functools import cache
 from typing import get_args
 
+from hangdoctor.discovery import find_classes
 from hangdoctor.doctor.check import Check, GpuCheck
 from hangdoctor.doctor.facts import Facts
 from hangdoctor.doctor.result import Area, CheckResult
@@ -21,18 +19,10 @@ from hangdoctor.doctor.result import Area, CheckResult
 AREAS: tuple[Area, ...] = get_args(Area)
 
 
-def _defined_in(module_name: str) -> list[type[Check]]:
-    module = importlib.import_module(module_name)
-    return [obj for obj in vars(module).values()
-            if inspect.isclass(obj) and issubclass(obj, Check) and obj.__module__ == module_name
-            and not inspect.isabstract(obj) and "id" in vars(obj)]
-
-
 @cache
 def all_checks() -> tuple[Check, ...]:
     """Every check, by area (in `AREAS` order) and id."""
-    found = [cls() for info in pkgutil.iter_modules(__path__, f"{__name__}.")
-             for cls in _defined_in(info.name)]
+    found = [cls() for cls in find_classes(__name__, Check, families=False)]
     return tuple(sorted(found, key=lambda c: (AREAS.index(c.area), c.id)))
 
 

@@ -36,14 +36,33 @@ if TYPE_CHECKING:  # torch is only imported by the job itself
     from torch import Tensor
     from torch.optim import Optimizer
 
-STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
+
+
+def _sibling(name: str) -> types.ModuleType:
+    """A module of this folder, loaded from beside this file (sys.path may have changed, and
+    this file may run under another name)."""
+    module = sys.modules.get(name)
+    if module is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return module
+
+
+if TYPE_CHECKING:
+    from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+else:
+    protocol = _sibling("_hangdoctor_protocol")
+
+STATUS_DIR_ENV = protocol.STATUS_DIR_ENV
 WRITE_INTERVAL_S = 0.5
-COLLECTIVES = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
-    "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "reduce", "barrier",
-    "all_to_all", "all_to_all_single", "gather", "scatter", "monitored_barrier",
-    "all_gather_single", "reduce_scatter_single",  # torch 2.13's names (FSDP2 uses them)
-)
+COLLECTIVES = protocol.COLLECTIVES
 _MARK = "_hangdoctor_wrapped"
 
 
@@ -334,7 +353,7 @@ def _log_fatal_signals() -> None:
 
         if _directory is None or (faulthandler.is_enabled() and _fault_file is None):
             return
-        path = os.path.join(_directory, f"fault-{os.getpid()}.txt")
+        path = os.path.join(_directory, protocol.fault_file(os.getpid()))
         _fault_file = _private_open(path)  # kept open: must outlive this call
         faulthandler.enable(file=_fault_file, all_threads=True)
     except Exception:
@@ -358,7 +377,7 @@ def _log_stop_signal() -> None:
 
         if _directory is None or not hasattr(faulthandler, "register"):
             return
-        stop_file = _private_open(os.path.join(_directory, f"stopped-{os.getpid()}.txt"))
+        stop_file = _private_open(os.path.join(_directory, protocol.stopped_file(os.getpid())))
         faulthandler.register(signal.SIGTERM, file=stop_file, all_threads=True, chain=True)
         _stop_file = stop_file  # a forked child's replaces the parent's (closed when dropped)
     except Exception:
@@ -403,7 +422,7 @@ def _note_thread_death(args: threading.ExceptHookArgs) -> None:
         text = f"Exception in thread {name}:\n" + "".join(traceback.format_exception(
             args.exc_type, args.exc_value, args.exc_traceback))
         data = text.encode("utf-8", errors="replace")[-_DEATH_BYTES:]
-        path = os.path.join(_directory, f"died-{os.getpid()}.txt")
+        path = os.path.join(_directory, protocol.died_file(os.getpid()))
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, _FILE_MODE)
         try:
             os.write(descriptor, data)
@@ -958,7 +977,7 @@ def _count_device_losses() -> None:
 
 # ---- PyTorch's Flight Recorder, on request ------------------------------------------------------
 
-FLIGHT_RECORDER_REQUEST = "flight-recorder.request"
+FLIGHT_RECORDER_REQUEST = protocol.REQUEST_FILE
 _answered_request: int | None = None
 
 
@@ -997,7 +1016,7 @@ def _answer_flight_recorder_request() -> None:
             return
         trace = json.loads(dump(True, True))
         pid = os.getpid()
-        _write_atomically(f"fr-{pid}.json",
+        _write_atomically(protocol.flight_recorder_file(pid),
                           json.dumps({"pid": pid, "rank": _rank(), "trace": trace}))
     except Exception:
         pass
@@ -1036,7 +1055,7 @@ def _answer_task_request() -> None:
                   and getattr(t, "_exception", None) is not None]
         body = json.dumps({"pid": os.getpid(), "tasks": [
             _task_json(t) for t in (pending[:_MAX_TASKS] + failed[:_MAX_TASKS])]})
-        _write_atomically(f"tasks-{os.getpid()}.json", body)
+        _write_atomically(protocol.tasks_file(os.getpid()), body)
     except Exception:
         pass
 
@@ -1094,7 +1113,7 @@ def _flush() -> None:
             version = _state.version
             if version == _written:
                 return
-            _write_atomically(f"status-{_state.pid}.json", _state.as_json())
+            _write_atomically(protocol.status_file(_state.pid), _state.as_json())
             _written = version
     except Exception:
         _disabled = True  # an unwritable folder: stop trying, the job goes on
@@ -1126,7 +1145,7 @@ def _after_fork_in_child() -> None:
 # pthread identifier; `threads-<pid>.json` maps those to the kernel's thread ids and says which
 # signal to send. The supervisor sends it only to a process whose /proc/PID/status shows a
 # handler for it (SigCgt): a process that does not handle it would die of it.
-STACK_SIGNAL_OFFSET = 6  # SIGRTMIN + 6: a real-time signal no common library uses
+STACK_SIGNAL_OFFSET = protocol.STACK_SIGNAL_OFFSET  # a real-time signal no common library uses
 _stack_file = None
 _thread_map_written = None
 
@@ -1141,7 +1160,7 @@ def _register_stack_dump() -> None:
             return
         signum = signal.SIGRTMIN + STACK_SIGNAL_OFFSET
         pid = os.getpid()
-        stack_file = open(os.path.join(_directory, f"stacks-{pid}.txt"), "ab")  # noqa: SIM115
+        stack_file = open(os.path.join(_directory, protocol.stacks_file(pid)), "ab")  # noqa: SIM115
         os.chmod(stack_file.name, _FILE_MODE)
         faulthandler.register(signum, file=stack_file, all_threads=True, chain=False)
         previous, _stack_file = _stack_file, stack_file
@@ -1170,7 +1189,7 @@ def _write_thread_map() -> None:
         pid = os.getpid()
         body = json.dumps({"pid": pid, "signal": int(signal.SIGRTMIN + STACK_SIGNAL_OFFSET),
                            "threads": threads})
-        _write_atomically(f"threads-{pid}.json", body)
+        _write_atomically(protocol.thread_map_file(pid), body)
         _thread_map_written = threads
     except Exception:
         pass

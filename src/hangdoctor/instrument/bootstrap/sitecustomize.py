@@ -24,8 +24,12 @@ if TYPE_CHECKING:
 else:
     _LoaderBase = object
 
-_STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
-_PROBE = "_hangdoctor_probe"
+# Beside this file, first on sys.path: the names this side of the boundary shares with
+# hangdoctor's.
+import _hangdoctor_protocol  # type: ignore[import-not-found]  # noqa: E402
+
+_STATUS_DIR_ENV = _hangdoctor_protocol.STATUS_DIR_ENV
+_PROBE = _hangdoctor_protocol.PROBE_MODULE
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -1,23 +1,14 @@
-"""Every lint rule, in one list; the id decides the family (see docs/lint.md)."""
+"""Every lint rule, found by looking: one rule per module of a family folder
+(`lint/rules/<family>/<rule>.py`; the id decides the family, see docs/lint.md), as diagnosis
+rules and doctor checks are found. Modules whose name starts with `_` hold what several rules of
+a family share; `common.py` holds what rules of several families share."""
 
 from __future__ import annotations
 
-from hangdoctor.lint.cuda import UncheckedKernelIndex
-from hangdoctor.lint.model import LintRule, Severity
-from hangdoctor.lint.rules.algorithm import LossKeptAcrossSteps, MissingGradientClipping
-from hangdoctor.lint.rules.data import (
-    ForkedWorkersWithThreads,
-    TfDataWithoutPrefetch,
-    TokenizerWithoutTruncation,
-)
-from hangdoctor.lint.rules.distributed import (
-    CollectiveUnderRankCondition,
-    DataParallelIndivisibleBatch,
-    DdpWithoutDistributedSampler,
-    UnevenShards,
-)
-from hangdoctor.lint.rules.network import NetworkCallWithoutTimeout
-from hangdoctor.lint.rules.process import DebuggerLeftIn, PopenPipeWait, QueueLeftUnread
+from hangdoctor.discovery import find_classes
+from hangdoctor.lint.model import LintRule
+from hangdoctor.severity import Severity
+from hangdoctor.taxonomy import Category
 
 
 class ParseError(LintRule):
@@ -26,7 +17,7 @@ class ParseError(LintRule):
 
     id = "HL000"
     name = "parse-error"
-    category = "process.blocked_io"  # never used for diagnosis; a category is required
+    category = Category.PROCESS_BLOCKED_IO  # never used for diagnosis; a category is required
     severity = Severity.ERROR
     message = "file could not be read or parsed"
     fix = "fix the syntax error or the file's encoding (or exclude the file)"
@@ -34,22 +25,8 @@ class ParseError(LintRule):
           "is never silent."
 
 
-ALL_RULES: tuple[type[LintRule], ...] = (
-    CollectiveUnderRankCondition,
-    DdpWithoutDistributedSampler,
-    UnevenShards,
-    DataParallelIndivisibleBatch,
-    TokenizerWithoutTruncation,
-    TfDataWithoutPrefetch,
-    ForkedWorkersWithThreads,
-    LossKeptAcrossSteps,
-    MissingGradientClipping,
-    PopenPipeWait,
-    DebuggerLeftIn,
-    QueueLeftUnread,
-    NetworkCallWithoutTimeout,
-    UncheckedKernelIndex,
-)
+ALL_RULES: tuple[type[LintRule], ...] = tuple(sorted(
+    find_classes(__name__, LintRule, families=True), key=lambda rule: rule.id))
 
 #: Every id the linter can report, HL000 included.
 _EVERY_RULE: tuple[type[LintRule], ...] = (ParseError, *ALL_RULES)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.lint.flow import bound_call, origin
 from hangdoctor.lint.index import ModuleIndex, keyword, last_name
 
@@ -50,13 +51,11 @@ MAIN_ONLY_DECORATORS = frozenset({
     "on_last_process", "on_process", "on_local_process",
 })
 #: torch.distributed functions every rank of the group must call.
-TORCH_COLLECTIVES = frozenset({
-    "barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_object",
-    "all_gather_into_tensor", "_all_gather_base", "all_gather_coalesced", "broadcast",
-    "broadcast_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor",
-    "_reduce_scatter_base", "all_to_all", "all_to_all_single", "gather", "gather_object",
-    "scatter", "scatter_object_list", "new_group", "all_reduce_coalesced",
-})
+#: (Not torch 2.13's `*_single` names, which user code does not call; with `new_group`, which
+#: every rank must call too; point-to-point operations are not collectives.)
+TORCH_COLLECTIVES = frozenset(
+    {*protocol.COLLECTIVES, *protocol.OTHER_COLLECTIVES, *protocol.COALESCED_COLLECTIVES,
+     "new_group"} - {"all_gather_single", "reduce_scatter_single"})
 _TORCH_PREFIXES = ("torch.distributed.", "deepspeed.comm.", "deepspeed.", "horovod.torch.")
 #: accelerate's collectives, on an `Accelerator` or from `accelerate.utils`.
 ACCELERATE_COLLECTIVES = frozenset({

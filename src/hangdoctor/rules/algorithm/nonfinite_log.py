@@ -11,10 +11,11 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan, step_near
 from hangdoctor.analysis.tracebacks import first_raised, forward_trace
 from hangdoctor.evidence.model import Frame
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at as place_of
-from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, logs_bundle, output_lines
+from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, output_lines
 from hangdoctor.taxonomy import Category
 
 _FINITE_LOSS = re.compile(r"\bloss['\"]?\s*[:=]?\s*(?:tensor\()?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)",

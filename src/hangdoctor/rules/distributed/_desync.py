@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CollectiveCall, CollectiveSite, Frame
-from hangdoctor.rules.distributed._ranks import (
+from hangdoctor.rules.distributed._examples import (
     collective_frames,
     rank_process,
     rank_status,

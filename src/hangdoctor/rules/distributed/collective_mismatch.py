@@ -18,25 +18,27 @@ from hangdoctor.rules.distributed._desync import (
     extra_call_before_the_ring,
     fewer_batches_on_rank_1,
 )
-from hangdoctor.rules.distributed._ranks import (
+from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     barrier_only_on_rank_0,
     collective_frames,
-    condition_of,
-    describe_group,
     epoch_helper_ran_out_of_data,
     evaluation_on_one_schedule,
-    extra_guards,
     guarded_barrier_beside_a_helper,
+    rank_process,
+    rank_ran_out_of_data,
+    ranks_job,
+    straggler_completion_not_yet_counted,
+)
+from hangdoctor.rules.distributed._ranks import (
+    condition_of,
+    describe_group,
+    extra_guards,
     is_uneven,
     on_rank,
     rank_culprit,
     rank_guard,
-    rank_process,
-    rank_ran_out_of_data,
-    ranks_job,
     split_groups,
-    straggler_completion_not_yet_counted,
 )
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category

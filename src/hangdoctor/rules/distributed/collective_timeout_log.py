@@ -16,13 +16,13 @@ from hangdoctor.analysis.logs import (
     scan,
 )
 from hangdoctor.evidence.model import ProgressStatus
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import nccl_line, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
     cite,
-    logs_bundle,
     output_lines,
     stopped_at,
     stopped_outside_collectives,

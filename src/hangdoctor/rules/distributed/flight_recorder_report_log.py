@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, clip, logs_bundle, matches_of, output_lines
+from hangdoctor.rules.log_helpers import cite, clip, matches_of, output_lines
 from hangdoctor.taxonomy import Category
 
 _FIELD = re.compile(r"^\s*(?P<key>[a-z][a-z ]+): (?P<value>.*)$")

@@ -19,13 +19,13 @@ from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProgressStatus
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._ranks import (
+from hangdoctor.rules.distributed._examples import (
     collective_frames,
-    rank_culprit,
     rank_process,
     rank_status,
     ranks_job,
 )
+from hangdoctor.rules.distributed._ranks import rank_culprit
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category

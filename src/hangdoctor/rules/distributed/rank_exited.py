@@ -10,16 +10,14 @@ from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._ranks import (
+from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     collective_frames,
-    describe_group,
-    rank_culprit,
     rank_process,
     rank_status,
     ranks_job,
-    wait_words,
 )
+from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit, wait_words
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 

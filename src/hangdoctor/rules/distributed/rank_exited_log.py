@@ -11,6 +11,7 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import RankFailure, torchrun_failures
 from hangdoctor.analysis.tracebacks import Raised, first_failure, first_raised, is_consequence
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import exit_text, nccl_line, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -19,14 +20,12 @@ from hangdoctor.rules.log_helpers import (
     cite,
     clip,
     fault_of,
-    logs_bundle,
     matches_of,
     output_lines,
     raised_words,
 )
 from hangdoctor.taxonomy import Category
 
-# --- HD352 distributed.rank_exited -----------------------------------------------------------
 _SUMMARY = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ============================================================
 train.py FAILED

@@ -12,13 +12,12 @@ from hangdoctor.analysis.ranks import rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._ranks import (
+from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     collective_frames,
-    describe_group,
-    rank_culprit,
     ranks_job,
 )
+from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.taxonomy import Category
 

@@ -11,12 +11,8 @@ from hangdoctor.analysis.roles import init_method, rendezvous_address
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Bundle, CodeSetting
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._ranks import (
-    all_in_the_same_collective,
-    never_joined,
-    rank_culprit,
-    wait_words,
-)
+from hangdoctor.rules.distributed._examples import all_in_the_same_collective, never_joined
+from hangdoctor.rules.distributed._ranks import rank_culprit, wait_words
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category

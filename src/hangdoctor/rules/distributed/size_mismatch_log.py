@@ -9,9 +9,10 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import first_raised
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, fault_of, logs_bundle, matches_of, output_lines
+from hangdoctor.rules.log_helpers import cite, fault_of, matches_of, output_lines
 from hangdoctor.taxonomy import Category
 
 _GLOO = ("  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "

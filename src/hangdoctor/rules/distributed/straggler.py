@@ -16,17 +16,15 @@ from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._ranks import (
+from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     collective_frames,
-    describe_group,
     never_joined,
-    rank_culprit,
     rank_process,
     ranks_job,
     straggler_completion_not_yet_counted,
-    wait_words,
 )
+from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit, wait_words
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths

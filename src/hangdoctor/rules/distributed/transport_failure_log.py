@@ -12,20 +12,13 @@ from hangdoctor.analysis.logs import (
     torchrun_failures,
 )
 from hangdoctor.analysis.tracebacks import first_failure
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import exit_text
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.log_helpers import (
-    MAX_EVIDENCE,
-    cite,
-    clip,
-    logs_bundle,
-    matches_of,
-    output_lines,
-)
+from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, matches_of, output_lines
 from hangdoctor.taxonomy import Category
 
-# --- HD351 distributed.network ---------------------------------------------------------------
 _PEER = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)\]?[:<](\d+)")
 
 

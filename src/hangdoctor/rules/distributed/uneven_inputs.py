@@ -11,17 +11,19 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._desync import extra_call_at_step_0, fewer_batches_on_rank_1
-from hangdoctor.rules.distributed._ranks import (
+from hangdoctor.rules.distributed._examples import (
     barrier_only_on_rank_0,
-    describe_group,
     epoch_helper_ran_out_of_data,
     evaluation_on_one_schedule,
     guarded_barrier_beside_a_helper,
+    rank_ran_out_of_data,
+)
+from hangdoctor.rules.distributed._ranks import (
+    describe_group,
     is_uneven,
     left_loop,
     ran_out_first,
     rank_culprit,
-    rank_ran_out_of_data,
     split_groups,
     user_frames,
     wait_words,

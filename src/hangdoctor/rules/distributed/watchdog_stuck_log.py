@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
+from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
 _STUCK = ("[rank3]:[F1203 11:02:44.551612871 ProcessGroupNCCL.cpp:1169] [PG ID 0 PG GUID "

@@ -8,13 +8,13 @@ import re
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.log_helpers import cite, clip, logs_bundle, matches_of
+from hangdoctor.rules.log_helpers import cite, clip, matches_of
 from hangdoctor.taxonomy import Category
 
 
-# --- HD551 env.library_mismatch --------------------------------------------------------------
 def _module(path: str) -> str:
     """`flash_attn_2_cuda` from `.../flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so`."""
     return re.sub(r"(\.cpython-[^/]*|\.abi3)?\.so[\w.]*$", "", path.rsplit("/", 1)[-1])

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of
+from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
 
-# --- HD550 env.version_incompatible ----------------------------------------------------------
 def _cuda_version(encoded: str) -> str:
     """CUDA's integer version (11040) as 11.4."""
     value = int(encoded)

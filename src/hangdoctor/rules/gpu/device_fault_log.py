@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.log_helpers import cite, kernel_lines, logs_bundle, output_lines
+from hangdoctor.rules.log_helpers import cite, kernel_lines, output_lines
 from hangdoctor.taxonomy import Category
 
-# --- HD450 gpu.device_fault ------------------------------------------------------------------
 _FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
 
 

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import tracebacks
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, logs_bundle, matches_of, output_lines, raised_words
+from hangdoctor.rules.log_helpers import cite, matches_of, output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
 _ASSERT = (

@@ -10,11 +10,10 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.gpu._examples import dumped, hung_job
 from hangdoctor.rules.gpu._state import (
     WaitingThread,
     busy_gpus,
-    dumped,
-    hung_job,
     readings,
     stalled_samples,
     waiting_threads,

@@ -13,7 +13,8 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, GpuSample, ProcessEvidence, ThreadEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.gpu._state import GIB, H200_MEMORY, gpu, gpu_process, hung_job, readings
+from hangdoctor.rules.gpu._examples import GIB, H200_MEMORY, gpu, gpu_process, hung_job
+from hangdoctor.rules.gpu._state import readings
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
 

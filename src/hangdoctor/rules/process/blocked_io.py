@@ -3,7 +3,8 @@ by itself."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.frameworks import in_debugger, joining_threads, owned_by_framework_rules
@@ -161,180 +162,253 @@ class BlockedIO(Rule):
         frames = frames_of(thread)
         place = innermost_user_frame(frames)
         where = short_location(place) if place else "its current line"
+        explain = _EXPLAIN.get(wait.kind, _file_io)
+        why = explain(_Blocked(job, process, thread, wait, frames, where))
+        if why is None:
+            return None
         evidence = [
             f"{thread_label(thread)} of {job.describe_process(process.pid)} is {wait.summary} "
             f"at {at(place)}",
             f"kernel: {kernel_words(thread)}",
+            *why.evidence,
         ]
-        confidence = 0.8
-        related: tuple[Culprit, ...] = ()
-        fixes: tuple[str, ...]
-        if wait.kind is WaitKind.CHILD:
-            child = job.process(wait.peer_pid)
-            if child is None:
-                return None
-            blocked = self._child_blocked_on_our_pipe(job, process, child)
-            if blocked is None:
-                return None
-            child_thread, child_wait = blocked
-            evidence.append(
-                f"{job.describe_process(child.pid)} is {child_wait.summary}: the pipe is full "
-                "and nobody reads it"
-            )
-            title = (f"Pipe deadlock: {job.describe_process(process.pid)} waits for its child "
-                     f"{child.pid}, which waits for the parent to read its output")
-            explanation = (
-                "The child writes more output than a pipe holds (64 KiB on Linux) to a pipe "
-                "that this process opened (stdout=PIPE or stderr=PIPE) but does not read while "
-                "it waits for the child to exit. Each waits for the other forever."
-            )
-            fixes = (
-                f"Replace the wait at {where} with `proc.communicate()` (or "
-                "`subprocess.run(..., capture_output=True)`), which reads the pipes while waiting.",
-                "Or send the output to a file or to subprocess.DEVNULL instead of PIPE.",
-                "Give the wait a limit: `proc.communicate(timeout=...)`.",
-            )
-            confidence = 0.95
-            related = (culprit(job, child, child_thread),)
-        elif wait.kind is WaitKind.TERMINAL:
-            if in_debugger(frames):
-                title = f"Stopped at a debugger prompt at {where}"
-                explanation = ("A breakpoint() or pdb.set_trace() is waiting for someone to type "
-                               "a command on the terminal; the job will not continue by itself.")
-                fixes = (
-                    f"Remove the breakpoint at {where}, or run with PYTHONBREAKPOINT=0 to turn "
-                    "breakpoint() calls off.",
-                    "Type `c` and Enter in the job's terminal to continue this time.",
-                )
-            else:
-                title = f"Waiting for keyboard input at {where}"
-                explanation = "The job reads from the terminal (input() or sys.stdin) and waits "\
-                              "for a user who is not there."
-                fixes = (
-                    f"Remove the interactive read at {where}, or make it optional.",
-                    "Run unattended jobs with stdin redirected: `... < /dev/null`.",
-                )
-            confidence = 0.9
-        elif wait.kind in (WaitKind.SOCKET_READ, WaitKind.POLL, WaitKind.CONNECT,
-                           WaitKind.SOCKET_WRITE):
-            if wait.kind is WaitKind.POLL and not _network_stack(frames):
-                return None
-            http = any(any(h in f.file for h in _HTTP_FILES) for f in frames)
-            peer = f" with {wait.remote}" if wait.remote else ""
-            title = f"Blocked on a network call{peer} without a timeout at {where}"
-            explanation = (
-                "The thread waits for a peer that does not answer. Without a timeout the call "
-                "waits forever (a stalled server, a dropped connection behind a NAT or firewall)."
-            )
-            fixes = (
-                (f"Pass `timeout=` to the HTTP call at {where} (urlopen(url, timeout=30), "
-                 "requests.get(url, timeout=(5, 30))) and retry or skip on failure.")
-                if http else
-                (f"Set a timeout on the socket used at {where} (`sock.settimeout(30)`) or "
-                 "`socket.setdefaulttimeout(30)` at start-up, and handle socket.timeout."),
-                "Check that the peer is alive and reachable from this host.",
-            )
-        elif wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
-            finding = self._pipe(job, process, thread, wait, where)
-            if finding is None:
-                return None
-            title, explanation, fixes = finding
-        elif wait.kind is WaitKind.ACCEPT:
-            title = f"Waiting for a connection that never comes at {where}"
-            explanation = "The thread listens for a peer that has not connected."
-            fixes = (
-                "Check that the peer process started and uses the same address and port.",
-                "Give the listening socket a timeout (`sock.settimeout(...)`).",
-            )
-        elif wait.kind is WaitKind.FILE_LOCK:
-            title = f"Waiting for a file lock at {where}"
-            explanation = "Another process holds a lock on the file (flock/fcntl) and keeps it."
-            fixes = ("Find the holder with `lsof` or `fuser` on the file, and use a lock with a "
-                     "timeout (e.g. filelock.FileLock(path, timeout=...)).",)
-        else:  # FILE_IO
-            title = f"Blocked in file I/O at {where}"
-            explanation = ("The thread waits for storage to answer (a network filesystem, a FUSE "
-                           "mount or a failing disk) or opens a FIFO that has no writer.")
-            fixes = (
-                f"Check the storage behind {wait.target or 'the file'}: `dmesg` for I/O errors, "
-                "`mount` for hung NFS/FUSE mounts.",
-                "Copy inputs to local disk before training, or read them with a timeout.",
-            )
-            confidence = 0.7
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=confidence,
-            title=title,
-            explanation=explanation,
+            confidence=why.confidence,
+            title=why.title,
+            explanation=why.explanation,
             culprit=culprit(job, process, thread),
-            related=related,
+            related=why.related,
             evidence=tuple(evidence),
-            fixes=fixes,
+            fixes=why.fixes,
         )
 
-    @staticmethod
-    def _child_blocked_on_our_pipe(
-        job: JobView, parent: ProcessEvidence, child: ProcessEvidence
-    ) -> tuple[ThreadEvidence, Wait] | None:
-        for thread in child.threads:
-            wait = describe_wait(job, child, thread)
-            if wait.kind is WaitKind.PIPE_WRITE and wait.target:
-                readers = [e for e in job.pipe_ends(wait.target) if e.mode in ("r", "rw")]
-                if any(end.pid == parent.pid for end in readers):
-                    return thread, wait
+
+@dataclass(frozen=True)
+class _Blocked:
+    """The blocked thread that one wait kind's explanation reads."""
+
+    job: JobView
+    process: ProcessEvidence
+    thread: ThreadEvidence
+    wait: Wait
+    frames: Sequence[Frame]
+    #: The innermost user frame, as `file:line`, or "its current line".
+    where: str
+
+
+@dataclass(frozen=True)
+class _Why:
+    """What the finding says about one kind of wait."""
+
+    title: str
+    explanation: str
+    fixes: tuple[str, ...]
+    confidence: float = 0.8
+    #: Said after the thread's own wait and kernel state.
+    evidence: tuple[str, ...] = ()
+    related: tuple[Culprit, ...] = ()
+
+
+def _child(blocked: _Blocked) -> _Why | None:
+    job, process = blocked.job, blocked.process
+    child = job.process(blocked.wait.peer_pid)
+    if child is None:
         return None
+    on_our_pipe = _child_blocked_on_our_pipe(job, process, child)
+    if on_our_pipe is None:
+        return None
+    child_thread, child_wait = on_our_pipe
+    return _Why(
+        title=(f"Pipe deadlock: {job.describe_process(process.pid)} waits for its child "
+               f"{child.pid}, which waits for the parent to read its output"),
+        explanation=(
+            "The child writes more output than a pipe holds (64 KiB on Linux) to a pipe "
+            "that this process opened (stdout=PIPE or stderr=PIPE) but does not read while "
+            "it waits for the child to exit. Each waits for the other forever."
+        ),
+        fixes=(
+            f"Replace the wait at {blocked.where} with `proc.communicate()` (or "
+            "`subprocess.run(..., capture_output=True)`), which reads the pipes while waiting.",
+            "Or send the output to a file or to subprocess.DEVNULL instead of PIPE.",
+            "Give the wait a limit: `proc.communicate(timeout=...)`.",
+        ),
+        confidence=0.95,
+        evidence=(f"{job.describe_process(child.pid)} is {child_wait.summary}: the pipe is full "
+                  "and nobody reads it",),
+        related=(culprit(job, child, child_thread),),
+    )
 
-    @staticmethod
-    def _pipe(job: JobView, process: ProcessEvidence, thread: ThreadEvidence, wait: Wait,
-              where: str) -> tuple[str, str, tuple[str, ...]] | None:
-        ends = job.pipe_ends(wait.target or "")
-        if wait.kind is WaitKind.PIPE_READ:
-            writers = [e for e in ends if e.mode in ("w", "rw")]
-            if any(e.pid != process.pid for e in writers):
-                return None  # another captured process feeds it: that one is examined itself
-            read = multiprocessing_read(thread, any_timeout=True)
-            if read is not None:  # a queue's pipe: its creator holds both ends by design
-                return (
-                    f"Waiting in {read.what} at {where}, and no other process of the job holds "
-                    "its write end: no process is left that could send",
-                    "The processes that were to put into it have exited (or never started): "
-                    "a multiprocessing queue's reader waits for an item, not for end-of-file, "
-                    "so nothing ends the wait.",
-                    ("Check how the producer processes ended (`p.exitcode`; a traceback in the "
-                     "output), and have each put its exception or an end marker on the queue "
-                     "before it exits.",
-                     f"Read with a timeout at {where} (`get(timeout=...)`) and check that the "
-                     "producers are alive when it expires."),
-                )
-            if any(e.pid == process.pid for e in writers):
-                return (
-                    f"Reading a pipe whose write end this process still holds, at {where}",
-                    "End-of-file only comes when every write end is closed; this process keeps "
-                    "one open itself, so the read waits forever.",
-                    ("Close the write end in the reader after starting the writer (or pass "
-                     "close_fds=True), before reading.",),
-                )
-            return (
-                f"Reading a pipe fed by a process outside the job, at {where}",
-                "The writer is not among the job's processes and sends nothing.",
-                ("Find the writer with `lsof` on the pipe, and read with a timeout.",),
-            )
-        readers = [e for e in ends if e.mode in ("r", "rw") and e.pid != process.pid]
-        if readers:
-            reader = job.process(readers[0].pid)
-            reader_main = main_thread(reader) if reader else None
-            if reader is not None and reader_main is not None:
-                reader_wait = describe_wait(job, reader, reader_main)
-                if reader_wait.kind is WaitKind.CHILD and reader_wait.peer_pid == process.pid:
-                    return None  # the parent's finding explains this pipe deadlock
-        return (
-            f"Blocked writing to a full pipe at {where}",
-            "The pipe's reader does not read (it is stuck itself, or it is a log collector or "
-            "`| tee` that stopped), so the pipe filled up and the writer waits.",
-            ("Find out why the reader stopped reading; write logs to a file instead of a pipe.",),
+
+def _terminal(blocked: _Blocked) -> _Why:
+    where = blocked.where
+    if in_debugger(blocked.frames):
+        return _Why(
+            title=f"Stopped at a debugger prompt at {where}",
+            explanation=("A breakpoint() or pdb.set_trace() is waiting for someone to type "
+                         "a command on the terminal; the job will not continue by itself."),
+            fixes=(
+                f"Remove the breakpoint at {where}, or run with PYTHONBREAKPOINT=0 to turn "
+                "breakpoint() calls off.",
+                "Type `c` and Enter in the job's terminal to continue this time.",
+            ),
+            confidence=0.9,
         )
+    return _Why(
+        title=f"Waiting for keyboard input at {where}",
+        explanation="The job reads from the terminal (input() or sys.stdin) and waits "
+                    "for a user who is not there.",
+        fixes=(
+            f"Remove the interactive read at {where}, or make it optional.",
+            "Run unattended jobs with stdin redirected: `... < /dev/null`.",
+        ),
+        confidence=0.9,
+    )
+
+
+def _network(blocked: _Blocked) -> _Why | None:
+    wait, frames, where = blocked.wait, blocked.frames, blocked.where
+    if wait.kind is WaitKind.POLL and not _network_stack(frames):
+        return None
+    http = any(any(h in f.file for h in _HTTP_FILES) for f in frames)
+    peer = f" with {wait.remote}" if wait.remote else ""
+    return _Why(
+        title=f"Blocked on a network call{peer} without a timeout at {where}",
+        explanation=(
+            "The thread waits for a peer that does not answer. Without a timeout the call "
+            "waits forever (a stalled server, a dropped connection behind a NAT or firewall)."
+        ),
+        fixes=(
+            (f"Pass `timeout=` to the HTTP call at {where} (urlopen(url, timeout=30), "
+             "requests.get(url, timeout=(5, 30))) and retry or skip on failure.")
+            if http else
+            (f"Set a timeout on the socket used at {where} (`sock.settimeout(30)`) or "
+             "`socket.setdefaulttimeout(30)` at start-up, and handle socket.timeout."),
+            "Check that the peer is alive and reachable from this host.",
+        ),
+    )
+
+
+def _pipe(blocked: _Blocked) -> _Why | None:
+    reason = _pipe_reason(blocked.job, blocked.process, blocked.thread, blocked.wait,
+                          blocked.where)
+    if reason is None:
+        return None
+    title, explanation, fixes = reason
+    return _Why(title=title, explanation=explanation, fixes=fixes)
+
+
+def _accept(blocked: _Blocked) -> _Why:
+    return _Why(
+        title=f"Waiting for a connection that never comes at {blocked.where}",
+        explanation="The thread listens for a peer that has not connected.",
+        fixes=(
+            "Check that the peer process started and uses the same address and port.",
+            "Give the listening socket a timeout (`sock.settimeout(...)`).",
+        ),
+    )
+
+
+def _file_lock(blocked: _Blocked) -> _Why:
+    return _Why(
+        title=f"Waiting for a file lock at {blocked.where}",
+        explanation="Another process holds a lock on the file (flock/fcntl) and keeps it.",
+        fixes=("Find the holder with `lsof` or `fuser` on the file, and use a lock with a "
+               "timeout (e.g. filelock.FileLock(path, timeout=...)).",),
+    )
+
+
+def _file_io(blocked: _Blocked) -> _Why:
+    return _Why(
+        title=f"Blocked in file I/O at {blocked.where}",
+        explanation=("The thread waits for storage to answer (a network filesystem, a FUSE "
+                     "mount or a failing disk) or opens a FIFO that has no writer."),
+        fixes=(
+            f"Check the storage behind {blocked.wait.target or 'the file'}: `dmesg` for I/O "
+            "errors, `mount` for hung NFS/FUSE mounts.",
+            "Copy inputs to local disk before training, or read them with a timeout.",
+        ),
+        confidence=0.7,
+    )
+
+
+#: How each kind of blocking wait is explained (any other I/O wait: as file I/O); a function
+#: returns None when the wait is not one this rule reports.
+_EXPLAIN: dict[WaitKind, Callable[[_Blocked], _Why | None]] = {
+    WaitKind.CHILD: _child,
+    WaitKind.TERMINAL: _terminal,
+    WaitKind.SOCKET_READ: _network,
+    WaitKind.POLL: _network,
+    WaitKind.CONNECT: _network,
+    WaitKind.SOCKET_WRITE: _network,
+    WaitKind.PIPE_READ: _pipe,
+    WaitKind.PIPE_WRITE: _pipe,
+    WaitKind.ACCEPT: _accept,
+    WaitKind.FILE_LOCK: _file_lock,
+}
+
+
+def _child_blocked_on_our_pipe(
+    job: JobView, parent: ProcessEvidence, child: ProcessEvidence
+) -> tuple[ThreadEvidence, Wait] | None:
+    for thread in child.threads:
+        wait = describe_wait(job, child, thread)
+        if wait.kind is WaitKind.PIPE_WRITE and wait.target:
+            readers = [e for e in job.pipe_ends(wait.target) if e.mode in ("r", "rw")]
+            if any(end.pid == parent.pid for end in readers):
+                return thread, wait
+    return None
+
+def _pipe_reason(job: JobView, process: ProcessEvidence, thread: ThreadEvidence, wait: Wait,
+                 where: str) -> tuple[str, str, tuple[str, ...]] | None:
+    ends = job.pipe_ends(wait.target or "")
+    if wait.kind is WaitKind.PIPE_READ:
+        writers = [e for e in ends if e.mode in ("w", "rw")]
+        if any(e.pid != process.pid for e in writers):
+            return None  # another captured process feeds it: that one is examined itself
+        read = multiprocessing_read(thread, any_timeout=True)
+        if read is not None:  # a queue's pipe: its creator holds both ends by design
+            return (
+                f"Waiting in {read.what} at {where}, and no other process of the job holds "
+                "its write end: no process is left that could send",
+                "The processes that were to put into it have exited (or never started): "
+                "a multiprocessing queue's reader waits for an item, not for end-of-file, "
+                "so nothing ends the wait.",
+                ("Check how the producer processes ended (`p.exitcode`; a traceback in the "
+                 "output), and have each put its exception or an end marker on the queue "
+                 "before it exits.",
+                 f"Read with a timeout at {where} (`get(timeout=...)`) and check that the "
+                 "producers are alive when it expires."),
+            )
+        if any(e.pid == process.pid for e in writers):
+            return (
+                f"Reading a pipe whose write end this process still holds, at {where}",
+                "End-of-file only comes when every write end is closed; this process keeps "
+                "one open itself, so the read waits forever.",
+                ("Close the write end in the reader after starting the writer (or pass "
+                 "close_fds=True), before reading.",),
+            )
+        return (
+            f"Reading a pipe fed by a process outside the job, at {where}",
+            "The writer is not among the job's processes and sends nothing.",
+            ("Find the writer with `lsof` on the pipe, and read with a timeout.",),
+        )
+    readers = [e for e in ends if e.mode in ("r", "rw") and e.pid != process.pid]
+    if readers:
+        reader = job.process(readers[0].pid)
+        reader_main = main_thread(reader) if reader else None
+        if reader is not None and reader_main is not None:
+            reader_wait = describe_wait(job, reader, reader_main)
+            if reader_wait.kind is WaitKind.CHILD and reader_wait.peer_pid == process.pid:
+                return None  # the parent's finding explains this pipe deadlock
+    return (
+        f"Blocked writing to a full pipe at {where}",
+        "The pipe's reader does not read (it is stuck itself, or it is a log collector or "
+        "`| tee` that stopped), so the pipe filled up and the writer waits.",
+        ("Find out why the reader stopped reading; write logs to a file instead of a pipe.",),
+    )
 
 
 def _network_stack(frames: Sequence[Frame]) -> bool:

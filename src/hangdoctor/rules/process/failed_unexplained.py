@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.rules._failure import check_failure, failed_with, logged_failure, traceback_lines
 from hangdoctor.rules._job_examples import failed_job
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding
-from hangdoctor.rules.log_helpers import logs_bundle
 from hangdoctor.taxonomy import Category
 
 

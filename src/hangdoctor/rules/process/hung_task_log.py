@@ -9,12 +9,12 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogMatch, scan
+from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.log_helpers import cite, kernel_lines, logs_bundle
+from hangdoctor.rules.log_helpers import cite, kernel_lines
 from hangdoctor.taxonomy import Category
 
-# --- HD150 process.blocked_io (hung tasks in the kernel log) ---------------------------------
 _FRAME = re.compile(r"(?:\]|\s)\s*(?:\? )?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+")
 _GENERIC_FRAMES = re.compile(
     r"^(?:__?schedule\w*|schedule\w*|io_schedule\w*|__?mutex_lock\w*|mutex_lock\w*|"

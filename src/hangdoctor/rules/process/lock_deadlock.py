@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import python_frames, short_file, short_location
 from hangdoctor.analysis.job import JobView, thread_label
@@ -215,87 +216,9 @@ class LockDeadlock(Rule):
                 f"{at(wait.frame)}{owned}; {thread_label(threads[hold.tid])} holds it since "
                 f"{short_file(hold.frame.file)}:{hold.line} ({kernel_words(waiter)})"
             )
-        fixes: tuple[str, ...]
-        if cycle.inherited:
-            wait, hold = cycle.waits[0], next(h for h in cycle.holds if h.inherited)
-            title = (f"Lock inherited in the held state through fork: {thread_label(first)} "
-                     f"waits for `{wait.expression}` forever")
-            explanation = (
-                f"`{hold.expression}` was held (taken at {short_file(hold.frame.file)}:"
-                f"{hold.line} in {hold.frame.function}) when the parent forked "
-                f"{job.describe_process(process.pid)}. The child got a copy of the lock in its "
-                "held state, and no thread in the child will ever release it."
-            )
-            fixes = (
-                "Start child processes with the 'spawn' or 'forkserver' method "
-                "(multiprocessing.set_start_method, or DataLoader(multiprocessing_context="
-                "'spawn')) so they do not inherit held locks.",
-                f"Or do not hold `{hold.expression}` while forking, or create the lock anew in "
-                "the child (os.register_at_fork(after_in_child=...), or a DataLoader "
-                "worker_init_fn).",
-            )
-        elif len(cycle.waits) == 1 and (handler := _signal_handler(first)) is not None:
-            wait, hold = cycle.waits[0], cycle.holds[0]
-            title = (f"Self-deadlock in a signal handler: {handler.function} waits for "
-                     f"`{wait.expression}` at {short_location(wait.frame)}, which the code it "
-                     f"interrupted holds (taken at line {hold.line})")
-            explanation = (
-                f"Python runs a signal handler on the main thread, between two bytecodes of "
-                f"whatever it was doing: here inside the block that took `{hold.expression}` "
-                f"(line {hold.line}). The handler ({short_location(handler)}) then waits for "
-                "that lock, which only the interrupted code, below it on the same stack, "
-                "could release.")
-            fixes = (
-                f"Take no blocking lock in the handler {handler.function}: set a flag (or "
-                "write to a pipe) and act on it in the main loop, or use "
-                "`acquire(blocking=False)` and skip the work when the lock is taken.",
-                "Or block the signal around the locked section "
-                "(`signal.pthread_sigmask(SIG_BLOCK, ...)`).",
-            )
-            lines.append(f"{handler.function} at {at(handler)} is a signal handler (its "
-                         "arguments are the signal number and the interrupted frame)")
-        elif len(cycle.waits) == 1:
-            wait, hold = cycle.waits[0], cycle.holds[0]
-            title = (f"Self-deadlock: {thread_label(first)} waits for `{wait.expression}`, "
-                     "which it already holds")
-            explanation = (
-                f"`{wait.expression}` was taken at line {hold.line} and is acquired again at "
-                f"{at(wait.frame)} by the same thread. A threading.Lock is not re-entrant, so "
-                "the thread waits for itself forever."
-            )
-            fixes = (
-                f"Do not re-acquire `{wait.expression}` at {short_location(wait.frame)}: call an "
-                "internal variant that assumes the lock is already held.",
-                "Or make it a threading.RLock, which the holding thread may acquire again.",
-            )
-        else:
-            names = " and ".join(thread_label(threads[w.tid]) for w in cycle.waits)
-            title = f"Deadlock: {names} wait for each other's locks"
-            explanation = (
-                f"{len(cycle.waits)} threads of {job.describe_process(process.pid)} each hold "
-                "a lock that the next one needs, so none can continue: they take the same locks "
-                "in different orders."
-            )
-            sites = {(w.frame.file, w.frame.line) for w in cycle.waits}
-            if len(sites) == 1:
-                order_fix = (
-                    f"Every thread runs the same code at {short_location(cycle.waits[0].frame)}"
-                    ", which takes its locks in the order it was given them, and the threads "
-                    "pass them in different orders: take them in one global order there (for "
-                    "example sorted by id()), whatever order the caller used."
-                )
-            else:
-                order_fix = "Take these locks in one fixed order in every thread: " + "; ".join(
-                    f"{thread_label(threads[w.tid])} takes `{w.expression}` at "
-                    f"{short_location(w.frame)} while holding another"
-                    for w in cycle.waits
-                )
-            fixes = (
-                order_fix,
-                "Or protect the shared state with a single lock.",
-                "Or acquire with `lock.acquire(timeout=...)` and back off (release and retry) "
-                "on failure.",
-            )
+        deadlock = _Deadlock(job, process, threads, cycle, first)
+        story = next(told for tell in _STORIES if (told := tell(deadlock)) is not None)
+        lines += story.evidence
         if cycle.by_name:
             lines.append("the locks are matched by the names the code gives them ("
                          + ", ".join(f"`{lock_name(w.expression)}`" for w in cycle.waits)
@@ -305,15 +228,150 @@ class LockDeadlock(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85 if cycle.inherited else 0.95 if cycle.exact else 0.85,
-            title=title,
-            explanation=explanation,
+            title=story.title,
+            explanation=story.explanation,
             culprit=culprit(job, process, first, cycle.waits[0].frame),
             related=tuple(
                 culprit(job, process, threads[w.tid], w.frame) for w in cycle.waits[1:]
             ),
             evidence=tuple(lines),
-            fixes=fixes,
+            fixes=story.fixes,
         )
+
+
+@dataclass(frozen=True)
+class _Deadlock:
+    """A lock cycle of one process, as the stories below read it."""
+
+    job: JobView
+    process: ProcessEvidence
+    threads: dict[int, ThreadEvidence]
+    cycle: Cycle
+    #: The thread of the cycle's first wait, the finding's culprit.
+    first: ThreadEvidence
+
+
+@dataclass(frozen=True)
+class _Story:
+    """What the finding says about one shape of lock cycle."""
+
+    title: str
+    explanation: str
+    fixes: tuple[str, ...]
+    #: Said after the waits and holds of the cycle.
+    evidence: tuple[str, ...] = ()
+
+
+def _inherited(deadlock: _Deadlock) -> _Story | None:
+    cycle, first = deadlock.cycle, deadlock.first
+    if not cycle.inherited:
+        return None
+    wait, hold = cycle.waits[0], next(h for h in cycle.holds if h.inherited)
+    return _Story(
+        title=(f"Lock inherited in the held state through fork: {thread_label(first)} "
+               f"waits for `{wait.expression}` forever"),
+        explanation=(
+            f"`{hold.expression}` was held (taken at {short_file(hold.frame.file)}:"
+            f"{hold.line} in {hold.frame.function}) when the parent forked "
+            f"{deadlock.job.describe_process(deadlock.process.pid)}. The child got a copy of "
+            "the lock in its held state, and no thread in the child will ever release it."
+        ),
+        fixes=(
+            "Start child processes with the 'spawn' or 'forkserver' method "
+            "(multiprocessing.set_start_method, or DataLoader(multiprocessing_context="
+            "'spawn')) so they do not inherit held locks.",
+            f"Or do not hold `{hold.expression}` while forking, or create the lock anew in "
+            "the child (os.register_at_fork(after_in_child=...), or a DataLoader "
+            "worker_init_fn).",
+        ),
+    )
+
+
+def _in_signal_handler(deadlock: _Deadlock) -> _Story | None:
+    cycle = deadlock.cycle
+    if len(cycle.waits) != 1 or (handler := _signal_handler(deadlock.first)) is None:
+        return None
+    wait, hold = cycle.waits[0], cycle.holds[0]
+    return _Story(
+        title=(f"Self-deadlock in a signal handler: {handler.function} waits for "
+               f"`{wait.expression}` at {short_location(wait.frame)}, which the code it "
+               f"interrupted holds (taken at line {hold.line})"),
+        explanation=(
+            f"Python runs a signal handler on the main thread, between two bytecodes of "
+            f"whatever it was doing: here inside the block that took `{hold.expression}` "
+            f"(line {hold.line}). The handler ({short_location(handler)}) then waits for "
+            "that lock, which only the interrupted code, below it on the same stack, "
+            "could release."),
+        fixes=(
+            f"Take no blocking lock in the handler {handler.function}: set a flag (or "
+            "write to a pipe) and act on it in the main loop, or use "
+            "`acquire(blocking=False)` and skip the work when the lock is taken.",
+            "Or block the signal around the locked section "
+            "(`signal.pthread_sigmask(SIG_BLOCK, ...)`).",
+        ),
+        evidence=(f"{handler.function} at {at(handler)} is a signal handler (its "
+                  "arguments are the signal number and the interrupted frame)",),
+    )
+
+
+def _reentered(deadlock: _Deadlock) -> _Story | None:
+    cycle = deadlock.cycle
+    if len(cycle.waits) != 1:
+        return None
+    wait, hold = cycle.waits[0], cycle.holds[0]
+    return _Story(
+        title=(f"Self-deadlock: {thread_label(deadlock.first)} waits for `{wait.expression}`, "
+               "which it already holds"),
+        explanation=(
+            f"`{wait.expression}` was taken at line {hold.line} and is acquired again at "
+            f"{at(wait.frame)} by the same thread. A threading.Lock is not re-entrant, so "
+            "the thread waits for itself forever."
+        ),
+        fixes=(
+            f"Do not re-acquire `{wait.expression}` at {short_location(wait.frame)}: call an "
+            "internal variant that assumes the lock is already held.",
+            "Or make it a threading.RLock, which the holding thread may acquire again.",
+        ),
+    )
+
+
+def _lock_order(deadlock: _Deadlock) -> _Story:
+    cycle, threads = deadlock.cycle, deadlock.threads
+    names = " and ".join(thread_label(threads[w.tid]) for w in cycle.waits)
+    sites = {(w.frame.file, w.frame.line) for w in cycle.waits}
+    if len(sites) == 1:
+        order_fix = (
+            f"Every thread runs the same code at {short_location(cycle.waits[0].frame)}"
+            ", which takes its locks in the order it was given them, and the threads "
+            "pass them in different orders: take them in one global order there (for "
+            "example sorted by id()), whatever order the caller used."
+        )
+    else:
+        order_fix = "Take these locks in one fixed order in every thread: " + "; ".join(
+            f"{thread_label(threads[w.tid])} takes `{w.expression}` at "
+            f"{short_location(w.frame)} while holding another"
+            for w in cycle.waits
+        )
+    return _Story(
+        title=f"Deadlock: {names} wait for each other's locks",
+        explanation=(
+            f"{len(cycle.waits)} threads of {deadlock.job.describe_process(deadlock.process.pid)}"
+            " each hold a lock that the next one needs, so none can continue: they take the "
+            "same locks in different orders."
+        ),
+        fixes=(
+            order_fix,
+            "Or protect the shared state with a single lock.",
+            "Or acquire with `lock.acquire(timeout=...)` and back off (release and retry) "
+            "on failure.",
+        ),
+    )
+
+
+#: The shapes of lock cycle, most specific first: the first story that fits is told (the
+#: last fits every cycle).
+_STORIES: tuple[Callable[[_Deadlock], _Story | None], ...] = (
+    _inherited, _in_signal_handler, _reentered, _lock_order)
 
 
 def _lock_words(expression: str, frame: Frame) -> str:

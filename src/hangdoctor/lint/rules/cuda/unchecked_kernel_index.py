@@ -19,8 +19,7 @@ This is a lexical analysis, not a C++ parser, so it keeps to what it can tell re
 A subscript of a global pointer whose index uses an unchecked index variable is reported,
 unless the kernel's launches in the same file all have an exact grid (the launcher asserts the
 size divides into blocks, or builds the grid from a size without rounding it up), or the kernel
-is a template that a file launching its own kernels never names (never instantiated).
-"""
+is a template that a file launching its own kernels never names (never instantiated)."""
 
 from __future__ import annotations
 
@@ -28,7 +27,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hangdoctor.lint.model import Hit, LintRule, Severity
+from hangdoctor.lint.model import Hit, LintRule
+from hangdoctor.severity import Severity
+from hangdoctor.taxonomy import Category
 
 _STRIP = re.compile(
     r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
@@ -257,7 +258,7 @@ def _transitive(name: str, derives: dict[str, set[str]]) -> set[str]:
 class UncheckedKernelIndex(LintRule):
     id = "HL601"
     name = "kernel-index-without-bounds-check"
-    category = "gpu.kernel_hang"
+    category = Category.GPU_KERNEL_HANG
     severity = Severity.ERROR
     language = "cuda"
     message = ("kernel indexes global memory with its global thread index without a bounds "
@@ -270,7 +271,7 @@ class UncheckedKernelIndex(LintRule):
            "fault (Xid 13/31) at best, silently corrupted memory (including the flags and "
            "counters other kernels spin on) at worst, which then shows up as a kernel that "
            "never completes.")
-    valid = (
+    quiet_on = (
         "__global__ void add(const float* a, float* out, int n) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "  if (i < n) out[i] = a[i] + 1.0f;\n}\n",
@@ -313,7 +314,7 @@ class UncheckedKernelIndex(LintRule):
         "  assert(B * C % threads.x == 0);\n"
         "  fwd<<<B * C / threads.x, threads>>>(C, y);\n}\n",
     )
-    invalid = (
+    fires_on = (
         "__global__ void add(const float* a, float* out, int n) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
         "  out[i] = a[i] + 1.0f;  // expect\n}\n",

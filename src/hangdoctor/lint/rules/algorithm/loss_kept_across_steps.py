@@ -1,5 +1,5 @@
-"""Memory and algorithm rules (HL3xx): training loops that leak autograd graphs or let
-gradients explode."""
+"""HL301 `loss-kept-across-steps`: Loss tensor kept across training steps: its autograd graph
+stays alive."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import re
 from collections.abc import Iterator
 
 from hangdoctor.lint.flow import bound_call, called_function, origin, statements_in
-from hangdoctor.lint.index import ModuleIndex, last_name, mentions, targets_of
-from hangdoctor.lint.model import Hit, LintRule, Severity
+from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
+from hangdoctor.lint.model import Hit, LintRule
+from hangdoctor.lint.rules.algorithm._common import BACKWARD
+from hangdoctor.severity import Severity
+from hangdoctor.taxonomy import Category
 
 #: Calls that turn a loss into a number or cut it from its graph.
 _DETACHING = re.compile(r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
                         r"no_grad|inference_mode|gather\(|all_reduce\(|\.cpu\(\)\.numpy")
-_BACKWARD = frozenset({"backward", "manual_backward"})
 
 
 #: A line that appends, adds or sums something into a container with a loss in it.
@@ -45,11 +47,11 @@ def _training_loop(index: ModuleIndex, node: ast.AST) -> ast.AST | None:
 def _has_backward(index: ModuleIndex, loop: ast.AST) -> bool:
     """Whether the loop runs backward: itself, or in a function or method it calls."""
     calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
-    if any(last_name(c.func) in _BACKWARD for c in calls):
+    if any(last_name(c.func) in BACKWARD for c in calls):
         return True
     for call in calls:
         target = called_function(index, call)
-        if target is not None and any(isinstance(n, ast.Call) and last_name(n.func) in _BACKWARD
+        if target is not None and any(isinstance(n, ast.Call) and last_name(n.func) in BACKWARD
                                       for n in ast.walk(target[1])):
             return True
     return False
@@ -72,7 +74,7 @@ def _assigned_in(node: ast.AST, name: str) -> list[ast.AST]:
 class LossKeptAcrossSteps(LintRule):
     id = "HL301"
     name = "loss-kept-across-steps"
-    category = "gpu.memory_exhausted"
+    category = Category.GPU_MEMORY_EXHAUSTED
     severity = Severity.ERROR
     message = "loss tensor kept across training steps: its autograd graph stays alive"
     fix = "keep a number instead: `losses.append(loss.item())` or `total += loss.detach()`"
@@ -80,7 +82,7 @@ class LossKeptAcrossSteps(LintRule):
            "list, or summing it into a running total, keeps every step's graph (and, until "
            "backward frees them, its activations) alive: device memory grows step after step "
            "until allocations stall or fail.")
-    valid = (
+    quiet_on = (
         "losses = []\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
         "    opt.step()\n    losses.append(loss.item())\n",
         "for x, y in loader:\n    micro = []\n    for part in x:\n"
@@ -95,7 +97,7 @@ class LossKeptAcrossSteps(LintRule):
         "    reduced_loss = loss.item()\n    iter_loss += reduced_loss\n"
         "    epoch_loss += iter_loss\n    iter_loss = 0\n",
     )
-    invalid = (
+    fires_on = (
         "losses = []\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
         "    opt.step()\n    losses.append(loss)  # expect\n",
         "total_loss = 0\nfor batch in loader:\n    outputs = model(**batch)\n"
@@ -316,112 +318,3 @@ def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
             continue
         return False
     return True
-
-
-_RNN_LAYERS = ("nn.LSTM", "nn.GRU", "nn.RNN", "nn.LSTMCell", "nn.GRUCell", "nn.RNNCell")
-_CLIPPING = re.compile(r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipvalue|"
-                       r"max_grad_norm|clip_norm|spectral_norm|gradient_penalty|"
-                       r"autograd\.grad|\.clamp_\(")
-
-
-#: What a module training a recurrent network or a GAN mentions (a layer, the two networks of
-#: a GAN, or a hidden state threaded through a hand-written cell).
-_RECURRENT_OR_GAN = ("LSTM", "GRU", "RNN", "iscriminator", "netD", "netG", "hidden")
-#: A comment to the end of the line (approximate: a `#` inside a string cuts it short, which
-#: only ever hides code from the clipping search, never adds any).
-_COMMENT = re.compile(r"#[^\n]*")
-
-
-class MissingGradientClipping(LintRule):
-    id = "HL302"
-    name = "rnn-or-gan-without-gradient-clipping"
-    category = "algorithm.nonfinite"
-    severity = Severity.WARNING
-    message = ("training loop for a recurrent network or GAN with backward and step but no "
-               "gradient clipping")
-    fix = ("clip before the step: `torch.nn.utils.clip_grad_norm_(model.parameters(), "
-           "max_norm=1.0)` (or use spectral norm / a gradient penalty for a GAN)")
-    why = ("Recurrent networks (through long unrolls) and GANs (through the adversarial "
-           "game) are prone to exploding gradients; one bad step turns the weights into "
-           "NaN/Inf, after which the loss is NaN, ranks can desynchronise on skipped steps, and "
-           "the job spins or stalls without learning.")
-    valid = (
-        "import torch.nn as nn\nrnn = nn.LSTM(10, 20)\nfor x in loader:\n"
-        "    loss = rnn(x)[0].sum()\n    loss.backward()\n"
-        "    nn.utils.clip_grad_norm_(rnn.parameters(), 1.0)\n    opt.step()\n",
-        "import torch.nn as nn\nnet = nn.Linear(10, 20)\nfor x in loader:\n"
-        "    loss = net(x).sum()\n    loss.backward()\n    opt.step()\n",
-    )
-    invalid = (
-        "import torch.nn as nn\nrnn = nn.GRU(10, 20)\nfor x in loader:\n"
-        "    loss = rnn(x)[0].sum()\n    loss.backward()  # expect\n    opt.step()\n",
-        "for real in loader:\n    errD = netD(real).mean() - netD(netG(z)).mean()\n"
-        "    errD.backward()  # expect\n    optimizerD.step()\n"
-        "    errG = -netD(netG(z)).mean()\n    errG.backward()\n    optimizerG.step()\n",
-    )
-
-    def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        source = index.source
-        if "backward" not in source or not mentions(source, _RECURRENT_OR_GAN):
-            return
-        if _CLIPPING.search(source) and _CLIPPING.search(_COMMENT.sub("", source)):
-            return  # clipped (in code: a comment that mentions clipping does not clip)
-        family = None
-        for call in index.calls:
-            name = index.name_of(call)
-            if name.endswith(_RNN_LAYERS):
-                family = "a recurrent network"
-                break
-        if family is None and _feeds_state_back(index):
-            family = "a recurrent network (a hidden state fed back step after step)"
-        if family is None:
-            lowered = source.lower()
-            if ("discriminator" in lowered or "netd" in lowered) and \
-                    ("generator" in lowered or "netg" in lowered):
-                family = "a GAN"
-        if family is None:
-            return
-        steps = [c for c in index.calls if last_name(c.func) == "step"
-                 and isinstance(c.func, ast.Attribute)
-                 and "opt" in (last_name(c.func.value) or "").lower()]
-        if not steps:
-            return
-        looped = _functions_called_in_loops(index)
-        for call in index.calls:
-            if last_name(call.func) not in _BACKWARD:
-                continue
-            function = index.function_of(call)
-            if index.enclosing_loop(call) is not None or (function is not None
-                                                          and function.name in looped):
-                yield Hit.at(call, f"training loop for {family} with backward and step but no "
-                                   "gradient clipping")
-                return
-
-
-def _feeds_state_back(index: ModuleIndex) -> bool:
-    """`output, hidden = rnn(x[t], hidden)` in `for t in ...`: a hand-written recurrent unroll
-    (the state a call returns goes back into the next call with the next time step's input),
-    through which backpropagation runs."""
-    for loop in index.loops:
-        if not isinstance(loop, (ast.For, ast.AsyncFor)):
-            continue
-        steps = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-        for node in ast.walk(loop):
-            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
-                continue
-            returned = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
-            passed = {a.id for a in node.value.args if isinstance(a, ast.Name)}
-            stepped = any(isinstance(a, ast.Subscript) and any(
-                isinstance(n, ast.Name) and n.id in steps for n in ast.walk(a.slice))
-                for a in node.value.args)
-            if returned & passed and returned - passed and stepped:
-                return True
-    return False
-
-
-def _functions_called_in_loops(index: ModuleIndex) -> set[str]:
-    """Names of the functions this module calls inside a loop (`train(...)` once per
-    example): their backward runs every step too."""
-    return {name for loop in index.loops for node in ast.walk(loop)
-            if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None}

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 
 from hangdoctor.lint.flow import bound_call, origin
 from hangdoctor.lint.index import ModuleIndex, keyword_names, mentions
-from hangdoctor.lint.model import Hit, LintRule, Severity
+from hangdoctor.lint.model import Hit, LintRule
+from hangdoctor.severity import Severity
+from hangdoctor.taxonomy import Category
 
 _REQUESTS_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options",
                                "request"})
@@ -25,7 +27,7 @@ _NO_TIMEOUT_AT_ALL = frozenset({"urllib.request.urlretrieve", "urllib.urlretriev
 class NetworkCallWithoutTimeout(LintRule):
     id = "HL501"
     name = "network-call-without-timeout"
-    category = "process.blocked_io"
+    category = Category.PROCESS_BLOCKED_IO
     severity = Severity.WARNING
     message = "network call without a timeout in training code"
     fix = ("pass `timeout=` (e.g. `timeout=30`), or set `socket.setdefaulttimeout(...)` at "
@@ -36,7 +38,7 @@ class NetworkCallWithoutTimeout(LintRule):
            "its peers then hang in the next collective. Training code is decided per project: "
            "a helper module (a tracker, a downloader) counts when any module of its project "
            "imports a deep-learning framework.")
-    valid = (
+    quiet_on = (
         "import requests, torch\nr = requests.get(url, timeout=30)\n",
         "import socket, torch\nfrom urllib.request import urlopen\n"
         "socket.setdefaulttimeout(60)\nurlopen(url)\n",
@@ -44,7 +46,7 @@ class NetworkCallWithoutTimeout(LintRule):
         "import requests\nr = requests.get(url)\n",
         "import requests, torch\nwith requests.Session() as s:\n    s.get(url, timeout=5)\n",
     )
-    invalid = (
+    fires_on = (
         "import requests\nimport torch\nr = requests.post(url, json=metrics)  # expect\n",
         "import torch\nfrom urllib.request import urlopen\ndata = urlopen(url).read()  # expect\n",
         "import torch, requests\ns = requests.Session()\ns.get(url)  # expect\n",

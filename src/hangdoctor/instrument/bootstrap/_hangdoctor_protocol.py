@@ -1,0 +1,90 @@
+"""The boundary between the in-process probe and hangdoctor, written once: the environment
+variable that names the status folder, the files each side writes there, the request the
+supervisor drops, the signal that asks for stacks, and torch's collectives.
+
+Both sides import this module: the probe and `sitecustomize` in the job's interpreter (any
+Python >= 3.8, hangdoctor not importable, so: stdlib only, no syntax newer than 3.8, nothing
+run at import), and hangdoctor itself (`instrument`, `probes/`, `analysis/`, `lint/`) as
+`hangdoctor.instrument.bootstrap._hangdoctor_protocol`.
+"""
+
+#: The folder the probe writes into, set by `hangdoctor run` (instrument.instrumented_env).
+STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
+#: The probe's module name, loaded by `sitecustomize` from beside it.
+PROBE_MODULE = "_hangdoctor_probe"
+#: Dropped by the supervisor at a hang: every instrumented process then answers it (its
+#: Flight Recorder, its asyncio tasks); its modification time tells one request from the next.
+REQUEST_FILE = "flight-recorder.request"
+#: The real-time signal (SIGRTMIN + this) that makes faulthandler write a process's stacks.
+STACK_SIGNAL_OFFSET = 6
+
+STATUS_PREFIX, STATUS_SUFFIX = "status-", ".json"
+FLIGHT_RECORDER_PREFIX, FLIGHT_RECORDER_SUFFIX = "fr-", ".json"
+TASKS_PREFIX, TASKS_SUFFIX = "tasks-", ".json"
+STACKS_PREFIX, STACKS_SUFFIX = "stacks-", ".txt"
+THREAD_MAP_PREFIX, THREAD_MAP_SUFFIX = "threads-", ".json"
+FAULT_PREFIX, FAULT_SUFFIX = "fault-", ".txt"
+STOPPED_PREFIX, STOPPED_SUFFIX = "stopped-", ".txt"
+DIED_PREFIX, DIED_SUFFIX = "died-", ".txt"
+
+
+def status_file(pid: int) -> str:
+    """The progress counters of one process (hangdoctor's ProgressStatus, as JSON)."""
+    return STATUS_PREFIX + str(pid) + STATUS_SUFFIX
+
+
+def flight_recorder_file(pid: int) -> str:
+    """One rank's Flight Recorder ring buffer, written on request."""
+    return FLIGHT_RECORDER_PREFIX + str(pid) + FLIGHT_RECORDER_SUFFIX
+
+
+def tasks_file(pid: int) -> str:
+    """One process's asyncio tasks, written on request."""
+    return TASKS_PREFIX + str(pid) + TASKS_SUFFIX
+
+
+def stacks_file(pid: int) -> str:
+    """Where faulthandler appends a process's stacks when it gets the stack signal."""
+    return STACKS_PREFIX + str(pid) + STACKS_SUFFIX
+
+
+def thread_map_file(pid: int) -> str:
+    """The stack signal's number and each thread's pthread id -> kernel thread id."""
+    return THREAD_MAP_PREFIX + str(pid) + THREAD_MAP_SUFFIX
+
+
+def fault_file(pid: int) -> str:
+    """Where faulthandler writes the traceback of a fatal signal (SIGSEGV, SIGABRT, ...)."""
+    return FAULT_PREFIX + str(pid) + FAULT_SUFFIX
+
+
+def stopped_file(pid: int) -> str:
+    """Where faulthandler writes the stacks of a process stopped by SIGTERM."""
+    return STOPPED_PREFIX + str(pid) + STOPPED_SUFFIX
+
+
+def died_file(pid: int) -> str:
+    """The tracebacks of threads that died of an exception."""
+    return DIED_PREFIX + str(pid) + DIED_SUFFIX
+
+
+def glob_of(prefix: str, suffix: str) -> str:
+    """The files of every process of one kind, e.g. `status-*.json`."""
+    return prefix + "*" + suffix
+
+
+#: torch.distributed's collectives every rank of a group calls (torch 2.13 adds the `*_single`
+#: names, which FSDP2 uses): the probe wraps these to count calls and sequence numbers.
+COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
+    "reduce_scatter_tensor", "broadcast", "broadcast_object_list", "reduce", "barrier",
+    "all_to_all", "all_to_all_single", "gather", "scatter", "monitored_barrier",
+    "all_gather_single", "reduce_scatter_single",
+)
+#: Collectives the probe leaves unwrapped: object variants and the older private names.
+OTHER_COLLECTIVES = ("gather_object", "scatter_object_list", "_all_gather_base",
+                     "_reduce_scatter_base")
+#: Coalesced variants, deprecated in torch 2.x.
+COALESCED_COLLECTIVES = ("all_gather_coalesced", "all_reduce_coalesced")
+#: Point-to-point operations: a rank waits in them for one peer, not for the group.
+POINT_TO_POINT = ("send", "recv")

@@ -1,0 +1,2 @@
+"""Memory and algorithm rules (HL3xx): training loops that leak autograd graphs or let
+gradients explode."""

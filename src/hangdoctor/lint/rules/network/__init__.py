@@ -1,0 +1,1 @@
+"""Network rules (HL5xx): blocking network calls that can wait forever."""
