@@ -247,6 +247,10 @@ class ProgressStatus(Evidence):
     last_loss: float | None = None
     nonfinite_losses: int = Field(default=0, description="losses seen that were NaN or Inf")
     last_nonfinite_at: float | None = None
+    limits: dict[str, int] = Field(
+        default_factory=dict, description="the process's finite soft limits by name "
+        "(file_size, open_files, address_space, processes): a script may set them itself",
+    )
     exiting_at: float | None = Field(
         default=None, description="when the process began a normal exit (its atexit hooks)")
     last_sync_at: tuple[tuple[str, int, str], ...] = Field(

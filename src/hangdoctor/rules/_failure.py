@@ -10,7 +10,7 @@ failed without a traceback still gets its exit status and last lines of output.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_file
 from hangdoctor.analysis.job import JobView
@@ -59,6 +59,11 @@ class Failure:
     last_lines: tuple[str, ...]
     #: Every traceback of its own in the output (for the count in the evidence).
     count: int = 0
+    #: The traceback that reached the user's code when `raised` (the first of a chain) was
+    #: raised inside a library and another was raised while handling it.
+    surfaced: Raised | None = None
+    #: Finite limits the job's processes ran under (the instrumentation's status files).
+    limits: dict[str, int] = field(default_factory=dict)
 
 
 def _own(lines: tuple[str, ...]) -> list[Raised]:
@@ -86,18 +91,31 @@ def failure_of(job: JobView) -> Failure | None:
                  next((r for r in own if r.in_user_code), own[0] if own else None))
     last = tuple(clip(split_prefix(line).text.rstrip()) for line in lines
                  if line.strip())[-_LAST_LINES:]
+    limits: dict[str, int] = {}
+    for status in record.progress:
+        limits.update(status.limits)
     return Failure(raised=first.root if first is not None else None,
                    exit_code=record.exit_code, signal=record.signal, last_lines=last,
-                   count=len(own))
+                   count=len(own), surfaced=first, limits=limits)
 
 
-def category_of(raised: Raised | None) -> Category:
+# A write that failed without saying why (C++ streams report no errno): under a finite
+# file-size limit, that limit is the likely cause.
+_WRITE_FAILED = re.compile(r"iostream error|unexpected pos|failed writing|write failed|"
+                           r"PytorchStreamWriter failed", re.IGNORECASE)
+
+
+def category_of(raised: Raised | None, limits: dict[str, int] | None = None) -> Category:
     """The category an exception's type and message name, else process.unexplained."""
     if raised is None:
         return Category.PROCESS_UNEXPLAINED
     text = f"{raised.short_type}: {raised.message}"
-    return next((category for category, pattern in _MECHANISMS if pattern.search(text)),
-                Category.PROCESS_UNEXPLAINED)
+    named = next((category for category, pattern in _MECHANISMS if pattern.search(text)),
+                 Category.PROCESS_UNEXPLAINED)
+    if named is Category.PROCESS_UNEXPLAINED and limits and "file_size" in limits \
+            and _WRITE_FAILED.search(text):
+        return Category.ENV_OS_LIMITS
+    return named
 
 
 def library_call(raised: Raised) -> Frame | None:
@@ -154,8 +172,10 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
                    "that status (`sys.exit(N)`, a shell script's `exit N`).",
                    "For a native crash, run with `python -X faulthandler` to get the stack."),
         )
-    user = innermost_user_frame(raised.frames)
-    call = library_call(raised)
+    shown = raised if innermost_user_frame(raised.frames) is not None or \
+        failure.surfaced is None else failure.surfaced
+    user = innermost_user_frame(shown.frames)
+    call = library_call(shown)
     where = (f" at {short_file(user.file)}:{user.line}" if user is not None
              else " (no frame in your code)")
     rank = f" on rank {raised.rank}" if raised.rank is not None else ""
@@ -170,6 +190,14 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
     elif user is None and raised.frames:
         inner = raised.frames[0]
         evidence.append(f"raised in {inner.function} ({short_file(inner.file)}:{inner.line})")
+    if shown is not raised:
+        evidence.append(f"raised inside a library; while handling it, {shown.short_type} "
+                        f"reached your code at {short_file(user.file)}:{user.line}"
+                        if user is not None else f"then {shown.short_type} was raised")
+    if category is Category.ENV_OS_LIMITS and "file_size" in failure.limits:
+        evidence.append(f"the process ran under a file-size limit of "
+                        f"{failure.limits['file_size']} bytes (RLIMIT_FSIZE, `ulimit -f`): a "
+                        "write past it fails")
     evidence.append(f"the job failed ({status}); {failure.count} traceback(s) of its own in "
                     "the output, this is the first")
     fixes = _FIXES[category]
@@ -193,7 +221,7 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
 def check_failure(job: JobView, rule_id: str, category: Category) -> list[Finding]:
     """The finding of the rule for `category`, when the job failed of an exception of it."""
     failure = failure_of(job)
-    if failure is None or category_of(failure.raised) is not category:
+    if failure is None or category_of(failure.raised, failure.limits) is not category:
         return []
     return [failure_finding(rule_id, category, failure)]
 

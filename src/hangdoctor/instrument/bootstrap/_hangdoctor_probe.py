@@ -257,6 +257,7 @@ class _Status:
             "nonfinite_losses": self.nonfinite_losses + device.nonfinite,
             "last_nonfinite_at": last_nonfinite,
             "exiting_at": self.exiting_at,
+            "limits": _limits(),
             "last_sync_at": [(code.co_filename, line, code.co_name)
                              for code, line in self.last_sync_at],
             "groups_created": self.groups_created,
@@ -280,6 +281,29 @@ _SITES = 64  # the distinct call sites counted
 
 def _places_json(places: tuple[_Place, ...]) -> list[dict[str, object]]:
     return [{"file": file, "line": line, "function": function} for file, line, function in places]
+
+
+# The limits a process can set on itself (`resource.setrlimit` in the script) that make a
+# write, an open or an allocation fail: what /proc shows no more once the process is gone.
+_LIMITS = (("file_size", "RLIMIT_FSIZE"), ("open_files", "RLIMIT_NOFILE"),
+           ("address_space", "RLIMIT_AS"), ("processes", "RLIMIT_NPROC"))
+
+
+def _limits() -> dict[str, int]:
+    """The process's finite soft limits, by name (an unlimited one is left out)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return {}
+    found: dict[str, int] = {}
+    for name, which in _LIMITS:
+        try:
+            soft = resource.getrlimit(getattr(resource, which))[0]
+        except (AttributeError, OSError, ValueError):
+            continue
+        if soft != resource.RLIM_INFINITY:
+            found[name] = soft
+    return found
 
 
 def _call_json(call: _Call) -> dict[str, object]:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
-from hangdoctor.evidence.model import JobRecord, ProcessSample, TimelineSample
+from hangdoctor.analysis.tracebacks import tracebacks
+from hangdoctor.evidence.model import Frame, JobRecord, ProcessSample, TimelineSample
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
 _GIB = 2**30
@@ -79,9 +81,11 @@ class HostMemoryExhausted(Rule):
             if match.kind == "oom_killed":
                 evidence.append(f"kernel log: {match.line}")
                 culprit_pid = culprit_pid or match.pids[0]
+        where = None
         for match in scan(record.output_tail):
             if match.kind == "host_alloc_failed":
                 evidence.append(f"job output: {match.line}")
+                where = where or _allocating_line(record.output_tail, match.line)
         growth = _largest_growth(record, job.bundle.system.memory_total_bytes)
         climbing = False
         if growth is not None:
@@ -107,7 +111,8 @@ class HostMemoryExhausted(Rule):
             + (f": pid {culprit_pid}" if culprit_pid else ""),
             explanation=("The machine ran out of RAM; the kernel killed a process or "
                          "allocations failed."),
-            culprit=Culprit(pid=culprit_pid) if culprit_pid else None,
+            culprit=Culprit(pid=culprit_pid, location=Location.of(where))
+            if culprit_pid or where else None,
             evidence=tuple(evidence[:6]),
             fixes=("Find what grows: memory that climbs step after step is usually tensors kept "
                    "across steps (losses.append(loss) without .item() or .detach()), a cache "
@@ -115,6 +120,13 @@ class HostMemoryExhausted(Rule):
                    "Lower the peak: smaller batches, fewer DataLoader workers, "
                    "prefetch_factor=1, memory-mapped datasets."),
         )
+
+
+def _allocating_line(output: tuple[str, ...], failed: str) -> Frame | None:
+    """The user's line whose allocation failed: the traceback that ends in that message."""
+    raised = next((r for r in tracebacks(output) if r.message and r.message in failed
+                   and r.in_user_code), None)
+    return innermost_user_frame(raised.frames) if raised is not None else None
 
 
 def _start_up_over(timeline: tuple[TimelineSample, ...]) -> int:
