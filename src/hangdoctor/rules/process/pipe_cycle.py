@@ -1,0 +1,110 @@
+"""HD113 process.blocked_io: two processes wait on pipes to each other. A parent reads its
+child's output while the child reads its input to the end, whose write end the parent still
+holds open (it never closed `proc.stdin`); or both write into pipes that are full because the
+other is not reading. Each waits for the other, found as a cycle of pipe waits in the job's
+wait-for graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
+from hangdoctor.analysis.waits import WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
+from hangdoctor.taxonomy import Category
+
+_PIPES = frozenset({WaitKind.PIPE_READ, WaitKind.PIPE_WRITE})
+
+
+def _pair(*, child_reads: bool = True) -> Bundle:
+    parent = b.thread(10, b.frame(f"{b.STDLIB}/subprocess.py", 1200, "Popen.readline"),
+                      b.frame("prep.py", 58, "Tokenizer.ids", code="for line in proc.stdout:"),
+                      name="MainThread", syscall="read", args=(9,))
+    child = b.thread(20, b.frame("prep.py", 27, "tokenize", code="docs = sys.stdin.read()"),
+                     name="MainThread", syscall="read" if child_reads else "clock_nanosleep",
+                     args=(0,))
+    return b.bundle(
+        b.process(10, parent, files={9: ("pipe:[501]", "r"), 8: ("pipe:[500]", "w")}),
+        b.process(20, child, ppid=10, files={0: ("pipe:[500]", "r"), 1: ("pipe:[501]", "w")}))
+
+
+def _pipe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
+    return describe_wait(job, process, thread).kind in _PIPES
+
+
+class PipeCycle(Rule):
+    """Two processes each wait on a pipe that only the other could serve."""
+
+    id = "HD113"
+    category = Category.PROCESS_BLOCKED_IO
+    summary = "two processes wait on pipes to each other: a parent and its child, each waiting"
+    fires_when = (
+        "following pipe waits through the wait-for graph comes back to where it started: a "
+        "process reads (or writes) a pipe whose other end is held by a process that is itself "
+        "blocked on a pipe to the first (a child reading its stdin to EOF while the parent, "
+        "which never closed that stdin, reads the child's stdout)"
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (Example("the parent reads the child's stdout, the child its stdin", _pair),)
+    quiet_on = (Example("the child is not reading", lambda: _pair(child_reads=False)),)
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        graph = build_wait_graph(job)
+        for process in job.processes:
+            thread = main_thread(process)
+            if thread is None or not _pipe_wait(job, process, thread):
+                continue
+            chain = graph.follow((process.pid, thread.tid))
+            if chain.sink is not Sink.CYCLE or len(chain.parties) < 2:
+                continue
+            members = [(job.process(pid), tid) for pid, tid in chain.parties]
+            parties = [(p, t) for p, tid in members if p is not None
+                       for t in p.threads if t.tid == tid]
+            if len({p.pid for p, _ in parties}) < 2 or not all(
+                    _pipe_wait(job, p, t) for p, t in parties):
+                continue
+            yield self._finding(job, parties)
+            return
+
+    def _finding(self, job: JobView,
+                 parties: list[tuple[ProcessEvidence, ThreadEvidence]]) -> Finding:
+        pids = {p.pid for p, _ in parties}
+        # The parent of the others (it made the pipes) is where the code must change.
+        lead = next(((p, t) for p, t in parties if p.ppid not in pids), parties[0])
+        process, thread = lead
+        frame = blame_frame(frames_of(thread))
+        where = short_location(frame) if frame is not None else "its pipe wait"
+        evidence = [f"{job.describe_process(p.pid)}, {thread_label(t)}: "
+                    f"{describe_wait(job, p, t).summary}, at {at(blame_frame(frames_of(t)))}"
+                    for p, t in parties]
+        reads = describe_wait(job, process, thread).kind is WaitKind.PIPE_READ
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            title=(f"Pipe deadlock: {job.describe_process(process.pid)} waits on a pipe at "
+                   f"{where}, and the process at its other end waits on a pipe back to it"),
+            explanation=(
+                "Each of these processes waits for the other through a pipe. "
+                + ("A child that reads its input to the end waits for end-of-file, which "
+                   "comes only when every write end is closed; the parent still holds the "
+                   "child's stdin open while it reads the child's output, which the child "
+                   "will write only after that end-of-file." if reads else
+                   "Both write into pipes the other does not read: each pipe is full (64 KiB) "
+                   "and each writer waits for the other to read.")),
+            culprit=culprit(job, process, thread, frame),
+            related=tuple(culprit(job, p, t) for p, t in parties if p is not process),
+            evidence=tuple(evidence),
+            fixes=(
+                "Close the child's stdin when the input is written (`proc.stdin.close()`) "
+                "before reading its output, or use `proc.communicate(input)`, which writes, "
+                "closes and reads at once.",
+                "For a conversation (write a line, read a line), flush after each line and make "
+                "the child answer each line instead of reading to the end first.",
+            ),
+        )
