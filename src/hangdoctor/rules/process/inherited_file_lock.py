@@ -1,0 +1,118 @@
+"""HD114 process.deadlock: a thread waits for a file lock (flock, fcntl) on a file that another
+process of the same job has open, and that process was forked from the waiting one. An flock
+belongs to the open file, which fork() shares with the child: closing the parent's descriptor
+does not release it while the child keeps its copy, so the parent's next lock waits for a lock
+that its own forked child holds for it, forever."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.waits import WaitKind, describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of
+from hangdoctor.taxonomy import Category
+
+_LOCK = "/data/ckpt/.lock"
+
+
+def _job(*, forked: bool = True, child_has_it: bool = True) -> Bundle:
+    waiter = b.thread(10, b.frame("ckpt.py", 33, "CheckpointLock.__enter__",
+                                  code="fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX)"),
+                      name="MainThread", syscall="flock", args=(8, 2))
+    child = b.thread(11, b.frame("upload.py", 20, "upload", code="item = q.get()"),
+                     name="MainThread", syscall="read", args=(6,))
+    files = {8: (_LOCK, "rw")}
+    return b.bundle(
+        b.process(10, waiter, files=files, cmdline=("python", "train.py")),
+        b.process(11, child, ppid=10, files=files if child_has_it else {},
+                  cmdline=("python", "train.py") if forked else ("python", "upload.py")))
+
+
+def _lock_file(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
+    """The file the thread waits to lock, from the descriptor of its flock/fcntl call."""
+    kernel = thread.kernel
+    if describe_wait(job, process, thread).kind is not WaitKind.FILE_LOCK or kernel is None \
+            or not kernel.syscall_args:
+        return None
+    opened = job.open_file(process.pid, int(kernel.syscall_args[0]))
+    return opened.target if opened is not None and opened.target.startswith("/") else None
+
+
+def _forked_from(job: JobView, child: ProcessEvidence, parent: ProcessEvidence) -> bool:
+    """Whether `child` descends from `parent` without an exec (the same command line)."""
+    seen = child
+    while seen.ppid is not None and seen.ppid != parent.pid:
+        up = job.process(seen.ppid)
+        if up is None:
+            return False
+        seen = up
+    return seen.ppid == parent.pid and child.cmdline == parent.cmdline
+
+
+class InheritedFileLock(Rule):
+    """A file lock the waiting process's own forked child holds for it."""
+
+    id = "HD114"
+    category = Category.PROCESS_DEADLOCK
+    summary = "a process waits for a file lock that a child it forked holds through fork"
+    fires_when = (
+        "a thread waits in flock()/fcntl() to lock a file that a process forked from it (same "
+        "command line, no exec) also has open: the lock belongs to the open file the child "
+        "inherited, so closing the parent's descriptor did not release it"
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (Example("the parent relocks a file its forked uploader keeps open", _job),)
+    quiet_on = (Example("the child was started from another program",
+                        lambda: _job(forked=False)),
+                Example("the child does not have the file open",
+                        lambda: _job(child_has_it=False)))
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        for process, thread in job.threads():
+            path = _lock_file(job, process, thread)
+            if path is None:
+                continue
+            holders = [p for p in job.processes if p.pid != process.pid
+                       and any(f.target == path for f in p.open_files)
+                       and _forked_from(job, p, process)]
+            if holders:
+                yield self._finding(job, process, thread, path, holders)
+
+    def _finding(self, job: JobView, process: ProcessEvidence, thread: ThreadEvidence,
+                 path: str, holders: list[ProcessEvidence]) -> Finding:
+        frame = blame_frame(frames_of(thread))
+        where = short_location(frame) if frame is not None else "its lock call"
+        names = ", ".join(job.describe_process(p.pid) for p in holders[:3])
+        return Finding(
+            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+            title=(f"{thread_label(thread)} waits to lock {path} at {where}, and the lock is "
+                   f"held through the copy of that file its forked child {names} inherited"),
+            explanation=(
+                "An flock() lock belongs to the open file, not to the descriptor or the "
+                "process. A child forked while the file was open (and locked) shares that "
+                "open file; closing the parent's descriptor does not release the lock while "
+                "the child keeps its copy. The parent's next lock on the same file then waits "
+                "for a lock its own child holds, and the child has no reason to let go."),
+            culprit=culprit(job, process, thread, frame),
+            related=tuple(culprit(job, p, next(iter(p.threads), None)) for p in holders[:3]),
+            evidence=(f"{thread_label(thread)} of {job.describe_process(process.pid)} waits "
+                      f"in flock()/fcntl() at {at(frame)} on {path}",
+                      *(f"{job.describe_process(p.pid)}, forked from it (same command line), "
+                        f"has {path} open too" for p in holders[:3])),
+            fixes=(
+                "Do not fork (start a multiprocessing.Process, a DataLoader with workers, a "
+                "Pool) while holding the lock: start the helper before taking it, or after "
+                "releasing it explicitly with `fcntl.flock(fd, fcntl.LOCK_UN)` (unlock, do "
+                "not rely on close()).",
+                "Open the lock file with O_CLOEXEC and start helpers with the spawn start "
+                "method, so children do not inherit it; or use a lock per process "
+                "(`fcntl.lockf`/`F_OFD_SETLK` semantics differ: check which your code needs).",
+            ),
+        )
