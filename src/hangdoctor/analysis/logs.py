@@ -262,6 +262,11 @@ _PATTERNS: tuple[_Pattern, ...] = (
        r"(?P<key>[\w./-]*loss[\w./-]*|grad_norm|grad-norm|gnorm)['\"]?(?:\s*[:=]\s*|\s+)"
        r"(?:tensor\()?['\"]?(?P<value>[-+]?(?:nan|inf(?:inity)?))\b", re.IGNORECASE,
        quick=_may_be_nonfinite),
+    # A training loop's own skip of a non-finite batch ("non-finite loss, skipping batch",
+    # "NaN loss detected, skipping step"): harmless once, a livelock when every batch is.
+    _p("nonfinite_skipped", "",
+       r"(?:non-?finite|\bnan\b|\binf\b)[^\n]{0,60}\bskip|\bskip\w*[^\n]{0,60}"
+       r"(?:non-?finite|\bnan\b)", re.IGNORECASE, quick=lambda line: "skip" in line.lower()),
     # Dynamic loss scaling skipping a step: NVIDIA Apex
     # (https://github.com/NVIDIA/apex/issues/318) and DeepSpeed
     # (https://github.com/zai-org/CogVideo/issues/233).

@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import innermost_user_frame
+from hangdoctor.analysis.frames import Origin, innermost_user_frame, loop_header, origin
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan, step_near
 from hangdoctor.analysis.tracebacks import first_raised, forward_trace
-from hangdoctor.evidence.model import Frame
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, Frame, JobRecord
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -28,6 +29,19 @@ _OVERFLOWS_WORTH_A_WARNING = 20
 _COLLAPSED_SCALE = 1.0
 
 
+def _skipping(*, hung: bool) -> Bundle:
+    """A loop that skips a batch whose loss is not finite (`continue` before backward())."""
+    loop = b.frame("train.py", 50, "train_epoch", code="x, y = next(batches)",
+                   loops=("while done < steps:",)).model_copy(update={"loop_lines": (49,)})
+    main = b.thread(10, b.frame("model.py", 44, "Net.forward", code="return self.net(x)"),
+                    loop, name="MainThread", state="R")
+    job = b.bundle(b.process(10, main))
+    return job.model_copy(update={"job": JobRecord(
+        started_at=0.0, hang_declared_s=30.0 if hung else None, exit_code=None if hung else 0,
+        output_tail=("update 50/50: loss 1.851e+13",
+                     "train.py:54: UserWarning: non-finite loss, skipping batch"))})
+
+
 class NonFiniteFromLog(Rule):
     """The loss (or the gradients) became NaN or Inf; says at which step, and what the loss
     was before."""
@@ -43,6 +57,7 @@ class NonFiniteFromLog(Rule):
     specificity = 60
     names_culprit = False
     fires_on = (
+        Example("a hung loop that skips every non-finite batch", lambda: _skipping(hung=True)),
         Example("loss turns nan", lambda: logs_bundle([
             "step 1200 | loss 2.3141 | lr 3.0e-04", "step 1210 | loss 2.9876 | lr 3.0e-04",
             "step 1220 | loss nan | lr 3.0e-04"])),
@@ -60,6 +75,8 @@ class NonFiniteFromLog(Rule):
             "output."])),
     )
     quiet_on = (
+        Example("one skipped non-finite batch in a job that went on",
+                lambda: _skipping(hung=False)),
         Example("finite losses, INFO lines", lambda: logs_bundle([
             "INFO step 10 loss: 0.5213", "INFO step 20 loss: 0.4980 (inference skipped)"])),
         Example("a few overflows while the loss scale settles", lambda: logs_bundle([
@@ -83,6 +100,9 @@ class NonFiniteFromLog(Rule):
         counted = {id(m) for m in values} - {id(m) for m in skipped}
         bad = [m for m in found if m.kind in ("nonfinite_detected", "loss_scale_collapsed")
                or id(m) in counted]
+        hung = record is not None and record.hang_declared_s is not None
+        # The loop's own skips of non-finite batches: a livelock when the job then hung.
+        bad += [m for m in found if m.kind == "nonfinite_skipped"] if hung else []
         overflows = [m for m in found if m.kind == "loss_scale_overflow"] + skipped
         scales = [float(m.fields["scale"]) for m in overflows
                   if _is_number(m.fields.get("scale"))]
@@ -125,7 +145,14 @@ class NonFiniteFromLog(Rule):
             severity, confidence = Severity.WARNING, 0.6
         rank = first.number("rank")
         location = _nan_source(lines, rank) if first.kind == "nonfinite_detected" else None
-        if location is not None:
+        if first.kind == "nonfinite_skipped":
+            location = _retry_loop(job)
+            where = f" at {place_of(location)}" if location is not None else ""
+            title = (f"Every batch is skipped as non-finite: the loop{where} never takes a "
+                     "step")
+            evidence.insert(1, "the job hung after that: no optimizer step since, while the "
+                            "loop kept drawing batches and skipping them")
+        if location is not None and first.kind == "nonfinite_detected":
             evidence.insert(1, f"the operation that made it: {place_of(location)}")
         yield Finding(
             id=self.id, category=self.category, severity=severity, confidence=confidence,
@@ -146,6 +173,18 @@ class NonFiniteFromLog(Rule):
                                     _SUDDEN_NAN_FIXES)
                         if not (f is _ANOMALY and forward_trace(lines))),
         )
+
+
+def _retry_loop(job: JobView) -> Frame | None:
+    """The loop that keeps skipping: the header of the innermost loop of the user's code that
+    the main process's main thread runs in."""
+    for process in job.processes[:1]:
+        thread = next((t for t in process.threads if t.tid == process.pid), None)
+        frames = thread.python.frames if thread is not None and thread.python else ()
+        looping = next((f for f in frames if f.loop_lines and origin(f) is Origin.USER), None)
+        if looping is not None:
+            return loop_header(looping)
+    return None
 
 
 def _nan_source(lines: tuple[str, ...], rank: int | None) -> Frame | None:
