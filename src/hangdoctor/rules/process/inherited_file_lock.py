@@ -21,7 +21,7 @@ from hangdoctor.taxonomy import Category
 _LOCK = "/data/ckpt/.lock"
 
 
-def _job(*, forked: bool = True, child_has_it: bool = True) -> Bundle:
+def _job(*, forked: bool = True, child_has_it: bool = True, own_fd: bool = False) -> Bundle:
     waiter = b.thread(10, b.frame("ckpt.py", 33, "CheckpointLock.__enter__",
                                   code="fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX)"),
                       name="MainThread", syscall="flock", args=(8, 2))
@@ -30,7 +30,8 @@ def _job(*, forked: bool = True, child_has_it: bool = True) -> Bundle:
     files = {8: (_LOCK, "rw")}
     return b.bundle(
         b.process(10, waiter, files=files, cmdline=("python", "train.py")),
-        b.process(11, child, ppid=10, files=files if child_has_it else {},
+        b.process(11, child, ppid=10,
+                  files=({6: (_LOCK, "w")} if own_fd else files) if child_has_it else {},
                   cmdline=("python", "train.py") if forked else ("python", "upload.py")))
 
 
@@ -72,15 +73,21 @@ class InheritedFileLock(Rule):
     quiet_on = (Example("the child was started from another program",
                         lambda: _job(forked=False)),
                 Example("the child does not have the file open",
-                        lambda: _job(child_has_it=False)))
+                        lambda: _job(child_has_it=False)),
+                Example("the child opened the file itself (its own lock)",
+                        lambda: _job(own_fd=True)))
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process, thread in job.threads():
             path = _lock_file(job, process, thread)
             if path is None:
                 continue
+            fd = thread.kernel.syscall_args[0] if thread.kernel else None
+            # Inherited descriptors keep their numbers: the child has the file open under the
+            # very descriptor the parent locks through (a child that opened the file itself,
+            # and took its own lock, has it under a number of its own).
             holders = [p for p in job.processes if p.pid != process.pid
-                       and any(f.target == path for f in p.open_files)
+                       and any(f.target == path and f.fd == fd for f in p.open_files)
                        and _forked_from(job, p, process)]
             if holders:
                 yield self._finding(job, process, thread, path, holders)
