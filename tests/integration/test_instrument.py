@@ -364,6 +364,7 @@ import torch.distributed as dist
 rank = int(os.environ["RANK"])
 dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + os.environ["TEST_PORT"],
                         rank=rank, world_size=2)
+dist.barrier()  # both ranks are past start-up (else rank 0 may still be connecting to rank 1)
 if rank == 1:
     os._exit(0)  # leaves without a word: rank 0's next collective fails in gloo
 loss = (torch.ones(2, requires_grad=True) * 2).sum()
@@ -397,7 +398,7 @@ def test_errors_raised_through_the_hooks_show_no_frame_of_ours(jobs, tmp_path):
     assert "_hangdoctor_probe" not in out
     assert "in collective" not in out and 'errors.py", line' in out
     [status] = [s for s in read_statuses(status_dir) if s.rank == 0]
-    assert status.collectives == 1  # the failed collective was still seen
+    assert status.collectives == 2  # the barrier, and the failed collective was still seen
 
 
 COMPILED = """
