@@ -3,7 +3,10 @@
 Distributed jobs (2 ranks on gloo, torchrun / mp.spawn / a plain `python` start) and framework
 jobs (Lightning, accelerate, the Hugging Face Trainer), each written from the public report in
 `source`. Expected values were decided from the code and the report before the first run;
-`first_try` is what the baseline hangdoctor said on that first run.
+`first_try` is what the baseline hangdoctor said on that first run. Every program was checked
+to behave as intended (its own output and stacks) before that run; after it, three programs got
+lint-only edits (`zip(..., strict=True)`, an unused name), which change no behaviour and no
+marker line.
 """
 
 from __future__ import annotations
@@ -66,5 +69,30 @@ ROUND6_C: tuple[Scenario, ...] = (
     _c("r6c_lightning_anomaly_siamese", "algorithm.nonfinite", verdict="failed",
        markers=("sqrt", "pairs"), limit_s=150,
        source="https://github.com/adambielski/siamese-triplet/issues/18", blind=True,
-       first_try=None),
+       first_try="wrong: algorithm.nonfinite / rank 0 / no location / verdict failed: "
+                 "NaN in the backward pass, no culprit line"),
+    # Rank 1 judges early stopping on its own loss, leaves the loop and waits in the barrier
+    # before the save; rank 0 trains on and waits in DDP's all-reduce.
+    _c("r6c_spawn_local_early_stop", _UNEVEN, rank=1, markers=("early-stop", "local-decision"),
+       source="https://github.com/webdataset/webdataset/issues/446",
+       first_try="wrong: distributed.uneven_inputs / rank 1 / r6c_spawn_local_early_stop.py:68 / "
+                 "verdict hung: right category and rank, but points at the barrier after the "
+                 "loop, not at the rank-local early-stop decision"),
+    # Healthy: every rank calls every metric gather (DeepForest's fix), rank 1's empty shard too.
+    _c("r6c_healthy_lightning_metric_sync", HEALTHY, verdict="completed", limit_s=150,
+       source="https://github.com/weecology/DeepForest/pull/1426", first_try="right"),
+    # ZeRO's consolidate_state_dict (a collective) is called under `if rank == 0`: rank 0 waits
+    # in its broadcast, rank 1 in DDP's all-reduce of the next step.
+    _c("r6c_zero_consolidate_rank0", _MISMATCH, rank=0, markers=("consolidate", "rank0-only"),
+       torchrun=True, source="https://github.com/pytorch/ignite/issues/2623", blind=True,
+       first_try="right"),
+    # The Trainer's collator tokenizes without padding=True; the one longer review lands on
+    # rank 1: ValueError "Unable to create tensor"; rank 0's all-reduce then fails.
+    _c("r6c_trainer_collator_padding", _EXITED, verdict="failed", rank=1, markers=("collate",),
+       torchrun=True, limit_s=150,
+       source="https://github.com/huggingface/transformers/issues/11580", first_try="right"),
+    # Healthy, on a machine whose cores are all busy: ZeRO consolidation on every rank, the
+    # early-stop decision broadcast from rank 0.
+    _c("r6c_healthy_zero_consolidate_all", HEALTHY, verdict="completed", loaded=True,
+       limit_s=120, source="https://github.com/pytorch/ignite/issues/2623", first_try="right"),
 )

@@ -255,6 +255,8 @@ def table(outcomes: list[Outcome]) -> str:
         got = o.got() if o.correct else f"**{o.got()}**"
         first = "-" if s.first_try is None else (
             "right" if s.first_try == "right" else "**wrong**")
+        if s.blind:
+            first += " (blind)"
         rows.append(f"| {s.name} | {expected} | {first} | {got} | {_mark(o.rank_ok)} | "
                     f"{_mark(o.location_ok)} | {o.seconds:.1f} |")
     correct = sum(o.correct for o in outcomes)
@@ -267,4 +269,10 @@ def table(outcomes: list[Outcome]) -> str:
         right_now = sum(o.correct for o in measured)
         rows.append(f"programs written from public reports: {right_first}/{len(measured)} right "
                     f"on the first try, {right_now}/{len(measured)} now")
+    blind = [o for o in outcomes if o.scenario.blind]
+    if blind:
+        rows.append(f"blind set (no rule change looked at these): {sum(o.correct for o in blind)}"
+                    f"/{len(blind)} right now, "
+                    f"{sum(o.scenario.first_try == 'right' for o in blind)}/{len(blind)} on "
+                    "the first try")
     return "\n".join(rows)
