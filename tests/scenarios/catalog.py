@@ -8,6 +8,7 @@ a `# HANG: label` comment; a scenario names the label(s) its culprit must point 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 
 from tests.scenarios.catalog_ddp import USERS_DDP
@@ -86,5 +87,19 @@ CATALOG: tuple[Scenario, ...] = (
 # Programs written the way users write training code, each from a public report (issue 10);
 # every one was run before any rule was changed for it, and its first try is recorded.
 CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6
+
+# Healthy controls run a second time while another load keeps every core busy: a healthy job
+# must never be declared hung, on a quiet node or a busy one (issue 17). One of each kind (a
+# silent evaluation, a large checkpoint, a process pool, each launcher and framework), beside
+# round 6's controls that run loaded only; all of them would add ~10 minutes to CI. The copies
+# are not programs of their own: no first try, and none of the blind set's.
+_LOADED_CONTROLS = ("healthy_silent_eval", "healthy_ddp", "u_healthy_large_checkpoint",
+                    "u_healthy_pool_pretokenize", "u_healthy_fsdp", "u_lightning_healthy_ddp",
+                    "u_trainer_healthy", "u_accelerate_healthy")
+LOADED = tuple(
+    replace(s, name=f"{s.name}_loaded", loaded=True, first_try=None, source=None,
+            limit_s=max(s.limit_s, 150.0))
+    for s in CATALOG if s.name in _LOADED_CONTROLS and s.healthy and not s.blind)
+CATALOG = CATALOG + LOADED
 
 BY_NAME: Mapping[str, Scenario] = MappingProxyType({s.name: s for s in CATALOG})
