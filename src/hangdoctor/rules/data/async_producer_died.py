@@ -100,6 +100,17 @@ class AsyncProducerDied(Rule):
         "data.pipeline_stall when the loop is driven for a `for` loop's iterator, else "
         "process.deadlock"
     )
+    why = (
+        "An exception that ends an asyncio task is stored in the task and reported only when the "
+        "task object is freed; a program that keeps its tasks in a list never frees them, so "
+        "nothing is printed. A task awaiting a queue, event or future those tasks were to fill "
+        "waits for good, and the event loop idles in its selector."
+    )
+    instead = (
+        "Await the producer tasks (`asyncio.gather(*tasks)`, or an `asyncio.TaskGroup`, which "
+        "cancels the others and raises the first error), or add a done callback that passes the "
+        "exception on; give waits a timeout (`await asyncio.wait_for(queue.get(), 60)`)."
+    )
     reads = "capture"
     specificity = 89
     fires_on = (Example("async batch loader: every fetch task died on a bad record", _loader),

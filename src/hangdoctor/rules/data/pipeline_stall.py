@@ -104,6 +104,19 @@ class DataPipelineStall(Rule):
         "dataset) is blocked in dataset code; says what it is blocked on, including a lock "
         "copied held through fork"
     )
+    why = (
+        "A DataLoader waits for its next batch forever by default (`timeout=0`). When the code "
+        "that produces batches (the dataset's `__getitem__`/`__iter__` or `collate_fn`, in a "
+        "worker or in the main process) blocks on a read without a timeout, a lock copied held "
+        "through fork, a thread pool or a Manager that does not answer, the training loop stops in "
+        "`next()` with no error and the GPUs sit idle."
+    )
+    instead = (
+        "Give every network and storage read in the dataset a timeout and a retry; set "
+        "`DataLoader(timeout=120)` so a stuck worker raises in the training loop instead of "
+        "hanging it; start workers with `DataLoader(..., multiprocessing_context=\"spawn\")` when "
+        "the parent runs threads or holds locks; debug the dataset with `num_workers=0`."
+    )
     reads = "capture"
     specificity = 85
     fires_on = (

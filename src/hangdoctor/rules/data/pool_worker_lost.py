@@ -101,6 +101,17 @@ class PoolWorkerLost(Rule):
         "the pool started it to replace one that exited (`maxtasksperchild` None): the task the "
         "dead worker held never finishes"
     )
+    why = (
+        "`multiprocessing.Pool` replaces a worker that dies (the OOM killer, a signal, a crash in "
+        "native code), but the task that worker held is lost: its result never arrives, so "
+        "`Pool.map()` and friends wait for it forever with no error."
+    )
+    instead = (
+        "Use `concurrent.futures.ProcessPoolExecutor`, which raises `BrokenProcessPool` when a "
+        "worker dies, or wait with a timeout (`pool.map_async(...).get(timeout=...)`); find why "
+        "the worker died (`dmesg` for `Out of memory: Killed process`) and lower the memory a "
+        "single task needs."
+    )
     reads = "capture"
     specificity = 85
     fires_on = (Example("a pool worker gone, map waiting", lambda: _pool_job(

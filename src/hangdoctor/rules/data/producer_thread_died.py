@@ -87,6 +87,17 @@ class ProducerThreadDied(Rule):
         "thread of that process died of an exception (recorded whole by the instrumentation "
         "under `run`, else `Exception in thread ...` in the output); names the line that raised"
     )
+    why = (
+        "A prefetching loader hands batches over through a `queue.Queue` or an Event. When the "
+        "producer thread raises, threading prints its traceback and the thread ends, but nothing "
+        "tells the consumer, whose `get()` without a timeout waits for a batch no thread is left "
+        "to produce: the traceback scrolls by and the job hangs."
+    )
+    instead = (
+        "Hand the producer's exception over: wrap its loop in `try/except BaseException as e: "
+        "q.put(e)` (and `finally: q.put(END)`) and re-raise in the consumer; or wait with a "
+        "timeout (`q.get(timeout=...)`) and check `thread.is_alive()` when it expires."
+    )
     reads = "capture"
     specificity = 88
     fires_on = (Example("a prefetch thread died parsing a record", lambda: _consumer(

@@ -155,6 +155,17 @@ class RankExitedFromLog(Rule):
         "torchrun's failure summary (or `torch.multiprocessing.spawn`'s): the first rank that "
         "failed, and what its signal or exit code means"
     )
+    why = (
+        "When one rank dies (an exception, a signal, the OOM killer) or returns early, the "
+        "launcher ends the others, which then print errors of their own about lost peers and "
+        "broken collectives. The first rank that failed, and how (its exit code or signal), is the "
+        "cause; the rest of the log is its consequence."
+    )
+    instead = (
+        "Read the first failed rank's own traceback (the lines prefixed with its rank) and fix "
+        "that; for SIGKILL check the OOM killer (`dmesg`), for an exit without error look for a "
+        "`return` or `break` only some ranks take, and make early stopping a collective decision."
+    )
     reads = "logs"
     specificity = 80
     names_culprit = False

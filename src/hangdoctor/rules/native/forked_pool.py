@@ -98,6 +98,19 @@ class ForkedPool(Rule):
         "futex inside a native call of your code (a torch or numpy operation), alone in its "
         "process and unmoving: OpenMP's pool in the child waits for workers that do not exist"
     )
+    why = (
+        "fork() copies only the thread that calls it. A parent that already ran torch's or numpy's "
+        "parallel operations has a native thread pool (GNU OpenMP, MKL) whose state the child "
+        "inherits without its worker threads; the child's first parallel operation waits for "
+        "workers that do not exist, asleep on a futex forever (libgomp is not fork-safe)."
+    )
+    instead = (
+        "Start children with the `spawn` or `forkserver` start method "
+        "(`multiprocessing.set_start_method(\"spawn\")`, `DataLoader(..., "
+        "multiprocessing_context=\"spawn\")`); or do no parallel torch/numpy work before forking, "
+        "or run the children single-threaded (`torch.set_num_threads(1)` as the child starts, "
+        "`OMP_NUM_THREADS=1`)."
+    )
     reads = "capture"
     specificity = 70
     fires_on = (Example("a multiprocessing child blocks in a matrix product", _job),)

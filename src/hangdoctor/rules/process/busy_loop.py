@@ -73,6 +73,16 @@ class BusyLoop(Rule):
     fires_when = (
         "a thread spins at ~100% CPU in the same call chain in every sample"
     )
+    why = (
+        "A loop that polls a condition which never becomes true burns a CPU core forever and never "
+        "moves on: a flag only another thread or process would set, a value that never changes, an "
+        "exit test that is wrong. The job looks busy, so nothing times out, yet no step completes."
+    )
+    instead = (
+        "Wait on an event instead of polling (`threading.Event.wait(timeout=...)`, "
+        "`multiprocessing.Event`), and bound every polling loop with a deadline or a maximum "
+        "number of iterations that raises when it is reached."
+    )
     reads = "capture"
     specificity = 40
     fires_on = (

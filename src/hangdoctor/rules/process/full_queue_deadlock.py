@@ -65,6 +65,18 @@ class FullQueueDeadlock(Rule):
         "their parent's main thread waits for its children (`Pool.map`, a result, `join()`); "
         "names the put and the parent's wait"
     )
+    why = (
+        "`put()` on a bounded `multiprocessing.Queue(maxsize=N)` blocks while N items wait. When "
+        "child processes or pool tasks report on such a queue and their parent, the only reader, "
+        "waits for them first (`Pool.map()`, `join()`), the children wait for room and the parent "
+        "waits for the children: a cycle between processes that never ends."
+    )
+    instead = (
+        "Read the queue while the children run (start them with `map_async` or `imap` and drain "
+        "the queue until the result is ready); or return the reports as part of the tasks' "
+        "results, use an unbounded `multiprocessing.Queue()`, or `put(item, timeout=...)` and "
+        "handle `queue.Full`."
+    )
     reads = "capture"
     specificity = 90
     fires_on = (Example("pool tasks report on a bounded side queue during Pool.map", _pool),)

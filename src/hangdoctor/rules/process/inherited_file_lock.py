@@ -67,6 +67,18 @@ class InheritedFileLock(Rule):
         "command line, no exec) also has open: the lock belongs to the open file the child "
         "inherited, so closing the parent's descriptor did not release it"
     )
+    why = (
+        "An flock() lock belongs to the open file, not to the descriptor or the process, and "
+        "fork() shares open files with the child. Closing the parent's descriptor does not release "
+        "the lock while a forked child (a DataLoader worker, a Pool, a multiprocessing.Process) "
+        "keeps its copy, so the parent's next lock on that file waits for its own child, forever."
+    )
+    instead = (
+        "Do not fork while holding a file lock: start helpers before taking it, or unlock "
+        "explicitly with `fcntl.flock(fd, fcntl.LOCK_UN)` first (do not rely on `close()`); open "
+        "lock files with `O_CLOEXEC` and start helpers with the `spawn` start method so children "
+        "do not inherit them."
+    )
     reads = "capture"
     specificity = 85
     fires_on = (Example("the parent relocks a file its forked uploader keeps open", _job),)

@@ -50,6 +50,19 @@ class PipeCycle(Rule):
         "blocked on a pipe to the first (a child reading its stdin to EOF while the parent, "
         "which never closed that stdin, reads the child's stdout)"
     )
+    why = (
+        "A child that reads its stdin to the end waits for end-of-file, which comes only when "
+        "every write end is closed; a parent that still holds that end open while it reads the "
+        "child's output waits for output the child writes only after end-of-file. Two processes "
+        "that both write into full pipes (64 KiB) the other does not read wait the same way. Each "
+        "waits for the other forever."
+    )
+    instead = (
+        "Close the child's stdin as soon as the input is written (`proc.stdin.close()`) before "
+        "reading its output, or use `proc.communicate(input, timeout=...)`, which writes, closes "
+        "and reads at once; for a line-by-line conversation, flush after each line and have the "
+        "child answer each line."
+    )
     reads = "capture"
     specificity = 85
     fires_on = (Example("the parent reads the child's stdout, the child its stdin", _pair),)

@@ -89,6 +89,17 @@ class PoolStarved(Rule):
         "`Future.result()` (or `wait`/`as_completed`), none is idle or running: the tasks they "
         "wait for are queued behind them with no thread to run them"
     )
+    why = (
+        "A task that submits sub-tasks to its own bounded `ThreadPoolExecutor` and waits for them "
+        "takes a pool thread while it waits. Once every thread waits like that, the sub-tasks sit "
+        "in the pool's queue behind them with no thread left to run them, and the pool starves "
+        "forever."
+    )
+    instead = (
+        "Submit the sub-tasks from the caller and wait there, or give them a pool of their own; or "
+        "return the sub-futures (or chain them with `add_done_callback`) instead of blocking a "
+        "pool thread, and pass a timeout to `future.result(timeout=...)`."
+    )
     reads = "capture"
     specificity = 85
     fires_on = (Example("three workers, each waiting for a sub-task of the same pool",
