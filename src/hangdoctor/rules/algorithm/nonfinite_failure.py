@@ -15,8 +15,6 @@ SITE = "/usr/lib/python3.11/site-packages"
 
 
 class NonfiniteFailure(Rule):
-    """The job failed of a NaN/Inf check: every failed report names the failure."""
-
     id = "HD651"
     category = Category.ALGORITHM_NONFINITE
     summary = "the job failed of a NaN/Inf check"

@@ -43,9 +43,6 @@ def _skipping(*, hung: bool) -> Bundle:
 
 
 class NonFiniteFromLog(Rule):
-    """The loss (or the gradients) became NaN or Inf; says at which step, and what the loss
-    was before."""
-
     id = "HD650"
     category = Category.ALGORITHM_NONFINITE
     summary = "loss or gradients became NaN/Inf"

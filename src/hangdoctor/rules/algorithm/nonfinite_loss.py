@@ -27,9 +27,6 @@ def _spinning_on_nonfinite(record: JobRecord) -> bool:
 
 
 class NonFiniteLoss(Rule):
-    """A loss went NaN/Inf. When the job then stalled or failed, that is the first thing to fix:
-    what follows (a retry loop, a rank skipping a step and desynchronising) is its effect."""
-
     id = "HD601"
     category = Category.ALGORITHM_NONFINITE
     summary = "the loss became NaN or Inf"

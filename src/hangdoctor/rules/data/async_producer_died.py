@@ -87,9 +87,6 @@ def _died(task: AsyncTask) -> Frame | None:
 
 
 class AsyncProducerDied(Rule):
-    """asyncio tasks died with exceptions nobody read; the task waiting for them waits for
-    good."""
-
     id = "HD207"
     category = Category.DATA_PIPELINE_STALL
     summary = "asyncio tasks that fed a waiting task died; the event loop waits for good"

@@ -15,8 +15,6 @@ _MIN_BATCHES = 20
 
 
 class InputBound(Rule):
-    """Not a hang: the job spends most of its time waiting for data."""
-
     id = "HD203"
     category = Category.DATA_PIPELINE_STALL
     summary = "the job is input-bound"

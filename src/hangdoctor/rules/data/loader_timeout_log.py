@@ -14,9 +14,6 @@ from hangdoctor.taxonomy import Category
 
 
 class DataLoaderTimeout(Rule):
-    """DataLoader(timeout=N) expired: no batch arrived for N seconds, so a worker is stuck or
-    too slow."""
-
     id = "HD251"
     category = Category.DATA_PIPELINE_STALL
     summary = "the DataLoader timed out waiting for a batch"

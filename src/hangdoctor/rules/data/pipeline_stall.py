@@ -93,9 +93,6 @@ def _worker_computing() -> Bundle:
 
 
 class DataPipelineStall(Rule):
-    """Keys on the mechanism: a consumer inside DataLoader.__next__ that waits, and a producer
-    whose stack is inside the fetch of a batch (dataset or collate code) and is not running."""
-
     id = "HD201"
     category = Category.DATA_PIPELINE_STALL
     summary = "the training loop waits for data that a blocked worker never delivers"

@@ -90,8 +90,6 @@ def _pool_job(*, worker_vanished: bool) -> Bundle:
 
 
 class PoolWorkerLost(Rule):
-    """A pool worker died and Pool.map waits forever for the task it held."""
-
     id = "HD204"
     category = Category.DATA_WORKER_KILLED
     summary = "a multiprocessing.Pool worker died and Pool.map waits forever"

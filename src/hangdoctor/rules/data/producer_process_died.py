@@ -103,9 +103,6 @@ def _readers(job: JobView) -> Iterator[tuple[ProcessEvidence, ThreadEvidence, Qu
 
 
 class ProducerProcessDied(Rule):
-    """A child process that fed a multiprocessing queue died of an exception; the reader
-    waits for it."""
-
     id = "HD206"
     category = Category.DATA_PIPELINE_STALL
     summary = "a child process that fed a multiprocessing queue died; the reader waits for it"

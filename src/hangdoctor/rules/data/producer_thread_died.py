@@ -76,8 +76,6 @@ def _died_elsewhere() -> Bundle:
 
 
 class ProducerThreadDied(Rule):
-    """The thread feeding the training loop died of an exception; the loop waits for it."""
-
     id = "HD205"
     category = Category.DATA_PIPELINE_STALL
     summary = "the thread that produced batches died of an exception; the loop waits for it"

@@ -14,9 +14,6 @@ from hangdoctor.taxonomy import Category
 
 
 class SharedMemoryExhausted(Rule):
-    """/dev/shm filled up: DataLoader workers pass tensors through shared memory, and when it is
-    full they fail to write (ENOSPC) or die of SIGBUS."""
-
     id = "HD250"
     category = Category.DATA_WORKER_KILLED
     summary = "shared memory (/dev/shm) exhausted"

@@ -48,8 +48,6 @@ def _handover_example() -> tuple[str, ...]:
 
 
 class WorkerKilled(Rule):
-    """A DataLoader worker died; the signal says why."""
-
     id = "HD202"
     category = Category.DATA_WORKER_KILLED
     summary = "a DataLoader worker process died"

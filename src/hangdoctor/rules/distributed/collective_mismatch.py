@@ -100,8 +100,6 @@ def _pipeline_stages() -> Bundle:
 
 
 class CollectiveMismatch(Rule):
-    """Ranks wait in different collectives, or in one that only some of them call."""
-
     id = "HD311"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "ranks are in different collectives"

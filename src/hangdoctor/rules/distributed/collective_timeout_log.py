@@ -111,10 +111,6 @@ def _logged_ranks(lines: tuple[str, ...]) -> set[int]:
 
 
 class CollectiveTimeoutFromLog(Rule):
-    """A collective exceeded its timeout (NCCL's watchdog, or a gloo operation). When the ranks'
-    watchdog lines disagree on the sequence number, the rank with the lowest one is behind; when
-    some ranks logged nothing about it, they probably never entered the collective."""
-
     id = "HD350"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
     summary = "a collective timed out (from NCCL/gloo log lines)"

@@ -25,8 +25,6 @@ _DUPLICATE = (
 
 
 class DuplicateGpu(Rule):
-    """Two ranks on one GPU: NCCL's communicator cannot be built."""
-
     id = "HD355"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "two ranks on one GPU: NCCL cannot build its communicator"

@@ -50,8 +50,6 @@ def _block(lines: tuple[str, ...], start: int) -> tuple[dict[str, str], list[Fra
 
 
 class FlightRecorderMissingRanks(Rule):
-    """The Flight Recorder analyzer says some ranks never joined a collective."""
-
     id = "HD357"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "the Flight Recorder analyzer found a collective some ranks never joined"

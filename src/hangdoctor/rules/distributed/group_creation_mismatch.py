@@ -73,8 +73,6 @@ def _waits_creating(state: RankState) -> bool:
 
 
 class GroupCreationMismatch(Rule):
-    """Ranks created process groups in different numbers; a group creation waits for good."""
-
     id = "HD317"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "ranks created process groups in different numbers (new_group on some ranks)"

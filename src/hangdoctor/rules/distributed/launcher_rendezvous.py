@@ -58,8 +58,6 @@ def _torchrun_running_ranks() -> Bundle:
 
 
 class LauncherRendezvous(Rule):
-    """torchrun waits for the other nodes before starting any rank."""
-
     id = "HD316"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "the launcher waits for other nodes to join before starting any rank"

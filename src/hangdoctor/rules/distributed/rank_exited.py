@@ -37,8 +37,6 @@ def _one_rank_alone() -> Bundle:
 
 
 class RankExited(Rule):
-    """A rank is gone while its peers wait for it."""
-
     id = "HD313"
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited while the others wait for it"

@@ -144,10 +144,6 @@ def _job_failed(job: JobView) -> bool:
 
 
 class RankExitedFromLog(Rule):
-    """A rank died and the job ended with it: torchrun's failure summary (or its agent's
-    `failed (exitcode: ...)` line, or torch.multiprocessing.spawn's) names the first rank that
-    failed and how."""
-
     id = "HD352"
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited and the job failed with it"

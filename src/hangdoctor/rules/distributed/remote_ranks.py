@@ -42,8 +42,6 @@ def _first_node_of_two(*, every_rank_waits: bool) -> Bundle:
 
 
 class RemoteRanks(Rule):
-    """This node's ranks all wait for ranks on other nodes."""
-
     id = "HD315"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
     summary = "this node's ranks wait in a collective for ranks on other nodes"

@@ -41,8 +41,6 @@ def _two_nodes_asked() -> Bundle:
 
 
 class Rendezvous(Rule):
-    """The job waits at start-up for peers that never join."""
-
     id = "HD314"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "ranks wait at start-up for peers that never join"

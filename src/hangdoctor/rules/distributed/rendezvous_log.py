@@ -14,9 +14,6 @@ from hangdoctor.taxonomy import Category
 
 
 class RendezvousFailed(Rule):
-    """The job never got all its ranks together: the store could not be reached, or not every
-    worker joined before the timeout."""
-
     id = "HD353"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "ranks could not rendezvous"

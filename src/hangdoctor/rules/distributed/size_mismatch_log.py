@@ -21,8 +21,6 @@ _GLOO = ("  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/t
 
 
 class CollectiveSizeMismatch(Rule):
-    """Ranks exchanged different sizes in one collective."""
-
     id = "HD354"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "ranks exchanged different sizes in one collective"

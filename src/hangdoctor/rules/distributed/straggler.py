@@ -70,8 +70,6 @@ def _why_stuck(job: JobView, state: RankState) -> list[str]:
 
 
 class Straggler(Rule):
-    """Peers wait inside a collective; one rank is not in any: it is stuck (or slow) elsewhere."""
-
     id = "HD310"
     category = Category.DISTRIBUTED_STRAGGLER
     summary = "one rank is stuck outside any collective while its peers wait in one"

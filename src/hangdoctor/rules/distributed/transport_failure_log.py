@@ -23,10 +23,6 @@ _PEER = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)\]?
 
 
 class TransportFailure(Rule):
-    """The connection between ranks failed: gloo or NCCL socket errors, InfiniBand completion
-    errors, the TCPStore losing its connection. When a rank died first, the broken connection is
-    its consequence and the network is probably fine."""
-
     id = "HD351"
     category = Category.DISTRIBUTED_NETWORK
     summary = "the transport between ranks failed"

@@ -56,9 +56,6 @@ def _way_out(rest: list[RankState], loop: str) -> tuple[Location, str] | None:
 
 
 class UnevenInputs(Rule):
-    """A rank ran out of data first: it finished its loop and waits in a later collective while
-    the others are still in the loop."""
-
     id = "HD312"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
     summary = "ranks ran different numbers of steps"

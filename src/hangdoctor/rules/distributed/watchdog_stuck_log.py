@@ -19,8 +19,6 @@ _STUCK = ("[rank3]:[F1203 11:02:44.551612871 ProcessGroupNCCL.cpp:1169] [PG ID 0
 
 
 class WatchdogStuck(Rule):
-    """The NCCL watchdog of a rank got stuck and its heartbeat monitor ended the process."""
-
     id = "HD356"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
     summary = "the NCCL heartbeat monitor ended a rank whose watchdog was stuck"

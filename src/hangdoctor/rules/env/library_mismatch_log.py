@@ -31,9 +31,6 @@ def _symbol_owner(symbol: str) -> str | None:
 
 
 class LibraryMismatch(Rule):
-    """User-space libraries disagree: an extension built on a newer system (glibc, libstdc++),
-    against another torch (undefined C++ symbols), or for a CUDA runtime that is not here."""
-
     id = "HD551"
     category = Category.ENV_LIBRARY_MISMATCH
     summary = "user-space libraries do not match"

@@ -14,9 +14,6 @@ from hangdoctor.taxonomy import Category
 
 
 class OpenFilesLimit(Rule):
-    """The job ran out of file descriptors (`ulimit -n`), often because DataLoader workers pass
-    every tensor as a descriptor."""
-
     id = "HD552"
     category = Category.ENV_OS_LIMITS
     summary = "out of file descriptors"

@@ -30,9 +30,6 @@ def _stream_error(*, limited: bool) -> Bundle:
 
 
 class OsLimitFailure(Rule):
-    """The job failed of an operating-system limit (file size, open files, processes): every failed
-    report names the failure."""
-
     id = "HD598"
     category = Category.ENV_OS_LIMITS
     summary = "the job failed of an operating-system limit (file size, open files, processes)"

@@ -64,8 +64,6 @@ def _pool(*, workers: str, python: str = "3.11.7") -> Bundle:
 
 
 class ProcessPoolWithoutWorkers(Rule):
-    """Work waits in a ProcessPoolExecutor that has no worker left and is not broken."""
-
     id = "HD553"
     category = Category.ENV_VERSION_INCOMPATIBLE
     summary = "a ProcessPoolExecutor stopped starting workers (CPython gh-115634)"

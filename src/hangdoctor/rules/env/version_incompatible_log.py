@@ -20,8 +20,6 @@ def _cuda_version(encoded: str) -> str:
 
 
 class VersionIncompatible(Rule):
-    """The framework, CUDA and driver versions do not fit this GPU or each other."""
-
     id = "HD550"
     category = Category.ENV_VERSION_INCOMPATIBLE
     summary = "mismatched PyTorch / CUDA / driver versions"

@@ -20,9 +20,6 @@ _FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
 
 
 class GpuDeviceFault(Rule):
-    """The GPU, its bus or its driver faulted: NVIDIA Xid lines, a GPU fallen off the bus, PCIe
-    Advanced Error Reporting. Says whether the application or the node is at fault."""
-
     id = "HD450"
     category = Category.GPU_DEVICE_FAULT
     summary = "the GPU or its bus faulted"

@@ -24,8 +24,6 @@ _ASSERT = (
 
 
 class CudaKernelError(Rule):
-    """A CUDA kernel faulted: an assert or an illegal address in device code."""
-
     id = "HD404"
     category = Category.GPU_DEVICE_FAULT
     summary = "a CUDA kernel faulted (device-side assert, illegal memory access)"

@@ -31,9 +31,6 @@ def _waiter(job: JobView) -> WaitingThread | None:
 
 
 class GpuKernelHang(Rule):
-    """The host waits for the device while the GPU stays busy: a device kernel that never
-    completes (often a custom kernel looping, or waiting on a peer GPU that never answers)."""
-
     id = "HD402"
     category = Category.GPU_KERNEL_HANG
     summary = "a GPU kernel never completes"

@@ -13,8 +13,6 @@ from hangdoctor.taxonomy import Category
 
 
 class GpuMemoryFailure(Rule):
-    """The job failed of device memory exhaustion: every failed report names the failure."""
-
     id = "HD498"
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "the job failed of device memory exhaustion"

@@ -69,9 +69,6 @@ def _allocating(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence, Frame] |
 
 
 class GpuMemoryFull(Rule):
-    """Device memory at capacity while the job was stuck: context, unless a stuck thread is
-    inside the allocator."""
-
     id = "HD403"
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "GPU memory at capacity during the stall"

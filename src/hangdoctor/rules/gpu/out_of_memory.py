@@ -35,8 +35,6 @@ def _out_of_memory(raised: Raised) -> bool:
 
 
 class GpuMemoryExhausted(Rule):
-    """CUDA ran out of device memory."""
-
     id = "HD401"
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "GPU memory exhausted"

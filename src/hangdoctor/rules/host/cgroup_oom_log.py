@@ -14,8 +14,6 @@ from hangdoctor.taxonomy import Category
 
 
 class CgroupOutOfMemory(Rule):
-    """Slurm killed tasks of the step for exceeding its memory allocation."""
-
     id = "HD302"
     category = Category.HOST_MEMORY_EXHAUSTED
     summary = "Slurm's cgroup OOM handler killed the job's tasks"

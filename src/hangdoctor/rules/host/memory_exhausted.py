@@ -40,9 +40,6 @@ def _cuda_start_up(steps_from: int | None) -> tuple[TimelineSample, ...]:
 
 
 class HostMemoryExhausted(Rule):
-    """Host memory ran out: the OOM killer, allocation failures, or memory climbing to the
-    machine's size before the job died."""
-
     id = "HD301"
     category = Category.HOST_MEMORY_EXHAUSTED
     summary = "host memory exhausted"

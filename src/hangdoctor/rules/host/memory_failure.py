@@ -13,8 +13,6 @@ from hangdoctor.taxonomy import Category
 
 
 class HostMemoryFailure(Rule):
-    """The job failed of a host memory allocation: every failed report names the failure."""
-
     id = "HD698"
     category = Category.HOST_MEMORY_EXHAUSTED
     summary = "the job failed of a host memory allocation"

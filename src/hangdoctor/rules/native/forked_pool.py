@@ -88,8 +88,6 @@ def _job(*, pool: bool = True, forked: bool = True, lock: bool = False) -> Bundl
 
 
 class ForkedPool(Rule):
-    """A forked child waits for thread-pool workers that fork() did not copy."""
-
     id = "HD451"
     category = Category.NATIVE_BLOCKED
     summary = "a forked child waits inside a native call for a thread pool that fork did not copy"

@@ -70,9 +70,6 @@ def _sleep_without_gil() -> Bundle:
 
 
 class NativeBlocked(Rule):
-    """Python's own blocking calls release the GIL; a thread blocked in the kernel while it owns
-    the GIL is inside native code that did not, and every other Python thread waits for it."""
-
     id = "HD103"
     category = Category.NATIVE_BLOCKED
     summary = "a thread stuck in native code, holding the GIL"

@@ -122,8 +122,6 @@ def _one_waits_with_timeout() -> Bundle:
 
 
 class AllThreadsAsleep(Rule):
-    """Every thread of a process waits for another thread of it: nobody is left to wake one."""
-
     id = "HD111"
     category = Category.PROCESS_DEADLOCK
     summary = "every thread of a process sleeps in an in-process wait: none can wake another"

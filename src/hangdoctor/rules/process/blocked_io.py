@@ -114,8 +114,6 @@ def _sleeping() -> Bundle:
 
 
 class BlockedIO(Rule):
-    """A thread the job depends on is blocked on I/O that will not complete by itself."""
-
     id = "HD102"
     category = Category.PROCESS_BLOCKED_IO
     summary = "blocked on a pipe, socket, terminal, file or child that will not answer"

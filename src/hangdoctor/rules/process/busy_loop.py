@@ -65,8 +65,6 @@ _CONTENDED_SHARE = 0.3
 
 
 class BusyLoop(Rule):
-    """CPU-bound with no sign of leaving: ~100% of a CPU in the same call chain in every sample."""
-
     id = "HD104"
     category = Category.PROCESS_BUSY_LOOP
     summary = "a thread spins on the CPU in the same code"

@@ -66,8 +66,6 @@ def _still_training() -> Bundle:
 
 
 class ExitWaitsForLoop(Rule):
-    """The script is over but its process is not: a non-daemon thread's loop never ends."""
-
     id = "HD110"
     category = Category.PROCESS_DEADLOCK
     summary = "the main thread ended, but the interpreter's exit waits for a looping thread"

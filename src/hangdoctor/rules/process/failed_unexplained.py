@@ -16,9 +16,6 @@ from hangdoctor.taxonomy import Category
 
 
 class FailedUnexplained(Rule):
-    """The job failed and no specific rule explains why; the exception it failed of: every failed
-    report names the failure."""
-
     id = "HD198"
     category = Category.PROCESS_UNEXPLAINED
     summary = "the job failed and no specific rule explains why; the exception it failed of"

@@ -55,8 +55,6 @@ def _waits_for_children(thread: ThreadEvidence | None) -> bool:
 
 
 class FullQueueDeadlock(Rule):
-    """Children wait for room in a full multiprocessing queue; their parent waits for them."""
-
     id = "HD109"
     category = Category.PROCESS_DEADLOCK
     summary = "child processes wait for room in a full queue that their waiting parent reads"

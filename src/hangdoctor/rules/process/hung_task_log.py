@@ -49,9 +49,6 @@ def _blocked_in(lines: tuple[str, ...], index: int) -> str | None:
 
 
 class HungTaskInKernelLog(Rule):
-    """The kernel's hung-task detector saw a task stuck in uninterruptible sleep (state D): it
-    waits for storage or a driver that does not answer, and cannot even be killed."""
-
     id = "HD150"
     category = Category.PROCESS_BLOCKED_IO
     summary = "a task was blocked in the kernel (hung task)"

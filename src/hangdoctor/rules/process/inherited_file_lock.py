@@ -57,8 +57,6 @@ def _forked_from(job: JobView, child: ProcessEvidence, parent: ProcessEvidence) 
 
 
 class InheritedFileLock(Rule):
-    """A file lock the waiting process's own forked child holds for it."""
-
     id = "HD114"
     category = Category.PROCESS_DEADLOCK
     summary = "a process waits for a file lock that a child it forked holds through fork"

@@ -59,8 +59,6 @@ def _users_in_parent(parent: ProcessEvidence, owner: str | None) -> list[ThreadE
 
 
 class InheritedLock(Rule):
-    """A forked child waits for a lock copied held from its parent."""
-
     id = "HD106"
     category = Category.PROCESS_DEADLOCK
     summary = "a forked child waits for a lock that was held when its parent forked"

@@ -157,8 +157,6 @@ def _same_code_different_objects() -> Bundle:
 
 
 class LockDeadlock(Rule):
-    """Finds cycles in the wait-for graph of a process's threads."""
-
     id = "HD101"
     category = Category.PROCESS_DEADLOCK
     summary = "threads wait for locks held by each other"

@@ -94,8 +94,6 @@ def _pool_map() -> Bundle:
 
 
 class NobodyCanWake(Rule):
-    """A wait only another thread could end, in a process that has no other thread."""
-
     id = "HD105"
     category = Category.PROCESS_DEADLOCK
     summary = "a thread waits on a queue, event or condition that nothing can ever fill or set"

@@ -39,8 +39,6 @@ def _pipe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -
 
 
 class PipeCycle(Rule):
-    """Two processes each wait on a pipe that only the other could serve."""
-
     id = "HD113"
     category = Category.PROCESS_BLOCKED_IO
     summary = "two processes wait on pipes to each other: a parent and its child, each waiting"

@@ -79,8 +79,6 @@ def _all_threads(count: int) -> str:
 
 
 class PoolStarved(Rule):
-    """Every thread of a thread pool waits for a future of work no thread is left to run."""
-
     id = "HD108"
     category = Category.PROCESS_DEADLOCK
     summary = "every thread of a thread pool waits for work queued in that same pool"

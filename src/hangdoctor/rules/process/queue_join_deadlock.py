@@ -70,8 +70,6 @@ def _exit_join(*, feeder_blocked: bool) -> Bundle:
 
 
 class QueueJoinDeadlock(Rule):
-    """A parent joins a child that cannot exit before the parent reads the child's queue."""
-
     id = "HD107"
     category = Category.PROCESS_DEADLOCK
     summary = "a parent joins a child whose Queue still holds items nobody reads"

@@ -110,8 +110,6 @@ def _healthy_run() -> Bundle:
 
 
 class Unexplained(Rule):
-    """Every hang report names where the job is stuck, even when no rule knows why."""
-
     id = "HD199"
     category = Category.PROCESS_UNEXPLAINED
     summary = "the job is stuck and no specific rule explains why; where it waits"
