@@ -47,8 +47,8 @@ class RulePage:
     #: What evidence it reads, or which language it checks.
     reads: str
     fires_when: str
-    why: str | None
-    instead: str | None
+    why: str
+    instead: str
     fires_on: tuple[str, ...]
     quiet_on: tuple[str, ...]
     #: The language of the examples when they are code snippets (lint); None: examples' names.
@@ -69,7 +69,7 @@ def lint_page(rule: type[LintRule]) -> RulePage:
         id=rule.id, kind="lint rule", summary=f"`{rule.name}`: {rule.message}",
         category=str(rule.category), severity=rule.severity.value,
         reads=f"{rule.language} source files", fires_when=_sentence(rule.message),
-        why=rule.why or None, instead=_sentence(rule.fix),
+        why=rule.why, instead=_sentence(rule.fix),
         fires_on=rule.fires_on, quiet_on=rule.quiet_on, code=rule.language)
 
 
@@ -124,13 +124,11 @@ def render_page(page: RulePage) -> str:
              f"| severity | {page.severity} |",
              f"| reads | {_cell(page.reads)} |",
              "", "## What it checks" if page.kind == "doctor check" else "## When it fires", "",
-             page.fires_when]
-    if page.why:
-        lines += ["", "## Why it matters", "", page.why.strip()]
-    if page.instead:
-        lines += ["", "## What to do instead", "", page.instead.strip()]
-    lines += ["", "## Examples", "",
-              "It reports:" if page.code else "It fires on (tested):", ""]
+             page.fires_when,
+             "", "## Why it matters", "", page.why.strip(),
+             "", "## What to do instead", "", page.instead.strip(),
+             "", "## Examples", "",
+             "It reports:" if page.code else "It fires on (tested):", ""]
     lines += _examples(page.fires_on, page.code) or ["- (none: it only informs)"]
     lines += ["", "It stays quiet on:" if page.code else "It stays quiet on (tested):", ""]
     lines += _examples(page.quiet_on, page.code) or ["- (none)"]

@@ -8,21 +8,46 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 
 from rich.console import Console
 
 from hangdoctor.docs import INDEX, expected_files, main, stale
+from hangdoctor.doctor.check import Check
 from hangdoctor.doctor.checks import all_checks
+from hangdoctor.lint.model import LintRule
 from hangdoctor.lint.rules import ALL_RULES as LINT_RULES
 from hangdoctor.pipeline import diagnose
 from hangdoctor.report.render_json import render_json
 from hangdoctor.report.render_markdown import render_markdown
 from hangdoctor.report.render_terminal import render_terminal
 from hangdoctor.report.rule_docs import rule_doc
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.registry import ALL_RULES
 from tests.conftest import REPO
 
 RULE_PAGES = REPO / "docs" / "rules"
+
+#: A rule of any of the three kinds: diagnosis rules and lint rules are classes, checks objects.
+Documented = type[Rule] | type[LintRule] | Check
+
+
+def _every_rule() -> list[tuple[str, Documented, str]]:
+    """(id, rule or check, the name of its "what to do instead" attribute) for every kind."""
+    return ([(r.id, r, "instead") for r in ALL_RULES]
+            + [(r.id, r, "fix") for r in LINT_RULES]
+            + [(c.id, c, "instead") for c in all_checks()])
+
+
+def _undocumented(rules: Iterable[tuple[str, Documented, str]]) -> list[str]:
+    """The rules that lack a `why` (why the pattern matters) or a "what to do instead"."""
+    missing = []
+    for rule_id, rule, instead in rules:
+        for name in ("why", instead):
+            text = getattr(rule, name, None)
+            if not isinstance(text, str) or len(text.strip()) < 40:
+                missing.append(f"{rule_id}.{name}")
+    return missing
 
 
 def test_rule_pages_are_generated_from_the_rules() -> None:
@@ -81,3 +106,42 @@ def test_a_file_instead_of_a_folder_is_one_line_and_exit_2(tmp_path) -> None:
                           capture_output=True, text=True, check=False)
     assert done.returncode == 2
     assert re.fullmatch(r"hangdoctor\.docs: .* is not a directory\n", done.stderr)
+
+
+def test_every_rule_says_why_it_matters_and_what_to_do_instead() -> None:
+    assert _undocumented(_every_rule()) == []
+    for rule_id, rule, instead in _every_rule():
+        why, todo = rule.why, getattr(rule, instead)
+        assert why.rstrip().endswith("."), f"{rule_id}.why is not a sentence"
+        assert why.strip() != todo.strip(), f"{rule_id}: why and {instead} say the same"
+        assert why.strip() not in (getattr(rule, "summary", ""), getattr(rule, "fires_when", ""))
+
+
+def test_a_rule_without_why_or_instead_is_reported() -> None:
+    class Undocumented(Rule):
+        id = "HD999"
+        summary = "a rule nobody documented"
+        instead = "short"
+
+        def check(self, job):
+            return ()
+
+    assert _undocumented([("HD999", Undocumented, "instead")]) == ["HD999.why", "HD999.instead"]
+
+
+def test_every_page_shows_why_it_matters_and_what_to_do_instead() -> None:
+    files = expected_files()
+    for rule_id, rule, instead in _every_rule():
+        page = files[f"{rule_id}.md"]
+        assert f"## Why it matters\n\n{rule.why.strip()}\n" in page
+        todo = getattr(rule, instead).strip()
+        assert "## What to do instead\n\n" + todo[:1].upper() + todo[1:] in page
+
+
+def test_a_rule_describes_itself_once() -> None:
+    """The module docstring says what the rule is; a class docstring does not say it again."""
+    for rule_id, rule, _ in _every_rule():
+        cls = rule if isinstance(rule, type) else type(rule)
+        module_doc = " ".join((sys.modules[cls.__module__].__doc__ or "").split())
+        own = " ".join((cls.__dict__.get("__doc__") or "").split())
+        assert not own or own not in module_doc, f"{rule_id} repeats its module docstring"

@@ -40,10 +40,10 @@ class Check(ABC):
     area: ClassVar[Area]
     #: What it checks, in one line (the table in docs/doctor.md says the same).
     summary: ClassVar[str]
-    #: Why it matters for hangs, for the check's page (docs/rules/); optional.
-    why: ClassVar[str | None] = None
-    #: What to do instead, in general terms (each result's `fix` is specific); optional.
-    instead: ClassVar[str | None] = None
+    #: Why it matters for hangs: 2-4 sentences for the check's page (docs/rules/).
+    why: ClassVar[str]
+    #: What to do instead, in general terms (each result's `fix` is specific).
+    instead: ClassVar[str]
     #: True for a check that only reports what it sees (`info`) and never warns: it has no
     #: `fires_on` examples, and the tests make sure of that.
     informs_only: ClassVar[bool] = False

@@ -82,8 +82,8 @@ class LintRule:
     language: ClassVar[Language] = "python"
     message: ClassVar[str]
     fix: ClassVar[str]
-    #: Why this pattern hangs, for `docs/lint.md` and SARIF help text.
-    why: ClassVar[str] = ""
+    #: Why this pattern hangs, for its page (docs/rules/), `docs/lint.md` and SARIF help text.
+    why: ClassVar[str]
     #: Snippets on which it must fire, at (exactly) the lines marked `# expect`.
     fires_on: ClassVar[tuple[str, ...]] = ()
     #: Snippets on which the rule must stay quiet.

@@ -37,10 +37,10 @@ class Rule(ABC):
     #: What evidence it reads: one process tree as captured, the ranks of a distributed job
     #: compared, or log lines (the job's output, the kernel log).
     reads: ClassVar[Literal["capture", "ranks", "logs"]]
-    #: Why the mechanism hangs or fails a job, for the rule's page (docs/rules/); optional.
-    why: ClassVar[str | None] = None
-    #: What to do instead, in general terms (each finding's fixes are specific); optional.
-    instead: ClassVar[str | None] = None
+    #: Why the mechanism hangs or fails a job: 2-4 sentences for the rule's page (docs/rules/).
+    why: ClassVar[str]
+    #: What to do instead, in general terms (each finding's fixes are specific).
+    instead: ClassVar[str]
     #: The severity of its usual finding (the rule pages mark warnings).
     default_severity: ClassVar[Severity] = Severity.ERROR
     #: Breaks ties between findings of equal severity and confidence: the more specific wins.

@@ -74,6 +74,16 @@ class CpuStep(SelftestCheck):
     id = "DR701"
     kind = "cpu_step"
     summary = "3 SGD steps of a small MLP on the CPU, in a child"
+    why = (
+        "A training step that hangs or fails on the CPU alone rules out GPUs and the network: the "
+        "framework install, its thread pools (OpenMP, MKL) or a native library is at fault, and "
+        "every job on this environment will hit it."
+    )
+    instead = (
+        "Try the step single-threaded (`OMP_NUM_THREADS=1 python -c 'import torch; "
+        "print(torch.ones(2) @ torch.ones(2))'`) and reinstall torch in a fresh virtual "
+        "environment."
+    )
     title = "Training step on the CPU"
     diagnosis = ("A step that hangs on the CPU alone rules out GPUs and the network: the "
                  "framework install, its thread pools (OpenMP/MKL) or a native library is at "
@@ -100,6 +110,15 @@ class GlooAllreduce(SelftestCheck):
     id = "DR702"
     kind = "gloo_allreduce"
     summary = "all-reduce of 2 gloo ranks over loopback"
+    why = (
+        "Two local ranks that cannot all-reduce over loopback with gloo point at the host's "
+        "networking (a firewall on `lo`, a hostname that resolves to an unreachable address) or "
+        "the torch.distributed install: no distributed job can start here."
+    )
+    instead = (
+        "`export GLOO_SOCKET_IFNAME=lo` for the test, check that `getent hosts $(hostname)` "
+        "resolves to a local address, and fix the firewall or `/etc/hosts`."
+    )
     title = "All-reduce of 2 CPU ranks (gloo, loopback)"
     diagnosis = ("Two local ranks that cannot all-reduce over loopback point at the host's "
                  "networking (a firewall on lo, a hostname that resolves to an unreachable "
@@ -117,6 +136,14 @@ class GpuStep(SelftestCheck):
     id = "DR703"
     kind = "gpu_step"
     summary = "the CPU step on each GPU alone (`CUDA_VISIBLE_DEVICES=i`)"
+    why = (
+        "A step that works on the CPU but hangs or fails on one GPU alone points at that GPU, its "
+        "driver or its PCIe link: any job that puts a rank there will hang or fail."
+    )
+    instead = (
+        "Inspect that GPU (`nvidia-smi -q -i N`, `sudo dmesg -T | grep -i xid`), reset it when "
+        "idle (`sudo nvidia-smi -r -i N`) or drain the node."
+    )
     title = "Training step on one GPU"
     diagnosis = ("A step that works on the CPU but hangs on one GPU alone points at that GPU, "
                  "its driver or its PCIe link.")
@@ -135,6 +162,16 @@ class NcclAllreduce(SelftestCheck):
     id = "DR704"
     kind = "nccl_allreduce"
     summary = "NCCL all-reduce across all local GPUs"
+    why = (
+        "GPUs that work alone but hang together in an NCCL all-reduce point at the peer-to-peer "
+        "paths (NVLink, PCIe ACS or the IOMMU) or NCCL's configuration: every multi-GPU job on "
+        "this node will hang in its first collective."
+    )
+    instead = (
+        "Rerun with `NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest`; if that "
+        "passes, disable PCIe ACS (check with `sudo lspci -vvv | grep ACSCtl`) and look at "
+        "`nvidia-smi topo -m`."
+    )
     title = "All-reduce across the local GPUs (NCCL)"
     diagnosis = ("GPUs that work alone but hang together point at peer-to-peer paths (NVLink, "
                  "PCIe ACS/IOMMU) or NCCL's configuration.")
@@ -153,6 +190,15 @@ class Script(SelftestCheck):
     id = "DR705"
     kind = "script"
     summary = "the program given to `--selftest-script`, in a child with the same time limit"
+    why = (
+        "A minimal reproduction that hangs on its own, outside the full training job, narrows the "
+        "cause to what the script does; given a time limit, the doctor says that it hangs instead "
+        "of hanging itself."
+    )
+    instead = (
+        "Run the script under `hangdoctor run -- python <script>` to capture where it waits, and "
+        "shrink it further until the hang has one cause."
+    )
     title = "Self-test script"
     diagnosis = "The script given to --selftest-script did not finish in time."
     fix = "Run it under `hangdoctor run -- python <script>`"

@@ -22,6 +22,15 @@ class VersionSummary(Check):
     area = "versions"
     summary = ("Python, torch and its CUDA/HIP/cuDNN/NCCL, TensorFlow, JAX, NVIDIA driver, "
                "nvcc, gcc")
+    why = (
+        "A job that works on one node and hangs on another most often differs in its versions: "
+        "Python, torch and its CUDA, cuDNN and NCCL, the driver, the compilers that build custom "
+        "ops. The version matrix is the first thing to compare, and it is what a bug report needs."
+    )
+    instead = (
+        "Compare this list with a node where the job works, pin the versions that differ (a lock "
+        "file, one container image for every node), and paste the list into bug reports."
+    )
     quiet_on = (
         Example("a CPU node", lambda: node(), "info"),
         Example("a GPU node", lambda: node(versions={
@@ -62,6 +71,18 @@ class RuntimeAgainstDriver(Check):
     summary = ("torch's CUDA runtime against the driver: below the toolkit's minimum driver "
                "(NVIDIA's table) is `warn` while CUDA minor-version compatibility still "
                "applies, `problem` below that")
+    why = (
+        "Each CUDA runtime needs a minimum NVIDIA driver. Below it, CUDA initialisation fails "
+        "(`CUDA driver version is insufficient`) on some ranks while the others wait for them in "
+        "their first collective; just above the floor of minor-version compatibility most kernels "
+        "run, but PTX built for the newer toolkit cannot be JIT-compiled and custom ops fail or "
+        "stall."
+    )
+    instead = (
+        "Install a driver at least as new as the runtime's minimum (NVIDIA's table), or a torch "
+        "build for an older CUDA that the driver supports (`pip install torch --index-url "
+        "https://download.pytorch.org/whl/cuXYZ`)."
+    )
     fires_on = (
         Example("12.4 on driver 535: minor-version compatibility only",
                 lambda: _cuda_node("12.4", "535.161.08"), "warn"),
@@ -130,6 +151,16 @@ class NvccAgainstTorch(Check):
     id = "DR103"
     area = "versions"
     summary = "nvcc's CUDA against torch's: a major mismatch stops CUDA extensions from building"
+    why = (
+        "`torch.utils.cpp_extension` refuses to build CUDA extensions with an nvcc of another CUDA "
+        "major version than torch's. Projects that build custom ops on first import then fail, or "
+        "every rank retries the build and waits on the others' build lock."
+    )
+    instead = (
+        "Put a toolkit of torch's CUDA major version first on PATH (`export "
+        "CUDA_HOME=/usr/local/cuda-12.1 PATH=$CUDA_HOME/bin:$PATH`), or install the torch build "
+        "for nvcc's CUDA."
+    )
     fires_on = (
         Example("nvcc 13.0 against torch built for CUDA 12.1",
                 lambda: _nvcc_node("12.1", "13.0"), "problem"),
@@ -185,6 +216,15 @@ class KnownBadCombination(Check):
     id = "DR104"
     area = "versions"
     summary = "known-bad combinations listed in `compat.json`"
+    why = (
+        "Some combinations of versions are known to hang or crash (a NCCL release with a deadlock, "
+        "a driver that breaks a CUDA feature, a torch and Python pair): the job fails on them "
+        "however correct its code is, often only at scale or after hours."
+    )
+    instead = (
+        "Leave the combination: do what the entry's fix says (upgrade, downgrade or pin the "
+        "package it names, or apply its workaround until you can); each entry cites its source."
+    )
     fires_on = (
         Example("torch built for CUDA 10.2 with nvcc 10.2 (pytorch#33203)",
                 lambda: node(versions={"torch": "1.5.0", "torch_cuda": "10.2", "nvcc": "10.2"}),
@@ -216,6 +256,17 @@ class StaleExtensionLock(Check):
     area = "versions"
     summary = ("`lock` files left in the torch extensions build directory (`load()` waits on "
                "them forever)")
+    why = (
+        "`torch.utils.cpp_extension.load` takes a `lock` file in the extensions build directory "
+        "and waits, with no time limit and no message, until it disappears. A build that was "
+        "killed leaves the lock behind, and every later start of the job hangs while loading its "
+        "custom op."
+    )
+    instead = (
+        "Remove the stale lock (`rm ~/.cache/torch_extensions/*/*/lock`, or the directory "
+        "`TORCH_EXTENSIONS_DIR` names) when no build is running, and build extensions ahead of "
+        "time (`pip install .` / `setup.py`) rather than on first import in every rank."
+    )
     fires_on = (
         Example("a lock left by a killed build", lambda: node(versions={
             "torch_extension_locks": ("/root/.cache/torch_extensions/py311_cu121/fused/lock",)}),

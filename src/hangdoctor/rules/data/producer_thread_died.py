@@ -76,8 +76,6 @@ def _died_elsewhere() -> Bundle:
 
 
 class ProducerThreadDied(Rule):
-    """The thread feeding the training loop died of an exception; the loop waits for it."""
-
     id = "HD205"
     category = Category.DATA_PIPELINE_STALL
     summary = "the thread that produced batches died of an exception; the loop waits for it"
@@ -86,6 +84,17 @@ class ProducerThreadDied(Rule):
         "iterator a `for` loop reads, no other thread of its process runs your code, and a "
         "thread of that process died of an exception (recorded whole by the instrumentation "
         "under `run`, else `Exception in thread ...` in the output); names the line that raised"
+    )
+    why = (
+        "A prefetching loader hands batches over through a `queue.Queue` or an Event. When the "
+        "producer thread raises, threading prints its traceback and the thread ends, but nothing "
+        "tells the consumer, whose `get()` without a timeout waits for a batch no thread is left "
+        "to produce: the traceback scrolls by and the job hangs."
+    )
+    instead = (
+        "Hand the producer's exception over: wrap its loop in `try/except BaseException as e: "
+        "q.put(e)` (and `finally: q.put(END)`) and re-raise in the consumer; or wait with a "
+        "timeout (`q.get(timeout=...)`) and check `thread.is_alive()` when it expires."
     )
     reads = "capture"
     specificity = 88

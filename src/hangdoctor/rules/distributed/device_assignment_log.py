@@ -25,14 +25,22 @@ _DUPLICATE = (
 
 
 class DuplicateGpu(Rule):
-    """Two ranks on one GPU: NCCL's communicator cannot be built."""
-
     id = "HD355"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "two ranks on one GPU: NCCL cannot build its communicator"
     fires_when = (
         "NCCL's `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device N` (or its "
         "`invalid usage` error at the first collective)"
+    )
+    why = (
+        "Each rank must drive its own GPU. Without `torch.cuda.set_device(local_rank)` every rank "
+        "on a node uses GPU 0, and NCCL refuses to put two ranks of one communicator on the same "
+        "device, so the job dies at its first collective (or, with some versions, hangs there)."
+    )
+    instead = (
+        "Call `torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))` before `init_process_group` "
+        "(or pass `device_id=torch.device(\"cuda\", local_rank)` to it), create the model and "
+        "tensors on that device, and launch no more processes per node than visible GPUs."
     )
     reads = "logs"
     specificity = 90

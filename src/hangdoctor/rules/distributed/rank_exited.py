@@ -37,14 +37,23 @@ def _one_rank_alone() -> Bundle:
 
 
 class RankExited(Rule):
-    """A rank is gone while its peers wait for it."""
-
     id = "HD313"
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited while the others wait for it"
     fires_when = (
         "a rank below WORLD_SIZE is known to have ended (a zombie, gone after reporting "
         "progress, or no longer run by its captured launcher) while the others wait for it"
+    )
+    why = (
+        "A rank that returned early (a `return` or `break` some ranks take, early stopping on one "
+        "rank) or died leaves its peers waiting in the next collective that needs it. Unless the "
+        "launcher notices and ends the job, they wait until the process group's timeout, or "
+        "forever."
+    )
+    instead = (
+        "Make every rank run the same collectives to the end: decide early stopping on all ranks "
+        "together (`all_reduce` the stop flag), read the missing rank's own output for its error, "
+        "and keep `TORCH_NCCL_ASYNC_ERROR_HANDLING` at its default so a lost rank ends the job."
     )
     reads = "ranks"
     specificity = 90

@@ -21,8 +21,6 @@ _GLOO = ("  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/t
 
 
 class CollectiveSizeMismatch(Rule):
-    """Ranks exchanged different sizes in one collective."""
-
     id = "HD354"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "ranks exchanged different sizes in one collective"
@@ -30,6 +28,17 @@ class CollectiveSizeMismatch(Rule):
         "gloo's `Received data size doesn't match expected size. Is there a distributed "
         "collective mismatch in your code?` or TORCH_DISTRIBUTED_DEBUG's `Detected mismatch "
         "between collectives`; says the sizes"
+    )
+    why = (
+        "Collectives pair up by order, and the ranks' n-th collectives must agree on the data "
+        "size. When they do not, either the ranks called different collectives (one skipped or "
+        "added one) or the same collective on tensors of different shapes; gloo aborts the "
+        "process, NCCL may hang or corrupt the result."
+    )
+    instead = (
+        "Call the same collectives in the same order on every rank, with tensors of the same "
+        "shape: pad tensors sized by local data (or `all_gather` the sizes first), and find the "
+        "call with `TORCH_DISTRIBUTED_DEBUG=DETAIL` on a small run."
     )
     reads = "logs"
     specificity = 85

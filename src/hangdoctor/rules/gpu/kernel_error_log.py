@@ -24,8 +24,6 @@ _ASSERT = (
 
 
 class CudaKernelError(Rule):
-    """A CUDA kernel faulted: an assert or an illegal address in device code."""
-
     id = "HD404"
     category = Category.GPU_DEVICE_FAULT
     summary = "a CUDA kernel faulted (device-side assert, illegal memory access)"
@@ -33,6 +31,18 @@ class CudaKernelError(Rule):
         "`CUDA error: device-side assert triggered`, `an illegal memory access was "
         "encountered`, `misaligned address`, `unspecified launch failure`; with the line the "
         "traceback names"
+    )
+    why = (
+        "A kernel that hits a device-side assert or touches memory it must not (usually an index "
+        "out of range: a label >= the number of classes, an embedding index >= its size) puts the "
+        "CUDA context in an error state: the process cannot use the GPU again and must restart. "
+        "CUDA reports the error asynchronously, so the line named may be a later call than the "
+        "culprit; the GPU itself is healthy."
+    )
+    instead = (
+        "Rerun with `CUDA_LAUNCH_BLOCKING=1` so the error is raised at the kernel that failed, or "
+        "run the step on the CPU for a clear `IndexError`; check value ranges going into losses "
+        "and embeddings; run custom kernels under `compute-sanitizer --tool memcheck`."
     )
     reads = "logs"
     specificity = 80

@@ -16,9 +16,6 @@ from hangdoctor.taxonomy import Category
 
 
 class FailedUnexplained(Rule):
-    """The job failed and no specific rule explains why; the exception it failed of: every failed
-    report names the failure."""
-
     id = "HD198"
     category = Category.PROCESS_UNEXPLAINED
     summary = "the job failed and no specific rule explains why; the exception it failed of"
@@ -27,6 +24,17 @@ class FailedUnexplained(Rule):
         "caught) and no other rule found an error: names the first exception of its own, its line "
         "in your code, the library call made there and the rank; without a traceback, the exit "
         "status and the last lines of output"
+    )
+    why = (
+        "When no rule recognises the mechanism of a failure, the job's first exception, the line "
+        "of your code that raised it and the rank it happened on are still what its owner needs: "
+        "the later errors of other ranks and the launcher's summary are consequences. A report "
+        "that only says the job failed sends the owner reading logs by hand."
+    )
+    instead = (
+        "Start from the exception named here: read its line in your code and the library call made "
+        "there, reproduce it on one rank (or one process) with the same input, and fix it there; "
+        "the other ranks' errors follow from it."
     )
     reads = "logs"
     fallback = True

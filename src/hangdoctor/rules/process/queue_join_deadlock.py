@@ -70,8 +70,6 @@ def _exit_join(*, feeder_blocked: bool) -> Bundle:
 
 
 class QueueJoinDeadlock(Rule):
-    """A parent joins a child that cannot exit before the parent reads the child's queue."""
-
     id = "HD107"
     category = Category.PROCESS_DEADLOCK
     summary = "a parent joins a child whose Queue still holds items nobody reads"
@@ -79,6 +77,18 @@ class QueueJoinDeadlock(Rule):
         "a thread waits in `Process.join()` for a child, and that child's `multiprocessing."
         "Queue` feeder thread is blocked writing a full pipe: the child cannot exit until the "
         "parent reads, and the parent reads nothing until the child exits"
+    )
+    why = (
+        "A process that put items on a `multiprocessing.Queue` does not end until its feeder "
+        "thread has written them all into the queue's pipe. When the pipe is full and the parent, "
+        "its only reader, is waiting in `join()` for that child, each waits for the other and the "
+        "job hangs (Python's documentation warns of it under \"Joining processes that use "
+        "queues\")."
+    )
+    instead = (
+        "Drain the queue (until an end marker) before calling `join()`; or stop the producer "
+        "first, drain what it put, then join. If the items left over do not matter, call "
+        "`queue.cancel_join_thread()` in the child."
     )
     reads = "capture"
     specificity = 90
