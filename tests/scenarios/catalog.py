@@ -90,11 +90,11 @@ CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6
 
 # Healthy controls run a second time while another load keeps every core busy: a healthy job
 # must never be declared hung, on a quiet node or a busy one (issue 17). One of each kind (a
-# silent evaluation, a large checkpoint, a process pool, each launcher and framework), beside
+# silent evaluation, a large checkpoint, slow DataLoader workers, each launcher and framework), beside
 # round 6's controls that run loaded only; all of them would add ~10 minutes to CI. The copies
 # are not programs of their own: no first try, and none of the blind set's.
 _LOADED_CONTROLS = ("healthy_silent_eval", "healthy_ddp", "u_healthy_large_checkpoint",
-                    "u_healthy_pool_pretokenize", "u_healthy_fsdp", "u_lightning_healthy_ddp",
+                    "u_healthy_slow_decode_val", "u_healthy_fsdp", "u_lightning_healthy_ddp",
                     "u_trainer_healthy", "u_accelerate_healthy")
 LOADED = tuple(
     replace(s, name=f"{s.name}_loaded", loaded=True, first_try=None, source=None,

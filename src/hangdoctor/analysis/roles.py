@@ -198,7 +198,10 @@ def assign_roles(
     for pid, (role, _rank) in roles.items():
         if role is Role.RANK:
             current = processes.get(pid)
-            while current is not None and current.ppid is not None and current.ppid in processes:
+            climbed = {pid}  # a bundle from elsewhere may hold a cycle of parents
+            while current is not None and current.ppid is not None \
+                    and current.ppid in processes and current.ppid not in climbed:
+                climbed.add(current.ppid)
                 has_rank_descendant.add(current.ppid)
                 current = processes.get(current.ppid)
     for pid in has_rank_descendant:

@@ -48,10 +48,12 @@ def _lock_file(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -
 def _forked_from(job: JobView, child: ProcessEvidence, parent: ProcessEvidence) -> bool:
     """Whether `child` descends from `parent` without an exec (the same command line)."""
     seen = child
+    climbed = {child.pid}  # a bundle from elsewhere may hold a cycle of parents
     while seen.ppid is not None and seen.ppid != parent.pid:
         up = job.process(seen.ppid)
-        if up is None:
+        if up is None or up.pid in climbed:
             return False
+        climbed.add(up.pid)
         seen = up
     return seen.ppid == parent.pid and child.cmdline == parent.cmdline
 
