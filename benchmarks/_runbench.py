@@ -101,8 +101,10 @@ def leftovers(mark: str) -> list[int]:
     found = []
     for candidate in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
-            if (candidate.environ().get(MARK_ENV) == mark
-                    and candidate.status() != psutil.STATUS_ZOMBIE):
+            if (
+                candidate.environ().get(MARK_ENV) == mark
+                and candidate.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(candidate.pid)
     return found
 
@@ -125,8 +127,9 @@ class SelfCpuPoller:
             self._process: psutil.Process | None = psutil.Process(pid)
         except psutil.Error:
             self._process = None
-        self._thread = threading.Thread(target=self._loop, args=(period_s,), daemon=True,
-                                        name=f"cpu-poller-{pid}")
+        self._thread = threading.Thread(
+            target=self._loop, args=(period_s,), daemon=True, name=f"cpu-poller-{pid}"
+        )
         self._thread.start()
 
     def _loop(self, period_s: float) -> None:
@@ -157,27 +160,39 @@ class Finished:
     self_cpu_s: float  # user + system of the started process alone (polled, up to 0.2 s short)
 
 
-def run_command(command: Sequence[str], timeout_s: float, env: dict[str, str] | None = None,
-                cwd: Path | None = None, mark: str | None = None) -> Finished:
+def run_command(
+    command: Sequence[str],
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    mark: str | None = None,
+) -> Finished:
     """Run `command` in a session of its own, stdout and stderr captured, within `timeout_s`;
     its whole tree is killed on the way out, whatever happens."""
     mark = mark or new_mark()
     before = children_cpu_s()
     start = time.perf_counter()
     process = subprocess.Popen(
-        list(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=marked_env(mark, env), cwd=cwd, start_new_session=True,
+        list(command),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=marked_env(mark, env),
+        cwd=cwd,
+        start_new_session=True,
     )
     poller = SelfCpuPoller(process.pid)
     try:
         try:
             stdout, stderr = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired as error:
-            raise BenchError(f"`{' '.join(command)}` did not finish within {timeout_s:g} s") \
-                from error
+            raise BenchError(
+                f"`{' '.join(command)}` did not finish within {timeout_s:g} s"
+            ) from error
         wall = time.perf_counter() - start
-        return Finished(process.returncode, stdout, stderr, wall, children_cpu_s() - before,
-                        poller.stop())
+        return Finished(
+            process.returncode, stdout, stderr, wall, children_cpu_s() - before, poller.stop()
+        )
     finally:
         poller.stop()
         kill_tree(process, mark)

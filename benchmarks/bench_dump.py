@@ -152,15 +152,18 @@ def time_cli(pid: int, report_dir: Path) -> tuple[float, int]:
     command = [*cli_command(), "dump", str(pid), "--report-dir", str(report_dir)]
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
-                              check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False
+        )
     except subprocess.TimeoutExpired as error:
-        raise BenchError(f"`{' '.join(command)}` did not finish within {CLI_TIMEOUT_S:g} s") \
-            from error
+        raise BenchError(
+            f"`{' '.join(command)}` did not finish within {CLI_TIMEOUT_S:g} s"
+        ) from error
     elapsed = time.perf_counter() - start
     if done.returncode not in OK_EXIT_CODES:
-        raise BenchError(f"`{' '.join(command)}` exited with {done.returncode}: "
-                         f"{done.stderr.strip()[-2000:]}")
+        raise BenchError(
+            f"`{' '.join(command)}` exited with {done.returncode}: {done.stderr.strip()[-2000:]}"
+        )
     return elapsed, done.returncode
 
 
@@ -199,20 +202,49 @@ def _row(cells: list[str]) -> str:
 def print_tables(results: Results, workers: int) -> None:
     """The Markdown report: wall times against the target, then where capture time goes."""
     processes, threads, with_stacks = counts(results.bundles[0])
-    print(f"\n### hangdoctor dump on a stalled DataLoader job (1 main + {workers} workers, "
-          f"{len(results.capture_s)} runs, {os.cpu_count()} CPUs)\n")
-    print(_row(["what", "median s", "min s", "max s", "target s", "median / target",
-                "processes", "threads"]))
+    print(
+        f"\n### hangdoctor dump on a stalled DataLoader job (1 main + {workers} workers, "
+        f"{len(results.capture_s)} runs, {os.cpu_count()} CPUs)\n"
+    )
+    print(
+        _row(
+            [
+                "what",
+                "median s",
+                "min s",
+                "max s",
+                "target s",
+                "median / target",
+                "processes",
+                "threads",
+            ]
+        )
+    )
     print(_row(["---"] + ["---:"] * 7))
-    for name, values in (("capture_tree (in-process)", results.capture_s),
-                         ("`hangdoctor dump` CLI (end to end)", results.cli_s)):
+    for name, values in (
+        ("capture_tree (in-process)", results.capture_s),
+        ("`hangdoctor dump` CLI (end to end)", results.cli_s),
+    ):
         median = statistics.median(values)
-        print(_row([name, f"{median:.3f}", f"{min(values):.3f}", f"{max(values):.3f}",
-                    f"<= {TARGET_S:g}", f"{median / TARGET_S:.2f}", str(processes),
-                    str(threads)]))
-    print(f"\nThreads with a Python stack: {with_stacks} of {threads}. "
-          f"CLI exit codes: {results.cli_codes}. "
-          f"Capture runs (s): {', '.join(f'{v:.3f}' for v in results.capture_s)}.")
+        print(
+            _row(
+                [
+                    name,
+                    f"{median:.3f}",
+                    f"{min(values):.3f}",
+                    f"{max(values):.3f}",
+                    f"<= {TARGET_S:g}",
+                    f"{median / TARGET_S:.2f}",
+                    str(processes),
+                    str(threads),
+                ]
+            )
+        )
+    print(
+        f"\nThreads with a Python stack: {with_stacks} of {threads}. "
+        f"CLI exit codes: {results.cli_codes}. "
+        f"Capture runs (s): {', '.join(f'{v:.3f}' for v in results.capture_s)}."
+    )
     errors = {(e.probe, e.kind, e.message) for b in results.bundles for e in b.errors}
     if errors:
         print("Probe errors: " + "; ".join(f"{p}/{k}: {m}" for p, k, m in sorted(errors)))
@@ -224,15 +256,21 @@ def print_tables(results: Results, workers: int) -> None:
     for name in [*names, "unaccounted"]:
         seconds = []
         for bundle, wall in zip(results.bundles, results.capture_s, strict=True):
-            value = (wall - sum(bundle.timings_s.values()) if name == "unaccounted"
-                     else bundle.timings_s.get(name, 0.0))
+            value = (
+                wall - sum(bundle.timings_s.values())
+                if name == "unaccounted"
+                else bundle.timings_s.get(name, 0.0)
+            )
             seconds.append(value)
         shares = [s / wall for s, wall in zip(seconds, results.capture_s, strict=True)]
         label = f"{name} (deliberate pause between the 2 snapshots)" if name == WAITING else name
-        print(_row([label, f"{statistics.median(seconds):.3f}",
-                    f"{statistics.median(shares):.1%}"]))
-    working = [w - b.timings_s.get(WAITING, 0.0)
-               for b, w in zip(results.bundles, results.capture_s, strict=True)]
+        print(
+            _row([label, f"{statistics.median(seconds):.3f}", f"{statistics.median(shares):.1%}"])
+        )
+    working = [
+        w - b.timings_s.get(WAITING, 0.0)
+        for b, w in zip(results.bundles, results.capture_s, strict=True)
+    ]
     print(f"\nCapture without the deliberate pause: median {statistics.median(working):.3f} s.")
 
 
@@ -241,8 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=8, help="DataLoader workers (default 8)")
     parser.add_argument("--runs", type=int, default=5, help="runs of each kind (default 5)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="threads in each worker (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="threads in each worker (default 1)")
     args = parser.parse_args(argv)
     if args.workers < 1 or args.runs < 1:
         parser.error("--workers and --runs must be at least 1")

@@ -67,8 +67,13 @@ def _timed(command: list[str]) -> tuple[float, float]:
     """(wall s, CPU s of the child and its descendants) of one run of `command`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          timeout=CHILD_TIMEOUT_S, check=False)
+    done = subprocess.run(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=CHILD_TIMEOUT_S,
+        check=False,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):  # lint exits 1 when it finds something
@@ -83,8 +88,18 @@ def side_by_side(target: Path, rounds: int) -> dict[str, object]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
         listing.write("".join(f"{path}\n" for path in files))
     parse = [sys.executable, "-c", _PARSE_CHILD, listing.name]
-    lint = [sys.executable, "-m", "hangdoctor", "lint", "--no-config", "--format", "json",
-            "--jobs", "0", str(target)]
+    lint = [
+        sys.executable,
+        "-m",
+        "hangdoctor",
+        "lint",
+        "--no-config",
+        "--format",
+        "json",
+        "--jobs",
+        "0",
+        str(target),
+    ]
     results = []
     try:
         for number in range(rounds):
@@ -97,28 +112,45 @@ def side_by_side(target: Path, rounds: int) -> dict[str, object]:
             else:
                 lint_wall, lint_cpu = _timed(lint)
                 parse_wall, parse_cpu = _timed(parse)
-            results.append({"load": load, "parse_wall": parse_wall, "parse_cpu": parse_cpu,
-                            "lint_wall": lint_wall, "lint_cpu": lint_cpu,
-                            "ratio": lint_wall / parse_wall})
+            results.append(
+                {
+                    "load": load,
+                    "parse_wall": parse_wall,
+                    "parse_cpu": parse_cpu,
+                    "lint_wall": lint_wall,
+                    "lint_cpu": lint_cpu,
+                    "ratio": lint_wall / parse_wall,
+                }
+            )
     finally:
         os.unlink(listing.name)
-    return {"target": str(target), "files": len(files), "lines": lines,
-            "cores": available_cores(), "rounds": results,
-            "median_ratio": statistics.median(r["ratio"] for r in results)}
+    return {
+        "target": str(target),
+        "files": len(files),
+        "lines": lines,
+        "cores": available_cores(),
+        "rounds": results,
+        "median_ratio": statistics.median(r["ratio"] for r in results),
+    }
 
 
 def render_side_by_side(report: dict[str, object]) -> str:
     rounds = report["rounds"]
     assert isinstance(rounds, list)
-    out = [f"target: {report['target']} ({report['files']} files, {report['lines']} lines); "
-           f"lint on {report['cores']} cores, parse on 1", "",
-           "| round | load avg | parse wall s | lint wall s | lint / parse (wall) | "
-           "parse CPU s | lint CPU s | cores lint got (CPU / wall) |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        f"target: {report['target']} ({report['files']} files, {report['lines']} lines); "
+        f"lint on {report['cores']} cores, parse on 1",
+        "",
+        "| round | load avg | parse wall s | lint wall s | lint / parse (wall) | "
+        "parse CPU s | lint CPU s | cores lint got (CPU / wall) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for number, r in enumerate(rounds, start=1):
-        out.append(f"| {number} | {r['load']:.1f} | {r['parse_wall']:.2f} | {r['lint_wall']:.2f} | "
-                   f"{r['ratio']:.2f} | {r['parse_cpu']:.2f} | {r['lint_cpu']:.2f} | "
-                   f"{r['lint_cpu'] / r['lint_wall']:.2f} |")
+        out.append(
+            f"| {number} | {r['load']:.1f} | {r['parse_wall']:.2f} | {r['lint_wall']:.2f} | "
+            f"{r['ratio']:.2f} | {r['parse_cpu']:.2f} | {r['lint_cpu']:.2f} | "
+            f"{r['lint_cpu'] / r['lint_wall']:.2f} |"
+        )
     out.append("")
     out.append(f"median lint / parse wall-time ratio: {report['median_ratio']:.2f}")
     return "\n".join(out) + "\n"
@@ -136,8 +168,10 @@ def throughput(name: str, roots: list[Path]) -> str:
         elapsed += time.perf_counter() - start
         passes += 1
     seconds = elapsed / passes
-    return (f"| {name} | {len(files)} | {lines} | {seconds:.3f} | {len(files) / seconds:.0f} | "
-            f"{lines / seconds:.0f} | {found} |")
+    return (
+        f"| {name} | {len(files)} | {lines} | {seconds:.3f} | {len(files) / seconds:.0f} | "
+        f"{lines / seconds:.0f} | {found} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,8 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     if options.json:
         options.json.write_text(json.dumps(report, indent=1) + "\n")
     if options.throughput:
-        print("| corpus (one process, in-process) | files | lines | s/pass | files/s | "
-              "lines/s | findings |")
+        print(
+            "| corpus (one process, in-process) | files | lines | s/pass | files/s | "
+            "lines/s | findings |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|")
         print(throughput("hangdoctor src/ + tests/", [REPO / "src", REPO / "tests"]))
         if REAL_CORPUS.is_dir():

@@ -75,11 +75,15 @@ class Results:
 def stall_moment(stall_dir: Path) -> float:
     """The latest progress moment the job recorded; BenchError if the stall never began."""
     if not (stall_dir / "blocked").exists():
-        raise BenchError("rank 1's dataset never started blocking (the job failed or was "
-                         "ended before the stall)")
-    moments = [float(path.read_text()) for path in stall_dir.iterdir()
-               if path.name == "blocked" or path.name.startswith("progress-rank")
-               if not path.name.endswith(".tmp")]
+        raise BenchError(
+            "rank 1's dataset never started blocking (the job failed or was ended before the stall)"
+        )
+    moments = [
+        float(path.read_text())
+        for path in stall_dir.iterdir()
+        if path.name == "blocked" or path.name.startswith("progress-rank")
+        if not path.name.endswith(".tmp")
+    ]
     return max(moments)
 
 
@@ -87,26 +91,46 @@ def culprit_text(finding: dict) -> str:
     culprit = finding.get("culprit") or {}
     location = culprit.get("location") or {}
     where = f"{Path(location['file']).name}:{location['line']}" if location.get("file") else "?"
-    return (f"rank {culprit.get('rank')}, {culprit.get('role')} (pid {culprit.get('pid')}), "
-            f"{where}")
+    return f"rank {culprit.get('rank')}, {culprit.get('role')} (pid {culprit.get('pid')}), {where}"
 
 
-def run_once(timeout_s: float, run: int, good_steps: int, kill_grace_s: float, tmp: Path,
-             limit_s: float) -> Sample:
+def run_once(
+    timeout_s: float, run: int, good_steps: int, kill_grace_s: float, tmp: Path, limit_s: float
+) -> Sample:
     stall_dir = tmp / f"stall-{timeout_s:g}-{run}"
     report_dir = tmp / f"report-{timeout_s:g}-{run}"
     stall_dir.mkdir()
     command = [
-        *hangdoctor_command(), "run", "--hang-timeout", f"{timeout_s:g}", "--on-hang", "kill",
-        "--kill-grace", f"{kill_grace_s:g}", "--report-dir", str(report_dir), "--",
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-        str(JOB), "--good-steps", str(good_steps), "--max-seconds", f"{limit_s:.0f}",
+        *hangdoctor_command(),
+        "run",
+        "--hang-timeout",
+        f"{timeout_s:g}",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        f"{kill_grace_s:g}",
+        "--report-dir",
+        str(report_dir),
+        "--",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(JOB),
+        "--good-steps",
+        str(good_steps),
+        "--max-seconds",
+        f"{limit_s:.0f}",
     ]
     done = run_command(command, limit_s, env={"STALL_DIR": str(stall_dir)}, mark=new_mark())
     what = f"S={timeout_s:g} run {run}"
     if done.returncode != HUNG_EXIT:
-        raise BenchError(f"{what}: hangdoctor exited with {done.returncode}, not {HUNG_EXIT}: "
-                         f"{tail(done.stderr)}")
+        raise BenchError(
+            f"{what}: hangdoctor exited with {done.returncode}, not {HUNG_EXIT}: "
+            f"{tail(done.stderr)}"
+        )
     hang_report = report_dir / "hang-1" / "report.json"
     if not hang_report.exists():
         raise BenchError(f"{what}: no {hang_report}: {tail(done.stderr)}")
@@ -118,30 +142,42 @@ def run_once(timeout_s: float, run: int, good_steps: int, kill_grace_s: float, t
         evidence = json.loads((hang_report.parent / "evidence.json").read_text())
         started = float(evidence["job"]["started_at"])
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise BenchError(f"{what}: no job start time in hang-1/evidence.json: {error!r}") \
-            from error
+        raise BenchError(f"{what}: no job start time in hang-1/evidence.json: {error!r}") from error
     if "last_progress_s" not in hang or "declared_s" not in hang:
         raise BenchError(f"{what}: the hang report has no hang times")
     if reported < stalled:
-        raise BenchError(f"{what}: the hang was reported {stalled - reported:.1f} s before the "
-                         "job stalled (declared during start-up?)")
+        raise BenchError(
+            f"{what}: the hang was reported {stalled - reported:.1f} s before the "
+            "job stalled (declared during start-up?)"
+        )
     findings = report.get("findings") or []
     root = findings[0] if findings else {}
     progress = ((report.get("capture") or {}).get("job") or {}).get("progress") or []
     rank0 = [p.get("in_collective") for p in progress if p.get("rank") == 0]
     return Sample(
-        timeout_s=timeout_s, run=run, latency_s=reported - stalled,
+        timeout_s=timeout_s,
+        run=run,
+        latency_s=reported - stalled,
         seen_late_s=started + hang["last_progress_s"] - stalled,
         waited_s=hang["declared_s"] - hang["last_progress_s"],
         capture_s=reported - (started + hang["declared_s"]),
-        wall_s=done.wall_s, category=root.get("category"),
-        culprit=culprit_text(root) if root else "none", hang_kind=hang.get("kind"),
-        rank0_in=rank0[0] if rank0 else None, processes=len(report.get("processes") or []),
+        wall_s=done.wall_s,
+        category=root.get("category"),
+        culprit=culprit_text(root) if root else "none",
+        hang_kind=hang.get("kind"),
+        rank0_in=rank0[0] if rank0 else None,
+        processes=len(report.get("processes") or []),
     )
 
 
-def run_benchmark(timeouts: list[float], runs: int, good_steps: int, kill_grace_s: float,
-                  time_limit_s: float, results: Results) -> None:
+def run_benchmark(
+    timeouts: list[float],
+    runs: int,
+    good_steps: int,
+    kill_grace_s: float,
+    time_limit_s: float,
+    results: Results,
+) -> None:
     deadline = time.monotonic() + time_limit_s
     with tempfile.TemporaryDirectory(prefix="hangdoctor-bench-detection-") as tmp:
         for run in range(runs):
@@ -151,52 +187,110 @@ def run_benchmark(timeouts: list[float], runs: int, good_steps: int, kill_grace_
                 if left < MIN_RUN_S:
                     results.skipped += 1
                     continue
-                sample = run_once(timeout_s, run, good_steps, kill_grace_s, Path(tmp),
-                                  min(RUN_TIMEOUT_S, left))
+                sample = run_once(
+                    timeout_s, run, good_steps, kill_grace_s, Path(tmp), min(RUN_TIMEOUT_S, left)
+                )
                 results.samples.append(sample)
-                print(f"  S={timeout_s:g} run {run}: latency {sample.latency_s:.2f} s "
-                      f"(seen late {sample.seen_late_s:.2f}, waited {sample.waited_s:.2f}, "
-                      f"capture+report {sample.capture_s:.2f}); {sample.category}; "
-                      f"{sample.culprit}", file=sys.stderr, flush=True)
+                print(
+                    f"  S={timeout_s:g} run {run}: latency {sample.latency_s:.2f} s "
+                    f"(seen late {sample.seen_late_s:.2f}, waited {sample.waited_s:.2f}, "
+                    f"capture+report {sample.capture_s:.2f}); {sample.category}; "
+                    f"{sample.culprit}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def print_tables(results: Results, timeouts: list[float], runs: int) -> None:
-    print(f"\n### `hangdoctor run` detection latency, idle hang in a 2-rank gloo job "
-          f"(2 DataLoader workers per rank; up to {runs} runs per S, alternated; "
-          f"{os.cpu_count()} CPUs)\n")
-    print(row(["--hang-timeout S", "runs", "median latency s", "min s", "max s", "target s",
-               "median - target s"]))
+    print(
+        f"\n### `hangdoctor run` detection latency, idle hang in a 2-rank gloo job "
+        f"(2 DataLoader workers per rank; up to {runs} runs per S, alternated; "
+        f"{os.cpu_count()} CPUs)\n"
+    )
+    print(
+        row(
+            [
+                "--hang-timeout S",
+                "runs",
+                "median latency s",
+                "min s",
+                "max s",
+                "target s",
+                "median - target s",
+            ]
+        )
+    )
     print(row(["---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     for timeout_s in timeouts:
         latencies = [s.latency_s for s in results.of(timeout_s)]
         if not latencies:
             print(row([f"{timeout_s:g}", "0", "-", "-", "-", f"<= {timeout_s + MARGIN_S:g}", "-"]))
             continue
-        print(row([f"{timeout_s:g}", str(len(latencies)), f"{median(latencies):.2f}",
-                   f"{min(latencies):.2f}", f"{max(latencies):.2f}",
-                   f"<= {timeout_s + MARGIN_S:g}",
-                   f"{median(latencies) - timeout_s - MARGIN_S:+.2f}"]))
+        print(
+            row(
+                [
+                    f"{timeout_s:g}",
+                    str(len(latencies)),
+                    f"{median(latencies):.2f}",
+                    f"{min(latencies):.2f}",
+                    f"{max(latencies):.2f}",
+                    f"<= {timeout_s + MARGIN_S:g}",
+                    f"{median(latencies) - timeout_s - MARGIN_S:+.2f}",
+                ]
+            )
+        )
 
     print("\n### Where the latency goes (medians, s)\n")
-    print(row(["S", "last progress seen late by", "waited (threshold)",
-               "capture + report", "total"]))
+    print(
+        row(["S", "last progress seen late by", "waited (threshold)", "capture + report", "total"])
+    )
     print(row(["---:", "---:", "---:", "---:", "---:"]))
     for timeout_s in timeouts:
         samples = results.of(timeout_s)
         if samples:
-            print(row([f"{timeout_s:g}", f"{median([s.seen_late_s for s in samples]):.2f}",
-                       f"{median([s.waited_s for s in samples]):.2f}",
-                       f"{median([s.capture_s for s in samples]):.2f}",
-                       f"{median([s.latency_s for s in samples]):.2f}"]))
+            print(
+                row(
+                    [
+                        f"{timeout_s:g}",
+                        f"{median([s.seen_late_s for s in samples]):.2f}",
+                        f"{median([s.waited_s for s in samples]):.2f}",
+                        f"{median([s.capture_s for s in samples]):.2f}",
+                        f"{median([s.latency_s for s in samples]):.2f}",
+                    ]
+                )
+            )
 
     print("\n### What the hang reports found\n")
-    print(row(["S", "run", "processes captured", "hang kind", "root cause", "culprit",
-               "rank 0 waits in", "run wall s"]))
+    print(
+        row(
+            [
+                "S",
+                "run",
+                "processes captured",
+                "hang kind",
+                "root cause",
+                "culprit",
+                "rank 0 waits in",
+                "run wall s",
+            ]
+        )
+    )
     print(row(["---:", "---:", "---:", "---", "---", "---", "---", "---:"]))
     for sample in results.samples:
-        print(row([f"{sample.timeout_s:g}", str(sample.run), str(sample.processes),
-                   str(sample.hang_kind), f"`{sample.category}`", sample.culprit,
-                   f"`{sample.rank0_in}`", f"{sample.wall_s:.1f}"]))
+        print(
+            row(
+                [
+                    f"{sample.timeout_s:g}",
+                    str(sample.run),
+                    str(sample.processes),
+                    str(sample.hang_kind),
+                    f"`{sample.category}`",
+                    sample.culprit,
+                    f"`{sample.rank0_in}`",
+                    f"{sample.wall_s:.1f}",
+                ]
+            )
+        )
     if results.skipped:
         print(f"\n{results.skipped} run(s) skipped: the time limit was reached.")
 
@@ -207,8 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per S (default 3)")
     parser.add_argument("--good-steps", type=int, default=8, help="steps before the stall")
     parser.add_argument("--kill-grace", type=float, default=3.0, help="hangdoctor --kill-grace")
-    parser.add_argument("--time-limit", type=float, default=900.0,
-                        help="seconds for the whole benchmark (default 900)")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=900.0,
+        help="seconds for the whole benchmark (default 900)",
+    )
     args = parser.parse_args(argv)
     try:
         timeouts = [float(v) for v in args.timeouts.split(",") if v.strip()]
@@ -220,8 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     compile_like_an_install()
     results = Results()
     try:
-        run_benchmark(timeouts, args.runs, args.good_steps, args.kill_grace, args.time_limit,
-                      results)
+        run_benchmark(
+            timeouts, args.runs, args.good_steps, args.kill_grace, args.time_limit, results
+        )
     except BenchError as error:
         print(f"bench_run_detection: error: {error}", file=sys.stderr)
         return 1

@@ -108,8 +108,14 @@ def run_once(mode: str, variant: str, round_: int, size: int, tmp: Path) -> Samp
     env = marked_env(mark)
     env.pop("PYTHONUNBUFFERED", None)  # `lines` is about print's default, buffered stdout
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=env, start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
     try:
         received, first, last, errors = drain(process, start + RUN_TIMEOUT_S)
         try:
@@ -140,16 +146,35 @@ def run_benchmark(modes: list[str], pairs: int, size: int, results: Results) -> 
                 for variant in order:
                     sample = run_once(mode, variant, round_, size, Path(tmp))
                     results.samples.append(sample)
-                    print(f"  {mode} round {round_} {variant:<6} {sample.stream_mb_s:8.1f} MB/s "
-                          f"stream, wall {sample.wall_s:.2f} s", file=sys.stderr, flush=True)
+                    print(
+                        f"  {mode} round {round_} {variant:<6} {sample.stream_mb_s:8.1f} MB/s "
+                        f"stream, wall {sample.wall_s:.2f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
 
 
 def print_tables(results: Results, modes: list[str], pairs: int, size: int) -> None:
-    print(f"\n### `hangdoctor run` output throughput ({size / 1e6:g} MB to stdout, a pipe "
-          f"drained by the benchmark; {pairs} pairs per mode, alternated; "
-          f"{os.cpu_count()} CPUs)\n")
-    print(row(["mode", "variant", "median MB/s (stream)", "min", "max", "median wall s",
-               "ratio run/direct (medians)", "ratio (median of pairs)", "target"]))
+    print(
+        f"\n### `hangdoctor run` output throughput ({size / 1e6:g} MB to stdout, a pipe "
+        f"drained by the benchmark; {pairs} pairs per mode, alternated; "
+        f"{os.cpu_count()} CPUs)\n"
+    )
+    print(
+        row(
+            [
+                "mode",
+                "variant",
+                "median MB/s (stream)",
+                "min",
+                "max",
+                "median wall s",
+                "ratio run/direct (medians)",
+                "ratio (median of pairs)",
+                "target",
+            ]
+        )
+    )
     print(row(["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     checks = []
     for mode in modes:
@@ -162,22 +187,41 @@ def print_tables(results: Results, modes: list[str], pairs: int, size: int) -> N
                 target = ""
             else:
                 ratio = f"{median(rates) / median([s.stream_mb_s for s in direct.values()]):.3f}"
-                paired = f"{median([s.stream_mb_s / direct[s.round].stream_mb_s for s in samples]):.3f}"  # noqa: E501
+                paired = (
+                    f"{median([s.stream_mb_s / direct[s.round].stream_mb_s for s in samples]):.3f}"
+                )
                 target = f">= {TARGET_RATIO:g}"
-            print(row([mode, f"`{'hangdoctor run' if variant == 'run' else 'direct'}`",
-                       f"{median(rates):.0f}", f"{min(rates):.0f}", f"{max(rates):.0f}",
-                       f"{median([s.wall_s for s in samples]):.2f}", ratio, paired, target]))
+            print(
+                row(
+                    [
+                        mode,
+                        f"`{'hangdoctor run' if variant == 'run' else 'direct'}`",
+                        f"{median(rates):.0f}",
+                        f"{min(rates):.0f}",
+                        f"{max(rates):.0f}",
+                        f"{median([s.wall_s for s in samples]):.2f}",
+                        ratio,
+                        paired,
+                        target,
+                    ]
+                )
+            )
         runs = results.of(mode, "run")
         wall_ratio = median([s.wall_s / direct[s.round].wall_s for s in runs])
-        checks.append(f"{mode}: end-to-end wall ratio run/direct (median of pairs) "
-                      f"{wall_ratio:.2f}")
+        checks.append(
+            f"{mode}: end-to-end wall ratio run/direct (median of pairs) {wall_ratio:.2f}"
+        )
     received_ok = all(s.received == size for s in results.samples)
-    logs = sorted({s.log_bytes for s in results.samples if s.variant == "run"},
-                  key=lambda v: -1 if v is None else v)
+    logs = sorted(
+        {s.log_bytes for s in results.samples if s.variant == "run"},
+        key=lambda v: -1 if v is None else v,
+    )
     log_ok = logs == [size]
-    print(f"\nBytes received by the drain == {size} in every run: "
-          f"{'yes' if received_ok else 'NO'}. output.log size == {size} in every hangdoctor "
-          f"run: {'yes' if log_ok else 'NO'} (sizes seen: {logs}).")
+    print(
+        f"\nBytes received by the drain == {size} in every run: "
+        f"{'yes' if received_ok else 'NO'}. output.log size == {size} in every hangdoctor "
+        f"run: {'yes' if log_ok else 'NO'} (sizes seen: {logs})."
+    )
     print("; ".join(checks) + " (includes hangdoctor's start-up and report).")
 
 

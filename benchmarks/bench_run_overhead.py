@@ -95,24 +95,40 @@ def run_once(variant: str, round_: int, steps: int, tmp: Path) -> Sample:
     command = job_command(steps)
     if variant != "direct":
         flags = ["--no-instrument"] if variant == "run-no-instrument" else []
-        command = [*hangdoctor_command(), "run", "--report-dir", str(report_dir), *flags,
-                   "--", *command]
+        command = [
+            *hangdoctor_command(),
+            "run",
+            "--report-dir",
+            str(report_dir),
+            *flags,
+            "--",
+            *command,
+        ]
     done = run_command(command, RUN_TIMEOUT_S)
     text = done.stdout.decode("utf-8", errors="replace")
     loss, seconds = FINAL_LOSS.search(text), TRAIN_SECONDS.search(text)
     job_seconds = JOB_SECONDS.search(text)
     if done.returncode != 0 or loss is None or seconds is None or job_seconds is None:
-        raise BenchError(f"{variant} run {round_} exited with {done.returncode}: "
-                         f"{tail(done.stderr)} {tail(done.stdout, 500)}")
-    sample = Sample(variant, round_, done.wall_s, float(seconds.group(1)),
-                    float(job_seconds.group(1)), done.cpu_s, done.self_cpu_s, loss.group(1),
-                    done.returncode)
+        raise BenchError(
+            f"{variant} run {round_} exited with {done.returncode}: "
+            f"{tail(done.stderr)} {tail(done.stdout, 500)}"
+        )
+    sample = Sample(
+        variant,
+        round_,
+        done.wall_s,
+        float(seconds.group(1)),
+        float(job_seconds.group(1)),
+        done.cpu_s,
+        done.self_cpu_s,
+        loss.group(1),
+        done.returncode,
+    )
     if variant != "direct":
         try:
             report = json.loads((report_dir / "report.json").read_text())
         except (OSError, ValueError) as error:
-            raise BenchError(f"{variant} run {round_}: no readable report.json: {error}") \
-                from error
+            raise BenchError(f"{variant} run {round_}: no readable report.json: {error}") from error
         sample.verdict = report.get("verdict")
         job = (report.get("capture") or {}).get("job") or {}
         sample.steps_seen = sum(p.get("steps", 0) for p in job.get("progress", []))
@@ -127,20 +143,29 @@ def fixed_cost_once(variant: str, index: int, tmp: Path) -> FixedCost:
     command = [sys.executable, "-c", TRIVIAL_JOB]
     if variant != "direct":
         flags = ["--no-instrument"] if variant == "run-no-instrument" else []
-        command = [*hangdoctor_command(), "run", "--report-dir",
-                   str(tmp / f"trivial-{variant}-{index}"), *flags, "--", *command]
+        command = [
+            *hangdoctor_command(),
+            "run",
+            "--report-dir",
+            str(tmp / f"trivial-{variant}-{index}"),
+            *flags,
+            "--",
+            *command,
+        ]
     started = time.time()
     done = run_command(command, 60.0)
     try:
         job_at = float(done.stdout.split()[0])
     except (IndexError, ValueError) as error:
-        raise BenchError(f"trivial job under {variant}: exit {done.returncode}, "
-                         f"{tail(done.stderr)}") from error
+        raise BenchError(
+            f"trivial job under {variant}: exit {done.returncode}, {tail(done.stderr)}"
+        ) from error
     return FixedCost(variant, done.wall_s, job_at - started, started + done.wall_s - job_at)
 
 
-def run_benchmark(variants: list[str], pairs: int, steps: int, warmup: int,
-                  fixed_pairs: int, results: Results) -> None:
+def run_benchmark(
+    variants: list[str], pairs: int, steps: int, warmup: int, fixed_pairs: int, results: Results
+) -> None:
     with tempfile.TemporaryDirectory(prefix="hangdoctor-bench-overhead-") as tmp:
         for index in range(fixed_pairs):
             for variant in variants if index % 2 == 0 else variants[::-1]:
@@ -152,9 +177,12 @@ def run_benchmark(variants: list[str], pairs: int, steps: int, warmup: int,
             for variant in variants[shift:] + variants[:shift]:
                 sample = run_once(variant, round_, steps, Path(tmp))
                 results.samples.append(sample)
-                print(f"  round {round_} {variant:<18} wall {sample.wall_s:6.2f} s  "
-                      f"train loop {sample.train_s:6.2f} s  cpu {sample.cpu_s:6.2f} s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  round {round_} {variant:<18} wall {sample.wall_s:6.2f} s  "
+                    f"train loop {sample.train_s:6.2f} s  cpu {sample.cpu_s:6.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def paired_ratios(results: Results, variant: str, key: str) -> list[float]:
@@ -164,11 +192,25 @@ def paired_ratios(results: Results, variant: str, key: str) -> list[float]:
 
 
 def print_tables(results: Results, variants: list[str], pairs: int, steps: int) -> None:
-    print(f"\n### `hangdoctor run` overhead on a CPU training job ({steps} steps, MLP, "
-          f"DataLoader num_workers=2; {pairs} rounds, variants alternated; "
-          f"{os.cpu_count()} CPUs)\n")
-    print(row(["variant", "runs", "median wall s", "min s", "max s", "wall ratio (medians)",
-               "wall ratio (median of pairs)", "target"]))
+    print(
+        f"\n### `hangdoctor run` overhead on a CPU training job ({steps} steps, MLP, "
+        f"DataLoader num_workers=2; {pairs} rounds, variants alternated; "
+        f"{os.cpu_count()} CPUs)\n"
+    )
+    print(
+        row(
+            [
+                "variant",
+                "runs",
+                "median wall s",
+                "min s",
+                "max s",
+                "wall ratio (medians)",
+                "wall ratio (median of pairs)",
+                "target",
+            ]
+        )
+    )
     print(row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     direct_wall = median([s.wall_s for s in results.of("direct")])
     for variant in variants:
@@ -178,52 +220,104 @@ def print_tables(results: Results, variants: list[str], pairs: int, steps: int) 
         ratio = "1" if is_direct else f"{median(walls) / direct_wall:.3f}"
         paired = "1" if is_direct else f"{median(paired_ratios(results, variant, 'wall_s')):.3f}"
         target = "" if is_direct else f"<= {TARGET_RATIO:g}"
-        print(row([f"`{VARIANTS[variant]}`", str(len(samples)), f"{median(walls):.2f}",
-                   f"{min(walls):.2f}", f"{max(walls):.2f}", ratio, paired, target]))
+        print(
+            row(
+                [
+                    f"`{VARIANTS[variant]}`",
+                    str(len(samples)),
+                    f"{median(walls):.2f}",
+                    f"{min(walls):.2f}",
+                    f"{max(walls):.2f}",
+                    ratio,
+                    paired,
+                    target,
+                ]
+            )
+        )
 
     print("\n### Where the wall time goes (medians)\n")
-    print(row(["variant", "job s (import torch to end)", "train loop s",
-               "outside the job s (wall - job)", "CPU s, whole tree",
-               "hangdoctor's own CPU s", "CPU ratio (median of pairs)",
-               "train-loop ratio (median of pairs)"]))
+    print(
+        row(
+            [
+                "variant",
+                "job s (import torch to end)",
+                "train loop s",
+                "outside the job s (wall - job)",
+                "CPU s, whole tree",
+                "hangdoctor's own CPU s",
+                "CPU ratio (median of pairs)",
+                "train-loop ratio (median of pairs)",
+            ]
+        )
+    )
     print(row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     for variant in variants:
         samples = results.of(variant)
         is_direct = variant == "direct"
         cpu = "1" if is_direct else f"{median(paired_ratios(results, variant, 'cpu_s')):.3f}"
-        train = "1" if is_direct else \
-            f"{median(paired_ratios(results, variant, 'train_s')):.3f}"
+        train = "1" if is_direct else f"{median(paired_ratios(results, variant, 'train_s')):.3f}"
         own = "-" if is_direct else f"{median([s.self_cpu_s for s in samples]):.2f}"
-        print(row([f"`{variant}`", f"{median([s.job_s for s in samples]):.2f}",
-                   f"{median([s.train_s for s in samples]):.2f}",
-                   f"{median([s.wall_s - s.job_s for s in samples]):.2f}",
-                   f"{median([s.cpu_s for s in samples]):.2f}", own, cpu, train]))
+        print(
+            row(
+                [
+                    f"`{variant}`",
+                    f"{median([s.job_s for s in samples]):.2f}",
+                    f"{median([s.train_s for s in samples]):.2f}",
+                    f"{median([s.wall_s - s.job_s for s in samples]):.2f}",
+                    f"{median([s.cpu_s for s in samples]):.2f}",
+                    own,
+                    cpu,
+                    train,
+                ]
+            )
+        )
 
     if results.fixed:
         count = len([f for f in results.fixed if f.variant == "direct"])
-        print(f"\n### Fixed cost around a trivial job (`python -c` printing the time; "
-              f"{count} pairs, alternated; medians)\n")
-        print(row(["variant", "wall s", "before the job starts s", "after it prints s",
-                   "wall - direct wall s"]))
+        print(
+            f"\n### Fixed cost around a trivial job (`python -c` printing the time; "
+            f"{count} pairs, alternated; medians)\n"
+        )
+        print(
+            row(
+                [
+                    "variant",
+                    "wall s",
+                    "before the job starts s",
+                    "after it prints s",
+                    "wall - direct wall s",
+                ]
+            )
+        )
         print(row(["---", "---:", "---:", "---:", "---:"]))
         base = median([f.wall_s for f in results.fixed if f.variant == "direct"])
         for variant in variants:
             fixed = [f for f in results.fixed if f.variant == variant]
-            print(row([f"`{variant}`", f"{median([f.wall_s for f in fixed]):.3f}",
-                       f"{median([f.before_s for f in fixed]):.3f}",
-                       f"{median([f.after_s for f in fixed]):.3f}",
-                       f"{median([f.wall_s for f in fixed]) - base:+.3f}"]))
+            print(
+                row(
+                    [
+                        f"`{variant}`",
+                        f"{median([f.wall_s for f in fixed]):.3f}",
+                        f"{median([f.before_s for f in fixed]):.3f}",
+                        f"{median([f.after_s for f in fixed]):.3f}",
+                        f"{median([f.wall_s for f in fixed]) - base:+.3f}",
+                    ]
+                )
+            )
 
     losses = sorted({s.final_loss for s in results.samples})
     same = "yes" if len(losses) == 1 else "NO"
-    print(f"\nFinal loss identical in all {len(results.samples)} runs: {same} "
-          f"({', '.join(losses)}).")
+    print(
+        f"\nFinal loss identical in all {len(results.samples)} runs: {same} ({', '.join(losses)})."
+    )
     for variant in variants:
         if variant != "direct":
             samples = results.of(variant)
-            print(f"`{variant}`: verdicts {sorted({str(s.verdict) for s in samples})}; "
-                  f"optimizer steps seen by the instrumentation "
-                  f"{sorted({s.steps_seen for s in samples})}.")
+            print(
+                f"`{variant}`: verdicts {sorted({str(s.verdict) for s in samples})}; "
+                f"optimizer steps seen by the instrumentation "
+                f"{sorted({s.steps_seen for s in samples})}."
+            )
     walls = {v: ", ".join(f"{s.wall_s:.2f}" for s in results.of(v)) for v in variants}
     print("Wall times per round (s): " + "; ".join(f"{v}: {w}" for v, w in walls.items()) + ".")
 
@@ -233,23 +327,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=4, help="rounds of all variants (default 4)")
     parser.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed direct runs first")
-    parser.add_argument("--fixed-pairs", type=int, default=10,
-                        help="rounds of the trivial job that isolates the fixed cost (0: skip)")
-    parser.add_argument("--variants", default="direct,run,run-no-instrument",
-                        help=f"comma-separated, from {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--fixed-pairs",
+        type=int,
+        default=10,
+        help="rounds of the trivial job that isolates the fixed cost (0: skip)",
+    )
+    parser.add_argument(
+        "--variants",
+        default="direct,run,run-no-instrument",
+        help=f"comma-separated, from {', '.join(VARIANTS)}",
+    )
     args = parser.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if not set(variants) <= set(VARIANTS) or "direct" not in variants or len(variants) < 2:
         parser.error(f"--variants: 'direct' and at least one of {', '.join(VARIANTS)}")
     if args.pairs < 1 or args.steps < 1 or args.warmup < 0 or args.fixed_pairs < 0:
-        parser.error("--pairs and --steps must be at least 1, --warmup and --fixed-pairs at "
-                     "least 0")
+        parser.error(
+            "--pairs and --steps must be at least 1, --warmup and --fixed-pairs at least 0"
+        )
     terminate_on_sigterm()
     compile_like_an_install()
     results = Results()
     try:
-        run_benchmark(variants, args.pairs, args.steps, args.warmup, args.fixed_pairs,
-                      results)
+        run_benchmark(variants, args.pairs, args.steps, args.warmup, args.fixed_pairs, results)
     except BenchError as error:
         print(f"bench_run_overhead: error: {error}", file=sys.stderr)
         return 1

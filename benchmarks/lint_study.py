@@ -44,8 +44,10 @@ def summarise(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
 
 
 def render(summary: dict[str, dict[str, int]]) -> str:
-    lines = ["| rule | real: found/positives | textbook: found/variants | all | "
-             "study precision |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| rule | real: found/positives | textbook: found/variants | all | study precision |",
+        "|---|---:|---:|---:|---:|",
+    ]
     totals: dict[str, int] = defaultdict(int)
     for rule, row in summary.items():
         for key, value in row.items():
@@ -53,14 +55,18 @@ def render(summary: dict[str, dict[str, int]]) -> str:
         found = row.get("real_found", 0) + row.get("textbook_found", 0)
         total = row.get("real", 0) + row.get("textbook", 0)
         true, false = row.get("true", 0), row.get("false", 0)
-        lines.append(f"| {rule} | {_ratio(row.get('real_found', 0), row.get('real', 0))} | "
-                     f"{_ratio(row.get('textbook_found', 0), row.get('textbook', 0))} | "
-                     f"{_ratio(found, total)} | {_ratio(true, true + false)} |")
+        lines.append(
+            f"| {rule} | {_ratio(row.get('real_found', 0), row.get('real', 0))} | "
+            f"{_ratio(row.get('textbook_found', 0), row.get('textbook', 0))} | "
+            f"{_ratio(found, total)} | {_ratio(true, true + false)} |"
+        )
     found = totals["real_found"] + totals["textbook_found"]
-    lines.append(f"| **all** | {_ratio(totals['real_found'], totals['real'])} | "
-                 f"{_ratio(totals['textbook_found'], totals['textbook'])} | "
-                 f"{_ratio(found, totals['real'] + totals['textbook'])} | "
-                 f"{_ratio(totals['true'], totals['true'] + totals['false'])} |")
+    lines.append(
+        f"| **all** | {_ratio(totals['real_found'], totals['real'])} | "
+        f"{_ratio(totals['textbook_found'], totals['textbook'])} | "
+        f"{_ratio(found, totals['real'] + totals['textbook'])} | "
+        f"{_ratio(totals['true'], totals['true'] + totals['false'])} |"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -88,10 +94,22 @@ def main(argv: list[str] | None = None) -> int:
     if options.cases:
         print(render_cases(outcomes))
     if options.json:
-        options.json.write_text(json.dumps([
-            {"case": o.case.name, "kind": o.case.kind, "source": o.case.source,
-             "found": o.found, "extra": [f"{f.rule_id}:{f.line}" for f in o.extra]}
-            for o in outcomes], indent=1) + "\n")
+        options.json.write_text(
+            json.dumps(
+                [
+                    {
+                        "case": o.case.name,
+                        "kind": o.case.kind,
+                        "source": o.case.source,
+                        "found": o.found,
+                        "extra": [f"{f.rule_id}:{f.line}" for f in o.extra],
+                    }
+                    for o in outcomes
+                ],
+                indent=1,
+            )
+            + "\n"
+        )
     return 0
 
 

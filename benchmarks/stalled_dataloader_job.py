@@ -30,8 +30,9 @@ class StallingDataset(Dataset):
     """Small tensors, except that item STALL_INDEX never returns, like a read from a dead
     network mount would."""
 
-    def __init__(self, length: int, stalled: threading.Event, parent_pid: int,
-                 deadline: float) -> None:
+    def __init__(
+        self, length: int, stalled: threading.Event, parent_pid: int, deadline: float
+    ) -> None:
         self.length = length
         self.stalled = stalled
         self.parent_pid = parent_pid
@@ -83,9 +84,14 @@ def main(argv: list[str]) -> int:
     stalled = multiprocessing.get_context("fork").Event()
     dataset = StallingDataset(BATCH_SIZE * workers * 8, stalled, os.getpid(), deadline)
     extra_threads = max(0, threads_per_worker - 1)
-    loader = DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=workers,
-                        multiprocessing_context="fork", persistent_workers=False,
-                        worker_init_fn=lambda _: _start_idle_threads(extra_threads))
+    loader = DataLoader(
+        dataset,
+        batch_size=BATCH_SIZE,
+        num_workers=workers,
+        multiprocessing_context="fork",
+        persistent_workers=False,
+        worker_init_fn=lambda _: _start_idle_threads(extra_threads),
+    )
     batches = iter(loader)
     for _ in range(GOOD_BATCHES):
         next(batches)

@@ -65,7 +65,10 @@ def kill_tree(proc: subprocess.Popen, group: bool = False) -> None:
 
 
 def start_fixture(
-    name: str, *args: str, settle_s: float = 0.5, timeout_s: float = 90,
+    name: str,
+    *args: str,
+    settle_s: float = 0.5,
+    timeout_s: float = 90,
     cwd_fixtures: bool = False,
 ) -> Hung:
     """Start tests/fixtures/NAME (or `python -m ...` when NAME is "-m") and wait until it prints
@@ -117,8 +120,12 @@ def fixture_program() -> Iterator:
         hung.kill()
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
-            prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    prefix: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess:
     """Run `hangdoctor ARGS` as a user would, in a subprocess."""
     return subprocess.run(
         [*prefix, sys.executable, "-m", "hangdoctor", *args],
@@ -153,16 +160,19 @@ def report_schema() -> dict:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "scenario: a real training program run under `hangdoctor run` "
-        "(tests/scenarios; deselect with -m 'not scenario')")
+        "markers",
+        "scenario: a real training program run under `hangdoctor run` "
+        "(tests/scenarios; deselect with -m 'not scenario')",
+    )
     if not hasattr(config, "workerinput"):  # the controlling process: start a fresh table
         from tests.scenarios.harness import OUTCOMES_DIR
 
         shutil.rmtree(OUTCOMES_DIR, ignore_errors=True)
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
-                            config: pytest.Config) -> None:
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
     if hasattr(config, "workerinput"):
         return
     from tests.scenarios.catalog import BY_NAME

@@ -64,23 +64,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--max-seconds", type=float, default=600.0)
     args = parser.parse_args(argv)
-    threading.Thread(target=_exit_at, args=(time.time() + args.max_seconds, os.getppid()),
-                     daemon=True, name="exit-at").start()
+    threading.Thread(
+        target=_exit_at,
+        args=(time.time() + args.max_seconds, os.getppid()),
+        daemon=True,
+        name="exit-at",
+    ).start()
 
     torch.manual_seed(SEED)
     torch.set_num_threads(args.threads)
     model = nn.Sequential(
-        nn.Linear(FEATURES, 1024), nn.ReLU(),
-        nn.Linear(1024, 1024), nn.ReLU(),
-        nn.Linear(1024, 512), nn.ReLU(),
+        nn.Linear(FEATURES, 1024),
+        nn.ReLU(),
+        nn.Linear(1024, 1024),
+        nn.ReLU(),
+        nn.Linear(1024, 512),
+        nn.ReLU(),
         nn.Linear(512, CLASSES),
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     dataset = RandomDataset(args.steps * BATCH_SIZE)
-    loader = DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True, num_workers=2,
-                        generator=torch.Generator().manual_seed(SEED),
-                        multiprocessing_context="fork", persistent_workers=False)
+    loader = DataLoader(
+        dataset,
+        batch_size=BATCH_SIZE,
+        shuffle=True,
+        num_workers=2,
+        generator=torch.Generator().manual_seed(SEED),
+        multiprocessing_context="fork",
+        persistent_workers=False,
+    )
     started = time.perf_counter()
     loss = torch.tensor(float("nan"))
     for step, (x, y) in enumerate(loader, start=1):

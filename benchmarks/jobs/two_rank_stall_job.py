@@ -66,8 +66,9 @@ class StallingDataset(Dataset):
         if index == self.stall_index:
             self._block()
         generator = torch.Generator().manual_seed(self.rank * 1_000_003 + index)
-        return torch.randn(FEATURES, generator=generator), torch.randint(CLASSES, (),
-                                                                         generator=generator)
+        return torch.randn(FEATURES, generator=generator), torch.randint(
+            CLASSES, (), generator=generator
+        )
 
     def _block(self) -> None:
         _write_time("blocked")
@@ -93,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=600.0)
     args = parser.parse_args(argv)
     deadline = time.time() + args.max_seconds
-    threading.Thread(target=_exit_at, args=(deadline, os.getppid()), daemon=True,
-                     name="exit-at").start()
+    threading.Thread(
+        target=_exit_at, args=(deadline, os.getppid()), daemon=True, name="exit-at"
+    ).start()
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.max_seconds))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -107,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     loss_fn = nn.CrossEntropyLoss()
     stall_index = args.good_steps * BATCH_SIZE if rank == 1 else None
     dataset = StallingDataset(rank, (args.good_steps + 50) * BATCH_SIZE, stall_index, deadline)
-    loader = DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=2,
-                        multiprocessing_context="fork")
+    loader = DataLoader(
+        dataset, batch_size=BATCH_SIZE, num_workers=2, multiprocessing_context="fork"
+    )
     batches = iter(loader)
     for step in range(1, len(loader) + 1):
         x, y = next(batches)  # rank 1 blocks here after --good-steps steps
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         flat /= world
         offset = 0
         for p in params:
-            p.grad.copy_(flat[offset:offset + p.numel()].view_as(p))
+            p.grad.copy_(flat[offset : offset + p.numel()].view_as(p))
             offset += p.numel()
         optimizer.step()
         _write_time(mark)

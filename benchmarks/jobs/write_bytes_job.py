@@ -23,9 +23,9 @@ def write_chunks(total: int) -> None:
     chunk = memoryview(b"x" * (CHUNK - 1) + b"\n")
     left = total
     while left > 0:
-        view = chunk[:min(CHUNK, left)]
+        view = chunk[: min(CHUNK, left)]
         while view:
-            view = view[os.write(1, view):]
+            view = view[os.write(1, view) :]
         left -= min(CHUNK, left)
 
 
@@ -35,7 +35,7 @@ def write_lines(total: int) -> None:
     for _ in range(full):
         print(text)
     if rest:
-        print(text[:rest - 1])
+        print(text[: rest - 1])
 
 
 def main(argv: list[str]) -> int:

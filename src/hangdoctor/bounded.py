@@ -18,8 +18,9 @@ from hangdoctor.evidence.model import ProbeError
 T = TypeVar("T")
 
 
-def call(probe: str, fn: Callable[[], T], timeout_s: float, *, pid: int | None = None
-         ) -> tuple[T | None, ProbeError | None]:
+def call(
+    probe: str, fn: Callable[[], T], timeout_s: float, *, pid: int | None = None
+) -> tuple[T | None, ProbeError | None]:
     """`fn()`'s value, or why there is none (it raised, or did not return in time)."""
     value: list[T] = []
     raised: list[BaseException] = []
@@ -34,35 +35,53 @@ def call(probe: str, fn: Callable[[], T], timeout_s: float, *, pid: int | None =
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-        return None, ProbeError(probe=probe, pid=pid, kind="timeout",
-                                message=f"no answer within {timeout_s:g} s")
+        return None, ProbeError(
+            probe=probe, pid=pid, kind="timeout", message=f"no answer within {timeout_s:g} s"
+        )
     if raised:
         error = raised[0]
-        return None, ProbeError(probe=probe, pid=pid, kind="failed",
-                                message=f"{type(error).__name__}: {error}")
+        return None, ProbeError(
+            probe=probe, pid=pid, kind="failed", message=f"{type(error).__name__}: {error}"
+        )
     return (value[0] if value else None), None
 
 
-def run(probe: str, argv: list[str], timeout_s: float, *, pid: int | None = None,
-        env: Mapping[str, str] | None = None
-        ) -> tuple[subprocess.CompletedProcess[str] | None, ProbeError | None]:
+def run(
+    probe: str,
+    argv: list[str],
+    timeout_s: float,
+    *,
+    pid: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess[str] | None, ProbeError | None]:
     """The finished command, whatever its exit status (the caller reads it), or why it did not
     finish: not found, or killed at its deadline."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                              check=False, errors="replace", stdin=subprocess.DEVNULL,
-                              env=dict(env) if env is not None else None)
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+        )
     except subprocess.TimeoutExpired:
-        return None, ProbeError(probe=probe, pid=pid, kind="timeout",
-                                message=f"`{' '.join(argv[:3])}` did not answer within "
-                                        f"{timeout_s:g} s")
+        return None, ProbeError(
+            probe=probe,
+            pid=pid,
+            kind="timeout",
+            message=f"`{' '.join(argv[:3])}` did not answer within {timeout_s:g} s",
+        )
     except OSError as error:
         return None, ProbeError(probe=probe, pid=pid, kind="missing_tool", message=str(error))
     return done, None
 
 
-def command(probe: str, argv: list[str], timeout_s: float = 5.0
-            ) -> tuple[str | None, ProbeError | None]:
+def command(
+    probe: str, argv: list[str], timeout_s: float = 5.0
+) -> tuple[str | None, ProbeError | None]:
     """A command's stdout, or why there is none (a non-zero exit is a failure)."""
     done, error = run(probe, argv, timeout_s)
     if done is None:

@@ -17,11 +17,17 @@ def _module_names(package: str, *, families: bool) -> list[str]:
     root = Path(importlib.import_module(package).__path__[0])
     folders = [(package, root)]
     if families:
-        folders = [(f"{package}.{p.name}", p) for p in sorted(root.iterdir())
-                   if (p / "__init__.py").is_file() and not p.name.startswith("_")]
-    return [f"{prefix}.{module.name}" for prefix, folder in folders
-            for module in sorted(pkgutil.iter_modules([str(folder)]), key=lambda m: m.name)
-            if not module.name.startswith("_") and not module.ispkg]
+        folders = [
+            (f"{package}.{p.name}", p)
+            for p in sorted(root.iterdir())
+            if (p / "__init__.py").is_file() and not p.name.startswith("_")
+        ]
+    return [
+        f"{prefix}.{module.name}"
+        for prefix, folder in folders
+        for module in sorted(pkgutil.iter_modules([str(folder)]), key=lambda m: m.name)
+        if not module.name.startswith("_") and not module.ispkg
+    ]
 
 
 def find_classes(package: str, base: type[object], *, families: bool) -> list[type[Any]]:
@@ -34,8 +40,12 @@ def find_classes(package: str, base: type[object], *, families: bool) -> list[ty
         for _, value in inspect.getmembers(module, inspect.isclass):
             # On Python 3.10 a module-level alias such as `tuple[str, int]` passes
             # inspect.isclass, and issubclass then raises.
-            if (not isinstance(value, types.GenericAlias) and issubclass(value, base)
-                    and value.__module__ == name
-                    and not inspect.isabstract(value) and "id" in vars(value)):
+            if (
+                not isinstance(value, types.GenericAlias)
+                and issubclass(value, base)
+                and value.__module__ == name
+                and not inspect.isabstract(value)
+                and "id" in vars(value)
+            ):
                 found.append(value)
     return found

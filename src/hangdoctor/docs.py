@@ -57,38 +57,61 @@ class RulePage:
 
 def diagnosis_page(rule: type[Rule]) -> RulePage:
     return RulePage(
-        id=rule.id, kind="diagnosis rule", summary=rule.summary, category=rule.category.value,
-        severity=rule.default_severity.value, reads=_READS[rule.reads],
-        fires_when=_sentence(rule.fires_when), why=rule.why, instead=rule.instead,
+        id=rule.id,
+        kind="diagnosis rule",
+        summary=rule.summary,
+        category=rule.category.value,
+        severity=rule.default_severity.value,
+        reads=_READS[rule.reads],
+        fires_when=_sentence(rule.fires_when),
+        why=rule.why,
+        instead=rule.instead,
         fires_on=tuple(e.name for e in rule.fires_on),
-        quiet_on=tuple(e.name for e in rule.quiet_on))
+        quiet_on=tuple(e.name for e in rule.quiet_on),
+    )
 
 
 def lint_page(rule: type[LintRule]) -> RulePage:
     return RulePage(
-        id=rule.id, kind="lint rule", summary=f"`{rule.name}`: {rule.message}",
-        category=str(rule.category), severity=rule.severity.value,
-        reads=f"{rule.language} source files", fires_when=_sentence(rule.message),
-        why=rule.why, instead=_sentence(rule.fix),
-        fires_on=rule.fires_on, quiet_on=rule.quiet_on, code=rule.language)
+        id=rule.id,
+        kind="lint rule",
+        summary=f"`{rule.name}`: {rule.message}",
+        category=str(rule.category),
+        severity=rule.severity.value,
+        reads=f"{rule.language} source files",
+        fires_when=_sentence(rule.message),
+        why=rule.why,
+        instead=_sentence(rule.fix),
+        fires_on=rule.fires_on,
+        quiet_on=rule.quiet_on,
+        code=rule.language,
+    )
 
 
 def doctor_page(check: Check) -> RulePage:
     statuses = sorted({e.status for e in check.fires_on if e.status is not None})
     return RulePage(
-        id=check.id, kind="doctor check", summary=check.summary, category=check.area,
+        id=check.id,
+        kind="doctor check",
+        summary=check.summary,
+        category=check.area,
         severity=" or ".join(statuses) if statuses else "info (it only informs)",
         reads="the node's facts (`hangdoctor doctor`)",
-        fires_when=_sentence(check.summary), why=check.why, instead=check.instead,
+        fires_when=_sentence(check.summary),
+        why=check.why,
+        instead=check.instead,
         fires_on=tuple(f"{e.name} ({e.status})" for e in check.fires_on),
-        quiet_on=tuple(e.name for e in check.quiet_on))
+        quiet_on=tuple(e.name for e in check.quiet_on),
+    )
 
 
 def all_pages() -> list[RulePage]:
     """Every rule's page: diagnosis rules, lint rules, doctor checks, each in id order."""
-    return ([diagnosis_page(r) for r in DIAGNOSIS_RULES]
-            + [lint_page(r) for r in sorted(LINT_RULES, key=lambda r: r.id)]
-            + [doctor_page(c) for c in sorted(all_checks(), key=lambda c: c.id)])
+    return (
+        [diagnosis_page(r) for r in DIAGNOSIS_RULES]
+        + [lint_page(r) for r in sorted(LINT_RULES, key=lambda r: r.id)]
+        + [doctor_page(c) for c in sorted(all_checks(), key=lambda c: c.id)]
+    )
 
 
 def _sentence(text: str) -> str:
@@ -116,19 +139,37 @@ def _examples(names: Iterable[str], code: str | None) -> list[str]:
 
 def render_page(page: RulePage) -> str:
     """The Markdown of one rule's page."""
-    lines = [f"# {page.id}: {_capital(page.summary)}", "", MARKER, "",
-             "| | |", "|---|---|",
-             f"| kind | {page.kind} |",
-             f"| category | [`{page.category}`](../TAXONOMY.md) |"
-             if "." in page.category else f"| area | `{page.category}` |",
-             f"| severity | {page.severity} |",
-             f"| reads | {_cell(page.reads)} |",
-             "", "## What it checks" if page.kind == "doctor check" else "## When it fires", "",
-             page.fires_when,
-             "", "## Why it matters", "", page.why.strip(),
-             "", "## What to do instead", "", page.instead.strip(),
-             "", "## Examples", "",
-             "It reports:" if page.code else "It fires on (tested):", ""]
+    lines = [
+        f"# {page.id}: {_capital(page.summary)}",
+        "",
+        MARKER,
+        "",
+        "| | |",
+        "|---|---|",
+        f"| kind | {page.kind} |",
+        f"| category | [`{page.category}`](../TAXONOMY.md) |"
+        if "." in page.category
+        else f"| area | `{page.category}` |",
+        f"| severity | {page.severity} |",
+        f"| reads | {_cell(page.reads)} |",
+        "",
+        "## What it checks" if page.kind == "doctor check" else "## When it fires",
+        "",
+        page.fires_when,
+        "",
+        "## Why it matters",
+        "",
+        page.why.strip(),
+        "",
+        "## What to do instead",
+        "",
+        page.instead.strip(),
+        "",
+        "## Examples",
+        "",
+        "It reports:" if page.code else "It fires on (tested):",
+        "",
+    ]
     lines += _examples(page.fires_on, page.code) or ["- (none: it only informs)"]
     lines += ["", "It stays quiet on:" if page.code else "It stays quiet on (tested):", ""]
     lines += _examples(page.quiet_on, page.code) or ["- (none)"]
@@ -137,17 +178,33 @@ def render_page(page: RulePage) -> str:
 
 def render_index(pages: list[RulePage]) -> str:
     """The rules' index: one table per kind of rule, each id linked to its page."""
-    lines = ["# Rules", "", MARKER, "",
-             "Every rule hangdoctor applies, with a page each: when it fires, why it matters, what "
-             "to do instead, and the examples it is tested on. Categories are those of the "
-             "[taxonomy](../TAXONOMY.md)."]
-    for kind, heading in (("diagnosis rule", "Diagnosis rules (`run`, `dump`, `analyze`)"),
-                          ("lint rule", "Lint rules (`hangdoctor lint`)"),
-                          ("doctor check", "Doctor checks (`hangdoctor doctor`)")):
-        lines += ["", f"## {heading}", "", "| rule | category | severity | fires when |",
-                  "| --- | --- | --- | --- |"]
-        lines += [f"| [{p.id}]({page_name(p.id)}) | `{p.category}` | {p.severity} | "
-                  f"{_cell(p.fires_when)} |" for p in pages if p.kind == kind]
+    lines = [
+        "# Rules",
+        "",
+        MARKER,
+        "",
+        "Every rule hangdoctor applies, with a page each: when it fires, why it matters, what "
+        "to do instead, and the examples it is tested on. Categories are those of the "
+        "[taxonomy](../TAXONOMY.md).",
+    ]
+    for kind, heading in (
+        ("diagnosis rule", "Diagnosis rules (`run`, `dump`, `analyze`)"),
+        ("lint rule", "Lint rules (`hangdoctor lint`)"),
+        ("doctor check", "Doctor checks (`hangdoctor doctor`)"),
+    ):
+        lines += [
+            "",
+            f"## {heading}",
+            "",
+            "| rule | category | severity | fires when |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| [{p.id}]({page_name(p.id)}) | `{p.category}` | {p.severity} | "
+            f"{_cell(p.fires_when)} |"
+            for p in pages
+            if p.kind == kind
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -162,11 +219,17 @@ def expected_files() -> dict[str, str]:
 def stale(directory: Path) -> list[str]:
     """The files of `directory` that differ from what the rules say, missing or left over."""
     expected = expected_files()
-    wrong = [name for name, text in expected.items()
-             if not (directory / name).is_file()
-             or (directory / name).read_text(encoding="utf-8") != text]
-    left_over = [p.name for p in sorted(directory.glob("*.md"))
-                 if p.name not in expected and MARKER in p.read_text(encoding="utf-8")]
+    wrong = [
+        name
+        for name, text in expected.items()
+        if not (directory / name).is_file()
+        or (directory / name).read_text(encoding="utf-8") != text
+    ]
+    left_over = [
+        p.name
+        for p in sorted(directory.glob("*.md"))
+        if p.name not in expected and MARKER in p.read_text(encoding="utf-8")
+    ]
     return wrong + left_over
 
 

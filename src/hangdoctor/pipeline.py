@@ -93,10 +93,17 @@ def diagnose(bundle: Bundle, context: Context | None = None) -> Report:
         job = JobView(bundle)
         diagnosis = run_rules(job, context.rules)
         verdict = decide_verdict(context.mode, diagnosis, context.verdict)
-        report = build_report(job, diagnosis, verdict, hang=context.hang,
-                              exit_code=context.exit_code, logs=context.logs,
-                              artifacts=context.artifacts)
+        report = build_report(
+            job,
+            diagnosis,
+            verdict,
+            hang=context.hang,
+            exit_code=context.exit_code,
+            logs=context.logs,
+            artifacts=context.artifacts,
+        )
     if context.report_dir is not None:
-        report = write_report_dir(context.report_dir, report,
-                                  bundle if context.save_evidence else None)
+        report = write_report_dir(
+            context.report_dir, report, bundle if context.save_evidence else None
+        )
     return report

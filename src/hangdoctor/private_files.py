@@ -26,8 +26,7 @@ def make_dir(path: Path) -> None:
 
 
 def _open(path: Path, flags: int) -> int:
-    fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
-                 0o666 if shared() else 0o600)
+    fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666 if shared() else 0o600)
     if not shared():
         try:
             os.fchmod(fd, 0o600)  # a file that was there before keeps no wider mode

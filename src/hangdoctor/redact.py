@@ -52,8 +52,20 @@ _KEPT_ENV_PREFIXES = (
     "KMP_",
 )
 _KEPT_ENV_NAMES = frozenset(
-    {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-     "ROLE_WORLD_SIZE", "NODE_RANK", "PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "HOSTNAME"}
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "NODE_RANK",
+        "PATH",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "HOSTNAME",
+    }
 )
 
 
@@ -68,9 +80,11 @@ def redact_value(value: str) -> str:
     value = _SECRET_VALUE.sub(REDACTED, value)
     if "=" in value or ":" in value:
         value = _SECRET_ASSIGNMENT.sub(
-            lambda match: match[0] if match[3].startswith(REDACTED)
-            else f"{match[1]}{match[2]}{REDACTED}",
-            value)
+            lambda match: (
+                match[0] if match[3].startswith(REDACTED) else f"{match[1]}{match[2]}{REDACTED}"
+            ),
+            value,
+        )
     return value
 
 

@@ -19,8 +19,11 @@ _STATUS_RANK = {"ok": 0, "skipped": 1, "info": 2, "warn": 3, "problem": 4}
 
 
 def _cases(attribute: str) -> list[object]:
-    return [pytest.param(check, example, id=f"{check.id}-{example.name}")
-            for check in all_checks() for example in getattr(check, attribute)]
+    return [
+        pytest.param(check, example, id=f"{check.id}-{example.name}")
+        for check in all_checks()
+        for example in getattr(check, attribute)
+    ]
 
 
 def _worst(results: list[CheckResult]) -> str | None:

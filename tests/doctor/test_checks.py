@@ -40,15 +40,27 @@ def test_warnings_fail_only_a_strict_run_and_problems_always():
 
 
 def test_severity_follows_status_and_cannot_contradict_it():
-    mapping = {"problem": Severity.ERROR, "warn": Severity.WARNING, "info": Severity.INFO,
-               "ok": Severity.INFO, "skipped": Severity.INFO}
+    mapping = {
+        "problem": Severity.ERROR,
+        "warn": Severity.WARNING,
+        "info": Severity.INFO,
+        "ok": Severity.INFO,
+        "skipped": Severity.INFO,
+    }
     for status, severity in mapping.items():
         result = CheckResult(id="DR201", area="os_limits", status=status, title="t")
         assert result.severity is severity
         assert CheckResult.model_validate_json(result.model_dump_json()) == result
     with pytest.raises(ValidationError, match="does not match status"):
-        CheckResult.model_validate({"id": "DR201", "area": "os_limits", "status": "problem",
-                                    "severity": "info", "title": "t"})
+        CheckResult.model_validate(
+            {
+                "id": "DR201",
+                "area": "os_limits",
+                "status": "problem",
+                "severity": "info",
+                "title": "t",
+            }
+        )
 
 
 def test_dev_shm_advice_names_the_container_settings():
@@ -56,13 +68,16 @@ def test_dev_shm_advice_names_the_container_settings():
     result = one(results_of("DR205", facts), "DR205")
     assert result.status == "problem"
     assert "--shm-size=2g" in result.fix and "--ipc=host" in result.fix
-    assert (result.found, result.wanted) == ("64 MiB (64 MiB free)",
-                                             ">= 2.0 GiB for 8 DataLoader workers")
+    assert (result.found, result.wanted) == (
+        "64 MiB (64 MiB free)",
+        ">= 2.0 GiB for 8 DataLoader workers",
+    )
 
 
 def test_open_files_raised_up_to_the_hard_limit():
-    result = one(results_of("DR203", node(limits={"nofile_soft": 1024, "nofile_hard": 4096})),
-                 "DR203")
+    result = one(
+        results_of("DR203", node(limits={"nofile_soft": 1024, "nofile_hard": 4096})), "DR203"
+    )
     assert result.fix.startswith("ulimit -n 4096")
 
 
@@ -96,8 +111,7 @@ def test_known_bad_combination_comes_from_the_data_file():
 
 def test_stale_extension_lock_fix_removes_that_lock():
     lock = "/root/.cache/torch_extensions/py311_cu121/fused_adam/lock"
-    result = one(results_of("DR105", node(versions={"torch_extension_locks": (lock,)})),
-                 "DR105")
+    result = one(results_of("DR105", node(versions={"torch_extension_locks": (lock,)})), "DR105")
     assert result.fix == f"If no build is running: `rm {lock}`"
 
 
@@ -151,15 +165,17 @@ def test_a_healthy_gpu_reading():
 def test_a_failing_gpu_reading():
     results = [r for r in _gpu_results() if r.title.startswith("GPU 1")]
     status = {r.id: r.status for r in results if r.id != "DR503"}
-    assert status["DR501"] == "warn"        # 97% memory used before the job
-    assert status["DR502"] == "problem"     # uncorrectable ECC since boot
-    assert status["DR504"] == "warn"        # gen3 x8 of gen4 x16
-    assert status["DR505"] == "warn"        # 412 replays
-    assert status["DR506"] == "warn"        # thermal slowdown bits 0x20 | 0x40
-    assert status["DR507"] == "warn"        # two processes
+    assert status["DR501"] == "warn"  # 97% memory used before the job
+    assert status["DR502"] == "problem"  # uncorrectable ECC since boot
+    assert status["DR504"] == "warn"  # gen3 x8 of gen4 x16
+    assert status["DR505"] == "warn"  # 412 replays
+    assert status["DR506"] == "warn"  # thermal slowdown bits 0x20 | 0x40
+    assert status["DR507"] == "warn"  # two processes
     retired = by_id(results, "DR503")
-    assert {r.title.split(": ")[1] for r in retired} == {"page retirement pending",
-                                                         "row remapping pending"}
+    assert {r.title.split(": ")[1] for r in retired} == {
+        "page retirement pending",
+        "row remapping pending",
+    }
     pcie = one(results, "DR504")
     assert (pcie.found, pcie.wanted) == ("gen3 x8", "gen4 x16")
     assert "thermal" in one(results, "DR506").title
@@ -180,25 +196,47 @@ def test_results_come_area_by_area_and_gpu_by_gpu():
 
 
 def test_libraries_name_what_needs_the_newer_version():
-    facts = node(libraries={"glibc": "2.17", "wheels_glibc_needed": "2.28",
-                            "wheels_glibc_needed_by": ("torch",), "libstdcxx_max": "3.4.19",
-                            "extensions_glibcxx_needed": "3.4.30",
-                            "extensions_glibcxx_needed_by": ("flash_attn_2_cuda.so",)})
+    facts = node(
+        libraries={
+            "glibc": "2.17",
+            "wheels_glibc_needed": "2.28",
+            "wheels_glibc_needed_by": ("torch",),
+            "libstdcxx_max": "3.4.19",
+            "extensions_glibcxx_needed": "3.4.30",
+            "extensions_glibcxx_needed_by": ("flash_attn_2_cuda.so",),
+        }
+    )
     results = run_checks(facts)
     assert one(results, "DR401").wanted == ">= 2.28 (torch)"
     assert one(results, "DR402").wanted == ">= GLIBCXX_3.4.30 (flash_attn_2_cuda.so)"
 
 
 def test_selftest_results_in_the_order_they_ran():
-    tests = (SelftestResult(name="cpu_step", status="passed", duration_s=3.2, timeout_s=60),
-             SelftestResult(name="gloo_allreduce", status="hung", duration_s=60, timeout_s=60,
-                            where=("pid 7: /x/train.py:12 in step",)),
-             SelftestResult(name="gpu_step:0", status="passed", duration_s=2, timeout_s=60),
-             SelftestResult(name="gpu_step:1", status="failed", duration_s=2, timeout_s=60,
-                            message="RuntimeError: CUDA error: unknown error"))
+    tests = (
+        SelftestResult(name="cpu_step", status="passed", duration_s=3.2, timeout_s=60),
+        SelftestResult(
+            name="gloo_allreduce",
+            status="hung",
+            duration_s=60,
+            timeout_s=60,
+            where=("pid 7: /x/train.py:12 in step",),
+        ),
+        SelftestResult(name="gpu_step:0", status="passed", duration_s=2, timeout_s=60),
+        SelftestResult(
+            name="gpu_step:1",
+            status="failed",
+            duration_s=2,
+            timeout_s=60,
+            message="RuntimeError: CUDA error: unknown error",
+        ),
+    )
     results = [r for r in run_checks(node(selftests=tests)) if r.area == "selftest"]
     assert [(r.id, r.status) for r in results] == [
-        ("DR701", "ok"), ("DR702", "problem"), ("DR703", "ok"), ("DR703", "problem")]
+        ("DR701", "ok"),
+        ("DR702", "problem"),
+        ("DR703", "ok"),
+        ("DR703", "problem"),
+    ]
     assert "/x/train.py:12" in results[1].found
     assert results[3].title == "Training step on one GPU (1) failed"
     assert "-i 1" in results[3].fix and "<index>" not in results[3].fix

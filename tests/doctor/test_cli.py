@@ -17,10 +17,19 @@ from hangdoctor.doctor.selftest import run_child
 from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CHECK_KEYS = {"id", "area", "status", "severity", "title", "found", "wanted", "why", "fix",
-              "source"}
-SEVERITY = {"problem": "error", "warn": "warning", "info": "info", "ok": "info",
-            "skipped": "info"}
+CHECK_KEYS = {
+    "id",
+    "area",
+    "status",
+    "severity",
+    "title",
+    "found",
+    "wanted",
+    "why",
+    "fix",
+    "source",
+}
+SEVERITY = {"problem": "error", "warn": "warning", "info": "info", "ok": "info", "skipped": "info"}
 
 
 def _doctor(*args: str) -> tuple[dict, subprocess.CompletedProcess]:
@@ -40,8 +49,16 @@ def test_live_machine_json():
     document, done = _doctor()
     elapsed = time.monotonic() - started
     assert document["format"] == "hangdoctor-doctor/1"
-    assert {"hostname", "duration_s", "status", "exit_code", "counts", "checks", "selftests",
-            "facts"} <= set(document)
+    assert {
+        "hostname",
+        "duration_s",
+        "status",
+        "exit_code",
+        "counts",
+        "checks",
+        "selftests",
+        "facts",
+    } <= set(document)
     assert all(set(c) == CHECK_KEYS for c in document["checks"])
     assert all(c["severity"] == SEVERITY[c["status"]] for c in document["checks"])
     assert document["selftests"] is None
@@ -69,9 +86,16 @@ def test_saved_kernel_log_and_exit_code_1():
 
 def test_environment_is_checked_and_secrets_redacted(monkeypatch):
     secret = "hf_" + "a" * 30
-    done = run_cli("doctor", "--json", env={
-        "MASTER_ADDR": "no-such-host.invalid", "MASTER_PORT": "notaport",
-        "NCCL_IB_AUTH_TOKEN": "s3cret", "TORCH_HUB_URL": f"https://x.org/{secret}"})
+    done = run_cli(
+        "doctor",
+        "--json",
+        env={
+            "MASTER_ADDR": "no-such-host.invalid",
+            "MASTER_PORT": "notaport",
+            "NCCL_IB_AUTH_TOKEN": "s3cret",
+            "TORCH_HUB_URL": f"https://x.org/{secret}",
+        },
+    )
     document = json.loads(done.stdout)
     assert _check(document, "DR603")["status"] == "problem"
     assert _check(document, "DR604")["status"] == "problem"
@@ -82,8 +106,10 @@ def test_environment_is_checked_and_secrets_redacted(monkeypatch):
 def test_warnings_fail_a_strict_run_only(tmp_path):
     # A kernel log with only a corrected PCIe error: a warning, nothing worse from it.
     log = tmp_path / "dmesg.txt"
-    log.write_text("[ 12.5] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, "
-                   "type=Physical Layer, (Receiver ID)\n")
+    log.write_text(
+        "[ 12.5] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, "
+        "type=Physical Layer, (Receiver ID)\n"
+    )
     lenient, done = _doctor("--kernel-log", str(log))
     strict, done_strict = _doctor("--kernel-log", str(log), "--strict")
     assert _check(lenient, "DR303")["status"] == "warn"
@@ -93,8 +119,15 @@ def test_warnings_fail_a_strict_run_only(tmp_path):
     assert done_strict.returncode == strict["exit_code"] == 1
 
 
-@pytest.mark.parametrize("args", [("--since", "garbage"), ("--kernel-log", "/no/such/file"),
-                                  ("--workers", "-3"), ("--no-such-option",)])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--since", "garbage"),
+        ("--kernel-log", "/no/such/file"),
+        ("--workers", "-3"),
+        ("--no-such-option",),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args):
     done = run_cli("doctor", *args)
     assert done.returncode == 2
@@ -106,10 +139,18 @@ def test_bad_input_is_one_line_and_exit_2(args):
 @pytest.mark.torch
 def test_selftests_pass_with_timings_and_a_hung_one_is_diagnosed():
     pytest.importorskip("torch")
-    hang_line = next(n for n, line in enumerate(
-        (FIXTURES / "hangs_on_lock.py").read_text().splitlines(), 1) if "# HANG: lock" in line)
-    document, done = _doctor("--selftest", "--selftest-timeout", "12",
-                             "--selftest-script", str(FIXTURES / "hangs_on_lock.py"))
+    hang_line = next(
+        n
+        for n, line in enumerate((FIXTURES / "hangs_on_lock.py").read_text().splitlines(), 1)
+        if "# HANG: lock" in line
+    )
+    document, done = _doctor(
+        "--selftest",
+        "--selftest-timeout",
+        "12",
+        "--selftest-script",
+        str(FIXTURES / "hangs_on_lock.py"),
+    )
     tests = {t["name"]: t for t in document["selftests"]}
     for name in ("cpu_step", "gloo_allreduce"):
         assert tests[name]["status"] == "passed", tests[name]
@@ -121,24 +162,31 @@ def test_selftests_pass_with_timings_and_a_hung_one_is_diagnosed():
     check = _check(document, "DR705")
     assert check["status"] == "problem" and f":{hang_line}" in check["found"]
     assert done.returncode == 1
-    assert not [p for p in psutil.process_iter(["cmdline"])
-                if "hangs_on_lock.py" in " ".join(p.info["cmdline"] or ())]
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "hangs_on_lock.py" in " ".join(p.info["cmdline"] or ())
+    ]
 
 
 def test_a_hanging_child_is_killed_with_its_tree_in_time(tmp_path):
     pid_file = tmp_path / "grandchild.pid"
-    program = ("import subprocess, sys, time\n"
-               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-               f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
-               "time.sleep(600)  # HANG: parent\n")
+    program = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(600)  # HANG: parent\n"
+    )
     started = time.monotonic()
     result = run_child("script:sleeper", [sys.executable, "-c", program], timeout_s=2.0)
     assert time.monotonic() - started < 15
     assert result.status == "hung" and result.duration_s >= 2.0
     assert any("<string>:4 in <module>" in w for w in result.where), result.where
     grandchild = int(pid_file.read_text())
-    assert not psutil.pid_exists(grandchild) or \
-        psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+    assert (
+        not psutil.pid_exists(grandchild)
+        or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+    )
 
 
 def test_a_failing_child_reports_its_error():

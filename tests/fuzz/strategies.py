@@ -9,16 +9,24 @@ from typing import Any
 from hypothesis import strategies as st
 
 #: Numbers that overflow fixed-width fields, lose precision or are not numbers at all.
-HUGE = st.sampled_from([2**63, -(2**63) - 1, 10**30, 1e308, -1e308, float("inf"),
-                        float("-inf"), float("nan"), -1, 0])
+HUGE = st.sampled_from(
+    [2**63, -(2**63) - 1, 10**30, 1e308, -1e308, float("inf"), float("-inf"), float("nan"), -1, 0]
+)
 
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), HUGE,
-                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40))
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    HUGE,
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
+)
 
 JSON = st.recursive(
     SCALARS,
-    lambda children: st.one_of(st.lists(children, max_size=4),
-                               st.dictionaries(st.text(max_size=12), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -27,16 +35,22 @@ JSON = st.recursive(
 HOSTILE_LINES = st.one_of(
     st.binary(max_size=200),
     st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
-    st.sampled_from([
-        b"\x00" * 1000, b"x" * 300_000, b"\xff\xfe" * 50, b"\r" * 500,
-        b"NCCL WARN Timeout " + b"9" * 5000, b"step 99999999999999999999999999 loss nan",
-        b"NVRM: Xid (PCI:0000:00:00): 99999999999999999999, pid=-1",
-        b"[ 1e308.000000] Out of memory: Killed process 99999999999999999999999",
-        b"Traceback (most recent call last):\n  File \"\x00\", line 1e9, in <module>",
-        b"torch.distributed.DistBackendError: NCCL error in: " + b"\xc3" * 100,
-        b"[rank" + b"9" * 400 + b"]: RuntimeError: x",
-        b"\x1b[31m\x1b[0m\x1b[" + b"9" * 100 + b"m",
-    ]),
+    st.sampled_from(
+        [
+            b"\x00" * 1000,
+            b"x" * 300_000,
+            b"\xff\xfe" * 50,
+            b"\r" * 500,
+            b"NCCL WARN Timeout " + b"9" * 5000,
+            b"step 99999999999999999999999999 loss nan",
+            b"NVRM: Xid (PCI:0000:00:00): 99999999999999999999, pid=-1",
+            b"[ 1e308.000000] Out of memory: Killed process 99999999999999999999999",
+            b'Traceback (most recent call last):\n  File "\x00", line 1e9, in <module>',
+            b"torch.distributed.DistBackendError: NCCL error in: " + b"\xc3" * 100,
+            b"[rank" + b"9" * 400 + b"]: RuntimeError: x",
+            b"\x1b[31m\x1b[0m\x1b[" + b"9" * 100 + b"m",
+        ]
+    ),
 )
 
 
@@ -47,8 +61,9 @@ def _alike(value: Any) -> st.SearchStrategy[Any]:
     if isinstance(value, int):
         return st.one_of(st.integers(-(2**70), 2**70), st.sampled_from([0, -1, 1, 2**63]))
     if isinstance(value, float):
-        return st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([0.0, -1.0,
-                                                                                 1e308])
+        return st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+            [0.0, -1.0, 1e308]
+        )
     if isinstance(value, str):
         return st.text(max_size=60) | st.sampled_from(["", "\x00", "x" * 5000, value * 3])
     if isinstance(value, list):
@@ -81,8 +96,9 @@ def mutated(draw: st.DrawFn, document: Any, max_mutations: int = 4) -> Any:
         for key in path[:-1]:
             parent = parent[key]
         key = path[-1]
-        action = draw(st.sampled_from(["alike", "alike", "alike", "replace", "delete",
-                                       "duplicate"]))
+        action = draw(
+            st.sampled_from(["alike", "alike", "alike", "replace", "delete", "duplicate"])
+        )
         if action == "alike":  # keeps the type, so that most mutants get past validation
             parent[key] = draw(_alike(parent[key]))
         elif action == "replace":

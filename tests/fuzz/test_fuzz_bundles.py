@@ -20,8 +20,11 @@ from tests.fuzz.strategies import mutated
 
 # Real bundles to start from: the first example of every rule (live captures, runs, logs,
 # distributed jobs, GPU evidence), serialised as analyze would read them.
-SEEDS = [json.loads(example.build().model_dump_json())
-         for rule in ALL_RULES for example in rule.fires_on[:1]]
+SEEDS = [
+    json.loads(example.build().model_dump_json())
+    for rule in ALL_RULES
+    for example in rule.fires_on[:1]
+]
 
 
 def _analyze(tmp_path: Path, text: str) -> None:
@@ -37,16 +40,20 @@ def _analyze(tmp_path: Path, text: str) -> None:
     render_markdown(report)
 
 
-@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-          HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=2500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_mutated_bundles_never_crash_analyze(tmp_path, data):
     seed = data.draw(st.sampled_from(SEEDS))
     _analyze(tmp_path, json.dumps(data.draw(mutated(seed))))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[
-    HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(cut=st.floats(0.0, 1.0), seed=st.sampled_from(SEEDS))
 def test_truncated_bundles_are_a_one_line_error(tmp_path, cut, seed):
     text = json.dumps(seed)

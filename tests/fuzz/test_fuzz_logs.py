@@ -15,8 +15,15 @@ from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.report.render_markdown import render_markdown
 from tests.fuzz.strategies import HOSTILE_LINES
 
-_SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[
-    HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+_SETTINGS = settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+)
 
 
 def _analyze(tmp_path: Path, *contents: bytes) -> None:
@@ -42,12 +49,16 @@ def test_hostile_lines(tmp_path, lines):
 @_SETTINGS
 @given(training=st.lists(HOSTILE_LINES, max_size=4), kernel=st.lists(HOSTILE_LINES, max_size=4))
 def test_hostile_lines_mixed_with_real_messages(tmp_path, training, kernel):
-    real_output = [b"step 10 loss 2.31", b"[rank1]: RuntimeError: NCCL communicator was aborted",
-                   b"torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"]
-    real_kernel = [b"[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen "
-                   b"off the bus.", b"[ 1240.000001] Out of memory: Killed process 4242 (python)"]
-    _analyze(tmp_path, b"\n".join(real_output + training),
-             b"\n".join(real_kernel + kernel))
+    real_output = [
+        b"step 10 loss 2.31",
+        b"[rank1]: RuntimeError: NCCL communicator was aborted",
+        b"torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    ]
+    real_kernel = [
+        b"[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+        b"[ 1240.000001] Out of memory: Killed process 4242 (python)",
+    ]
+    _analyze(tmp_path, b"\n".join(real_output + training), b"\n".join(real_kernel + kernel))
 
 
 @_SETTINGS

@@ -20,28 +20,59 @@ from hangdoctor.probes.pystacks import parse_py_spy_json
 from hangdoctor.probes.sockets import _inet, _unix
 from tests.fuzz.strategies import JSON, mutated
 
-_SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[
-    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
-PY_SPY_DUMP = [{
-    "pid": 4242, "thread_id": 140245, "thread_name": "MainThread", "os_thread_id": 4242,
-    "active": True, "owns_gil": False,
-    "frames": [{"name": "wait", "filename": "/usr/lib/python3.11/threading.py",
-                "module": None, "short_filename": "threading.py", "line": 320,
-                "locals": [{"name": "self", "addr": 1403, "arg": True,
-                            "repr": "<Condition>"}]}],
-}]
+PY_SPY_DUMP = [
+    {
+        "pid": 4242,
+        "thread_id": 140245,
+        "thread_name": "MainThread",
+        "os_thread_id": 4242,
+        "active": True,
+        "owns_gil": False,
+        "frames": [
+            {
+                "name": "wait",
+                "filename": "/usr/lib/python3.11/threading.py",
+                "module": None,
+                "short_filename": "threading.py",
+                "line": 320,
+                "locals": [{"name": "self", "addr": 1403, "arg": True, "repr": "<Condition>"}],
+            }
+        ],
+    }
+]
 
-FLIGHT_RECORD = {"pid": 4242, "rank": 1, "trace": {"entries": [
-    {"collective_seq_id": 7, "profiling_name": "gloo:all_reduce", "state": "started",
-     "process_group": ["0", "default_pg"], "input_sizes": [[4]]}]}}
+FLIGHT_RECORD = {
+    "pid": 4242,
+    "rank": 1,
+    "trace": {
+        "entries": [
+            {
+                "collective_seq_id": 7,
+                "profiling_name": "gloo:all_reduce",
+                "state": "started",
+                "process_group": ["0", "default_pg"],
+                "input_sizes": [[4]],
+            }
+        ]
+    },
+}
 
-PROC_STAT = ("4242 (python3 (x) y) S 1 4242 4242 0 -1 4194560 2000 0 0 0 150 30 0 0 20 0 3 0 "
-             "1000 100000000 5000 18446744073709551615 1 1 0 0 0 0 0 16781312 2 0 0 0 17 1 0 0")
+PROC_STAT = (
+    "4242 (python3 (x) y) S 1 4242 4242 0 -1 4194560 2000 0 0 0 150 30 0 0 20 0 3 0 "
+    "1000 100000000 5000 18446744073709551615 1 1 0 0 0 0 0 16781312 2 0 0 0 17 1 0 0"
+)
 
-TCP_TABLE = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
-             "timeout inode\n   0: 0100007F:A5A3 0100007F:1F90 01 00000000:00000000 00:00000000 "
-             "00000000     0        0 4242 1 0000000000000000 20 4 30 10 -1\n")
+TCP_TABLE = (
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+    "timeout inode\n   0: 0100007F:A5A3 0100007F:1F90 01 00000000:00000000 00:00000000 "
+    "00000000     0        0 4242 1 0000000000000000 20 4 30 10 -1\n"
+)
 
 
 @_SETTINGS
@@ -66,10 +97,12 @@ def test_flight_recorder_dumps(document, raw):
 
 
 @_SETTINGS
-@given(stat=st.text(max_size=300) | st.just(PROC_STAT).map(lambda s: s.replace("150", "x")),
-       syscall=st.text(max_size=120) | st.lists(st.text("0123456789abcdefx-", max_size=20),
-                                                 max_size=9).map(" ".join),
-       fdinfo=st.text(max_size=120).map(lambda t: "flags:\t" + t))
+@given(
+    stat=st.text(max_size=300) | st.just(PROC_STAT).map(lambda s: s.replace("150", "x")),
+    syscall=st.text(max_size=120)
+    | st.lists(st.text("0123456789abcdefx-", max_size=20), max_size=9).map(" ".join),
+    fdinfo=st.text(max_size=120).map(lambda t: "flags:\t" + t),
+)
 def test_proc_text(stat, syscall, fdinfo):
     parse_stat(stat)
     parse_stat(PROC_STAT + stat)

@@ -42,8 +42,11 @@ class FakeNvml:
 
 @pytest.fixture
 def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         yield proc
     finally:
@@ -81,7 +84,8 @@ def test_no_nvml_means_no_readings_and_no_error(sleeper):
     def missing() -> tuple[Any, list[Any]]:
         raise ModuleNotFoundError("No module named 'pynvml'")
 
-    bundle = capture_tree(sleeper.pid, CaptureOptions(samples=2, interval_s=0.2),
-                          gpus=GpuSampler(nvml_opener=missing))
+    bundle = capture_tree(
+        sleeper.pid, CaptureOptions(samples=2, interval_s=0.2), gpus=GpuSampler(nvml_opener=missing)
+    )
     assert all(s.gpus == () for s in bundle.snapshots)
     assert not [e for e in bundle.errors if e.probe == "nvml"]

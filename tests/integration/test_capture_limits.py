@@ -19,8 +19,15 @@ _FOREVER = threading.Event()
 
 
 def _sleeper() -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time\nprint('READY', flush=True)\n"
-                             "while True:\n    time.sleep(1)\n"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nprint('READY', flush=True)\nwhile True:\n    time.sleep(1)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "READY\n"
     return proc
 
@@ -45,14 +52,22 @@ def test_source_files_that_never_answer(monkeypatch):
 def test_a_process_whose_proc_files_never_answer(monkeypatch):
     monkeypatch.setattr(tree, "_PROCFS_TIMEOUT_S", 0.5)
     parent = subprocess.Popen(
-        [sys.executable, "-c", "import subprocess, sys, time\n"
-         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-         "print(child.pid, flush=True)\ntime.sleep(600)\n"], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+            "print(child.pid, flush=True)\ntime.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
     real = tree.read_process  # type: ignore[attr-defined]  # the name tree calls
-    monkeypatch.setattr(tree, "read_process",
-                        lambda pid: _FOREVER.wait() if pid == child else real(pid))
+    monkeypatch.setattr(
+        tree, "read_process", lambda pid: _FOREVER.wait() if pid == child else real(pid)
+    )
     try:
         started = time.monotonic()
         bundle = capture_tree(parent.pid, CaptureOptions(samples=1))

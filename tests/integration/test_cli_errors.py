@@ -60,21 +60,26 @@ def test_py_spy_that_hangs_is_cut_off(fixture_program, tmp_path):
     fake.write_text("#!/bin/sh\nsleep 60\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     started = time.monotonic()
-    report, done = dump(program.pid, tmp_path / "report", "--timeout", "1",
-                        env={"HANGDOCTOR_PY_SPY": str(fake)})
+    report, done = dump(
+        program.pid, tmp_path / "report", "--timeout", "1", env={"HANGDOCTOR_PY_SPY": str(fake)}
+    )
     assert time.monotonic() - started < 30
     assert done.returncode == 5
     assert "did not answer within 1 s" in done.stderr
     assert report["processes"][0]["pid"] == program.pid
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("capsh") is None,
-                    reason="needs root and capsh to drop CAP_SYS_PTRACE")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("capsh") is None,
+    reason="needs root and capsh to drop CAP_SYS_PTRACE",
+)
 def test_not_allowed_to_trace(fixture_program, tmp_path):
     program = fixture_program("lock_order_deadlock.py")
-    report, done = dump(program.pid, tmp_path,
-                        prefix=("capsh", "--drop=cap_sys_ptrace", "--", "-c",
-                                'exec "$0" "$@"'))
+    report, done = dump(
+        program.pid,
+        tmp_path,
+        prefix=("capsh", "--drop=cap_sys_ptrace", "--", "-c", 'exec "$0" "$@"'),
+    )
     assert done.returncode == 4, done.stderr
     assert "CAP_SYS_PTRACE" in done.stderr and "--cap-add SYS_PTRACE" in done.stderr
     _no_traceback(done)
@@ -106,18 +111,22 @@ def test_analyze_missing_and_broken_input(tmp_path):
     _no_traceback(done)
 
 
-@pytest.mark.parametrize(("content", "why"), [
-    (b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 40, "an ELF binary or core file"),
-    (bytes(range(256)) * 64, "binary data"),
-    (b"\x1f\x8b\x08\x00" + b"\x00" * 100, "gzip-compressed: decompress it first"),
-])
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 40, "an ELF binary or core file"),
+        (bytes(range(256)) * 64, "binary data"),
+        (b"\x1f\x8b\x08\x00" + b"\x00" * 100, "gzip-compressed: decompress it first"),
+    ],
+)
 def test_analyze_a_binary_file_is_not_a_healthy_log(tmp_path, content, why):
     path = tmp_path / "model.bin"
     path.write_bytes(content)
     done = run_cli("analyze", str(path))
     assert done.returncode == 2
-    assert done.stderr.splitlines()[0] == (f"hangdoctor: error: {path} is not a log file or "
-                                           f"report ({why})")
+    assert done.stderr.splitlines()[0] == (
+        f"hangdoctor: error: {path} is not a log file or report ({why})"
+    )
     _no_traceback(done)
 
 
@@ -131,9 +140,14 @@ def test_analyze_an_empty_file(tmp_path):
 
 def test_analyze_a_log_with_hostile_lines_is_still_read(tmp_path):
     path = tmp_path / "train.log"
-    path.write_bytes(b"step 1 loss 2.0\n" + b"\x00" * 40 + b"x" * 300_000 + b"\n"
-                     + b"step 99999999999999999999999 loss 1e999\n"
-                     + b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    path.write_bytes(
+        b"step 1 loss 2.0\n"
+        + b"\x00" * 40
+        + b"x" * 300_000
+        + b"\n"
+        + b"step 99999999999999999999999 loss 1e999\n"
+        + b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
     done = run_cli("analyze", str(path), "--json")
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
@@ -149,7 +163,8 @@ def test_dump_to_a_report_dir_that_cannot_be_made(fixture_program, tmp_path):
     assert done.returncode == 2
     assert done.stderr.splitlines()[0] == (
         f"hangdoctor: error: cannot write the report to {tmp_path / 'file' / 'report'}: "
-        "Not a directory")
+        "Not a directory"
+    )
     assert time.monotonic() - started < 10  # refused before any capture
     _no_traceback(done)
 
@@ -157,14 +172,22 @@ def test_dump_to_a_report_dir_that_cannot_be_made(fixture_program, tmp_path):
 def test_run_with_a_report_dir_that_cannot_be_made_still_runs_the_job(tmp_path):
     (tmp_path / "file").write_text("")
     wanted = tmp_path / "file" / "report"
-    done = run_cli("run", "--report-dir", str(wanted), "--", sys.executable, "-c",
-                   "print('trained'); raise SystemExit(3)")
+    done = run_cli(
+        "run",
+        "--report-dir",
+        str(wanted),
+        "--",
+        sys.executable,
+        "-c",
+        "print('trained'); raise SystemExit(3)",
+    )
     assert done.returncode == 3  # the job's own exit code
     assert done.stdout == "trained\n"
     warning = [line for line in done.stderr.splitlines() if "warning" in line]
     assert len(warning) == 1 and warning[0].startswith(
         f"hangdoctor: warning: cannot write the report to {wanted} (Not a directory); "
-        "writing it to ")
+        "writing it to "
+    )
     fallback = warning[0].rsplit(" ", 2)[-2]
     try:
         report = json.loads((Path(fallback) / "report.json").read_text())
@@ -172,4 +195,3 @@ def test_run_with_a_report_dir_that_cannot_be_made_still_runs_the_job(tmp_path):
     finally:
         shutil.rmtree(fallback, ignore_errors=True)
     _no_traceback(done)
-

@@ -19,11 +19,34 @@ def test_the_extra_collective_is_the_culprit_not_where_the_ranks_stop(tmp_path: 
     pytest.importorskip("torch")
     report_dir = tmp_path / "report"
     done = subprocess.run(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(report_dir),
-         "--hang-timeout", "10", "--on-hang", "kill", "--kill-grace", "2",
-         "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
-         "--nproc_per_node", "2", "torchrun_extra_collective.py"],
-        capture_output=True, timeout=300, cwd=FIXTURES, check=False, env=dict(os.environ))
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(report_dir),
+            "--hang-timeout",
+            "10",
+            "--on-hang",
+            "kill",
+            "--kill-grace",
+            "2",
+            "--",
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "torchrun_extra_collective.py",
+        ],
+        capture_output=True,
+        timeout=300,
+        cwd=FIXTURES,
+        check=False,
+        env=dict(os.environ),
+    )
     assert done.returncode == 124, done.stderr
     report = json.loads((report_dir / "report.json").read_text())
     root = report["findings"][0]
@@ -34,8 +57,9 @@ def test_the_extra_collective_is_the_culprit_not_where_the_ranks_stop(tmp_path: 
     assert location["line"] == hang_line("torchrun_extra_collective.py", "origin")
     assert "step == 0 and rank == 0" in root["title"]
     # Where the ranks wait now is still said.
-    at_barrier = ("torchrun_extra_collective.py:"
-                  f"{hang_line('torchrun_extra_collective.py', 'rank1')}")
+    at_barrier = (
+        f"torchrun_extra_collective.py:{hang_line('torchrun_extra_collective.py', 'rank1')}"
+    )
     assert any("rank 1" in line and at_barrier in line for line in root["evidence"])
     # The instrumentation numbered both ranks' calls on the default group.
     progress = {p["rank"]: p for p in report["capture"]["job"]["progress"]}

@@ -25,17 +25,48 @@ def cudart(tmp_path_factory) -> Path:
     if compiler is None:
         pytest.skip("no C compiler to build the stand-in CUDA runtime")
     library = tmp_path_factory.mktemp("cudart") / "libcudart_standin.so"
-    subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(library),
-                    str(FIXTURES / "gpu" / "stand_in_cudart.c")], check=True, timeout=60)
+    subprocess.run(
+        [
+            compiler,
+            "-O1",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(library),
+            str(FIXTURES / "gpu" / "stand_in_cudart.c"),
+        ],
+        check=True,
+        timeout=60,
+    )
     return library
 
 
 def test_run_declares_a_device_wait_after_s(tmp_path, cudart):
     done = subprocess.run(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         "--hang-timeout", str(S), "--on-hang", "kill", "--kill-grace", "2", "--native",
-         "--", sys.executable, str(JOB), str(cudart)],
-        capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            "--hang-timeout",
+            str(S),
+            "--on-hang",
+            "kill",
+            "--kill-grace",
+            "2",
+            "--native",
+            "--",
+            sys.executable,
+            str(JOB),
+            str(cudart),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     hang = json.loads((tmp_path / "hang-1" / "report.json").read_text())
     waited = hang["hang"]["declared_s"] - hang["hang"]["last_progress_s"]
     assert S <= waited < 2 * S, done.stderr  # a busy job would get 3 x S
@@ -48,8 +79,12 @@ def test_run_declares_a_device_wait_after_s(tmp_path, cudart):
 
 
 def test_dump_native_names_the_wait(tmp_path, cudart):
-    job = subprocess.Popen([sys.executable, str(JOB), str(cudart)], stdout=subprocess.PIPE,
-                           stdin=subprocess.DEVNULL, start_new_session=True)
+    job = subprocess.Popen(
+        [sys.executable, str(JOB), str(cudart)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         assert job.stdout is not None
         for line in job.stdout:

@@ -115,8 +115,9 @@ def test_dataloader_worker_blocked_in_dataset(fixture_program, tmp_path, report_
     assert root["culprit"]["pid"] in worker_pids
     assert root["culprit"]["role"] == "dataloader_worker"
     _assert_location(root, program, "worker")
-    assert any(str(hang_line("dataloader_worker_lock.py", "consumer")) in line
-               for line in root["evidence"])
+    assert any(
+        str(hang_line("dataloader_worker_lock.py", "consumer")) in line for line in root["evidence"]
+    )
     assert any("spawn" in fix for fix in root["fixes"])
 
 

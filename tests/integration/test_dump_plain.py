@@ -29,11 +29,24 @@ def test_dump_of_a_non_python_pid_says_no_python_is_there(sleeper, tmp_path):
     assert [p["python"] for p in report["processes"]] == [False]
     assert report["processes"][0]["state"] == "sleeping"  # what /proc shows is reported
     shown = subprocess.run(
-        [sys.executable, "-m", "hangdoctor", "dump", str(sleeper.pid), "--report-dir",
-         str(tmp_path / "text")], capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "dump",
+            str(sleeper.pid),
+            "--report-dir",
+            str(tmp_path / "text"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert shown.returncode == 0, shown.stderr
-    assert (f"No Python process here: pid {sleeper.pid} (`sleep 300`) is not a Python "
-            "program") in shown.stdout
+    assert (
+        f"No Python process here: pid {sleeper.pid} (`sleep 300`) is not a Python program"
+    ) in shown.stdout
     assert "/proc shows: state sleeping" in shown.stdout
     assert "Traceback" not in shown.stderr
 
@@ -44,13 +57,19 @@ def test_dump_where_the_default_folder_cannot_be_made_writes_elsewhere(sleeper, 
     (tmp_path / "hangdoctor-reports").write_text("")
     done = subprocess.run(
         [sys.executable, "-m", "hangdoctor", "dump", str(sleeper.pid), "--json"],
-        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert done.returncode == 0, done.stderr
     warning = [line for line in done.stderr.splitlines() if "warning" in line]
     assert len(warning) == 1, done.stderr
-    assert warning[0].startswith("hangdoctor: warning: cannot write the report to "
-                                 "hangdoctor-reports/")
+    assert warning[0].startswith(
+        "hangdoctor: warning: cannot write the report to hangdoctor-reports/"
+    )
     fallback = Path(warning[0].rsplit(" ", 2)[-2])
     try:
         report = json.loads((fallback / "report.json").read_text())

@@ -14,9 +14,16 @@ def test_ranks_and_launcher_are_recognised(fixture_program, tmp_path, monkeypatc
     import jsonschema
 
     monkeypatch.setenv("HANG_TEST_PORT_FILE", str(tmp_path / "port"))
-    program = fixture_program("-m", "torch.distributed.run", "--standalone",
-                              "--nproc_per_node", "2", "torchrun_rank_blocked.py",
-                              settle_s=1.0, cwd_fixtures=True)
+    program = fixture_program(
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "torchrun_rank_blocked.py",
+        settle_s=1.0,
+        cwd_fixtures=True,
+    )
     report, done = dump(program.pid, tmp_path / "report")
     assert done.returncode == 1, done.stderr
     jsonschema.validate(report, report_schema)
@@ -55,9 +62,16 @@ def test_dump_of_one_rank_takes_in_the_whole_job(fixture_program, tmp_path, monk
     with --tree-only the report says what it left out, and nobody is said to have exited."""
     pytest.importorskip("torch")
     monkeypatch.setenv("HANG_TEST_PORT_FILE", str(tmp_path / "port"))
-    program = fixture_program("-m", "torch.distributed.run", "--standalone",
-                              "--nproc_per_node", "2", "torchrun_rank_blocked.py",
-                              settle_s=1.0, cwd_fixtures=True)
+    program = fixture_program(
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "torchrun_rank_blocked.py",
+        settle_s=1.0,
+        cwd_fixtures=True,
+    )
     ranks = _rank_pids(program.pid)
     assert sorted(ranks) == [0, 1]
 
@@ -82,4 +96,5 @@ def test_dump_of_one_rank_takes_in_the_whole_job(fixture_program, tmp_path, monk
     assert partial[0]["pid"] == program.pid
     assert partial[0]["message"].startswith(
         f"partial view: 1 other process of this job was not captured (pid {ranks[1]}); "
-        f"dump the launcher, pid {program.pid}")
+        f"dump the launcher, pid {program.pid}"
+    )

@@ -48,10 +48,13 @@ def fail_line(text: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if "# FAIL" in line)
 
 
-@pytest.mark.parametrize(("text", "category", "error"), [
-    (MISSING_FILE, "process.unexplained", "FileNotFoundError"),
-    (FILE_TOO_LARGE, "env.os_limits", "File too large"),
-])
+@pytest.mark.parametrize(
+    ("text", "category", "error"),
+    [
+        (MISSING_FILE, "process.unexplained", "FileNotFoundError"),
+        (FILE_TOO_LARGE, "env.os_limits", "File too large"),
+    ],
+)
 def test_a_script_that_dies_of_an_exception_gets_it_named(tmp_path, text, category, error):
     path = script(tmp_path, text)
     done, report = hd_run(tmp_path / "report", "--", sys.executable, str(path))

@@ -75,8 +75,13 @@ class Job:
 
     def __init__(self, script: Path, *args: str, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+            [sys.executable, str(script), *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
         )
 
     def finish(self, timeout: float = 60) -> tuple[int, str, str]:
@@ -126,8 +131,9 @@ def output_value(out: str, key: str) -> str:
     return next(line.split()[1] for line in out.splitlines() if line.startswith(key + " "))
 
 
-def train(jobs, tmp_path: Path, env: dict[str, str], workers: int = 0,
-          nan_from: int = STEPS) -> tuple[int, str]:
+def train(
+    jobs, tmp_path: Path, env: dict[str, str], workers: int = 0, nan_from: int = STEPS
+) -> tuple[int, str]:
     script = write_script(tmp_path, "train.py", TRAIN)
     code, out, err = jobs(script, str(STEPS), str(workers), str(nan_from), env=env).finish()
     assert code == 0, err
@@ -214,8 +220,7 @@ def start_ranks(jobs, tmp_path: Path, status_dir: Path, count: int, mode: str) -
     script = write_script(tmp_path, "ranks.py", DISTRIBUTED)
     port = str(free_port())
     return [
-        jobs(script, str(count), mode, env=instrumented(status_dir, RANK=str(rank),
-                                                        TEST_PORT=port))
+        jobs(script, str(count), mode, env=instrumented(status_dir, RANK=str(rank), TEST_PORT=port))
         for rank in (0, 1)
     ]
 
@@ -310,8 +315,9 @@ def test_read_statuses_skips_what_it_cannot_read(tmp_path):
 
 def test_instrumented_environment(tmp_path):
     ours = str(bootstrap_dir())
-    env = instrumented_environment({"PATH": "/bin", "PYTHONPATH": f"/a{os.pathsep}{ours}"},
-                                   Path("relative"))
+    env = instrumented_environment(
+        {"PATH": "/bin", "PYTHONPATH": f"/a{os.pathsep}{ours}"}, Path("relative")
+    )
     assert env["PYTHONPATH"] == os.pathsep.join([ours, "/a"])
     assert env["HANGDOCTOR_STATUS_DIR"] == os.path.abspath("relative")
     assert env["PATH"] == "/bin"
@@ -329,8 +335,13 @@ def python_38() -> str | None:
     candidates = ["python3.8", *pyenv]
     for candidate in candidates:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
-                                  capture_output=True, text=True, timeout=10, check=False)
+            done = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
             if done.stdout.strip() == "(3, 8)":
                 return candidate
     return None
@@ -348,10 +359,12 @@ def test_python_38_arms_on_a_stub_torch(tmp_path):
     status_dir = tmp_path / "status"
     status_dir.mkdir()
     env = instrumented_environment({**plain_env(), "PYTHONPATH": str(stub.parent)}, status_dir)
-    code = ("import torch; print(type(torch.__loader__).__name__,"
-            " type(torch.__spec__.loader).__name__)")
-    done = subprocess.run([interpreter, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=30, check=False)
+    code = (
+        "import torch; print(type(torch.__loader__).__name__, type(torch.__spec__.loader).__name__)"
+    )
+    done = subprocess.run(
+        [interpreter, "-c", code], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["SourceFileLoader", "SourceFileLoader"]
     [status] = read_statuses(status_dir)
@@ -388,8 +401,10 @@ def test_errors_raised_through_the_hooks_show_no_frame_of_ours(jobs, tmp_path):
     status_dir = tmp_path / "status"
     script = write_script(tmp_path, "errors.py", TRACEBACKS)
     port = str(free_port())
-    ranks = [jobs(script, env=instrumented(status_dir, RANK=str(rank), TEST_PORT=port))
-             for rank in (0, 1)]
+    ranks = [
+        jobs(script, env=instrumented(status_dir, RANK=str(rank), TEST_PORT=port))
+        for rank in (0, 1)
+    ]
     code, out, err = ranks[0].finish()
     assert code == 0, err
     assert out.count("Traceback (most recent call last):") == 2, out
@@ -429,8 +444,11 @@ print("LOSS", loss.item().hex())
 
 def _compile_log(err: str) -> list[str]:
     """Dynamo's graph-break log and warnings, without timestamps and process ids."""
-    return [re.sub(r"^[VWI]\d+ [\d:.]+ \d+ ", "", line) for line in err.splitlines()
-            if "NumPy" not in line and "_conversion_method_template" not in line]
+    return [
+        re.sub(r"^[VWI]\d+ [\d:.]+ \d+ ", "", line)
+        for line in err.splitlines()
+        if "NumPy" not in line and "_conversion_method_template" not in line
+    ]
 
 
 @pytest.mark.torch
@@ -641,12 +659,14 @@ dist.destroy_process_group()
 def test_group_creations_are_counted_with_where_they_were_made(jobs, tmp_path):
     pytest.importorskip("torch")
     script = write_script(tmp_path, "groups.py", GROUPS)
-    code, out, err = jobs(script, str(free_port()), env=instrumented(tmp_path / "status")
-                          ).finish()
+    code, out, err = jobs(script, str(free_port()), env=instrumented(tmp_path / "status")).finish()
     assert code == 0 and "DONE" in out, err
     (status,) = read_statuses(tmp_path / "status")
     assert status.groups_created == 2
     lines = GROUPS.splitlines()
-    marks = [lines[line - 1].split("# LINE: ")[1] for _, file, line, _ in status.group_sites
-             if file == str(script)]
+    marks = [
+        lines[line - 1].split("# LINE: ")[1]
+        for _, file, line, _ in status.group_sites
+        if file == str(script)
+    ]
     assert marks == ["first", "second"]

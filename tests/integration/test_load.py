@@ -29,15 +29,19 @@ BLKIO = Path("/sys/fs/cgroup/blkio")
 
 
 def _sh(*command: str) -> str:
-    return subprocess.run(command, check=True, capture_output=True, text=True,
-                          timeout=60).stdout.strip()
+    return subprocess.run(
+        command, check=True, capture_output=True, text=True, timeout=60
+    ).stdout.strip()
 
 
 @pytest.fixture
 def slow_disk() -> Iterator[tuple[Path, Path]]:
     """(a folder on a slow disk, the cgroup whose writes to it are throttled)."""
-    if os.geteuid() != 0 or not (BLKIO / "blkio.throttle.write_bps_device").exists() or not all(
-            shutil.which(tool) for tool in ("losetup", "mkfs.ext4", "mount", "umount")):
+    if (
+        os.geteuid() != 0
+        or not (BLKIO / "blkio.throttle.write_bps_device").exists()
+        or not all(shutil.which(tool) for tool in ("losetup", "mkfs.ext4", "mount", "umount"))
+    ):
         pytest.skip("needs root, loop devices and the cgroup v1 blkio controller")
     work = Path(tempfile.mkdtemp(prefix="hangdoctor-slow-disk-"))
     image, mount, cgroup = work / "disk.img", work / "mnt", BLKIO / work.name
@@ -51,8 +55,7 @@ def slow_disk() -> Iterator[tuple[Path, Path]]:
         _sh("mount", "-o", "sync", loop, str(mount))
         device = Path(f"/sys/block/{Path(loop).name}/dev").read_text().strip()
         cgroup.mkdir()
-        (cgroup / "blkio.throttle.write_bps_device").write_text(
-            f"{device} {LOG_DISK_BYTES_PER_S}")
+        (cgroup / "blkio.throttle.write_bps_device").write_text(f"{device} {LOG_DISK_BYTES_PER_S}")
         yield mount, cgroup
     except subprocess.CalledProcessError as error:
         pytest.skip(f"cannot make a slow disk here: {error.stderr.strip()}")
@@ -72,11 +75,23 @@ def test_200_mb_through_run_to_a_slow_log_disk(slow_disk):
     expected = hashlib.sha256(lines(SIZE)).hexdigest()
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(report_dir), "--",
-         sys.executable, str(FIXTURES / "run_numbered_lines.py"), str(SIZE)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(report_dir),
+            "--",
+            sys.executable,
+            str(FIXTURES / "run_numbered_lines.py"),
+            str(SIZE),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         # hangdoctor and everything it starts write under the throttle
-        preexec_fn=lambda: (cgroup / "cgroup.procs").write_text(str(os.getpid())))
+        preexec_fn=lambda: (cgroup / "cgroup.procs").write_text(str(os.getpid())),
+    )
     seen = hashlib.sha256()
     count = [0]
 
@@ -105,5 +120,7 @@ def test_200_mb_through_run_to_a_slow_log_disk(slow_disk):
     assert digest.hexdigest() == expected  # the log's copy
     # The throttle did bite: the log could not have been written faster than the disk allows.
     assert elapsed >= SIZE / LOG_DISK_BYTES_PER_S * 0.8
-    print(f"200 MB through run to a {LOG_DISK_BYTES_PER_S / 2**20:.0f} MiB/s log disk: "
-          f"{elapsed:.1f} s")
+    print(
+        f"200 MB through run to a {LOG_DISK_BYTES_PER_S / 2**20:.0f} MiB/s log disk: "
+        f"{elapsed:.1f} s"
+    )

@@ -29,48 +29,72 @@ def _python(version: str) -> str:
 def _isolated_env() -> dict[str, str]:
     """The environment without this interpreter's site-packages: the job's Python has none of
     hangdoctor's dependencies."""
-    return {key: value for key, value in os.environ.items()
-            if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    }
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_bootstrap_compiles_and_imports_on_the_jobs_python(version: str) -> None:
     python = _python(version)
-    code = ("import importlib, sys\n"
-            f"for name in {MODULES!r}:\n"
-            "    if name != 'sitecustomize':\n"
-            "        importlib.import_module(name)\n"
-            "print(sorted(m for m in sys.modules if m.startswith('_hangdoctor')))\n")
+    code = (
+        "import importlib, sys\n"
+        f"for name in {MODULES!r}:\n"
+        "    if name != 'sitecustomize':\n"
+        "        importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('_hangdoctor')))\n"
+    )
     env = {**_isolated_env(), "PYTHONPATH": str(bootstrap_dir())}
-    result = subprocess.run([python, "-I", "-c", f"import sys; sys.path.insert(0, "
-                             f"{str(bootstrap_dir())!r}); exec({code!r})"],
-                            capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run(
+        [
+            python,
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(bootstrap_dir())!r}); exec({code!r})",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str([m for m in MODULES if m.startswith("_hangdoctor")])
     for module in MODULES:
         source = str(bootstrap_dir() / f"{module}.py")
-        compiled = subprocess.run([python, "-m", "py_compile", source],
-                                  capture_output=True, text=True, timeout=60, env=env)
+        compiled = subprocess.run(
+            [python, "-m", "py_compile", source],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
         assert compiled.returncode == 0, compiled.stderr
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_instrumented_script_runs_and_reports_on_the_jobs_python(
-        version: str, tmp_path: Path) -> None:
+    version: str, tmp_path: Path
+) -> None:
     python = _python(version)
     fake_torch = tmp_path / "site" / "torch"
     fake_torch.mkdir(parents=True)  # the probe arms once `import torch` completes
     (fake_torch / "__init__.py").write_text("")
     script = tmp_path / "train.py"
-    script.write_text("import os, sys, torch\n"
-                      "print('probe loaded:', '_hangdoctor_probe' in sys.modules)\n"
-                      "print('pid', os.getpid())\n")
+    script.write_text(
+        "import os, sys, torch\n"
+        "print('probe loaded:', '_hangdoctor_probe' in sys.modules)\n"
+        "print('pid', os.getpid())\n"
+    )
     status_dir = tmp_path / "status"
     status_dir.mkdir()
-    env = instrumented_environment({**_isolated_env(), "PYTHONPATH": str(tmp_path / "site")},
-                                   status_dir)
-    result = subprocess.run([python, str(script)], capture_output=True, text=True, timeout=60,
-                            env=env, cwd=tmp_path)
+    env = instrumented_environment(
+        {**_isolated_env(), "PYTHONPATH": str(tmp_path / "site")}, status_dir
+    )
+    result = subprocess.run(
+        [python, str(script)], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     lines = result.stdout.splitlines()
@@ -78,4 +102,3 @@ def test_an_instrumented_script_runs_and_reports_on_the_jobs_python(
     pid = int(lines[1].split()[1])
     status = json.loads((status_dir / protocol.status_file(pid)).read_text())
     assert status["pid"] == pid
-

@@ -17,11 +17,16 @@ def test_quickstart_demo_diagnoses_the_stuck_training_job(tmp_path):
     pytest.importorskip("torch")
     done = subprocess.run(
         [sys.executable, str(REPO / "examples" / "diagnose_stuck_training.py")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((tmp_path / "hangdoctor-reports" / "quickstart" / "report.json")
-                        .read_text())
+    report = json.loads(
+        (tmp_path / "hangdoctor-reports" / "quickstart" / "report.json").read_text()
+    )
     root = report["findings"][0]
     assert root["category"] == "data.pipeline_stall"
     assert root["culprit"]["role"] == "dataloader_worker"
@@ -30,7 +35,8 @@ def test_quickstart_demo_diagnoses_the_stuck_training_job(tmp_path):
     assert any("timeout=" in fix for fix in root["fixes"])
     # The demo leaves nothing running behind it.
     leftover = [
-        p.pid for p in psutil.process_iter(["cmdline"])
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
         if any("stuck_training/train.py" in part for part in p.info["cmdline"] or ())
     ]
     assert leftover == []

@@ -19,8 +19,7 @@ def _free_port() -> int:
 @pytest.mark.torch
 def test_the_missing_rank_is_named(fixture_program, tmp_path):
     pytest.importorskip("torch")
-    program = fixture_program("rendezvous_env_set_in_script.py", str(_free_port()),
-                              settle_s=2.0)
+    program = fixture_program("rendezvous_env_set_in_script.py", str(_free_port()), settle_s=2.0)
     report, done = dump(program.pid, tmp_path / "report")
     assert done.returncode == 1, done.stderr
     root = report["findings"][0]
@@ -28,5 +27,6 @@ def test_the_missing_rank_is_named(fixture_program, tmp_path):
     assert "rank(s) 1 never joined" in root["title"]
     assert root["culprit"]["rank"] == 0
     assert root["culprit"]["location"]["line"] == hang_line(
-        "rendezvous_env_set_in_script.py", "join")
+        "rendezvous_env_set_in_script.py", "join"
+    )
     assert any("world size 2" in line for line in root["evidence"])

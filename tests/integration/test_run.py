@@ -23,13 +23,21 @@ from run_binary_output import payload
 MARK = "HD_TEST_JOB"
 
 
-def hd_run(report_dir: Path, *args: str, timeout: float = 120, env: dict | None = None,
-           cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def hd_run(
+    report_dir: Path,
+    *args: str,
+    timeout: float = 120,
+    env: dict | None = None,
+    cwd: Path | None = None,
+) -> tuple[subprocess.CompletedProcess, dict]:
     """`hangdoctor run --report-dir DIR ARGS`; returns the result and report.json. The job's
     processes carry HD_TEST_JOB=<report dir> in their environment, so leftovers can be found."""
     done = subprocess.run(
         [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(report_dir), *args],
-        capture_output=True, timeout=timeout, cwd=cwd, check=False,
+        capture_output=True,
+        timeout=timeout,
+        cwd=cwd,
+        check=False,
         env={**os.environ, **(env or {}), MARK: str(report_dir)},
     )
     report = json.loads((report_dir / "report.json").read_text())
@@ -45,8 +53,10 @@ def leftovers(report_dir: Path) -> list[int]:
     found = []
     for process in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
-            if (process.environ().get(MARK) == str(report_dir)
-                    and process.status() != psutil.STATUS_ZOMBIE):
+            if (
+                process.environ().get(MARK) == str(report_dir)
+                and process.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(process.pid)
     return found
 
@@ -70,16 +80,34 @@ def test_failure_keeps_the_exit_code(tmp_path):
 
 
 def test_death_by_signal_is_128_plus_n(tmp_path):
-    done, report = hd_run(tmp_path, "--", sys.executable, "-c",
-                          "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    done, report = hd_run(
+        tmp_path,
+        "--",
+        sys.executable,
+        "-c",
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+    )
     assert done.returncode == 128 + 9
     assert report["verdict"] == "failed" and report["capture"]["job"]["signal"] == 9
 
 
 def test_command_not_found(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "hangdoctor", "run", "--report-dir",
-                           str(tmp_path), "--", "no-such-command-xyz"],
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            "--",
+            "no-such-command-xyz",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert done.returncode == 127
     assert "command not found: no-such-command-xyz" in done.stderr
     assert "Traceback" not in done.stderr
@@ -102,9 +130,19 @@ def test_job_sees_a_terminal_when_we_have_one(tmp_path):
     """Run hangdoctor on a pseudo-terminal, as in an interactive shell."""
     master, slave = os.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         *fixture("run_tty_check.py")],
-        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            *fixture("run_tty_check.py"),
+        ],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
     )
     os.close(slave)
     seen = b""
@@ -129,16 +167,16 @@ def test_job_sees_a_terminal_when_we_have_one(tmp_path):
 
 
 def test_slow_but_healthy_run_is_not_hung(tmp_path):
-    done, report = hd_run(tmp_path, "--hang-timeout", "2.5",
-                          *fixture("run_slow_steps.py", "1.2", "4"))
+    done, report = hd_run(
+        tmp_path, "--hang-timeout", "2.5", *fixture("run_slow_steps.py", "1.2", "4")
+    )
     assert done.returncode == 0
     assert report["verdict"] == "completed" and report["hang"] is None
     assert not (tmp_path / "hang-1").exists()
 
 
 def test_silent_busy_run_gets_three_times_the_timeout(tmp_path):
-    done, report = hd_run(tmp_path, "--hang-timeout", "2",
-                          *fixture("run_silent_compute.py", "4.5"))
+    done, report = hd_run(tmp_path, "--hang-timeout", "2", *fixture("run_silent_compute.py", "4.5"))
     assert done.returncode == 0, done.stderr
     assert report["verdict"] == "completed" and report["hang"] is None
     assert not (tmp_path / "hang-1").exists()
@@ -146,8 +184,16 @@ def test_silent_busy_run_gets_three_times_the_timeout(tmp_path):
 
 def test_idle_hang_is_declared_reported_and_killed(tmp_path, report_schema):
     started = time.monotonic()
-    done, report = hd_run(tmp_path, "--hang-timeout", "2", "--on-hang", "kill",
-                          "--kill-grace", "2", *fixture("lock_order_deadlock.py"))
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "2",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "2",
+        *fixture("lock_order_deadlock.py"),
+    )
     assert done.returncode == 124, done.stderr
     assert time.monotonic() - started < 30
     jsonschema.validate(report, report_schema)
@@ -162,8 +208,16 @@ def test_idle_hang_is_declared_reported_and_killed(tmp_path, report_schema):
 
 
 def test_hang_at_start_up_is_caught(tmp_path):
-    done, report = hd_run(tmp_path, "--hang-timeout", "1.5", "--on-hang", "kill",
-                          "--kill-grace", "1", *fixture("socket_no_timeout.py"))
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "1.5",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "1",
+        *fixture("socket_no_timeout.py"),
+    )
     assert done.returncode == 124
     assert report["hang"]["declared_s"] < 10
     root = report["findings"][0]
@@ -173,9 +227,20 @@ def test_hang_at_start_up_is_caught(tmp_path):
 
 def test_report_mode_keeps_the_job_and_interrupt_gives_interrupted(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         "--hang-timeout", "1.5", *fixture("socket_no_timeout.py")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, MARK: str(tmp_path)},
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            "--hang-timeout",
+            "1.5",
+            *fixture("socket_no_timeout.py"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, MARK: str(tmp_path)},
     )
     try:
         deadline = time.monotonic() + 60
@@ -199,9 +264,17 @@ def test_report_mode_keeps_the_job_and_interrupt_gives_interrupted(tmp_path):
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 7), (signal.SIGHUP, 8)])
 def test_signals_are_forwarded(tmp_path, sig, code):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         *fixture("run_signals.py")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            *fixture("run_signals.py"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None
@@ -218,27 +291,42 @@ def test_signals_are_forwarded(tmp_path, sig, code):
 
 def test_kill_leaves_no_orphans(tmp_path):
     pid_file = tmp_path / "grandchild.pid"
-    done, _ = hd_run(tmp_path / "report", "--hang-timeout", "1.5", "--on-hang", "kill",
-                     "--kill-grace", "1", *fixture("run_orphan_maker.py", str(pid_file)))
+    done, _ = hd_run(
+        tmp_path / "report",
+        "--hang-timeout",
+        "1.5",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "1",
+        *fixture("run_orphan_maker.py", str(pid_file)),
+    )
     assert done.returncode == 124
     grandchild = int(pid_file.read_text())
     assert not psutil.pid_exists(grandchild) or (
-        psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE)
+        psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+    )
     assert leftovers(tmp_path / "report") == []
 
 
 @pytest.mark.torch
 def test_instrumentation_counts_silent_training_as_progress(tmp_path):
     pytest.importorskip("torch")
-    done, report = hd_run(tmp_path / "on", "--hang-timeout", "2.5",
-                          *fixture("run_silent_training.py", "8", "0.6"))
+    done, report = hd_run(
+        tmp_path / "on", "--hang-timeout", "2.5", *fixture("run_silent_training.py", "8", "0.6")
+    )
     assert done.returncode == 0, done.stderr
     assert report["verdict"] == "completed" and report["hang"] is None
     steps = sum(p["steps"] for p in report["capture"]["job"]["progress"])
     assert steps == 8
     # Without instrumentation the same silent job looks stuck.
-    done, report = hd_run(tmp_path / "off", "--hang-timeout", "2.5", "--no-instrument",
-                          *fixture("run_silent_training.py", "8", "0.6"))
+    done, report = hd_run(
+        tmp_path / "off",
+        "--hang-timeout",
+        "2.5",
+        "--no-instrument",
+        *fixture("run_silent_training.py", "8", "0.6"),
+    )
     assert done.returncode == 0
     assert (tmp_path / "off" / "hang-1" / "report.json").exists()
 
@@ -246,8 +334,16 @@ def test_instrumentation_counts_silent_training_as_progress(tmp_path):
 @pytest.mark.torch
 def test_dataloader_worker_hang_under_run(tmp_path):
     pytest.importorskip("torch")
-    done, report = hd_run(tmp_path, "--hang-timeout", "3", "--on-hang", "kill",
-                          "--kill-grace", "2", *fixture("dataloader_worker_lock.py", "2"))
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "3",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "2",
+        *fixture("dataloader_worker_lock.py", "2"),
+    )
     assert done.returncode == 124, done.stderr
     root = report["findings"][0]
     assert root["category"] == "data.pipeline_stall"
@@ -262,8 +358,16 @@ def test_optimizer_steps_on_nan_losses_are_a_hang_after_s(tmp_path):
     step counter climbing: it is hung after S, as algorithm.nonfinite, in its loop."""
     pytest.importorskip("torch")
     timeout = 4.0
-    done, report = hd_run(tmp_path, "--hang-timeout", str(timeout), "--on-hang", "kill",
-                          "--kill-grace", "2", *fixture("run_nan_retry.py"))
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        str(timeout),
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "2",
+        *fixture("run_nan_retry.py"),
+    )
     assert done.returncode == 124, done.stderr
     hang = json.loads((tmp_path / "hang-1" / "report.json").read_text())
     waited = hang["hang"]["declared_s"] - hang["hang"]["last_progress_s"]
@@ -273,8 +377,10 @@ def test_optimizer_steps_on_nan_losses_are_a_hang_after_s(tmp_path):
     assert root["culprit"]["location"]["file"] == str(FIXTURES / "run_nan_retry.py")
     loop = hang_line("run_nan_retry.py", "retry")
     assert loop - 2 <= root["culprit"]["location"]["line"] <= loop + 4  # in the retry loop
-    assert any("inside `while True`" in line and "non-finite losses only" in line
-               for line in root["evidence"])
+    assert any(
+        "inside `while True`" in line and "non-finite losses only" in line
+        for line in root["evidence"]
+    )
     [status] = report["capture"]["job"]["progress"]
     assert status["steps"] > status["losses_seen"] - status["nonfinite_losses"] > 0
 
@@ -283,10 +389,24 @@ def test_optimizer_steps_on_nan_losses_are_a_hang_after_s(tmp_path):
 def test_torchrun_rank_hang_under_run(tmp_path):
     pytest.importorskip("torch")
     done, report = hd_run(
-        tmp_path / "report", "--hang-timeout", "3", "--on-hang", "kill", "--kill-grace", "3",
-        "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
-        "--nproc_per_node", "2", "torchrun_rank_blocked.py",
-        env={"HANG_TEST_PORT_FILE": str(tmp_path / "port")}, cwd=FIXTURES)
+        tmp_path / "report",
+        "--hang-timeout",
+        "3",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "3",
+        "--",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "torchrun_rank_blocked.py",
+        env={"HANG_TEST_PORT_FILE": str(tmp_path / "port")},
+        cwd=FIXTURES,
+    )
     assert done.returncode == 124, done.stderr
     roles = sorted(p["role"] for p in report["processes"])
     assert roles == ["launcher", "rank", "rank"]
@@ -311,8 +431,9 @@ def test_failure_is_diagnosed_from_the_log(tmp_path):
     # SIGCHLD handler names the signal ("is killed by signal: Killed"), its liveness check only
     # says "exited unexpectedly", and a batch being fetched from the dying worker fails in
     # multiprocessing's resource sharer (ConnectionResetError). All three name the worker.
-    assert any("DataLoader worker (pid" in line or "resource sharer" in line
-               for line in root["evidence"]), root["evidence"]
+    assert any(
+        "DataLoader worker (pid" in line or "resource sharer" in line for line in root["evidence"]
+    ), root["evidence"]
     assert root["culprit"]["role"] == "dataloader_worker"
     if any("is killed by signal: Killed" in line for line in root["evidence"]):
         assert "Killed" in root["title"]
@@ -322,9 +443,23 @@ def test_failure_is_diagnosed_from_the_log(tmp_path):
 def test_collective_mismatch_named_by_flight_recorder(tmp_path):
     pytest.importorskip("torch")
     done, report = hd_run(
-        tmp_path / "report", "--hang-timeout", "3", "--on-hang", "kill", "--kill-grace", "2",
-        "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
-        "--nproc_per_node", "2", "torchrun_guarded_barrier.py", cwd=FIXTURES)
+        tmp_path / "report",
+        "--hang-timeout",
+        "3",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "2",
+        "--",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "torchrun_guarded_barrier.py",
+        cwd=FIXTURES,
+    )
     assert done.returncode == 124, done.stderr
     root = report["findings"][0]
     assert root["category"] == "distributed.collective_mismatch"
@@ -335,8 +470,10 @@ def test_collective_mismatch_named_by_flight_recorder(tmp_path):
     # Both ranks' Flight Recorders were read: the same sequence number, different operations.
     bundle = json.loads((tmp_path / "report" / "evidence.json").read_text())
     assert {r["rank"] for r in bundle["flight_records"]} == {0, 1}
-    assert any(line.startswith("Flight Recorder: all of them are at collective #")
-               for line in root["evidence"])
+    assert any(
+        line.startswith("Flight Recorder: all of them are at collective #")
+        for line in root["evidence"]
+    )
 
 
 @pytest.mark.torch
@@ -361,13 +498,27 @@ def test_one_file_for_our_two_streams_gives_the_job_one_pipe(tmp_path):
     from run_two_streams import LINES, line
 
     done = subprocess.run(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         *fixture("run_two_streams.py", "5")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, check=False,
-        env={**os.environ, MARK: str(tmp_path)})
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            *fixture("run_two_streams.py", "5"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=120,
+        check=False,
+        env={**os.environ, MARK: str(tmp_path)},
+    )
     assert done.returncode == 5
-    job = [raw + b"\n" for raw in done.stdout.split(b"\n")
-           if raw.startswith((b"out ", b"err ", b"streams: "))]
+    job = [
+        raw + b"\n"
+        for raw in done.stdout.split(b"\n")
+        if raw.startswith((b"out ", b"err ", b"streams: "))
+    ]
     assert job[0] == b"streams: one pipe\n"
     expected = {line(stream, n) for stream in ("out", "err") for n in range(LINES)}
     assert len(job) - 1 == len(expected) and set(job[1:]) == expected  # every line whole
@@ -379,9 +530,20 @@ def test_interrupt_before_the_hang_is_declared_reports_where_every_process_was(t
     """Ctrl-C on a job stuck in a read long before the hang threshold: the job is interrupted
     as asked, and the report still holds the live tree and names the blocked read."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         "--hang-timeout", "600", *fixture("socket_no_timeout.py")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            "--hang-timeout",
+            "600",
+            *fixture("socket_no_timeout.py"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
         env={**os.environ, MARK: str(tmp_path)},
     )
     try:
@@ -398,5 +560,6 @@ def test_interrupt_before_the_hang_is_declared_reports_where_every_process_was(t
     assert job and all(p["stacks_read"] for p in job)
     assert report["findings"][0]["category"] == "process.blocked_io"
     assert report["findings"][0]["culprit"]["location"]["line"] == hang_line(
-        "socket_no_timeout.py", "download")
+        "socket_no_timeout.py", "download"
+    )
     assert leftovers(tmp_path) == []

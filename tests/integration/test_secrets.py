@@ -12,18 +12,49 @@ from tests.unit.test_redact import NAMED, TOKENS
 
 
 def test_a_run_with_secrets_everywhere_reports_none(tmp_path):
-    argv = ["--token", TOKENS["hugging face"], "--openai", TOKENS["openai project"],
-            "--aws-secret-access-key", NAMED["AWS_SECRET_ACCESS_KEY"],
-            "--wandb-api-key", NAMED["WANDB_API_KEY"]]
-    env = {**os.environ, "HF_TOKEN": TOKENS["hugging face"],
-           "GITHUB_TOKEN": TOKENS["github fine-grained"], "AWS_ACCESS_KEY_ID": TOKENS[
-               "aws access key id"], "WANDB_API_KEY": NAMED["WANDB_API_KEY"],
-           "NCCL_DEBUG": TOKENS["github classic"]}  # a kept variable holding a token
+    argv = [
+        "--token",
+        TOKENS["hugging face"],
+        "--openai",
+        TOKENS["openai project"],
+        "--aws-secret-access-key",
+        NAMED["AWS_SECRET_ACCESS_KEY"],
+        "--wandb-api-key",
+        NAMED["WANDB_API_KEY"],
+    ]
+    env = {
+        **os.environ,
+        "HF_TOKEN": TOKENS["hugging face"],
+        "GITHUB_TOKEN": TOKENS["github fine-grained"],
+        "AWS_ACCESS_KEY_ID": TOKENS["aws access key id"],
+        "WANDB_API_KEY": NAMED["WANDB_API_KEY"],
+        "NCCL_DEBUG": TOKENS["github classic"],
+    }  # a kept variable holding a token
     done = subprocess.run(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         "--hang-timeout", "1.5", "--on-hang", "kill", "--kill-grace", "0.5", "--",
-         sys.executable, str(FIXTURES / "run_with_secrets.py"), *argv],
-        capture_output=True, text=True, timeout=120, env=env, check=False)
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            "--hang-timeout",
+            "1.5",
+            "--on-hang",
+            "kill",
+            "--kill-grace",
+            "0.5",
+            "--",
+            sys.executable,
+            str(FIXTURES / "run_with_secrets.py"),
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 124, done.stderr
     secrets = [*TOKENS.values(), *NAMED.values()]
     evidence = (tmp_path / "hang-1" / "evidence.json").read_text()

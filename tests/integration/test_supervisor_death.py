@@ -25,9 +25,20 @@ EXPECTED = b"".join(b"line %d\n" % n for n in range(LINES))
 
 
 def _command(report_dir: Path, marker: Path) -> list[str]:
-    return [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(report_dir), "--",
-            sys.executable, str(FIXTURES / "run_steady_printer.py"), str(LINES), str(EVERY_S),
-            str(marker)]
+    return [
+        sys.executable,
+        "-m",
+        "hangdoctor",
+        "run",
+        "--report-dir",
+        str(report_dir),
+        "--",
+        sys.executable,
+        str(FIXTURES / "run_steady_printer.py"),
+        str(LINES),
+        str(EVERY_S),
+        str(marker),
+    ]
 
 
 def _wait_for(predicate, timeout_s: float) -> bool:
@@ -47,15 +58,20 @@ def _kill_marked(report_dir: Path) -> None:
                 process.kill()
 
 
-def _one_cycle(tmp_path: Path, index: int, kill_after_s: float,
-               after_start: bool = False) -> tuple[str, str]:
+def _one_cycle(
+    tmp_path: Path, index: int, kill_after_s: float, after_start: bool = False
+) -> tuple[str, str]:
     """Start a run, SIGKILL hangdoctor after `kill_after_s` (counted from the job's own start
     when `after_start`, else from hangdoctor's), and say what became of the job:
     ("not started" | "completed" | "lost", details)."""
     report_dir, marker = tmp_path / f"run-{index}", tmp_path / f"marker-{index}"
-    proc = subprocess.Popen(_command(report_dir, marker), stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                            env={**os.environ, MARK: str(report_dir)})
+    proc = subprocess.Popen(
+        _command(report_dir, marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, MARK: str(report_dir)},
+    )
     received = bytearray()
     assert proc.stdout is not None
     reader = threading.Thread(target=lambda: received.extend(proc.stdout.read()), daemon=True)
@@ -73,9 +89,11 @@ def _one_cycle(tmp_path: Path, index: int, kill_after_s: float,
         log = (report_dir / "output.log").read_bytes()
         if finished and log == EXPECTED and bytes(received) == EXPECTED:
             return "completed", ""
-        return "lost", (f"killed at {kill_after_s:.2f} s: finished={finished}, "
-                        f"log {len(log)}/{len(EXPECTED)} bytes, "
-                        f"terminal {len(received)}/{len(EXPECTED)} bytes")
+        return "lost", (
+            f"killed at {kill_after_s:.2f} s: finished={finished}, "
+            f"log {len(log)}/{len(EXPECTED)} bytes, "
+            f"terminal {len(received)}/{len(EXPECTED)} bytes"
+        )
     finally:
         _kill_marked(report_dir)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -86,10 +104,13 @@ def test_sigkill_at_random_moments_loses_no_job(tmp_path):
     """20 SIGKILLs at random moments, from hangdoctor's start-up to the job's last line."""
     chooser = random.Random(int(os.environ.get("HD_KILL_SEED", "13")))
     # 5 kills anywhere from hangdoctor's own start-up on, 15 while the job prints.
-    outcomes = [_one_cycle(tmp_path, i, chooser.uniform(0.0, LINES * EVERY_S + 0.5))
-                for i in range(5)]
-    outcomes += [_one_cycle(tmp_path, i, chooser.uniform(0.0, LINES * EVERY_S), after_start=True)
-                 for i in range(5, 20)]
+    outcomes = [
+        _one_cycle(tmp_path, i, chooser.uniform(0.0, LINES * EVERY_S + 0.5)) for i in range(5)
+    ]
+    outcomes += [
+        _one_cycle(tmp_path, i, chooser.uniform(0.0, LINES * EVERY_S), after_start=True)
+        for i in range(5, 20)
+    ]
     lost = [details for outcome, details in outcomes if outcome == "lost"]
     started = sum(1 for outcome, _ in outcomes if outcome != "not started")
     print(f"{started} of 20 kills hit a running job; {len(lost)} jobs lost")
@@ -101,9 +122,14 @@ def test_job_on_a_terminal_survives_and_keeps_writing_to_it(tmp_path):
     """As in an interactive shell: hangdoctor on a pseudo-terminal, killed mid-job."""
     report_dir, marker = tmp_path / "run", tmp_path / "marker"
     master, slave = os.openpty()
-    proc = subprocess.Popen(_command(report_dir, marker), stdin=slave, stdout=slave,
-                            stderr=slave, start_new_session=True,
-                            env={**os.environ, MARK: str(report_dir)})
+    proc = subprocess.Popen(
+        _command(report_dir, marker),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        env={**os.environ, MARK: str(report_dir)},
+    )
     os.close(slave)
     seen = bytearray()
     try:
@@ -135,12 +161,15 @@ def test_the_relay_ignores_group_signals(tmp_path, sig):
     """A batch system or a terminal signals whole groups: the relay is in none of them, and
     ignores such signals anyway; only the job decides when its output ends."""
     report_dir, marker = tmp_path / "run", tmp_path / "marker"
-    proc = subprocess.Popen(_command(report_dir, marker), stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env={**os.environ, MARK: str(report_dir)})
+    proc = subprocess.Popen(
+        _command(report_dir, marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, MARK: str(report_dir)},
+    )
     try:
         assert _wait_for(lambda: marker.exists(), timeout_s=30)
-        relays = [p for p in psutil.Process(proc.pid).children()
-                  if p.name() == "hd-relay"]
+        relays = [p for p in psutil.Process(proc.pid).children() if p.name() == "hd-relay"]
         assert len(relays) == 1
         relays[0].send_signal(sig)
         out, _ = proc.communicate(timeout=30)

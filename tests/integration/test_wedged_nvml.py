@@ -26,10 +26,30 @@ def test_run_declares_the_hang_on_time_and_states_the_gap(tmp_path, blocks):
     hang_timeout = 2.0
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "hangdoctor", "run", "--report-dir", str(tmp_path),
-         "--hang-timeout", str(hang_timeout), "--on-hang", "kill", "--kill-grace", "1", "--",
-         sys.executable, "-c", "import time; print('READY', flush=True); time.sleep(600)"],
-        capture_output=True, text=True, timeout=120, env=_env(blocks), check=False)
+        [
+            sys.executable,
+            "-m",
+            "hangdoctor",
+            "run",
+            "--report-dir",
+            str(tmp_path),
+            "--hang-timeout",
+            str(hang_timeout),
+            "--on-hang",
+            "kill",
+            "--kill-grace",
+            "1",
+            "--",
+            sys.executable,
+            "-c",
+            "import time; print('READY', flush=True); time.sleep(600)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(blocks),
+        check=False,
+    )
     elapsed = time.monotonic() - started
     assert done.returncode == 124, done.stderr
     hang = json.loads((tmp_path / "hang-1" / "report.json").read_text())
@@ -46,9 +66,14 @@ def test_run_declares_the_hang_on_time_and_states_the_gap(tmp_path, blocks):
 
 def test_doctor_finishes_and_says_nvml_did_not_answer():
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "hangdoctor", "doctor", "--json"],
-                          capture_output=True, text=True, timeout=120, env=_env("queries"),
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "hangdoctor", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env("queries"),
+        check=False,
+    )
     elapsed = time.monotonic() - started
     assert done.returncode in (0, 1), done.stderr
     assert elapsed < 20

@@ -28,9 +28,22 @@ def _clean_env() -> dict[str, str]:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bin/ folder of a fresh venv with the wheel built from this checkout installed."""
     root = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
-                    str(root / "dist"), str(REPO)], check=True, timeout=_INSTALL_S,
-                   env=_clean_env())
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(root / "dist"),
+            str(REPO),
+        ],
+        check=True,
+        timeout=_INSTALL_S,
+        env=_clean_env(),
+    )
     wheel = next((root / "dist").glob("hangdoctor-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "hangdoctor/py.typed" in names
@@ -38,27 +51,52 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert not any(n.startswith("tests/") for n in names)
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
     bin_dir = root / "venv" / "bin"
-    subprocess.run([str(bin_dir / "pip"), "install", "-q", str(wheel)], check=True,
-                   timeout=_INSTALL_S, env=_clean_env())
+    subprocess.run(
+        [str(bin_dir / "pip"), "install", "-q", str(wheel)],
+        check=True,
+        timeout=_INSTALL_S,
+        env=_clean_env(),
+    )
     return bin_dir
 
 
 def _hangdoctor(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(bin_dir / "hangdoctor"), *args], cwd=cwd, env=_clean_env(),
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [str(bin_dir / "hangdoctor"), *args],
+        cwd=cwd,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_package_comes_from_the_wheel(installed: Path, tmp_path: Path) -> None:
-    done = subprocess.run([str(installed / "python"), "-c",
-                           "import hangdoctor; print(hangdoctor.__file__)"], cwd=tmp_path,
-                          env=_clean_env(), capture_output=True, text=True, timeout=60,
-                          check=True)
+    done = subprocess.run(
+        [str(installed / "python"), "-c", "import hangdoctor; print(hangdoctor.__file__)"],
+        cwd=tmp_path,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert "site-packages" in done.stdout and str(REPO) not in done.stdout
 
 
 def test_run_from_the_wheel(installed: Path, tmp_path: Path) -> None:
-    done = _hangdoctor(installed, "run", "--report-dir", "out", "--",
-                       str(installed / "python"), "-c", "print('trained')", cwd=tmp_path)
+    done = _hangdoctor(
+        installed,
+        "run",
+        "--report-dir",
+        "out",
+        "--",
+        str(installed / "python"),
+        "-c",
+        "print('trained')",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "trained" in done.stdout
     assert json.loads((tmp_path / "out" / "report.json").read_text())["verdict"] == "completed"
@@ -67,8 +105,7 @@ def test_run_from_the_wheel(installed: Path, tmp_path: Path) -> None:
 def test_dump_from_the_wheel(installed: Path, tmp_path: Path) -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        done = _hangdoctor(installed, "dump", str(sleeper.pid), "--report-dir", "out",
-                           cwd=tmp_path)
+        done = _hangdoctor(installed, "dump", str(sleeper.pid), "--report-dir", "out", cwd=tmp_path)
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -85,8 +122,9 @@ def test_lint_from_the_wheel(installed: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["run", "dump", "analyze", "doctor", "lint"])
-def test_help_points_at_nothing_the_wheel_lacks(installed: Path, tmp_path: Path,
-                                                command: str) -> None:
+def test_help_points_at_nothing_the_wheel_lacks(
+    installed: Path, tmp_path: Path, command: str
+) -> None:
     done = _hangdoctor(installed, command, "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "docs/" not in done.stdout and "README" not in done.stdout

@@ -16,9 +16,12 @@ BAD = """import torch.distributed as dist
 if dist.get_rank() == 0:
     dist.barrier()
 """
-BAD_TWO = BAD + """import pdb
+BAD_TWO = (
+    BAD
+    + """import pdb
 pdb.set_trace()
 """
+)
 GOOD = "import torch\nx = torch.zeros(3)\n"
 KERNEL = """__global__ void k(float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -53,8 +56,12 @@ def test_text_format_and_exit_1(project: Path) -> None:
     assert code == 1
     match = LINE.match(out.splitlines()[0])
     assert match, out
-    assert (match["path"], match["line"], match["col"], match["id"]) == (str(path), "3", "5",
-                                                                         "HL101")
+    assert (match["path"], match["line"], match["col"], match["id"]) == (
+        str(path),
+        "3",
+        "5",
+        "HL101",
+    )
     assert "fix:" in match["message"]
     assert "1 finding" in err
 
@@ -98,14 +105,18 @@ def test_sarif_structure(project: Path) -> None:
 
 
 def test_suppression_comments(project: Path) -> None:
-    (project / "a.py").write_text(BAD.replace("dist.barrier()",
-                                              "dist.barrier()  # hangdoctor: ignore[HL101]"))
-    (project / "b.py").write_text(BAD.replace("dist.barrier()",
-                                              "dist.barrier()  # hangdoctor: ignore"))
-    (project / "c.py").write_text(BAD.replace("dist.barrier()",
-                                              "dist.barrier()  # hangdoctor: ignore[HL402]"))
-    (project / "k.cu").write_text(KERNEL.replace("out[i] = 0.0f;",
-                                                 "out[i] = 0.0f;  // hangdoctor: ignore[HL601]"))
+    (project / "a.py").write_text(
+        BAD.replace("dist.barrier()", "dist.barrier()  # hangdoctor: ignore[HL101]")
+    )
+    (project / "b.py").write_text(
+        BAD.replace("dist.barrier()", "dist.barrier()  # hangdoctor: ignore")
+    )
+    (project / "c.py").write_text(
+        BAD.replace("dist.barrier()", "dist.barrier()  # hangdoctor: ignore[HL402]")
+    )
+    (project / "k.cu").write_text(
+        KERNEL.replace("out[i] = 0.0f;", "out[i] = 0.0f;  // hangdoctor: ignore[HL601]")
+    )
     code, out, _ = lint(project)
     assert code == 1
     assert [Path(line.split(":")[0]).name for line in out.splitlines()] == ["c.py"]
@@ -114,7 +125,8 @@ def test_suppression_comments(project: Path) -> None:
 def test_pyproject_select_ignore_exclude(project: Path) -> None:
     (project / "pyproject.toml").write_text(
         "[tool.hangdoctor.lint]\nignore = ['HL402']\nexclude = ['legacy']\n"
-        "per-file-ignores = { 'scripts/*' = ['HL1'] }\n")
+        "per-file-ignores = { 'scripts/*' = ['HL1'] }\n"
+    )
     (project / "train.py").write_text(BAD_TWO)
     (project / "legacy").mkdir()
     (project / "legacy" / "old.py").write_text(BAD)
@@ -123,7 +135,8 @@ def test_pyproject_select_ignore_exclude(project: Path) -> None:
     code, out, _ = lint(project)
     assert code == 1
     assert [(Path(line.split(":")[0]).name, line.split()[1]) for line in out.splitlines()] == [
-        ("train.py", "HL101")]
+        ("train.py", "HL101")
+    ]
     # The command line replaces the configured select/ignore.
     _, out, _ = lint(project / "train.py", "--ignore", "HL1")
     assert [line.split()[1] for line in out.splitlines()] == ["HL402"]
@@ -176,8 +189,9 @@ def test_directory_walk_skips_virtualenvs(project: Path) -> None:
     (project / "src" / "train.py").write_text(BAD)
     code, out, _ = lint(project)
     assert code == 1
-    assert [Path(line.split(":")[0]).relative_to(project).as_posix()
-            for line in out.splitlines()] == ["src/train.py"]
+    assert [
+        Path(line.split(":")[0]).relative_to(project).as_posix() for line in out.splitlines()
+    ] == ["src/train.py"]
 
 
 def test_parallel_output_is_identical_to_one_process(project: Path) -> None:
@@ -199,8 +213,9 @@ def test_parallel_output_is_identical_to_one_process(project: Path) -> None:
 
 def test_helper_module_of_a_training_project_is_training_code(project: Path) -> None:
     # The tracker imports no framework; the training script next to it does.
-    (project / "tracker.py").write_text("import requests\n\ndef log(m):\n"
-                                        "    requests.post('http://x', json=m)\n")
+    (project / "tracker.py").write_text(
+        "import requests\n\ndef log(m):\n    requests.post('http://x', json=m)\n"
+    )
     code, out, _ = lint(project / "tracker.py", "--select", "HL501")
     assert code == 0 and out == ""
     (project / "train.py").write_text("import torch\nfrom tracker import log\n")

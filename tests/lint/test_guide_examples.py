@@ -73,8 +73,9 @@ def test_pipeline_trained_on_in_another_module_is_found_in_the_builder(project: 
     (project / "evaluate.py").write_text(EVALUATE)
     code, found = findings(project)
     assert code == 1
-    assert [(Path(f["path"]).name, f["line"], f["id"]) for f in found] == \
-        [("data.py", BATCH_LINE, "HL202")]
+    assert [(Path(f["path"]).name, f["line"], f["id"]) for f in found] == [
+        ("data.py", BATCH_LINE, "HL202")
+    ]
     assert "loop.py:2" in found[0]["message"]
 
 
@@ -83,11 +84,13 @@ def test_pipeline_no_caller_prefetches_is_found_with_its_callers(project: Path) 
     (project / "evaluate.py").write_text(EVALUATE)
     (project / "export.py").write_text(
         "import data\n\nbatches = data.build_dataset(files, 8)\nfor x, _ in batches:\n"
-        "    write(model(x))\n")
+        "    write(model(x))\n"
+    )
     code, found = findings(project)
     assert code == 1
-    assert [(Path(f["path"]).name, f["line"], f["id"]) for f in found] == \
-        [("data.py", BATCH_LINE, "HL202")]
+    assert [(Path(f["path"]).name, f["line"], f["id"]) for f in found] == [
+        ("data.py", BATCH_LINE, "HL202")
+    ]
     message = found[0]["message"]
     assert "no caller adds one" in message
     assert "evaluate.py:5" in message and "export.py:3" in message
@@ -105,7 +108,8 @@ def test_pipeline_prefetched_by_one_caller_is_quiet(project: Path) -> None:
     (project / "data.py").write_text(BUILDER)
     (project / "evaluate.py").write_text(EVALUATE)
     (project / "serve.py").write_text(
-        "import data\n\nstream = data.build_dataset(files, 8).prefetch(4)\n")
+        "import data\n\nstream = data.build_dataset(files, 8).prefetch(4)\n"
+    )
     code, found = findings(project)
     assert (code, found) == (0, [])
 
@@ -118,7 +122,8 @@ def test_pipeline_called_only_from_the_tests_is_quiet(project: Path) -> None:
     (project / "tests" / "check_data.py").write_text(
         "from data import build_dataset\n\n\ndef test_shapes():\n"
         "    for images, _ in build_dataset(['x.tfrecord'], 2):\n"
-        "        assert images.shape[0] == 2\n")
+        "        assert images.shape[0] == 2\n"
+    )
     code, found = findings(project)
     assert (code, found) == (0, [])
 
@@ -132,7 +137,8 @@ encodings = tokenizer(texts, padding="max_length", max_length=512)
 
 @pytest.mark.parametrize("truncation", ["", ", truncation=False"])
 def test_tokenizer_padding_to_max_length_without_truncation_is_found(
-        project: Path, truncation: str) -> None:
+    project: Path, truncation: str
+) -> None:
     (project / "prepare.py").write_text(TOKENIZE.replace("512)", f"512{truncation})"))
     code, found = findings(project)
     assert code == 1
@@ -142,7 +148,6 @@ def test_tokenizer_padding_to_max_length_without_truncation_is_found(
 
 @pytest.mark.parametrize("truncation", ["True", "'longest_first'", "'only_first'"])
 def test_tokenizer_that_truncates_is_quiet(project: Path, truncation: str) -> None:
-    (project / "prepare.py").write_text(
-        TOKENIZE.replace("512)", f"512, truncation={truncation})"))
+    (project / "prepare.py").write_text(TOKENIZE.replace("512)", f"512, truncation={truncation})"))
     code, found = findings(project)
     assert (code, found) == (0, [])

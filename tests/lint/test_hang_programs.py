@@ -32,14 +32,22 @@ def _marked_line(program: str, label: str) -> int:
 
 @pytest.fixture(scope="module")
 def findings() -> list[dict]:
-    done = run_cli("lint", "--format", "json", "--no-config",
-                   *(str(TESTS / program) for program, _, _ in CAUGHT_BEFORE_RUNNING))
+    done = run_cli(
+        "lint",
+        "--format",
+        "json",
+        "--no-config",
+        *(str(TESTS / program) for program, _, _ in CAUGHT_BEFORE_RUNNING),
+    )
     assert done.returncode == 1, done.stderr
     return json.loads(done.stdout)["findings"]
 
 
-@pytest.mark.parametrize(("program", "rule", "label"), CAUGHT_BEFORE_RUNNING,
-                         ids=[f"{Path(p).stem}-{r}" for p, r, _ in CAUGHT_BEFORE_RUNNING])
+@pytest.mark.parametrize(
+    ("program", "rule", "label"),
+    CAUGHT_BEFORE_RUNNING,
+    ids=[f"{Path(p).stem}-{r}" for p, r, _ in CAUGHT_BEFORE_RUNNING],
+)
 def test_lint_reports_the_line_that_hangs(findings, program, rule, label):
     where = [(f["id"], f["line"]) for f in findings if f["path"].endswith(program)]
     assert (rule, _marked_line(program, label)) in where, where

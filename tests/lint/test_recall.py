@@ -18,22 +18,16 @@ CASES = discover()
 
 #: case name -> why the linter does not find it (see benchmarks/LINT_STUDY.md).
 KNOWN_MISSES = {
-    "HL101/particleflow_ddp_forward_rank0":
-        "a DDP forward is a collective only when the module has buffers to broadcast (batch "
-        "norm); nothing in this reproduction shows any, and flagging every rank-0 forward "
-        "through DDP would flag nanoGPT's evaluation, which works",
-    "HL102/mmaudio_extract_latents_duplicate":
-        "a distributed inference script with no DDP/FSDP wrapper: HL102 keys on the wrapper",
-    "HL201/heldout_pet_encode_no_truncation":
-        "held out: a preprocessor object called once per example in a list comprehension is "
-        "not recognised as the input pipeline",
-    "HL203/pytorch_1355_wandb_threads":
-        "the threads are started inside wandb and tensorboard, not by the module's code",
-    "HL601/candle_index_select_ids":
-        "the index is read from memory (ids[i]); HL601 follows thread indices only",
-    "HL601/cudaforengineers_stencil_neighbours":
-        "the bound covers i but not i - 1 / i + 1; offsets are not followed (too many "
-        "interleaved layouts like out[2 * i + 1] would be misread)",
+    "HL101/particleflow_ddp_forward_rank0": "a DDP forward is a collective only when the module has buffers to broadcast (batch "
+    "norm); nothing in this reproduction shows any, and flagging every rank-0 forward "
+    "through DDP would flag nanoGPT's evaluation, which works",
+    "HL102/mmaudio_extract_latents_duplicate": "a distributed inference script with no DDP/FSDP wrapper: HL102 keys on the wrapper",
+    "HL201/heldout_pet_encode_no_truncation": "held out: a preprocessor object called once per example in a list comprehension is "
+    "not recognised as the input pipeline",
+    "HL203/pytorch_1355_wandb_threads": "the threads are started inside wandb and tensorboard, not by the module's code",
+    "HL601/candle_index_select_ids": "the index is read from memory (ids[i]); HL601 follows thread indices only",
+    "HL601/cudaforengineers_stencil_neighbours": "the bound covers i but not i - 1 / i + 1; offsets are not followed (too many "
+    "interleaved layouts like out[2 * i + 1] would be misread)",
 }
 
 

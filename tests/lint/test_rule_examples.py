@@ -15,20 +15,25 @@ from hangdoctor.taxonomy import Category
 
 
 def _cases(attribute: str) -> list:
-    return [pytest.param(rule, n, example, id=f"{rule.id}-{attribute}-{n}")
-            for rule in ALL_RULES for n, example in enumerate(getattr(rule, attribute))]
+    return [
+        pytest.param(rule, n, example, id=f"{rule.id}-{attribute}-{n}")
+        for rule in ALL_RULES
+        for n, example in enumerate(getattr(rule, attribute))
+    ]
 
 
 def _expected_lines(example: str) -> set[int]:
     marker = ("// " if "__global__" in example else "# ") + EXPECT_MARKER
-    return {n for n, line in enumerate(example.splitlines(), start=1)
-            if line.rstrip().endswith(marker)}
+    return {
+        n for n, line in enumerate(example.splitlines(), start=1) if line.rstrip().endswith(marker)
+    }
 
 
 def _lint(rule: type[LintRule], example: str) -> list:
     """All rules run (as in real use), so a stray finding of another rule shows up too."""
-    return Linter().lint_source(example, f"example.{'cu' if rule.language == 'cuda' else 'py'}",
-                                rule.language)
+    return Linter().lint_source(
+        example, f"example.{'cu' if rule.language == 'cuda' else 'py'}", rule.language
+    )
 
 
 @pytest.mark.parametrize(("rule", "n", "example"), _cases("fires_on"))
@@ -63,14 +68,38 @@ def test_rule_ids_are_unique() -> None:
 
 def test_every_rule_is_found_one_to_a_file_in_its_family_folder() -> None:
     assert [rule.id for rule in ALL_RULES] == [
-        "HL101", "HL102", "HL103", "HL104", "HL201", "HL202", "HL203", "HL301", "HL302",
-        "HL401", "HL402", "HL403", "HL501", "HL601"]
-    families = {"1": "distributed", "2": "data", "3": "algorithm", "4": "process",
-                "5": "network", "6": "cuda"}
+        "HL101",
+        "HL102",
+        "HL103",
+        "HL104",
+        "HL201",
+        "HL202",
+        "HL203",
+        "HL301",
+        "HL302",
+        "HL401",
+        "HL402",
+        "HL403",
+        "HL501",
+        "HL601",
+    ]
+    families = {
+        "1": "distributed",
+        "2": "data",
+        "3": "algorithm",
+        "4": "process",
+        "5": "network",
+        "6": "cuda",
+    }
     for rule in ALL_RULES:
         package, _, _module = rule.__module__.rpartition(".")
         assert package == f"hangdoctor.lint.rules.{families[rule.id[2]]}", rule.id
         module = inspect.getmodule(rule)
-        rules_here = [value for value in vars(module).values() if inspect.isclass(value)
-                      and issubclass(value, LintRule) and value.__module__ == rule.__module__]
+        rules_here = [
+            value
+            for value in vars(module).values()
+            if inspect.isclass(value)
+            and issubclass(value, LintRule)
+            and value.__module__ == rule.__module__
+        ]
         assert rules_here == [rule]

@@ -42,14 +42,30 @@ CATALOG: tuple[Scenario, ...] = (
     _s("native_device_wait", "native.blocked", markers=("device",)),
     _s("eval_flag_spin", "process.busy_loop", markers=("poll",)),
     # --- distributed -----------------------------------------------------------------------------
-    _s("ddp_rank0_checkpoint", "distributed.collective_mismatch", rank=0,
-       markers=("checkpoint",), torchrun=True),
-    _s("ddp_uneven_shards", "distributed.uneven_inputs", rank=1, markers=("epoch-end",),
-       torchrun=True),
-    _s("ddp_rank_fetches_config", "distributed.straggler", rank=1, markers=("poll-server",),
-       torchrun=True),
-    _s("ddp_rank_eval_loop", "distributed.straggler", rank=1, markers=("calibrate",),
-       torchrun=True),
+    _s(
+        "ddp_rank0_checkpoint",
+        "distributed.collective_mismatch",
+        rank=0,
+        markers=("checkpoint",),
+        torchrun=True,
+    ),
+    _s(
+        "ddp_uneven_shards",
+        "distributed.uneven_inputs",
+        rank=1,
+        markers=("epoch-end",),
+        torchrun=True,
+    ),
+    _s(
+        "ddp_rank_fetches_config",
+        "distributed.straggler",
+        rank=1,
+        markers=("poll-server",),
+        torchrun=True,
+    ),
+    _s(
+        "ddp_rank_eval_loop", "distributed.straggler", rank=1, markers=("calibrate",), torchrun=True
+    ),
     # gloo does not hang when a peer's process ends: the waiting rank's recv fails at once with
     # "Connection closed by peer", rank 0 exits 1 and torchrun ends the job. A rank that returned
     # cleanly (exit 0) leaves only that transport error in the output; the timeline saw rank 1's
@@ -61,12 +77,16 @@ CATALOG: tuple[Scenario, ...] = (
     # A rank that returned while a child it forked still holds its gloo sockets: the
     # connections stay open, so the peer waits forever for a process that is gone.
     _s("ddp_forked_snapshot", "distributed.rank_exited", rank=1, torchrun=True),
-    _s("ddp_rank_prepares_data", "distributed.rendezvous", rank=1, markers=("shard",),
-       torchrun=True),
+    _s(
+        "ddp_rank_prepares_data",
+        "distributed.rendezvous",
+        rank=1,
+        markers=("shard",),
+        torchrun=True,
+    ),
     # A process-group timeout shorter than rank 1's checkpoint upload: rank 0's all_reduce
     # fails with gloo's "Timed out waiting 2000ms", torchrun ends rank 1. Only the log tells.
-    _s("ddp_short_pg_timeout", "distributed.collective_timeout", verdict="failed",
-       torchrun=True),
+    _s("ddp_short_pg_timeout", "distributed.collective_timeout", verdict="failed", torchrun=True),
     # --- algorithm.nonfinite: rank 1 skips a step and its all_reduce on a NaN loss ---------------
     _s("ddp_skip_nonfinite", "algorithm.nonfinite", rank=1, torchrun=True),
     # A skip-on-NaN loop that retries forever once the weights are NaN: a livelock in which the
@@ -93,13 +113,28 @@ CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6
 # silent evaluation, a large checkpoint, slow DataLoader workers, each launcher and framework), beside
 # round 6's controls that run loaded only; all of them would add ~10 minutes to CI. The copies
 # are not programs of their own: no first try, and none of the blind set's.
-_LOADED_CONTROLS = ("healthy_silent_eval", "healthy_ddp", "u_healthy_large_checkpoint",
-                    "u_healthy_slow_decode_val", "u_healthy_fsdp", "u_lightning_healthy_ddp",
-                    "u_trainer_healthy", "u_accelerate_healthy")
+_LOADED_CONTROLS = (
+    "healthy_silent_eval",
+    "healthy_ddp",
+    "u_healthy_large_checkpoint",
+    "u_healthy_slow_decode_val",
+    "u_healthy_fsdp",
+    "u_lightning_healthy_ddp",
+    "u_trainer_healthy",
+    "u_accelerate_healthy",
+)
 LOADED = tuple(
-    replace(s, name=f"{s.name}_loaded", loaded=True, first_try=None, source=None,
-            limit_s=max(s.limit_s, 150.0))
-    for s in CATALOG if s.name in _LOADED_CONTROLS and s.healthy and not s.blind)
+    replace(
+        s,
+        name=f"{s.name}_loaded",
+        loaded=True,
+        first_try=None,
+        source=None,
+        limit_s=max(s.limit_s, 150.0),
+    )
+    for s in CATALOG
+    if s.name in _LOADED_CONTROLS and s.healthy and not s.blind
+)
 CATALOG = CATALOG + LOADED
 
 BY_NAME: Mapping[str, Scenario] = MappingProxyType({s.name: s for s in CATALOG})

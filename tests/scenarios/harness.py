@@ -55,9 +55,14 @@ class Outcome:
 
     @property
     def correct(self) -> bool:
-        return (self.problem is None and self.verdict_ok and self.category_ok
-                and self.rank_ok is not False and self.location_ok is not False
-                and not self.leftovers)
+        return (
+            self.problem is None
+            and self.verdict_ok
+            and self.category_ok
+            and self.rank_ok is not False
+            and self.location_ok is not False
+            and not self.leftovers
+        )
 
     def got(self) -> str:
         """The category column: what hangdoctor said."""
@@ -75,13 +80,14 @@ class Outcome:
     def explain(self) -> str:
         """One paragraph for an assertion message."""
         s = self.scenario
-        return (f"{s.name}: expected verdict {s.verdict}, category {s.category or 'healthy'}, "
-                f"rank {s.rank}, markers {s.markers}; got verdict {self.verdict} (exit "
-                f"{self.exit_code}), category {self.category}, rank {self.rank}, location "
-                f"{self.location}, severe findings {self.severe}, leftovers {self.leftovers}, "
-                f"problem {self.problem}; report in {self.report_dir}"
-                + (f"; hangdoctor's stderr ends with: {self.stderr_tail}" if self.stderr_tail
-                   else ""))
+        return (
+            f"{s.name}: expected verdict {s.verdict}, category {s.category or 'healthy'}, "
+            f"rank {s.rank}, markers {s.markers}; got verdict {self.verdict} (exit "
+            f"{self.exit_code}), category {self.category}, rank {self.rank}, location "
+            f"{self.location}, severe findings {self.severe}, leftovers {self.leftovers}, "
+            f"problem {self.problem}; report in {self.report_dir}"
+            + (f"; hangdoctor's stderr ends with: {self.stderr_tail}" if self.stderr_tail else "")
+        )
 
 
 def free_port() -> int:
@@ -95,12 +101,21 @@ def save_outcome(outcome: Outcome, directory: Path) -> None:
     """Keep an outcome as JSON, so that the table can be printed by whichever process runs
     the session (pytest-xdist runs scenarios in workers)."""
     directory.mkdir(parents=True, exist_ok=True)
-    row = {"name": outcome.scenario.name, "seconds": outcome.seconds,
-           "verdict": outcome.verdict, "category": outcome.category, "rank": outcome.rank,
-           "location": outcome.location, "severe": outcome.severe,
-           "verdict_ok": outcome.verdict_ok, "category_ok": outcome.category_ok,
-           "rank_ok": outcome.rank_ok, "location_ok": outcome.location_ok,
-           "leftovers": outcome.leftovers, "problem": outcome.problem}
+    row = {
+        "name": outcome.scenario.name,
+        "seconds": outcome.seconds,
+        "verdict": outcome.verdict,
+        "category": outcome.category,
+        "rank": outcome.rank,
+        "location": outcome.location,
+        "severe": outcome.severe,
+        "verdict_ok": outcome.verdict_ok,
+        "category_ok": outcome.category_ok,
+        "rank_ok": outcome.rank_ok,
+        "location_ok": outcome.location_ok,
+        "leftovers": outcome.leftovers,
+        "problem": outcome.problem,
+    }
     (directory / f"{outcome.scenario.name}.json").write_text(json.dumps(row))
 
 
@@ -121,8 +136,10 @@ def job_processes(report_dir: Path) -> list[psutil.Process]:
     found = []
     for process in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
-            if (process.environ().get(MARK) == str(report_dir)
-                    and process.status() != psutil.STATUS_ZOMBIE):
+            if (
+                process.environ().get(MARK) == str(report_dir)
+                and process.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(process)
     return found
 
@@ -159,9 +176,14 @@ def cores_kept_busy(enabled: bool):
     spinners: list[subprocess.Popen] = []
     try:
         if enabled:
-            spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-                        for _ in range(os.cpu_count() or 2)]
+            spinners = [
+                subprocess.Popen(
+                    [sys.executable, "-c", "while True: pass"],
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                for _ in range(os.cpu_count() or 2)
+            ]
         yield
     finally:
         for spinner in spinners:
@@ -183,15 +205,30 @@ def _run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
         shutil.rmtree(report_dir)
     outcome = Outcome(scenario, report_dir=report_dir)
     command = [
-        sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", str(scenario.hang_timeout_s),
-        "--on-hang", "kill", "--kill-grace", str(KILL_GRACE_S), "--report-dir", str(report_dir),
-        "--", *scenario.command(sys.executable, free_port()),
+        sys.executable,
+        "-m",
+        "hangdoctor",
+        "run",
+        "--hang-timeout",
+        str(scenario.hang_timeout_s),
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        str(KILL_GRACE_S),
+        "--report-dir",
+        str(report_dir),
+        "--",
+        *scenario.command(sys.executable, free_port()),
     ]
     env = {**os.environ, **scenario.env, MARK: str(report_dir)}
     started = time.monotonic()
     with open(work_dir / "stdout.log", "wb") as out, open(work_dir / "stderr.log", "wb") as err:
         proc = subprocess.Popen(
-            command, cwd=work_dir, env=env, stdout=out, stderr=err,
+            command,
+            cwd=work_dir,
+            env=env,
+            stdout=out,
+            stderr=err,
             stdin=subprocess.PIPE if scenario.stdin_pipe else subprocess.DEVNULL,
             start_new_session=True,
         )
@@ -236,7 +273,8 @@ def _judge(outcome: Outcome, report: dict) -> None:
     if scenario.markers:
         outcome.location_ok = bool(location) and (
             Path(location["file"]).resolve() == scenario.path.resolve()
-            and location["line"] in scenario.marker_lines())
+            and location["line"] in scenario.marker_lines()
+        )
 
 
 def _mark(value: bool | None) -> str:
@@ -245,20 +283,23 @@ def _mark(value: bool | None) -> str:
 
 def table(outcomes: list[Outcome]) -> str:
     """The Markdown accuracy table and the `N/M correct` line."""
-    rows = ["| scenario | expected category | first try | now | rank ok | location ok | seconds |",
-            "| --- | --- | --- | --- | --- | --- | ---: |"]
+    rows = [
+        "| scenario | expected category | first try | now | rank ok | location ok | seconds |",
+        "| --- | --- | --- | --- | --- | --- | ---: |",
+    ]
     for o in outcomes:
         s = o.scenario
         expected = s.category or "healthy: no error"
         if s.xfail:
             expected += " (known miss)"
         got = o.got() if o.correct else f"**{o.got()}**"
-        first = "-" if s.first_try is None else (
-            "right" if s.first_try == "right" else "**wrong**")
+        first = "-" if s.first_try is None else ("right" if s.first_try == "right" else "**wrong**")
         if s.blind:
             first += " (blind)"
-        rows.append(f"| {s.name} | {expected} | {first} | {got} | {_mark(o.rank_ok)} | "
-                    f"{_mark(o.location_ok)} | {o.seconds:.1f} |")
+        rows.append(
+            f"| {s.name} | {expected} | {first} | {got} | {_mark(o.rank_ok)} | "
+            f"{_mark(o.location_ok)} | {o.seconds:.1f} |"
+        )
     correct = sum(o.correct for o in outcomes)
     total = sum(o.seconds for o in outcomes)
     measured = [o for o in outcomes if o.scenario.first_try is not None]
@@ -267,12 +308,16 @@ def table(outcomes: list[Outcome]) -> str:
     if measured:
         right_first = sum(o.scenario.first_try == "right" for o in measured)
         right_now = sum(o.correct for o in measured)
-        rows.append(f"programs written from public reports: {right_first}/{len(measured)} right "
-                    f"on the first try, {right_now}/{len(measured)} now")
+        rows.append(
+            f"programs written from public reports: {right_first}/{len(measured)} right "
+            f"on the first try, {right_now}/{len(measured)} now"
+        )
     blind = [o for o in outcomes if o.scenario.blind]
     if blind:
-        rows.append(f"blind set (no rule change looked at these): {sum(o.correct for o in blind)}"
-                    f"/{len(blind)} right now, "
-                    f"{sum(o.scenario.first_try == 'right' for o in blind)}/{len(blind)} on "
-                    "the first try")
+        rows.append(
+            f"blind set (no rule change looked at these): {sum(o.correct for o in blind)}"
+            f"/{len(blind)} right now, "
+            f"{sum(o.scenario.first_try == 'right' for o in blind)}/{len(blind)} on "
+            "the first try"
+        )
     return "\n".join(rows)

@@ -33,9 +33,12 @@ def main() -> int:
             outcome = run_scenario(scenario, root / scenario.name)
             outcomes.append(outcome)
             status = "ok" if outcome.correct else "MISS"
-            print(f"[{number}/{len(chosen)}] {scenario.name}: {status} ({outcome.seconds:.1f} s)"
-                  + ("" if outcome.correct else f"\n    {outcome.explain()}"),
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{number}/{len(chosen)}] {scenario.name}: {status} ({outcome.seconds:.1f} s)"
+                + ("" if outcome.correct else f"\n    {outcome.explain()}"),
+                file=sys.stderr,
+                flush=True,
+            )
     print(table(outcomes))
     unexpected = [o for o in outcomes if not o.correct and not o.scenario.xfail]
     return 1 if unexpected else 0

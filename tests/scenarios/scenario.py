@@ -65,7 +65,15 @@ class Scenario:
         """The job's command line; `{port}` in the launcher's arguments becomes `port` (a free
         one, so that scenarios can run side by side)."""
         if self.torchrun:
-            return [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-                    str(self.nproc), str(self.path), *self.args]
+            return [
+                python,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node",
+                str(self.nproc),
+                str(self.path),
+                *self.args,
+            ]
         launcher = [word.replace("{port}", str(port)) for word in self.launcher]
         return [python, *launcher, str(self.path), *self.args]

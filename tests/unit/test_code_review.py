@@ -49,8 +49,10 @@ def test_installed_packages_and_missing_files_are_not_read(tmp_path: Path):
 
 def test_the_size_setting_is_found_as_a_keyword_or_a_dict_entry(tmp_path: Path):
     script = tmp_path / "fit.py"
-    script.write_text('CLUSTER = {"devices": 2, "num_nodes": 2}\n\n\n'
-                      "def main(n):\n    dist.init_process_group('gloo', world_size=n)\n")
+    script.write_text(
+        'CLUSTER = {"devices": 2, "num_nodes": 2}\n\n\n'
+        "def main(n):\n    dist.init_process_group('gloo', world_size=n)\n"
+    )
     settings = {s.name: s for s in settings_in(script)}
     assert (settings["num_nodes"].value, settings["num_nodes"].line) == (2, 1)
     assert settings["world_size"].value is None  # not a literal: nothing to compare
@@ -72,12 +74,19 @@ def test_a_queue_join_deadlock_points_at_the_loop_that_stopped_reading():
     from hangdoctor.evidence.model import CodeFinding
     from hangdoctor.rules.process.queue_join_deadlock import QueueJoinDeadlock, _exit_join
 
-    loop = CodeFinding(rule_id="HL403", category="process.deadlock", file="train.py", line=46,
-                       function="main", code="for step in range(args.max_steps):",
-                       message="this loop reads the worker's queue a fixed number of times")
+    loop = CodeFinding(
+        rule_id="HL403",
+        category="process.deadlock",
+        file="train.py",
+        line=46,
+        function="main",
+        code="for step in range(args.max_steps):",
+        message="this loop reads the worker's queue a fixed number of times",
+    )
     job = _exit_join(feeder_blocked=True)
-    finding = next(iter(QueueJoinDeadlock().check(JobView(
-        job.model_copy(update={"code_findings": (loop,)})))))
+    finding = next(
+        iter(QueueJoinDeadlock().check(JobView(job.model_copy(update={"code_findings": (loop,)}))))
+    )
     assert finding.culprit is not None and finding.culprit.location is not None
     assert (finding.culprit.location.line, finding.culprit.location.function) == (46, "main")
     alone = next(iter(QueueJoinDeadlock().check(JobView(job))))

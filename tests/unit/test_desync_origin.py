@@ -27,8 +27,9 @@ def _origin(zero: tuple[CollectiveCall, ...], one: tuple[CollectiveCall, ...], r
 
 
 def test_an_extra_call_is_found_where_it_was_made():
-    origin = _origin(calls(("all_reduce", extra_site()), *LOOP * 20),
-                     calls(*LOOP * 20, ("barrier", end_site())))
+    origin = _origin(
+        calls(("all_reduce", extra_site()), *LOOP * 20), calls(*LOOP * 20, ("barrier", end_site()))
+    )
     assert origin is not None
     assert (origin.rank, origin.seq, origin.op, origin.extra) == (0, 1, "all_reduce", True)
     assert origin.site is not None and origin.site.line == extra_site().line
@@ -36,8 +37,11 @@ def test_an_extra_call_is_found_where_it_was_made():
 
 
 def test_an_extra_call_older_than_the_ring_is_found_by_its_line():
-    origin = _origin(calls(("all_reduce", extra_site()), *LOOP * 200),
-                     calls(*LOOP * 200, ("barrier", end_site())), ring=8)
+    origin = _origin(
+        calls(("all_reduce", extra_site()), *LOOP * 200),
+        calls(*LOOP * 200, ("barrier", end_site())),
+        ring=8,
+    )
     assert origin is not None and origin.earlier
     assert (origin.rank, origin.seq) == (0, 1)
     assert origin.site is not None and origin.site.line == extra_site().line
@@ -46,8 +50,10 @@ def test_an_extra_call_older_than_the_ring_is_found_by_its_line():
 def test_a_skipped_call_names_the_rank_that_made_it():
     """A metric's compute() (an all_reduce) on rank 0 only, between two epochs."""
     metric = b.frame("train.py", 30, "train", code="metric.compute()", guards=("len(shard)",))
-    origin = _origin(calls(*LOOP * 5, ("all_reduce", metric), *LOOP * 5),
-                     calls(*LOOP * 10, ("barrier", end_site())))
+    origin = _origin(
+        calls(*LOOP * 5, ("all_reduce", metric), *LOOP * 5),
+        calls(*LOOP * 10, ("barrier", end_site())),
+    )
     assert origin is not None and origin.extra
     assert (origin.rank, origin.seq) == (0, 6)
     assert origin.site is not None and origin.site.line == 30
@@ -57,8 +63,10 @@ def test_the_same_operation_from_two_branches_is_no_desync():
     """`if rank == 0: broadcast(x) else: broadcast(y)`: they pair up."""
     zero = b.frame("train.py", 40, "train", guards=("rank == 0",))
     other = b.frame("train.py", 42, "train", guards=("not (rank == 0)",))
-    origin = _origin(calls(*LOOP * 3, ("broadcast", zero), *LOOP * 3),
-                     calls(*LOOP * 3, ("broadcast", other), *LOOP * 3))
+    origin = _origin(
+        calls(*LOOP * 3, ("broadcast", zero), *LOOP * 3),
+        calls(*LOOP * 3, ("broadcast", other), *LOOP * 3),
+    )
     assert origin is None
 
 
@@ -103,13 +111,20 @@ def test_flight_recorder_sizes_that_differ_are_the_divergence():
     from hangdoctor.analysis.ranks import rank_view
 
     def record(rank: int, sizes: str) -> FlightRecord:
-        return FlightRecord(pid=100 + rank, rank=rank, last_enqueued=2, last_completed=1,
-                            entries=(CollectiveRecord(seq=1, op="all_reduce", sizes="[[1]]",
-                                                      process_group="0"),
-                                     CollectiveRecord(seq=2, op="all_reduce", sizes=sizes,
-                                                      process_group="0")))
-    bundle = fewer_batches_on_rank_1().model_copy(update={
-        "flight_records": (record(0, "[[4]]"), record(1, "[[8]]"))})
+        return FlightRecord(
+            pid=100 + rank,
+            rank=rank,
+            last_enqueued=2,
+            last_completed=1,
+            entries=(
+                CollectiveRecord(seq=1, op="all_reduce", sizes="[[1]]", process_group="0"),
+                CollectiveRecord(seq=2, op="all_reduce", sizes=sizes, process_group="0"),
+            ),
+        )
+
+    bundle = fewer_batches_on_rank_1().model_copy(
+        update={"flight_records": (record(0, "[[4]]"), record(1, "[[8]]"))}
+    )
     divergence = rank_view(JobView(bundle)).divergence
     assert divergence is not None and divergence.seq == 2
     assert divergence.sizes == {0: "[[4]]", 1: "[[8]]"}
@@ -121,14 +136,25 @@ def test_a_gathering_helper_shared_by_two_metrics_is_told_apart_by_its_callers()
     origin is the `if`-guarded line that called the metric, not the helper's line."""
     sizes = b.frame("metrics.py", 26, "gather_all_tensors", code="dist.all_gather(sizes, n)")
     data = b.frame("metrics.py", 31, "gather_all_tensors", code="dist.all_gather(out, x)")
-    iou = (b.frame("metrics.py", 50, "IoU.compute"),
-           b.frame("train.py", 105, "epoch_metrics", code='m["iou"] = iou.compute()',
-                   guards=("len(iou.labels) > 0",)))
+    iou = (
+        b.frame("metrics.py", 50, "IoU.compute"),
+        b.frame(
+            "train.py",
+            105,
+            "epoch_metrics",
+            code='m["iou"] = iou.compute()',
+            guards=("len(iou.labels) > 0",),
+        ),
+    )
     pr = (b.frame("metrics.py", 63, "PR.compute"), b.frame("train.py", 106, "epoch_metrics"))
     precision = [("all_gather", sizes, pr), ("all_gather", data, pr)] * 3
-    origin = _origin(calls(("all_gather", sizes, iou), ("all_gather", data, iou), *precision),
-                     calls(*precision, ("barrier", end_site())))
+    origin = _origin(
+        calls(("all_gather", sizes, iou), ("all_gather", data, iou), *precision),
+        calls(*precision, ("barrier", end_site())),
+    )
     assert origin is not None and origin.extra
     assert (origin.rank, origin.seq) == (0, 1)
-    assert origin.site is not None and (origin.site.file.endswith("train.py"),
-                                        origin.site.line) == (True, 105)
+    assert origin.site is not None and (
+        origin.site.file.endswith("train.py"),
+        origin.site.line,
+    ) == (True, 105)

@@ -16,8 +16,9 @@ torch = pytest.importorskip("torch")
 
 
 def probe_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_probe_under_test",
-                                                  bootstrap_dir() / "_hangdoctor_probe.py")
+    spec = importlib.util.spec_from_file_location(
+        "_probe_under_test", bootstrap_dir() / "_hangdoctor_probe.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -28,9 +28,11 @@ GPU = FIXTURES / "gpu"
 JOB = GPU / "kernel_never_ends.py"
 RECORDED_JOB = "/root/gpu_checks/kernel_never_ends.py"
 H200 = 143_771 * 2**20
-GPU_FILES = (OpenFile(fd=3, target="/dev/nvidiactl", mode="rw"),
-             OpenFile(fd=4, target="/dev/nvidia-uvm", mode="rw"),
-             OpenFile(fd=5, target="/dev/nvidia0", mode="rw"))
+GPU_FILES = (
+    OpenFile(fd=3, target="/dev/nvidiactl", mode="rw"),
+    OpenFile(fd=4, target="/dev/nvidia-uvm", mode="rw"),
+    OpenFile(fd=5, target="/dev/nvidia0", mode="rw"),
+)
 
 
 def recorded_main_thread(name: str) -> PythonThread:
@@ -38,28 +40,53 @@ def recorded_main_thread(name: str) -> PythonThread:
     here so that the source lines can be read as a capture does."""
     threads = parse_py_spy_json((GPU / name).read_text())
     main = next(t for t in threads.values() if t.name == "MainThread")
-    frames = tuple(with_source(f.model_copy(update={"file": str(JOB)}))
-                   if f.file == RECORDED_JOB else f for f in main.frames)
+    frames = tuple(
+        with_source(f.model_copy(update={"file": str(JOB)})) if f.file == RECORDED_JOB else f
+        for f in main.frames
+    )
     return main.model_copy(update={"frames": frames})
 
 
 def dumped_process(name: str, cpu: float, on_gpu: bool = True) -> ProcessEvidence:
     thread = b.thread(4711, name="MainThread", state="R", cpu=cpu).model_copy(
-        update={"python": recorded_main_thread(name)})
-    return ProcessEvidence(pid=4711, ppid=1, name="python3", cmdline=("python3", str(JOB)),
-                           threads=(thread,), open_files=GPU_FILES if on_gpu else (),
-                           is_python=True, stacks_sampled=True, state="running")
+        update={"python": recorded_main_thread(name)}
+    )
+    return ProcessEvidence(
+        pid=4711,
+        ppid=1,
+        name="python3",
+        cmdline=("python3", str(JOB)),
+        threads=(thread,),
+        open_files=GPU_FILES if on_gpu else (),
+        is_python=True,
+        stacks_sampled=True,
+        state="running",
+    )
 
 
 def dump_bundle(name: str, utilization: float | None, on_gpu: bool = True) -> Bundle:
     """`hangdoctor dump`: two snapshots 0.5 s apart, NVML read at each when there is NVML."""
-    readings = (GpuSample(index=0, utilization_percent=utilization,
-                          memory_used_bytes=2 * 2**30, memory_total_bytes=H200),
-                ) if utilization is not None else ()
+    readings = (
+        (
+            GpuSample(
+                index=0,
+                utilization_percent=utilization,
+                memory_used_bytes=2 * 2**30,
+                memory_total_bytes=H200,
+            ),
+        )
+        if utilization is not None
+        else ()
+    )
     snapshots = tuple(
-        Snapshot(elapsed_s=0.5 * i, wall_time=1000.0 + 0.5 * i, gpus=readings,
-                 processes=(dumped_process(name, cpu=50.0 + 0.5 * i, on_gpu=on_gpu),))
-        for i in range(2))
+        Snapshot(
+            elapsed_s=0.5 * i,
+            wall_time=1000.0 + 0.5 * i,
+            gpus=readings,
+            processes=(dumped_process(name, cpu=50.0 + 0.5 * i, on_gpu=on_gpu),),
+        )
+        for i in range(2)
+    )
     return Bundle(tool_version="test", created_at=0.0, target_pid=4711, snapshots=snapshots)
 
 
@@ -67,8 +94,9 @@ def test_native_frames_name_the_cuda_wait_and_the_users_line():
     wait = device_wait(recorded_main_thread("item_wait_native.pyspy.json").frames, gpu=False)
     assert wait is not None and wait.native
     assert wait.call == "cudaStreamSynchronize"
-    assert wait.frame is not None and wait.frame.line == hang_line("gpu/kernel_never_ends.py",
-                                                                   "item")
+    assert wait.frame is not None and wait.frame.line == hang_line(
+        "gpu/kernel_never_ends.py", "item"
+    )
 
 
 def test_python_frames_are_a_device_wait_only_in_a_gpu_process():
@@ -79,23 +107,28 @@ def test_python_frames_are_a_device_wait_only_in_a_gpu_process():
 
 
 def test_torch_cuda_synchronize_is_a_wait_from_its_own_frame():
-    frames = (b.frame(f"{b.SITE}/torch/cuda/__init__.py", 1083, "synchronize"),
-              b.frame("train.py", 12, "main", code="torch.cuda.synchronize()"))
+    frames = (
+        b.frame(f"{b.SITE}/torch/cuda/__init__.py", 1083, "synchronize"),
+        b.frame("train.py", 12, "main", code="torch.cuda.synchronize()"),
+    )
     wait = device_wait(frames, gpu=False)
     assert wait is not None and wait.call == "torch.cuda.synchronize()"
     assert wait.frame is not None and wait.frame.line == 12
 
 
 def test_a_line_that_calls_python_code_is_not_waiting():
-    frames = (b.frame("model.py", 5, "forward", code="return self.net(x)"),
-              b.frame("train.py", 12, "main", code="total += model(x).item()"))
+    frames = (
+        b.frame("model.py", 5, "forward", code="return self.net(x)"),
+        b.frame("train.py", 12, "main", code="total += model(x).item()"),
+    )
     assert device_wait(frames, gpu=True) is None
 
 
 def test_gpu_processes_are_told_by_their_device_files():
     assert uses_gpu(GPU_FILES)
-    assert not uses_gpu((OpenFile(fd=3, target="/dev/null"),
-                         OpenFile(fd=4, target="socket:[1234]")))
+    assert not uses_gpu(
+        (OpenFile(fd=3, target="/dev/null"), OpenFile(fd=4, target="socket:[1234]"))
+    )
 
 
 def root_cause(bundle: Bundle):
@@ -122,8 +155,7 @@ def test_dump_native_says_kernel_hang_even_without_nvml():
 
 
 def test_a_cpu_process_spinning_on_the_same_line_is_a_busy_loop():
-    root, findings = root_cause(dump_bundle("item_wait.pyspy.json", utilization=None,
-                                            on_gpu=False))
+    root, findings = root_cause(dump_bundle("item_wait.pyspy.json", utilization=None, on_gpu=False))
     assert root.id == "HD104"
     assert "HD402" not in {f.id for f in findings}
 
@@ -151,9 +183,12 @@ def test_full_gpu_memory_is_the_cause_when_the_thread_is_in_the_allocator():
 
 def test_cuda_oom_names_the_line_of_the_users_code():
     lines = tuple((GPU / "oom_traceback.log").read_text().splitlines())
-    bundle = b.bundle(b.process(1, ppid=None)).model_copy(update={
-        "snapshots": (),
-        "job": JobRecord(started_at=0.0, ended_at=9.0, exit_code=1, output_tail=lines)})
+    bundle = b.bundle(b.process(1, ppid=None)).model_copy(
+        update={
+            "snapshots": (),
+            "job": JobRecord(started_at=0.0, ended_at=9.0, exit_code=1, output_tail=lines),
+        }
+    )
     root, _ = root_cause(bundle)
     assert root.id == "HD401"
     assert root.culprit is not None and root.culprit.location is not None

@@ -24,16 +24,20 @@ def diagnosed(name: str, ended: bool = False) -> Report:
     if not ended:
         return diagnose(bundle)
     assert bundle.job is not None and bundle.job.exit_code not in (None, 0)
-    return diagnose(bundle, Context(mode=Mode.ENDED, verdict="failed",
-                                    exit_code=bundle.job.exit_code))
+    return diagnose(
+        bundle, Context(mode=Mode.ENDED, verdict="failed", exit_code=bundle.job.exit_code)
+    )
 
 
 def at(report: Report, job: str, label: str, index: int = 0) -> bool:
     """Whether finding `index` points at the line of `job` marked `# HANG: label`."""
     finding = report.findings[index]
     location = finding.culprit.location if finding.culprit else None
-    return (location is not None and Path(location.file or "").name == job
-            and location.line == hang_line(f"gpu/h200/{job}", label))
+    return (
+        location is not None
+        and Path(location.file or "").name == job
+        and location.line == hang_line(f"gpu/h200/{job}", label)
+    )
 
 
 @pytest.mark.parametrize("name", ["kernel_hang.run", "kernel_hang.dump_native"])

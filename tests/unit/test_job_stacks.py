@@ -43,10 +43,12 @@ def test_a_real_dump_lands_on_the_right_threads(tmp_path):
 
 
 def test_threads_missing_from_the_map_are_left_out():
-    text = ('Thread 0x00007f0000000001 (most recent call first):\n'
-            '  File "/x.py", line 3 in f\n\n'
-            'Current thread 0x00007f0000000002 (most recent call first):\n'
-            '  File "/y.py", line 9 in g\n')
+    text = (
+        "Thread 0x00007f0000000001 (most recent call first):\n"
+        '  File "/x.py", line 3 in f\n\n'
+        "Current thread 0x00007f0000000002 (most recent call first):\n"
+        '  File "/y.py", line 9 in g\n'
+    )
     threads = parse_dump(text, {0x7F0000000002: 42})
     assert list(threads) == [42] and threads[42].frames[0].line == 9
 
@@ -69,8 +71,13 @@ def test_any_text_parses_without_error(text, ident):
 
 
 def test_files_of_exited_processes_are_removed(tmp_path):
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True, timeout=30)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
     dead = int(gone.stdout)
     for pid in (dead, os.getpid()):
         (tmp_path / f"stacks-{pid}.txt").write_text("")
@@ -78,21 +85,28 @@ def test_files_of_exited_processes_are_removed(tmp_path):
     (tmp_path / "status-1.json").write_text("{}")
     assert remove_stale_files(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["status-1.json", f"stacks-{os.getpid()}.txt", f"threads-{os.getpid()}.json"])
+        ["status-1.json", f"stacks-{os.getpid()}.txt", f"threads-{os.getpid()}.json"]
+    )
 
 
 def test_empty_fault_files_of_exited_processes_go_written_ones_stay(tmp_path):
     """An exited DataLoader worker leaves empty fault and SIGTERM files: noise. One that wrote
     its stack there (it crashed, or was stopped) left evidence."""
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True, timeout=30)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
     dead = int(gone.stdout)
     (tmp_path / f"fault-{dead}.txt").write_text("")
-    (tmp_path / f"stopped-{dead}.txt").write_text('Current thread 0x1 (most recent call first):\n')
+    (tmp_path / f"stopped-{dead}.txt").write_text("Current thread 0x1 (most recent call first):\n")
     (tmp_path / f"fault-{os.getpid()}.txt").write_text("")
     assert remove_stale_files(tmp_path) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [f"stopped-{dead}.txt", f"fault-{os.getpid()}.txt"])
+        [f"stopped-{dead}.txt", f"fault-{os.getpid()}.txt"]
+    )
 
 
 def test_the_job_tree_survives_a_process_that_exits_while_it_is_listed(monkeypatch):

@@ -16,38 +16,56 @@ from tests.conftest import FIXTURES, run_cli
 LOGS = FIXTURES / "logs"
 
 
-def analyze(*paths: Path | str, extra: tuple[str, ...] = ()
-            ) -> tuple[dict, subprocess.CompletedProcess]:
+def analyze(
+    *paths: Path | str, extra: tuple[str, ...] = ()
+) -> tuple[dict, subprocess.CompletedProcess]:
     """`hangdoctor analyze PATH... --json` in a subprocess: the report and the result."""
     done = run_cli("analyze", *map(str, paths), "--json", *extra)
     assert "Traceback" not in done.stderr, done.stderr
     return json.loads(done.stdout), done
 
 
-@pytest.mark.parametrize(("log", "category", "evidence"), [
-    ("torchrun_nccl_timeout.log", "distributed.collective_timeout", "WorkNCCL(SeqNum=6121"),
-    ("dmesg_xid79.txt", "gpu.device_fault", "NVRM: Xid (PCI:0000:3b:00): 79"),
-    ("train_nan.log", "algorithm.nonfinite", "step 4170 | loss nan"),
-    ("import_undefined_symbol.log", "env.library_mismatch",
-     "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105Error"),
-    ("glibc_mismatch.log", "env.library_mismatch", "version `GLIBC_2.34' not found"),
-    ("shm_bus_error.log", "data.worker_killed",
-     "unable to write to file </torch_2817_1375466711_3>: No space left on device"),
-    # Formats seen in https://github.com/pytorch/pytorch/pull/140969 (fr_trace),
-    # https://github.com/modelscope/ms-swift/issues/8043 (NCCL connection refused),
-    # https://github.com/zai-org/CogVLM2/issues/178 (unhandled system error),
-    # https://github.com/hiyouga/LlamaFactory/issues/6953 (heartbeat monitor),
-    # https://github.com/chrisknewman/tusas/issues/149 (Slurm's cgroup OOM kill).
-    ("fr_trace_missing_ranks.log", "distributed.collective_mismatch",
-     "Not all ranks joining collective: sequence number: 4812"),
-    ("nccl_connection_refused.log", "distributed.network",
-     "returned Connection refused"),
-    ("nccl_unhandled_system_error.log", "distributed.network", "unhandled system error"),
-    ("nccl_heartbeat_abort.log", "distributed.collective_timeout",
-     "Heartbeat monitor timed out!"),
-    ("slurm_cgroup_oom.log", "host.memory_exhausted",
-     "Detected 1 oom_kill event in StepId=5512873.0"),
-])
+@pytest.mark.parametrize(
+    ("log", "category", "evidence"),
+    [
+        ("torchrun_nccl_timeout.log", "distributed.collective_timeout", "WorkNCCL(SeqNum=6121"),
+        ("dmesg_xid79.txt", "gpu.device_fault", "NVRM: Xid (PCI:0000:3b:00): 79"),
+        ("train_nan.log", "algorithm.nonfinite", "step 4170 | loss nan"),
+        (
+            "import_undefined_symbol.log",
+            "env.library_mismatch",
+            "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105Error",
+        ),
+        ("glibc_mismatch.log", "env.library_mismatch", "version `GLIBC_2.34' not found"),
+        (
+            "shm_bus_error.log",
+            "data.worker_killed",
+            "unable to write to file </torch_2817_1375466711_3>: No space left on device",
+        ),
+        # Formats seen in https://github.com/pytorch/pytorch/pull/140969 (fr_trace),
+        # https://github.com/modelscope/ms-swift/issues/8043 (NCCL connection refused),
+        # https://github.com/zai-org/CogVLM2/issues/178 (unhandled system error),
+        # https://github.com/hiyouga/LlamaFactory/issues/6953 (heartbeat monitor),
+        # https://github.com/chrisknewman/tusas/issues/149 (Slurm's cgroup OOM kill).
+        (
+            "fr_trace_missing_ranks.log",
+            "distributed.collective_mismatch",
+            "Not all ranks joining collective: sequence number: 4812",
+        ),
+        ("nccl_connection_refused.log", "distributed.network", "returned Connection refused"),
+        ("nccl_unhandled_system_error.log", "distributed.network", "unhandled system error"),
+        (
+            "nccl_heartbeat_abort.log",
+            "distributed.collective_timeout",
+            "Heartbeat monitor timed out!",
+        ),
+        (
+            "slurm_cgroup_oom.log",
+            "host.memory_exhausted",
+            "Detected 1 oom_kill event in StepId=5512873.0",
+        ),
+    ],
+)
 def test_a_real_failure_log_is_diagnosed(log, category, evidence, report_schema):
     report, done = analyze(LOGS / log)
     assert done.returncode == 1
@@ -124,7 +142,8 @@ def test_a_missing_file_is_one_line_and_exit_2(tmp_path):
     done = run_cli("analyze", str(LOGS / "train_nan.log"), str(tmp_path / "nope.log"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"hangdoctor: error: {tmp_path / 'nope.log'} does not exist"]
+        f"hangdoctor: error: {tmp_path / 'nope.log'} does not exist"
+    ]
     assert "Traceback" not in done.stderr + done.stdout
 
 
@@ -134,15 +153,19 @@ def test_secrets_in_logs_are_redacted(tmp_path):
     log.write_text(
         f"HF_TOKEN={token} python train.py\n"
         "step 100 loss 2.31\n"
-        f"step 110 loss nan tracking=https://alice:{url_password}@mlflow.example.com/run/7\n")
+        f"step 110 loss nan tracking=https://alice:{url_password}@mlflow.example.com/run/7\n"
+    )
     report_dir = tmp_path / "report"
     report, done = analyze(log, extra=("--report-dir", str(report_dir)))
     assert done.returncode == 1
     assert report["findings"][0]["category"] == "algorithm.nonfinite"
     assert any("<redacted>" in line for line in report["findings"][0]["evidence"])
-    for text in (done.stdout, (report_dir / "report.json").read_text(),
-                 (report_dir / "report.md").read_text(),
-                 (report_dir / "evidence.json").read_text()):
+    for text in (
+        done.stdout,
+        (report_dir / "report.json").read_text(),
+        (report_dir / "report.md").read_text(),
+        (report_dir / "evidence.json").read_text(),
+    ):
         assert url_password not in text and token not in text
 
 
@@ -152,7 +175,9 @@ def test_a_capture_and_more_logs(tmp_path):
     report, done = analyze(tmp_path / "r", LOGS / "dmesg_xid79.txt")
     assert done.returncode == 1 and report["verdict"] == "failed"
     assert [f["category"] for f in report["findings"]][:2] == [
-        "gpu.device_fault", "distributed.collective_timeout"]
+        "gpu.device_fault",
+        "distributed.collective_timeout",
+    ]
     done = run_cli("analyze", str(tmp_path / "r"), str(tmp_path / "r" / "evidence.json"))
     assert done.returncode == 2 and "one capture at a time" in done.stderr
 
@@ -166,13 +191,15 @@ def test_progress_bar_redraws_are_collapsed():
 
 
 def test_kernel_lines_are_told_from_the_others():
-    output, kernel = classify([
-        "step 5 loss 2.0",
-        "Mar 01 10:34:50 gpu-node-17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=p, x",
-        "[ 2211.402118] Out of memory: Killed process 41901 (python3) total-vm:1kB",
-        "Triton kernel: compiled in 3 s",
-        "step 6 loss 1.9",
-    ])
+    output, kernel = classify(
+        [
+            "step 5 loss 2.0",
+            "Mar 01 10:34:50 gpu-node-17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=p, x",
+            "[ 2211.402118] Out of memory: Killed process 41901 (python3) total-vm:1kB",
+            "Triton kernel: compiled in 3 s",
+            "step 6 loss 1.9",
+        ]
+    )
     assert output == ["step 5 loss 2.0", "Triton kernel: compiled in 3 s", "step 6 loss 1.9"]
     assert len(kernel) == 2
     # A dmesg file keeps its continuation lines with it.

@@ -36,30 +36,42 @@ def test_the_outer_loops_break_and_its_condition_are_found(tmp_path: Path):
     exits = loop_exits_at(str(path), BACKWARD_LINE)
     # the inner loop's break only ends an epoch, and report()'s return is its own
     assert [(e.line, e.code, e.condition) for e in exits] == [
-        (11, "break", "stopper.should_stop(loss)")]
+        (11, "break", "stopper.should_stop(loss)")
+    ]
     assert loop_exits_at(str(path), 12) == ()  # not in a loop
 
 
 def _job(path: Path, output: list[str]) -> Bundle:
-    early = with_sync_source(ProgressStatus(
-        pid=201, rank=1, updated_at=5.0, exiting_at=5.0,
-        last_sync_at=((str(path), BACKWARD_LINE, "train"), (str(path), 40, "<module>"))))
+    early = with_sync_source(
+        ProgressStatus(
+            pid=201,
+            rank=1,
+            updated_at=5.0,
+            exiting_at=5.0,
+            last_sync_at=((str(path), BACKWARD_LINE, "train"), (str(path), 40, "<module>")),
+        )
+    )
     stayed = ProgressStatus(pid=200, rank=0, updated_at=6.0)
-    record = JobRecord(started_at=0.0, exit_code=1, output_tail=tuple(output),
-                       progress=(stayed, early))
+    record = JobRecord(
+        started_at=0.0, exit_code=1, output_tail=tuple(output), progress=(stayed, early)
+    )
     return Bundle(tool_version="test", created_at=0.0, target_pid=1, job=record)
 
 
 def test_the_rank_that_left_first_points_at_the_break_it_took(tmp_path: Path):
     path = tmp_path / "train.py"
     path.write_text(TRAIN)
-    bundle = _job(path, [
-        "[rank0]: Traceback (most recent call last):",
-        f'[rank0]:   File "{path}", line {BACKWARD_LINE}, in train',
-        "[rank0]:     loss.backward()",
-        "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-        "Connection closed by peer [127.0.0.1]:2365",
-        *_SUMMARY.format(rank=0, code=1, cause="To enable traceback see: ...").splitlines()])
+    bundle = _job(
+        path,
+        [
+            "[rank0]: Traceback (most recent call last):",
+            f'[rank0]:   File "{path}", line {BACKWARD_LINE}, in train',
+            "[rank0]:     loss.backward()",
+            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+            "Connection closed by peer [127.0.0.1]:2365",
+            *_SUMMARY.format(rank=0, code=1, cause="To enable traceback see: ...").splitlines(),
+        ],
+    )
     status = bundle.job.progress[1] if bundle.job else None
     assert status is not None and status.last_sync and isinstance(status.last_sync[0], Frame)
     root = run_rules(JobView(bundle)).findings[0]

@@ -13,15 +13,16 @@ from hangdoctor.supervise import output
 from hangdoctor.supervise.output import Channel, OutputLog, relay
 from hangdoctor.supervise.pipes import tee_supported
 
-PAYLOAD = b"".join(b"eval 50%%\reval 100%%\rline %06d \xe2\x9c\x93 progress\n" % i
-                   for i in range(40_000))
+PAYLOAD = b"".join(
+    b"eval 50%%\reval 100%%\rline %06d \xe2\x9c\x93 progress\n" % i for i in range(40_000)
+)
 
 
 def _write_then_close(fd: int, data: bytes, chunk: int) -> threading.Thread:
     def write() -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view[:chunk]):]
+            view = view[os.write(fd, view[:chunk]) :]
         os.close(fd)
 
     thread = threading.Thread(target=write, daemon=True)

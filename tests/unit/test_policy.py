@@ -43,8 +43,7 @@ def test_any_kind_of_progress_resets_the_clock():
 
 
 def test_adaptive_threshold_uses_start_up_budget_then_step_gaps():
-    t = tracker(startup_budget_s=300, adaptive_factor=5, min_adaptive_s=60,
-                max_adaptive_s=1800)
+    t = tracker(startup_budget_s=300, adaptive_factor=5, min_adaptive_s=60, max_adaptive_s=1800)
     assert t.timeout_s == 300
     t.observe(100.0, Counters(steps=1))  # first step after a long start-up
     assert t.timeout_s == 300  # one event tells no gap yet
@@ -90,8 +89,10 @@ def test_steps_on_nonfinite_losses_alone_are_a_livelock_declared_after_s():
     # From here on every step's loss is NaN: the optimizer keeps counting, the CPU is busy.
     for second in range(2, 8):
         steps = 10 + (second - 1) * 1000
-        assert not tracker.observe(float(second), Counters(
-            steps=steps, losses=steps, nonfinite_losses=steps - 10, output_bytes=second))
+        assert not tracker.observe(
+            float(second),
+            Counters(steps=steps, losses=steps, nonfinite_losses=steps - 10, output_bytes=second),
+        )
     decision = tracker.check(6.5, busy=True)
     assert decision is not None and decision.declared_s - decision.last_progress_s >= 5.0
     assert decision.threshold_s == 5.0  # not 3 x S: spinning on NaN is not computing

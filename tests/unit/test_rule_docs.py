@@ -34,9 +34,11 @@ Documented = type[Rule] | type[LintRule] | Check
 
 def _every_rule() -> list[tuple[str, Documented, str]]:
     """(id, rule or check, the name of its "what to do instead" attribute) for every kind."""
-    return ([(r.id, r, "instead") for r in ALL_RULES]
-            + [(r.id, r, "fix") for r in LINT_RULES]
-            + [(c.id, c, "instead") for c in all_checks()])
+    return (
+        [(r.id, r, "instead") for r in ALL_RULES]
+        + [(r.id, r, "fix") for r in LINT_RULES]
+        + [(c.id, c, "instead") for c in all_checks()]
+    )
 
 
 def _undocumented(rules: Iterable[tuple[str, Documented, str]]) -> list[str]:
@@ -55,8 +57,7 @@ def test_rule_pages_are_generated_from_the_rules() -> None:
 
 
 def test_every_rule_of_each_kind_has_a_page_listed_in_the_index() -> None:
-    ids = ([r.id for r in ALL_RULES] + [r.id for r in LINT_RULES]
-           + [c.id for c in all_checks()])
+    ids = [r.id for r in ALL_RULES] + [r.id for r in LINT_RULES] + [c.id for c in all_checks()]
     files = expected_files()
     assert sorted(files) == sorted([f"{i}.md" for i in ids] + [INDEX])
     for rule_id in ids:
@@ -102,8 +103,12 @@ def test_check_mode_reports_a_drifted_page(tmp_path) -> None:
 def test_a_file_instead_of_a_folder_is_one_line_and_exit_2(tmp_path) -> None:
     target = tmp_path / "not-a-folder"
     target.write_text("")
-    done = subprocess.run([sys.executable, "-m", "hangdoctor.docs", str(target)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "hangdoctor.docs", str(target)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 2
     assert re.fullmatch(r"hangdoctor\.docs: .* is not a directory\n", done.stderr)
 

@@ -10,7 +10,8 @@ from tests.scenarios import write_readme
 
 def test_scenarios_readme_is_generated_from_the_last_run() -> None:
     assert write_readme.README.read_text(encoding="utf-8") == write_readme.render(), (
-        "tests/scenarios/README.md drifted: run `python tests/scenarios/write_readme.py`")
+        "tests/scenarios/README.md drifted: run `python tests/scenarios/write_readme.py`"
+    )
 
 
 def test_its_total_counts_its_own_rows() -> None:

@@ -23,7 +23,7 @@ def test_a_real_listening_and_connected_socket():
         inodes = {}
         for sock in (server, client):
             target = os.readlink(f"/proc/self/fd/{sock.fileno()}")
-            inodes[sock] = int(target[len("socket:["):-1])
+            inodes[sock] = int(target[len("socket:[") : -1])
         found = {e.inode: e for e in read_sockets(os.getpid(), set(inodes.values()))}
         assert found[inodes[server]].state == "LISTEN"
         assert found[inodes[client]].state == "ESTABLISHED"

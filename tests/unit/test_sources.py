@@ -7,7 +7,7 @@ import textwrap
 
 from hangdoctor.probes.sources import control_context, lock_context
 
-CODE = textwrap.dedent('''
+CODE = textwrap.dedent("""
     def transfer(a, b):
         with a:
             log("got a")
@@ -31,7 +31,7 @@ CODE = textwrap.dedent('''
         def put(self):
             with self.lock:
                 self.evict()
-''')
+""")
 TREE = ast.parse(CODE)
 
 
@@ -74,7 +74,7 @@ def test_several_items_in_one_with():
     assert acquiring == ("x", "y")
 
 
-RANKED = textwrap.dedent('''
+RANKED = textwrap.dedent("""
     def train(rank, loader):
         for step, batch in enumerate(loader):
             loss = model(batch)
@@ -83,7 +83,7 @@ RANKED = textwrap.dedent('''
             else:
                 dist.all_reduce(loss)
         dist.barrier()
-''')
+""")
 
 
 def test_guards_and_loops_around_a_collective():

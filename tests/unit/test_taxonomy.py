@@ -24,4 +24,5 @@ def test_category_enum_is_the_taxonomy() -> None:
 @pytest.mark.skipif(not SHARED.is_file(), reason="../shared/TAXONOMY.md is not beside the repo")
 def test_vendored_taxonomy_is_the_shared_one() -> None:
     assert VENDORED.read_text() == SHARED.read_text(), (
-        "docs/TAXONOMY.md differs from ../shared/TAXONOMY.md: copy the shared one")
+        "docs/TAXONOMY.md differs from ../shared/TAXONOMY.md: copy the shared one"
+    )

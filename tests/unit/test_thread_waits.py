@@ -15,11 +15,18 @@ MP = f"{b.STDLIB}/multiprocessing"
 
 def _get(timeout: str) -> ThreadEvidence:
     return b.thread(
-        7, b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
+        7,
+        b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
         b.frame(f"{MP}/connection.py", 216, "_ConnectionBase.recv_bytes"),
-        b.frame(f"{MP}/queues.py", 103, "Queue.get",
-                local_vars={"block": ("True", None), "timeout": (timeout, None)}),
-        b.frame("prep.py", 62, "main", code="item = results.get()"), syscall="read")
+        b.frame(
+            f"{MP}/queues.py",
+            103,
+            "Queue.get",
+            local_vars={"block": ("True", None), "timeout": (timeout, None)},
+        ),
+        b.frame("prep.py", 62, "main", code="item = results.get()"),
+        syscall="read",
+    )
 
 
 def test_a_multiprocessing_queue_read_is_named_by_the_queue_not_its_pipe():
@@ -33,17 +40,32 @@ def test_a_multiprocessing_queue_read_is_named_by_the_queue_not_its_pipe():
 
 def test_a_manager_proxy_call_names_the_proxy_and_the_server_process():
     worker = b.thread(
-        30, b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
-        b.frame(f"{MP}/managers.py", 822, "BaseProxy._callmethod",
-                local_vars={"self": ("<AcquirerProxy at 0x7f2d>", None)}),
+        30,
+        b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
+        b.frame(
+            f"{MP}/managers.py",
+            822,
+            "BaseProxy._callmethod",
+            local_vars={"self": ("<AcquirerProxy at 0x7f2d>", None)},
+        ),
         b.frame(f"{MP}/managers.py", 1056, "AcquirerProxy.__enter__"),
-        b.frame("data.py", 51, "Clips.__getitem__", code="with self.lock:"), syscall="read")
-    server = b.thread(20, b.frame(f"{b.STDLIB}/threading.py", 331, "Condition.wait"),
-                      b.frame(f"{MP}/managers.py", 176, "Server.serve_forever"),
-                      b.frame(f"{MP}/managers.py", 600, "BaseManager._run_server"),
-                      syscall="futex")
-    job = JobView(b.bundle(b.process(10, b.thread(10, b.frame("train.py", 5, "main"))),
-                           b.process(20, server, ppid=10), b.process(30, worker, ppid=10)))
+        b.frame("data.py", 51, "Clips.__getitem__", code="with self.lock:"),
+        syscall="read",
+    )
+    server = b.thread(
+        20,
+        b.frame(f"{b.STDLIB}/threading.py", 331, "Condition.wait"),
+        b.frame(f"{MP}/managers.py", 176, "Server.serve_forever"),
+        b.frame(f"{MP}/managers.py", 600, "BaseManager._run_server"),
+        syscall="futex",
+    )
+    job = JobView(
+        b.bundle(
+            b.process(10, b.thread(10, b.frame("train.py", 5, "main"))),
+            b.process(20, server, ppid=10),
+            b.process(30, worker, ppid=10),
+        )
+    )
     call = manager_call(job, worker)
     assert call is not None and call.proxy == "AcquirerProxy" and call.server_pid == 20
     assert manager_call(job, server) is None
@@ -51,11 +73,23 @@ def test_a_manager_proxy_call_names_the_proxy_and_the_server_process():
 
 def test_a_condition_waits_for_a_notify_not_for_a_lock_someone_holds():
     waiting = b.thread(
-        40, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait",
-                    local_vars={"timeout": ("None", None)}, acquiring=("waiter",)),
-        b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get",
-                local_vars={"block": ("True", None), "timeout": ("None", None)}),
-        b.frame("train.py", 9, "main", code="batch = results.get()"), syscall="futex")
+        40,
+        b.frame(
+            f"{b.STDLIB}/threading.py",
+            327,
+            "Condition.wait",
+            local_vars={"timeout": ("None", None)},
+            acquiring=("waiter",),
+        ),
+        b.frame(
+            f"{b.STDLIB}/queue.py",
+            171,
+            "Queue.get",
+            local_vars={"block": ("True", None), "timeout": ("None", None)},
+        ),
+        b.frame("train.py", 9, "main", code="batch = results.get()"),
+        syscall="futex",
+    )
     process = b.process(40, waiting)
     assert lock_wait(waiting) is None
     wait = describe_wait(JobView(b.bundle(process)), process, waiting)

@@ -26,19 +26,22 @@ def traceback(prefix: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(("prefix", "rank"), [
-    ("", None),
-    ("[rank1]: ", 1),
-    ("[default1]:", 1),
-    ("\x1b[2m\x1b[36m(RayTrainWorker pid=1942, ip=100.97.252.234)\x1b[0m ", None),
-    ("(RayTrainWorker pid=1942) ", None),
-    ("(pid=2724) ", None),
-    ("[1,1]<stderr>:", 1),
-    ("1: ", 1),
-    ("2026-12-01T10:00:00.123456789Z ", None),
-    ("2026-12-01 10:00:00,123 - ERROR - ", None),
-    ("[2026-12-01 10:00:00,123][ERROR] ", None),
-])
+@pytest.mark.parametrize(
+    ("prefix", "rank"),
+    [
+        ("", None),
+        ("[rank1]: ", 1),
+        ("[default1]:", 1),
+        ("\x1b[2m\x1b[36m(RayTrainWorker pid=1942, ip=100.97.252.234)\x1b[0m ", None),
+        ("(RayTrainWorker pid=1942) ", None),
+        ("(pid=2724) ", None),
+        ("[1,1]<stderr>:", 1),
+        ("1: ", 1),
+        ("2026-12-01T10:00:00.123456789Z ", None),
+        ("2026-12-01 10:00:00,123 - ERROR - ", None),
+        ("[2026-12-01 10:00:00,123][ERROR] ", None),
+    ],
+)
 def test_a_traceback_behind_a_prefix_is_found(prefix, rank):
     [raised] = tracebacks(["epoch 1", *traceback(prefix), "done"])
     assert raised.type == "ValueError"
@@ -66,18 +69,28 @@ def test_ray_repeated_lines_and_logging_headers():
 
 
 def test_plain_lines_are_left_alone():
-    for line in ("  File \"x.py\", line 3, in f", "100 steps done", "(the loss) went up",
-                 "[W socket.cpp:601] warning"):
+    for line in (
+        '  File "x.py", line 3, in f',
+        "100 steps done",
+        "(the loss) went up",
+        "[W socket.cpp:601] warning",
+    ):
         assert split_prefix(line).text == line
     assert line_rank("[rank3]:[E ProcessGroupNCCL.cpp:1316] x") == 3
     assert line_rank("plain") is None
 
 
 def test_a_chained_exception_keeps_its_cause():
-    lines = [*traceback(""), "", "During handling of the above exception, another exception "
-             "occurred:", "", "Traceback (most recent call last):",
-             f'  File "{USER}", line 90, in train_func', "    raise RuntimeError('step failed')",
-             "RuntimeError: step failed"]
+    lines = [
+        *traceback(""),
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        f'  File "{USER}", line 90, in train_func',
+        "    raise RuntimeError('step failed')",
+        "RuntimeError: step failed",
+    ]
     first, second = tracebacks(lines)
     assert second.cause is first and second.root is first
     assert first.cause is None

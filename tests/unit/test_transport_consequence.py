@@ -8,12 +8,16 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.distributed.transport_failure_log import TransportFailure
 
-CLOSED = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-          "Connection closed by peer [127.0.0.1]:3222")
-RAISED = ("[rank1]: Traceback (most recent call last):",
-          '[rank1]:   File "/home/ml/train.py", line 67, in forward',
-          "[rank1]:     x = self.tokens(tokens) + self.positions[:, :length]",
-          "[rank1]: RuntimeError: The size of tensor a (95) must match the size of tensor b")
+CLOSED = (
+    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+    "Connection closed by peer [127.0.0.1]:3222"
+)
+RAISED = (
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "/home/ml/train.py", line 67, in forward',
+    "[rank1]:     x = self.tokens(tokens) + self.positions[:, :length]",
+    "[rank1]: RuntimeError: The size of tensor a (95) must match the size of tensor b",
+)
 
 
 def _finding(lines: list[str]):
@@ -36,13 +40,14 @@ def test_a_broken_connection_alone_stays_an_error():
 def test_ddps_unused_parameter_error_gets_advice_about_the_branch():
     from hangdoctor.rules.distributed.rank_exited_log import RankExitedFromLog
 
-    lines = ["[rank0]: Traceback (most recent call last):",
-             '[rank0]:   File "/home/ml/train.py", line 62, in main',
-             "[rank0]:     logits = model(features)",
-             "[rank0]: RuntimeError: Expected to have finished reduction in the prior iteration "
-             "before starting a new one. This error indicates that your module has parameters "
-             "that were not used in producing loss."]
+    lines = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/home/ml/train.py", line 62, in main',
+        "[rank0]:     logits = model(features)",
+        "[rank0]: RuntimeError: Expected to have finished reduction in the prior iteration "
+        "before starting a new one. This error indicates that your module has parameters "
+        "that were not used in producing loss.",
+    ]
     (finding,) = RankExitedFromLog().check(JobView(logs_bundle(lines)))
     assert finding.culprit is not None and finding.culprit.rank == 0
-    assert any("find_unused_parameters=True" in fix and "branch" in fix
-               for fix in finding.fixes)
+    assert any("find_unused_parameters=True" in fix and "branch" in fix for fix in finding.fixes)

@@ -16,22 +16,40 @@ THREADING = f"{b.STDLIB}/threading.py"
 
 def _joins(tid: int, joined: int, line: int = 80) -> ThreadEvidence:
     return b.thread(
-        tid, b.frame(THREADING, 1139, "Thread._wait_for_tstate_lock",
-                     local_vars={"self": ("<Thread>", joined)}),
+        tid,
+        b.frame(
+            THREADING,
+            1139,
+            "Thread._wait_for_tstate_lock",
+            local_vars={"self": ("<Thread>", joined)},
+        ),
         b.frame(THREADING, 1119, "Thread.join", local_vars={"self": ("<Thread>", joined)}),
         b.frame("train.py", line, "main", code="prefetcher.join()"),
-        name="MainThread", syscall="futex")
+        name="MainThread",
+        syscall="futex",
+    )
 
 
 def _puts_into_full_queue(tid: int, thread_object: int) -> ThreadEvidence:
     return b.thread(
-        tid, b.frame(THREADING, 331, "Condition.wait", local_vars={"timeout": ("None", None)}),
-        b.frame(f"{b.STDLIB}/queue.py", 140, "Queue.put",
-                local_vars={"block": ("True", None), "timeout": ("None", None)}),
+        tid,
+        b.frame(THREADING, 331, "Condition.wait", local_vars={"timeout": ("None", None)}),
+        b.frame(
+            f"{b.STDLIB}/queue.py",
+            140,
+            "Queue.put",
+            local_vars={"block": ("True", None), "timeout": ("None", None)},
+        ),
         b.frame("loader.py", 22, "Prefetcher.run", code="self.queue.put(batch)"),
-        b.frame(THREADING, 1045, "Thread._bootstrap_inner",
-                local_vars={"self": ("<Prefetcher>", thread_object)}),
-        name="prefetch", syscall="futex")
+        b.frame(
+            THREADING,
+            1045,
+            "Thread._bootstrap_inner",
+            local_vars={"self": ("<Prefetcher>", thread_object)},
+        ),
+        name="prefetch",
+        syscall="futex",
+    )
 
 
 def test_a_join_leads_to_the_joined_thread_whose_full_queue_nobody_can_drain():
@@ -45,13 +63,24 @@ def test_a_join_leads_to_the_joined_thread_whose_full_queue_nobody_can_drain():
 
 def test_a_thread_that_could_still_fill_the_queue_is_only_a_possible_waker():
     getter = b.thread(
-        20, b.frame(THREADING, 327, "Condition.wait", local_vars={"timeout": ("None", None)}),
-        b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get",
-                local_vars={"block": ("True", None), "timeout": ("None", None)}),
+        20,
+        b.frame(THREADING, 327, "Condition.wait", local_vars={"timeout": ("None", None)}),
+        b.frame(
+            f"{b.STDLIB}/queue.py",
+            171,
+            "Queue.get",
+            local_vars={"block": ("True", None), "timeout": ("None", None)},
+        ),
         b.frame("train.py", 30, "main", code="batch = batches.get()"),
-        name="MainThread", syscall="futex")
-    producer = b.thread(21, b.frame("loader.py", 12, "produce", code="time.sleep(1)"),
-                        name="producer", syscall="clock_nanosleep")
+        name="MainThread",
+        syscall="futex",
+    )
+    producer = b.thread(
+        21,
+        b.frame("loader.py", 12, "produce", code="time.sleep(1)"),
+        name="producer",
+        syscall="clock_nanosleep",
+    )
     job = JobView(b.bundle(b.process(20, getter, producer)))
     chain = build_wait_graph(job).follow((20, 20))
     assert chain.parties == ((20, 20),)  # not followed to the sleeping thread
@@ -59,48 +88,92 @@ def test_a_thread_that_could_still_fill_the_queue_is_only_a_possible_waker():
 
 
 def test_a_lock_cycle_between_two_threads_is_a_cycle():
-    first = b.thread(30, b.frame("train.py", 10, "save", code="with b_lock:",
-                                 held=[("a_lock", 9)], acquiring=["b_lock"]),
-                     name="MainThread", syscall="futex")
-    second = b.thread(31, b.frame("train.py", 20, "flush", code="with a_lock:",
-                                  held=[("b_lock", 19)], acquiring=["a_lock"]),
-                      name="ckpt", syscall="futex")
+    first = b.thread(
+        30,
+        b.frame(
+            "train.py", 10, "save", code="with b_lock:", held=[("a_lock", 9)], acquiring=["b_lock"]
+        ),
+        name="MainThread",
+        syscall="futex",
+    )
+    second = b.thread(
+        31,
+        b.frame(
+            "train.py",
+            20,
+            "flush",
+            code="with a_lock:",
+            held=[("b_lock", 19)],
+            acquiring=["a_lock"],
+        ),
+        name="ckpt",
+        syscall="futex",
+    )
     chain = build_wait_graph(JobView(b.bundle(b.process(30, first, second)))).follow((30, 30))
     assert chain.sink is Sink.CYCLE
     assert {e.why for e in chain.edges} == {"holds b_lock", "holds a_lock"}
 
 
 def test_a_parent_waiting_for_its_child_leads_into_the_child():
-    parent = b.thread(40, b.frame(f"{b.STDLIB}/subprocess.py", 2011, "Popen._wait"),
-                      b.frame("train.py", 50, "export", code="proc.wait()"),
-                      name="MainThread", syscall="wait4", args=(41,))
-    child = b.thread(41, b.frame("tool.py", 5, "main", code="data = sys.stdin.read()"),
-                     name="MainThread", syscall="read", args=(0,))
-    job = JobView(b.bundle(b.process(40, parent, files={5: ("pipe:[77]", "w")}),
-                           b.process(41, child, ppid=40, files={0: ("pipe:[77]", "r")})))
+    parent = b.thread(
+        40,
+        b.frame(f"{b.STDLIB}/subprocess.py", 2011, "Popen._wait"),
+        b.frame("train.py", 50, "export", code="proc.wait()"),
+        name="MainThread",
+        syscall="wait4",
+        args=(41,),
+    )
+    child = b.thread(
+        41,
+        b.frame("tool.py", 5, "main", code="data = sys.stdin.read()"),
+        name="MainThread",
+        syscall="read",
+        args=(0,),
+    )
+    job = JobView(
+        b.bundle(
+            b.process(40, parent, files={5: ("pipe:[77]", "w")}),
+            b.process(41, child, ppid=40, files={0: ("pipe:[77]", "r")}),
+        )
+    )
     chain = build_wait_graph(job).follow((40, 40))
     assert chain.parties == ((40, 40), (41, 41))
     assert chain.edges[0].why == "is the child process it waits for"
     # the child reads a pipe whose write end only its (waiting) parent holds
-    assert build_wait_graph(job).follow((41, 41)).parties[-1] == (40, 40) or \
-        chain.sink in (Sink.NOBODY, Sink.CYCLE)
+    assert build_wait_graph(job).follow((41, 41)).parties[-1] == (40, 40) or chain.sink in (
+        Sink.NOBODY,
+        Sink.CYCLE,
+    )
 
 
 def _finding(culprit: Culprit, *related: Culprit) -> Finding:
-    return Finding(id="HD000", category=Category.PROCESS_DEADLOCK, severity=Severity.ERROR,
-                   confidence=0.5, title="t", culprit=culprit, related=related)
+    return Finding(
+        id="HD000",
+        category=Category.PROCESS_DEADLOCK,
+        severity=Severity.ERROR,
+        confidence=0.5,
+        title="t",
+        culprit=culprit,
+        related=related,
+    )
 
 
 def test_a_culprit_in_the_standard_library_moves_to_the_users_line_that_called_it():
     handler = b.thread(
-        50, b.frame(THREADING, 1139, "Thread._wait_for_tstate_lock"),
+        50,
+        b.frame(THREADING, 1139, "Thread._wait_for_tstate_lock"),
         b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 235, "ThreadPoolExecutor.shutdown"),
         b.frame("train.py", 41, "on_sigterm", code="pool.shutdown(wait=True)"),
         b.frame("train.py", 90, "main", code="loss = step(batch)"),
-        name="MainThread", syscall="futex")
+        name="MainThread",
+        syscall="futex",
+    )
     job = JobView(b.bundle(b.process(50, handler)))
-    library = Location(file=f"{b.STDLIB}/concurrent/futures/thread.py", line=235,
-                       function="ThreadPoolExecutor.shutdown")
+    library = Location(
+        file=f"{b.STDLIB}/concurrent/futures/thread.py",
+        line=235,
+        function="ThreadPoolExecutor.shutdown",
+    )
     moved = in_user_code(job, _finding(Culprit(pid=50, tid=50, location=library)))
     assert moved.culprit is not None and moved.culprit.location is not None
     assert moved.culprit.location.line == 41 and moved.culprit.location.user_code
@@ -110,15 +183,24 @@ def test_a_culprit_in_the_standard_library_moves_to_the_users_line_that_called_i
 
 
 def test_the_interpreters_exit_hands_the_blame_to_the_thread_it_waits_for():
-    exiting = b.thread(60, b.frame(THREADING, 1590, "_shutdown"), name="MainThread",
-                       syscall="futex")
-    monitor = b.thread(61, b.frame("monitor.py", 14, "watch", code="time.sleep(5)"),
-                       name="monitor", syscall="clock_nanosleep")
+    exiting = b.thread(
+        60, b.frame(THREADING, 1590, "_shutdown"), name="MainThread", syscall="futex"
+    )
+    monitor = b.thread(
+        61,
+        b.frame("monitor.py", 14, "watch", code="time.sleep(5)"),
+        name="monitor",
+        syscall="clock_nanosleep",
+    )
     job = JobView(b.bundle(b.process(60, exiting, monitor)))
     exit_place = Location(file=THREADING, line=1590, function="_shutdown")
     loop = Location(file=f"{b.USER}/monitor.py", line=14, function="watch")
-    moved = in_user_code(job, _finding(Culprit(pid=60, tid=60, location=exit_place),
-                                       Culprit(pid=60, tid=61, location=loop)))
+    moved = in_user_code(
+        job,
+        _finding(
+            Culprit(pid=60, tid=60, location=exit_place), Culprit(pid=60, tid=61, location=loop)
+        ),
+    )
     assert moved.culprit is not None and moved.culprit.tid == 61
     assert moved.related[0].tid == 60
     assert moved.related[0].location is not None and not moved.related[0].location.user_code
@@ -127,8 +209,11 @@ def test_the_interpreters_exit_hands_the_blame_to_the_thread_it_waits_for():
 def test_a_culprit_already_in_user_code_is_left_alone():
     thread = b.thread(70, b.frame("train.py", 5, "main"), name="MainThread", syscall="futex")
     job = JobView(b.bundle(b.process(70, thread)))
-    finding = _finding(Culprit(pid=70, tid=70, location=Location(
-        file=f"{b.USER}/train.py", line=5, function="main")))
+    finding = _finding(
+        Culprit(
+            pid=70, tid=70, location=Location(file=f"{b.USER}/train.py", line=5, function="main")
+        )
+    )
     assert in_user_code(job, finding) is finding
 
 
@@ -136,10 +221,15 @@ def test_hangdoctors_own_writer_thread_is_never_a_culprit():
     from hangdoctor.rules.user_code import blames_hangdoctor
 
     writer = b.thread(
-        81, b.frame(f"{b.STDLIB}/json/decoder.py", 353, "JSONDecoder.raw_decode"),
-        b.frame(f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_probe.py", 910,
-                "_write_loop"), name="hangdoctor-status", syscall="clock_nanosleep",
-        owns_gil=True)
+        81,
+        b.frame(f"{b.STDLIB}/json/decoder.py", 353, "JSONDecoder.raw_decode"),
+        b.frame(
+            f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_probe.py", 910, "_write_loop"
+        ),
+        name="hangdoctor-status",
+        syscall="clock_nanosleep",
+        owns_gil=True,
+    )
     main = b.thread(80, b.frame("train.py", 5, "main"), name="MainThread", syscall="futex")
     job = JobView(b.bundle(b.process(80, main, writer)))
     place = Location(file=f"{b.STDLIB}/json/decoder.py", line=353, function="raw_decode")

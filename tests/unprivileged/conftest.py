@@ -32,23 +32,53 @@ class User:
     bin_dir: str  # where py-spy is
     home: Path  # a folder of theirs, for reports
 
-    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
-            ) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         """`hangdoctor ARGS` as this user, with a clean environment of theirs."""
-        environment = {"HOME": str(self.home), "PATH": f"{self.bin_dir}:/usr/bin:/bin",
-                       "PYTHONPATH": self.pythonpath, "LANG": "C.UTF-8", **(env or {})}
-        command = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-                   "--reset-env", "env", *(f"{k}={v}" for k, v in environment.items()),
-                   self.python, "-m", "hangdoctor", *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              cwd=self.home, check=False)
+        environment = {
+            "HOME": str(self.home),
+            "PATH": f"{self.bin_dir}:/usr/bin:/bin",
+            "PYTHONPATH": self.pythonpath,
+            "LANG": "C.UTF-8",
+            **(env or {}),
+        }
+        command = [
+            "setpriv",
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--reset-env",
+            "env",
+            *(f"{k}={v}" for k, v in environment.items()),
+            self.python,
+            "-m",
+            "hangdoctor",
+            *args,
+        ]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, cwd=self.home, check=False
+        )
 
 
 def _can_execute(uid: int, gid: int, path: str) -> bool:
     # Through `env`, as `User.run` does: setpriv itself may start a binary the user could not.
-    done = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                           "env", path, "-c", "import sys; print(sys.version_info[:2])"],
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={gid}",
+            "--clear-groups",
+            "env",
+            path,
+            "-c",
+            "import sys; print(sys.version_info[:2])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return done.returncode == 0 and done.stdout.strip() == str(tuple(sys.version_info[:2]))
 
 
@@ -56,9 +86,12 @@ def _user() -> tuple[int, int]:
     try:
         entry = pwd.getpwnam(USER)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
-                        "/usr/sbin/nologin", USER], check=True, timeout=30,
-                       capture_output=True)
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
+            check=True,
+            timeout=30,
+            capture_output=True,
+        )
         entry = pwd.getpwnam(USER)
     return entry.pw_uid, entry.pw_gid
 
@@ -81,7 +114,8 @@ def unprivileged() -> Iterator[User]:
     os.chmod(home, 0o755)
     site = sysconfig.get_paths()["purelib"]
     try:
-        yield User(USER, uid, gid, python, f"{REPO / 'src'}:{site}", str(Path(sys.executable)
-                                                                        .parent), home)
+        yield User(
+            USER, uid, gid, python, f"{REPO / 'src'}:{site}", str(Path(sys.executable).parent), home
+        )
     finally:
         shutil.rmtree(home, ignore_errors=True)

@@ -30,8 +30,9 @@ def test_dump_of_a_job_it_may_not_trace(unprivileged, tmp_path):
     """Another user's job: no stacks (exit 4, with the fix), but its threads' kernel state."""
     program = start_fixture("lock_order_deadlock.py")
     try:
-        done = unprivileged.run("dump", str(program.pid), "--report-dir",
-                                str(unprivileged.home / "dump"), "--json")
+        done = unprivileged.run(
+            "dump", str(program.pid), "--report-dir", str(unprivileged.home / "dump"), "--json"
+        )
     finally:
         program.kill()
     assert done.returncode == 4, done.stderr
@@ -48,26 +49,49 @@ def test_run_with_ptrace_refused_reads_stacks_through_the_job(unprivileged):
     """The job made itself undumpable, so not even its own user may ptrace it: the
     instrumentation's faulthandler writes the stacks instead, and the culprit line is named."""
     report_dir = unprivileged.home / "ptrace"
-    done = unprivileged.run("run", "--report-dir", str(report_dir), "--hang-timeout", "5",
-                            "--on-hang", "kill", "--kill-grace", "0.5", "--",
-                            unprivileged.python, str(FIXTURES / "undumpable_lock_wait.py"))
+    done = unprivileged.run(
+        "run",
+        "--report-dir",
+        str(report_dir),
+        "--hang-timeout",
+        "5",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "0.5",
+        "--",
+        unprivileged.python,
+        str(FIXTURES / "undumpable_lock_wait.py"),
+    )
     assert done.returncode == 124, done.stderr
     hang = _report(report_dir / "hang-1" / "report.json")
     assert [e["kind"] for e in _errors(hang, "py-spy")] == ["permission"]
     root = hang["findings"][0]
     assert root["culprit"]["location"]["file"].endswith("undumpable_lock_wait.py")
     assert root["culprit"]["location"]["line"] == _marked_line("undumpable_lock_wait.py")
-    main = next(t for t in hang["processes"][0]["threads"] if t["tid"] == hang["processes"][0]
-                ["pid"])
+    main = next(
+        t for t in hang["processes"][0]["threads"] if t["tid"] == hang["processes"][0]["pid"]
+    )
     assert main["stack"] and main["stack"][0]["line"] == _marked_line("undumpable_lock_wait.py")
 
 
 def test_run_without_py_spy(unprivileged):
     report_dir = unprivileged.home / "no-py-spy"
-    done = unprivileged.run("run", "--report-dir", str(report_dir), "--hang-timeout", "1.5",
-                            "--on-hang", "kill", "--kill-grace", "0.5", "--",
-                            unprivileged.python, str(FIXTURES / "lock_order_deadlock.py"),
-                            env={"HANGDOCTOR_PY_SPY": "/nonexistent/py-spy"})
+    done = unprivileged.run(
+        "run",
+        "--report-dir",
+        str(report_dir),
+        "--hang-timeout",
+        "1.5",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "0.5",
+        "--",
+        unprivileged.python,
+        str(FIXTURES / "lock_order_deadlock.py"),
+        env={"HANGDOCTOR_PY_SPY": "/nonexistent/py-spy"},
+    )
     assert done.returncode == 124, done.stderr
     hang = _report(report_dir / "hang-1" / "report.json")
     gaps = _errors(hang, "py-spy")
@@ -83,8 +107,15 @@ def test_run_without_nvml(unprivileged):
     """nvidia-ml-py installed, but NVML will not start (no driver loaded): said once."""
     report_dir = unprivileged.home / "no-nvml"
     done = unprivileged.run(
-        "run", "--report-dir", str(report_dir), "--", unprivileged.python, "-c", "print('ok')",
-        env={"PYTHONPATH": f"{FAKE_NVML}:{unprivileged.pythonpath}", "FAKE_NVML_BLOCKS": "fail"})
+        "run",
+        "--report-dir",
+        str(report_dir),
+        "--",
+        unprivileged.python,
+        "-c",
+        "print('ok')",
+        env={"PYTHONPATH": f"{FAKE_NVML}:{unprivileged.pythonpath}", "FAKE_NVML_BLOCKS": "fail"},
+    )
     assert done.returncode == 0, done.stderr
     report = _report(report_dir / "report.json")
     assert report["verdict"] == "completed"
@@ -96,8 +127,15 @@ def test_run_without_a_readable_kernel_log(unprivileged):
     if Path("/proc/sys/kernel/dmesg_restrict").read_text().strip() != "1":
         pytest.skip("the kernel log is readable by everyone here")
     report_dir = unprivileged.home / "no-dmesg"
-    done = unprivileged.run("run", "--report-dir", str(report_dir), "--", unprivileged.python,
-                            "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    done = unprivileged.run(
+        "run",
+        "--report-dir",
+        str(report_dir),
+        "--",
+        unprivileged.python,
+        "-c",
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+    )
     assert done.returncode == 128 + signal.SIGKILL, done.stderr
     report = _report(report_dir / "report.json")
     assert report["verdict"] == "failed"
@@ -112,7 +150,18 @@ def _marked_line(fixture: str) -> int:
 
 
 def test_the_user_is_not_root(unprivileged):
-    done = subprocess.run(["setpriv", f"--reuid={unprivileged.uid}", f"--regid={unprivileged.gid}",
-                           "--clear-groups", "id", "-u"], capture_output=True, text=True,
-                          timeout=10, check=False)
+    done = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={unprivileged.uid}",
+            f"--regid={unprivileged.gid}",
+            "--clear-groups",
+            "id",
+            "-u",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
     assert done.stdout.strip() == str(unprivileged.uid) != "0"

@@ -30,8 +30,9 @@ def hang_kind(job: JobView) -> str:
         share = job.thread_cpu_share(process.pid, thread.tid)
         if share is not None:
             if share >= BUSY_THREAD_SHARE or (
-                    share >= CONTENDED_THREAD_SHARE
-                    and runnable_throughout(job, process.pid, thread.tid)):
+                share >= CONTENDED_THREAD_SHARE
+                and runnable_throughout(job, process.pid, thread.tid)
+            ):
                 return "busy"
         elif thread.kernel is not None and thread.kernel.state == "R":
             return "busy"
@@ -53,21 +54,47 @@ MIN_COMPUTING_CORES = 0.05
 IO_WORK_BYTES_PER_S = 64 * 1024
 #: Processes that compile: a C/C++ compiler driver and its passes, CUDA's and Triton's tools,
 #: the build tools that run them (torch.utils.cpp_extension runs ninja).
-COMPILERS = frozenset({
-    "cc", "c++", "gcc", "g++", "cc1", "cc1plus", "clang", "clang++", "as", "ld", "ld.gold",
-    "ld.lld", "collect2", "nvcc", "ptxas", "cicc", "fatbinary", "nvlink", "cudafe++", "ninja",
-    "make",
-})
+COMPILERS = frozenset(
+    {
+        "cc",
+        "c++",
+        "gcc",
+        "g++",
+        "cc1",
+        "cc1plus",
+        "clang",
+        "clang++",
+        "as",
+        "ld",
+        "ld.gold",
+        "ld.lld",
+        "collect2",
+        "nvcc",
+        "ptxas",
+        "cicc",
+        "fatbinary",
+        "nvlink",
+        "cudafe++",
+        "ninja",
+        "make",
+    }
+)
 #: Source files whose frames on a stack mean the job compiles: Dynamo converting a frame,
 #: Inductor lowering and building kernels, Triton compiling or autotuning, an extension built.
 #: (The frames of a compiled model that merely runs, eval_frame.py and the generated code, are
 #: not among them.)
 COMPILE_FRAME_FILES = (
-    "torch/_dynamo/convert_frame.py", "torch/_dynamo/symbolic_convert.py",
-    "torch/_inductor/compile_fx.py", "torch/_inductor/codecache.py",
-    "torch/_inductor/async_compile.py", "torch/_inductor/select_algorithm.py",
-    "torch/_inductor/autotune_process.py", "torch/_inductor/cpp_builder.py",
-    "triton/compiler/", "triton/runtime/autotuner.py", "triton/runtime/build.py",
+    "torch/_dynamo/convert_frame.py",
+    "torch/_dynamo/symbolic_convert.py",
+    "torch/_inductor/compile_fx.py",
+    "torch/_inductor/codecache.py",
+    "torch/_inductor/async_compile.py",
+    "torch/_inductor/select_algorithm.py",
+    "torch/_inductor/autotune_process.py",
+    "torch/_inductor/cpp_builder.py",
+    "triton/compiler/",
+    "triton/runtime/autotuner.py",
+    "triton/runtime/build.py",
     "torch/utils/cpp_extension.py",
 )
 
@@ -107,8 +134,9 @@ def _io_total(process: ProcessSample) -> float | None:
     return float(process.write_chars + (process.read_bytes or 0))
 
 
-def tree_delta(first: TimelineSample, last: TimelineSample,
-               total: Callable[[ProcessSample], float | None]) -> float:
+def tree_delta(
+    first: TimelineSample, last: TimelineSample, total: Callable[[ProcessSample], float | None]
+) -> float:
     """How much of `total` (a counter that a parent inherits from each child it waits for) the
     tree added between two samples. A process that was there and has gone was waited for by its
     parent, whose counter took over the child's: its amount at `first`, already counted, is
@@ -146,8 +174,16 @@ def tree_activity(window: Sequence[TimelineSample]) -> TreeActivity | None:
     runnable = max(first.runnable_tasks or 0, last.runnable_tasks or 0)
     output = max(0, last.output_bytes - first.output_bytes)
     moved = max(0.0, tree_delta(first, last, _io_total) - output)
-    compilers = tuple(sorted({p.name for sample in window for p in sample.processes
-                              if p.name is not None and p.name in COMPILERS}))
+    compilers = tuple(
+        sorted(
+            {
+                p.name
+                for sample in window
+                for p in sample.processes
+                if p.name is not None and p.name in COMPILERS
+            }
+        )
+    )
     return TreeActivity(
         span_s=span,
         cpu_cores=tree_delta(first, last, _cpu_total) / span,
@@ -160,5 +196,8 @@ def tree_activity(window: Sequence[TimelineSample]) -> TreeActivity | None:
 def compiling_stack(frames: Sequence[Frame]) -> bool:
     """Whether a thread's stack shows the job compiling (Dynamo, Inductor, Triton, an
     extension build) rather than running what it compiled."""
-    return any(marker in frame.file.replace("\\", "/") for frame in frames
-               for marker in COMPILE_FRAME_FILES)
+    return any(
+        marker in frame.file.replace("\\", "/")
+        for frame in frames
+        for marker in COMPILE_FRAME_FILES
+    )

@@ -12,38 +12,57 @@ _NETWORK = {WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT, WaitK
 def wait_fixes(wait: Wait, where: str) -> list[str]:
     """What to change so that a wait like `wait` at `where` cannot block forever."""
     if wait.kind in _NETWORK:
-        return [f"Give the network call at {where} a timeout (urlopen(url, timeout=30), "
-                "requests.get(url, timeout=(5, 30)), sock.settimeout(30)) and retry or skip on "
-                "failure."]
+        return [
+            f"Give the network call at {where} a timeout (urlopen(url, timeout=30), "
+            "requests.get(url, timeout=(5, 30)), sock.settimeout(30)) and retry or skip on "
+            "failure."
+        ]
     if wait.kind in (WaitKind.LOCK, WaitKind.FUTEX):
-        return [f"It waits on a lock or condition at {where}: find who holds it (the report "
-                "lists every thread's stack) and acquire it with a timeout."]
+        return [
+            f"It waits on a lock or condition at {where}: find who holds it (the report "
+            "lists every thread's stack) and acquire it with a timeout."
+        ]
     if wait.kind in (WaitKind.FILE_IO, WaitKind.FILE_LOCK):
-        return [f"It waits for storage at {where}: check the filesystem (NFS, FUSE, object "
-                "store mount) with `dmesg` and `mount`, or stage the data on local disk."]
+        return [
+            f"It waits for storage at {where}: check the filesystem (NFS, FUSE, object "
+            "store mount) with `dmesg` and `mount`, or stage the data on local disk."
+        ]
     if wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE, WaitKind.CHILD):
-        return [f"It waits for another process at {where}: use subprocess.run(..., "
-                "timeout=...) or communicate(timeout=...)."]
+        return [
+            f"It waits for another process at {where}: use subprocess.run(..., "
+            "timeout=...) or communicate(timeout=...)."
+        ]
     if wait.kind is WaitKind.SLEEP:
-        return [f"It sleeps at {where}, likely an endless retry loop: bound the retries and "
-                "raise when they run out."]
+        return [
+            f"It sleeps at {where}, likely an endless retry loop: bound the retries and "
+            "raise when they run out."
+        ]
     if wait.kind is WaitKind.TERMINAL:
-        return [f"It waits for keyboard input at {where} (input(), breakpoint()): remove it or "
-                "run with stdin redirected from /dev/null."]
+        return [
+            f"It waits for keyboard input at {where} (input(), breakpoint()): remove it or "
+            "run with stdin redirected from /dev/null."
+        ]
     if wait.kind is WaitKind.RUNNING:
-        return [f"It is computing at {where}: if that should have finished, profile it "
-                "(`py-spy top --pid PID`); if it is just slower, balance the work across ranks."]
+        return [
+            f"It is computing at {where}: if that should have finished, profile it "
+            "(`py-spy top --pid PID`); if it is just slower, balance the work across ranks."
+        ]
     return [f"Find out why the code at {where} does not return."]
 
 
 # Where a framework creates the process group, its own setting is what the user can change.
 _FRAMEWORK_TIMEOUTS = (
-    ("/transformers/", "TrainingArguments(ddp_timeout=300) (seconds; the Trainer passes it to "
-                       "init_process_group)"),
+    (
+        "/transformers/",
+        "TrainingArguments(ddp_timeout=300) (seconds; the Trainer passes it to init_process_group)",
+    ),
     ("/lightning/", "DDPStrategy(timeout=datetime.timedelta(minutes=5)) (or FSDPStrategy's)"),
     ("/pytorch_lightning/", "DDPStrategy(timeout=datetime.timedelta(minutes=5))"),
-    ("/accelerate/", "Accelerator(kwargs_handlers=[InitProcessGroupKwargs(timeout="
-                     "datetime.timedelta(minutes=5))])"),
+    (
+        "/accelerate/",
+        "Accelerator(kwargs_handlers=[InitProcessGroupKwargs(timeout="
+        "datetime.timedelta(minutes=5))])",
+    ),
 )
 
 
@@ -54,14 +73,19 @@ def process_group_timeout(job: JobView) -> str:
 
 
 def _process_group_timeout(job: JobView) -> str:
-    paths = {frame.file.replace("\\", "/") for process in job.processes
-             for thread in process.threads
-             for frame in (thread.python.frames if thread.python else ())}
+    paths = {
+        frame.file.replace("\\", "/")
+        for process in job.processes
+        for thread in process.threads
+        for frame in (thread.python.frames if thread.python else ())
+    }
     for marker, setting in _FRAMEWORK_TIMEOUTS:
         if any(marker in path for path in paths):
-            return ("Give the process group a timeout that fits your job, so peers fail with "
-                    "an error instead of waiting (gloo's default is 30 min, NCCL's 10): "
-                    f"{setting}; with NCCL also set TORCH_NCCL_ASYNC_ERROR_HANDLING=1.")
+            return (
+                "Give the process group a timeout that fits your job, so peers fail with "
+                "an error instead of waiting (gloo's default is 30 min, NCCL's 10): "
+                f"{setting}; with NCCL also set TORCH_NCCL_ASYNC_ERROR_HANDLING=1."
+            )
     return PROCESS_GROUP_TIMEOUT
 
 

@@ -19,11 +19,20 @@ from hangdoctor.evidence.model import CollectiveCall, CollectiveSite, Frame
 
 # Operations whose input has one shape on every rank: a different shape is a mismatch. Others
 # (all_to_all's splits, gather's and scatter's lists, all_gather's uneven inputs) may differ.
-SAME_SIZE_OPS = frozenset({
-    "all_reduce", "allreduce", "broadcast", "reduce", "all_gather_into_tensor",
-    "_allgather_base", "reduce_scatter_tensor", "_reduce_scatter_base", "all_gather_single",
-    "reduce_scatter_single",
-})
+SAME_SIZE_OPS = frozenset(
+    {
+        "all_reduce",
+        "allreduce",
+        "broadcast",
+        "reduce",
+        "all_gather_into_tensor",
+        "_allgather_base",
+        "reduce_scatter_tensor",
+        "_reduce_scatter_base",
+        "all_gather_single",
+        "reduce_scatter_single",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -49,9 +58,11 @@ class DesyncOrigin:
         where = short_location(self.site) if self.site is not None else "a line not recorded"
         others = "; ".join(f"rank {rank} {what}" for rank, what in sorted(self.others.items()))
         kind = "one more than the others made" if self.extra else "where the others differ"
-        return (f"collective #{self.seq} of process group {self.group}: rank {self.rank} "
-                f"called {self.op} at {where} ({kind}); {others}; the ranks have been out of "
-                f"step since (rank {self.rank} is now at #{self.last_seq})")
+        return (
+            f"collective #{self.seq} of process group {self.group}: rank {self.rank} "
+            f"called {self.op} at {where} ({kind}); {others}; the ranks have been out of "
+            f"step since (rank {self.rank} is now at #{self.last_seq})"
+        )
 
 
 _Place = tuple[str, int]
@@ -72,16 +83,16 @@ def _same(a: CollectiveCall, b: CollectiveCall, sites: bool = True) -> bool:
     same line by the same path)."""
     if a.op != b.op:
         return False
-    if a.op in SAME_SIZE_OPS and a.sizes is not None and b.sizes is not None \
-            and a.sizes != b.sizes:
+    if a.op in SAME_SIZE_OPS and a.sizes is not None and b.sizes is not None and a.sizes != b.sizes:
         return False
     if not sites:
         return True
     return _path(a) == _path(b)
 
 
-def divergent_frame(site: Frame | None, callers: Sequence[Frame],
-                    elsewhere: set[_Place]) -> Frame | None:
+def divergent_frame(
+    site: Frame | None, callers: Sequence[Frame], elsewhere: set[_Place]
+) -> Frame | None:
     """The outermost frame of a call path that no other rank's path went through: where that
     rank's code took a way the others did not (the `if` around a metric's `compute()` that
     reaches a shared gathering helper). The site itself when every frame is shared."""
@@ -95,16 +106,20 @@ def _words(call: CollectiveCall | None, sizes_matter: bool = False) -> str:
     if call is None:
         return "made no call under that number"
     where = f" at {short_location(call.site)}" if call.site is not None else ""
-    sizes = (f" on sizes {call.sizes}" if sizes_matter and call.sizes
-             and call.op in SAME_SIZE_OPS else "")
+    sizes = (
+        f" on sizes {call.sizes}"
+        if sizes_matter and call.sizes and call.op in SAME_SIZE_OPS
+        else ""
+    )
     return f"called {call.op}{sizes}{where}"
 
 
 _MOST_EXTRA = 4  # calls one rank may have made more than another in one go (a metric: 2)
 
 
-def _ahead(mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCall],
-           seq: int, extra: int) -> bool:
+def _ahead(
+    mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCall], seq: int, extra: int
+) -> bool:
     """Whether `mine` from seq + extra on pairs up with `theirs` from seq on, for at least
     one call: `mine` made `extra` calls more, from seq."""
     compared = 0
@@ -117,14 +132,16 @@ def _ahead(mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCa
     return compared > 0
 
 
-def _one_ahead(mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCall],
-               seq: int) -> bool:
+def _one_ahead(
+    mine: Mapping[int, CollectiveCall], theirs: Mapping[int, CollectiveCall], seq: int
+) -> bool:
     """Whether `mine` made a few calls more (one to _MOST_EXTRA), from seq, than `theirs`."""
     return any(_ahead(mine, theirs, seq, extra) for extra in range(1, _MOST_EXTRA + 1))
 
 
-def _from_calls(group: str, calls: Mapping[int, Mapping[int, CollectiveCall]]
-                ) -> DesyncOrigin | None:
+def _from_calls(
+    group: str, calls: Mapping[int, Mapping[int, CollectiveCall]]
+) -> DesyncOrigin | None:
     """The first number in `group` at which the ranks' recorded calls differ."""
     numbers = sorted({seq for mine in calls.values() for seq in mine})
     for seq in numbers:
@@ -137,21 +154,32 @@ def _from_calls(group: str, calls: Mapping[int, Mapping[int, CollectiveCall]]
         for rank, call in sorted(here.items()):
             others = [r for r in here if r != rank]
             if all(_one_ahead(calls[rank], calls[other], seq) for other in others):
-                theirs = {place for other in others for c in calls[other].values()
-                          for place in _path(c)}
+                theirs = {
+                    place for other in others for c in calls[other].values() for place in _path(c)
+                }
                 return DesyncOrigin(
-                    rank=rank, group=group, seq=seq, op=call.op,
+                    rank=rank,
+                    group=group,
+                    seq=seq,
+                    op=call.op,
                     site=divergent_frame(call.site, call.callers, theirs),
-                    others={r: _words(here[r]) for r in others}, extra=True,
-                    last_seq=max(calls[rank]))
+                    others={r: _words(here[r]) for r in others},
+                    extra=True,
+                    last_seq=max(calls[rank]),
+                )
         if all(_same(first, call, sites=False) for call in here.values()):
             continue  # the same operation from different lines (an if/else): they pair up
         odd = _odd_one(here)
         return DesyncOrigin(
-            rank=odd, group=group, seq=seq, op=here[odd].op, site=here[odd].site,
+            rank=odd,
+            group=group,
+            seq=seq,
+            op=here[odd].op,
+            site=here[odd].site,
             others={r: _words(c, sizes_matter=True) for r, c in here.items() if r != odd},
             extra=False,
-            last_seq=max(calls[odd]))
+            last_seq=max(calls[odd]),
+        )
     return None
 
 
@@ -166,13 +194,15 @@ def _odd_one(here: Mapping[int, CollectiveCall]) -> int:
 _Key = tuple[str, tuple[_Place, ...]]  # op, call path
 
 
-def _from_sites(group: str, sites: Mapping[int, Sequence[CollectiveSite]],
-                full: set[int]) -> DesyncOrigin | None:
+def _from_sites(
+    group: str, sites: Mapping[int, Sequence[CollectiveSite]], full: set[int]
+) -> DesyncOrigin | None:
     """A line that some ranks called a collective from and others never did (ranks whose
     table of sites filled up cannot say `never`), except lines that pair up with another such
     line (the two branches of an if/else calling the same operation as often)."""
-    tables = {rank: {(s.op, path_of(s.site, s.callers)): s for s in mine}
-              for rank, mine in sites.items()}
+    tables = {
+        rank: {(s.op, path_of(s.site, s.callers)): s for s in mine} for rank, mine in sites.items()
+    }
     if len(tables) < 2:
         return None
     keys = {key for table in tables.values() for key in table}
@@ -182,22 +212,40 @@ def _from_sites(group: str, sites: Mapping[int, Sequence[CollectiveSite]],
         lacking = set(tables) - having - full
         if lacking:
             only[key] = having
-    unpaired = [key for key, having in only.items() if not any(
-        other != key and other[0] == key[0] and only[other] == frozenset(tables) - having
-        and _calls(tables, other) == _calls(tables, key)
-        and _firsts(tables, other) == _firsts(tables, key) for other in only)]
+    unpaired = [
+        key
+        for key, having in only.items()
+        if not any(
+            other != key
+            and other[0] == key[0]
+            and only[other] == frozenset(tables) - having
+            and _calls(tables, other) == _calls(tables, key)
+            and _firsts(tables, other) == _firsts(tables, key)
+            for other in only
+        )
+    ]
     if not unpaired:
         return None
     key = min(unpaired, key=lambda k: min(tables[r][k].first_seq for r in only[k]))
     rank = min(only[key])
     site = tables[rank][key]
-    theirs = {place for r, table in tables.items() if r not in only[key]
-              for _, path in table for place in path}
+    theirs = {
+        place
+        for r, table in tables.items()
+        if r not in only[key]
+        for _, path in table
+        for place in path
+    }
     return DesyncOrigin(
-        rank=rank, group=group, seq=site.first_seq, op=site.op,
+        rank=rank,
+        group=group,
+        seq=site.first_seq,
+        op=site.op,
         site=divergent_frame(site.site, site.callers, theirs),
         others={r: "never called it from that line" for r in tables if r not in only[key]},
-        extra=True, last_seq=max(s.last_seq for s in tables[rank].values()))
+        extra=True,
+        last_seq=max(s.last_seq for s in tables[rank].values()),
+    )
 
 
 def _calls(tables: Mapping[int, Mapping[_Key, CollectiveSite]], key: _Key) -> set[int]:
@@ -210,23 +258,29 @@ def _firsts(tables: Mapping[int, Mapping[_Key, CollectiveSite]], key: _Key) -> s
     return {table[key].first_seq for table in tables.values() if key in table}
 
 
-def desync_origin(calls: Mapping[int, Sequence[CollectiveCall]],
-                  sites: Mapping[int, Sequence[CollectiveSite]],
-                  sites_limit: int = 64) -> DesyncOrigin | None:
+def desync_origin(
+    calls: Mapping[int, Sequence[CollectiveCall]],
+    sites: Mapping[int, Sequence[CollectiveSite]],
+    sites_limit: int = 64,
+) -> DesyncOrigin | None:
     """Where the ranks' collectives first part, from each rank's recent calls and its calls
     per line: an extra call in the recent calls first, then a line only some ranks called
     from, then the first number whose operations differ. None when they never part."""
-    groups = sorted({c.group for mine in calls.values() for c in mine}
-                    | {s.group for mine in sites.values() for s in mine},
-                    key=lambda g: (g != "0", g))
+    groups = sorted(
+        {c.group for mine in calls.values() for c in mine}
+        | {s.group for mine in sites.values() for s in mine},
+        key=lambda g: (g != "0", g),
+    )
     found: list[DesyncOrigin] = []
     for group in groups:
-        by_rank = {rank: {c.seq: c for c in mine if c.group == group}
-                   for rank, mine in calls.items()}
+        by_rank = {
+            rank: {c.seq: c for c in mine if c.group == group} for rank, mine in calls.items()
+        }
         recent = _from_calls(group, {r: m for r, m in by_rank.items() if m})
         full = {rank for rank, mine in sites.items() if len(mine) >= sites_limit}
         per_line = {rank: [s for s in mine if s.group == group] for rank, mine in sites.items()}
         lines = _from_sites(group, {r: m for r, m in per_line.items() if m}, full)
-        found += [o for o in (recent if recent and recent.extra else None, lines, recent)
-                  if o is not None]
+        found += [
+            o for o in (recent if recent and recent.extra else None, lines, recent) if o is not None
+        ]
     return next((o for o in found if o.earlier), found[0] if found else None)

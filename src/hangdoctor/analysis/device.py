@@ -21,13 +21,20 @@ NVIDIA_DEVICE_PREFIX = "/dev/nvidia"
 # the CUDA runtime and driver APIs, PyTorch's wrappers around them (`.item()` on a CUDA tensor
 # ends in `_local_scalar_dense_cuda`), and NCCL work waited for from the host.
 _NATIVE_WAITS = (
-    "cudaStreamSynchronize", "cuStreamSynchronize",
-    "cudaDeviceSynchronize", "cuCtxSynchronize",
-    "cudaEventSynchronize", "cuEventSynchronize",
-    "cudaMemcpy", "cuMemcpyDtoH", "cuMemcpyDtoH_v2",
-    "c10::cuda::stream_synchronize", "c10::cuda::device_synchronize",
+    "cudaStreamSynchronize",
+    "cuStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cuCtxSynchronize",
+    "cudaEventSynchronize",
+    "cuEventSynchronize",
+    "cudaMemcpy",
+    "cuMemcpyDtoH",
+    "cuMemcpyDtoH_v2",
+    "c10::cuda::stream_synchronize",
+    "c10::cuda::device_synchronize",
     "at::native::_local_scalar_dense_cuda",
-    "c10d::ProcessGroupNCCL::WorkNCCL::wait", "c10d::ProcessGroupNCCL::WorkNCCL::synchronize",
+    "c10d::ProcessGroupNCCL::WorkNCCL::wait",
+    "c10d::ProcessGroupNCCL::WorkNCCL::synchronize",
 )
 # A CUDA API name is the clearest way to say what the thread waits in; the runtime's (outermost,
 # what PyTorch calls) rather than the driver's underneath it.
@@ -37,7 +44,8 @@ _API = re.compile(r"^cu[A-Z]|^cuda[A-Z]")
 # kin are C methods: no Python frame of their own, so the calling line shows them.
 _SYNCING_LINE = re.compile(
     r"\.(?P<method>item|cpu|tolist|numpy)\(|\.to\([^)]*['\"]cpu['\"]|"
-    r"(?P<sync>(?:torch\.)?cuda\.synchronize)\(|\.synchronize\(\s*\)")
+    r"(?P<sync>(?:torch\.)?cuda\.synchronize)\(|\.synchronize\(\s*\)"
+)
 # torch's own Python functions that wait for the device, by file and function.
 _TORCH_WAITS = (
     ("torch/cuda/__init__.py", "synchronize"),  # torch.cuda.synchronize()
@@ -99,8 +107,11 @@ def _python_wait(frames: Sequence[Frame], gpu: bool) -> str | None:
     function = innermost.function.rsplit(".", 1)[-1]
     for suffix, name in _TORCH_WAITS:
         if path.endswith(suffix) and function == name:
-            return "torch.cuda.synchronize()" if suffix.endswith("__init__.py") else (
-                f"{innermost.function}()")
+            return (
+                "torch.cuda.synchronize()"
+                if suffix.endswith("__init__.py")
+                else (f"{innermost.function}()")
+            )
     if not gpu:
         return None  # `.item()` on a CPU tensor computes; only a GPU process waits there
     if path.endswith(_TENSOR_FORMATTING):
@@ -125,5 +136,6 @@ def device_wait(frames: Sequence[Frame], *, gpu: bool) -> DeviceWait | None:
     if call is None:
         return None
     in_collective = any(_COLLECTIVES in f.file.replace("\\", "/") for f in python_frames(frames))
-    return DeviceWait(call=call, frame=blame_frame(frames), native=native is not None,
-                      in_collective=in_collective)
+    return DeviceWait(
+        call=call, frame=blame_frame(frames), native=native is not None, in_collective=in_collective
+    )

@@ -23,8 +23,11 @@ def _path(frame: Frame) -> str:
 def dataloader_consumer(frames: Sequence[Frame]) -> Frame | None:
     """The DataLoader frame of a thread iterating over a loader, if it is one."""
     return next(
-        (f for f in frames if _path(f).endswith(DATALOADER)
-         and f.function.split(".")[-1] in _CONSUMER_FUNCTIONS),
+        (
+            f
+            for f in frames
+            if _path(f).endswith(DATALOADER) and f.function.split(".")[-1] in _CONSUMER_FUNCTIONS
+        ),
         None,
     )
 

@@ -136,7 +136,8 @@ class JobView:
             for process in snapshot.processes:
                 if process.cpu_seconds is not None:
                     index.setdefault(process.pid, []).append(
-                        (snapshot.elapsed_s, process.cpu_seconds))
+                        (snapshot.elapsed_s, process.cpu_seconds)
+                    )
         return index
 
     def process_cpu_share(self, pid: int) -> float | None:
@@ -173,9 +174,14 @@ class JobView:
             for process in sample.processes:
                 last_seen[process.pid] = (sample.elapsed_s, process.ppid)
         end = record.timeline[-1].elapsed_s
-        return sorted((Vanished(pid, ppid, seen) for pid, (seen, ppid) in last_seen.items()
-                       if seen < end and pid not in self._processes),
-                      key=lambda v: v.last_seen_s)
+        return sorted(
+            (
+                Vanished(pid, ppid, seen)
+                for pid, (seen, ppid) in last_seen.items()
+                if seen < end and pid not in self._processes
+            ),
+            key=lambda v: v.last_seen_s,
+        )
 
     @property
     def record(self) -> JobRecord | None:
@@ -189,7 +195,8 @@ class JobView:
             for opened in process.open_files:
                 if opened.target.startswith("pipe:"):
                     index.setdefault(opened.target, []).append(
-                        PipeEnd(pid=process.pid, fd=opened.fd, mode=opened.mode))
+                        PipeEnd(pid=process.pid, fd=opened.fd, mode=opened.mode)
+                    )
         return index
 
     def pipe_ends(self, target: str) -> list[PipeEnd]:

@@ -79,8 +79,12 @@ def lock_wait(thread: ThreadEvidence) -> LockWait | None:
     ):
         return None
     frames = python_frames(thread.python.frames)
-    if not frames or not frames[0].acquiring or condition_sleep(frames[0]) \
-            or "/multiprocessing/" in frames[0].file.replace("\\", "/"):
+    if (
+        not frames
+        or not frames[0].acquiring
+        or condition_sleep(frames[0])
+        or "/multiprocessing/" in frames[0].file.replace("\\", "/")
+    ):
         return None  # multiprocessing's own semaphores are shared between processes
     innermost = frames[0]
     expression = innermost.acquiring[-1]
@@ -92,8 +96,10 @@ def condition_sleep(frame: Frame) -> bool:
     """threading's Condition.wait sleeps by acquiring a fresh `waiter` lock that only a
     notify releases: a wait on the condition (or the queue, event or semaphore built on it,
     which `thread_waits` names), not a lock that someone holds."""
-    return (frame.file.replace("\\", "/").endswith("/threading.py")
-            and frame.function.split(".")[-1] == "wait")
+    return (
+        frame.file.replace("\\", "/").endswith("/threading.py")
+        and frame.function.split(".")[-1] == "wait"
+    )
 
 
 def _forked_here(frame: Frame) -> bool:
@@ -118,8 +124,18 @@ def lock_holds(thread: ThreadEvidence) -> list[LockHold]:
             if held.how != "with" and stdlib and not inherited:
                 continue  # the stdlib's own signalling (Condition, Semaphore, Event)
             lock, exact = lock_identity(held.expression, frame)
-            holds.append(LockHold(thread.tid, held.expression, lock, frame, held.line, exact,
-                                  with_block=held.how == "with", inherited=inherited))
+            holds.append(
+                LockHold(
+                    thread.tid,
+                    held.expression,
+                    lock,
+                    frame,
+                    held.line,
+                    exact,
+                    with_block=held.how == "with",
+                    inherited=inherited,
+                )
+            )
     return holds
 
 
@@ -134,8 +150,11 @@ class Cycle:
     @property
     def exact(self) -> bool:
         """Whether every link was matched by object address."""
-        return (not self.by_name and all(w.exact for w in self.waits)
-                and all(h.exact for h in self.holds))
+        return (
+            not self.by_name
+            and all(w.exact for w in self.waits)
+            and all(h.exact for h in self.holds)
+        )
 
     @property
     def inherited(self) -> bool:
@@ -160,14 +179,21 @@ def find_lock_cycles(process: ProcessEvidence) -> list[Cycle]:
     cycles = _cycles(process, lambda wait: wait.lock, lambda hold: hold.lock)
     if cycles:
         return cycles
-    named = _cycles(process, lambda wait: ("name", lock_name(wait.expression)),
-                    lambda hold: ("name", lock_name(hold.expression)), across_threads=True)
+    named = _cycles(
+        process,
+        lambda wait: ("name", lock_name(wait.expression)),
+        lambda hold: ("name", lock_name(hold.expression)),
+        across_threads=True,
+    )
     return [Cycle(c.waits, c.holds, by_name=True) for c in named if len(c.waits) >= 2]
 
 
-def _cycles(process: ProcessEvidence, wanted: Callable[[LockWait], LockId],
-            held_key: Callable[[LockHold], LockId], across_threads: bool = False
-            ) -> list[Cycle]:
+def _cycles(
+    process: ProcessEvidence,
+    wanted: Callable[[LockWait], LockId],
+    held_key: Callable[[LockHold], LockId],
+    across_threads: bool = False,
+) -> list[Cycle]:
     waits = {t.tid: w for t in process.threads if (w := lock_wait(t)) is not None}
     holders: dict[LockId, list[LockHold]] = {}
     for thread in process.threads:
@@ -182,7 +208,8 @@ def _cycles(process: ProcessEvidence, wanted: Callable[[LockWait], LockId],
         # release (threading.Condition works that way), unless no other thread could.
         wait = waits[tid]
         candidates = [
-            hold for hold in holders.get(wanted(wait), [])
+            hold
+            for hold in holders.get(wanted(wait), [])
             if hold.tid != tid or (not across_threads and (hold.certain or tid in lonely))
         ]
         candidates.sort(key=lambda hold: not hold.exact)

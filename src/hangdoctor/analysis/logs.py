@@ -16,13 +16,17 @@ from functools import lru_cache
 # PyTorch 2.13 (torch/csrc/DataLoader.cpp, torch/utils/data/dataloader.py) and the Linux OOM
 # killer (mm/oom_kill.c).
 _WORKER_KILLED = re.compile(
-    r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) is killed by signal: ([^.]+)\.")
+    r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) is killed by signal: ([^.]+)\."
+)
 _WORKER_EXITED = re.compile(
-    r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) exited unexpectedly(?: with exit code (-?\d+))?")
+    r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) exited unexpectedly(?: with exit code (-?\d+))?"
+)
 _OOM_KILLED = re.compile(r"(?:Memory cgroup )?[Oo]ut of memory: Killed process (\d+) \(([^)]*)\)")
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED")
-_HOST_ALLOC = re.compile(r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|"
-                         r"DefaultCPUAllocator: can't allocate memory")
+_HOST_ALLOC = re.compile(
+    r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|"
+    r"DefaultCPUAllocator: can't allocate memory"
+)
 
 _PG_RANK = r"\[(?:PG (?:ID )?(?P<pg>\d+)[^\]]*? )?Rank (?P<rank>\d+)\]"
 
@@ -39,8 +43,9 @@ class _Pattern:
     quick: Callable[[str], bool] | None = None
 
 
-def _p(kind: str, needle: str, pattern: str, flags: int = 0,
-       quick: Callable[[str], bool] | None = None) -> _Pattern:
+def _p(
+    kind: str, needle: str, pattern: str, flags: int = 0, quick: Callable[[str], bool] | None = None
+) -> _Pattern:
     return _Pattern(kind, needle, re.compile(pattern, flags), quick)
 
 
@@ -63,175 +68,282 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # https://github.com/OFA-Sys/OFA/issues/271 (without them, torch 1.x), and with
     # "[PG ID 0 PG GUID 0(default_pg) Rank 1]" in newer versions:
     # https://github.com/XPixelGroup/BasicSR/issues/737
-    _p("nccl_timeout", "Watchdog caught collective operation timeout",
-       _PG_RANK + r" Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+),"
-       r" OpType=(?P<op>\w+)(?P<rest>.*?)\) ran for (?P<ran_ms>\d+) milliseconds"),
+    _p(
+        "nccl_timeout",
+        "Watchdog caught collective operation timeout",
+        _PG_RANK + r" Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+),"
+        r" OpType=(?P<op>\w+)(?P<rest>.*?)\) ran for (?P<ran_ms>\d+) milliseconds",
+    ),
     # The watchdog's follow-up line with the rank's own progress (torch >= 2.3), same sources.
-    _p("nccl_progress", "detected by watchdog at work",
-       _PG_RANK + r" Exception \(either an error or timeout\) detected by watchdog at work: "
-       r"(?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), last completed NCCL work: "
-       r"(?P<completed>-?\d+)"),
+    _p(
+        "nccl_progress",
+        "detected by watchdog at work",
+        _PG_RANK + r" Exception \(either an error or timeout\) detected by watchdog at work: "
+        r"(?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), last completed NCCL work: "
+        r"(?P<completed>-?\d+)",
+    ),
     # gloo's per-operation timeout (gloo/transport/tcp/unbound_buffer.cc), e.g.
     # https://github.com/meta-pytorch/torchtune/issues/2676
-    _p("gloo_timeout", "Timed out waiting",
-       r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) operation to complete"),
+    _p(
+        "gloo_timeout",
+        "Timed out waiting",
+        r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) operation to complete",
+    ),
     # gloo's wording when a pair's own timeout expires mid-operation (gloo/transport/tcp/pair.cc)
-    _p("gloo_timeout", "Application timeout caused pair closure",
-       r"Application timeout caused pair closure"),
+    _p(
+        "gloo_timeout",
+        "Application timeout caused pair closure",
+        r"Application timeout caused pair closure",
+    ),
     # gloo's socket errors (gloo/transport/tcp/pair.cc), e.g.
     # https://github.com/RVC-Project/Retrieval-based-Voice-Conversion-WebUI/issues/1882
-    _p("transport_error", "gloo/transport",
-       r"gloo/transport/[\w/]+\.cc:\d+\] (?P<message>(?:Connection closed by peer|Read error|"
-       r"Write error|Connection reset by peer|Connection refused|Connect timeout|Broken pipe)"
-       r".*)"),
+    _p(
+        "transport_error",
+        "gloo/transport",
+        r"gloo/transport/[\w/]+\.cc:\d+\] (?P<message>(?:Connection closed by peer|Read error|"
+        r"Write error|Connection reset by peer|Connection refused|Connect timeout|Broken pipe)"
+        r".*)",
+    ),
     # NCCL's socket and InfiniBand errors and the error torch raises from them, e.g.
     # https://github.com/NVIDIA/nccl/issues/795, https://github.com/NVIDIA/nccl/issues/2076,
     # https://github.com/tatsu-lab/stanford_alpaca/issues/207
-    _p("transport_error", "peer",
-       r"(?P<message>(?:Net|socketProgress\w*) ?: Connection closed by remote peer.*|"
-       r"Call to (?:recv|send|connect) (?:from|to)? ?\S* ?failed ?: "
-       r"(?:Connection reset by peer|Connection refused|Broken pipe).*|"
-       r"NET/IB ?: Got completion from peer.*with (?:error|status).*)"),
+    _p(
+        "transport_error",
+        "peer",
+        r"(?P<message>(?:Net|socketProgress\w*) ?: Connection closed by remote peer.*|"
+        r"Call to (?:recv|send|connect) (?:from|to)? ?\S* ?failed ?: "
+        r"(?:Connection reset by peer|Connection refused|Broken pipe).*|"
+        r"NET/IB ?: Got completion from peer.*with (?:error|status).*)",
+    ),
     # NCCL's socket connect giving up (misc/socket.cc), e.g.
     # https://github.com/modelscope/ms-swift/issues/8043 (socketPollConnect ... returned
     # Connection refused) and https://github.com/NVIDIA/nccl-tests/issues/166
     # (socketStartConnect: Connect to ... failed : Software caused connection abort)
-    _p("transport_error", "Connect",
-       r"(?P<message>socket(?:Poll|Start)?Connect: [Cc]onnect to \S+ (?:returned|failed ?:) ?"
-       r"(?:Connection refused|Software caused connection abort|Connection timed out|"
-       r"No route to host|Network is unreachable).*)"),
+    _p(
+        "transport_error",
+        "Connect",
+        r"(?P<message>socket(?:Poll|Start)?Connect: [Cc]onnect to \S+ (?:returned|failed ?:) ?"
+        r"(?:Connection refused|Software caused connection abort|Connection timed out|"
+        r"No route to host|Network is unreachable).*)",
+    ),
     # ncclSystemError as torch raises it: a system call of NCCL's (a socket, mostly) failed,
     # e.g. https://github.com/vllm-project/vllm/issues/10523,
     # https://github.com/zai-org/CogVLM2/issues/178
-    _p("transport_error", "unhandled system error",
-       r"NCCL error.*?(?P<message>unhandled system error.*)"),
+    _p(
+        "transport_error",
+        "unhandled system error",
+        r"NCCL error.*?(?P<message>unhandled system error.*)",
+    ),
     # ProcessGroupNCCL's heartbeat monitor ending a process whose watchdog is stuck, e.g.
     # https://github.com/hiyouga/LlamaFactory/issues/6953
-    _p("nccl_watchdog_stuck", "Heartbeat monitor timed out",
-       _PG_RANK + r" Heartbeat monitor timed out!.*?(?:workMetaList_\.size\(\)\s*=\s*"
-       r"(?P<pending>\d+))?$"),
-    _p("nccl_watchdog_stuck", "watchdog got stuck",
-       _PG_RANK + r".*watchdog got stuck for (?P<seconds>\d+) seconds"),
+    _p(
+        "nccl_watchdog_stuck",
+        "Heartbeat monitor timed out",
+        _PG_RANK + r" Heartbeat monitor timed out!.*?(?:workMetaList_\.size\(\)\s*=\s*"
+        r"(?P<pending>\d+))?$",
+    ),
+    _p(
+        "nccl_watchdog_stuck",
+        "watchdog got stuck",
+        _PG_RANK + r".*watchdog got stuck for (?P<seconds>\d+) seconds",
+    ),
     # PyTorch's Flight Recorder analyzer (torch.distributed.flight_recorder.fr_trace,
     # `torchfrtrace`), e.g. https://github.com/pytorch/pytorch/pull/140969
-    _p("fr_missing_ranks", "Not all ranks joining collective",
-       r"Not all ranks joining collective: sequence number: (?P<seq>\d+)"),
+    _p(
+        "fr_missing_ranks",
+        "Not all ranks joining collective",
+        r"Not all ranks joining collective: sequence number: (?P<seq>\d+)",
+    ),
     # Slurm's cgroup OOM report (slurmstepd, both wordings) and srun's per-task summary, e.g.
     # https://github.com/chrisknewman/tusas/issues/149, https://github.com/hafs-community/HAFS/issues/101
-    _p("cgroup_oom", "oom",
-       r"slurmstepd: error: Detected (?P<count>\d+) oom[-_]kill events? ?(?:\(s\))? in "
-       r"(?:StepId=(?P<step>[\w.]*\w)|step (?P<step2>[\w.]*\w))"),
-    _p("cgroup_oom_task", "Out Of Memory",
-       r"srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,-]+): Out Of Memory"),
-    _p("transport_error", "remote process",
-       r"(?P<message>remote process exited or there was a network error.*|ncclRemoteError: .*)"),
+    _p(
+        "cgroup_oom",
+        "oom",
+        r"slurmstepd: error: Detected (?P<count>\d+) oom[-_]kill events? ?(?:\(s\))? in "
+        r"(?:StepId=(?P<step>[\w.]*\w)|step (?P<step2>[\w.]*\w))",
+    ),
+    _p(
+        "cgroup_oom_task",
+        "Out Of Memory",
+        r"srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,-]+): Out Of Memory",
+    ),
+    _p(
+        "transport_error",
+        "remote process",
+        r"(?P<message>remote process exited or there was a network error.*|ncclRemoteError: .*)",
+    ),
     # The TCPStore during training (torch/csrc/distributed/c10d/TCPStore.cpp): the store lives
     # in rank 0's launcher, so these often mean that host went away.
-    _p("transport_error", "DistNetworkError",
-       r"DistNetworkError: (?!The client socket has (?:timed out|failed to connect))"
-       r"(?P<message>.*)"),
+    _p(
+        "transport_error",
+        "DistNetworkError",
+        r"DistNetworkError: (?!The client socket has (?:timed out|failed to connect))"
+        r"(?P<message>.*)",
+    ),
     # torchrun's agent when a worker dies (torch/distributed/elastic/multiprocessing/api.py), e.g.
     # https://github.com/showlab/EgoVLP/issues/21
-    _p("rank_exit", "failed (exitcode:",
-       r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) "
-       r"\(pid: (?P<pid>\d+)\) of binary"),
+    _p(
+        "rank_exit",
+        "failed (exitcode:",
+        r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) "
+        r"\(pid: (?P<pid>\d+)\) of binary",
+    ),
     # torch.multiprocessing.spawn's ProcessExitedException (torch/multiprocessing/spawn.py).
-    _p("rank_exit", "terminated with",
-       r"process (?P<rank>\d+) terminated with (?:signal (?P<signal>SIG\w+)|"
-       r"exit code (?P<exitcode>-?\d+))"),
+    _p(
+        "rank_exit",
+        "terminated with",
+        r"process (?P<rank>\d+) terminated with (?:signal (?P<signal>SIG\w+)|"
+        r"exit code (?P<exitcode>-?\d+))",
+    ),
     # The torchelastic rendezvous (torch/distributed/elastic/rendezvous/api.py), e.g.
     # https://github.com/pytorch/pytorch/issues/80772, https://github.com/pytorch/pytorch/issues/107021
     # gloo's check when a rank receives another size than it posted: ranks called different
     # collectives (or the same one on different tensors), e.g. "op.preamble.length <=
     # op.nbytes. 8 vs 4. Received data size doesn't match expected size. Is there a
     # distributed collective mismatch in your code?" (gloo/transport/tcp/pair.cc)
-    _p("collective_size_mismatch", "collective mismatch",
-       r"(?:(?P<got>\d+) vs (?P<wanted>\d+)\.\s*)?(?:Received data size doesn't match expected "
-       r"size\.\s*)?Is there a distributed collective mismatch in your code\?"),
+    _p(
+        "collective_size_mismatch",
+        "collective mismatch",
+        r"(?:(?P<got>\d+) vs (?P<wanted>\d+)\.\s*)?(?:Received data size doesn't match expected "
+        r"size\.\s*)?Is there a distributed collective mismatch in your code\?",
+    ),
     # TORCH_DISTRIBUTED_DEBUG=DETAIL's own check of collective fingerprints.
-    _p("collective_size_mismatch", "mismatch",
-       r"Detected mismatch between collectives on ranks"),
+    _p("collective_size_mismatch", "mismatch", r"Detected mismatch between collectives on ranks"),
     # NCCL refusing two ranks on one GPU: "NCCL error ... invalid usage ... Last error:
     # Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60"
-    _p("nccl_duplicate_gpu", "Duplicate GPU detected",
-       r"Duplicate GPU detected\s*:\s*rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA "
-       r"device (?P<device>\w+)"),
+    _p(
+        "nccl_duplicate_gpu",
+        "Duplicate GPU detected",
+        r"Duplicate GPU detected\s*:\s*rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA "
+        r"device (?P<device>\w+)",
+    ),
     _p("nccl_invalid_usage", "invalid usage", r"NCCL error.*invalid usage"),
     # CUDA errors raised in the job: a kernel's assert or an illegal address (the
     # application's fault, as Xid 13/31 in the kernel log).
-    _p("cuda_kernel_error", "CUDA error",
-       r"CUDA error: (?P<message>device-side assert triggered|an illegal memory access was "
-       r"encountered|misaligned address|an illegal instruction was encountered|unspecified "
-       r"launch failure)"),
-    _p("rendezvous_error", "Rendezvous",
-       r"(?P<error>Rendezvous(?:Timeout|Connection|Closed)Error)(?::\s*(?P<message>.*))?"),
+    _p(
+        "cuda_kernel_error",
+        "CUDA error",
+        r"CUDA error: (?P<message>device-side assert triggered|an illegal memory access was "
+        r"encountered|misaligned address|an illegal instruction was encountered|unspecified "
+        r"launch failure)",
+    ),
+    _p(
+        "rendezvous_error",
+        "Rendezvous",
+        r"(?P<error>Rendezvous(?:Timeout|Connection|Closed)Error)(?::\s*(?P<message>.*))?",
+    ),
     # c10d's TCPStore client (torch/csrc/distributed/c10d/socket.cpp), both spellings of the
     # address: https://github.com/lllyasviel/ControlNet/issues/382 and
     # https://github.com/pytorch/pytorch/issues/107021
-    _p("store_connect_timeout", "The client socket has timed out",
-       r"The client socket has timed out after (?P<after>\S+?) while trying to connect to "
-       r"(?:\((?P<host>[^,()]+), (?P<port>\d+)\)|(?P<address>[^\s()]+?))\.?(?:\s|$)"),
+    _p(
+        "store_connect_timeout",
+        "The client socket has timed out",
+        r"The client socket has timed out after (?P<after>\S+?) while trying to connect to "
+        r"(?:\((?P<host>[^,()]+), (?P<port>\d+)\)|(?P<address>[^\s()]+?))\.?(?:\s|$)",
+    ),
     # The retry warning before that: https://github.com/gensyn-ai/rl-swarm/issues/197
-    _p("store_connect_failed", "The client socket has failed to connect",
-       r"The client socket has failed to connect to (?P<address>\S+) "
-       r"\(errno: (?P<errno>\d+) - (?P<reason>[^)]*)\)"),
+    _p(
+        "store_connect_failed",
+        "The client socket has failed to connect",
+        r"The client socket has failed to connect to (?P<address>\S+) "
+        r"\(errno: (?P<errno>\d+) - (?P<reason>[^)]*)\)",
+    ),
     # init_process_group's store-based barrier (torch/distributed/distributed_c10d.py, both
     # versions of the wording).
-    _p("store_barrier_timeout", "store based barrier",
-       r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), "
-       r"for key: (?P<key>\S+) \(world_size=(?P<world>\d+), "
-       r"(?:worker_count|num_workers_joined)=(?P<joined>\d+), timeout=(?P<timeout>[^)]+)\)"),
+    _p(
+        "store_barrier_timeout",
+        "store based barrier",
+        r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), "
+        r"for key: (?P<key>\S+) \(world_size=(?P<world>\d+), "
+        r"(?:worker_count|num_workers_joined)=(?P<joined>\d+), timeout=(?P<timeout>[^)]+)\)",
+    ),
     # The TCPStore server waiting for its clients (torch/csrc/distributed/c10d/TCPStore.cpp).
-    _p("store_clients_timeout", "waiting for clients",
-       r"Timed out after (?P<seconds>\d+) seconds waiting for clients\. "
-       r"(?P<joined>\d+)/(?P<world>\d+) clients joined"),
+    _p(
+        "store_clients_timeout",
+        "waiting for clients",
+        r"Timed out after (?P<seconds>\d+) seconds waiting for clients\. "
+        r"(?P<joined>\d+)/(?P<world>\d+) clients joined",
+    ),
     # --- GPU, driver, kernel --------------------------------------------------------------------
     # NVIDIA's Xid line: https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html,
     # e.g. "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
-    _p("xid", "NVRM: Xid",
-       r"NVRM: Xid \((?:PCI:)?(?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}[.\d]*)\): "
-       r"(?P<xid>\d+),\s*(?P<message>.*)"),
+    _p(
+        "xid",
+        "NVRM: Xid",
+        r"NVRM: Xid \((?:PCI:)?(?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}[.\d]*)\): "
+        r"(?P<xid>\d+),\s*(?P<message>.*)",
+    ),
     # The same event without an Xid, printed by newer drivers:
     # https://github.com/NVIDIA/NVSentinel/issues/155
-    _p("gpu_lost", "fallen off the bus",
-       r"NVRM: (?!Xid).*?(?:GPU (?:at )?(?:PCI:)?(?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:"
-       r"[0-9A-Fa-f]{2}[.\d]*))?.*fallen off the bus"),
+    _p(
+        "gpu_lost",
+        "fallen off the bus",
+        r"NVRM: (?!Xid).*?(?:GPU (?:at )?(?:PCI:)?(?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:"
+        r"[0-9A-Fa-f]{2}[.\d]*))?.*fallen off the bus",
+    ),
     # PCIe Advanced Error Reporting (drivers/pci/pcie/aer.c), e.g.
     # https://github.com/rwth-i6/returnn/issues/1500
-    _p("pcie_error", "PCIe Bus Error",
-       r"(?P<driver>[\w-]+) (?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): "
-       r"(?:AER: )?PCIe Bus Error: severity=(?P<severity>[^,]+), type=(?P<type>[^,]+)"),
+    _p(
+        "pcie_error",
+        "PCIe Bus Error",
+        r"(?P<driver>[\w-]+) (?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): "
+        r"(?:AER: )?PCIe Bus Error: severity=(?P<severity>[^,]+), type=(?P<type>[^,]+)",
+    ),
     # The hung-task detector (kernel/hung_task.c), e.g.
     # https://github.com/gluster/gluster-health-report/pull/19
-    _p("hung_task", "blocked for more than",
-       r"INFO: task (?P<comm>[^:\s][^:]*?):(?P<pid>\d+) blocked for more than "
-       r"(?P<seconds>\d+) seconds"),
+    _p(
+        "hung_task",
+        "blocked for more than",
+        r"INFO: task (?P<comm>[^:\s][^:]*?):(?P<pid>\d+) blocked for more than "
+        r"(?P<seconds>\d+) seconds",
+    ),
     # --- environment --------------------------------------------------------------------------
     # CUDA's message for a binary without code for this GPU, and torch's warning naming the
     # architectures: https://github.com/Turoad/CLRNet/issues/83
     _p("no_kernel_image", "no kernel image", r"no kernel image is available for execution"),
-    _p("arch_unsupported", "is not compatible with the current PyTorch installation",
-       r"(?P<gpu>[^:\s][^:]*?) with CUDA capability (?P<arch>sm_\d+) is not compatible with the "
-       r"current PyTorch installation"),
-    _p("arch_supported", "install supports CUDA capabilities",
-       r"install supports CUDA capabilities (?P<archs>sm_[\w ]+)"),
+    _p(
+        "arch_unsupported",
+        "is not compatible with the current PyTorch installation",
+        r"(?P<gpu>[^:\s][^:]*?) with CUDA capability (?P<arch>sm_\d+) is not compatible with the "
+        r"current PyTorch installation",
+    ),
+    _p(
+        "arch_supported",
+        "install supports CUDA capabilities",
+        r"install supports CUDA capabilities (?P<archs>sm_[\w ]+)",
+    ),
     # cudaErrorInsufficientDriver's text (CUDA runtime API, cudaGetErrorString).
-    _p("driver_insufficient", "CUDA driver version is insufficient",
-       r"CUDA driver version is insufficient for CUDA runtime version"),
+    _p(
+        "driver_insufficient",
+        "CUDA driver version is insufficient",
+        r"CUDA driver version is insufficient for CUDA runtime version",
+    ),
     # torch/cuda/__init__.py (_check_driver / the CUDA initialization warning), e.g.
     # https://github.com/lllyasviel/Fooocus/issues/1313
-    _p("driver_too_old", "driver on your system is too old",
-       r"The NVIDIA driver on your system is too old \(found version (?P<found>\d+)\)"),
+    _p(
+        "driver_too_old",
+        "driver on your system is too old",
+        r"The NVIDIA driver on your system is too old \(found version (?P<found>\d+)\)",
+    ),
     # The dynamic loader (glibc's dl-version.c), e.g.
     # https://github.com/SkyworkAI/SkyReels-V2/issues/105
-    _p("symbol_version_missing", "not found",
-       r"(?P<library>/?[\w./+-]+\.so[\w.]*): version [`'](?P<version>[^'`]+)' not found"
-       r"(?: \(required by (?P<required_by>[^)]+)\))?"),
+    _p(
+        "symbol_version_missing",
+        "not found",
+        r"(?P<library>/?[\w./+-]+\.so[\w.]*): version [`'](?P<version>[^'`]+)' not found"
+        r"(?: \(required by (?P<required_by>[^)]+)\))?",
+    ),
     # e.g. https://github.com/Dao-AILab/flash-attention/issues/1691
-    _p("undefined_symbol", "undefined symbol",
-       r"(?P<library>/?[\w./+-]+\.so[\w.]*): undefined symbol: (?P<symbol>\S+)"),
-    _p("shared_object_missing", "cannot open shared object file",
-       r"(?P<library>[\w./+-]+\.so[\w.]*): cannot open shared object file"),
+    _p(
+        "undefined_symbol",
+        "undefined symbol",
+        r"(?P<library>/?[\w./+-]+\.so[\w.]*): undefined symbol: (?P<symbol>\S+)",
+    ),
+    _p(
+        "shared_object_missing",
+        "cannot open shared object file",
+        r"(?P<library>[\w./+-]+\.so[\w.]*): cannot open shared object file",
+    ),
     # EMFILE, and what multiprocessing says when file descriptors run out while DataLoader
     # workers pass tensors: https://github.com/pytorch/pytorch/issues/973
     _p("too_many_open_files", "open files", r"Too many open files"),
@@ -240,54 +352,84 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # Shared memory (/dev/shm) full while workers pass tensors
     # (torch/multiprocessing/reductions.py, aten's MapAllocator), e.g.
     # https://github.com/donydchen/mvsplat/issues/17, https://github.com/MIC-DKFZ/nnUNet/issues/294
-    _p("shm_exhausted", "</torch_",
-       r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) "
-       r"<(?P<file>/torch_[\d_]+)>"),
-    _p("shm_exhausted", "/dev/shm", r"/dev/shm.*No space left on device|"
-       r"No space left on device.*/dev/shm"),
+    _p(
+        "shm_exhausted",
+        "</torch_",
+        r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) "
+        r"<(?P<file>/torch_[\d_]+)>",
+    ),
+    _p(
+        "shm_exhausted",
+        "/dev/shm",
+        r"/dev/shm.*No space left on device|"
+        r"No space left on device.*/dev/shm",
+    ),
     # torch/csrc/DataLoader.cpp's SIGBUS handler in a worker, e.g.
     # https://github.com/DengpanFu/LUPerson/issues/20
-    _p("shm_exhausted", "insufficient shared memory",
-       r"Unexpected bus error encountered in worker\. This might be caused by insufficient "
-       r"shared memory"),
+    _p(
+        "shm_exhausted",
+        "insufficient shared memory",
+        r"Unexpected bus error encountered in worker\. This might be caused by insufficient "
+        r"shared memory",
+    ),
     # The shell's report of a process killed by SIGBUS.
     _p("bus_error", "Bus error", r"Bus error \(core dumped\)"),
     # DataLoader(timeout=...) expiring (torch/utils/data/dataloader.py).
-    _p("dataloader_timeout", "DataLoader timed out",
-       r"DataLoader timed out after (?P<seconds>\d+) seconds"),
+    _p(
+        "dataloader_timeout",
+        "DataLoader timed out",
+        r"DataLoader timed out after (?P<seconds>\d+) seconds",
+    ),
     # --- algorithm ----------------------------------------------------------------------------
     # A logged loss or gradient norm that is NaN or Inf, in the usual shapes: "loss: nan",
     # "loss=inf", "{'loss': nan, 'grad_norm': nan}" (Hugging Face Trainer), "loss tensor(nan".
-    _p("nonfinite_value", "",
-       r"(?P<key>[\w./-]*loss[\w./-]*|grad_norm|grad-norm|gnorm)['\"]?(?:\s*[:=]\s*|\s+)"
-       r"(?:tensor\()?['\"]?(?P<value>[-+]?(?:nan|inf(?:inity)?))\b", re.IGNORECASE,
-       quick=_may_be_nonfinite),
+    _p(
+        "nonfinite_value",
+        "",
+        r"(?P<key>[\w./-]*loss[\w./-]*|grad_norm|grad-norm|gnorm)['\"]?(?:\s*[:=]\s*|\s+)"
+        r"(?:tensor\()?['\"]?(?P<value>[-+]?(?:nan|inf(?:inity)?))\b",
+        re.IGNORECASE,
+        quick=_may_be_nonfinite,
+    ),
     # A training loop's own skip of a non-finite batch ("non-finite loss, skipping batch",
     # "NaN loss detected, skipping step"): harmless once, a livelock when every batch is.
-    _p("nonfinite_skipped", "",
-       r"(?:non-?finite|\bnan\b|\binf\b)[^\n]{0,60}\bskip|\bskip\w*[^\n]{0,60}"
-       r"(?:non-?finite|\bnan\b)", re.IGNORECASE, quick=lambda line: "skip" in line.lower()),
+    _p(
+        "nonfinite_skipped",
+        "",
+        r"(?:non-?finite|\bnan\b|\binf\b)[^\n]{0,60}\bskip|\bskip\w*[^\n]{0,60}"
+        r"(?:non-?finite|\bnan\b)",
+        re.IGNORECASE,
+        quick=lambda line: "skip" in line.lower(),
+    ),
     # Dynamic loss scaling skipping a step: NVIDIA Apex
     # (https://github.com/NVIDIA/apex/issues/318) and DeepSpeed
     # (https://github.com/zai-org/CogVideo/issues/233).
-    _p("loss_scale_overflow", "Skipping step",
-       r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
-       r"(?P<scale>[\d.e+-]+)|OVERFLOW! Rank (?P<rank>\d+) Skipping step\. Attempted loss "
-       r"scale: (?P<attempted>[\d.e+-]+), reducing to (?P<scale2>[\d.e+-]+)"),
+    _p(
+        "loss_scale_overflow",
+        "Skipping step",
+        r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
+        r"(?P<scale>[\d.e+-]+)|OVERFLOW! Rank (?P<rank>\d+) Skipping step\. Attempted loss "
+        r"scale: (?P<attempted>[\d.e+-]+), reducing to (?P<scale2>[\d.e+-]+)",
+    ),
     # Loss scaling gave up: DeepSpeed (https://github.com/ymcui/Chinese-LLaMA-Alpaca/issues/534)
     # and fairseq's dynamic loss scaler.
-    _p("loss_scale_collapsed", "loss scale",
-       r"Current loss scale already at minimum|Minimum loss scale reached"),
+    _p(
+        "loss_scale_collapsed",
+        "loss scale",
+        r"Current loss scale already at minimum|Minimum loss scale reached",
+    ),
     # Autograd's anomaly mode (torch/csrc/autograd/engine.cpp) and Lightning's
     # detect_nan_parameters; torch.nn.utils.clip_grad_norm_(error_if_nonfinite=True).
-    _p("nonfinite_detected", "",
-       r"Function '(?P<function>\w+)' returned nan values in its \d+\w* output|"
-       r"Detected (?:a )?(?:nan|NaN|NAN)\b.*|"
-       r"for gradients from `parameters` is non-finite"),
+    _p(
+        "nonfinite_detected",
+        "",
+        r"Function '(?P<function>\w+)' returned nan values in its \d+\w* output|"
+        r"Detected (?:a )?(?:nan|NaN|NAN)\b.*|"
+        r"for gradients from `parameters` is non-finite",
+    ),
 )
 
-_STEP = re.compile(r"\b(?:global[_ ]step|step|iter(?:ation)?|it)\b\s*[:=#]?\s*(\d+)",
-                   re.IGNORECASE)
+_STEP = re.compile(r"\b(?:global[_ ]step|step|iter(?:ation)?|it)\b\s*[:=#]?\s*(\d+)", re.IGNORECASE)
 # What launchers and log collectors put before each line of a process's output, one piece at a
 # time (several may stack: a timestamp, then torchrun's rank). Each piece eats at most one
 # following space, so a traceback's indentation survives.
@@ -296,17 +438,26 @@ _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _PREFIX_PIECES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # torchrun (`[rank1]:`, `--tee`'s `[default0]:` or `[0]`), torch's `[RANK 3]`
-    ("rank", re.compile(r"\s*\[(?:default|rank|defaultrank)?(?P<rank>\d+)\]:\s?|"
-                        r"\s*\[(?P<rank2>\d+)\]\s|\s*\[RANK (?P<rank3>\d+)\]:?\s?")),
+    (
+        "rank",
+        re.compile(
+            r"\s*\[(?:default|rank|defaultrank)?(?P<rank>\d+)\]:\s?|"
+            r"\s*\[(?P<rank2>\d+)\]\s|\s*\[RANK (?P<rank3>\d+)\]:?\s?"
+        ),
+    ),
     # mpirun --tag-output: `[1,0]<stderr>:`
     ("rank", re.compile(r"\s*\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:\s?")),
     # Ray: `(RayTrainWorker pid=1234)`, `(pid=1234, ip=10.0.0.1)`
     ("pid", re.compile(r"\s*\((?:[\w.:]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s?")),
     # Timestamps: logging's `2026-12-01 10:00:00,123 - ERROR - `, `kubectl logs --timestamps`'s
     # `2026-12-01T10:00:00.123456789Z `, bracketed ones; an optional logger name and level.
-    ("time", re.compile(
-        r"\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
-        r"(?:(?:\s*[-|]\s*|\s*)(?:[\w.]+\s*[-|]\s*)?\[?" + _LEVEL + r"\]?(?:\s*[-|:])?)?\s?")),
+    (
+        "time",
+        re.compile(
+            r"\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+            r"(?:(?:\s*[-|]\s*|\s*)(?:[\w.]+\s*[-|]\s*)?\[?" + _LEVEL + r"\]?(?:\s*[-|:])?)?\s?"
+        ),
+    ),
     # Slurm's `srun --label`: `0: `
     ("rank", re.compile(r"(?P<rank>\d+): ")),
 )
@@ -325,8 +476,11 @@ class Prefixed:
 
 def split_prefix(line: str) -> Prefixed:
     """The line without ANSI colours and launcher prefixes, with the rank or pid they name."""
-    text = _RAY_REPEATED.sub("", _ANSI.sub("", line)) if ("\x1b" in line or "repeated" in line) \
+    text = (
+        _RAY_REPEATED.sub("", _ANSI.sub("", line))
+        if ("\x1b" in line or "repeated" in line)
         else line
+    )
     head = text.lstrip()[:1]
     if not head or not (head in "[(" or head.isdigit()):
         return Prefixed(text=text)  # most lines: nothing before them
@@ -343,7 +497,7 @@ def split_prefix(line: str) -> Prefixed:
                 rank, stream = int(number), f"rank {number}"
             elif kind == "pid":
                 stream = f"pid {groups['pid']}@{groups.get('ip', '')}"
-            text = text[match.end():]
+            text = text[match.end() :]
             break
         else:
             break
@@ -382,9 +536,17 @@ def line_rank(line: str) -> int | None:
     return split_prefix(line).rank
 
 
-_CLASSIC_NEEDLES = ("DataLoader worker", "Killed process", "CUDA out of memory",
-                    "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "MemoryError",
-                    "Cannot allocate memory", "bad_alloc", "can't allocate memory")
+_CLASSIC_NEEDLES = (
+    "DataLoader worker",
+    "Killed process",
+    "CUDA out of memory",
+    "OutOfMemoryError",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "MemoryError",
+    "Cannot allocate memory",
+    "bad_alloc",
+    "can't allocate memory",
+)
 
 
 def _classic(line: str, index: int) -> LogMatch | None:
@@ -429,8 +591,9 @@ def _matches(line: str, index: int) -> list[LogMatch]:
         pids = (int(fields["pid"]),) if "pid" in fields else ()
         if pattern.kind == "xid" and (pid := re.search(r"pid=['\"]?(\d+)", line)):
             pids = (int(pid[1]),)
-        found.append(LogMatch(pattern.kind, line.strip(), pids, fields.get("message"), index,
-                              fields))
+        found.append(
+            LogMatch(pattern.kind, line.strip(), pids, fields.get("message"), index, fields)
+        )
     return found
 
 
@@ -494,13 +657,19 @@ def torchrun_failures(lines: tuple[str, ...]) -> list[RankFailure]:
         if "rank" in entry or "exitcode" in entry:
             rank = re.match(r"\s*(\d+)(?:\s*\(local_rank:\s*(\d+)\))?", entry.get("rank", ""))
             code = re.match(r"\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?", entry.get("exitcode", ""))
-            failures.append(RankFailure(
-                rank=int(rank[1]) if rank else None,
-                local_rank=int(rank[2]) if rank and rank[2] else None,
-                exitcode=int(code[1]) if code else None,
-                pid=int(code[2]) if code and code[2] else None,
-                host=entry.get("host"), cause=entry.get("traceback"), root_cause=root,
-                index=entry_index, line=entry.get("_line", "")))
+            failures.append(
+                RankFailure(
+                    rank=int(rank[1]) if rank else None,
+                    local_rank=int(rank[2]) if rank and rank[2] else None,
+                    exitcode=int(code[1]) if code else None,
+                    pid=int(code[2]) if code and code[2] else None,
+                    host=entry.get("host"),
+                    cause=entry.get("traceback"),
+                    root_cause=root,
+                    index=entry_index,
+                    line=entry.get("_line", ""),
+                )
+            )
         entry.clear()
 
     for index, line in enumerate(lines):
@@ -528,14 +697,34 @@ def torchrun_failures(lines: tuple[str, ...]) -> list[RankFailure]:
             code = match.number("exitcode")
             if code is None and signal:
                 code = -_SIGNALS.get(signal, 0) or None
-            failures.append(RankFailure(rank=match.number("rank"),
-                                        local_rank=match.number("local_rank"), exitcode=code,
-                                        pid=match.pids[0] if match.pids else None,
-                                        index=match.index, line=match.line))
+            failures.append(
+                RankFailure(
+                    rank=match.number("rank"),
+                    local_rank=match.number("local_rank"),
+                    exitcode=code,
+                    pid=match.pids[0] if match.pids else None,
+                    index=match.index,
+                    line=match.line,
+                )
+            )
     return failures
 
 
-_SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
-            "SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
-            "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15}
+_SIGNALS = {
+    "SIGHUP": 1,
+    "SIGINT": 2,
+    "SIGQUIT": 3,
+    "SIGILL": 4,
+    "SIGTRAP": 5,
+    "SIGABRT": 6,
+    "SIGBUS": 7,
+    "SIGFPE": 8,
+    "SIGKILL": 9,
+    "SIGUSR1": 10,
+    "SIGSEGV": 11,
+    "SIGUSR2": 12,
+    "SIGPIPE": 13,
+    "SIGALRM": 14,
+    "SIGTERM": 15,
+}
 SIGNAL_NAMES = {number: name for name, number in _SIGNALS.items()}

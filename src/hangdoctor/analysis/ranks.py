@@ -30,11 +30,20 @@ from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 
 #: The torch.distributed functions a rank waits in for its peers (point-to-point included).
 COLLECTIVES = frozenset(
-    (*protocol.COLLECTIVES, *protocol.OTHER_COLLECTIVES, *protocol.POINT_TO_POINT))
-START_UP = frozenset({
-    "init_process_group", "_store_based_barrier", "rendezvous", "_create_c10d_store",
-    "_env_rendezvous_handler", "_tcp_rendezvous_handler", "new_group", "init_device_mesh",
-})
+    (*protocol.COLLECTIVES, *protocol.OTHER_COLLECTIVES, *protocol.POINT_TO_POINT)
+)
+START_UP = frozenset(
+    {
+        "init_process_group",
+        "_store_based_barrier",
+        "rendezvous",
+        "_create_c10d_store",
+        "_env_rendezvous_handler",
+        "_tcp_rendezvous_handler",
+        "new_group",
+        "init_device_mesh",
+    }
+)
 _DISTRIBUTED = "/torch/distributed/"
 # DistributedDataParallel runs its collectives from C++ (the reducer's all-reduce in backward,
 # the buffer broadcast in forward, the state sync in its constructor): a rank waiting there is
@@ -57,13 +66,19 @@ _FSDP = "/torch/distributed/fsdp/"
 # DTensor gathers or redistributes through the dispatcher: `full_tensor()`, `redistribute()`.
 _DTENSOR = "/torch/distributed/tensor/"
 _DTENSOR_WORDS = (("full_tensor", "all_gather"), ("redistribute", "all_gather"))
-_FSDP_WORDS = (("all_gather", "all_gather"), ("unshard", "all_gather"),
-               ("reduce_scatter", "reduce_scatter"), ("foreach_reduce", "reduce_scatter"),
-               ("all_reduce", "all_reduce"))
+_FSDP_WORDS = (
+    ("all_gather", "all_gather"),
+    ("unshard", "all_gather"),
+    ("reduce_scatter", "reduce_scatter"),
+    ("foreach_reduce", "reduce_scatter"),
+    ("all_reduce", "all_reduce"),
+)
 # Gradients are all-reduced by DDP's reducer while autograd runs: a rank idle in backward()
 # waits for that all-reduce.
-_BACKWARD = (("/torch/autograd/graph.py", "_engine_run_backward"),
-             ("/torch/autograd/__init__.py", "backward"))
+_BACKWARD = (
+    ("/torch/autograd/graph.py", "_engine_run_backward"),
+    ("/torch/autograd/__init__.py", "backward"),
+)
 BACKWARD_ALL_REDUCE = "all_reduce"
 
 # What ranks doing the same thing share: (call, (file, line) of the user's site).
@@ -96,9 +111,15 @@ def distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
             name = frame.function.split(".")[-1]
             if name in COLLECTIVES or name in START_UP:
                 found = name
-    if found is None and idle and any(
+    if (
+        found is None
+        and idle
+        and any(
             path_end in f.file.replace("\\", "/") and f.function.split(".")[-1] == function
-            for f in python_frames(frames) for path_end, function in _BACKWARD):
+            for f in python_frames(frames)
+            for path_end, function in _BACKWARD
+        )
+    ):
         found = BACKWARD_ALL_REDUCE
     return found
 
@@ -115,12 +136,18 @@ def _distance(frames: Sequence[Frame], site: Frame | None) -> int | None:
         return None
     python = python_frames(frames)
     index_of_site = next((i for i, f in enumerate(python) if f is site), None)
-    waits = [i for i, f in enumerate(python)
-             if _framework_collective(f) or _DISTRIBUTED in f.file.replace("\\", "/")]
+    waits = [
+        i
+        for i, f in enumerate(python)
+        if _framework_collective(f) or _DISTRIBUTED in f.file.replace("\\", "/")
+    ]
     if index_of_site is None or not waits:
         return None
-    distance = index_of_site - max(i for i in waits if i < index_of_site) - 1 if any(
-        i < index_of_site for i in waits) else None
+    distance = (
+        index_of_site - max(i for i in waits if i < index_of_site) - 1
+        if any(i < index_of_site for i in waits)
+        else None
+    )
     return distance if distance is not None and distance <= _DIRECT else None
 
 
@@ -224,9 +251,14 @@ class RankView:
             call = call or distributed_call(frames, _idle(thread))
             site = blame_frame(frames) if frames else None
             by_rank[rank] = RankState(
-                rank=rank, process=process, thread=thread, status=status, call=call,
+                rank=rank,
+                process=process,
+                thread=thread,
+                status=status,
+                call=call,
                 seq=status.in_collective_seq if status and status.in_collective else None,
-                site=site, distance=_distance(frames, site) if call else None,
+                site=site,
+                distance=_distance(frames, site) if call else None,
             )
         for rank, status in statuses.items():
             if rank not in by_rank:  # reported progress once, not found alive now
@@ -243,14 +275,17 @@ class RankView:
         does), so its numbers agree across ranks where Python-level counts may not. Where the
         ranks' records name different operations under one number, that is where they
         diverged, and a rank waiting in a collective is waiting in that one."""
-        records = {r.rank: r for r in self.job.bundle.flight_records
-                   if r.rank is not None and r.entries}
+        records = {
+            r.rank: r for r in self.job.bundle.flight_records if r.rank is not None and r.entries
+        }
         alive = [s for s in self.ranks.values() if s.alive]
         if not alive or any(s.rank not in records for s in alive):
             return False
         group = records[alive[0].rank].entries[-1].process_group
-        ops = {s.rank: {e.seq: e for e in records[s.rank].entries if e.process_group == group}
-               for s in alive}
+        ops = {
+            s.rank: {e.seq: e for e in records[s.rank].entries if e.process_group == group}
+            for s in alive
+        }
         self.divergence = _divergence(ops)
         for state in alive:
             mine = ops[state.rank]
@@ -271,8 +306,11 @@ class RankView:
                 # The divergence is its wait only where the rank has not completed it: ranks
                 # that parted earlier (one extra call) went on past it, out of step.
                 completed = records[state.rank].last_completed
-                at = mine.get(self.divergence.seq) if self.divergence and (
-                    completed is None or self.divergence.seq > completed) else None
+                at = (
+                    mine.get(self.divergence.seq)
+                    if self.divergence and (completed is None or self.divergence.seq > completed)
+                    else None
+                )
                 entry = at or (pending if isinstance(pending, CollectiveRecord) else last)
                 api = state.call if state.call not in (None, entry.op) else None
                 state = replace(state, call=entry.op, seq=entry.seq, api=api)
@@ -287,8 +325,13 @@ class RankView:
         the rank's own thread computing, many collectives later (5 behind, seen on 2 cores);
         a dump then still shows them pending. A rank that waits in `work.wait()` of an
         asynchronous collective waits on a futex, and keeps the Flight Recorder's reading."""
-        if (state.call is not None or state.status is None or state.status.in_collective
-                or state.process is None or state.thread is None):
+        if (
+            state.call is not None
+            or state.status is None
+            or state.status.in_collective
+            or state.process is None
+            or state.thread is None
+        ):
             return False
         wait = describe_wait(self.job, state.process, state.thread)
         return wait.kind in IO_KINDS or wait.kind in (WaitKind.SLEEP, WaitKind.RUNNING)
@@ -299,7 +342,8 @@ class RankView:
         (see analysis/desync.py): often long before the place where they stopped."""
         return desync_origin(
             {r: s.status.collective_calls for r, s in self.ranks.items() if s.status},
-            {r: s.status.collective_sites for r, s in self.ranks.items() if s.status})
+            {r: s.status.collective_sites for r, s in self.ranks.items() if s.status},
+        )
 
     @cached_property
     def earlier_desync(self) -> DesyncOrigin | None:
@@ -311,12 +355,18 @@ class RankView:
     def world_size(self) -> int | None:
         """The world size as the ranks' process groups reported it, else WORLD_SIZE in their
         environments (the most common value)."""
-        reported = Counter(s.status.world_size for s in self.ranks.values()
-                           if s.status is not None and s.status.world_size is not None)
+        reported = Counter(
+            s.status.world_size
+            for s in self.ranks.values()
+            if s.status is not None and s.status.world_size is not None
+        )
         if reported:
             return reported.most_common(1)[0][0]
-        sizes = Counter(size for s in self.ranks.values() if s.process is not None
-                        and (size := world_size_of(s.process)) is not None)
+        sizes = Counter(
+            size
+            for s in self.ranks.values()
+            if s.process is not None and (size := world_size_of(s.process)) is not None
+        )
         return sizes.most_common(1)[0][0] if sizes else None
 
     @cached_property
@@ -336,16 +386,16 @@ class RankView:
     def elsewhere(self) -> list[int]:
         """Missing ranks that run on other nodes (or never started there)."""
         node = self.on_this_node
-        return [r for r in self.missing if node is not None and r not in node
-                and r not in self.ranks]
+        return [
+            r for r in self.missing if node is not None and r not in node and r not in self.ranks
+        ]
 
     @cached_property
     def missing(self) -> list[int]:
         """Ranks below the world size that have no live process in the capture (here)."""
         if self.world_size is None:
             return []
-        return [r for r in range(self.world_size)
-                if r not in self.ranks or not self.ranks[r].alive]
+        return [r for r in range(self.world_size) if r not in self.ranks or not self.ranks[r].alive]
 
     @cached_property
     def partial(self) -> bool:
@@ -361,8 +411,14 @@ class RankView:
         if self.partial:
             return None
         parents = {s.process.ppid for s in self.ranks.values() if s.process is not None}
-        return next((pid for pid in sorted(p for p in parents if p is not None)
-                     if self.job.process(pid) is not None), None)
+        return next(
+            (
+                pid
+                for pid in sorted(p for p in parents if p is not None)
+                if self.job.process(pid) is not None
+            ),
+            None,
+        )
 
     def exit_evidence(self, rank: int) -> str | None:
         """Why rank `rank`, absent or dead here, is known to have exited; None when nothing
@@ -371,11 +427,11 @@ class RankView:
         if state is not None and state.process is not None and not state.alive:
             return f"its process (pid {state.process.pid}) is {state.process.state}"
         if state is not None and state.status is not None and state.process is None:
-            return (f"it reported progress as pid {state.status.pid}, which is no longer "
-                    "running")
+            return f"it reported progress as pid {state.status.pid}, which is no longer running"
         if self.launcher_seen is not None and rank not in self.elsewhere:
-            return (f"its launcher (pid {self.launcher_seen}) is in the capture and no longer "
-                    "runs it")
+            return (
+                f"its launcher (pid {self.launcher_seen}) is in the capture and no longer runs it"
+            )
         return None
 
     @cached_property
@@ -401,8 +457,9 @@ class RankView:
         return [s for s in self.ranks.values() if s.alive]
 
 
-def _pending(record: FlightRecord, entries: dict[int, CollectiveRecord]
-             ) -> CollectiveRecord | bool | None:
+def _pending(
+    record: FlightRecord, entries: dict[int, CollectiveRecord]
+) -> CollectiveRecord | bool | None:
     """The collective the rank waits in (the first it issued and has not completed), False
     when it completed all it issued, None when the dump does not say."""
     if record.last_enqueued is None or record.last_completed is None:
@@ -410,7 +467,8 @@ def _pending(record: FlightRecord, entries: dict[int, CollectiveRecord]
     if record.last_completed >= record.last_enqueued:
         return False
     return entries.get(record.last_completed + 1) or next(
-        (e for seq, e in sorted(entries.items()) if seq > record.last_completed), None)
+        (e for seq, e in sorted(entries.items()) if seq > record.last_completed), None
+    )
 
 
 @dataclass(frozen=True)
@@ -434,8 +492,11 @@ def _divergence(ops: dict[int, dict[int, CollectiveRecord]]) -> Divergence | Non
         names = {e.op for e in here.values()}
         sizes = {e.sizes for e in here.values() if e.sizes is not None}
         if len(names) > 1 or (names <= SAME_SIZE_OPS and len(sizes) > 1):
-            return Divergence(seq=seq, ops={r: e.op for r, e in here.items()},
-                              sizes={r: e.sizes for r, e in here.items()})
+            return Divergence(
+                seq=seq,
+                ops={r: e.op for r, e in here.items()},
+                sizes={r: e.sizes for r, e in here.items()},
+            )
     return None
 
 

@@ -55,8 +55,9 @@ def _option(cmdline: tuple[str, ...], names: tuple[str, ...]) -> int | None:
     for index, word in enumerate(cmdline):
         name, equals, value = word.partition("=")
         if name in names:
-            return _number(value if equals else (cmdline[index + 1]
-                                                 if index + 1 < len(cmdline) else None))
+            return _number(
+                value if equals else (cmdline[index + 1] if index + 1 < len(cmdline) else None)
+            )
     return None
 
 
@@ -79,15 +80,22 @@ def _init_locals(process: ProcessEvidence) -> dict[str, str | None]:
     them): the arguments the process passed."""
     for thread in process.threads:
         for frame in thread.python.frames if thread.python else ():
-            if (frame.function == "init_process_group"
-                    and frame.file.replace("\\", "/").endswith(_C10D_FILE)):
+            if frame.function == "init_process_group" and frame.file.replace("\\", "/").endswith(
+                _C10D_FILE
+            ):
                 return {v.name: v.repr for v in frame.locals}
     return {}
 
 
 _RENDEZVOUS_FILE = "torch/distributed/rendezvous.py"
-_RENDEZVOUS_FUNCTIONS = frozenset({"_create_c10d_store", "_env_rendezvous_handler",
-                                   "_tcp_rendezvous_handler", "_file_rendezvous_handler"})
+_RENDEZVOUS_FUNCTIONS = frozenset(
+    {
+        "_create_c10d_store",
+        "_env_rendezvous_handler",
+        "_tcp_rendezvous_handler",
+        "_file_rendezvous_handler",
+    }
+)
 
 
 def _rendezvous_locals(process: ProcessEvidence) -> dict[str, str | None]:
@@ -97,8 +105,9 @@ def _rendezvous_locals(process: ProcessEvidence) -> dict[str, str | None]:
     which /proc/PID/environ, fixed at the start, does not show."""
     for thread in process.threads:
         for frame in thread.python.frames if thread.python else ():
-            if (frame.function in _RENDEZVOUS_FUNCTIONS
-                    and frame.file.replace("\\", "/").endswith(_RENDEZVOUS_FILE)):
+            if frame.function in _RENDEZVOUS_FUNCTIONS and frame.file.replace("\\", "/").endswith(
+                _RENDEZVOUS_FILE
+            ):
                 return {v.name: v.repr for v in frame.locals}
     return {}
 
@@ -135,8 +144,11 @@ _WORLD_OPTIONS = ("--world-size", "--world_size", "--nprocs", "--num-processes")
 def world_size_of(process: ProcessEvidence) -> int | None:
     """The world size the process asked for: the argument it gave init_process_group (which
     wins over the environment), WORLD_SIZE, or `--world-size N` on its command line."""
-    for size in (init_arguments(process)[1], _number(process.environ.get("WORLD_SIZE")),
-                 _option(process.cmdline, _WORLD_OPTIONS)):
+    for size in (
+        init_arguments(process)[1],
+        _number(process.environ.get("WORLD_SIZE")),
+        _option(process.cmdline, _WORLD_OPTIONS),
+    ):
         if size is not None:
             return size
     return None
@@ -149,8 +161,13 @@ def own_rank(process: ProcessEvidence, reported: Mapping[int, int]) -> int | Non
     torch.multiprocessing.spawn gave it, the rank it passes to init_process_group, or
     LOCAL_RANK beside WORLD_SIZE (Lightning's children,
     on one node)."""
-    for rank in (reported.get(process.pid), env_rank(process), init_arguments(process)[0],
-                 _option(process.cmdline, _RANK_OPTIONS), _spawn_index(process)):
+    for rank in (
+        reported.get(process.pid),
+        env_rank(process),
+        init_arguments(process)[0],
+        _option(process.cmdline, _RANK_OPTIONS),
+        _spawn_index(process),
+    ):
         if rank is not None:
             return rank
     environ = process.environ
@@ -160,7 +177,8 @@ def own_rank(process: ProcessEvidence, reported: Mapping[int, int]) -> int | Non
 
 
 def assign_roles(
-    processes: Mapping[int, ProcessEvidence], root_pid: int,
+    processes: Mapping[int, ProcessEvidence],
+    root_pid: int,
     reported: Mapping[int, int] | None = None,
 ) -> dict[int, tuple[Role, int | None]]:
     """(role, rank) per pid; `reported` is pid -> rank as the processes reported it. A child
@@ -199,8 +217,12 @@ def assign_roles(
         if role is Role.RANK:
             current = processes.get(pid)
             climbed = {pid}  # a bundle from elsewhere may hold a cycle of parents
-            while current is not None and current.ppid is not None \
-                    and current.ppid in processes and current.ppid not in climbed:
+            while (
+                current is not None
+                and current.ppid is not None
+                and current.ppid in processes
+                and current.ppid not in climbed
+            ):
                 climbed.add(current.ppid)
                 has_rank_descendant.add(current.ppid)
                 current = processes.get(current.ppid)

@@ -33,18 +33,35 @@ class Primitive:
 # as the queue.
 PRIMITIVES = (
     Primitive("queue.py", "Queue.get", "queue.Queue.get()", "put an item into the queue"),
-    Primitive("queue.py", "Queue.put", "queue.Queue.put() into a full queue",
-              "take an item out of the queue"),
-    Primitive("queue.py", "Queue.join", "queue.Queue.join()",
-              "take every item out of the queue and call task_done() for each"),
-    Primitive("concurrent/futures/_base.py", "Future.result", "Future.result()",
-              "set the future's result (the thread or executor that runs its work)"),
+    Primitive(
+        "queue.py",
+        "Queue.put",
+        "queue.Queue.put() into a full queue",
+        "take an item out of the queue",
+    ),
+    Primitive(
+        "queue.py",
+        "Queue.join",
+        "queue.Queue.join()",
+        "take every item out of the queue and call task_done() for each",
+    ),
+    Primitive(
+        "concurrent/futures/_base.py",
+        "Future.result",
+        "Future.result()",
+        "set the future's result (the thread or executor that runs its work)",
+    ),
     Primitive("threading.py", "Event.wait", "threading.Event.wait()", "set the event"),
     Primitive("threading.py", "Barrier.wait", "threading.Barrier.wait()", "reach the barrier"),
-    Primitive("threading.py", "Semaphore.acquire", "threading.Semaphore.acquire()",
-              "release the semaphore"),
-    Primitive("threading.py", "Condition.wait", "threading.Condition.wait()",
-              "notify the condition"),
+    Primitive(
+        "threading.py",
+        "Semaphore.acquire",
+        "threading.Semaphore.acquire()",
+        "release the semaphore",
+    ),
+    Primitive(
+        "threading.py", "Condition.wait", "threading.Condition.wait()", "notify the condition"
+    ),
 )
 
 
@@ -55,15 +72,16 @@ def blocking_call(thread: ThreadEvidence) -> tuple[Primitive, Frame] | None:
     return primitive_call(thread, with_timeout=False)
 
 
-def primitive_call(thread: ThreadEvidence, *, with_timeout: bool
-                   ) -> tuple[Primitive, Frame] | None:
+def primitive_call(thread: ThreadEvidence, *, with_timeout: bool) -> tuple[Primitive, Frame] | None:
     """The primitive the user's own code waits in; with `with_timeout`, also one given a
     timeout (a loop that waits again and again)."""
     frames = python_frames(thread.python.frames if thread.python else ())
     for primitive in PRIMITIVES:
         for index, frame in enumerate(frames):
-            if (frame.file.replace("\\", "/").endswith("/" + primitive.file)
-                    and frame.function == primitive.function):
+            if (
+                frame.file.replace("\\", "/").endswith("/" + primitive.file)
+                and frame.function == primitive.function
+            ):
                 caller = frames[index + 1] if index + 1 < len(frames) else None
                 if caller is None or origin(caller) is not Origin.USER:
                     return None
@@ -107,8 +125,11 @@ def lone_waits(job: JobView) -> Iterator[LoneWait]:
             if found[0].function == "Future.result" and _executor_at_work(job, process, thread):
                 continue  # an executor's own threads or processes set its futures
             if alone(process, thread):
-                joiners = tuple(t for t in process.threads
-                                if t.tid != thread.tid and waits_for_end_of(t, thread))
+                joiners = tuple(
+                    t
+                    for t in process.threads
+                    if t.tid != thread.tid and waits_for_end_of(t, thread)
+                )
                 yield LoneWait(process, thread, *found, joiners=joiners)
                 continue
             others = [t for t in process.threads if t.tid != thread.tid and runs_user_code(t)]
@@ -122,7 +143,8 @@ def _executor_at_work(job: JobView, process: ProcessEvidence, thread: ThreadEvid
     process pool's worker)."""
     return bool(job.children(process.pid)) or any(
         t.tid != thread.tid and runs_python_of_its_own(t) and not runs_user_code(t)
-        for t in process.threads)
+        for t in process.threads
+    )
 
 
 def _self_in(thread: ThreadEvidence, functions: set[str]) -> int | None:
@@ -141,8 +163,9 @@ def thread_object(thread: ThreadEvidence) -> int | None:
 
 def at_exit(thread: ThreadEvidence) -> bool:
     """Whether the thread is the interpreter's exit waiting for non-daemon threads."""
-    return in_function(thread.python.frames if thread.python else (), "/threading.py",
-                       {"_shutdown"})
+    return in_function(
+        thread.python.frames if thread.python else (), "/threading.py", {"_shutdown"}
+    )
 
 
 def joined_thread(thread: ThreadEvidence) -> int | None:
@@ -208,15 +231,15 @@ def multiprocessing_put(thread: ThreadEvidence) -> QueueRead | None:
     return _mp_call(thread, _MP_WRITES, any_timeout=False)
 
 
-def multiprocessing_read(thread: ThreadEvidence, *, any_timeout: bool = False
-                         ) -> QueueRead | None:
+def multiprocessing_read(thread: ThreadEvidence, *, any_timeout: bool = False) -> QueueRead | None:
     """The multiprocessing queue or connection read the user's code made; only one without a
     timeout unless `any_timeout`."""
     return _mp_call(thread, _MP_READS, any_timeout=any_timeout)
 
 
-def _mp_call(thread: ThreadEvidence, calls: tuple[tuple[str, str, str], ...],
-             any_timeout: bool) -> QueueRead | None:
+def _mp_call(
+    thread: ThreadEvidence, calls: tuple[tuple[str, str, str], ...], any_timeout: bool
+) -> QueueRead | None:
     frames = python_frames(thread.python.frames if thread.python else ())
     for file, function, what in calls:  # outermost meaning first
         for index, frame in enumerate(frames):
@@ -229,8 +252,7 @@ def _mp_call(thread: ThreadEvidence, calls: tuple[tuple[str, str, str], ...],
             timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
             block = next((v.repr for v in frame.locals if v.name == "block"), "True")
             bounded = timeout != "None" or block == "False"
-            return QueueRead(what, frame, caller, bounded) if any_timeout or not bounded \
-                else None
+            return QueueRead(what, frame, caller, bounded) if any_timeout or not bounded else None
     return None
 
 
@@ -247,17 +269,39 @@ def manager_call(job: JobView, thread: ThreadEvidence) -> ManagerCall | None:
     """The Manager proxy call the thread waits in (`BaseProxy._callmethod`), if any: the wait
     is for the manager's server process, which runs the call and replies."""
     frames = python_frames(thread.python.frames if thread.python else ())
-    call = next((f for f in frames if f.file.replace("\\", "/").endswith(
-        "/multiprocessing/managers.py") and f.function.split(".")[-1] == "_callmethod"), None)
+    call = next(
+        (
+            f
+            for f in frames
+            if f.file.replace("\\", "/").endswith("/multiprocessing/managers.py")
+            and f.function.split(".")[-1] == "_callmethod"
+        ),
+        None,
+    )
     if call is None:
         return None
     shown = next((v.repr for v in call.locals if v.name == "self"), "") or ""
     proxy = shown.strip("<>").split(" at ")[0] or "a proxy"
-    server = next((p for p in job.processes for t in p.threads[:1]
-                   if any(f.function.split(".")[-1] == "_run_server"
-                          for f in (t.python.frames if t.python else ()))), None)
-    where = (f"its server is {job.describe_process(server.pid)}" if server is not None
-             else "its server process was not captured")
-    return ManagerCall(proxy, server.pid if server else None,
-                       f"the call goes through a multiprocessing Manager ({proxy}); {where}, "
-                       "which has not answered")
+    server = next(
+        (
+            p
+            for p in job.processes
+            for t in p.threads[:1]
+            if any(
+                f.function.split(".")[-1] == "_run_server"
+                for f in (t.python.frames if t.python else ())
+            )
+        ),
+        None,
+    )
+    where = (
+        f"its server is {job.describe_process(server.pid)}"
+        if server is not None
+        else "its server process was not captured"
+    )
+    return ManagerCall(
+        proxy,
+        server.pid if server else None,
+        f"the call goes through a multiprocessing Manager ({proxy}); {where}, "
+        "which has not answered",
+    )

@@ -23,8 +23,10 @@ _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following
 # searched anywhere in the line: on stderr it may follow a stdout line that had no newline yet.
 _THREAD_DIED = re.compile(r"Exception in thread (?P<name>.+):$")
 _MARKERS = re.compile(r"^\s*[\^~\s]+$")
-_CHAINING = ("During handling of the above exception, another exception occurred:",
-             "The above exception was the direct cause of the following exception:")
+_CHAINING = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
 # Lines of other output a traceback may hold (a job's stdout between the pieces of a traceback
 # written to stderr, both in one log), and how the exception's name must then look.
 _FOREIGN_LINES = 12
@@ -63,7 +65,9 @@ class Raised:
             return False
         outermost = self.frames[-1]
         return outermost.function == "<module>" or outermost.function.split(".")[-1] in (
-            "_run_module_as_main", "_run_code")
+            "_run_module_as_main",
+            "_run_code",
+        )
 
     @property
     def short_type(self) -> str:
@@ -113,8 +117,12 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
         if frames is None:
             continue
         if match := _FRAME.match(line):
-            frames.insert(0, Frame(file=match["file"], line=int(match["line"]),
-                                   function=match["function"].strip()))
+            frames.insert(
+                0,
+                Frame(
+                    file=match["file"], line=int(match["line"]), function=match["function"].strip()
+                ),
+            )
         elif line.startswith("   ") and frames and frames[0].code is None:
             # (three spaces: a prefix such as torchrun's `[default0]:` may have taken one)
             if not _MARKERS.match(line):
@@ -122,15 +130,25 @@ def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
         elif line.startswith(" ") or _MARKERS.match(line) or not line.strip():
             continue
         elif (match := _EXCEPTION.match(line.strip())) and (
-                not foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])):
+            not foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])
+        ):
             rank = prefixed.rank if prefixed.rank is not None else spawned_rank
-            cause = found[-1] if stream in chained and found and found[-1].stream == stream \
-                else None
+            cause = (
+                found[-1] if stream in chained and found and found[-1].stream == stream else None
+            )
             chained.discard(stream)
-            found.append(Raised(rank=rank, frames=tuple(frames), type=match["type"],
-                                message=(match["message"] or "").strip(), index=index,
-                                thread=threads.get(stream) or _thread_of(frames),
-                                stream=stream, cause=cause))
+            found.append(
+                Raised(
+                    rank=rank,
+                    frames=tuple(frames),
+                    type=match["type"],
+                    message=(match["message"] or "").strip(),
+                    index=index,
+                    thread=threads.get(stream) or _thread_of(frames),
+                    stream=stream,
+                    cause=cause,
+                )
+            )
             del open_tracebacks[stream]
         elif frames and foreign.get(stream, 0) < _FOREIGN_LINES:
             # Another stream's lines inside it (stdout between the pieces of a traceback
@@ -147,11 +165,15 @@ def _thread_of(frames: Sequence[Frame]) -> str | None:
     function it ran, when threading's own header (`Exception in thread NAME:`) was lost or
     split by interleaved output."""
     outermost = list(reversed(frames))
-    if not outermost or not outermost[0].file.replace("\\", "/").endswith("/threading.py") \
-            or outermost[0].function.split(".")[-1] != "_bootstrap_inner":
+    if (
+        not outermost
+        or not outermost[0].file.replace("\\", "/").endswith("/threading.py")
+        or outermost[0].function.split(".")[-1] != "_bootstrap_inner"
+    ):
         return None
-    target = next((f for f in outermost if not f.file.replace("\\", "/").endswith(
-        "/threading.py")), None)
+    target = next(
+        (f for f in outermost if not f.file.replace("\\", "/").endswith("/threading.py")), None
+    )
     return f"thread running {target.function}()" if target is not None else "a thread"
 
 
@@ -173,7 +195,9 @@ _CONSEQUENCE = re.compile(
     r"Timed out waiting|timed out|timeout caused pair closure|DistNetworkError|"
     r"remote process exited|ncclRemoteError|unhandled system error|ncclSystemError|"
     r"SignalException|ChildFailedError|ProcessExitedException|ProcessRaisedException|"
-    r"KeyboardInterrupt", re.IGNORECASE)
+    r"KeyboardInterrupt",
+    re.IGNORECASE,
+)
 
 
 def is_consequence(raised: Raised) -> bool:
@@ -194,7 +218,8 @@ _FAULT_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?
 
 
 _THREAD = re.compile(
-    r"^(?P<current>Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$", re.MULTILINE)
+    r"^(?P<current>Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$", re.MULTILINE
+)
 
 
 def _thread_sections(text: str) -> list[tuple[bool, tuple[Frame, ...]]]:
@@ -202,12 +227,15 @@ def _thread_sections(text: str) -> list[tuple[bool, tuple[Frame, ...]]]:
     sections: list[tuple[bool, tuple[Frame, ...]]] = []
     for header in _THREAD.finditer(text):
         frames: list[Frame] = []
-        for line in text[header.end():].splitlines()[1:]:
+        for line in text[header.end() :].splitlines()[1:]:
             match = _FAULT_FRAME.match(line)
             if match is None:
                 break
-            frames.append(Frame(file=match["file"], line=int(match["line"]),
-                                function=match["function"].strip()))
+            frames.append(
+                Frame(
+                    file=match["file"], line=int(match["line"]), function=match["function"].strip()
+                )
+            )
         sections.append((header["current"] == "Current thread", tuple(frames)))
     return sections
 
@@ -218,8 +246,14 @@ def main_thread_stack(text: str) -> tuple[Frame, ...]:
     (threads started by `threading` begin in its `_bootstrap`); the signal itself may have
     landed on any thread."""
     sections = _thread_sections(text)
-    main = next((frames for _, frames in reversed(sections)
-                 if frames and frames[-1].function == "<module>"), None)
+    main = next(
+        (
+            frames
+            for _, frames in reversed(sections)
+            if frames and frames[-1].function == "<module>"
+        ),
+        None,
+    )
     return main if main is not None else fault_stack(text)[1]
 
 
@@ -247,11 +281,17 @@ def forward_trace(lines: Sequence[str]) -> tuple[Frame, ...]:
         if _FORWARD_TRACE not in split_prefix(raw).text:
             continue
         frames: list[Frame] = []
-        for following in lines[start + 1:start + 200]:
+        for following in lines[start + 1 : start + 200]:
             line = split_prefix(following).text.rstrip("\n")
             if match := _FRAME.match(line):
-                frames.insert(0, Frame(file=match["file"], line=int(match["line"]),
-                                       function=match["function"].strip()))
+                frames.insert(
+                    0,
+                    Frame(
+                        file=match["file"],
+                        line=int(match["line"]),
+                        function=match["function"].strip(),
+                    ),
+                )
             elif line.startswith("    ") and frames and frames[0].code is None:
                 if not _MARKERS.match(line):
                     frames[0] = frames[0].model_copy(update={"code": line.strip()})

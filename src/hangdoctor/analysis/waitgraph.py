@@ -104,9 +104,12 @@ class WaitGraph:
             edge = next((e for e in out if e.waited not in parties), out[0])
             edges.append(edge)
             if edge.waited in parties:
-                return Chain(tuple(parties), tuple(edges), Sink.CYCLE,
-                             "each waits for the next, and the last for the first: none of "
-                             "them can go on")
+                return Chain(
+                    tuple(parties),
+                    tuple(edges),
+                    Sink.CYCLE,
+                    "each waits for the next, and the last for the first: none of them can go on",
+                )
             parties.append(edge.waited)
         return Chain(tuple(parties), tuple(edges), Sink.UNKNOWN, "the chain is too long")
 
@@ -120,8 +123,10 @@ class WaitGraph:
             return Sink.RUNNING, "it is running on a CPU"
         maybe = [e for e in self.edges.get(party, []) if not e.certain]
         if maybe:
-            return Sink.MAYBE, (f"only another thread could end it ({maybe[0].why}), and none "
-                                "of those that could is doing so now")
+            return Sink.MAYBE, (
+                f"only another thread could end it ({maybe[0].why}), and none "
+                "of those that could is doing so now"
+            )
         return Sink.UNKNOWN, "the capture does not show what would end this wait"
 
     def waiters_on(self, party: Party) -> list[Party]:
@@ -134,8 +139,10 @@ def _user_threads(process: ProcessEvidence, but: ThreadEvidence) -> list[ThreadE
 
 
 def _main(process: ProcessEvidence) -> ThreadEvidence | None:
-    return next((t for t in process.threads if t.tid == process.pid),
-                process.threads[0] if process.threads else None)
+    return next(
+        (t for t in process.threads if t.tid == process.pid),
+        process.threads[0] if process.threads else None,
+    )
 
 
 def _process_parties(process: ProcessEvidence) -> list[Party]:
@@ -158,8 +165,9 @@ def _loopback_peer(job: JobView, remote: str) -> ProcessEvidence | None:
     return None
 
 
-def _thread_edges(job: JobView, graph: WaitGraph, process: ProcessEvidence,
-                  thread: ThreadEvidence) -> None:
+def _thread_edges(
+    job: JobView, graph: WaitGraph, process: ProcessEvidence, thread: ThreadEvidence
+) -> None:
     me: Party = (process.pid, thread.tid)
     wait = describe_wait(job, process, thread)
     graph.waits[me] = wait
@@ -175,30 +183,38 @@ def _thread_edges(job: JobView, graph: WaitGraph, process: ProcessEvidence,
             return
     if at_exit(thread):
         for other in _user_threads(process, thread):
-            graph.add(me, (process.pid, other.tid),
-                      "is a non-daemon thread the interpreter's exit waits for")
+            graph.add(
+                me,
+                (process.pid, other.tid),
+                "is a non-daemon thread the interpreter's exit waits for",
+            )
         return
     locked = lock_wait(thread)
     if locked is not None:
-        holders = [t for t in process.threads if t.tid != thread.tid
-                   and any(h.lock == locked.lock for h in lock_holds(t))]
+        holders = [
+            t
+            for t in process.threads
+            if t.tid != thread.tid and any(h.lock == locked.lock for h in lock_holds(t))
+        ]
         for holder in holders:
             graph.add(me, (process.pid, holder.tid), f"holds {locked.expression}")
         if not holders and any(h.lock == locked.lock for h in lock_holds(thread)):
-            graph.nobody[me] = (f"it already holds {locked.expression} itself, and the lock "
-                                "is not reentrant")
+            graph.nobody[me] = (
+                f"it already holds {locked.expression} itself, and the lock is not reentrant"
+            )
         if holders or me in graph.nobody:
             return
     primitive = blocking_call(thread)
     if primitive is not None:
         wakers = [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
         for waker in wakers:
-            graph.add(me, (process.pid, waker.tid), f"could {primitive[0].waker}",
-                      certain=False)
+            graph.add(me, (process.pid, waker.tid), f"could {primitive[0].waker}", certain=False)
         if not wakers:
-            graph.nobody[me] = (f"it waits in {primitive[0].what} without a timeout, and no "
-                                f"other thread of its process is left that could "
-                                f"{primitive[0].waker}")
+            graph.nobody[me] = (
+                f"it waits in {primitive[0].what} without a timeout, and no "
+                f"other thread of its process is left that could "
+                f"{primitive[0].waker}"
+            )
         return
     through = manager_call(job, thread)
     if through is not None:
@@ -231,8 +247,9 @@ def _thread_edges(job: JobView, graph: WaitGraph, process: ProcessEvidence,
             graph.outside[me] = f"the peer at {wait.remote or 'the other end of a socket'}"
         return
     if in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
-        workers = [c for c in job.children(process.pid)
-                   if job.role(c.pid) is Role.DATALOADER_WORKER]
+        workers = [
+            c for c in job.children(process.pid) if job.role(c.pid) is Role.DATALOADER_WORKER
+        ]
         for worker in workers:
             for party in _process_parties(worker):
                 graph.add(me, party, "is a DataLoader worker that must send the next batch")
@@ -244,16 +261,24 @@ def _thread_edges(job: JobView, graph: WaitGraph, process: ProcessEvidence,
     if wait.kind is WaitKind.ACCEPT:
         graph.outside[me] = "a client that connects"
         return
-    if device_wait(thread.python.frames if thread.python else (),
-                   gpu=process_uses_gpu(process)) is not None:
+    if (
+        device_wait(thread.python.frames if thread.python else (), gpu=process_uses_gpu(process))
+        is not None
+    ):
         graph.outside[me] = "the device (a kernel or copy that has not finished)"
         return
     if wait.kind is WaitKind.SLEEP:
         graph.outside[me] = "time: it sleeps, and will wake to check again"
         return
     if wait.kind is WaitKind.FUTEX and thread.python is not None:
-        gil = next((t.tid for t in process.threads if t.tid != thread.tid and t.python
-                    and t.python.owns_gil), None)
+        gil = next(
+            (
+                t.tid
+                for t in process.threads
+                if t.tid != thread.tid and t.python and t.python.owns_gil
+            ),
+            None,
+        )
         if gil is not None:
             graph.add(me, (process.pid, gil), "holds the GIL", certain=False)
 
@@ -271,8 +296,11 @@ def _rank_edges(job: JobView, graph: WaitGraph) -> None:
                 continue
             if peer.in_collective and (peer.call, peer.seq) == (state.call, state.seq):
                 continue
-            graph.add(me, (peer.process.pid, peer.thread.tid),  # type: ignore[union-attr]
-                      f"is rank {peer.rank}, which has not joined the {state.call}")
+            graph.add(
+                me,
+                (peer.process.pid, peer.thread.tid),  # type: ignore[union-attr]
+                f"is rank {peer.rank}, which has not joined the {state.call}",
+            )
 
 
 def build_wait_graph(job: JobView) -> WaitGraph:

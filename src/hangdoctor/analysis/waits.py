@@ -47,11 +47,21 @@ class WaitKind(str, Enum):
 
 
 #: Waits on something outside the process: a peer, a child, a device, the user.
-IO_KINDS = frozenset({
-    WaitKind.CHILD, WaitKind.PIPE_READ, WaitKind.PIPE_WRITE, WaitKind.SOCKET_READ,
-    WaitKind.SOCKET_WRITE, WaitKind.ACCEPT, WaitKind.CONNECT, WaitKind.TERMINAL,
-    WaitKind.FILE_IO, WaitKind.FILE_LOCK, WaitKind.POLL,
-})
+IO_KINDS = frozenset(
+    {
+        WaitKind.CHILD,
+        WaitKind.PIPE_READ,
+        WaitKind.PIPE_WRITE,
+        WaitKind.SOCKET_READ,
+        WaitKind.SOCKET_WRITE,
+        WaitKind.ACCEPT,
+        WaitKind.CONNECT,
+        WaitKind.TERMINAL,
+        WaitKind.FILE_IO,
+        WaitKind.FILE_LOCK,
+        WaitKind.POLL,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -78,21 +88,21 @@ def _fd_wait(job: JobView, process: ProcessEvidence, fd: int, reading: bool) -> 
         return Wait(WaitKind.FILE_IO, f"blocked {direction} descriptor {fd}", fd=fd)
     target = opened.target
     if target.startswith("pipe:"):
-        others = [
-            end for end in job.pipe_ends(target)
-            if end.pid != process.pid or end.fd != fd
-        ]
+        others = [end for end in job.pipe_ends(target) if end.pid != process.pid or end.fd != fd]
         wanted = "w" if reading else "r"
         peers = sorted({e.pid for e in others if e.mode in (wanted, "rw") and e.pid != process.pid})
         peer = peers[0] if peers else None
         holder = (
-            f"; the other end is held by {job.describe_process(peer)}" if peer is not None
+            f"; the other end is held by {job.describe_process(peer)}"
+            if peer is not None
             else "; no other captured process holds its other end"
         )
         return Wait(
             WaitKind.PIPE_READ if reading else WaitKind.PIPE_WRITE,
             f"blocked {direction} a pipe (fd {fd}){holder}",
-            fd=fd, target=target, peer_pid=peer,
+            fd=fd,
+            target=target,
+            peer_pid=peer,
         )
     if target.startswith("socket:"):
         endpoint = job.socket(target)
@@ -101,20 +111,25 @@ def _fd_wait(job: JobView, process: ProcessEvidence, fd: int, reading: bool) -> 
             what = f"a unix socket ({endpoint.path or 'unnamed'}, fd {fd})"
         elif endpoint is not None:
             state = f"{endpoint.state}, " if endpoint.state else ""
-            what = (f"a {endpoint.protocol.rstrip('6').upper()} socket connected to "
-                    f"{endpoint.remote} ({state}local {endpoint.local}, fd {fd})")
+            what = (
+                f"a {endpoint.protocol.rstrip('6').upper()} socket connected to "
+                f"{endpoint.remote} ({state}local {endpoint.local}, fd {fd})"
+            )
         else:
             what = f"a socket (fd {fd})"
         return Wait(
             WaitKind.SOCKET_READ if reading else WaitKind.SOCKET_WRITE,
             f"blocked {direction} {what}",
-            fd=fd, target=target, remote=remote,
+            fd=fd,
+            target=target,
+            remote=remote,
         )
     if target.startswith(("/dev/pts/", "/dev/tty")) or target == "/dev/console":
         return Wait(
             WaitKind.TERMINAL,
             f"blocked {direction} the terminal {target} (fd {fd})",
-            fd=fd, target=target,
+            fd=fd,
+            target=target,
         )
     return Wait(WaitKind.FILE_IO, f"blocked {direction} {target} (fd {fd})", fd=fd, target=target)
 
@@ -133,8 +148,7 @@ def _stack_hint(thread: ThreadEvidence) -> str | None:
 def describe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> Wait:
     """Classify what `thread` waits on; once per thread and job (several rules ask about the
     same rank's thread)."""
-    known: dict[tuple[int, int], tuple[ThreadEvidence, Wait]] = job.derived(
-        "waits", lambda _: {})
+    known: dict[tuple[int, int], tuple[ThreadEvidence, Wait]] = job.derived("waits", lambda _: {})
     key = (process.pid, thread.tid)
     seen = known.get(key)
     if seen is not None and seen[0] is thread:  # the same snapshot's thread, not another's
@@ -156,8 +170,10 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
     args = kernel.syscall_args
     wchan = kernel.wchan or "?"
     if kernel.state == "D" and name not in _READS | _WRITES:
-        return Wait(WaitKind.FILE_IO, f"in uninterruptible sleep (D) in {wchan}: disk, network "
-                    "filesystem or device I/O")
+        return Wait(
+            WaitKind.FILE_IO,
+            f"in uninterruptible sleep (D) in {wchan}: disk, network filesystem or device I/O",
+        )
     if name == "futex":
         called = blocking_call(thread)
         if called is not None:
@@ -165,8 +181,10 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
         if joined_thread(thread) is not None:
             return Wait(WaitKind.FUTEX, "waiting in Thread.join() for another thread to end")
         if at_exit(thread):
-            return Wait(WaitKind.FUTEX, "in the interpreter's exit, waiting for the non-daemon "
-                        "threads to end")
+            return Wait(
+                WaitKind.FUTEX,
+                "in the interpreter's exit, waiting for the non-daemon threads to end",
+            )
         innermost = python_frames(thread.python.frames) if thread.python else []
         acquiring = next((f.acquiring for f in innermost[:1] if f.acquiring), ())
         if acquiring and not condition_sleep(innermost[0]):
@@ -177,8 +195,11 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
     if name in _CHILD_WAITS and args:
         child = _signed32(args[0]) if name == "wait4" else _signed32(args[1])
         if child > 0:
-            return Wait(WaitKind.CHILD, f"waiting for child {job.describe_process(child)} to "
-                        "exit", peer_pid=child)
+            return Wait(
+                WaitKind.CHILD,
+                f"waiting for child {job.describe_process(child)} to exit",
+                peer_pid=child,
+            )
         return Wait(WaitKind.CHILD, "waiting for any child process to exit")
     if name in _READS and args:
         return _fd_wait(job, process, int(args[0]), reading=True)
@@ -195,8 +216,9 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
         opened = job.open_file(process.pid, fd)
         endpoint = job.socket(opened.target) if opened else None
         remote = endpoint.remote if endpoint else None
-        return Wait(WaitKind.CONNECT, f"connecting to {remote or 'a peer'} (fd {fd})", fd=fd,
-                    remote=remote)
+        return Wait(
+            WaitKind.CONNECT, f"connecting to {remote or 'a peer'} (fd {fd})", fd=fd, remote=remote
+        )
     if name in _POLLS:
         hint = _stack_hint(thread)
         return Wait(WaitKind.POLL, f"waiting in {name}()" + (f": {hint}" if hint else ""))

@@ -40,31 +40,42 @@ def partial_view(scope: JobScope, left_out: tuple[int, ...]) -> ProbeError:
     else:
         what = f"dump pid {left_out[0]} too"
     return ProbeError(
-        probe="job", pid=scope.launcher or left_out[0], kind="partial",
-        message=(f"partial view: {_plural(len(left_out), 'other process')} of this job "
-                 f"{verb} not captured (pid {pids}); {what}"),
-        help="a rank that is not in the capture is not known to have exited")
+        probe="job",
+        pid=scope.launcher or left_out[0],
+        kind="partial",
+        message=(
+            f"partial view: {_plural(len(left_out), 'other process')} of this job "
+            f"{verb} not captured (pid {pids}); {what}"
+        ),
+        help="a rank that is not in the capture is not known to have exited",
+    )
 
 
 def capture_job(pid: int, options: CaptureOptions, whole_job: bool = True) -> ScopedCapture:
     """Capture `pid`'s tree and, with `whole_job`, the rest of the job it belongs to."""
-    found, _failure = bounded.call("job", functools.partial(find_job, pid), _FIND_JOB_TIMEOUT_S,
-                                   pid=pid)
+    found, _failure = bounded.call(
+        "job", functools.partial(find_job, pid), _FIND_JOB_TIMEOUT_S, pid=pid
+    )
     scope = found or JobScope(pid, None, ())
     note = None
     if whole_job and scope.launcher is not None:
         bundle = capture_tree(scope.launcher, options)
-        note = (f"pid {pid} is one process of a job of {len(scope.peers) + 1} ranks here; "
-                f"capturing the whole job from its launcher, pid {scope.launcher}")
+        note = (
+            f"pid {pid} is one process of a job of {len(scope.peers) + 1} ranks here; "
+            f"capturing the whole job from its launcher, pid {scope.launcher}"
+        )
     elif whole_job and scope.peers:
         bundle = capture_tree(pid, options, also=scope.peers)
-        note = (f"pid {pid} is one process of a job of {len(scope.peers) + 1} ranks here; "
-                f"capturing them all (pid {', '.join(map(str, scope.peers[:8]))})")
+        note = (
+            f"pid {pid} is one process of a job of {len(scope.peers) + 1} ranks here; "
+            f"capturing them all (pid {', '.join(map(str, scope.peers[:8]))})"
+        )
     else:
         bundle = capture_tree(pid, options)
     seen = {p.pid for s in bundle.snapshots for p in s.processes}
     left_out = tuple(p for p in scope.peers if p not in seen)
     if left_out:
         bundle = bundle.model_copy(
-            update={"errors": (*bundle.errors, partial_view(scope, left_out))})
+            update={"errors": (*bundle.errors, partial_view(scope, left_out))}
+        )
     return ScopedCapture(bundle, scope, note)

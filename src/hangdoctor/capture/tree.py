@@ -94,15 +94,22 @@ def _enrich(stacks: dict[int, PythonThread], cwd: str | None) -> dict[int, Pytho
     }
 
 
-def _enrich_bounded(stacks: dict[int, PythonThread], process: ProcessEvidence,
-                    errors: list[ProbeError]) -> dict[int, PythonThread]:
+def _enrich_bounded(
+    stacks: dict[int, PythonThread], process: ProcessEvidence, errors: list[ProbeError]
+) -> dict[int, PythonThread]:
     """Source lines for the frames, read from the job's files, which may sit on a network mount
     that no longer answers: past the limit the frames are kept without their source."""
-    enriched, failure = bounded.call("sources", functools.partial(_enrich, stacks, process.cwd),
-                                     _SOURCES_TIMEOUT_S, pid=process.pid)
+    enriched, failure = bounded.call(
+        "sources",
+        functools.partial(_enrich, stacks, process.cwd),
+        _SOURCES_TIMEOUT_S,
+        pid=process.pid,
+    )
     if enriched is None:
-        errors.append(failure or ProbeError(probe="sources", pid=process.pid, kind="failed",
-                                            message="no result"))
+        errors.append(
+            failure
+            or ProbeError(probe="sources", pid=process.pid, kind="failed", message="no result")
+        )
         return stacks
     return enriched
 
@@ -150,8 +157,14 @@ def _take_snapshot(
         try:
             pids = _job_pids(root_pid, also)
         except psutil.NoSuchProcess:
-            errors.append(ProbeError(probe="procfs", pid=root_pid, kind="exited",
-                                     message="the process exited during the capture"))
+            errors.append(
+                ProbeError(
+                    probe="procfs",
+                    pid=root_pid,
+                    kind="exited",
+                    message="the process exited during the capture",
+                )
+            )
             return None
     processes: list[ProcessEvidence] = []
     with timer.measure("procfs"):
@@ -160,13 +173,20 @@ def _take_snapshot(
         # said to be, the others are read. Several at a time: a big tree has thousands of
         # threads, and the reads wait on the kernel, not on the GIL.
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(pids)))) as pool:
-            reads = list(pool.map(lambda pid: bounded.call(
-                "procfs", functools.partial(read_process, pid), _PROCFS_TIMEOUT_S, pid=pid),
-                pids))
+            reads = list(
+                pool.map(
+                    lambda pid: bounded.call(
+                        "procfs", functools.partial(read_process, pid), _PROCFS_TIMEOUT_S, pid=pid
+                    ),
+                    pids,
+                )
+            )
         for pid, (read, failure) in zip(pids, reads, strict=True):
             if read is None:
-                errors.append(failure or ProbeError(probe="procfs", pid=pid, kind="failed",
-                                                    message="no result"))
+                errors.append(
+                    failure
+                    or ProbeError(probe="procfs", pid=pid, kind="failed", message="no result")
+                )
                 continue
             process, problems = read
             errors.extend(problems)
@@ -179,7 +199,8 @@ def _take_snapshot(
     before = {p.pid: p for p in previous.processes} if previous else {}
     since = elapsed - previous.elapsed_s if previous else 0.0
     targets = [
-        p for p in processes
+        p
+        for p in processes
         if p.is_python is not False and (index == 0 or _busy(p, before.get(p.pid), since))
     ]
     with timer.measure("py-spy"):
@@ -195,11 +216,13 @@ def _take_snapshot(
     with timer.measure("sources"):
         final = [
             _with_stacks(p, _enrich_bounded(stacks_by_pid[p.pid], p, errors))
-            if p.pid in stacks_by_pid else p
+            if p.pid in stacks_by_pid
+            else p
             for p in processes
         ]
-    return Snapshot(elapsed_s=elapsed, wall_time=time.time(), processes=tuple(final),
-                    gpus=gpu_samples)
+    return Snapshot(
+        elapsed_s=elapsed, wall_time=time.time(), processes=tuple(final), gpus=gpu_samples
+    )
 
 
 def _dedupe(errors: list[ProbeError]) -> tuple[ProbeError, ...]:
@@ -209,8 +232,12 @@ def _dedupe(errors: list[ProbeError]) -> tuple[ProbeError, ...]:
     return tuple(seen.values())
 
 
-def capture_tree(root_pid: int, options: CaptureOptions | None = None,
-                 gpus: GpuSampler | None = None, also: tuple[int, ...] = ()) -> Bundle:
+def capture_tree(
+    root_pid: int,
+    options: CaptureOptions | None = None,
+    gpus: GpuSampler | None = None,
+    also: tuple[int, ...] = (),
+) -> Bundle:
     """Capture the tree rooted at `root_pid`; raises NoSuchProcessError if there is none.
     `gpus`: an NVML sampler already open (the supervisor's); else one is opened for the capture.
     `also`: roots of further trees of the same job (the other ranks of a job without a
@@ -235,8 +262,16 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
                 with timer.measure("waiting between samples"):
                     time.sleep(max(0.0, pause))
             snapshot = _take_snapshot(
-                root_pid, also, index, started, snapshots[-1] if snapshots else None, options,
-                py_spy, sampler, timer, errors,
+                root_pid,
+                also,
+                index,
+                started,
+                snapshots[-1] if snapshots else None,
+                options,
+                py_spy,
+                sampler,
+                timer,
+                errors,
             )
             if snapshot is None:
                 break
@@ -250,7 +285,7 @@ def capture_tree(root_pid: int, options: CaptureOptions | None = None,
         raise NoSuchProcessError(f"process {root_pid} exited before it could be captured")
     with timer.measure("sockets"):
         inodes = {
-            int(f.target[len("socket:["):-1])
+            int(f.target[len("socket:[") : -1])
             for p in snapshots[0].processes
             for f in p.open_files
             if f.target.startswith("socket:[")

@@ -71,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         if os.environ.get("HANGDOCTOR_DEBUG"):
             traceback.print_exc()
-        _error(f"internal error: {type(error).__name__}: {error} (set HANGDOCTOR_DEBUG=1 for "
-               "the traceback, and please report it)")
+        _error(
+            f"internal error: {type(error).__name__}: {error} (set HANGDOCTOR_DEBUG=1 for "
+            "the traceback, and please report it)"
+        )
         return int(ExitCode.INTERNAL)
     if isinstance(result, int):
         return result

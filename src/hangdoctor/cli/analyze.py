@@ -34,8 +34,9 @@ def is_bundle(path: Path) -> bool:
 def _exit_code(report: Report) -> int:
     """1 when a problem was diagnosed (or the verdict says the job failed or hung), else 0."""
     problem = any(f.severity.is_problem for f in report.findings)
-    return int(ExitCode.PROBLEM_FOUND if problem or report.verdict in ("failed", "hung")
-               else ExitCode.OK)
+    return int(
+        ExitCode.PROBLEM_FOUND if problem or report.verdict in ("failed", "hung") else ExitCode.OK
+    )
 
 
 def _saved(paths: tuple[Path, ...]) -> SavedReport | None:
@@ -55,26 +56,50 @@ def _again(saved: SavedReport, report_dir: Path | None) -> Report:
     bundle = load_bundle(saved.evidence)
     old = saved.report
     ended = (bundle.job is not None and not bundle.snapshots) or old.verdict in (
-        "failed", "completed", "interrupted")
-    context = (Context(mode=Mode.ENDED, verdict=old.verdict, exit_code=old.exit_code,
-                       hang=old.hang, report_dir=report_dir, save_evidence=False)
-               if ended else Context(mode=Mode.LIVE, report_dir=report_dir,
-                                     save_evidence=False))
+        "failed",
+        "completed",
+        "interrupted",
+    )
+    context = (
+        Context(
+            mode=Mode.ENDED,
+            verdict=old.verdict,
+            exit_code=old.exit_code,
+            hang=old.hang,
+            report_dir=report_dir,
+            save_evidence=False,
+        )
+        if ended
+        else Context(mode=Mode.LIVE, report_dir=report_dir, save_evidence=False)
+    )
     return diagnose(bundle, context)
 
 
 def _sources(files: list[LogFile]) -> list[LogSource]:
-    return [LogSource(path=f.path, bytes=f.size_bytes, output_lines=len(f.output),
-                      kernel_lines=len(f.kernel), truncated=f.truncated) for f in files]
+    return [
+        LogSource(
+            path=f.path,
+            bytes=f.size_bytes,
+            output_lines=len(f.output),
+            kernel_lines=len(f.kernel),
+            truncated=f.truncated,
+        )
+        for f in files
+    ]
 
 
 @click.command("analyze")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path),
-                metavar="PATH...")
-@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write report.json and report.md (and, for logs, evidence.json) there.")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the "
-              "summary.")
+@click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PATH..."
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write report.json and report.md (and, for logs, evidence.json) there.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary."
+)
 def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: bool) -> int:
     """Diagnose a saved capture again, or the logs of a past failure.
 
@@ -109,17 +134,24 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
     captures = [p for p in paths if is_bundle(p)]
     logs = [p for p in paths if p not in captures]
     if len(captures) > 1:
-        raise BadInputError("analyze reads one capture at a time",
-                            help=f"got {', '.join(map(str, captures))}; log files may be added "
-                            "to one of them")
+        raise BadInputError(
+            "analyze reads one capture at a time",
+            help=f"got {', '.join(map(str, captures))}; log files may be added to one of them",
+        )
     bundle: Bundle | None = load_bundle(captures[0]) if captures else None
     files: list[LogFile] = []
     if logs:
         bundle, files = read_logs(logs, base=bundle)
     assert bundle is not None  # click requires at least one path
     logs_only = not bundle.snapshots and bundle.target_pid == LOGS_ONLY_PID
-    report = diagnose(bundle, Context(
-        mode=Mode.LOGS if logs_only else Mode.LIVE, report_dir=report_dir,
-        save_evidence=bool(files), logs=_sources(files)))
+    report = diagnose(
+        bundle,
+        Context(
+            mode=Mode.LOGS if logs_only else Mode.LIVE,
+            report_dir=report_dir,
+            save_evidence=bool(files),
+            logs=_sources(files),
+        ),
+    )
     show(report, as_json, report_dir)
     return _exit_code(report)

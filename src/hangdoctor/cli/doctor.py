@@ -23,32 +23,74 @@ def parse_window(text: str) -> float | None:
         return None
     match = _WINDOW.match(cleaned)
     if match is None or float(match[1]) <= 0:
-        raise BadInputError(f"--since {text!r} is not a time window",
-                            help="use a number with s, m, h or d (e.g. 30m, 24h, 7d), or `all`")
+        raise BadInputError(
+            f"--since {text!r} is not a time window",
+            help="use a number with s, m, h or d (e.g. 30m, 24h, 7d), or `all`",
+        )
     return float(match[1]) * _SECONDS[match[2]]
 
 
 @click.command("doctor")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (format "
-              "hangdoctor-doctor/1: each check's id, area, status, found, wanted, why, fix) "
-              "instead of the table.")
-@click.option("--selftest", is_flag=True, help="Also run the self-tests: a training step on the "
-              "CPU and on each GPU alone, an all-reduce across local devices (gloo, NCCL).")
-@click.option("--since", "since", default="24h", show_default=True, metavar="WINDOW",
-              help="How far back to read the kernel log: 30m, 24h, 7d or all.")
-@click.option("--kernel-log", type=click.Path(dir_okay=False, path_type=Path),
-              help="Check this saved kernel log (dmesg output) instead of the live one.")
-@click.option("--workers", type=click.IntRange(0, 1024), default=8, show_default=True,
-              help="DataLoader workers per process to size /dev/shm for.")
-@click.option("--selftest-timeout", type=click.FloatRange(1.0, 3600.0), default=60.0,
-              show_default=True, help="Time limit of each self-test, in seconds.")
-@click.option("--selftest-script", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              hidden=True, help="An extra Python program to run as a self-test.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the JSON document (format "
+    "hangdoctor-doctor/1: each check's id, area, status, found, wanted, why, fix) "
+    "instead of the table.",
+)
+@click.option(
+    "--selftest",
+    is_flag=True,
+    help="Also run the self-tests: a training step on the "
+    "CPU and on each GPU alone, an all-reduce across local devices (gloo, NCCL).",
+)
+@click.option(
+    "--since",
+    "since",
+    default="24h",
+    show_default=True,
+    metavar="WINDOW",
+    help="How far back to read the kernel log: 30m, 24h, 7d or all.",
+)
+@click.option(
+    "--kernel-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Check this saved kernel log (dmesg output) instead of the live one.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(0, 1024),
+    default=8,
+    show_default=True,
+    help="DataLoader workers per process to size /dev/shm for.",
+)
+@click.option(
+    "--selftest-timeout",
+    type=click.FloatRange(1.0, 3600.0),
+    default=60.0,
+    show_default=True,
+    help="Time limit of each self-test, in seconds.",
+)
+@click.option(
+    "--selftest-script",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    hidden=True,
+    help="An extra Python program to run as a self-test.",
+)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too, not only on problems.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check in the table.")
-def doctor_command(as_json: bool, selftest: bool, since: str, kernel_log: Path | None,
-                   workers: int, selftest_timeout: float, selftest_script: Path | None,
-                   strict: bool, verbose: bool) -> int:
+def doctor_command(
+    as_json: bool,
+    selftest: bool,
+    since: str,
+    kernel_log: Path | None,
+    workers: int,
+    selftest_timeout: float,
+    selftest_script: Path | None,
+    strict: bool,
+    verbose: bool,
+) -> int:
     """Check this node for what makes training jobs hang: versions, OS limits, the kernel
     log, libraries, GPUs, the distributed environment, and (with --selftest) small test runs.
 
@@ -68,8 +110,13 @@ def doctor_command(as_json: bool, selftest: bool, since: str, kernel_log: Path |
     tests = None
     if selftest or selftest_script is not None:
         tests = run_selftests(timeout_s=selftest_timeout, script=selftest_script)
-    facts = gather(since_s=window, window=since.strip().lower(), kernel_log_file=kernel_log,
-                   workers=workers, selftests=tests)
+    facts = gather(
+        since_s=window,
+        window=since.strip().lower(),
+        kernel_log_file=kernel_log,
+        workers=workers,
+        selftests=tests,
+    )
     results = run_checks(facts)
     duration = time.monotonic() - started
     if as_json:

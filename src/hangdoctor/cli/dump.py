@@ -22,49 +22,93 @@ def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None,
     diagnosis, because the diagnosis may then be wrong."""
     errors = bundle.errors
     if any(e.kind == "exited" and e.pid == bundle.target_pid for e in errors):
-        return (ExitCode.NO_SUCH_PROCESS,
-                f"process {bundle.target_pid} exited during the capture; partial evidence "
-                "was reported", None)
+        return (
+            ExitCode.NO_SUCH_PROCESS,
+            f"process {bundle.target_pid} exited during the capture; partial evidence was reported",
+            None,
+        )
     denied = [e for e in errors if e.probe == "py-spy" and e.kind == "permission"]
     if denied:
         pids = ", ".join(str(e.pid) for e in denied)
-        return (ExitCode.PERMISSION,
-                f"not allowed to read the Python stacks of pid {pids}; /proc evidence was "
-                "reported", PTRACE_HELP)
-    broken = [e for e in errors if e.probe == "py-spy" and e.kind in ("missing_tool",
-                                                                     "timeout", "failed")]
+        return (
+            ExitCode.PERMISSION,
+            f"not allowed to read the Python stacks of pid {pids}; /proc evidence was reported",
+            PTRACE_HELP,
+        )
+    broken = [
+        e for e in errors if e.probe == "py-spy" and e.kind in ("missing_tool", "timeout", "failed")
+    ]
     if broken:
         first = broken[0]
         help = PY_SPY_HELP if first.kind == "missing_tool" else None
-        return (ExitCode.STACKS_UNAVAILABLE,
-                f"Python stacks unavailable ({first.message}); /proc evidence was reported",
-                help)
+        return (
+            ExitCode.STACKS_UNAVAILABLE,
+            f"Python stacks unavailable ({first.message}); /proc evidence was reported",
+            help,
+        )
     return (ExitCode.PROBLEM_FOUND if hung else ExitCode.OK), None, None
 
 
 @click.command("dump")
 @click.argument("pid", type=int)
-@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where to write report.json, report.md and evidence.json "
-                   "[default: ./hangdoctor-reports/dump-PID-TIME].")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the "
-              "summary.")
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where to write report.json, report.md and evidence.json "
+    "[default: ./hangdoctor-reports/dump-PID-TIME].",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary."
+)
 @click.option("--native", is_flag=True, help="Also read native (C/C++) frames; about 5x slower.")
-@click.option("--locals/--no-locals", "with_locals", default=True, show_default=True,
-              help="Read local variables (secrets redacted); they identify locks in deadlocks.")
-@click.option("--samples", type=click.IntRange(1, 20), default=2, show_default=True,
-              help="Snapshots to take; two or more tell a busy loop from a passing moment.")
-@click.option("--interval", type=click.FloatRange(0.05, 10.0), default=0.5, show_default=True,
-              help="Seconds between snapshots.")
-@click.option("--whole-job/--tree-only", default=True, show_default=True,
-              help="For one rank of a distributed job: also capture its launcher and the "
-                   "other ranks on this host, or only PID's own tree (the report then says "
-                   "what it left out).")
-@click.option("--timeout", "probe_timeout", type=click.FloatRange(0.5, 300.0), default=10.0,
-              show_default=True, help="Time limit for each stack dump, in seconds.")
-def dump_command(pid: int, report_dir: Path | None, as_json: bool, native: bool,
-                 with_locals: bool, samples: int, interval: float, whole_job: bool,
-                 probe_timeout: float) -> int:
+@click.option(
+    "--locals/--no-locals",
+    "with_locals",
+    default=True,
+    show_default=True,
+    help="Read local variables (secrets redacted); they identify locks in deadlocks.",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(1, 20),
+    default=2,
+    show_default=True,
+    help="Snapshots to take; two or more tell a busy loop from a passing moment.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.05, 10.0),
+    default=0.5,
+    show_default=True,
+    help="Seconds between snapshots.",
+)
+@click.option(
+    "--whole-job/--tree-only",
+    default=True,
+    show_default=True,
+    help="For one rank of a distributed job: also capture its launcher and the "
+    "other ranks on this host, or only PID's own tree (the report then says "
+    "what it left out).",
+)
+@click.option(
+    "--timeout",
+    "probe_timeout",
+    type=click.FloatRange(0.5, 300.0),
+    default=10.0,
+    show_default=True,
+    help="Time limit for each stack dump, in seconds.",
+)
+def dump_command(
+    pid: int,
+    report_dir: Path | None,
+    as_json: bool,
+    native: bool,
+    with_locals: bool,
+    samples: int,
+    interval: float,
+    whole_job: bool,
+    probe_timeout: float,
+) -> int:
     """Capture the live process tree rooted at PID once, diagnose it, and report. PID may be
     one rank of a distributed job: its launcher and other ranks on this host are captured too.
 
@@ -79,8 +123,9 @@ def dump_command(pid: int, report_dir: Path | None, as_json: bool, native: bool,
         prepare_report_dir(report_dir)
         directory = report_dir
     else:
-        directory = default_report_dir(Path("hangdoctor-reports") / (
-            f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}"))
+        directory = default_report_dir(
+            Path("hangdoctor-reports") / (f"dump-{pid}-{time.strftime('%Y%m%d-%H%M%S')}")
+        )
     options = CaptureOptions(
         samples=samples,
         interval_s=interval,

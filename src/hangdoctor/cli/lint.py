@@ -14,23 +14,51 @@ from hangdoctor.lint.runner import Linter
 
 
 @click.command("lint")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path),
-                metavar="PATH...")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
-              show_default=True, help="Output format (sarif: SARIF 2.1.0 for code scanning).")
-@click.option("--select", help="Comma-separated rule ids or prefixes to report (replaces the "
-              "configured select), e.g. HL1,HL501.")
-@click.option("--ignore", help="Comma-separated rule ids or prefixes not to report (replaces "
-              "the configured ignore).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Read [tool.hangdoctor.lint] from this file instead of the nearest "
-              "pyproject.toml.")
+@click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PATH..."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    show_default=True,
+    help="Output format (sarif: SARIF 2.1.0 for code scanning).",
+)
+@click.option(
+    "--select",
+    help="Comma-separated rule ids or prefixes to report (replaces the "
+    "configured select), e.g. HL1,HL501.",
+)
+@click.option(
+    "--ignore",
+    help="Comma-separated rule ids or prefixes not to report (replaces the configured ignore).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read [tool.hangdoctor.lint] from this file instead of the nearest pyproject.toml.",
+)
 @click.option("--no-config", is_flag=True, help="Ignore pyproject.toml configuration.")
-@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Processes to lint with (0: one per available core; 1: this process only). "
-              "The output is the same whatever the number.")
-def lint_command(paths: tuple[Path, ...], fmt: str, select: str | None, ignore: str | None,
-                 config_file: Path | None, no_config: bool, jobs: int) -> int:
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Processes to lint with (0: one per available core; 1: this process only). "
+    "The output is the same whatever the number.",
+)
+def lint_command(
+    paths: tuple[Path, ...],
+    fmt: str,
+    select: str | None,
+    ignore: str | None,
+    config_file: Path | None,
+    no_config: bool,
+    jobs: int,
+) -> int:
     """Find hang-prone patterns in training code (Python and CUDA .cu/.cuh).
 
     Directories are walked (skipping .git, virtual environments, site-packages and

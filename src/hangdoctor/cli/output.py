@@ -34,9 +34,10 @@ def prepare_report_dir(directory: Path) -> None:
         write_text(probe, "")
         probe.unlink()
     except OSError as error:
-        raise BadInputError(f"cannot write the report to {directory}: "
-                            f"{error.strerror or error}",
-                            help="choose another folder with --report-dir") from error
+        raise BadInputError(
+            f"cannot write the report to {directory}: {error.strerror or error}",
+            help="choose another folder with --report-dir",
+        ) from error
 
 
 def default_report_dir(directory: Path) -> Path:
@@ -51,8 +52,9 @@ def default_report_dir(directory: Path) -> Path:
     try:
         fallback = Path(tempfile.mkdtemp(prefix="hangdoctor-"))
     except OSError as error:
-        raise BadInputError(f"{problem}, nor to a temporary folder "
-                            f"({error.strerror or error})",
-                            help="choose another folder with --report-dir") from error
+        raise BadInputError(
+            f"{problem}, nor to a temporary folder ({error.strerror or error})",
+            help="choose another folder with --report-dir",
+        ) from error
     click.echo(f"hangdoctor: warning: {problem}; writing it to {fallback} instead", err=True)
     return fallback

@@ -15,31 +15,62 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
     "run",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
-@click.option("--hang-timeout", type=click.FloatRange(min=0.1), default=None, metavar="S",
-              help="Declare a hang S seconds after the last progress when nothing computes "
-                   "(3*S when something does). Default: adaptive, 300 s until the first training "
-                   "event, then 5x the longest gap seen between events, within 60-1800 s.")
-@click.option("--compile-budget", type=click.FloatRange(min=0.1), default=None, metavar="S",
-              help="Seconds a job that compiles (torch.compile, Triton, a C++ compiler in its "
-                   "process tree) may go without progress. Default: 10 times the hang "
-                   "timeout.")
-@click.option("--on-hang", type=click.Choice(["report", "kill"]), default="report",
-              show_default=True,
-              help="report: report and keep watching; kill: report, then end the whole job "
-                   "(exit 124).")
-@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where to write the report, the log and the evidence "
-                   "[default: ./hangdoctor-reports/TIMESTAMP].")
-@click.option("--no-instrument", is_flag=True,
-              help="Do not inject progress instrumentation into the job's Python processes.")
-@click.option("--kill-grace", type=click.FloatRange(min=0.0), default=10.0, show_default=True,
-              metavar="S", help="With --on-hang kill: seconds between SIGTERM and SIGKILL.")
-@click.option("--native", is_flag=True, help="Also capture native frames when a hang is "
-              "declared.")
+@click.option(
+    "--hang-timeout",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    metavar="S",
+    help="Declare a hang S seconds after the last progress when nothing computes "
+    "(3*S when something does). Default: adaptive, 300 s until the first training "
+    "event, then 5x the longest gap seen between events, within 60-1800 s.",
+)
+@click.option(
+    "--compile-budget",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    metavar="S",
+    help="Seconds a job that compiles (torch.compile, Triton, a C++ compiler in its "
+    "process tree) may go without progress. Default: 10 times the hang "
+    "timeout.",
+)
+@click.option(
+    "--on-hang",
+    type=click.Choice(["report", "kill"]),
+    default="report",
+    show_default=True,
+    help="report: report and keep watching; kill: report, then end the whole job (exit 124).",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where to write the report, the log and the evidence "
+    "[default: ./hangdoctor-reports/TIMESTAMP].",
+)
+@click.option(
+    "--no-instrument",
+    is_flag=True,
+    help="Do not inject progress instrumentation into the job's Python processes.",
+)
+@click.option(
+    "--kill-grace",
+    type=click.FloatRange(min=0.0),
+    default=10.0,
+    show_default=True,
+    metavar="S",
+    help="With --on-hang kill: seconds between SIGTERM and SIGKILL.",
+)
+@click.option("--native", is_flag=True, help="Also capture native frames when a hang is declared.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_command(hang_timeout: float | None, compile_budget: float | None, on_hang: str,
-                report_dir: Path | None, no_instrument: bool, kill_grace: float, native: bool,
-                command: tuple[str, ...]) -> int:
+def run_command(
+    hang_timeout: float | None,
+    compile_budget: float | None,
+    on_hang: str,
+    report_dir: Path | None,
+    no_instrument: bool,
+    kill_grace: float,
+    native: bool,
+    command: tuple[str, ...],
+) -> int:
     """Run COMMAND (after --), watch it, and diagnose it when it stalls or fails.
 
     The job's output is shown unchanged and saved to output.log in the report directory.
@@ -49,8 +80,9 @@ def run_command(hang_timeout: float | None, compile_budget: float | None, on_han
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise BadInputError("no command to run",
-                            help="usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]...")
+        raise BadInputError(
+            "no command to run", help="usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]..."
+        )
     directory = report_dir or Path("hangdoctor-reports") / time.strftime("%Y%m%d-%H%M%S")
     if directory.exists() and any(directory.iterdir()):
         directory = directory.with_name(f"{directory.name}-{time.time_ns() % 10**6}")

@@ -48,9 +48,10 @@ def read_saved_report(path: Path) -> SavedReport:
     try:
         report = Report.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as error:
-        raise BadInputError(f"{path} is not a report hangdoctor can read",
-                            help="give the report directory, its evidence.json, or a log "
-                            f"file ({type(error).__name__})") from error
+        raise BadInputError(
+            f"{path} is not a report hangdoctor can read",
+            help="give the report directory, its evidence.json, or a log "
+            f"file ({type(error).__name__})",
+        ) from error
     evidence = path.parent / BUNDLE_FILE
-    return SavedReport(path=path, report=report,
-                       evidence=evidence if evidence.is_file() else None)
+    return SavedReport(path=path, report=report, evidence=evidence if evidence.is_file() else None)

@@ -54,11 +54,29 @@ class Check(ABC):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         """Results for these facts: no I/O, no clock, no subprocesses."""
 
-    def result(self, status: Status, title: str, *, found: str = "", wanted: str = "",
-               why: str = "", fix: str = "", source: str | None = None) -> CheckResult:
+    def result(
+        self,
+        status: Status,
+        title: str,
+        *,
+        found: str = "",
+        wanted: str = "",
+        why: str = "",
+        fix: str = "",
+        source: str | None = None,
+    ) -> CheckResult:
         """A result of this check (its id and area filled in)."""
-        return CheckResult(id=self.id, area=self.area, status=status, title=title, found=found,
-                           wanted=wanted, why=why, fix=fix, source=source)
+        return CheckResult(
+            id=self.id,
+            area=self.area,
+            status=status,
+            title=title,
+            found=found,
+            wanted=wanted,
+            why=why,
+            fix=fix,
+            source=source,
+        )
 
 
 class GpuCheck(Check):

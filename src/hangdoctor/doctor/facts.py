@@ -39,7 +39,8 @@ class Versions(Fact):
     nvcc: str | None = Field(default=None, description="CUDA release of nvcc on PATH")
     gcc: str | None = None
     torch_extension_locks: tuple[str, ...] = Field(
-        default=(), description="lock files left in the torch extensions build directory")
+        default=(), description="lock files left in the torch extensions build directory"
+    )
 
 
 class Limits(Fact):
@@ -81,7 +82,8 @@ class Libraries(Fact):
     libstdcxx_path: str | None = None
     libstdcxx_max: str | None = Field(default=None, description="newest GLIBCXX_ it provides")
     wheels_glibc_needed: str | None = Field(
-        default=None, description="newest manylinux glibc among installed wheels' tags")
+        default=None, description="newest manylinux glibc among installed wheels' tags"
+    )
     wheels_glibc_needed_by: tuple[str, ...] = ()
     extensions_glibcxx_needed: str | None = None
     extensions_glibcxx_needed_by: tuple[str, ...] = ()
@@ -121,7 +123,8 @@ class GpuDevice(Fact):
     pcie_width_max: int | None = None
     pcie_replay_counter: int | None = None
     clock_event_reasons: int | None = Field(
-        default=None, description="nvmlDeviceGetCurrentClocksEventReasons bit mask")
+        default=None, description="nvmlDeviceGetCurrentClocksEventReasons bit mask"
+    )
     temperature_c: int | None = None
     processes: tuple[GpuProcess, ...] = ()
 
@@ -137,8 +140,9 @@ class Gpus(Fact):
 class Distributed(Fact):
     """The distributed-training environment of this shell."""
 
-    environment: dict[str, str] = Field(default_factory=dict,
-                                        description="NCCL_*, TORCH_*, MASTER_* ..., redacted")
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="NCCL_*, TORCH_*, MASTER_* ..., redacted"
+    )
     master_addr: str | None = None
     master_addr_resolves_to: tuple[str, ...] | None = None
     master_addr_error: str | None = None
@@ -161,7 +165,8 @@ class SelftestResult(Fact):
     timeout_s: float = 0.0
     message: str = ""
     where: tuple[str, ...] = Field(
-        default=(), description="where a hung child was stuck, innermost frame first")
+        default=(), description="where a hung child was stuck, innermost frame first"
+    )
     details: dict[str, str] = Field(default_factory=dict)
 
 
@@ -176,6 +181,7 @@ class Facts(Fact):
     gpus: Gpus
     distributed: Distributed
     selftests: tuple[SelftestResult, ...] | None = Field(
-        default=None, description="None when --selftest was not asked for")
+        default=None, description="None when --selftest was not asked for"
+    )
     dataloader_workers: int = Field(default=8, description="workers per process to plan for")
     failures: tuple[ProbeError, ...] = ()

@@ -42,6 +42,7 @@ def read_nvml() -> dict[str, Any]:
     pynvml = _pynvml()
     pynvml.nvmlInit()
     try:
+
         def get(call: str, *args: Any) -> Any:
             fn = getattr(pynvml, call, None)
             if fn is None:
@@ -58,51 +59,72 @@ def read_nvml() -> dict[str, Any]:
         }
         for index in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(index)
-            unc, cor = pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, \
-                pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED
+            unc, cor = (
+                pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED,
+            )
             reasons = get("nvmlDeviceGetCurrentClocksEventReasons", h)
             if reasons is None:
                 reasons = get("nvmlDeviceGetCurrentClocksThrottleReasons", h)
             remapped = get("nvmlDeviceGetRemappedRows", h)
-            retired = [get("nvmlDeviceGetRetiredPages", h, cause) for cause in (
-                pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
-                pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)]
+            retired = [
+                get("nvmlDeviceGetRetiredPages", h, cause)
+                for cause in (
+                    pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+                    pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+                )
+            ]
             processes = get("nvmlDeviceGetComputeRunningProcesses", h) or []
-            readings["devices"].append({
-                "index": index,
-                "nvmlDeviceGetName": _text(get("nvmlDeviceGetName", h)),
-                "nvmlDeviceGetUUID": _text(get("nvmlDeviceGetUUID", h)),
-                "nvmlDeviceGetPciInfo": {"busId": _text(getattr(
-                    get("nvmlDeviceGetPciInfo", h), "busId", None))},
-                "nvmlDeviceGetMemoryInfo": _attrs(get("nvmlDeviceGetMemoryInfo", h),
-                                                  "total", "free", "used"),
-                "nvmlDeviceGetUtilizationRates": _attrs(
-                    get("nvmlDeviceGetUtilizationRates", h), "gpu", "memory"),
-                "nvmlDeviceGetTotalEccErrors": {
-                    "uncorrected_volatile": get("nvmlDeviceGetTotalEccErrors", h, unc,
-                                                pynvml.NVML_VOLATILE_ECC),
-                    "uncorrected_aggregate": get("nvmlDeviceGetTotalEccErrors", h, unc,
-                                                 pynvml.NVML_AGGREGATE_ECC),
-                    "corrected_volatile": get("nvmlDeviceGetTotalEccErrors", h, cor,
-                                              pynvml.NVML_VOLATILE_ECC)},
-                "nvmlDeviceGetRetiredPagesPendingStatus": get(
-                    "nvmlDeviceGetRetiredPagesPendingStatus", h),
-                "nvmlDeviceGetRetiredPages": None if all(r is None for r in retired)
-                else [len(r or ()) for r in retired],
-                "nvmlDeviceGetRemappedRows": list(remapped) if remapped is not None else None,
-                "nvmlDeviceGetCurrPcieLinkGeneration": get(
-                    "nvmlDeviceGetCurrPcieLinkGeneration", h),
-                "nvmlDeviceGetMaxPcieLinkGeneration": get("nvmlDeviceGetMaxPcieLinkGeneration",
-                                                          h),
-                "nvmlDeviceGetCurrPcieLinkWidth": get("nvmlDeviceGetCurrPcieLinkWidth", h),
-                "nvmlDeviceGetMaxPcieLinkWidth": get("nvmlDeviceGetMaxPcieLinkWidth", h),
-                "nvmlDeviceGetPcieReplayCounter": get("nvmlDeviceGetPcieReplayCounter", h),
-                "nvmlDeviceGetCurrentClocksEventReasons": reasons,
-                "nvmlDeviceGetTemperature": get("nvmlDeviceGetTemperature", h,
-                                                pynvml.NVML_TEMPERATURE_GPU),
-                "nvmlDeviceGetComputeRunningProcesses": [
-                    {"pid": p.pid, "usedGpuMemory": p.usedGpuMemory} for p in processes],
-            })
+            readings["devices"].append(
+                {
+                    "index": index,
+                    "nvmlDeviceGetName": _text(get("nvmlDeviceGetName", h)),
+                    "nvmlDeviceGetUUID": _text(get("nvmlDeviceGetUUID", h)),
+                    "nvmlDeviceGetPciInfo": {
+                        "busId": _text(getattr(get("nvmlDeviceGetPciInfo", h), "busId", None))
+                    },
+                    "nvmlDeviceGetMemoryInfo": _attrs(
+                        get("nvmlDeviceGetMemoryInfo", h), "total", "free", "used"
+                    ),
+                    "nvmlDeviceGetUtilizationRates": _attrs(
+                        get("nvmlDeviceGetUtilizationRates", h), "gpu", "memory"
+                    ),
+                    "nvmlDeviceGetTotalEccErrors": {
+                        "uncorrected_volatile": get(
+                            "nvmlDeviceGetTotalEccErrors", h, unc, pynvml.NVML_VOLATILE_ECC
+                        ),
+                        "uncorrected_aggregate": get(
+                            "nvmlDeviceGetTotalEccErrors", h, unc, pynvml.NVML_AGGREGATE_ECC
+                        ),
+                        "corrected_volatile": get(
+                            "nvmlDeviceGetTotalEccErrors", h, cor, pynvml.NVML_VOLATILE_ECC
+                        ),
+                    },
+                    "nvmlDeviceGetRetiredPagesPendingStatus": get(
+                        "nvmlDeviceGetRetiredPagesPendingStatus", h
+                    ),
+                    "nvmlDeviceGetRetiredPages": None
+                    if all(r is None for r in retired)
+                    else [len(r or ()) for r in retired],
+                    "nvmlDeviceGetRemappedRows": list(remapped) if remapped is not None else None,
+                    "nvmlDeviceGetCurrPcieLinkGeneration": get(
+                        "nvmlDeviceGetCurrPcieLinkGeneration", h
+                    ),
+                    "nvmlDeviceGetMaxPcieLinkGeneration": get(
+                        "nvmlDeviceGetMaxPcieLinkGeneration", h
+                    ),
+                    "nvmlDeviceGetCurrPcieLinkWidth": get("nvmlDeviceGetCurrPcieLinkWidth", h),
+                    "nvmlDeviceGetMaxPcieLinkWidth": get("nvmlDeviceGetMaxPcieLinkWidth", h),
+                    "nvmlDeviceGetPcieReplayCounter": get("nvmlDeviceGetPcieReplayCounter", h),
+                    "nvmlDeviceGetCurrentClocksEventReasons": reasons,
+                    "nvmlDeviceGetTemperature": get(
+                        "nvmlDeviceGetTemperature", h, pynvml.NVML_TEMPERATURE_GPU
+                    ),
+                    "nvmlDeviceGetComputeRunningProcesses": [
+                        {"pid": p.pid, "usedGpuMemory": p.usedGpuMemory} for p in processes
+                    ],
+                }
+            )
         return readings
     finally:
         pynvml.nvmlShutdown()
@@ -113,8 +135,9 @@ def cuda_version(value: int | None) -> str | None:
     return f"{value // 1000}.{value % 1000 // 10}" if isinstance(value, int) and value else None
 
 
-def devices_from_readings(readings: dict[str, Any],
-                          process_names: dict[int, str] | None = None) -> tuple[GpuDevice, ...]:
+def devices_from_readings(
+    readings: dict[str, Any], process_names: dict[int, str] | None = None
+) -> tuple[GpuDevice, ...]:
     """Facts from NVML readings (live or recorded)."""
     names = process_names or {}
     devices: list[GpuDevice] = []
@@ -127,35 +150,41 @@ def devices_from_readings(readings: dict[str, Any],
         pending = raw.get("nvmlDeviceGetRetiredPagesPendingStatus")
         used = memory.get("used")
         # NVML reports processes without a memory figure (no permission) as a huge sentinel.
-        devices.append(GpuDevice(
-            index=int(raw.get("index", len(devices))),
-            name=raw.get("nvmlDeviceGetName"),
-            uuid=raw.get("nvmlDeviceGetUUID"),
-            pci_bus_id=(raw.get("nvmlDeviceGetPciInfo") or {}).get("busId"),
-            memory_used_bytes=used,
-            memory_total_bytes=memory.get("total"),
-            utilization_gpu_percent=util.get("gpu"),
-            ecc_uncorrected_volatile=ecc.get("uncorrected_volatile"),
-            ecc_uncorrected_aggregate=ecc.get("uncorrected_aggregate"),
-            ecc_corrected_volatile=ecc.get("corrected_volatile"),
-            retired_pages_pending=bool(pending) if pending is not None else None,
-            retired_pages_count=sum(retired) if retired is not None else None,
-            remapped_rows_pending=bool(remapped[2]) if remapped else None,
-            remapped_rows_failure=bool(remapped[3]) if remapped else None,
-            pcie_gen=raw.get("nvmlDeviceGetCurrPcieLinkGeneration"),
-            pcie_gen_max=raw.get("nvmlDeviceGetMaxPcieLinkGeneration"),
-            pcie_width=raw.get("nvmlDeviceGetCurrPcieLinkWidth"),
-            pcie_width_max=raw.get("nvmlDeviceGetMaxPcieLinkWidth"),
-            pcie_replay_counter=raw.get("nvmlDeviceGetPcieReplayCounter"),
-            clock_event_reasons=raw.get("nvmlDeviceGetCurrentClocksEventReasons"),
-            temperature_c=raw.get("nvmlDeviceGetTemperature"),
-            processes=tuple(GpuProcess(
-                pid=p["pid"],
-                used_memory_bytes=p.get("usedGpuMemory") if (p.get("usedGpuMemory") or 0)
-                < 2**63 else None,
-                name=names.get(p["pid"]))
-                for p in raw.get("nvmlDeviceGetComputeRunningProcesses") or ()),
-        ))
+        devices.append(
+            GpuDevice(
+                index=int(raw.get("index", len(devices))),
+                name=raw.get("nvmlDeviceGetName"),
+                uuid=raw.get("nvmlDeviceGetUUID"),
+                pci_bus_id=(raw.get("nvmlDeviceGetPciInfo") or {}).get("busId"),
+                memory_used_bytes=used,
+                memory_total_bytes=memory.get("total"),
+                utilization_gpu_percent=util.get("gpu"),
+                ecc_uncorrected_volatile=ecc.get("uncorrected_volatile"),
+                ecc_uncorrected_aggregate=ecc.get("uncorrected_aggregate"),
+                ecc_corrected_volatile=ecc.get("corrected_volatile"),
+                retired_pages_pending=bool(pending) if pending is not None else None,
+                retired_pages_count=sum(retired) if retired is not None else None,
+                remapped_rows_pending=bool(remapped[2]) if remapped else None,
+                remapped_rows_failure=bool(remapped[3]) if remapped else None,
+                pcie_gen=raw.get("nvmlDeviceGetCurrPcieLinkGeneration"),
+                pcie_gen_max=raw.get("nvmlDeviceGetMaxPcieLinkGeneration"),
+                pcie_width=raw.get("nvmlDeviceGetCurrPcieLinkWidth"),
+                pcie_width_max=raw.get("nvmlDeviceGetMaxPcieLinkWidth"),
+                pcie_replay_counter=raw.get("nvmlDeviceGetPcieReplayCounter"),
+                clock_event_reasons=raw.get("nvmlDeviceGetCurrentClocksEventReasons"),
+                temperature_c=raw.get("nvmlDeviceGetTemperature"),
+                processes=tuple(
+                    GpuProcess(
+                        pid=p["pid"],
+                        used_memory_bytes=p.get("usedGpuMemory")
+                        if (p.get("usedGpuMemory") or 0) < 2**63
+                        else None,
+                        name=names.get(p["pid"]),
+                    )
+                    for p in raw.get("nvmlDeviceGetComputeRunningProcesses") or ()
+                ),
+            )
+        )
     return tuple(devices)
 
 
@@ -164,9 +193,14 @@ def probe_gpus(driver_present: bool) -> tuple[Gpus, dict[str, Any] | None]:
     if importlib.util.find_spec("pynvml") is None:
         if not driver_present:
             return Gpus(), None
-        return Gpus(failure=ProbeError(probe="nvml", kind="missing_tool",
-                                       message="nvidia-ml-py is not installed",
-                                       help=NVML_HELP)), None
+        return Gpus(
+            failure=ProbeError(
+                probe="nvml",
+                kind="missing_tool",
+                message="nvidia-ml-py is not installed",
+                help=NVML_HELP,
+            )
+        ), None
     readings, failure = bounded.call("nvml", read_nvml, NVML_TIMEOUT_S)
     if readings is None:
         # An NVML that does not answer is a driver in trouble, whatever the version probe saw.

@@ -24,9 +24,15 @@ _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_|manylinux(2014|2010|1)_")
 _LEGACY = {"2014": (2, 17), "2010": (2, 12), "1": (2, 5)}
 _GLIBCXX = re.compile(rb"GLIBCXX_3\.4\.(\d+)")
 _LIBCUDA = re.compile(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
-LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
-                "/usr/lib", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib",
-                "/usr/lib/wsl/lib")
+LIBCUDA_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/nvidia/lib64",
+    "/usr/local/nvidia/lib",
+    "/usr/lib/wsl/lib",
+)
 #: Extensions larger than this are not scanned (torch's own libraries: hundreds of MB).
 SCAN_MAX_FILE = 32 * 1024 * 1024
 SCAN_BUDGET_S = 1.0
@@ -44,8 +50,10 @@ def _limit(which: int) -> tuple[int | None, int | None]:
         soft, hard = resource.getrlimit(which)
     except (OSError, ValueError):
         return None, None
-    return (UNLIMITED if soft == resource.RLIM_INFINITY else soft,
-            UNLIMITED if hard == resource.RLIM_INFINITY else hard)
+    return (
+        UNLIMITED if soft == resource.RLIM_INFINITY else soft,
+        UNLIMITED if hard == resource.RLIM_INFINITY else hard,
+    )
 
 
 def _cap_sys_ptrace() -> bool | None:
@@ -80,10 +88,14 @@ def probe_limits(environ: dict[str, str]) -> Limits:
     return Limits(
         max_map_count=_read_int("/proc/sys/vm/max_map_count"),
         somaxconn=_read_int("/proc/sys/net/core/somaxconn"),
-        nofile_soft=nofile[0], nofile_hard=nofile[1],
-        memlock_soft=memlock[0], memlock_hard=memlock[1],
-        shm_total_bytes=shm_total, shm_free_bytes=shm_free,
-        swap_total_bytes=swap_total, swap_used_bytes=swap_used,
+        nofile_soft=nofile[0],
+        nofile_hard=nofile[1],
+        memlock_soft=memlock[0],
+        memlock_hard=memlock[1],
+        shm_total_bytes=shm_total,
+        shm_free_bytes=shm_free,
+        swap_total_bytes=swap_total,
+        swap_used_bytes=swap_used,
         memory_total_bytes=memory_total,
         rdma_devices=rdma,
         is_root=os.geteuid() == 0,
@@ -107,8 +119,7 @@ def wheel_glibc_needs() -> dict[str, tuple[int, int]]:
             if not line.startswith("Tag:"):
                 continue
             for match in _MANYLINUX.finditer(line):
-                versions.append((int(match[1]), int(match[2])) if match[1]
-                                else _LEGACY[match[3]])
+                versions.append((int(match[1]), int(match[2])) if match[1] else _LEGACY[match[3]])
         if versions and (name := distribution_name(dist)):
             needs[name] = min(versions)  # any one of its tags is enough
     return needs
@@ -197,8 +208,9 @@ def probe_libraries(environ: dict[str, str], driver_module: str | None) -> Libra
         wheels_glibc_needed=f"{wheel_need[0]}.{wheel_need[1]}" if wheel_need else None,
         wheels_glibc_needed_by=tuple(sorted(n for n, v in wheels.items() if v == wheel_need)),
         extensions_glibcxx_needed=f"3.4.{ext_need}" if ext_need is not None else None,
-        extensions_glibcxx_needed_by=tuple(sorted(
-            n for n, v in extensions.items() if v == ext_need))[:10],
+        extensions_glibcxx_needed_by=tuple(
+            sorted(n for n, v in extensions.items() if v == ext_need)
+        )[:10],
         container=_container(environ),
         driver_module=driver_module,
         driver_userspace=_libcuda_version(),

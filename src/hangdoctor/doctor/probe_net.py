@@ -52,8 +52,10 @@ class _Resolution(NamedTuple):
 def _resolve(addr: str, local: set[str]) -> _Resolution:
     """What MASTER_ADDR resolves to (bounded in time), and whether that is this host."""
     infos, failure = bounded.call(
-        "resolve", lambda: socket.getaddrinfo(addr, None, proto=socket.IPPROTO_TCP),
-        RESOLVE_TIMEOUT_S)
+        "resolve",
+        lambda: socket.getaddrinfo(addr, None, proto=socket.IPPROTO_TCP),
+        RESOLVE_TIMEOUT_S,
+    )
     if not infos:
         return _Resolution((), failure.message if failure else "no address", None)
     resolved = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
@@ -63,8 +65,11 @@ def _resolve(addr: str, local: set[str]) -> _Resolution:
 
 def probe_distributed(environ: dict[str, str]) -> Distributed:
     """Distributed environment facts; resolution is bounded in time."""
-    env = {k: redact_pair(k, v) for k, v in sorted(environ.items())
-           if k.startswith(_PREFIXES) or k in _NAMES}
+    env = {
+        k: redact_pair(k, v)
+        for k, v in sorted(environ.items())
+        if k.startswith(_PREFIXES) or k in _NAMES
+    }
     local, interfaces = _local_addresses()
     addr = environ.get("MASTER_ADDR") or None
     resolution = _resolve(addr, local) if addr else None
@@ -75,8 +80,13 @@ def probe_distributed(environ: dict[str, str]) -> Distributed:
     elif port is not None and (resolution is None or resolution.is_local is not False):
         free = port_free(int(port))  # unset MASTER_ADDR means this host (env:// default)
     return Distributed(
-        environment=env, interfaces=interfaces, master_addr=addr,
+        environment=env,
+        interfaces=interfaces,
+        master_addr=addr,
         master_addr_resolves_to=resolution.addresses if resolution else None,
         master_addr_error=resolution.error if resolution else None,
         master_addr_is_local=resolution.is_local if resolution else None,
-        master_port=port, master_port_free=free, master_port_error=port_error)
+        master_port=port,
+        master_port_free=free,
+        master_port_error=port_error,
+    )

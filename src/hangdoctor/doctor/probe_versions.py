@@ -99,8 +99,9 @@ def _pick(dists: dict[str, str], *names: str) -> str | None:
     return next((dists[n] for n in names if n in dists), None)
 
 
-def probe_versions(dists: dict[str, str], environ: dict[str, str]
-                   ) -> tuple[Versions, list[ProbeError]]:
+def probe_versions(
+    dists: dict[str, str], environ: dict[str, str]
+) -> tuple[Versions, list[ProbeError]]:
     """Versions, and the probes that failed (a missing tool is a fact, not a failure)."""
     failures: list[ProbeError] = []
     cuda, hip = torch_build() if "torch" in dists else (None, None)

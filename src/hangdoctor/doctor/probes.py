@@ -36,9 +36,12 @@ def read_kernel_log_file(path: Path) -> KernelLog:
     try:
         text = path.read_text(errors="replace")
     except OSError as error:
-        return KernelLog(source=str(path), window="all", readable=False,
-                         failure=ProbeError(probe="kernel log", kind="failed",
-                                              message=str(error)))
+        return KernelLog(
+            source=str(path),
+            window="all",
+            readable=False,
+            failure=ProbeError(probe="kernel log", kind="failed", message=str(error)),
+        )
     lines = [redact_value(line) for line in text.splitlines()][-KERNEL_LOG_LINES:]
     return KernelLog(source=str(path), window="all", lines=tuple(lines))
 
@@ -48,16 +51,29 @@ def probe_kernel_log(since_s: float | None, window: str) -> KernelLog:
     since = time.time() - since_s if since_s is not None else None
     lines, error = read_kernel_log(lines=KERNEL_LOG_LINES, timeout_s=5.0, since=since)
     if error is not None:
-        return KernelLog(source="dmesg", window=window, readable=False, failure=ProbeError(
-            probe="kernel log", kind=error.kind, message=error.message,
-            help=DMESG_HELP if error.kind == "permission" else None))
+        return KernelLog(
+            source="dmesg",
+            window=window,
+            readable=False,
+            failure=ProbeError(
+                probe="kernel log",
+                kind=error.kind,
+                message=error.message,
+                help=DMESG_HELP if error.kind == "permission" else None,
+            ),
+        )
     return KernelLog(source="dmesg", window=window, lines=tuple(lines))
 
 
-def gather(*, since_s: float | None = 86400.0, window: str = "24h",
-           kernel_log_file: Path | None = None, workers: int = 8,
-           selftests: tuple[SelftestResult, ...] | None = None,
-           environ: dict[str, str] | None = None) -> Facts:
+def gather(
+    *,
+    since_s: float | None = 86400.0,
+    window: str = "24h",
+    kernel_log_file: Path | None = None,
+    workers: int = 8,
+    selftests: tuple[SelftestResult, ...] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Facts:
     """Observe this node."""
     env = dict(os.environ if environ is None else environ)
     failures: list[ProbeError] = []
@@ -83,9 +99,12 @@ def gather(*, since_s: float | None = 86400.0, window: str = "24h",
         libraries = f_libs.result()
         distributed = f_net.result()
     if readings:
-        versions = versions.model_copy(update={
-            "driver": versions.driver or readings.get("nvmlSystemGetDriverVersion"),
-            "driver_cuda": cuda_version(readings.get("nvmlSystemGetCudaDriverVersion_v2"))})
+        versions = versions.model_copy(
+            update={
+                "driver": versions.driver or readings.get("nvmlSystemGetDriverVersion"),
+                "driver_cuda": cuda_version(readings.get("nvmlSystemGetCudaDriverVersion_v2")),
+            }
+        )
     if gpus.failure is not None:
         failures.append(gpus.failure)
     if kernel_log.failure is not None:
@@ -93,18 +112,29 @@ def gather(*, since_s: float | None = 86400.0, window: str = "24h",
     if selftests:
         versions = _from_selftests(versions, selftests)
     hostname, _ = bounded.call("hostname", socket.gethostname, 1.0)
-    return Facts(hostname=hostname or "unknown", versions=versions, limits=limits,
-                 kernel_log=kernel_log, libraries=libraries, gpus=gpus,
-                 distributed=distributed, selftests=selftests, dataloader_workers=workers,
-                 failures=tuple(failures))
+    return Facts(
+        hostname=hostname or "unknown",
+        versions=versions,
+        limits=limits,
+        kernel_log=kernel_log,
+        libraries=libraries,
+        gpus=gpus,
+        distributed=distributed,
+        selftests=selftests,
+        dataloader_workers=workers,
+        failures=tuple(failures),
+    )
 
 
 def _from_selftests(versions: Versions, selftests: tuple[SelftestResult, ...]) -> Versions:
     """cuDNN and NCCL as torch itself reports them, learnt by the CPU self-test's child."""
     details = next((t.details for t in selftests if t.name == "cpu_step"), {})
-    return versions.model_copy(update={
-        "cudnn": versions.cudnn or details.get("cudnn") or None,
-        "nccl": versions.nccl or details.get("nccl") or None})
+    return versions.model_copy(
+        update={
+            "cudnn": versions.cudnn or details.get("cudnn") or None,
+            "nccl": versions.nccl or details.get("nccl") or None,
+        }
+    )
 
 
 __all__ = ["Distributed", "Gpus", "Libraries", "Limits", "gather"]

@@ -16,12 +16,12 @@ from hangdoctor.doctor.facts import Facts
 from hangdoctor.doctor.result import CheckResult, exit_code, overall
 
 FORMAT = "hangdoctor-doctor/1"
-_STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "problem": "bold red",
-          "skipped": "dim"}
+_STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "problem": "bold red", "skipped": "dim"}
 
 
-def to_json_data(facts: Facts, results: list[CheckResult], duration_s: float, *,
-                 strict: bool = False) -> dict[str, Any]:
+def to_json_data(
+    facts: Facts, results: list[CheckResult], duration_s: float, *, strict: bool = False
+) -> dict[str, Any]:
     """The JSON document: verdict, counts, checks, self-tests and the raw facts."""
     counts = Counter(r.status for r in results)
     return {
@@ -33,23 +33,36 @@ def to_json_data(facts: Facts, results: list[CheckResult], duration_s: float, *,
         "exit_code": int(exit_code(results, strict=strict)),
         "counts": {s: counts.get(s, 0) for s in ("ok", "info", "warn", "problem", "skipped")},
         "checks": [r.model_dump(mode="json") for r in results],
-        "selftests": ([t.model_dump(mode="json") for t in facts.selftests]
-                      if facts.selftests is not None else None),
+        "selftests": (
+            [t.model_dump(mode="json") for t in facts.selftests]
+            if facts.selftests is not None
+            else None
+        ),
         "facts": facts.model_dump(mode="json", exclude={"selftests"}),
     }
 
 
-def render_json(facts: Facts, results: list[CheckResult], duration_s: float, *,
-                strict: bool = False) -> str:
+def render_json(
+    facts: Facts, results: list[CheckResult], duration_s: float, *, strict: bool = False
+) -> str:
     """The JSON document as text."""
     return json.dumps(to_json_data(facts, results, duration_s, strict=strict), indent=2) + "\n"
 
 
-def render_terminal(facts: Facts, results: list[CheckResult], duration_s: float,
-                    console: Console, verbose: bool = False) -> None:
+def render_terminal(
+    facts: Facts,
+    results: list[CheckResult],
+    duration_s: float,
+    console: Console,
+    verbose: bool = False,
+) -> None:
     """A table of every check, then why and how to fix each warning and problem."""
-    table = Table(title=f"hangdoctor doctor: {escape(facts.hostname)}", title_justify="left",
-                  show_lines=False, expand=False)
+    table = Table(
+        title=f"hangdoctor doctor: {escape(facts.hostname)}",
+        title_justify="left",
+        show_lines=False,
+        expand=False,
+    )
     table.add_column("status", no_wrap=True)
     table.add_column("id", no_wrap=True)
     table.add_column("check")
@@ -59,8 +72,9 @@ def render_terminal(facts: Facts, results: list[CheckResult], duration_s: float,
         if r.status == "ok" and not verbose and r.area == "gpu" and r.id != "DR500":
             continue
         style = _STYLE[r.status]
-        table.add_row(f"[{style}]{r.status}[/]", r.id, escape(r.title), escape(r.found),
-                      escape(r.wanted))
+        table.add_row(
+            f"[{style}]{r.status}[/]", r.id, escape(r.title), escape(r.found), escape(r.wanted)
+        )
     console.print(table)
     actionable = [r for r in results if r.status in ("warn", "problem")]
     for r in actionable:
@@ -73,7 +87,9 @@ def render_terminal(facts: Facts, results: list[CheckResult], duration_s: float,
             console.print(f"  source: {escape(r.source)}")
     counts = Counter(r.status for r in results)
     verdict = overall(results)
-    console.print(f"\n[{_STYLE[verdict]}]{verdict}[/]: {counts.get('problem', 0)} problem(s), "
-                  f"{counts.get('warn', 0)} warning(s), {counts.get('ok', 0)} ok, "
-                  f"{counts.get('info', 0)} info, {counts.get('skipped', 0)} skipped "
-                  f"({duration_s:.1f} s)")
+    console.print(
+        f"\n[{_STYLE[verdict]}]{verdict}[/]: {counts.get('problem', 0)} problem(s), "
+        f"{counts.get('warn', 0)} warning(s), {counts.get('ok', 0)} ok, "
+        f"{counts.get('info', 0)} info, {counts.get('skipped', 0)} skipped "
+        f"({duration_s:.1f} s)"
+    )

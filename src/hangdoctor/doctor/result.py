@@ -11,8 +11,7 @@ from hangdoctor.errors import ExitCode
 from hangdoctor.severity import Severity
 
 Status = Literal["ok", "info", "warn", "problem", "skipped"]
-Area = Literal["versions", "os_limits", "kernel_log", "libraries", "gpu", "distributed",
-               "selftest"]
+Area = Literal["versions", "os_limits", "kernel_log", "libraries", "gpu", "distributed", "selftest"]
 
 #: Each status on the scale every hangdoctor conclusion shares.
 SEVERITY_OF: dict[Status, Severity] = {
@@ -32,9 +31,10 @@ class CheckResult(BaseModel):
     id: str = Field(description="stable id, e.g. DR205; users' scripts match on it")
     area: Area
     status: Status
-    severity: Severity = Field(default=Severity.INFO,
-                               description="`status` on hangdoctor's shared severity scale; "
-                                           "always derived from it")
+    severity: Severity = Field(
+        default=Severity.INFO,
+        description="`status` on hangdoctor's shared severity scale; always derived from it",
+    )
     title: str
     found: str = Field(default="", description="the value observed")
     wanted: str = Field(default="", description="the value that avoids the problem")
@@ -51,8 +51,10 @@ class CheckResult(BaseModel):
         derived = SEVERITY_OF[data["status"]]
         given = data.get("severity", derived)
         if given != derived:
-            raise ValueError(f"severity {given!r} does not match status {data['status']!r} "
-                             f"(expected {derived.value!r})")
+            raise ValueError(
+                f"severity {given!r} does not match status {data['status']!r} "
+                f"(expected {derived.value!r})"
+            )
         return {**data, "severity": derived}
 
 

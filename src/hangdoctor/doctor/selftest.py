@@ -40,8 +40,9 @@ def _innermost(pid: int) -> tuple[list[str], str | None]:
     binary = find_py_spy()
     # The deepest processes (ranks under a launcher) usually hold the interesting stack.
     for process in list(reversed(tree))[:MAX_STACK_PROCESSES]:
-        stacks, problem = dump_stacks(process.pid, binary,
-                                      StackOptions(locals=False, timeout_s=STACK_TIMEOUT_S))
+        stacks, problem = dump_stacks(
+            process.pid, binary, StackOptions(locals=False, timeout_s=STACK_TIMEOUT_S)
+        )
         if problem is not None:
             error = problem.message
             continue
@@ -73,24 +74,33 @@ def _parse(stdout: str) -> dict[str, object]:
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARK):
             with contextlib.suppress(ValueError):
-                values = json.loads(line[len(MARK):])
+                values = json.loads(line[len(MARK) :])
                 if isinstance(values, dict):
                     return values
     return {}
 
 
-def run_child(name: str, argv: Sequence[str], timeout_s: float,
-              env: dict[str, str] | None = None) -> SelftestResult:
+def run_child(
+    name: str, argv: Sequence[str], timeout_s: float, env: dict[str, str] | None = None
+) -> SelftestResult:
     """Run one self-test program; passed, failed (with its last error line) or hung (with
     where it was stuck). Its process tree is gone when this returns."""
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                start_new_session=True, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
     except OSError as error:
-        return SelftestResult(name=name, status="failed", timeout_s=timeout_s,
-                              message=f"could not start: {error}")
+        return SelftestResult(
+            name=name, status="failed", timeout_s=timeout_s, message=f"could not start: {error}"
+        )
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -100,8 +110,14 @@ def run_child(name: str, argv: Sequence[str], timeout_s: float,
         with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
             proc.communicate(timeout=2)
         message = f"stack unavailable: {unreadable}" if unreadable else ""
-        return SelftestResult(name=name, status="hung", duration_s=round(duration, 2),
-                              timeout_s=timeout_s, message=message, where=tuple(where))
+        return SelftestResult(
+            name=name,
+            status="hung",
+            duration_s=round(duration, 2),
+            timeout_s=timeout_s,
+            message=message,
+            where=tuple(where),
+        )
     finally:
         if proc.poll() is None:
             kill_tree(proc)
@@ -112,10 +128,22 @@ def run_child(name: str, argv: Sequence[str], timeout_s: float,
         reason = last[-1][:300] if last else f"exit status {proc.returncode}"
         if proc.returncode < 0:
             reason = f"killed by {signal.Signals(-proc.returncode).name}; {reason}"
-        return SelftestResult(name=name, status="failed", duration_s=duration,
-                              timeout_s=timeout_s, message=reason, details=details)
-    return SelftestResult(name=name, status="passed", duration_s=duration, timeout_s=timeout_s,
-                          message=_summary(details), details=details)
+        return SelftestResult(
+            name=name,
+            status="failed",
+            duration_s=duration,
+            timeout_s=timeout_s,
+            message=reason,
+            details=details,
+        )
+    return SelftestResult(
+        name=name,
+        status="passed",
+        duration_s=duration,
+        timeout_s=timeout_s,
+        message=_summary(details),
+        details=details,
+    )
 
 
 def _summary(details: dict[str, str]) -> str:
@@ -126,35 +154,53 @@ def _summary(details: dict[str, str]) -> str:
     return ""
 
 
-def run_selftests(timeout_s: float = 60.0, script: Path | None = None
-                  ) -> tuple[SelftestResult, ...]:
+def run_selftests(
+    timeout_s: float = 60.0, script: Path | None = None
+) -> tuple[SelftestResult, ...]:
     """CPU step and gloo all-reduce side by side; then each GPU alone and NCCL across all of
     them when torch sees GPUs; then the extra script, if one was given."""
     results: list[SelftestResult] = []
     if importlib.util.find_spec("torch") is None:
-        results += [SelftestResult(name=n, status="skipped", message="torch not installed")
-                    for n in ("cpu_step", "gloo_allreduce")]
+        results += [
+            SelftestResult(name=n, status="skipped", message="torch not installed")
+            for n in ("cpu_step", "gloo_allreduce")
+        ]
     else:
         with ThreadPoolExecutor(max_workers=2) as pool:
             cpu = pool.submit(run_child, "cpu_step", [*_CHILD, "step", "cpu"], timeout_s)
-            gloo = pool.submit(run_child, "gloo_allreduce",
-                               [*_CHILD, "allreduce", "gloo", "2", str(timeout_s)], timeout_s)
+            gloo = pool.submit(
+                run_child,
+                "gloo_allreduce",
+                [*_CHILD, "allreduce", "gloo", "2", str(timeout_s)],
+                timeout_s,
+            )
             results += [cpu.result(), gloo.result()]
         first = results[0]
         count = int(first.details.get("device_count", "0") or 0)
         if first.status == "passed" and first.details.get("cuda_available") == "True" and count:
             with ThreadPoolExecutor(max_workers=min(count, 8)) as pool:
-                gpu = [pool.submit(run_child, f"gpu_step:{i}", [*_CHILD, "step", "cuda"],
-                                   timeout_s, {"CUDA_VISIBLE_DEVICES": str(i)})
-                       for i in range(count)]
+                gpu = [
+                    pool.submit(
+                        run_child,
+                        f"gpu_step:{i}",
+                        [*_CHILD, "step", "cuda"],
+                        timeout_s,
+                        {"CUDA_VISIBLE_DEVICES": str(i)},
+                    )
+                    for i in range(count)
+                ]
                 results += [f.result() for f in gpu]
-            results.append(run_child("nccl_allreduce",
-                                     [*_CHILD, "allreduce", "nccl", str(count), str(timeout_s)],
-                                     timeout_s))
+            results.append(
+                run_child(
+                    "nccl_allreduce",
+                    [*_CHILD, "allreduce", "nccl", str(count), str(timeout_s)],
+                    timeout_s,
+                )
+            )
         elif first.status == "passed":
-            results.append(SelftestResult(name="gpu_step", status="skipped",
-                                          message="torch sees no GPU"))
+            results.append(
+                SelftestResult(name="gpu_step", status="skipped", message="torch sees no GPU")
+            )
     if script is not None:
-        results.append(run_child(f"script:{script.name}", [sys.executable, str(script)],
-                                 timeout_s))
+        results.append(run_child(f"script:{script.name}", [sys.executable, str(script)], timeout_s))
     return tuple(results)

@@ -28,8 +28,9 @@ def step(device: str) -> None:
 
     imported = time.monotonic()
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, 1)).to(device)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)
+    ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 64, device=device), torch.randn(32, 1, device=device)
     for _ in range(3):
@@ -51,18 +52,28 @@ def step(device: str) -> None:
         except Exception:
             nccl = ""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    _report(import_s=round(imported - started, 3), step_s=round(time.monotonic() - imported, 3),
-            loss=value, cuda_available=cuda,
-            device_count=torch.cuda.device_count() if cuda else 0,
-            cudnn=str(cudnn) if cudnn else "", nccl=nccl)
+    _report(
+        import_s=round(imported - started, 3),
+        step_s=round(time.monotonic() - imported, 3),
+        loss=value,
+        cuda_available=cuda,
+        device_count=torch.cuda.device_count() if cuda else 0,
+        cudnn=str(cudnn) if cudnn else "",
+        nccl=nccl,
+    )
 
 
 def _rank(rank: int, world: int, port: int, backend: str, timeout_s: float) -> None:
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world, timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=timeout_s),
+    )
     device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     if backend == "nccl":
         torch.cuda.set_device(device)
@@ -83,8 +94,12 @@ def allreduce(backend: str, world: int, timeout_s: float) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    start_processes(_rank, args=(world, port, backend, timeout_s), nprocs=world,
-                    start_method="fork" if backend == "gloo" else "spawn")
+    start_processes(
+        _rank,
+        args=(world, port, backend, timeout_s),
+        nprocs=world,
+        start_method="fork" if backend == "gloo" else "spawn",
+    )
     _report(world=world, backend=backend, seconds=round(time.monotonic() - started, 3))
 
 

@@ -46,8 +46,10 @@ def frame(
         line=line,
         native=native,
         code=code,
-        held=tuple(HeldContext(expression=h[0], line=h[1], how=h[2] if len(h) > 2 else "with")
-                   for h in held),
+        held=tuple(
+            HeldContext(expression=h[0], line=h[1], how=h[2] if len(h) > 2 else "with")
+            for h in held
+        ),
         acquiring=tuple(acquiring),
         loops=tuple(loops),
         guards=tuple(guards),
@@ -132,8 +134,9 @@ def bundle(
     snapshots = [Snapshot(elapsed_s=0.0, wall_time=0.0, processes=tuple(processes))]
     for index, group in enumerate(later, start=1):
         snapshots.append(
-            Snapshot(elapsed_s=index * interval_s, wall_time=index * interval_s,
-                     processes=tuple(group))
+            Snapshot(
+                elapsed_s=index * interval_s, wall_time=index * interval_s, processes=tuple(group)
+            )
         )
     return Bundle(
         tool_version=__version__,

@@ -55,8 +55,17 @@ class LogFile:
 
 
 # One of these is in every kernel line the pattern above recognises: a cheap pre-check.
-_KERNEL_NEEDLES = ("kernel: ", "NVRM: ", "PCIe Bus Error: ", "AER: ", "ut of memory: Killed",
-                   "oom-kill:", "oom_reaper: ", "blocked for more than", "hung_task_timeout")
+_KERNEL_NEEDLES = (
+    "kernel: ",
+    "NVRM: ",
+    "PCIe Bus Error: ",
+    "AER: ",
+    "ut of memory: Killed",
+    "oom-kill:",
+    "oom_reaper: ",
+    "blocked for more than",
+    "hung_task_timeout",
+)
 
 
 def is_kernel_line(line: str) -> bool:
@@ -139,9 +148,10 @@ def read_log_file(path: Path, tail_bytes: int = TAIL_BYTES) -> LogFile:
     if not path.exists():
         raise BadInputError(f"{path} does not exist")
     if path.is_dir():
-        raise BadInputError(f"{path} is a directory without an evidence bundle",
-                            help="pass log files, or a report directory written by `dump` "
-                            "or `run`")
+        raise BadInputError(
+            f"{path} is a directory without an evidence bundle",
+            help="pass log files, or a report directory written by `dump` or `run`",
+        )
     try:
         with path.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -155,27 +165,37 @@ def read_log_file(path: Path, tail_bytes: int = TAIL_BYTES) -> LogFile:
         raise BadInputError(f"{path} is empty: not a log file or report")
     kind = binary_kind(data)
     if kind is not None:
-        raise BadInputError(f"{path} is not a log file or report ({kind})",
-                            help="give the job's text output, a kernel log, or a report "
-                            "directory written by `dump` or `run`")
+        raise BadInputError(
+            f"{path} is not a log file or report ({kind})",
+            help="give the job's text output, a kernel log, or a report "
+            "directory written by `dump` or `run`",
+        )
     if truncated:
         data = data.split(b"\n", 1)[-1]  # the first line was cut in the middle
     output, kernel = classify(decode_lines(data))
-    return LogFile(path=str(path), output=tuple(output), kernel=tuple(kernel),
-                   truncated=truncated, size_bytes=size)
+    return LogFile(
+        path=str(path),
+        output=tuple(output),
+        kernel=tuple(kernel),
+        truncated=truncated,
+        size_bytes=size,
+    )
 
 
-def log_bundle(output: Sequence[str] = (), kernel: Sequence[str] = (),
-               base: Bundle | None = None) -> Bundle:
+def log_bundle(
+    output: Sequence[str] = (), kernel: Sequence[str] = (), base: Bundle | None = None
+) -> Bundle:
     """A bundle whose job record holds these lines: a new one with no snapshots, or `base` with
     the lines added after those its job record already has."""
     if base is None:
         base = Bundle(tool_version=__version__, created_at=0.0, target_pid=LOGS_ONLY_PID)
     record = base.job or JobRecord(started_at=0.0)
-    record = record.model_copy(update={
-        "output_tail": (*record.output_tail, *output),
-        "kernel_log": (*record.kernel_log, *kernel),
-    })
+    record = record.model_copy(
+        update={
+            "output_tail": (*record.output_tail, *output),
+            "kernel_log": (*record.kernel_log, *kernel),
+        }
+    )
     return base.model_copy(update={"job": record})
 
 

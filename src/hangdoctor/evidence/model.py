@@ -60,8 +60,9 @@ class Frame(Evidence):
         default=(), description="lock-like expressions this very line enters or acquires"
     )
     guards: tuple[str, ...] = Field(
-        default=(), description="conditions of the `if` blocks around this line, outermost first "
-        "(`not (...)` for an else branch): why only some ranks may get here"
+        default=(),
+        description="conditions of the `if` blocks around this line, outermost first "
+        "(`not (...)` for an else branch): why only some ranks may get here",
     )
     loops: tuple[str, ...] = Field(
         default=(), description="headers of the loops around this line, outermost first"
@@ -200,12 +201,18 @@ class CollectiveCall(Evidence):
     seq: int = Field(description="its number among this rank's calls on that group, from 1")
     op: str = Field(description="the torch.distributed function, e.g. all_reduce")
     sizes: str | None = Field(default=None, description="the input tensor's shape, as text")
-    site: Frame | None = Field(default=None, description="the innermost frame of the user's "
-                               "code that made the call (outside torch, site-packages and "
-                               "the standard library), its source context filled in by the "
-                               "supervisor")
-    callers: tuple[Frame, ...] = Field(default=(), description="the user's frames further out "
-                                       "that led to `site` (innermost first, at most two)")
+    site: Frame | None = Field(
+        default=None,
+        description="the innermost frame of the user's "
+        "code that made the call (outside torch, site-packages and "
+        "the standard library), its source context filled in by the "
+        "supervisor",
+    )
+    callers: tuple[Frame, ...] = Field(
+        default=(),
+        description="the user's frames further out "
+        "that led to `site` (innermost first, at most two)",
+    )
 
 
 class CollectiveSite(Evidence):
@@ -215,8 +222,11 @@ class CollectiveSite(Evidence):
     group: str
     op: str
     site: Frame
-    callers: tuple[Frame, ...] = Field(default=(), description="the user's frames further out "
-                                       "that led to `site` (a line and its callers make a site)")
+    callers: tuple[Frame, ...] = Field(
+        default=(),
+        description="the user's frames further out "
+        "that led to `site` (a line and its callers make a site)",
+    )
     calls: int = Field(description="how many times")
     first_seq: int = Field(description="the number (in `group`) of the first of those calls")
     last_seq: int = Field(description="the number of the last")
@@ -248,29 +258,41 @@ class ProgressStatus(Evidence):
     nonfinite_losses: int = Field(default=0, description="losses seen that were NaN or Inf")
     last_nonfinite_at: float | None = None
     limits: dict[str, int] = Field(
-        default_factory=dict, description="the process's finite soft limits by name "
+        default_factory=dict,
+        description="the process's finite soft limits by name "
         "(file_size, open_files, address_space, processes): a script may set them itself",
     )
     exiting_at: float | None = Field(
-        default=None, description="when the process began a normal exit (its atexit hooks)")
+        default=None, description="when the process began a normal exit (its atexit hooks)"
+    )
     last_sync_at: tuple[tuple[str, int, str], ...] = Field(
-        default=(), description="(file, line, function) of each frame, innermost first (at "
+        default=(),
+        description="(file, line, function) of each frame, innermost first (at "
         "most 8), of the code that last called a collective or backward() (where DDP "
-        "all-reduces)")
+        "all-reduces)",
+    )
     last_sync: tuple[Frame, ...] = Field(
-        default=(), description="those frames of the user's code with their source context, "
+        default=(),
+        description="those frames of the user's code with their source context, "
         "filled in by the supervisor (the loops around them, and the exits that leave those "
-        "loops early)")
+        "loops early)",
+    )
     groups_created: int = Field(default=0, description="torch.distributed.new_group calls")
     group_sites: tuple[tuple[int, str, int, str], ...] = Field(
-        default=(), description="(number, file, line, function) of the most recent new_group "
-        "calls (at most 16): where each group was created, numbered in creation order")
+        default=(),
+        description="(number, file, line, function) of the most recent new_group "
+        "calls (at most 16): where each group was created, numbered in creation order",
+    )
     collective_calls: tuple[CollectiveCall, ...] = Field(
-        default=(), description="the most recent collectives it called from Python (at most "
-        "64), oldest first, numbered per process group, with the user's call site")
+        default=(),
+        description="the most recent collectives it called from Python (at most "
+        "64), oldest first, numbered per process group, with the user's call site",
+    )
     collective_sites: tuple[CollectiveSite, ...] = Field(
-        default=(), description="per process group, operation and user call site, how many "
-        "collectives it called there since it started (at most 64 sites)")
+        default=(),
+        description="per process group, operation and user call site, how many "
+        "collectives it called there since it started (at most 64 sites)",
+    )
 
 
 class ProcessSample(Evidence):
@@ -283,11 +305,15 @@ class ProcessSample(Evidence):
     state: str | None = None
     name: str | None = Field(default=None, description="the command name (a compiler: cc1plus)")
     children_cpu_seconds: float | None = Field(
-        default=None, description="CPU time of its children that exited and were waited for "
-        "(cutime + cstime): work of processes that came and went between two samples")
+        default=None,
+        description="CPU time of its children that exited and were waited for "
+        "(cutime + cstime): work of processes that came and went between two samples",
+    )
     read_chars: int | None = Field(
-        default=None, description="/proc/PID/io rchar: bytes read by any read call, those of "
-        "its waited-for children included")
+        default=None,
+        description="/proc/PID/io rchar: bytes read by any read call, those of "
+        "its waited-for children included",
+    )
     write_chars: int | None = Field(default=None, description="/proc/PID/io wchar, likewise")
     read_bytes: int | None = Field(default=None, description="bytes fetched from storage")
     write_bytes: int | None = Field(default=None, description="bytes sent towards storage")
@@ -306,8 +332,10 @@ class TimelineSample(Evidence):
     losses: int = Field(default=0, description="losses the instrumentation saw, summed")
     nonfinite_losses: int = Field(default=0, description="of which NaN or Inf")
     runnable_tasks: int | None = Field(
-        default=None, description="tasks runnable on the whole machine (/proc/stat "
-        "procs_running): how much of a core a computing process can get")
+        default=None,
+        description="tasks runnable on the whole machine (/proc/stat "
+        "procs_running): how much of a core a computing process can get",
+    )
     cores: int | None = Field(default=None, description="CPU cores the job may run on")
 
 
@@ -320,7 +348,8 @@ class CollectiveRecord(Evidence):
     process_group: str | None = None
     sizes: str | None = Field(default=None, description="input sizes, as text")
     retired: bool | None = Field(
-        default=None, description="whether the rank is done with it (False: still pending)")
+        default=None, description="whether the rank is done with it (False: still pending)"
+    )
 
 
 class FlightRecord(Evidence):
@@ -330,10 +359,13 @@ class FlightRecord(Evidence):
     rank: int | None = None
     entries: tuple[CollectiveRecord, ...] = Field(default=(), description="oldest first")
     last_enqueued: int | None = Field(
-        default=None, description="the newest collective it issued, in the newest entry's group")
+        default=None, description="the newest collective it issued, in the newest entry's group"
+    )
     last_completed: int | None = Field(
-        default=None, description="the newest collective it finished there (pg_status); "
-        "enqueued > completed: the rank waits inside collective completed + 1")
+        default=None,
+        description="the newest collective it finished there (pg_status); "
+        "enqueued > completed: the rank waits inside collective completed + 1",
+    )
 
 
 class AsyncTask(Evidence):
@@ -344,13 +376,18 @@ class AsyncTask(Evidence):
     pid: int
     name: str
     done: bool = False
-    awaiting: tuple[Frame, ...] = Field(default=(), description="pending: the await chain, "
-                                        "innermost first")
+    awaiting: tuple[Frame, ...] = Field(
+        default=(), description="pending: the await chain, innermost first"
+    )
     exception: str | None = Field(default=None, description="done: `Type: message`, redacted")
-    raised: tuple[Frame, ...] = Field(default=(), description="done: its traceback, innermost "
-                                      "first")
-    retrieved: bool | None = Field(default=None, description="done: whether anything read "
-                                   "the exception (asyncio logs it only when the task is freed)")
+    raised: tuple[Frame, ...] = Field(
+        default=(), description="done: its traceback, innermost first"
+    )
+    retrieved: bool | None = Field(
+        default=None,
+        description="done: whether anything read "
+        "the exception (asyncio logs it only when the task is freed)",
+    )
 
 
 class FaultLog(Evidence):
@@ -359,9 +396,12 @@ class FaultLog(Evidence):
 
     pid: int
     text: str = Field(description="faulthandler's report, its last 16 KiB, redacted")
-    when: str | None = Field(default=None, description="for stacks of processes that did not "
-                             "crash, what made them write it: `sigterm` (stopped by it), "
-                             "`peer_timeout` (asked when a collective timeout was printed)")
+    when: str | None = Field(
+        default=None,
+        description="for stacks of processes that did not "
+        "crash, what made them write it: `sigterm` (stopped by it), "
+        "`peer_timeout` (asked when a collective timeout was printed)",
+    )
 
 
 class ThreadDeath(Evidence):
@@ -388,22 +428,29 @@ class JobRecord(Evidence):
     hang_declared_s: float | None = None
     hang_kind: str | None = None
     hang_phase: str | None = Field(
-        default=None, description="`compile` when the hang was declared while the job compiled "
-        "(torch.compile, Triton, a C++ compiler in the tree), after the compile budget")
+        default=None,
+        description="`compile` when the hang was declared while the job compiled "
+        "(torch.compile, Triton, a C++ compiler in the tree), after the compile budget",
+    )
     progress: tuple[ProgressStatus, ...] = ()
     timeline: tuple[TimelineSample, ...] = ()
     output_bytes: int = 0
     output_tail: tuple[str, ...] = Field(default=(), description="last lines, redacted")
     kernel_log: tuple[str, ...] = ()
     faults: tuple[FaultLog, ...] = Field(
-        default=(), description="stacks of processes that died of a fatal signal")
+        default=(), description="stacks of processes that died of a fatal signal"
+    )
     stopped: tuple[FaultLog, ...] = Field(
-        default=(), description="stacks of processes as the job failed: at the moment SIGTERM "
+        default=(),
+        description="stacks of processes as the job failed: at the moment SIGTERM "
         "stopped them (a launcher ending the job after one rank failed), else when a peer's "
-        "collective timeout appeared in the output (see `when`)")
+        "collective timeout appeared in the output (see `when`)",
+    )
     thread_deaths: tuple[ThreadDeath, ...] = Field(
-        default=(), description="threads that died of an exception, recorded whole by the "
-        "instrumentation (`hangdoctor run` only)")
+        default=(),
+        description="threads that died of an exception, recorded whole by the "
+        "instrumentation (`hangdoctor run` only)",
+    )
 
 
 class CodeFinding(Evidence):
@@ -418,8 +465,11 @@ class CodeFinding(Evidence):
     function: str = "<module>"
     code: str | None = None
     message: str
-    ranks: str | None = Field(default=None, description="for a call made on some ranks only: "
-                              "`main` (rank 0) or `other` (every rank but 0)")
+    ranks: str | None = Field(
+        default=None,
+        description="for a call made on some ranks only: "
+        "`main` (rank 0) or `other` (every rank but 0)",
+    )
 
 
 class CodeSetting(Evidence):
@@ -461,6 +511,6 @@ class Bundle(Evidence):
         default=(), description="hang-prone patterns in the user's files on the stacks"
     )
     code_settings: tuple[CodeSetting, ...] = Field(
-        default=(), description="distributed settings (num_nodes, world_size, even_batches) "
-        "in those files"
+        default=(),
+        description="distributed settings (num_nodes, world_size, even_batches) in those files",
     )

@@ -24,37 +24,72 @@ class Xid(NamedTuple):
 
 
 XIDS: dict[int, Xid] = {
-    13: Xid("Graphics Engine Exception: a kernel hit an illegal instruction or out-of-range "
-            "access", APPLICATION,
-            "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the kernel; "
-            "the GPU itself is fine."),
-    31: Xid("GPU memory page fault: a kernel accessed an invalid address", APPLICATION,
-            "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the kernel "
-            "(often a custom op or an index out of range); the GPU itself is fine."),
-    43: Xid("GPU stopped processing: the application's context hit a fault", APPLICATION,
-            "Restart the job; look at the Xid before it for the cause."),
-    45: Xid("Preemptive cleanup after earlier errors or a killed process", APPLICATION,
-            "Follows other errors: look at the Xid before it."),
-    68: Xid("Video decoder (NVDEC) exception", APPLICATION,
-            "Restart the job; check the decoding code."),
-    109: Xid("Context switch timeout: a kernel ran too long or hung", APPLICATION,
-            "Restart the job; look for a kernel that never ends."),
-    48: Xid("Double-bit ECC error: uncorrectable device memory error", NODE,
-            "Reset the GPU (`nvidia-smi -r`) or reboot; drain the node if it repeats."),
-    63: Xid("Row remapping pending: a memory row was marked for remapping", NODE,
-            "Reset the GPU when it is idle to apply the remapping (`nvidia-smi -r`)."),
-    64: Xid("Row remapping failed", NODE,
-            "Drain the node and have the GPU replaced (RMA)."),
-    74: Xid("NVLink error", NODE,
-            "Reset the GPUs or reboot the node; drain it if it repeats "
-            "(`nvidia-smi nvlink -s` shows link state)."),
-    79: Xid("GPU has fallen off the bus: it no longer answers on PCIe", NODE,
-            "Drain the node and reboot it; if it repeats, check power, cooling, seating and "
-            "PCIe/BIOS firmware."),
-    94: Xid("Contained ECC error: only the application using that memory was affected", NODE,
-            "Restart the job; reset the GPU when idle to retire the page."),
-    95: Xid("Uncontained ECC error: every application on the GPU is affected", NODE,
-            "Drain the node and reset the GPU (or reboot)."),
-    119: Xid("GSP RPC timeout: the GPU's system processor stopped answering", NODE,
-            "Reset the GPU or reboot the node; update the driver if it repeats."),
+    13: Xid(
+        "Graphics Engine Exception: a kernel hit an illegal instruction or out-of-range access",
+        APPLICATION,
+        "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the kernel; "
+        "the GPU itself is fine.",
+    ),
+    31: Xid(
+        "GPU memory page fault: a kernel accessed an invalid address",
+        APPLICATION,
+        "Rerun with CUDA_LAUNCH_BLOCKING=1 and under `compute-sanitizer` to find the kernel "
+        "(often a custom op or an index out of range); the GPU itself is fine.",
+    ),
+    43: Xid(
+        "GPU stopped processing: the application's context hit a fault",
+        APPLICATION,
+        "Restart the job; look at the Xid before it for the cause.",
+    ),
+    45: Xid(
+        "Preemptive cleanup after earlier errors or a killed process",
+        APPLICATION,
+        "Follows other errors: look at the Xid before it.",
+    ),
+    68: Xid(
+        "Video decoder (NVDEC) exception", APPLICATION, "Restart the job; check the decoding code."
+    ),
+    109: Xid(
+        "Context switch timeout: a kernel ran too long or hung",
+        APPLICATION,
+        "Restart the job; look for a kernel that never ends.",
+    ),
+    48: Xid(
+        "Double-bit ECC error: uncorrectable device memory error",
+        NODE,
+        "Reset the GPU (`nvidia-smi -r`) or reboot; drain the node if it repeats.",
+    ),
+    63: Xid(
+        "Row remapping pending: a memory row was marked for remapping",
+        NODE,
+        "Reset the GPU when it is idle to apply the remapping (`nvidia-smi -r`).",
+    ),
+    64: Xid("Row remapping failed", NODE, "Drain the node and have the GPU replaced (RMA)."),
+    74: Xid(
+        "NVLink error",
+        NODE,
+        "Reset the GPUs or reboot the node; drain it if it repeats "
+        "(`nvidia-smi nvlink -s` shows link state).",
+    ),
+    79: Xid(
+        "GPU has fallen off the bus: it no longer answers on PCIe",
+        NODE,
+        "Drain the node and reboot it; if it repeats, check power, cooling, seating and "
+        "PCIe/BIOS firmware.",
+    ),
+    94: Xid(
+        "Contained ECC error: only the application using that memory was affected",
+        NODE,
+        "Restart the job; reset the GPU when idle to retire the page.",
+    ),
+    95: Xid(
+        "Uncontained ECC error: every application on the GPU is affected",
+        NODE,
+        "Drain the node and reset the GPU (or reboot).",
+    ),
+    119: Xid(
+        "GSP RPC timeout: the GPU's system processor stopped answering",
+        NODE,
+        "Reset the GPU or reboot the node; update the driver if it repeats.",
+    ),
 }

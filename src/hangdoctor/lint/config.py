@@ -54,8 +54,9 @@ class LintConfig:
         if not self.per_file_ignores:
             return frozenset()
         relative = self.relative(path)
-        return frozenset(code for glob, codes in self.per_file_ignores
-                         if _glob(relative, glob) for code in codes)
+        return frozenset(
+            code for glob, codes in self.per_file_ignores if _glob(relative, glob) for code in codes
+        )
 
     def excluded(self, path: Path) -> bool:
         """Whether `path` (a file or directory) is excluded."""
@@ -79,8 +80,9 @@ def _matches(rule_id: str, codes: tuple[str, ...]) -> bool:
 def _glob(relative: str, glob: str) -> bool:
     """`glob` matches the path, its file name, or one of its leading directories."""
     glob = glob.rstrip("/")
-    if fnmatch.fnmatchcase(relative, glob) or fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1],
-                                                                   glob):
+    if fnmatch.fnmatchcase(relative, glob) or fnmatch.fnmatchcase(
+        relative.rsplit("/", 1)[-1], glob
+    ):
         return True
     parts = relative.split("/")
     return any(fnmatch.fnmatchcase("/".join(parts[:n]), glob) for n in range(1, len(parts)))
@@ -97,8 +99,10 @@ def parse_codes(values: object, where: str) -> tuple[str, ...]:
     codes = tuple(v.strip().upper() for v in values if v.strip())
     for code in codes:
         if code != "ALL" and not any(rule_id.startswith(code) for rule_id in RULES_BY_ID):
-            raise BadInputError(f"{where}: unknown rule id {code!r}",
-                                help=f"known ids: {', '.join(sorted(RULES_BY_ID))}")
+            raise BadInputError(
+                f"{where}: unknown rule id {code!r}",
+                help=f"known ids: {', '.join(sorted(RULES_BY_ID))}",
+            )
     return codes
 
 
@@ -130,8 +134,10 @@ def load_config(pyproject: Path | None) -> LintConfig:
         raise BadInputError(f"{where}: expected a table")
     unknown = set(table) - _KEYS
     if unknown:
-        raise BadInputError(f"{where}: unknown key {sorted(unknown)[0]!r}",
-                            help=f"known keys: {', '.join(sorted(_KEYS))}")
+        raise BadInputError(
+            f"{where}: unknown key {sorted(unknown)[0]!r}",
+            help=f"known keys: {', '.join(sorted(_KEYS))}",
+        )
     exclude = table.get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(g, str) for g in exclude):
         raise BadInputError(f"{where}: exclude must be a list of globs")
@@ -142,8 +148,10 @@ def load_config(pyproject: Path | None) -> LintConfig:
         select=parse_codes(table.get("select", []), f"{where} select"),
         ignore=parse_codes(table.get("ignore", []), f"{where} ignore"),
         exclude=tuple(exclude),
-        per_file_ignores=tuple((glob, parse_codes(codes, f"{where} per-file-ignores"))
-                               for glob, codes in per_file.items()),
+        per_file_ignores=tuple(
+            (glob, parse_codes(codes, f"{where} per-file-ignores"))
+            for glob, codes in per_file.items()
+        ),
         root=pyproject.parent,
         source=pyproject,
     )

@@ -30,17 +30,36 @@ def _sentence(text: str) -> str:
 def rules_markdown(rules: tuple[type[LintRule], ...] = ALL_RULES) -> str:
     """The table of rules and one section per rule."""
     out = ["| id | name | severity | category |", "|---|---|---|---|"]
-    out += [f"| [{r.id}](#{_anchor(r)}) | {r.name} | {r.severity.value} | `{r.category.value}` |"
-            for r in rules]
+    out += [
+        f"| [{r.id}](#{_anchor(r)}) | {r.name} | {r.severity.value} | `{r.category.value}` |"
+        for r in rules
+    ]
     for rule in rules:
         language = "cuda" if rule.language == "cuda" else "python"
-        out += ["", f"### {rule.id} `{rule.name}`", "",
-                f"*{rule.severity.value}*, category `{rule.category.value}`", "",
-                f"**What:** {_sentence(rule.message)}", "",
-                f"**Why it hangs:** {rule.why}", "",
-                f"**Fix:** {_sentence(rule.fix)}", "",
-                "Reported:", "", f"```{language}", rule.fires_on[0].rstrip("\n"), "```", "",
-                "Not reported:", "", f"```{language}", rule.quiet_on[0].rstrip("\n"), "```"]
+        out += [
+            "",
+            f"### {rule.id} `{rule.name}`",
+            "",
+            f"*{rule.severity.value}*, category `{rule.category.value}`",
+            "",
+            f"**What:** {_sentence(rule.message)}",
+            "",
+            f"**Why it hangs:** {rule.why}",
+            "",
+            f"**Fix:** {_sentence(rule.fix)}",
+            "",
+            "Reported:",
+            "",
+            f"```{language}",
+            rule.fires_on[0].rstrip("\n"),
+            "```",
+            "",
+            "Not reported:",
+            "",
+            f"```{language}",
+            rule.quiet_on[0].rstrip("\n"),
+            "```",
+        ]
     return "\n".join(out) + "\n"
 
 

@@ -21,8 +21,12 @@ from hangdoctor.lint.project import definition, imported_module, module_index, s
 
 _MAX_DEPTH = 6
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
     ast.Div: operator.truediv,
 }
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -58,8 +62,13 @@ def _binding_table(scope: ast.AST) -> dict[str, list[ast.AST]]:
 
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         arguments = scope.args
-        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                         arguments.vararg, arguments.kwarg):
+        for argument in (
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            arguments.vararg,
+            arguments.kwarg,
+        ):
             if argument is not None:
                 bind(argument.arg, argument)
     for node in statements_in(scope):
@@ -113,8 +122,7 @@ def assigned_value(index: ModuleIndex, name: ast.Name) -> ast.expr | None:
     return _single_value(last, name.id)
 
 
-_BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith,
-             ast.Match)
+_BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match)
 
 
 def _reaching(index: ModuleIndex, found: list[ast.AST], use: ast.Name) -> ast.expr | None:
@@ -150,10 +158,14 @@ def bound_call(index: ModuleIndex, node: ast.expr, depth: int = 3) -> ast.Call |
         return node
     if isinstance(node, ast.Name):
         function = index.function_of(node)
-        scope: ast.AST = function if function is not None and bindings(index, function, node.id) \
-            else index.tree
-        found = [b for b in bindings(index, scope, node.id)
-                 if _position(b) < _position(node) or scope is not function]
+        scope: ast.AST = (
+            function if function is not None and bindings(index, function, node.id) else index.tree
+        )
+        found = [
+            b
+            for b in bindings(index, scope, node.id)
+            if _position(b) < _position(node) or scope is not function
+        ]
         if not found:
             return None
         last = max(found, key=_position)
@@ -179,8 +191,11 @@ def _single_value(node: ast.AST, name: str) -> ast.expr | None:
         target = node.targets[0]
         if isinstance(target, ast.Name):
             return node.value
-        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and \
-                len(target.elts) == len(node.value.elts):
+        if (
+            isinstance(target, ast.Tuple)
+            and isinstance(node.value, ast.Tuple)
+            and len(target.elts) == len(node.value.elts)
+        ):
             for element, value in zip(target.elts, node.value.elts, strict=True):
                 if isinstance(element, ast.Name) and element.id == name:
                     return value
@@ -214,8 +229,11 @@ def _attribute_table(owner: ast.ClassDef) -> dict[str, list[ast.expr]]:
     for assign in ast.walk(owner):
         if isinstance(assign, (ast.Assign, ast.AnnAssign)) and assign.value is not None:
             for target in targets_of(assign):
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == "self":
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
                     table.setdefault(target.attr, []).append(assign.value)
     return table
 
@@ -326,12 +344,18 @@ class Values:
         `config` module imported here."""
         if not isinstance(node.value, ast.Name):
             return None
-        if node.value.id in self.index.imported or node.value.id in self.index.aliases or \
-                node.value.id in self.index.from_imports:
+        if (
+            node.value.id in self.index.imported
+            or node.value.id in self.index.aliases
+            or node.value.id in self.index.from_imports
+        ):
             module = submodule(self.index, node.value.id)
             found = None if module is None else definition(module, node.attr)
-            if found is not None and isinstance(found[1], (ast.Assign, ast.AnnAssign)) and \
-                    found[1].value is not None:
+            if (
+                found is not None
+                and isinstance(found[1], (ast.Assign, ast.AnnAssign))
+                and found[1].value is not None
+            ):
                 return Values(found[0]).value(found[1].value, depth)
             return None
         if self._argparse is None:
@@ -350,8 +374,11 @@ class Values:
             dest = next((k.value for k in call.keywords if k.arg == "dest"), None)
             if default is None:
                 continue
-            names = [a.value for a in call.args
-                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            names = [
+                a.value
+                for a in call.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
             long = [n for n in names if n.startswith("--")] or names
             if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
                 key = dest.value
@@ -406,8 +433,11 @@ def callers(index: ModuleIndex, function: Function) -> list[tuple[ModuleIndex, a
     """The calls of `function` that can be seen: in its module (`f(...)`, `self.f(...)`), and
     in the project's other modules that import it by name (`from mod import f`) or import its
     module (`import mod` then `mod.f(...)`)."""
-    found = [(index, c) for c in index.calls if last_name(c.func) == function.name
-             and index.function_of(c) is not function]
+    found = [
+        (index, c)
+        for c in index.calls
+        if last_name(c.func) == function.name and index.function_of(c) is not function
+    ]
     project, path = index.project, index.path
     if project is None or path is None or index.class_of(function) is not None:
         return found
@@ -417,21 +447,26 @@ def callers(index: ModuleIndex, function: Function) -> list[tuple[ModuleIndex, a
         other = module_index(other_path)
         if other is None:
             continue
-        local = {alias for alias, (module, original, level) in other.from_imports.items()
-                 if original == function.name
-                 and project.resolve(other_path, module, level) == path}
-        found += [(other, c) for c in other.calls
-                  if isinstance(c.func, ast.Name) and c.func.id in local]
-        found += [(other, c) for c in other.calls
-                  if _calls_module_function(other, c, function.name, path)]
+        local = {
+            alias
+            for alias, (module, original, level) in other.from_imports.items()
+            if original == function.name and project.resolve(other_path, module, level) == path
+        }
+        found += [
+            (other, c) for c in other.calls if isinstance(c.func, ast.Name) and c.func.id in local
+        ]
+        found += [
+            (other, c) for c in other.calls if _calls_module_function(other, c, function.name, path)
+        ]
     return found
 
 
 def _calls_module_function(index: ModuleIndex, call: ast.Call, name: str, path: Path) -> bool:
     """`mod.name(...)` where `mod` is the project module at `path`, imported here."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr == name
-            and isinstance(func.value, ast.Name)):
+    if not (
+        isinstance(func, ast.Attribute) and func.attr == name and isinstance(func.value, ast.Name)
+    ):
         return False
     module = submodule(index, func.value.id)
     return module is not None and module.path == path

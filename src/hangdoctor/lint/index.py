@@ -121,8 +121,11 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     names = _CHILD_FIELDS.get(kind)
     if names is None:
         fields: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
-        names = _CHILD_FIELDS[kind] = () if issubclass(kind, _LEAVES) else tuple(
-            n for n in fields if n not in _OPERATOR_FIELDS)
+        names = _CHILD_FIELDS[kind] = (
+            ()
+            if issubclass(kind, _LEAVES)
+            else tuple(n for n in fields if n not in _OPERATOR_FIELDS)
+        )
     return names
 
 
@@ -133,13 +136,23 @@ def _walk(tree: ast.Module) -> _Walk:
     parent = found.parent
     node_type = ast.AST
     sorted_lists: dict[type, list[Any]] = {
-        ast.Call: found.calls, ast.If: found.ifs, ast.For: found.loops,
-        ast.AsyncFor: found.loops, ast.While: found.loops, ast.FunctionDef: found.functions,
-        ast.AsyncFunctionDef: found.functions, ast.ClassDef: found.classes,
-        ast.Assign: found.assigns, ast.AnnAssign: found.assigns,
-        ast.AugAssign: found.aug_assigns, ast.Subscript: found.subscripts,
-        ast.Return: found.returns, ast.Yield: found.returns, ast.YieldFrom: found.returns,
-        ast.With: found.withs, ast.AsyncWith: found.withs,
+        ast.Call: found.calls,
+        ast.If: found.ifs,
+        ast.For: found.loops,
+        ast.AsyncFor: found.loops,
+        ast.While: found.loops,
+        ast.FunctionDef: found.functions,
+        ast.AsyncFunctionDef: found.functions,
+        ast.ClassDef: found.classes,
+        ast.Assign: found.assigns,
+        ast.AnnAssign: found.assigns,
+        ast.AugAssign: found.aug_assigns,
+        ast.Subscript: found.subscripts,
+        ast.Return: found.returns,
+        ast.Yield: found.returns,
+        ast.YieldFrom: found.returns,
+        ast.With: found.withs,
+        ast.AsyncWith: found.withs,
     }
     stack: list[ast.AST] = [tree]
     pop, push = stack.pop, stack.append
@@ -172,9 +185,18 @@ def _walk(tree: ast.Module) -> _Walk:
                 parent[value] = node
                 push(value)
     # The walk is depth-first but reversed; rules report in source order.
-    for nodes in (found.calls, found.ifs, found.loops, found.functions, found.classes,
-                  found.assigns, found.aug_assigns, found.subscripts, found.returns,
-                  found.withs):
+    for nodes in (
+        found.calls,
+        found.ifs,
+        found.loops,
+        found.functions,
+        found.classes,
+        found.assigns,
+        found.aug_assigns,
+        found.subscripts,
+        found.returns,
+        found.withs,
+    ):
         nodes.sort(key=_position)
     return found
 
@@ -194,8 +216,13 @@ class ModuleIndex:
     """A parsed module, what one walk over it found (on first use), and the project it is in
     (None for a snippet linted on its own)."""
 
-    def __init__(self, tree: ast.Module, source: str, path: Path | None = None,
-                 project: Project | None = None) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        source: str,
+        path: Path | None = None,
+        project: Project | None = None,
+    ) -> None:
         self.tree = tree
         self.source = source
         self.path = path
@@ -282,7 +309,7 @@ class ModuleIndex:
         target = self.aliases.get(bare)
         if target is None:
             return name
-        return target + root[len(bare):] + dot + rest
+        return target + root[len(bare) :] + dot + rest
 
     def name_of(self, call: ast.Call) -> str:
         """The qualified dotted name of what `call` calls, or "" when it is not a plain chain
@@ -388,11 +415,33 @@ class ModuleIndex:
 
 
 #: Packages whose import makes a module, and its project, training code.
-FRAMEWORKS = frozenset({
-    "torch", "tensorflow", "jax", "flax", "keras", "transformers", "accelerate", "lightning",
-    "pytorch_lightning", "deepspeed", "trl", "peft", "megatron", "torchvision", "timm",
-    "datasets", "tf_keras", "horovod", "apex", "fairscale", "colossalai", "optax", "mlx",
-})
+FRAMEWORKS = frozenset(
+    {
+        "torch",
+        "tensorflow",
+        "jax",
+        "flax",
+        "keras",
+        "transformers",
+        "accelerate",
+        "lightning",
+        "pytorch_lightning",
+        "deepspeed",
+        "trl",
+        "peft",
+        "megatron",
+        "torchvision",
+        "timm",
+        "datasets",
+        "tf_keras",
+        "horovod",
+        "apex",
+        "fairscale",
+        "colossalai",
+        "optax",
+        "mlx",
+    }
+)
 
 
 def _position(node: ast.AST) -> tuple[int, int]:

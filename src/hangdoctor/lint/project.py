@@ -30,11 +30,27 @@ MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git"
 #: Directories holding installed packages: never part of a project found above them.
 INSTALL_DIRS = frozenset({"site-packages", "dist-packages"})
 #: Directories a project scan never enters (tools' and environments' files).
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "venv", ".env", "site-packages", "dist-packages",
-    "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", ".eggs", ".ipynb_checkpoints",
-})
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".env",
+        "site-packages",
+        "dist-packages",
+        "node_modules",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+        ".ipynb_checkpoints",
+    }
+)
 #: Files a project scan reads at most (a marker-less home directory can be huge).
 SCAN_LIMIT = 20_000
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from|import)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
@@ -68,8 +84,9 @@ def python_files(root: Path) -> Iterator[Path]:
     """The project's Python files, in a stable order, skipping tools' directories."""
     for directory, dirs, files in os.walk(root):
         base = Path(directory)
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS
-                         and not (base / d / "pyvenv.cfg").exists())
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIP_DIRS and not (base / d / "pyvenv.cfg").exists()
+        )
         for name in sorted(files):
             if name.endswith(".py"):
                 yield base / name
@@ -137,8 +154,10 @@ class Project:
             bases = [importer.parent, self.root, self.root / "src"]
         for base in bases:
             candidate = base.joinpath(*parts) if parts else base
-            for path in (candidate.with_suffix(".py") if parts else None,
-                         candidate / "__init__.py"):
+            for path in (
+                candidate.with_suffix(".py") if parts else None,
+                candidate / "__init__.py",
+            ):
                 if path is not None and path.is_file() and self._inside(path):
                     return path
         return None
@@ -171,10 +190,18 @@ def module_index(path: Path) -> ModuleIndex | None:
         return _modules[path]
     try:
         text = decode(path.read_bytes())
-        index: ModuleIndex | None = ModuleIndex(parse(text, str(path)), text, path,
-                                                project_of(path.parent))
-    except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError,
-            RecursionError, MemoryError):
+        index: ModuleIndex | None = ModuleIndex(
+            parse(text, str(path)), text, path, project_of(path.parent)
+        )
+    except (
+        OSError,
+        UnicodeDecodeError,
+        LookupError,
+        SyntaxError,
+        ValueError,
+        RecursionError,
+        MemoryError,
+    ):
         index = None
     if len(_modules) >= _MODULE_CACHE_SIZE:
         _modules.pop(next(iter(_modules)))
@@ -220,13 +247,16 @@ def definition(index: ModuleIndex, name: str, depth: int = 3) -> tuple[ModuleInd
     """The top-level function, class or assignment that `name` refers to in this module,
     following `from x import name` into the project's other modules (and their re-exports)."""
     for node in index.tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and node.name == name:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name == name
+        ):
             return index, node
     for node in reversed(index.tree.body):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
-                isinstance(t, ast.Name) and t.id == name
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])):
+            isinstance(t, ast.Name) and t.id == name
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        ):
             return index, node
     if depth <= 0:
         return None

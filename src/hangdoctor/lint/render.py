@@ -13,14 +13,19 @@ from hangdoctor.lint.rules import RULES_BY_ID
 from hangdoctor.severity import Severity
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_LEVEL = {Severity.CRITICAL: "error", Severity.ERROR: "error", Severity.WARNING: "warning",
-          Severity.INFO: "note"}
+_LEVEL = {
+    Severity.CRITICAL: "error",
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFO: "note",
+}
 
 
 def render_text(findings: list[LintFinding]) -> str:
     """One line per finding: `path:line:col ID message (fix: ...)`."""
-    return "".join(f"{f.path}:{f.line}:{f.col} {f.rule_id} {f.message} (fix: {f.fix})\n"
-                   for f in findings)
+    return "".join(
+        f"{f.path}:{f.line}:{f.col} {f.rule_id} {f.message} (fix: {f.fix})\n" for f in findings
+    )
 
 
 def summary(findings: list[LintFinding], files: int) -> str:
@@ -38,9 +43,17 @@ def to_json(findings: list[LintFinding], files: int) -> dict[str, Any]:
         "version": __version__,
         "files_checked": files,
         "findings": [
-            {"path": f.path, "line": f.line, "column": f.col, "id": f.rule_id, "name": f.name,
-             "category": f.category, "severity": f.severity.value, "message": f.message,
-             "fix": f.fix}
+            {
+                "path": f.path,
+                "line": f.line,
+                "column": f.col,
+                "id": f.rule_id,
+                "name": f.name,
+                "category": f.category,
+                "severity": f.severity.value,
+                "message": f.message,
+                "fix": f.fix,
+            }
             for f in findings
         ],
     }
@@ -60,35 +73,46 @@ def to_sarif(findings: list[LintFinding]) -> dict[str, Any]:
     for rule_id in rule_ids:
         rule = RULES_BY_ID[rule_id]
         help_text = f"{rule.why}\n\nFix: {rule.fix}" if rule.why else f"Fix: {rule.fix}"
-        rules.append({
-            "id": rule.id,
-            "name": rule.name,
-            "shortDescription": {"text": rule.message},
-            "fullDescription": {"text": rule.why or rule.message},
-            "help": {"text": help_text},
-            "defaultConfiguration": {"level": _LEVEL[rule.severity]},
-            "properties": {"category": rule.category.value, "tags": [rule.category.value]},
-        })
-    results = [{
-        "ruleId": f.rule_id,
-        "ruleIndex": position[f.rule_id],
-        "level": _LEVEL[f.severity],
-        "message": {"text": f"{f.message} (fix: {f.fix})"},
-        "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": _uri(f.path)},
-            "region": {"startLine": f.line, "startColumn": f.col},
-        }}],
-    } for f in findings]
+        rules.append(
+            {
+                "id": rule.id,
+                "name": rule.name,
+                "shortDescription": {"text": rule.message},
+                "fullDescription": {"text": rule.why or rule.message},
+                "help": {"text": help_text},
+                "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+                "properties": {"category": rule.category.value, "tags": [rule.category.value]},
+            }
+        )
+    results = [
+        {
+            "ruleId": f.rule_id,
+            "ruleIndex": position[f.rule_id],
+            "level": _LEVEL[f.severity],
+            "message": {"text": f"{f.message} (fix: {f.fix})"},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.path)},
+                        "region": {"startLine": f.line, "startColumn": f.col},
+                    }
+                }
+            ],
+        }
+        for f in findings
+    ]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            # No informationUri/helpUri: the project has no published URL yet; the help text
-            # carries the rule's documentation (docs/lint.md has the same text).
-            "tool": {"driver": {"name": "hangdoctor", "version": __version__, "rules": rules}},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                # No informationUri/helpUri: the project has no published URL yet; the help text
+                # carries the rule's documentation (docs/lint.md has the same text).
+                "tool": {"driver": {"name": "hangdoctor", "version": __version__, "rules": rules}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }
 
 

@@ -62,9 +62,13 @@ def iter_files(paths: Iterable[Path], config: LintConfig) -> Iterator[Path]:
             continue
         for directory, dirs, files in os.walk(path):
             base = Path(directory)
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS
-                             and not (base / d / "pyvenv.cfg").exists()
-                             and not config.excluded(base / d))
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in SKIP_DIRS
+                and not (base / d / "pyvenv.cfg").exists()
+                and not config.excluded(base / d)
+            )
             for name in sorted(files):
                 file = base / name
                 if language_of(file) is not None and not config.excluded(file):
@@ -81,8 +85,9 @@ def available_cores() -> int:
 class Linter:
     """The selected rules, ready to run on files or snippets."""
 
-    def __init__(self, config: LintConfig | None = None,
-                 rules: Iterable[type[LintRule]] = ALL_RULES) -> None:
+    def __init__(
+        self, config: LintConfig | None = None, rules: Iterable[type[LintRule]] = ALL_RULES
+    ) -> None:
         self.config = config or LintConfig()
         self.rule_types = tuple(rule for rule in rules if self.config.enabled(rule.id))
         chosen = [rule() for rule in self.rule_types]
@@ -106,11 +111,13 @@ class Linter:
         # waiting for the other's last big file (the findings are sorted afterwards).
         ordered = sorted(files, key=_size, reverse=True)
         size = max(1, -(-len(ordered) // (jobs * CHUNKS_PER_JOB)))
-        chunks = [ordered[start:start + size] for start in range(0, len(ordered), size)]
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=_context(),
-                                 initializer=_start_worker,
-                                 initargs=(self.config, [r.id for r in self.rule_types])
-                                 ) as pool:
+        chunks = [ordered[start : start + size] for start in range(0, len(ordered), size)]
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=_context(),
+            initializer=_start_worker,
+            initargs=(self.config, [r.id for r in self.rule_types]),
+        ) as pool:
             return [f for found in pool.map(_lint_chunk, chunks) for f in found]
 
     def lint_file(self, path: Path) -> list[LintFinding]:
@@ -124,11 +131,19 @@ class Linter:
         ignored = self.config.ignored_in(path)
         if not ignored:
             return findings
-        return [f for f in findings
-                if not any(code == "ALL" or f.rule_id.startswith(code) for code in ignored)]
+        return [
+            f
+            for f in findings
+            if not any(code == "ALL" or f.rule_id.startswith(code) for code in ignored)
+        ]
 
-    def lint_source(self, data: bytes | str, display: str = "<source>",
-                    language: str = "python", path: Path | None = None) -> list[LintFinding]:
+    def lint_source(
+        self,
+        data: bytes | str,
+        display: str = "<source>",
+        language: str = "python",
+        path: Path | None = None,
+    ) -> list[LintFinding]:
         """Findings in one file's contents (`path`, when given, places it in its project)."""
         try:
             text = data if isinstance(data, str) else decode(data)
@@ -142,8 +157,9 @@ class Linter:
             try:
                 tree = parse(text, display)
             except SyntaxError as error:
-                return self._parse_error(display, error.lineno or 1, error.offset or 1,
-                                         f"syntax error: {error.msg}")
+                return self._parse_error(
+                    display, error.lineno or 1, error.offset or 1, f"syntax error: {error.msg}"
+                )
             except (ValueError, RecursionError, MemoryError) as error:
                 return self._parse_error(display, 1, 1, f"cannot parse: {error}")
             hits = self._python_hits(tree, text, path)
@@ -154,11 +170,15 @@ class Linter:
         project's ignores applied as `lint_file` applies them."""
         findings = self._findings(self._python_hits(tree, text, path), text, str(path))
         ignored = self.config.ignored_in(path)
-        return [f for f in findings
-                if not any(code == "ALL" or f.rule_id.startswith(code) for code in ignored)]
+        return [
+            f
+            for f in findings
+            if not any(code == "ALL" or f.rule_id.startswith(code) for code in ignored)
+        ]
 
-    def _python_hits(self, tree: ast.Module, text: str,
-                     path: Path | None) -> list[tuple[LintRule, Hit]]:
+    def _python_hits(
+        self, tree: ast.Module, text: str, path: Path | None
+    ) -> list[tuple[LintRule, Hit]]:
         where = None if path is None else path.absolute()
         project = None if where is None else project_of(where.parent)
         index = ModuleIndex(tree, text, where, project)
@@ -170,8 +190,9 @@ class Linter:
                 continue  # pathologically deep code: skip the rule, not the run
         return hits
 
-    def _findings(self, hits: list[tuple[LintRule, Hit]], text: str,
-                  display: str) -> list[LintFinding]:
+    def _findings(
+        self, hits: list[tuple[LintRule, Hit]], text: str, display: str
+    ) -> list[LintFinding]:
         """The hits as findings: suppressed ones dropped, one per rule and place, sorted."""
         if not hits:
             return []
@@ -202,9 +223,18 @@ def _size(path: Path) -> int:
 
 
 def _finding(rule: LintRule, path: str, hit: Hit) -> LintFinding:
-    return LintFinding(path=path, line=hit.line, col=hit.col + 1, rule_id=rule.id,
-                       name=rule.name, category=rule.category.value, severity=rule.severity,
-                       message=hit.message or rule.message, fix=rule.fix, ranks=hit.ranks)
+    return LintFinding(
+        path=path,
+        line=hit.line,
+        col=hit.col + 1,
+        rule_id=rule.id,
+        name=rule.name,
+        category=rule.category.value,
+        severity=rule.severity,
+        message=hit.message or rule.message,
+        fix=rule.fix,
+        ranks=hit.ranks,
+    )
 
 
 def _context() -> multiprocessing.context.BaseContext:

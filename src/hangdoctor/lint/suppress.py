@@ -29,8 +29,9 @@ def suppressions(text: str) -> Suppressions:
         if match.group(1) is None:
             found[number] = None
         else:
-            ids = frozenset(part.strip().upper() for part in match.group(1).split(",")
-                            if part.strip())
+            ids = frozenset(
+                part.strip().upper() for part in match.group(1).split(",") if part.strip()
+            )
             previous = found.get(number, frozenset())
             found[number] = None if previous is None else previous | ids
     return found

@@ -27,8 +27,12 @@ def _frames(raw: object) -> tuple[Frame, ...]:
     for item in raw if isinstance(raw, list) else []:
         if not (isinstance(item, list) and len(item) >= 3 and isinstance(item[1], int)):
             continue
-        frame = Frame(file=str(item[0]), line=item[1], function=str(item[2]),
-                      code=str(item[3]).strip() or None if len(item) > 3 else None)
+        frame = Frame(
+            file=str(item[0]),
+            line=item[1],
+            function=str(item[2]),
+            code=str(item[3]).strip() or None if len(item) > 3 else None,
+        )
         frames.append(with_source(frame) if frame.code is None else frame)
     return tuple(frames)
 
@@ -38,13 +42,23 @@ def parse_tasks(text: str) -> list[AsyncTask]:
     try:
         data = json.loads(text)
         pid = int(data["pid"])
-        return [AsyncTask(pid=pid, name=str(raw.get("name", "")), done=bool(raw.get("done")),
-                          awaiting=_frames(raw.get("awaiting")),
-                          exception=(redact_value(str(raw["exception"]))
-                                     if raw.get("exception") is not None else None),
-                          raised=_frames(raw.get("raised")),
-                          retrieved=(bool(raw["retrieved"]) if "retrieved" in raw else None))
-                for raw in data["tasks"] if isinstance(raw, dict)]
+        return [
+            AsyncTask(
+                pid=pid,
+                name=str(raw.get("name", "")),
+                done=bool(raw.get("done")),
+                awaiting=_frames(raw.get("awaiting")),
+                exception=(
+                    redact_value(str(raw["exception"]))
+                    if raw.get("exception") is not None
+                    else None
+                ),
+                raised=_frames(raw.get("raised")),
+                retrieved=(bool(raw["retrieved"]) if "retrieved" in raw else None),
+            )
+            for raw in data["tasks"]
+            if isinstance(raw, dict)
+        ]
     except (ValueError, KeyError, TypeError, AttributeError):
         return []
 
@@ -68,14 +82,19 @@ def read_tasks(status_dir: Path, since: float) -> tuple[AsyncTask, ...]:
 
 def runs_event_loop(bundle: Bundle) -> bool:
     """Whether a captured thread is inside an asyncio event loop."""
-    return any(in_function(thread.python.frames if thread.python else (),
-                           "asyncio/base_events.py", {"run_forever"})
-               for snapshot in bundle.snapshots[:1] for process in snapshot.processes
-               for thread in process.threads)
+    return any(
+        in_function(
+            thread.python.frames if thread.python else (), "asyncio/base_events.py", {"run_forever"}
+        )
+        for snapshot in bundle.snapshots[:1]
+        for process in snapshot.processes
+        for thread in process.threads
+    )
 
 
-def collect_tasks(status_dir: Path, since: float, bundle: Bundle,
-                  timeout_s: float = 1.5) -> tuple[AsyncTask, ...]:
+def collect_tasks(
+    status_dir: Path, since: float, bundle: Bundle, timeout_s: float = 1.5
+) -> tuple[AsyncTask, ...]:
     """The tasks the processes wrote after `since`; where a captured thread runs an event loop
     and nothing is written yet, waits up to `timeout_s` (the writer looks twice a second)."""
     deadline = time.monotonic() + (timeout_s if runs_event_loop(bundle) else 0.0)

@@ -38,8 +38,7 @@ def user_files(snapshots: Iterable[Snapshot]) -> list[Path]:
     return [Path(f) for f in seen][:MAX_FILES]
 
 
-_SETTINGS = frozenset({"num_nodes", "nnodes", "world_size", "max_tasks_per_child",
-                       "even_batches"})
+_SETTINGS = frozenset({"num_nodes", "nnodes", "world_size", "max_tasks_per_child", "even_batches"})
 
 
 def _literal(node: ast.expr | None) -> int | None:
@@ -64,9 +63,13 @@ def settings_in_tree(tree: ast.Module, path: Path) -> list[CodeSetting]:
         line = int(getattr(value, "lineno", None) or getattr(node, "lineno", None) or 1)
         if name in _SETTINGS and name not in found:
             found[name] = CodeSetting(
-                name=name, value=_literal(value), file=str(path), line=line,
+                name=name,
+                value=_literal(value),
+                file=str(path),
+                line=line,
                 function=function_at(str(path), line),
-                code=linecache.getline(str(path), line).strip() or None)
+                code=linecache.getline(str(path), line).strip() or None,
+            )
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -88,8 +91,15 @@ def _read(path: Path) -> tuple[str, ast.Module] | None:
             return None
         text = decode(path.read_bytes())
         return text, parse(text, str(path))
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError, ValueError, RecursionError,
-            MemoryError):
+    except (
+        OSError,
+        SyntaxError,
+        UnicodeDecodeError,
+        LookupError,
+        ValueError,
+        RecursionError,
+        MemoryError,
+    ):
         return None
 
 
@@ -119,10 +129,19 @@ def review(snapshots: Iterable[Snapshot]) -> CodeReview:
             linted = linter.lint_parsed(tree, text, path)
         except (OSError, ValueError, RecursionError, MemoryError):
             linted = []
-        findings += [CodeFinding(rule_id=f.rule_id, category=f.category, file=str(path),
-                                 line=f.line, function=function_at(str(path), f.line),
-                                 code=linecache.getline(str(path), f.line).strip() or None,
-                                 message=f.message, ranks=f.ranks)
-                     for f in linted if f.rule_id != "HL000"]
+        findings += [
+            CodeFinding(
+                rule_id=f.rule_id,
+                category=f.category,
+                file=str(path),
+                line=f.line,
+                function=function_at(str(path), f.line),
+                code=linecache.getline(str(path), f.line).strip() or None,
+                message=f.message,
+                ranks=f.ranks,
+            )
+            for f in linted
+            if f.rule_id != "HL000"
+        ]
         settings += settings_in_tree(tree, path)
     return CodeReview(tuple(findings), tuple(settings))

@@ -41,7 +41,8 @@ def _entry(raw: Mapping[str, object]) -> CollectiveRecord | None:
         op=name.split(":", 1)[-1],
         state=raw.get("state"),
         process_group=str(group[1] if isinstance(group, list) and len(group) > 1 else group)
-        if group is not None else None,
+        if group is not None
+        else None,
         sizes=str(raw.get("input_sizes")) if raw.get("input_sizes") is not None else None,
         retired=raw["retired"] if isinstance(raw.get("retired"), bool) else None,
     )
@@ -55,8 +56,9 @@ def _number(value: object) -> int | None:
     return number if number >= 0 else None
 
 
-def _progress(trace: dict[str, object], entries: list[dict[str, object]]
-              ) -> tuple[int | None, int | None]:
+def _progress(
+    trace: dict[str, object], entries: list[dict[str, object]]
+) -> tuple[int | None, int | None]:
     """(last enqueued, last completed) collective of the newest entry's process group, from
     the dump's `pg_status` (gloo never marks entries completed; pg_status still counts)."""
     status = trace.get("pg_status")
@@ -65,8 +67,10 @@ def _progress(trace: dict[str, object], entries: list[dict[str, object]]
     group = status.get(str(entries[-1].get("pg_id")))
     if not isinstance(group, dict):
         return None, None
-    return (_number(group.get("last_enqueued_collective")),
-            _number(group.get("last_completed_collective")))
+    return (
+        _number(group.get("last_enqueued_collective")),
+        _number(group.get("last_completed_collective")),
+    )
 
 
 def parse_dump(text: str) -> FlightRecord | None:
@@ -76,15 +80,20 @@ def parse_dump(text: str) -> FlightRecord | None:
         raw_entries = [raw for raw in data["trace"].get("entries", []) if isinstance(raw, dict)]
         entries = [e for e in (_entry(raw) for raw in raw_entries) if e]
         enqueued, completed = _progress(data["trace"], raw_entries)
-        return FlightRecord(pid=int(data["pid"]), rank=data.get("rank"),
-                            entries=tuple(entries[-_KEEP:]), last_enqueued=enqueued,
-                            last_completed=completed)
+        return FlightRecord(
+            pid=int(data["pid"]),
+            rank=data.get("rank"),
+            entries=tuple(entries[-_KEEP:]),
+            last_enqueued=enqueued,
+            last_completed=completed,
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def collect_dumps(status_dir: Path, since: float, expected: int,
-                  timeout_s: float = 3.0) -> list[FlightRecord]:
+def collect_dumps(
+    status_dir: Path, since: float, expected: int, timeout_s: float = 3.0
+) -> list[FlightRecord]:
     """The dumps written after `since`, waiting up to `timeout_s` for `expected` of them."""
     deadline = time.monotonic() + timeout_s
     while True:

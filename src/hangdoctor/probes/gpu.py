@@ -46,8 +46,12 @@ class GpuSampler:
     """Reads every GPU about once a second in a background thread; `sample()` returns the
     latest readings at once and never blocks, whatever NVML does."""
 
-    def __init__(self, nvml_opener: Opener = _open_nvml, every_s: float = SAMPLE_EVERY_S,
-                 driver_present: Callable[[], bool] = nvidia_driver_present) -> None:
+    def __init__(
+        self,
+        nvml_opener: Opener = _open_nvml,
+        every_s: float = SAMPLE_EVERY_S,
+        driver_present: Callable[[], bool] = nvidia_driver_present,
+    ) -> None:
         self._opener = nvml_opener
         self._every_s = every_s
         self._driver_present = driver_present
@@ -72,9 +76,11 @@ class GpuSampler:
                 waited = time.monotonic() - self._busy_since
                 if waited > limit:
                     self._error = ProbeError(
-                        probe="nvml", kind="timeout",
+                        probe="nvml",
+                        kind="timeout",
                         message=f"NVML did not answer within {limit:g} s (a wedged driver or "
-                                "a GPU that fell off the bus); GPUs were not sampled after that")
+                        "a GPU that fell off the bus); GPUs were not sampled after that",
+                    )
             return self._error
 
     def gap(self) -> ProbeError | None:
@@ -87,9 +93,12 @@ class GpuSampler:
             busy_since = self._busy_since
         if busy_since is None or time.monotonic() - busy_since < PENDING_S:
             return None
-        return ProbeError(probe="nvml", kind="timeout",
-                          message=f"NVML did not answer within {PENDING_S:g} s (still pending "
-                                  "when this report was written); GPUs not sampled")
+        return ProbeError(
+            probe="nvml",
+            kind="timeout",
+            message=f"NVML did not answer within {PENDING_S:g} s (still pending "
+            "when this report was written); GPUs not sampled",
+        )
 
     @property
     def available(self) -> bool:
@@ -107,8 +116,12 @@ class GpuSampler:
         """Wait (at most `timeout_s`) until NVML is open, or known to be absent or wedged: a
         one-off capture (`dump`) wants readings from its first snapshot on."""
         deadline = time.monotonic() + timeout_s
-        while (not self._opened and self.error is None and self._thread.is_alive()
-               and time.monotonic() < deadline):
+        while (
+            not self._opened
+            and self.error is None
+            and self._thread.is_alive()
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.01)
 
     def read_now(self, timeout_s: float = SAMPLE_TIMEOUT_S) -> tuple[GpuSample, ...]:
@@ -120,10 +133,11 @@ class GpuSampler:
         if readings is None:
             with self._lock:
                 self._error = self._error or ProbeError(
-                    probe="nvml", kind="timeout" if failure is None or failure.kind == "timeout"
-                    else "failed",
+                    probe="nvml",
+                    kind="timeout" if failure is None or failure.kind == "timeout" else "failed",
                     message=f"NVML did not answer within {timeout_s:g} s (a wedged driver or a "
-                            "GPU that fell off the bus); GPUs were not sampled after that")
+                    "GPU that fell off the bus); GPUs were not sampled after that",
+                )
             return ()
         with self._lock:
             self._latest = readings
@@ -153,9 +167,12 @@ class GpuSampler:
                 kind = "missing_tool" if isinstance(error, ImportError) else "failed"
                 with self._lock:
                     self._error = ProbeError(
-                        probe="nvml", kind=kind, help=NVML_HELP if kind == "missing_tool" else None,
+                        probe="nvml",
+                        kind=kind,
+                        help=NVML_HELP if kind == "missing_tool" else None,
                         message=f"GPUs not sampled: NVML unavailable ({type(error).__name__}: "
-                                f"{error})")
+                        f"{error})",
+                    )
             return
         self._opened = True
         while not self._stop.is_set() and self._handles:
@@ -174,10 +191,12 @@ class GpuSampler:
                 utilization = float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
             with contextlib.suppress(Exception):
                 memory = self._nvml.nvmlDeviceGetMemoryInfo(handle)
-            samples.append(GpuSample(
-                index=index,
-                utilization_percent=utilization,
-                memory_used_bytes=int(memory.used) if memory is not None else None,
-                memory_total_bytes=int(memory.total) if memory is not None else None,
-            ))
+            samples.append(
+                GpuSample(
+                    index=index,
+                    utilization_percent=utilization,
+                    memory_used_bytes=int(memory.used) if memory is not None else None,
+                    memory_total_bytes=int(memory.total) if memory is not None else None,
+                )
+            )
         return tuple(samples)

@@ -81,8 +81,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def request_dumps(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
-                  ) -> dict[int, tuple[str, dict[int, int]]]:
+def request_dumps(
+    status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
+) -> dict[int, tuple[str, dict[int, int]]]:
     """faulthandler's text that each process (of those able to) writes on request, with its
     map from pthread ids to kernel thread ids, keyed by pid."""
     asked: dict[int, tuple[Path, int, dict[int, int]]] = {}
@@ -104,8 +105,7 @@ def request_dumps(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
             size = _size(path)
             if size != sizes[pid]:
                 sizes[pid], settled_at[pid] = size, now
-        if all(sizes[pid] > asked[pid][1] and now - settled_at[pid] >= _SETTLE_S
-               for pid in asked):
+        if all(sizes[pid] > asked[pid][1] and now - settled_at[pid] >= _SETTLE_S for pid in asked):
             break
         time.sleep(0.05)
     dumps: dict[int, tuple[str, dict[int, int]]] = {}
@@ -121,8 +121,9 @@ def request_dumps(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
     return dumps
 
 
-def request_stacks(status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
-                   ) -> dict[int, dict[int, PythonThread]]:
+def request_stacks(
+    status_dir: Path, pids: Iterable[int], timeout_s: float = 2.0
+) -> dict[int, dict[int, PythonThread]]:
     """The stacks that each process (of those able to) writes on request, keyed by pid."""
     stacks: dict[int, dict[int, PythonThread]] = {}
     for pid, (text, thread_ids) in request_dumps(status_dir, pids, timeout_s).items():
@@ -144,7 +145,7 @@ def remove_stale(status_dir: Path) -> int:
         return 0
     for name in names:
         for prefix, suffix, only_empty in _PER_PROCESS:
-            number = name[len(prefix):-len(suffix)]
+            number = name[len(prefix) : -len(suffix)]
             ours = name.startswith(prefix) and name.endswith(suffix) and number.isdecimal()
             if not ours or os.path.exists(f"/proc/{number}"):
                 continue
@@ -157,7 +158,9 @@ def remove_stale(status_dir: Path) -> int:
 
 
 # (prefix, suffix, removed only when empty) of the files each instrumented process writes.
-_PER_PROCESS = ((protocol.STACKS_PREFIX, protocol.STACKS_SUFFIX, False),
-                (protocol.THREAD_MAP_PREFIX, protocol.THREAD_MAP_SUFFIX, False),
-                (protocol.FAULT_PREFIX, protocol.FAULT_SUFFIX, True),
-                (protocol.STOPPED_PREFIX, protocol.STOPPED_SUFFIX, True))
+_PER_PROCESS = (
+    (protocol.STACKS_PREFIX, protocol.STACKS_SUFFIX, False),
+    (protocol.THREAD_MAP_PREFIX, protocol.THREAD_MAP_SUFFIX, False),
+    (protocol.FAULT_PREFIX, protocol.FAULT_SUFFIX, True),
+    (protocol.STOPPED_PREFIX, protocol.STOPPED_SUFFIX, True),
+)

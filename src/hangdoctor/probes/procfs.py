@@ -178,8 +178,11 @@ def read_process(pid: int) -> tuple[ProcessEvidence | None, list[ProbeError]]:
     except (psutil.AccessDenied, psutil.ZombieProcess, psutil.NoSuchProcess) as error:
         environ = {}
         kind = "permission" if isinstance(error, psutil.AccessDenied) else "exited"
-        errors.append(ProbeError(probe="environ", pid=pid, kind=kind,
-                                 message=f"cannot read the environment ({kind})"))
+        errors.append(
+            ProbeError(
+                probe="environ", pid=pid, kind=kind, message=f"cannot read the environment ({kind})"
+            )
+        )
     threads = read_threads(pid)
     return (
         ProcessEvidence(

@@ -41,21 +41,34 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     from hangdoctor.analysis.frames import Origin, origin
     from hangdoctor.probes.sources import with_source
 
-    frames = [Frame(file=file, line=line, function=function)
-              for file, line, function in status.last_sync_at]
+    frames = [
+        Frame(file=file, line=line, function=function)
+        for file, line, function in status.last_sync_at
+    ]
     mine = tuple(with_source(f) for f in frames if origin(f) is Origin.USER)
     update: dict[str, object] = {"last_sync": mine} if mine else {}
     if status.collective_calls:
         update["collective_calls"] = tuple(
-            call.model_copy(update={"site": with_source(call.site),
-                                    "callers": tuple(with_source(f) for f in call.callers)})
-            if call.site else call
-            for call in status.collective_calls)
+            call.model_copy(
+                update={
+                    "site": with_source(call.site),
+                    "callers": tuple(with_source(f) for f in call.callers),
+                }
+            )
+            if call.site
+            else call
+            for call in status.collective_calls
+        )
     if status.collective_sites:
         update["collective_sites"] = tuple(
-            site.model_copy(update={"site": with_source(site.site),
-                                    "callers": tuple(with_source(f) for f in site.callers)})
-            for site in status.collective_sites)
+            site.model_copy(
+                update={
+                    "site": with_source(site.site),
+                    "callers": tuple(with_source(f) for f in site.callers),
+                }
+            )
+            for site in status.collective_sites
+        )
     return status.model_copy(update=update) if update else status
 
 
@@ -65,19 +78,23 @@ DIED_GLOB = protocol.glob_of(protocol.DIED_PREFIX, protocol.DIED_SUFFIX)
 _FAULT_BYTES = 16 * 1024
 
 
-def read_fault_logs(status_dir: Path, pattern: str = FAULT_GLOB,
-                    when: str | None = None) -> list[FaultLog]:
+def read_fault_logs(
+    status_dir: Path, pattern: str = FAULT_GLOB, when: str | None = None
+) -> list[FaultLog]:
     """The stacks faulthandler wrote for processes that died of a fatal signal, or with
     `STOPPED_GLOB`, for processes that SIGTERM stopped (empty files, those of processes that
     neither crashed nor were stopped, are skipped)."""
-    return [FaultLog(pid=pid, when=when, text=text)
-            for pid, text in _per_process_tails(status_dir, pattern)]
+    return [
+        FaultLog(pid=pid, when=when, text=text)
+        for pid, text in _per_process_tails(status_dir, pattern)
+    ]
 
 
 def read_thread_deaths(status_dir: Path) -> list[ThreadDeath]:
     """The tracebacks of the job's threads that died of an exception (`died-<pid>.txt`)."""
-    return [ThreadDeath(pid=pid, text=text)
-            for pid, text in _per_process_tails(status_dir, DIED_GLOB)]
+    return [
+        ThreadDeath(pid=pid, text=text) for pid, text in _per_process_tails(status_dir, DIED_GLOB)
+    ]
 
 
 def _per_process_tails(status_dir: Path, pattern: str) -> list[tuple[int, str]]:

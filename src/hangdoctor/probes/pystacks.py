@@ -97,8 +97,9 @@ def _convert_frame(raw: object) -> Frame | None:
         file=_text(raw.get("filename") or raw.get("short_filename")),
         line=max(0, _int(raw.get("line")) or 0),
         native=raw.get("module") is not None,
-        locals=tuple(local for local in map(_convert_local, locals_)
-                     if local is not None) if isinstance(locals_, list) else (),
+        locals=tuple(local for local in map(_convert_local, locals_) if local is not None)
+        if isinstance(locals_, list)
+        else (),
     )
 
 
@@ -122,8 +123,9 @@ def parse_py_spy_json(text: str) -> dict[int, PythonThread]:
             name=name if isinstance(name, str) else None,
             active=bool(raw.get("active")),
             owns_gil=bool(raw.get("owns_gil")),
-            frames=tuple(frame for frame in map(_convert_frame, frames)
-                         if frame is not None) if isinstance(frames, list) else (),
+            frames=tuple(frame for frame in map(_convert_frame, frames) if frame is not None)
+            if isinstance(frames, list)
+            else (),
         )
     return threads
 
@@ -155,13 +157,16 @@ def _dump_once(
         command.append("--native")
     if options.locals:
         command.append("--locals")
-    done, error = bounded.run("py-spy", command, options.timeout_s, pid=pid,
-                              env={**os.environ, "RUST_BACKTRACE": "0"})
+    done, error = bounded.run(
+        "py-spy", command, options.timeout_s, pid=pid, env={**os.environ, "RUST_BACKTRACE": "0"}
+    )
     if done is None:
         return {}, error
     if done.returncode != 0:
         return {}, ProbeError(
-            probe="py-spy", pid=pid, kind=_classify_failure(done.stderr),
+            probe="py-spy",
+            pid=pid,
+            kind=_classify_failure(done.stderr),
             message=_first_error_line(done.stderr),
         )
     try:

@@ -12,9 +12,17 @@ from pathlib import Path
 from hangdoctor.evidence.model import SocketEndpoint
 
 _TCP_STATES = {
-    "01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
-    "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK",
-    "0A": "LISTEN", "0B": "CLOSING",
+    "01": "ESTABLISHED",
+    "02": "SYN_SENT",
+    "03": "SYN_RECV",
+    "04": "FIN_WAIT1",
+    "05": "FIN_WAIT2",
+    "06": "TIME_WAIT",
+    "07": "CLOSE",
+    "08": "CLOSE_WAIT",
+    "09": "LAST_ACK",
+    "0A": "LISTEN",
+    "0B": "CLOSING",
 }
 
 
@@ -48,8 +56,11 @@ def _inet(path: Path, protocol: str, wanted: set[int]) -> list[SocketEndpoint]:
             local, remote = _address(fields[1]), _address(fields[2])
         except ValueError:  # not the kernel's hex address:port (a table changed under us)
             continue
-        found.append(SocketEndpoint(inode=int(fields[9]), protocol=protocol, local=local,
-                                    remote=remote, state=state))
+        found.append(
+            SocketEndpoint(
+                inode=int(fields[9]), protocol=protocol, local=local, remote=remote, state=state
+            )
+        )
     return found
 
 

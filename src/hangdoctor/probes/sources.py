@@ -23,7 +23,8 @@ class _SourceFile:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         functions = [
-            node for node in ast.walk(tree)
+            node
+            for node in ast.walk(tree)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         ]
         # Later starts are nested deeper: the last range containing a line is the innermost.
@@ -159,11 +160,15 @@ def _control(
                 found.append((node.lineno, "guard", test))
             elif in_else:
                 found.append((node.lineno, "guard", f"not ({test})"))
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.body and (
-            node.body[0].lineno <= line
-            # a while's condition runs every time round: `while not stop.wait(1.0):` waits
-            # inside its own loop
-            or (isinstance(node, ast.While) and node.lineno <= line)
+        elif (
+            isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+            and node.body
+            and (
+                node.body[0].lineno <= line
+                # a while's condition runs every time round: `while not stop.wait(1.0):` waits
+                # inside its own loop
+                or (isinstance(node, ast.While) and node.lineno <= line)
+            )
         ):
             found.append((node.lineno, "loop", _header(node)))
     found.sort()
@@ -181,8 +186,13 @@ def _loop_exits(source: _SourceFile, line: int) -> tuple[LoopExit, ...]:
     ends: a `break` of that loop, and any `return` in it, with the `if` each runs under. A
     process that left the loop early, without an exception, took one of them."""
     scope = source.scope_of(line)
-    around = [node for node in _own_nodes(scope) if isinstance(node, _LOOPS) and node.body
-              and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)]
+    around = [
+        node
+        for node in _own_nodes(scope)
+        if isinstance(node, _LOOPS)
+        and node.body
+        and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)
+    ]
     if not around:
         return ()
     exits: list[LoopExit] = []
@@ -191,8 +201,7 @@ def _loop_exits(source: _SourceFile, line: int) -> tuple[LoopExit, ...]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return  # its own code, not this function's
         if (isinstance(node, ast.Break) and loop is outermost) or isinstance(node, ast.Return):
-            exits.append(LoopExit(line=node.lineno, condition=condition,
-                                  code=ast.unparse(node)))
+            exits.append(LoopExit(line=node.lineno, condition=condition, code=ast.unparse(node)))
             return
         for field, value in ast.iter_fields(node):
             children = value if isinstance(value, list) else [value]
@@ -225,12 +234,19 @@ def with_source(frame: Frame) -> Frame:
     source = _source(frame.file)
     if source is None:
         return frame.model_copy(update={"code": code})
-    held, acquiring, guards, loops, loop_lines = _cached_context(frame.file, source[1],
-                                                                 frame.line)
+    held, acquiring, guards, loops, loop_lines = _cached_context(frame.file, source[1], frame.line)
     exits = _cached_exits(frame.file, source[1], frame.line) if loops else ()
-    return frame.model_copy(update={"code": code, "held": held, "acquiring": acquiring,
-                                    "guards": guards, "loops": loops,
-                                    "loop_lines": loop_lines, "loop_exits": exits})
+    return frame.model_copy(
+        update={
+            "code": code,
+            "held": held,
+            "acquiring": acquiring,
+            "guards": guards,
+            "loops": loops,
+            "loop_lines": loop_lines,
+            "loop_exits": exits,
+        }
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -242,8 +258,9 @@ def _cached_exits(path: str, mtime: float, line: int) -> tuple[LoopExit, ...]:
 @functools.lru_cache(maxsize=4096)
 def _cached_context(
     path: str, mtime: float, line: int
-) -> tuple[tuple[HeldContext, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...],
-           tuple[int, ...]]:
+) -> tuple[
+    tuple[HeldContext, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[int, ...]
+]:
     parsed = _parse(path, mtime)
     if parsed is None:
         return (), (), (), (), ()

@@ -30,8 +30,7 @@ def _percent(share: float | None) -> float | None:
     return round(share * 100, 1) if share is not None else None
 
 
-def _thread(job: JobView, process: ProcessEvidence, thread: ThreadEvidence
-            ) -> dict[str, object]:
+def _thread(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> dict[str, object]:
     kernel, python = thread.kernel, thread.python
     return {
         "tid": thread.tid,
@@ -43,31 +42,41 @@ def _thread(job: JobView, process: ProcessEvidence, thread: ThreadEvidence
         "cpu_percent": _percent(job.thread_cpu_share(process.pid, thread.tid)),
         "owns_gil": python.owns_gil if python else None,
         "active": python.active if python else None,
-        "stack": [{"file": f.file, "line": f.line, "function": f.function, "code": f.code,
-                   "native": f.native} for f in (python.frames if python else ())],
+        "stack": [
+            {
+                "file": f.file,
+                "line": f.line,
+                "function": f.function,
+                "code": f.code,
+                "native": f.native,
+            }
+            for f in (python.frames if python else ())
+        ],
     }
 
 
 def _processes(job: JobView) -> list[ProcessReport]:
     """Every process as the report's model. Built as plain data and validated in one pass
     (in pydantic's core): a job of thousands of ranks has tens of thousands of frames."""
-    return _PROCESSES.validate_python([
-        {
-            "pid": process.pid,
-            "ppid": process.ppid,
-            "role": job.role(process.pid),
-            "rank": job.rank(process.pid),
-            "name": process.name,
-            "command": list(process.cmdline),
-            "state": process.state or "unknown",
-            "cpu_percent": _percent(job.process_cpu_share(process.pid)),
-            "rss_bytes": process.rss_bytes,
-            "python": bool(process.is_python),
-            "stacks_read": process.stacks_sampled,
-            "threads": [_thread(job, process, thread) for thread in process.threads],
-        }
-        for process in job.processes
-    ])
+    return _PROCESSES.validate_python(
+        [
+            {
+                "pid": process.pid,
+                "ppid": process.ppid,
+                "role": job.role(process.pid),
+                "rank": job.rank(process.pid),
+                "name": process.name,
+                "command": list(process.cmdline),
+                "state": process.state or "unknown",
+                "cpu_percent": _percent(job.process_cpu_share(process.pid)),
+                "rss_bytes": process.rss_bytes,
+                "python": bool(process.is_python),
+                "stacks_read": process.stacks_sampled,
+                "threads": [_thread(job, process, thread) for thread in process.threads],
+            }
+            for process in job.processes
+        ]
+    )
 
 
 _PROCESSES = TypeAdapter(list[ProcessReport])
@@ -81,14 +90,35 @@ def _wait_for(job: JobView) -> list[WaitFor]:
     for party, wait in graph.waits.items():
         pid, tid = party
         for edge in graph.edges.get(party, []):
-            edges.append(WaitFor(pid=pid, tid=tid, waits_in=wait.summary, on_pid=edge.waited[0],
-                                 on_tid=edge.waited[1], why=edge.why, certain=edge.certain))
+            edges.append(
+                WaitFor(
+                    pid=pid,
+                    tid=tid,
+                    waits_in=wait.summary,
+                    on_pid=edge.waited[0],
+                    on_tid=edge.waited[1],
+                    why=edge.why,
+                    certain=edge.certain,
+                )
+            )
         if party in graph.outside:
-            edges.append(WaitFor(pid=pid, tid=tid, waits_in=wait.summary,
-                                 why=f"only this can end it: {graph.outside[party]}"))
+            edges.append(
+                WaitFor(
+                    pid=pid,
+                    tid=tid,
+                    waits_in=wait.summary,
+                    why=f"only this can end it: {graph.outside[party]}",
+                )
+            )
         if party in graph.nobody:
-            edges.append(WaitFor(pid=pid, tid=tid, waits_in=wait.summary,
-                                 why=f"nothing can end it: {graph.nobody[party]}"))
+            edges.append(
+                WaitFor(
+                    pid=pid,
+                    tid=tid,
+                    waits_in=wait.summary,
+                    why=f"nothing can end it: {graph.nobody[party]}",
+                )
+            )
     return edges
 
 
@@ -107,9 +137,16 @@ def _job_summary(bundle: Bundle) -> JobSummary | None:
     )
 
 
-def build_report(job: JobView, diagnosis: Diagnosis, verdict: Verdict, *, hang: Hang | None = None,
-                 exit_code: int | None = None, logs: Sequence[LogSource] = (),
-                 artifacts: Mapping[str, str] | None = None) -> Report:
+def build_report(
+    job: JobView,
+    diagnosis: Diagnosis,
+    verdict: Verdict,
+    *,
+    hang: Hang | None = None,
+    exit_code: int | None = None,
+    logs: Sequence[LogSource] = (),
+    artifacts: Mapping[str, str] | None = None,
+) -> Report:
     """The typed report for evidence already diagnosed, once the verdict is decided."""
     bundle = job.bundle
     if hang is None and verdict == "hung":

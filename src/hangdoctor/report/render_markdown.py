@@ -35,8 +35,7 @@ PROBLEM_VERDICTS = frozenset({"hung", "failed"})
 def has_root_cause(report: Report) -> bool:
     """Whether the first finding is a root cause: the job hung or failed, or an error-level
     problem was found (a stuck job the user interrupted)."""
-    return report.verdict in PROBLEM_VERDICTS or any(
-        f.severity.is_problem for f in report.findings)
+    return report.verdict in PROBLEM_VERDICTS or any(f.severity.is_problem for f in report.findings)
 
 
 def finding_label(report: Report, index: int) -> str:
@@ -53,8 +52,10 @@ def no_python_line(report: Report) -> str | None:
         return None
     first = report.processes[0]
     command = " ".join(first.command[:4]) or first.name or "?"
-    line = (f"No Python process here: pid {first.pid} (`{command}`) is not a Python program, "
-            "so there are no Python stacks to read.")
+    line = (
+        f"No Python process here: pid {first.pid} (`{command}`) is not a Python program, "
+        "so there are no Python stacks to read."
+    )
     main = next((t for t in first.threads if t.tid == first.pid), None)
     seen = [f"state {first.state}"]
     if main is not None and main.waiting_on:
@@ -97,8 +98,7 @@ def _wait_for(report: Report) -> list[str]:
         return []
     lines = ["## Who waits for whom", ""]
     for w in shown[:40]:
-        target = f"pid {w.on_pid} tid {w.on_tid}, which {w.why}" if w.on_pid is not None \
-            else w.why
+        target = f"pid {w.on_pid} tid {w.on_tid}, which {w.why}" if w.on_pid is not None else w.why
         lines.append(f"- pid {w.pid} tid {w.tid} ({w.waits_in}) waits for {target}")
     if len(shown) > 40:
         lines.append(f"- ... and {len(shown) - 40} more in report.json (`wait_for`)")
@@ -110,8 +110,11 @@ def render_markdown(report: Report) -> str:
     lines = ["# hangdoctor report", ""]
     lines.append(f"- **Verdict:** {report.verdict}")
     if report.hang:
-        phase = ", while compiling (its compile budget ran out)" \
-            if report.hang.phase == "compile" else ""
+        phase = (
+            ", while compiling (its compile budget ran out)"
+            if report.hang.phase == "compile"
+            else ""
+        )
         lines.append(f"- **Hang kind:** {report.hang.kind}{phase}")
     if report.command:
         lines.append(f"- **Command:** `{' '.join(report.command)}`")
@@ -120,15 +123,20 @@ def render_markdown(report: Report) -> str:
     logs = report.capture.logs
     for log in logs:
         tail = ", last 20 MB only" if log.truncated else ""
-        lines.append(f"- **Log:** `{log.path}` ({log.output_lines} output lines, "
-                     f"{log.kernel_lines} kernel lines{tail})")
+        lines.append(
+            f"- **Log:** `{log.path}` ({log.output_lines} output lines, "
+            f"{log.kernel_lines} kernel lines{tail})"
+        )
     lines.append("")
     not_python = no_python_line(report)
     if not_python:
         lines += [not_python, ""]
     if not report.findings:
-        lines += ["No problem found in "
-                  + ("these logs." if logs and not report.processes else "this capture."), ""]
+        lines += [
+            "No problem found in "
+            + ("these logs." if logs and not report.processes else "this capture."),
+            "",
+        ]
     for index, finding in enumerate(report.findings):
         label = finding_label(report, index)
         lines += _finding(finding, f"{label} ({index + 1})" if index else label)
@@ -140,9 +148,12 @@ def render_markdown(report: Report) -> str:
     if logs and not report.processes:
         return "\n".join(lines)
     lines += _wait_for(report)
-    lines += ["## Processes", "",
-              "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Processes",
+        "",
+        "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for p in report.processes:
         rss = f"{p.rss_bytes / 2**20:.0f}" if p.rss_bytes else ""
         cpu = p.cpu_percent

@@ -16,12 +16,21 @@ from hangdoctor.report.render_markdown import (
 )
 from hangdoctor.report.rule_docs import rule_doc
 
-_VERDICT_STYLE = {"hung": "bold red", "failed": "bold red", "running": "bold green",
-                  "completed": "bold green", "interrupted": "bold yellow"}
+_VERDICT_STYLE = {
+    "hung": "bold red",
+    "failed": "bold red",
+    "running": "bold green",
+    "completed": "bold green",
+    "interrupted": "bold yellow",
+}
 
 
-_ROLE_NAMES = {"main": "main process", "dataloader_worker": "DataLoader worker",
-               "child": "child process", "other": "helper process"}
+_ROLE_NAMES = {
+    "main": "main process",
+    "dataloader_worker": "DataLoader worker",
+    "child": "child process",
+    "other": "helper process",
+}
 
 
 def _count(number: int, role: str) -> str:
@@ -29,8 +38,9 @@ def _count(number: int, role: str) -> str:
     return f"{number} {name}{'' if number == 1 else 'es' if name.endswith('ss') else 's'}"
 
 
-def render_terminal(report: Report, console: Console, report_dir: str | None = None,
-                    max_findings: int = 3) -> None:
+def render_terminal(
+    report: Report, console: Console, report_dir: str | None = None, max_findings: int = 3
+) -> None:
     """Print the summary to `console`: the verdict, then up to `max_findings` findings."""
     verdict = Text(report.verdict.upper(), style=_VERDICT_STYLE.get(report.verdict, "bold"))
     header = Text.assemble("hangdoctor: ", verdict)
@@ -49,13 +59,15 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
     if not_python:
         console.print(escape(not_python), style="yellow")
     if not report.findings:
-        console.print("No problem found in " + ("these logs." if logs and not roles
-                                                 else "this capture."))
+        console.print(
+            "No problem found in " + ("these logs." if logs and not roles else "this capture.")
+        )
     for index, finding in enumerate(report.findings[:max_findings]):
         body = Text()
         body.append(f"{finding.category}", style="bold")
-        body.append(f"  {finding.id}  {finding.severity.value}, confidence "
-                    f"{finding.confidence:.0%}\n")
+        body.append(
+            f"  {finding.id}  {finding.severity.value}, confidence {finding.confidence:.0%}\n"
+        )
         body.append("Culprit: ", style="bold")
         body.append(culprit_line(finding.culprit) + "\n")
         location = finding.culprit.location if finding.culprit else None
@@ -74,14 +86,23 @@ def render_terminal(report: Report, console: Console, report_dir: str | None = N
             body.append(f"About {finding.id}: {doc}\n", style="dim")
         label = finding_label(report, index)
         root = index == 0 and has_root_cause(report)
-        console.print(Panel(body, title=escape(f"{label}: {finding.title}"), title_align="left",
-                            border_style="red" if root else "yellow"))
+        console.print(
+            Panel(
+                body,
+                title=escape(f"{label}: {finding.title}"),
+                title_align="left",
+                border_style="red" if root else "yellow",
+            )
+        )
     if len(report.findings) > max_findings:
-        console.print(f"... and {len(report.findings) - max_findings} more finding(s) in the "
-                      "report.")
+        console.print(
+            f"... and {len(report.findings) - max_findings} more finding(s) in the report."
+        )
     for error in report.capture.errors:
         if error.kind != "not_python":
-            console.print(f"[yellow]capture: {escape(error.probe)} pid {error.pid}: "
-                          f"{escape(error.message)}[/yellow]")
+            console.print(
+                f"[yellow]capture: {escape(error.probe)} pid {error.pid}: "
+                f"{escape(error.message)}[/yellow]"
+            )
     if report_dir:
         console.print(f"Report: {escape(report_dir)}/report.md (and report.json, evidence.json)")

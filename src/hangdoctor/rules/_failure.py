@@ -26,23 +26,39 @@ from hangdoctor.taxonomy import Category
 
 #: Messages that name a mechanism, by category; matched against `Type: message`.
 _MECHANISMS: tuple[tuple[Category, re.Pattern[str]], ...] = (
-    (Category.GPU_MEMORY_EXHAUSTED, re.compile(
-        r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
-        r"HIP out of memory|MPS backend out of memory")),
-    (Category.HOST_MEMORY_EXHAUSTED, re.compile(
-        r"^MemoryError\b|Cannot allocate memory|\[Errno 12\]|std::bad_alloc|"
-        r"DefaultCPUAllocator: can't allocate memory")),
+    (
+        Category.GPU_MEMORY_EXHAUSTED,
+        re.compile(
+            r"CUDA out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|"
+            r"HIP out of memory|MPS backend out of memory"
+        ),
+    ),
+    (
+        Category.HOST_MEMORY_EXHAUSTED,
+        re.compile(
+            r"^MemoryError\b|Cannot allocate memory|\[Errno 12\]|std::bad_alloc|"
+            r"DefaultCPUAllocator: can't allocate memory"
+        ),
+    ),
     # RLIMIT_FSIZE (EFBIG; Python ignores SIGXFSZ, so the write fails), RLIMIT_NOFILE (EMFILE),
     # RLIMIT_NPROC (threads or processes that cannot be created).
-    (Category.ENV_OS_LIMITS, re.compile(
-        r"\[Errno 27\]|File too large|\[Errno 24\]|Too many open files|"
-        r"can't start new thread|\[Errno 11\] Resource temporarily unavailable")),
+    (
+        Category.ENV_OS_LIMITS,
+        re.compile(
+            r"\[Errno 27\]|File too large|\[Errno 24\]|Too many open files|"
+            r"can't start new thread|\[Errno 11\] Resource temporarily unavailable"
+        ),
+    ),
     # Autograd's anomaly mode, clip_grad_norm_(error_if_nonfinite=True), a distribution's
     # argument check on NaN parameters, explicit NaN checks.
-    (Category.ALGORITHM_NONFINITE, re.compile(
-        r"returned nan values|is non-finite|found invalid values:.*\bnan\b|"
-        r"\b(?:NaN|nan|Inf|inf) (?:detected|found|encountered)\b|[Dd]etected (?:a )?(?:NaN|nan)\b|"
-        r"\bloss is (?:nan|NaN|inf)\b")),
+    (
+        Category.ALGORITHM_NONFINITE,
+        re.compile(
+            r"returned nan values|is non-finite|found invalid values:.*\bnan\b|"
+            r"\b(?:NaN|nan|Inf|inf) (?:detected|found|encountered)\b|[Dd]etected (?:a )?(?:NaN|nan)\b|"
+            r"\bloss is (?:nan|NaN|inf)\b"
+        ),
+    ),
 )
 #: Wrappers that report another process's failure (Ray Train's driver, Ray's actor deaths).
 _WRAPPER = re.compile(r"TrainingFailedError|WorkerGroupError|RayActorError|ActorDiedError")
@@ -75,34 +91,49 @@ def failure_of(job: JobView) -> Failure | None:
     """The failure of a job that failed: `run` saw it exit non-zero (not a hang, not the
     user's Ctrl-C), or its logs (`analyze`) end in a traceback nobody caught."""
     record = job.record
-    if record is None or record.hang_declared_s is not None or record.killed_by_hangdoctor \
-            or record.interrupted:
+    if (
+        record is None
+        or record.hang_declared_s is not None
+        or record.killed_by_hangdoctor
+        or record.interrupted
+    ):
         return None
     lines = output_lines(job)
     own = _own(lines)
     if record.exit_code is None:
         # Logs alone: the job failed when a traceback reaches a module's top level.
-        if job.bundle.target_pid != LOGS_ONLY_PID or not any(
-                r.uncaught for r in tracebacks(lines)):
+        if job.bundle.target_pid != LOGS_ONLY_PID or not any(r.uncaught for r in tracebacks(lines)):
             return None
     elif record.exit_code == 0:
         return None
-    first = next((r for r in own if r.in_user_code and r.thread is None),
-                 next((r for r in own if r.in_user_code), own[0] if own else None))
-    last = tuple(clip(split_prefix(line).text.rstrip()) for line in lines
-                 if line.strip())[-_LAST_LINES:]
+    first = next(
+        (r for r in own if r.in_user_code and r.thread is None),
+        next((r for r in own if r.in_user_code), own[0] if own else None),
+    )
+    last = tuple(clip(split_prefix(line).text.rstrip()) for line in lines if line.strip())[
+        -_LAST_LINES:
+    ]
     limits: dict[str, int] = {}
     for status in record.progress:
         limits.update(status.limits)
-    return Failure(raised=first.root if first is not None else None,
-                   exit_code=record.exit_code, signal=record.signal, last_lines=last,
-                   count=len(own), surfaced=first, limits=limits)
+    return Failure(
+        raised=first.root if first is not None else None,
+        exit_code=record.exit_code,
+        signal=record.signal,
+        last_lines=last,
+        count=len(own),
+        surfaced=first,
+        limits=limits,
+    )
 
 
 # A write that failed without saying why (C++ streams report no errno): under a finite
 # file-size limit, that limit is the likely cause.
-_WRITE_FAILED = re.compile(r"iostream error|unexpected pos|failed writing|write failed|"
-                           r"PytorchStreamWriter failed", re.IGNORECASE)
+_WRITE_FAILED = re.compile(
+    r"iostream error|unexpected pos|failed writing|write failed|"
+    r"PytorchStreamWriter failed",
+    re.IGNORECASE,
+)
 
 
 def category_of(raised: Raised | None, limits: dict[str, int] | None = None) -> Category:
@@ -110,10 +141,16 @@ def category_of(raised: Raised | None, limits: dict[str, int] | None = None) -> 
     if raised is None:
         return Category.PROCESS_UNEXPLAINED
     text = f"{raised.short_type}: {raised.message}"
-    named = next((category for category, pattern in _MECHANISMS if pattern.search(text)),
-                 Category.PROCESS_UNEXPLAINED)
-    if named is Category.PROCESS_UNEXPLAINED and limits and "file_size" in limits \
-            and _WRITE_FAILED.search(text):
+    named = next(
+        (category for category, pattern in _MECHANISMS if pattern.search(text)),
+        Category.PROCESS_UNEXPLAINED,
+    )
+    if (
+        named is Category.PROCESS_UNEXPLAINED
+        and limits
+        and "file_size" in limits
+        and _WRITE_FAILED.search(text)
+    ):
         return Category.ENV_OS_LIMITS
     return named
 
@@ -139,19 +176,24 @@ def _status(failure: Failure) -> str:
 _FIXES: dict[Category, tuple[str, ...]] = {
     Category.GPU_MEMORY_EXHAUSTED: (
         "Use less device memory at that line: a smaller batch, gradient accumulation, mixed "
-        "precision, activation checkpointing; `torch.cuda.memory_summary()` shows what holds it.",),
+        "precision, activation checkpointing; `torch.cuda.memory_summary()` shows what holds it.",
+    ),
     Category.HOST_MEMORY_EXHAUSTED: (
         "Use less host memory there: load data lazily (memory-mapped files, streaming), fewer "
-        "DataLoader workers, no copy of the dataset per worker; check the container's limit.",),
+        "DataLoader workers, no copy of the dataset per worker; check the container's limit.",
+    ),
     Category.ENV_OS_LIMITS: (
         "Check the limits the job runs under (`ulimit -a` in the job's own environment): the "
         "file-size limit (`ulimit -f`), open files (`ulimit -n`), processes (`ulimit -u`); "
-        "raise the one the error names, or write/open less at that line.",),
+        "raise the one the error names, or write/open less at that line.",
+    ),
     Category.ALGORITHM_NONFINITE: (
         "Find the first non-finite value: the operation named by anomaly mode, its inputs "
-        "(log, sqrt, division by a value that can be 0), the learning rate; clip gradients.",),
+        "(log, sqrt, division by a value that can be 0), the learning rate; clip gradients.",
+    ),
     Category.PROCESS_UNEXPLAINED: (
-        "Fix the error at the line named: the exception's message says what was wrong there.",),
+        "Fix the error at the line named: the exception's message says what was wrong there.",
+    ),
 }
 
 
@@ -162,22 +204,35 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
     if raised is None:
         last = tuple(f"last output: {line}" for line in failure.last_lines)
         return Finding(
-            id=rule_id, category=category, severity=Severity.ERROR, confidence=0.3,
+            id=rule_id,
+            category=category,
+            severity=Severity.ERROR,
+            confidence=0.3,
             title=f"The job failed ({status}) without a Python traceback",
-            explanation=("The job ended with an error status and printed no traceback: a "
-                         "native crash, a process that called exit() with an error code, or "
-                         "a child's failure passed on. Its last lines of output are below."),
+            explanation=(
+                "The job ended with an error status and printed no traceback: a "
+                "native crash, a process that called exit() with an error code, or "
+                "a child's failure passed on. Its last lines of output are below."
+            ),
             evidence=last or ("the job printed nothing",),
-            fixes=("Look at the last lines of output above and at the code that exits with "
-                   "that status (`sys.exit(N)`, a shell script's `exit N`).",
-                   "For a native crash, run with `python -X faulthandler` to get the stack."),
+            fixes=(
+                "Look at the last lines of output above and at the code that exits with "
+                "that status (`sys.exit(N)`, a shell script's `exit N`).",
+                "For a native crash, run with `python -X faulthandler` to get the stack.",
+            ),
         )
-    shown = raised if innermost_user_frame(raised.frames) is not None or \
-        failure.surfaced is None else failure.surfaced
+    shown = (
+        raised
+        if innermost_user_frame(raised.frames) is not None or failure.surfaced is None
+        else failure.surfaced
+    )
     user = innermost_user_frame(shown.frames)
     call = library_call(shown)
-    where = (f" at {short_file(user.file)}:{user.line}" if user is not None
-             else " (no frame in your code)")
+    where = (
+        f" at {short_file(user.file)}:{user.line}"
+        if user is not None
+        else " (no frame in your code)"
+    )
     rank = f" on rank {raised.rank}" if raised.rank is not None else ""
     thread = f" in {raised.thread}" if raised.thread else ""
     message = f": {clip(raised.message)}" if raised.message else ""
@@ -191,30 +246,48 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
         inner = raised.frames[0]
         evidence.append(f"raised in {inner.function} ({short_file(inner.file)}:{inner.line})")
     if shown is not raised:
-        evidence.append(f"raised inside a library; while handling it, {shown.short_type} "
-                        f"reached your code at {short_file(user.file)}:{user.line}"
-                        if user is not None else f"then {shown.short_type} was raised")
+        evidence.append(
+            f"raised inside a library; while handling it, {shown.short_type} "
+            f"reached your code at {short_file(user.file)}:{user.line}"
+            if user is not None
+            else f"then {shown.short_type} was raised"
+        )
     if category is Category.ENV_OS_LIMITS and "file_size" in failure.limits:
-        evidence.append(f"the process ran under a file-size limit of "
-                        f"{failure.limits['file_size']} bytes (RLIMIT_FSIZE, `ulimit -f`): a "
-                        "write past it fails")
-    evidence.append(f"the job failed ({status}); {failure.count} traceback(s) of its own in "
-                    "the output, this is the first")
+        evidence.append(
+            f"the process ran under a file-size limit of "
+            f"{failure.limits['file_size']} bytes (RLIMIT_FSIZE, `ulimit -f`): a "
+            "write past it fails"
+        )
+    evidence.append(
+        f"the job failed ({status}); {failure.count} traceback(s) of its own in "
+        "the output, this is the first"
+    )
     fixes = _FIXES[category]
     if user is None:
-        fixes += ("No frame of the traceback is in your code: the failure is inside the "
-                  "launcher or a library; its message and the command line are where to look.",)
+        fixes += (
+            "No frame of the traceback is in your code: the failure is inside the "
+            "launcher or a library; its message and the command line are where to look.",
+        )
     title_call = f" (in {call.function})" if call is not None else ""
     return Finding(
-        id=rule_id, category=category, severity=Severity.ERROR,
+        id=rule_id,
+        category=category,
+        severity=Severity.ERROR,
         confidence=0.6 if category is not Category.PROCESS_UNEXPLAINED else 0.5,
         title=f"{raised.short_type}{message}{where}{title_call}{rank}{thread}",
-        explanation=("The job failed of this exception (the first one of its own in the "
-                     "output; what was raised while handling it, and other ranks' lost "
-                     "connections, came after)."),
-        culprit=Culprit(rank=raised.rank, role="rank" if raised.rank is not None else None,
-                        thread=raised.thread, location=Location.of(user)),
-        evidence=tuple(evidence), fixes=fixes,
+        explanation=(
+            "The job failed of this exception (the first one of its own in the "
+            "output; what was raised while handling it, and other ranks' lost "
+            "connections, came after)."
+        ),
+        culprit=Culprit(
+            rank=raised.rank,
+            role="rank" if raised.rank is not None else None,
+            thread=raised.thread,
+            location=Location.of(user),
+        ),
+        evidence=tuple(evidence),
+        fixes=fixes,
     )
 
 
@@ -226,8 +299,9 @@ def check_failure(job: JobView, rule_id: str, category: Category) -> list[Findin
     return [failure_finding(rule_id, category, failure)]
 
 
-def traceback_lines(error: str, *frames: tuple[str, int, str, str], prefix: str = ""
-                    ) -> tuple[str, ...]:
+def traceback_lines(
+    error: str, *frames: tuple[str, int, str, str], prefix: str = ""
+) -> tuple[str, ...]:
     """A traceback as Python prints it (outermost frame first), for the rules' examples."""
     lines = [f"{prefix}Traceback (most recent call last):"]
     for file, line, function, code in frames:

@@ -24,8 +24,13 @@ class Diagnosis:
 
 
 def _rank_key(finding: Finding, specificity: dict[str, int]) -> _RankKey:
-    return (-finding.severity.weight, -finding.confidence, -specificity.get(finding.id, 0),
-            finding.id, finding.title)
+    return (
+        -finding.severity.weight,
+        -finding.confidence,
+        -specificity.get(finding.id, 0),
+        finding.id,
+        finding.title,
+    )
 
 
 def _thread_key(culprit: Culprit | None) -> _ThreadKey | None:
@@ -45,8 +50,9 @@ def run_rules(job: JobView, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosi
             break  # a specific rule explained it: no fallback needed
         for rule in group:
             try:
-                found.extend(in_user_code(job, f) for f in rule().check(job)
-                             if not blames_hangdoctor(job, f))
+                found.extend(
+                    in_user_code(job, f) for f in rule().check(job) if not blames_hangdoctor(job, f)
+                )
             except Exception as error:
                 errors.append(f"{rule.id}: {type(error).__name__}: {error}")
     found.sort(key=lambda f: _rank_key(f, specificity))

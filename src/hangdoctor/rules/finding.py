@@ -21,11 +21,15 @@ class Location(BaseModel):
     function: str
     code: str | None = Field(default=None, description="the source line, when it was readable")
     calls: str | None = Field(
-        default=None, description="the library call this line made, where the thread is "
-        "(`ThreadPoolExecutor.shutdown at concurrent/futures/thread.py:235`)")
+        default=None,
+        description="the library call this line made, where the thread is "
+        "(`ThreadPoolExecutor.shutdown at concurrent/futures/thread.py:235`)",
+    )
     user_code: bool = Field(
-        default=True, description="False when no frame of the user's own code was found: the "
-        "place is in a library, the standard library or generated code")
+        default=True,
+        description="False when no frame of the user's own code was found: the "
+        "place is in a library, the standard library or generated code",
+    )
 
     @classmethod
     def of(cls, frame: Frame | None) -> Location | None:

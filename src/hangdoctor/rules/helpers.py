@@ -14,7 +14,9 @@ def frames_of(thread: ThreadEvidence) -> tuple[Frame, ...]:
 
 
 def culprit(
-    job: JobView, process: ProcessEvidence, thread: ThreadEvidence | None,
+    job: JobView,
+    process: ProcessEvidence,
+    thread: ThreadEvidence | None,
     frame: Frame | None = None,
 ) -> Culprit:
     """A culprit pointing at `frame`, or at the thread's innermost user frame."""

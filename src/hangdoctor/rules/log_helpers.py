@@ -34,8 +34,11 @@ def clip(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
 
 
-def cite(matches: Iterable[LogMatch], where: str = "log", limit: int = MAX_EVIDENCE,
-          ) -> list[str]:
+def cite(
+    matches: Iterable[LogMatch],
+    where: str = "log",
+    limit: int = MAX_EVIDENCE,
+) -> list[str]:
     """Evidence lines, one per distinct message, at most `limit`."""
     out: list[str] = []
     seen: set[str] = set()
@@ -57,8 +60,10 @@ def raised_words(raised: Raised) -> str:
     return f"{raised.short_type}: {clip(raised.message)}{place}{code}"
 
 
-_WHEN = {"sigterm": "when the job stopped it (SIGTERM)",
-         "peer_timeout": "when a peer's collective timed out"}
+_WHEN = {
+    "sigterm": "when the job stopped it (SIGTERM)",
+    "peer_timeout": "when a peer's collective timed out",
+}
 
 
 def _pid_of(record: JobRecord, rank: int | None, pid: int | None) -> int | None:
@@ -68,8 +73,9 @@ def _pid_of(record: JobRecord, rank: int | None, pid: int | None) -> int | None:
     return pid
 
 
-def stopped_at(job: JobView, rank: int | None = None, pid: int | None = None
-               ) -> tuple[Frame, str] | None:
+def stopped_at(
+    job: JobView, rank: int | None = None, pid: int | None = None
+) -> tuple[Frame, str] | None:
     """Where a process of the job was in the user's code as the job failed, and when that
     was: when SIGTERM stopped it (a launcher ending the other ranks after one failed), or when
     a peer's collective timeout appeared in the output; from faulthandler's report of its
@@ -100,22 +106,28 @@ def stopped_outside_collectives(job: JobView) -> list[tuple[int, Frame]]:
         frame = innermost_user_frame(frames)
         # A frame at a module's top level only (`main()` on the last line) is a rank on its
         # way out (raising, exiting), not one busy with work of its own.
-        if (rank is not None and frame is not None and frame.function != "<module>"
-                and distributed_call(frames, idle=True) is None):
+        if (
+            rank is not None
+            and frame is not None
+            and frame.function != "<module>"
+            and distributed_call(frames, idle=True) is None
+        ):
             found.append((rank, frame))
     return sorted(found, key=lambda found: found[0])
 
 
-def fault_of(job: JobView, rank: int | None = None, pid: int | None = None
-             ) -> tuple[str | None, Frame | None]:
+def fault_of(
+    job: JobView, rank: int | None = None, pid: int | None = None
+) -> tuple[str | None, Frame | None]:
     """What killed a process of the job by a fatal signal and its innermost user frame then,
     from faulthandler's report; the process is named by pid, or by rank (instrumentation)."""
     record = job.record
     if record is None:
         return None, None
     pid = _pid_of(record, rank, pid)
-    faults = [f for f in record.faults if f.pid == pid] if pid is not None else list(
-        record.faults)  # not told which: the first that shows the user's code
+    faults = (
+        [f for f in record.faults if f.pid == pid] if pid is not None else list(record.faults)
+    )  # not told which: the first that shows the user's code
     for fault in faults:
         what, frames = fault_stack(fault.text)
         frame = innermost_user_frame(frames)

@@ -24,12 +24,17 @@ def thread_deaths(job: JobView) -> list[Death]:
     """Threads (not a main one) that died in the user's code: those the instrumentation
     recorded whole first, then those parsed from the output."""
     record = job.bundle.job
-    recorded = [Death(r, death.pid, "recorded by the instrumentation")
-                for death in (record.thread_deaths if record else ())
-                for r in tracebacks(tuple(death.text.splitlines()))
-                if r.thread is not None and r.in_user_code]
-    logged = [Death(r, None, "log") for r in tracebacks(output_lines(job))
-              if r.thread is not None and r.in_user_code]
+    recorded = [
+        Death(r, death.pid, "recorded by the instrumentation")
+        for death in (record.thread_deaths if record else ())
+        for r in tracebacks(tuple(death.text.splitlines()))
+        if r.thread is not None and r.in_user_code
+    ]
+    logged = [
+        Death(r, None, "log")
+        for r in tracebacks(output_lines(job))
+        if r.thread is not None and r.in_user_code
+    ]
     return recorded + logged
 
 

@@ -16,14 +16,17 @@ from hangdoctor.rules.finding import Culprit, Finding, Location
 
 
 def _is_user(location: Location) -> bool:
-    return origin(Frame(function=location.function, file=location.file,
-                        line=location.line)) is Origin.USER
+    return (
+        origin(Frame(function=location.function, file=location.file, line=location.line))
+        is Origin.USER
+    )
 
 
 def _index(frames: Sequence[Frame], location: Location) -> int:
     """The position of `location` in the stack (innermost first); 0 when it is not there."""
-    return next((i for i, f in enumerate(frames)
-                 if f.file == location.file and f.line == location.line), 0)
+    return next(
+        (i for i, f in enumerate(frames) if f.file == location.file and f.line == location.line), 0
+    )
 
 
 _LIBRARY_ROOT = re.compile(r"^.*/(?:site-packages|dist-packages|python\d+(?:\.\d+)?t?)/")
@@ -60,8 +63,9 @@ def _relocate(job: JobView, culprit: Culprit | None) -> Culprit | None:
     thread = next((t for t in process.threads if t.tid == culprit.tid), None) if process else None
     frames = thread.python.frames if thread is not None and thread.python else ()
     if not frames:
-        return culprit.model_copy(update={
-            "location": culprit.location.model_copy(update={"user_code": False})})
+        return culprit.model_copy(
+            update={"location": culprit.location.model_copy(update={"user_code": False})}
+        )
     return culprit.model_copy(update={"location": user_location(frames, culprit.location)})
 
 
@@ -73,8 +77,14 @@ def in_user_code(job: JobView, finding: Finding) -> Finding:
     culprit = _relocate(job, finding.culprit)
     related = tuple(r for c in finding.related if (r := _relocate(job, c)) is not None)
     if culprit is not None and culprit.location is not None and not culprit.location.user_code:
-        swap = next((r for r in related if r.pid == culprit.pid and r.location is not None
-                     and r.location.user_code), None)
+        swap = next(
+            (
+                r
+                for r in related
+                if r.pid == culprit.pid and r.location is not None and r.location.user_code
+            ),
+            None,
+        )
         if swap is not None:
             related = (culprit, *(r for r in related if r is not swap))
             culprit = swap

@@ -27,23 +27,25 @@ def _with_innermost_source(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
     """The innermost Python frame with its source line: the line that may call `.item()`."""
     for index, frame in enumerate(frames):
         if not frame.native:
-            return (*frames[:index], with_source(frame), *frames[index + 1:])
+            return (*frames[:index], with_source(frame), *frames[index + 1 :])
     return frames
 
 
 def _waits(threads: dict[int, PythonThread], gpu: bool) -> bool:
-    return any(device_wait(_with_innermost_source(t.frames), gpu=gpu) is not None
-               for t in threads.values())
+    return any(
+        device_wait(_with_innermost_source(t.frames), gpu=gpu) is not None for t in threads.values()
+    )
 
 
 def _process_waits(pid: int, binary: str, native: bool, deadline: float) -> bool:
     gpu = uses_gpu(read_open_files(pid))
-    for with_native in ((True,) if native else (False, True) if gpu else (False,)):
+    for with_native in (True,) if native else (False, True) if gpu else (False,):
         left = deadline - time.monotonic()
         if left <= 0.1:
             return False
-        options = StackOptions(native=with_native, locals=False,
-                               timeout_s=min(PEEK_TIMEOUT_S, left))
+        options = StackOptions(
+            native=with_native, locals=False, timeout_s=min(PEEK_TIMEOUT_S, left)
+        )
         threads, error = dump_stacks(pid, binary, options)
         if error is None and _waits(threads, gpu):
             return True

@@ -21,8 +21,10 @@ from hangdoctor.supervise.output import LogView
 # gloo: "Timed out waiting 15000ms for recv operation to complete", or "Application timeout
 # caused pair closure" (gloo/transport/tcp/pair.cc); NCCL's watchdog: "Watchdog caught
 # collective operation timeout: WorkNCCL(SeqNum=...)". The same wordings as analysis.logs.
-_FAILING = re.compile(rb"Timed out waiting \d+ ?ms|Application timeout caused pair closure|"
-                      rb"Watchdog caught collective operation timeout")
+_FAILING = re.compile(
+    rb"Timed out waiting \d+ ?ms|Application timeout caused pair closure|"
+    rb"Watchdog caught collective operation timeout"
+)
 _WINDOW = 64 * 1024  # at most this much new output is searched per look
 _OVERLAP = 256  # bytes kept from the last look, so that a line split across two is still seen
 _ASK_TIMEOUT_S = 1.5
@@ -60,16 +62,22 @@ class FailureWatch:
         if found is None:
             return
         status_dir, targets = self.status_dir, list(pids())
-        self._asking = threading.Thread(target=self._ask, args=(status_dir, targets),
-                                        name="failure-stacks", daemon=True)
+        self._asking = threading.Thread(
+            target=self._ask, args=(status_dir, targets), name="failure-stacks", daemon=True
+        )
         self._asking.start()
 
     def _ask(self, status_dir: Path, pids: list[int]) -> None:
         with contextlib.suppress(Exception):
             dumps = request_dumps(status_dir, pids, timeout_s=_ASK_TIMEOUT_S)
-            found = [FaultLog(pid=pid, when="peer_timeout",
-                              text="\n".join(redact_value(line) for line in text.splitlines()))
-                     for pid, (text, _) in sorted(dumps.items())]
+            found = [
+                FaultLog(
+                    pid=pid,
+                    when="peer_timeout",
+                    text="\n".join(redact_value(line) for line in text.splitlines()),
+                )
+                for pid, (text, _) in sorted(dumps.items())
+            ]
             with self._lock:
                 self._dumps = found
 

@@ -34,8 +34,11 @@ def ending(returncode: int, signals_received: bool, killed_by_us: bool) -> Endin
     """The verdict from Popen's returncode: a job hangdoctor ended is `hung` (exit 124); one
     the user stopped is `interrupted`; otherwise its exit code decides."""
     exit_code, sig = exit_status(returncode)
-    interrupted = signals_received or sig == signal.SIGINT or (
-        exit_code == ExitCode.INTERRUPTED and not killed_by_us)
+    interrupted = (
+        signals_received
+        or sig == signal.SIGINT
+        or (exit_code == ExitCode.INTERRUPTED and not killed_by_us)
+    )
     verdict: Verdict
     if killed_by_us:
         verdict, final = "hung", int(ExitCode.HUNG_JOB_ENDED)
@@ -48,9 +51,17 @@ def ending(returncode: int, signals_received: bool, killed_by_us: bool) -> Endin
     return Ending(verdict, final, exit_code, sig, interrupted)
 
 
-def final_report(report_dir: Path, end: Ending, record: JobRecord, hang: HangReport | None,
-                 system: SystemInfo | None, target_pid: int, artifacts: dict[str, str],
-                 gaps: tuple[ProbeError, ...] = (), live: Bundle | None = None) -> Report:
+def final_report(
+    report_dir: Path,
+    end: Ending,
+    record: JobRecord,
+    hang: HangReport | None,
+    system: SystemInfo | None,
+    target_pid: int,
+    artifacts: dict[str, str],
+    gaps: tuple[ProbeError, ...] = (),
+    live: Bundle | None = None,
+) -> Report:
     """Diagnose the whole run and write the report directory. A job that hung keeps the
     evidence of its last hang; one the user interrupted before that, the `live` capture taken
     then (where every process was); one that failed gets the kernel log of its lifetime.
@@ -59,10 +70,13 @@ def final_report(report_dir: Path, end: Ending, record: JobRecord, hang: HangRep
     if captured is not None:
         kernel_log = captured.job.kernel_log if captured.job else ()
         known = {(e.probe, e.pid, e.kind) for e in captured.errors}
-        bundle = captured.model_copy(update={
-            "job": record.model_copy(update={"kernel_log": kernel_log}),
-            "errors": captured.errors + tuple(
-                gap for gap in gaps if (gap.probe, gap.pid, gap.kind) not in known)})
+        bundle = captured.model_copy(
+            update={
+                "job": record.model_copy(update={"kernel_log": kernel_log}),
+                "errors": captured.errors
+                + tuple(gap for gap in gaps if (gap.probe, gap.pid, gap.kind) not in known),
+            }
+        )
     else:
         kernel_lines: list[str] = []
         errors: tuple[ProbeError, ...] = gaps
@@ -78,7 +92,14 @@ def final_report(report_dir: Path, end: Ending, record: JobRecord, hang: HangRep
             errors=errors,
             job=record.model_copy(update={"kernel_log": tuple(kernel_lines)}),
         )
-    return diagnose(bundle, Context(
-        mode=Mode.ENDED, verdict=end.verdict, exit_code=end.final_code,
-        hang=hang.report.hang if hang is not None else None, report_dir=report_dir,
-        artifacts=artifacts))
+    return diagnose(
+        bundle,
+        Context(
+            mode=Mode.ENDED,
+            verdict=end.verdict,
+            exit_code=end.final_code,
+            hang=hang.report.hang if hang is not None else None,
+            report_dir=report_dir,
+            artifacts=artifacts,
+        ),
+    )

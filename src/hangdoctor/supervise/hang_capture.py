@@ -40,8 +40,13 @@ def signature(report: Report) -> Signature:
     if root is None or root.culprit is None:
         return ("none",)
     location = root.culprit.location
-    return (root.category, root.culprit.pid, root.culprit.tid,
-            location.file if location else None, location.line if location else None)
+    return (
+        root.category,
+        root.culprit.pid,
+        root.culprit.tid,
+        location.file if location else None,
+        location.line if location else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -68,19 +73,22 @@ def _stacks_from_the_job(bundle: Bundle, status_dir: Path) -> Bundle:
     found = request_stacks(status_dir, missing) if missing else {}
     if not found:
         return bundle
-    processes = tuple(attach_stacks(p, found[p.pid]) if p.pid in found else p
-                      for p in first.processes)
+    processes = tuple(
+        attach_stacks(p, found[p.pid]) if p.pid in found else p for p in first.processes
+    )
     first = first.model_copy(update={"processes": processes})
     return bundle.model_copy(update={"snapshots": (first, *bundle.snapshots[1:])})
 
 
-def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
-                 ) -> tuple[Bundle, Report]:
+def capture_hang(
+    job: HangCapture, decision: HangDecision, record: JobRecord
+) -> tuple[Bundle, Report]:
     """Capture and diagnose the hung job (not yet written anywhere). Raises HangdoctorError
     when the tree cannot be captured at all."""
     asked = request_dumps(job.status_dir) if job.status_dir is not None else None
-    bundle = capture_tree(job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)),
-                          gpus=job.gpus)
+    bundle = capture_tree(
+        job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)), gpus=job.gpus
+    )
     if job.status_dir is not None:
         bundle = _stacks_from_the_job(bundle, job.status_dir)
     if asked is not None and job.status_dir is not None and job.ranks:
@@ -90,15 +98,22 @@ def capture_hang(job: HangCapture, decision: HangDecision, record: JobRecord
         tasks = collect_tasks(job.status_dir, asked, bundle)
         bundle = bundle.model_copy(update={"async_tasks": tasks})
     kernel_lines, kernel_error = read_kernel_log(since=job.started_wall - 60)
-    hang_record = record.model_copy(update={
-        "hang_declared_s": round(decision.declared_s, 3), "hang_kind": decision.kind,
-        "hang_phase": decision.phase,
-        "kernel_log": tuple(kernel_lines)})
+    hang_record = record.model_copy(
+        update={
+            "hang_declared_s": round(decision.declared_s, 3),
+            "hang_kind": decision.kind,
+            "hang_phase": decision.phase,
+            "kernel_log": tuple(kernel_lines),
+        }
+    )
     known = {(e.probe, e.pid, e.kind) for e in bundle.errors}
     gaps = tuple(g for g in job.gaps if (g.probe, g.pid, g.kind) not in known)
     errors = bundle.errors + gaps + ((kernel_error,) if kernel_error else ())
     bundle = bundle.model_copy(update={"job": hang_record, "errors": errors})
-    hang = Hang(kind=decision.kind, last_progress_s=round(decision.last_progress_s, 3),
-                declared_s=round(decision.declared_s, 3),
-                phase="compile" if decision.phase == "compile" else None)
+    hang = Hang(
+        kind=decision.kind,
+        last_progress_s=round(decision.last_progress_s, 3),
+        declared_s=round(decision.declared_s, 3),
+        phase="compile" if decision.phase == "compile" else None,
+    )
     return bundle, diagnose(bundle, Context(mode=Mode.HANG, hang=hang))

@@ -86,8 +86,9 @@ def launch(command: Sequence[str], env: Mapping[str, str], channels: list[Channe
     except PermissionError as error:
         raise LaunchError(f"permission denied: {command[0]}", ExitCode.NOT_EXECUTABLE) from error
     except OSError as error:
-        raise LaunchError(f"cannot run {command[0]}: {error.strerror or error}",
-                          ExitCode.NOT_EXECUTABLE) from error
+        raise LaunchError(
+            f"cannot run {command[0]}: {error.strerror or error}", ExitCode.NOT_EXECUTABLE
+        ) from error
     finally:
         for channel in channels:
             with contextlib.suppress(OSError):

@@ -350,8 +350,9 @@ def start_relays(channels: list[Channel], log: OutputLog) -> list[threading.Thre
     """One thread per channel, so a quiet stream never delays a busy one."""
     threads = []
     for channel in channels:
-        thread = threading.Thread(target=relay, args=(channel, log), name=f"relay-{channel.name}",
-                                  daemon=True)
+        thread = threading.Thread(
+            target=relay, args=(channel, log), name=f"relay-{channel.name}", daemon=True
+        )
         thread.start()
         threads.append(thread)
     return threads

@@ -204,10 +204,13 @@ class ProgressTracker:
             threshold = max(threshold, self.policy.startup_busy_s)
         if compiling:
             threshold = max(threshold, self.compile_budget_s)
-        quiet_since = self.quiet_since_s if busy else max(self.quiet_since_s,
-                                                          self.last_computed_s)
+        quiet_since = self.quiet_since_s if busy else max(self.quiet_since_s, self.last_computed_s)
         if now_s - quiet_since < threshold:
             return None
-        return HangDecision(kind="busy" if busy and not waiting else "idle",
-                            last_progress_s=self.last_progress_s, declared_s=now_s,
-                            threshold_s=threshold, phase="compile" if compiling else None)
+        return HangDecision(
+            kind="busy" if busy and not waiting else "idle",
+            last_progress_s=self.last_progress_s,
+            declared_s=now_s,
+            threshold_s=threshold,
+            phase="compile" if compiling else None,
+        )

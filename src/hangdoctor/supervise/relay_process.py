@@ -34,8 +34,18 @@ _FINISH = b"f"
 _PR_SET_NAME = 15
 #: Signals a relay ignores: each is sent to whole process groups or sessions by terminals,
 #: shells and batch systems, and the relay must outlive all of them while the job lives.
-_IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP,
-            signal.SIGTTOU, signal.SIGTTIN, signal.SIGPIPE, signal.SIGUSR1, signal.SIGUSR2)
+_IGNORED = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGTSTP,
+    signal.SIGTTOU,
+    signal.SIGTTIN,
+    signal.SIGPIPE,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
 
 
 @dataclass
@@ -84,8 +94,9 @@ class RelayProcess:
                 os.close(self.control_fd)
 
 
-def start_relay_process(channels: list[Channel], log_file: BinaryIO, log_path: str,
-                        drain_s: float) -> RelayProcess:
+def start_relay_process(
+    channels: list[Channel], log_file: BinaryIO, log_path: str, drain_s: float
+) -> RelayProcess:
     """Fork the relay. Call it before the job starts and before any thread does: the relay
     then exists before the job writes its first byte, and the fork copies no thread's locks.
     The supervisor keeps the pseudo-terminal masters (to resize them) and nothing else of
@@ -115,8 +126,9 @@ def _name_process(name: bytes) -> None:
         ctypes.CDLL(None).prctl(_PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
 
 
-def _relay_main(channels: list[Channel], log_file: BinaryIO, log_path: str, control_fd: int,
-                drain_s: float) -> None:
+def _relay_main(
+    channels: list[Channel], log_file: BinaryIO, log_path: str, control_fd: int, drain_s: float
+) -> None:
     os.setsid()  # no terminal's or group's signal reaches it, however the supervisor dies
     for sig in _IGNORED:
         signal.signal(sig, signal.SIG_IGN)
@@ -143,8 +155,13 @@ def _relay_main(channels: list[Channel], log_file: BinaryIO, log_path: str, cont
         return
     # The supervisor is gone: the job is on its own, and so are we, until it is over.
     with contextlib.suppress(OSError):
-        os.write(2, (f"hangdoctor: the supervisor is gone; the job goes on and its output "
-                     f"still goes to {log_path}; no report will be written\n").encode())
+        os.write(
+            2,
+            (
+                f"hangdoctor: the supervisor is gone; the job goes on and its output "
+                f"still goes to {log_path}; no report will be written\n"
+            ).encode(),
+        )
     _join(threads, deadline=None)
 
 

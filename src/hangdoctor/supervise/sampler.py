@@ -86,8 +86,9 @@ class TreeSampler:
 
     def sample(self, output_bytes: int) -> TimelineSample:
         """Take one sample and append it to the timeline."""
-        processes = [sampled for process in self._tree()
-                     if (sampled := _sample_process(process)) is not None]
+        processes = [
+            sampled for process in self._tree() if (sampled := _sample_process(process)) is not None
+        ]
         if self.status_dir is not None:
             self.statuses = read_statuses(self.status_dir)
             if time.monotonic() >= self._next_cleanup:
@@ -113,8 +114,9 @@ class TreeSampler:
         """The job's compiler processes at the last sample (they have no Python stack)."""
         if not self.timeline:
             return []
-        return [p.pid for p in self.timeline[-1].processes
-                if p.name is not None and p.name in COMPILERS]
+        return [
+            p.pid for p in self.timeline[-1].processes if p.name is not None and p.name in COMPILERS
+        ]
 
     def live_pids(self) -> list[int]:
         """The job's processes at the last sample."""
@@ -158,9 +160,13 @@ class TreeSampler:
         if span <= 0:
             return []
         before = {p.pid: p.cpu_seconds for p in first.processes if p.cpu_seconds is not None}
-        return [p.pid for p in last.processes
-                if p.cpu_seconds is not None and p.pid in before
-                and (p.cpu_seconds - before[p.pid]) / span > cores]
+        return [
+            p.pid
+            for p in last.processes
+            if p.cpu_seconds is not None
+            and p.pid in before
+            and (p.cpu_seconds - before[p.pid]) / span > cores
+        ]
 
     def close(self) -> None:
         """Release the GPU library."""

@@ -104,8 +104,13 @@ class Supervisor:
     def _forward(self, signum: int, _frame: object) -> None:
         first = not self.received
         self.received.append(signum)
-        if (signum == signal.SIGINT and first and self.current is None and not self.killed
-                and self.launched is not None):
+        if (
+            signum == signal.SIGINT
+            and first
+            and self.current is None
+            and not self.killed
+            and self.launched is not None
+        ):
             self.interrupt_held = True
             return
         if self.launched is not None:
@@ -175,8 +180,9 @@ class Supervisor:
             fallback = Path(tempfile.mkdtemp(prefix="hangdoctor-"))
             log_file = self._make_report_dir(fallback)
         except OSError:
-            _say(f"warning: {problem}, nor to a temporary folder: running the job without "
-                 "hangdoctor")
+            _say(
+                f"warning: {problem}, nor to a temporary folder: running the job without hangdoctor"
+            )
             return None
         _say(f"warning: {problem}; writing it to {fallback} instead")
         self.report_dir = fallback
@@ -208,8 +214,10 @@ class Supervisor:
 
         assert self.launched is not None
         process = self.launched.process
-        policy = HangPolicy(fixed_timeout_s=self.options.hang_timeout_s,
-                            compile_budget_s=self.options.compile_budget_s)
+        policy = HangPolicy(
+            fixed_timeout_s=self.options.hang_timeout_s,
+            compile_budget_s=self.options.compile_budget_s,
+        )
         self.tracker = ProgressTracker(policy)
         self.sampler = TreeSampler(process.pid, self.started, self.status_dir)
         watch = self.failure_watch = FailureWatch(self.status_dir)
@@ -252,8 +260,10 @@ class Supervisor:
             # What a job prints as a forwarded signal (Ctrl-C) ends it, its KeyboardInterrupt
             # traceback, is not the hang resolving: the final report keeps the hang.
             if progressed and not self.received:
-                _say(f"progress resumed {now - self.current.decision.declared_s:.0f} s after "
-                     "the hang was declared; watching again")
+                _say(
+                    f"progress resumed {now - self.current.decision.declared_s:.0f} s after "
+                    "the hang was declared; watching again"
+                )
                 self.current = None
             elif now - self.current.captured_at_s >= max(10.0, self.tracker.timeout_s):
                 self._capture(self.current.decision, now, again=True)
@@ -265,8 +275,12 @@ class Supervisor:
 
             busy_pids = self.sampler.busy_pids(window_s=3.0, cores=_BUSY_CORES)
             waits = waits_for_device(busy_pids, self.options.native_stacks)
-            self.tracker.peeked(now, waits, compiling=not waits and compiling(
-                self.sampler.live_pids(), self.sampler.compiler_pids()))
+            self.tracker.peeked(
+                now,
+                waits,
+                compiling=not waits
+                and compiling(self.sampler.live_pids(), self.sampler.compiler_pids()),
+            )
         decision = self.tracker.check(now, busy=busy)
         if decision is None:
             return
@@ -274,9 +288,12 @@ class Supervisor:
         if self.options.on_hang == "kill" and self.launched is not None:
             _say(f"ending the job (SIGTERM, then SIGKILL after {self.options.kill_grace_s:g} s)")
             self.log.end_evidence()
-            terminate_tree(self.launched.process.pid, self.launched.pgid,
-                           self.options.kill_grace_s,
-                           spare={self.relay.pid} if self.relay else set())
+            terminate_tree(
+                self.launched.process.pid,
+                self.launched.pgid,
+                self.options.kill_grace_s,
+                spare={self.relay.pid} if self.relay else set(),
+            )
             self.killed = True
 
     def _note_activity(self, now: float) -> bool:
@@ -295,8 +312,9 @@ class Supervisor:
         return runnable or (activity is not None and activity.computing)
 
     # capture and reports ---------------------------------------------------------------------
-    def _record(self, ended_at: float | None, exit_code: int | None, sig: int | None,
-                interrupted: bool) -> JobRecord:
+    def _record(
+        self, ended_at: float | None, exit_code: int | None, sig: int | None, interrupted: bool
+    ) -> JobRecord:
         from hangdoctor.evidence.model import JobRecord
 
         hang = self.current.decision if self.current else None
@@ -346,23 +364,34 @@ class Supervisor:
 
         assert self.launched is not None
         how = decision.kind if decision.phase is None else f"{decision.kind}, {decision.phase}"
-        what = "still hung" if again else (
-            f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
-            f"({how}): hang declared, capturing every process")
+        what = (
+            "still hung"
+            if again
+            else (
+                f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
+                f"({how}): hang declared, capturing every process"
+            )
+        )
         _say(what)
         job = HangCapture(
-            pid=self.launched.process.pid, status_dir=self.status_dir,
+            pid=self.launched.process.pid,
+            status_dir=self.status_dir,
             ranks=sum(1 for s in self.sampler.statuses if s.rank is not None),
-            started_wall=self.started_wall, native_stacks=self.options.native_stacks,
-            gaps=self.sampler.gaps(), gpus=self.sampler.gpus)
+            started_wall=self.started_wall,
+            native_stacks=self.options.native_stacks,
+            gaps=self.sampler.gaps(),
+            gpus=self.sampler.gpus,
+        )
         record = self._record(None, None, None, False)
         # Every probe has its own time limit; this one bounds them all, so that whatever
         # stalls (a /proc read of a process stuck in the kernel) the loop goes on, and a job
         # to be ended is ended.
         processes = len(self.sampler.timeline[-1].processes) if self.sampler.timeline else 1
         captured, failure = bounded.call(
-            "hang capture", lambda: capture_hang(job, decision, record),
-            _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes)
+            "hang capture",
+            lambda: capture_hang(job, decision, record),
+            _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes,
+        )
         if captured is None:
             reason = failure.message if failure is not None else "no result"
             _say(f"capture failed: {reason}")
@@ -387,8 +416,9 @@ class Supervisor:
         if report.root_cause is None:
             _say("no rule explains it yet; the stacks of every process are in the report")
         with contextlib.suppress(Exception):  # the summary is a courtesy: never fail on it
-            render_terminal(report, Console(stderr=True, highlight=False), str(directory),
-                            max_findings=1)
+            render_terminal(
+                report, Console(stderr=True, highlight=False), str(directory), max_findings=1
+            )
 
     def _capture_interrupted(self, now: float) -> None:
         """The user stopped the job before any hang was declared: capture the live tree (where
@@ -399,17 +429,21 @@ class Supervisor:
         assert self.launched is not None
         _say("interrupted: capturing every process before passing the interrupt on")
         job = HangCapture(
-            pid=self.launched.process.pid, status_dir=self.status_dir, ranks=sum(
-                1 for s in self.sampler.statuses if s.rank is not None),
-            started_wall=self.started_wall, native_stacks=self.options.native_stacks,
-            gaps=self.sampler.gaps(), gpus=self.sampler.gpus)
-        decision = HangDecision("idle", self.tracker.last_progress_s, now,
-                                self.tracker.timeout_s)
+            pid=self.launched.process.pid,
+            status_dir=self.status_dir,
+            ranks=sum(1 for s in self.sampler.statuses if s.rank is not None),
+            started_wall=self.started_wall,
+            native_stacks=self.options.native_stacks,
+            gaps=self.sampler.gaps(),
+            gpus=self.sampler.gpus,
+        )
+        decision = HangDecision("idle", self.tracker.last_progress_s, now, self.tracker.timeout_s)
         processes = len(self.sampler.timeline[-1].processes) if self.sampler.timeline else 1
         captured, _failure = bounded.call(
-            "interrupt capture", lambda: capture_hang(job, decision, self._record(
-                None, None, None, True)),
-            _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes)
+            "interrupt capture",
+            lambda: capture_hang(job, decision, self._record(None, None, None, True)),
+            _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes,
+        )
         if captured is not None:
             self.interrupted_capture = captured[0]
         self.interrupt_held = False
@@ -424,18 +458,29 @@ class Supervisor:
         # The job's exit code is what scripts around it act on: no failure of ours replaces it.
         try:
             report = final_report(
-                self.report_dir, end, record, self.current, self.system,
-                self.launched.process.pid if self.launched else 0, self._artifacts(),
-                gaps=self.sampler.gaps(), live=self.interrupted_capture)
+                self.report_dir,
+                end,
+                record,
+                self.current,
+                self.system,
+                self.launched.process.pid if self.launched else 0,
+                self._artifacts(),
+                gaps=self.sampler.gaps(),
+                live=self.interrupted_capture,
+            )
         except OSError as error:
-            _say(f"job {end.verdict} (exit {end.final_code}); warning: cannot write the report "
-                 f"to {self.report_dir} ({error.strerror or error})")
+            _say(
+                f"job {end.verdict} (exit {end.final_code}); warning: cannot write the report "
+                f"to {self.report_dir} ({error.strerror or error})"
+            )
             return end.final_code
         except Exception as error:
             if os.environ.get("HANGDOCTOR_DEBUG"):
                 traceback.print_exc()
-            _say(f"job {end.verdict} (exit {end.final_code}); internal error while writing the "
-                 f"report: {type(error).__name__}: {error} (please report it)")
+            _say(
+                f"job {end.verdict} (exit {end.final_code}); internal error while writing the "
+                f"report: {type(error).__name__}: {error} (please report it)"
+            )
             return end.final_code
         root = report.root_cause
         duration = record.ended_at - record.started_at if record.ended_at else 0.0
@@ -459,11 +504,11 @@ def run_unsupervised(command: tuple[str, ...]) -> int:
     try:
         os.execvp(command[0], list(command))
     except FileNotFoundError as error:
-        raise LaunchError(f"command not found: {command[0]}",
-                          ExitCode.COMMAND_NOT_FOUND) from error
+        raise LaunchError(f"command not found: {command[0]}", ExitCode.COMMAND_NOT_FOUND) from error
     except OSError as error:
-        raise LaunchError(f"cannot run {command[0]}: {error.strerror or error}",
-                          ExitCode.NOT_EXECUTABLE) from error
+        raise LaunchError(
+            f"cannot run {command[0]}: {error.strerror or error}", ExitCode.NOT_EXECUTABLE
+        ) from error
 
 
 def run_supervised(options: RunOptions) -> int:

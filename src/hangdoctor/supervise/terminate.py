@@ -10,8 +10,7 @@ from collections.abc import Set
 import psutil
 
 
-def tree(root_pid: int, pgid: int | None, spare: Set[int] = frozenset()
-         ) -> list[psutil.Process]:
+def tree(root_pid: int, pgid: int | None, spare: Set[int] = frozenset()) -> list[psutil.Process]:
     """The job's processes: the root's descendants (we are a subreaper, so orphans stay ours),
     plus anything still in its process group; never ourselves nor the `spare` pids (the
     output relay, which must drain what the dying job still writes)."""
@@ -44,8 +43,9 @@ def _signal_all(processes: list[psutil.Process], pgid: int | None, sig: int) -> 
             process.send_signal(sig)
 
 
-def terminate_tree(root_pid: int, pgid: int | None, grace_s: float,
-                   spare: Set[int] = frozenset()) -> None:
+def terminate_tree(
+    root_pid: int, pgid: int | None, grace_s: float, spare: Set[int] = frozenset()
+) -> None:
     """SIGTERM every process of the job, SIGKILL what is left after `grace_s`."""
     processes = tree(root_pid, pgid, spare)
     _signal_all(processes, pgid, signal.SIGTERM)

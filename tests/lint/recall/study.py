@@ -87,8 +87,13 @@ def load_case(directory: Path) -> Case:
 
 def discover(root: Path = CASES) -> list[Case]:
     """Every case under `root`, sorted by rule and name."""
-    return [load_case(d) for rule in sorted(root.iterdir()) if rule.is_dir()
-            for d in sorted(rule.iterdir()) if d.is_dir()]
+    return [
+        load_case(d)
+        for rule in sorted(root.iterdir())
+        if rule.is_dir()
+        for d in sorted(rule.iterdir())
+        if d.is_dir()
+    ]
 
 
 def run_case(case: Case, linter: Linter) -> Outcome:

@@ -51,17 +51,28 @@ class EnvironmentVariables(Check):
         "launch script, not in a shell profile every job inherits."
     )
     informs_only = True
-    quiet_on = (Example("none set", lambda: node(), "info"),
-                Example("a torchrun rank", lambda: _env(RANK="3", WORLD_SIZE="8",
-                                                        MASTER_ADDR="10.0.0.1"), "info"))
+    quiet_on = (
+        Example("none set", lambda: node(), "info"),
+        Example(
+            "a torchrun rank",
+            lambda: _env(RANK="3", WORLD_SIZE="8", MASTER_ADDR="10.0.0.1"),
+            "info",
+        ),
+    )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        shown = ", ".join(f"{k}={v}" for k, v in facts.distributed.environment.items()
-                          if k.startswith(("NCCL_", "TORCH_", "MASTER_", "GLOO_"))
-                          or k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
-        yield self.result("info", "Distributed environment variables", found=shown or "none set",
-                          why="What NCCL, gloo and torch.distributed will read here (secrets "
-                              "redacted).")
+        shown = ", ".join(
+            f"{k}={v}"
+            for k, v in facts.distributed.environment.items()
+            if k.startswith(("NCCL_", "TORCH_", "MASTER_", "GLOO_"))
+            or k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+        )
+        yield self.result(
+            "info",
+            "Distributed environment variables",
+            found=shown or "none set",
+            why="What NCCL, gloo and torch.distributed will read here (secrets redacted).",
+        )
 
 
 class AsyncErrorHandling(Check):
@@ -77,32 +88,53 @@ class AsyncErrorHandling(Check):
         "Leave `TORCH_NCCL_ASYNC_ERROR_HANDLING` unset (the default ends the process) or `export "
         "TORCH_NCCL_ASYNC_ERROR_HANDLING=1`; never set it to 0."
     )
-    fires_on = (Example("turned off", lambda: _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="0"), "warn"),
-                Example("turned off under its old name",
-                        lambda: _env(NCCL_ASYNC_ERROR_HANDLING="0"), "warn"))
-    quiet_on = (Example("on", lambda: _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="1"), "ok"),
-                Example("unset", lambda: node(), "info"))
+    fires_on = (
+        Example("turned off", lambda: _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="0"), "warn"),
+        Example(
+            "turned off under its old name", lambda: _env(NCCL_ASYNC_ERROR_HANDLING="0"), "warn"
+        ),
+    )
+    quiet_on = (
+        Example("on", lambda: _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="1"), "ok"),
+        Example("unset", lambda: node(), "info"),
+    )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         env = facts.distributed.environment
-        handling = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING",
-                           env.get("NCCL_ASYNC_ERROR_HANDLING"))
-        why = ("With async error handling, a collective that times out ends the process, so the "
-               "job fails and can restart; without it, the watchdog logs the timeout and every "
-               "rank stays blocked.")
+        handling = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", env.get("NCCL_ASYNC_ERROR_HANDLING"))
+        why = (
+            "With async error handling, a collective that times out ends the process, so the "
+            "job fails and can restart; without it, the watchdog logs the timeout and every "
+            "rank stays blocked."
+        )
         fix = "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1"
         if handling == "0":
-            yield self.result("warn", "NCCL async error handling is off",
-                              found="TORCH_NCCL_ASYNC_ERROR_HANDLING=0", wanted="1 or 3", why=why,
-                              fix=fix, source=TORCH_ENV_SOURCE)
+            yield self.result(
+                "warn",
+                "NCCL async error handling is off",
+                found="TORCH_NCCL_ASYNC_ERROR_HANDLING=0",
+                wanted="1 or 3",
+                why=why,
+                fix=fix,
+                source=TORCH_ENV_SOURCE,
+            )
         elif handling is None:
-            yield self.result("info", "NCCL async error handling left to torch's default",
-                              found="unset", wanted="1 (explicit; older torch defaults to off)",
-                              why=why, fix=fix, source=TORCH_ENV_SOURCE)
+            yield self.result(
+                "info",
+                "NCCL async error handling left to torch's default",
+                found="unset",
+                wanted="1 (explicit; older torch defaults to off)",
+                why=why,
+                fix=fix,
+                source=TORCH_ENV_SOURCE,
+            )
         else:
-            yield self.result("ok", "NCCL async error handling",
-                              found=f"TORCH_NCCL_ASYNC_ERROR_HANDLING={handling}",
-                              source=TORCH_ENV_SOURCE)
+            yield self.result(
+                "ok",
+                "NCCL async error handling",
+                found=f"TORCH_NCCL_ASYNC_ERROR_HANDLING={handling}",
+                source=TORCH_ENV_SOURCE,
+            )
 
 
 class NcclDebugUnset(Check):
@@ -119,19 +151,25 @@ class NcclDebugUnset(Check):
         "again for production runs."
     )
     informs_only = True
-    quiet_on = (Example("unset", lambda: node(), "info"),
-                Example("set", lambda: _env(NCCL_DEBUG="INFO"), None))
+    quiet_on = (
+        Example("unset", lambda: node(), "info"),
+        Example("set", lambda: _env(NCCL_DEBUG="INFO"), None),
+    )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         if "NCCL_DEBUG" in facts.distributed.environment:
             return
-        yield self.result("info", "NCCL_DEBUG unset", found="unset",
-                          wanted="INFO while debugging a hang",
-                          why="NCCL's INFO log names the transport, interfaces and the rank "
-                              "that failed; without it, a NCCL hang leaves almost nothing in "
-                              "the log.",
-                          fix="export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
-                          source=NCCL_ENV_SOURCE)
+        yield self.result(
+            "info",
+            "NCCL_DEBUG unset",
+            found="unset",
+            wanted="INFO while debugging a hang",
+            why="NCCL's INFO log names the transport, interfaces and the rank "
+            "that failed; without it, a NCCL hang leaves almost nothing in "
+            "the log.",
+            fix="export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
+            source=NCCL_ENV_SOURCE,
+        )
 
 
 class MasterAddrResolves(Check):
@@ -147,28 +185,48 @@ class MasterAddrResolves(Check):
         "Check `getent hosts <MASTER_ADDR>` on every node; fix DNS or `/etc/hosts`, or set "
         "MASTER_ADDR to rank 0's IP address."
     )
-    fires_on = (Example("a name DNS does not know", lambda: _master(
-        master_addr="no-such-host.invalid", master_addr_resolves_to=(),
-        master_addr_error="Name or service not known"), "problem"),)
-    quiet_on = (Example("resolves", lambda: _master(master_addr="node-0",
-                                                    master_addr_resolves_to=("10.0.0.1",)), "ok"),
-                Example("unset", lambda: node(), None))
+    fires_on = (
+        Example(
+            "a name DNS does not know",
+            lambda: _master(
+                master_addr="no-such-host.invalid",
+                master_addr_resolves_to=(),
+                master_addr_error="Name or service not known",
+            ),
+            "problem",
+        ),
+    )
+    quiet_on = (
+        Example(
+            "resolves",
+            lambda: _master(master_addr="node-0", master_addr_resolves_to=("10.0.0.1",)),
+            "ok",
+        ),
+        Example("unset", lambda: node(), None),
+    )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         d = facts.distributed
         if d.master_addr is None:
             return
         if d.master_addr_resolves_to:
-            yield self.result("ok", f"MASTER_ADDR {d.master_addr} resolves",
-                              found=", ".join(d.master_addr_resolves_to[:4]))
+            yield self.result(
+                "ok",
+                f"MASTER_ADDR {d.master_addr} resolves",
+                found=", ".join(d.master_addr_resolves_to[:4]),
+            )
             return
         yield self.result(
-            "problem", f"MASTER_ADDR {d.master_addr} does not resolve",
-            found=d.master_addr_error or "no address", wanted="a resolvable host",
+            "problem",
+            f"MASTER_ADDR {d.master_addr} does not resolve",
+            found=d.master_addr_error or "no address",
+            wanted="a resolvable host",
             why="Ranks cannot reach the TCPStore: they wait in init_process_group until the "
-                "rendezvous timeout.",
+            "rendezvous timeout.",
             fix=f"getent hosts {d.master_addr}   (fix DNS or /etc/hosts, or set MASTER_ADDR to "
-                "rank 0's IP address)", source=DIST_SOURCE)
+            "rank 0's IP address)",
+            source=DIST_SOURCE,
+        )
 
 
 class MasterPort(Check):
@@ -185,17 +243,31 @@ class MasterPort(Check):
         "MASTER_PORT for each job."
     )
     fires_on = (
-        Example("not a number", lambda: _master(
-            master_port="notaport", master_port_error="'notaport' is not a TCP port number"),
-            "problem"),
-        Example("a stale store still listens", lambda: _master(master_port="29500",
-                                                              master_port_free=False), "warn"),
+        Example(
+            "not a number",
+            lambda: _master(
+                master_port="notaport", master_port_error="'notaport' is not a TCP port number"
+            ),
+            "problem",
+        ),
+        Example(
+            "a stale store still listens",
+            lambda: _master(master_port="29500", master_port_free=False),
+            "warn",
+        ),
     )
     quiet_on = (
         Example("free", lambda: _master(master_port="29500", master_port_free=True), "ok"),
-        Example("on another host", lambda: _master(
-            master_addr="10.0.0.1", master_addr_resolves_to=("10.0.0.1",),
-            master_addr_is_local=False, master_port="29500"), "info"),
+        Example(
+            "on another host",
+            lambda: _master(
+                master_addr="10.0.0.1",
+                master_addr_resolves_to=("10.0.0.1",),
+                master_addr_is_local=False,
+                master_port="29500",
+            ),
+            "info",
+        ),
         Example("unset", lambda: node(), None),
     )
 
@@ -205,23 +277,36 @@ class MasterPort(Check):
             return
         title = f"MASTER_PORT {d.master_port}"
         if d.master_port_error:
-            yield self.result("problem", f"{title} is not a usable port",
-                              found=d.master_port_error, wanted="a free TCP port 1024-65535",
-                              why="The store cannot listen, and every rank waits for it.",
-                              fix="export MASTER_PORT=29500", source=DIST_SOURCE)
+            yield self.result(
+                "problem",
+                f"{title} is not a usable port",
+                found=d.master_port_error,
+                wanted="a free TCP port 1024-65535",
+                why="The store cannot listen, and every rank waits for it.",
+                fix="export MASTER_PORT=29500",
+                source=DIST_SOURCE,
+            )
         elif d.master_port_free is False:
             yield self.result(
-                "warn", f"{title} is already in use here", found="a process listens on it",
+                "warn",
+                f"{title} is already in use here",
+                found="a process listens on it",
                 wanted="free",
                 why="Often a previous job's TCPStore still alive: rank 0 fails to listen, or "
-                    "other ranks join the stale store and wait forever.",
+                "other ranks join the stale store and wait forever.",
                 fix=f"ss -ltnp 'sport = :{d.master_port}'   (end that process, or pick another "
-                    "MASTER_PORT)", source=DIST_SOURCE)
+                "MASTER_PORT)",
+                source=DIST_SOURCE,
+            )
         elif d.master_port_free:
             yield self.result("ok", f"{title} is free", found="free")
         else:
-            yield self.result("info", f"{title} not tested", found="MASTER_ADDR is another host",
-                              why="Only rank 0's host can tell whether the port is free.")
+            yield self.result(
+                "info",
+                f"{title} not tested",
+                found="MASTER_ADDR is another host",
+                why="Only rank 0's host can tell whether the port is free.",
+            )
 
 
 class DetailDebugLeftOn(Check):
@@ -233,22 +318,26 @@ class DetailDebugLeftOn(Check):
         "training, and can crash ranks before the first step on some versions. It is a tool for a "
         "small debugging run, not for production."
     )
-    instead = (
-        "Unset `TORCH_DISTRIBUTED_DEBUG` (or set it to `OFF`) outside debugging runs."
-    )
+    instead = "Unset `TORCH_DISTRIBUTED_DEBUG` (or set it to `OFF`) outside debugging runs."
     fires_on = (Example("DETAIL", lambda: _env(TORCH_DISTRIBUTED_DEBUG="DETAIL"), "warn"),)
-    quiet_on = (Example("INFO", lambda: _env(TORCH_DISTRIBUTED_DEBUG="INFO"), None),
-                Example("unset", lambda: node(), None))
+    quiet_on = (
+        Example("INFO", lambda: _env(TORCH_DISTRIBUTED_DEBUG="INFO"), None),
+        Example("unset", lambda: node(), None),
+    )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         if facts.distributed.environment.get("TORCH_DISTRIBUTED_DEBUG", "").upper() != "DETAIL":
             return
         yield self.result(
-            "warn", "TORCH_DISTRIBUTED_DEBUG=DETAIL is set", found="DETAIL",
+            "warn",
+            "TORCH_DISTRIBUTED_DEBUG=DETAIL is set",
+            found="DETAIL",
             wanted="unset or INFO outside short debugging sessions",
             why="DETAIL wraps every collective in checks that slow training, and (seen with "
-                "torch 2.13 on gloo) can crash ranks before the first step.",
-            fix="unset TORCH_DISTRIBUTED_DEBUG", source=DIST_SOURCE)
+            "torch 2.13 on gloo) can crash ranks before the first step.",
+            fix="unset TORCH_DISTRIBUTED_DEBUG",
+            source=DIST_SOURCE,
+        )
 
 
 class TransportsDisabled(Check):
@@ -266,23 +355,31 @@ class TransportsDisabled(Check):
     )
     # Left on, it is worth a look; set on purpose, it works around a known fault.
     informs_only = True
-    quiet_on = (Example("P2P and IB off", lambda: _env(NCCL_P2P_DISABLE="1", NCCL_IB_DISABLE="1"),
-                        "info"),
-                Example("none off", lambda: _env(NCCL_P2P_DISABLE="0"), None))
+    quiet_on = (
+        Example("P2P and IB off", lambda: _env(NCCL_P2P_DISABLE="1", NCCL_IB_DISABLE="1"), "info"),
+        Example("none off", lambda: _env(NCCL_P2P_DISABLE="0"), None),
+    )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         env = facts.distributed.environment
-        disabled = [k for k in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_SHM_DISABLE")
-                    if env.get(k) == "1"]
+        disabled = [
+            k
+            for k in ("NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_SHM_DISABLE")
+            if env.get(k) == "1"
+        ]
         if not disabled:
             return
         yield self.result(
-            "info", "NCCL transports disabled", found=", ".join(f"{k}=1" for k in disabled),
+            "info",
+            "NCCL transports disabled",
+            found=", ".join(f"{k}=1" for k in disabled),
             wanted="unset unless working around a known fault",
             why="Often left over from a debugging session: NCCL then takes slower paths "
-                "(sockets instead of NVLink/InfiniBand), and long collectives can pass their "
-                "timeout.",
-            fix="unset " + " ".join(disabled), source=NCCL_ENV_SOURCE)
+            "(sockets instead of NVLink/InfiniBand), and long collectives can pass their "
+            "timeout.",
+            fix="unset " + " ".join(disabled),
+            source=NCCL_ENV_SOURCE,
+        )
 
 
 class SocketInterface(Check):
@@ -299,17 +396,22 @@ class SocketInterface(Check):
         "them), e.g. `export NCCL_SOCKET_IFNAME=eth0`, or leave them unset."
     )
     fires_on = (
-        Example("ib on a node without InfiniBand", lambda: _env(NCCL_SOCKET_IFNAME="ib"),
-                "problem"),
+        Example(
+            "ib on a node without InfiniBand", lambda: _env(NCCL_SOCKET_IFNAME="ib"), "problem"
+        ),
         Example("gloo wants an exact name", lambda: _env(GLOO_SOCKET_IFNAME="eth"), "problem"),
-        Example("everything excluded", lambda: _env(NCCL_SOCKET_IFNAME="^eth,lo,docker"),
-                "problem"),
+        Example(
+            "everything excluded", lambda: _env(NCCL_SOCKET_IFNAME="^eth,lo,docker"), "problem"
+        ),
     )
     quiet_on = (
         Example("a prefix", lambda: _env(NCCL_SOCKET_IFNAME="eth"), None),
         Example("an exclusion", lambda: _env(NCCL_SOCKET_IFNAME="^docker,lo"), None),
-        Example("an exact name", lambda: _env(NCCL_SOCKET_IFNAME="=eth0",
-                                              GLOO_SOCKET_IFNAME="eth0"), None),
+        Example(
+            "an exact name",
+            lambda: _env(NCCL_SOCKET_IFNAME="=eth0", GLOO_SOCKET_IFNAME="eth0"),
+            None,
+        ),
     )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
@@ -319,8 +421,12 @@ class SocketInterface(Check):
             if not spec or not d.interfaces or matches_interface(spec, d.interfaces, exact):
                 continue
             yield self.result(
-                "problem", f"{name} names no interface of this node", found=f"{name}={spec}",
+                "problem",
+                f"{name} names no interface of this node",
+                found=f"{name}={spec}",
                 wanted=f"one of {', '.join(d.interfaces)}",
                 why="The library finds no interface to bind, so ranks cannot reach each other "
-                    "and wait at rendezvous or their first collective.",
-                fix=f"export {name}=<one of: {', '.join(d.interfaces)}>", source=NCCL_ENV_SOURCE)
+                "and wait at rendezvous or their first collective.",
+                fix=f"export {name}=<one of: {', '.join(d.interfaces)}>",
+                source=NCCL_ENV_SOURCE,
+            )

@@ -33,12 +33,28 @@ REPLAY_WARN = 100
 
 #: A healthy, idle GPU as NVML reads it; the examples change a few fields.
 IDLE_GPU = GpuDevice(
-    index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-5d0f3a1e", pci_bus_id="00000000:1B:00.0",
-    memory_used_bytes=1 * GIB // 2, memory_total_bytes=80 * GIB, utilization_gpu_percent=0,
-    ecc_uncorrected_volatile=0, ecc_uncorrected_aggregate=0, ecc_corrected_volatile=0,
-    retired_pages_pending=False, retired_pages_count=0, remapped_rows_pending=False,
-    remapped_rows_failure=False, pcie_gen=5, pcie_gen_max=5, pcie_width=16, pcie_width_max=16,
-    pcie_replay_counter=0, clock_event_reasons=0x1, temperature_c=34)
+    index=0,
+    name="NVIDIA H100 80GB HBM3",
+    uuid="GPU-5d0f3a1e",
+    pci_bus_id="00000000:1B:00.0",
+    memory_used_bytes=1 * GIB // 2,
+    memory_total_bytes=80 * GIB,
+    utilization_gpu_percent=0,
+    ecc_uncorrected_volatile=0,
+    ecc_uncorrected_aggregate=0,
+    ecc_corrected_volatile=0,
+    retired_pages_pending=False,
+    retired_pages_count=0,
+    remapped_rows_pending=False,
+    remapped_rows_failure=False,
+    pcie_gen=5,
+    pcie_gen_max=5,
+    pcie_width=16,
+    pcie_width_max=16,
+    pcie_replay_counter=0,
+    clock_event_reasons=0x1,
+    temperature_c=34,
+)
 
 
 def _gpu(**fields: object) -> Facts:
@@ -54,8 +70,7 @@ def _name(gpu: GpuDevice) -> str:
 class GpusSeen(Check):
     id = "DR500"
     area = "gpu"
-    summary = ("GPUs seen through NVML; no GPU is `info`; a driver without NVML readings is "
-               "`warn`")
+    summary = "GPUs seen through NVML; no GPU is `info`; a driver without NVML readings is `warn`"
     why = (
         "Without NVML readings, ECC errors, failing PCIe links, slowed clocks and other processes "
         "on a GPU go unseen, and these are common causes of a rank that hangs or straggles. A node "
@@ -65,13 +80,29 @@ class GpusSeen(Check):
         "Install NVML's Python binding (`pip install 'hangdoctor[gpu]'`, which brings "
         "nvidia-ml-py) and check that `nvidia-smi` works on the node."
     )
-    fires_on = (Example("a driver, but NVML cannot be read", lambda: node(
-        versions={"driver": "550.54.15"},
-        gpus=Gpus(failure=ProbeError(probe="nvml", kind="missing_tool",
-                                     message="nvidia-ml-py is not installed"))), "warn"),
-                Example("NVML does not answer (a wedged driver)", lambda: node(
-                    gpus=Gpus(failure=ProbeError(probe="nvml", kind="timeout",
-                                                 message="no answer within 8 s"))), "warn"))
+    fires_on = (
+        Example(
+            "a driver, but NVML cannot be read",
+            lambda: node(
+                versions={"driver": "550.54.15"},
+                gpus=Gpus(
+                    failure=ProbeError(
+                        probe="nvml", kind="missing_tool", message="nvidia-ml-py is not installed"
+                    )
+                ),
+            ),
+            "warn",
+        ),
+        Example(
+            "NVML does not answer (a wedged driver)",
+            lambda: node(
+                gpus=Gpus(
+                    failure=ProbeError(probe="nvml", kind="timeout", message="no answer within 8 s")
+                )
+            ),
+            "warn",
+        ),
+    )
     quiet_on = (
         Example("a CPU node", lambda: node(), "info"),
         Example("one GPU", lambda: _gpu(), "ok"),
@@ -80,21 +111,30 @@ class GpusSeen(Check):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         gpus = facts.gpus
         if gpus.available:
-            yield self.result("ok", "GPUs", found=", ".join(
-                f"{d.index}: {d.name or '?'}" for d in gpus.devices) or "none")
+            yield self.result(
+                "ok",
+                "GPUs",
+                found=", ".join(f"{d.index}: {d.name or '?'}" for d in gpus.devices) or "none",
+            )
             return
         driver = facts.versions.driver or facts.libraries.driver_module
         failure = gpus.failure
         if failure is not None and (driver or failure.kind == "timeout"):
             yield self.result(
-                "warn", "GPUs could not be read through NVML", found=failure.message,
+                "warn",
+                "GPUs could not be read through NVML",
+                found=failure.message,
                 wanted="NVML readings",
                 why="Without NVML, ECC, PCIe and clock problems of the GPUs go unseen.",
-                fix=failure.help or "pip install 'hangdoctor[gpu]'   (nvidia-ml-py)")
+                fix=failure.help or "pip install 'hangdoctor[gpu]'   (nvidia-ml-py)",
+            )
             return
-        yield self.result("info", "No NVIDIA GPU",
-                          found=failure.message if failure else "no NVIDIA GPU or driver",
-                          why="CPU-only node: GPU checks do not apply.")
+        yield self.result(
+            "info",
+            "No NVIDIA GPU",
+            found=failure.message if failure else "no NVIDIA GPU or driver",
+            why="CPU-only node: GPU checks do not apply.",
+        )
 
 
 class GpuMemory(GpuCheck):
@@ -110,29 +150,38 @@ class GpuMemory(GpuCheck):
         "Find the process using the GPU (`nvidia-smi -i N`) and end it, or pick another GPU with "
         "`CUDA_VISIBLE_DEVICES`."
     )
-    fires_on = (Example("another process holds 97%",
-                        lambda: _gpu(memory_used_bytes=78 * GIB), "warn"),)
-    quiet_on = (Example("idle", lambda: _gpu(), "ok"),
-                Example("memory not reported", lambda: _gpu(memory_used_bytes=None), None))
+    fires_on = (
+        Example("another process holds 97%", lambda: _gpu(memory_used_bytes=78 * GIB), "warn"),
+    )
+    quiet_on = (
+        Example("idle", lambda: _gpu(), "ok"),
+        Example("memory not reported", lambda: _gpu(memory_used_bytes=None), None),
+    )
 
     def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
         used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
         if total is None or used is None:
             return
         share = used / total if total else 0.0
-        util = "" if gpu.utilization_gpu_percent is None \
+        util = (
+            ""
+            if gpu.utilization_gpu_percent is None
             else f", utilisation {gpu.utilization_gpu_percent}%"
+        )
         found = f"{size(used)} of {size(total)} used{util}"
         if share < MEMORY_BUSY:
             yield self.result("ok", f"{_name(gpu)}: memory and utilisation", found=found)
             return
         yield self.result(
-            "warn", f"{_name(gpu)}: memory already {share:.0%} used", found=found,
+            "warn",
+            f"{_name(gpu)}: memory already {share:.0%} used",
+            found=found,
             wanted="free before the job starts",
             why="A job started on a GPU that another process fills stalls in allocator "
-                "retries or fails with CUDA out of memory on one rank while the others wait.",
+            "retries or fails with CUDA out of memory on one rank while the others wait.",
             fix=f"nvidia-smi -i {gpu.index}   (find the process; end it or pick another GPU "
-                "with CUDA_VISIBLE_DEVICES)")
+            "with CUDA_VISIBLE_DEVICES)",
+        )
 
 
 class UncorrectableEcc(GpuCheck):
@@ -149,8 +198,11 @@ class UncorrectableEcc(GpuCheck):
         "recur; `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i N` shows the history."
     )
     fires_on = (
-        Example("since boot", lambda: _gpu(ecc_uncorrected_volatile=2,
-                                           ecc_uncorrected_aggregate=2), "problem"),
+        Example(
+            "since boot",
+            lambda: _gpu(ecc_uncorrected_volatile=2, ecc_uncorrected_aggregate=2),
+            "problem",
+        ),
         Example("in its lifetime", lambda: _gpu(ecc_uncorrected_aggregate=3), "warn"),
     )
     quiet_on = (Example("none", lambda: _gpu(ecc_corrected_volatile=12), None),)
@@ -158,19 +210,26 @@ class UncorrectableEcc(GpuCheck):
     def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
         if gpu.ecc_uncorrected_volatile:
             yield self.result(
-                "problem", f"{_name(gpu)}: uncorrectable ECC errors since boot",
-                found=str(gpu.ecc_uncorrected_volatile), wanted="0",
+                "problem",
+                f"{_name(gpu)}: uncorrectable ECC errors since boot",
+                found=str(gpu.ecc_uncorrected_volatile),
+                wanted="0",
                 why="Uncorrectable memory errors corrupt or kill the process using the "
-                    "memory (Xid 48/94/95); its peers hang in their next collective.",
+                "memory (Xid 48/94/95); its peers hang in their next collective.",
                 fix=f"sudo nvidia-smi -r -i {gpu.index}   (reset when idle); drain the node "
-                    "if they recur", source=RETIREMENT_SOURCE)
+                "if they recur",
+                source=RETIREMENT_SOURCE,
+            )
         elif gpu.ecc_uncorrected_aggregate:
             yield self.result(
-                "warn", f"{_name(gpu)}: uncorrectable ECC errors in its lifetime",
-                found=str(gpu.ecc_uncorrected_aggregate), wanted="0",
+                "warn",
+                f"{_name(gpu)}: uncorrectable ECC errors in its lifetime",
+                found=str(gpu.ecc_uncorrected_aggregate),
+                wanted="0",
                 why="Past uncorrectable errors mark a GPU whose memory is failing.",
                 fix=f"nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {gpu.index}",
-                source=RETIREMENT_SOURCE)
+                source=RETIREMENT_SOURCE,
+            )
 
 
 class MemoryRepairPending(GpuCheck):
@@ -197,34 +256,45 @@ class MemoryRepairPending(GpuCheck):
         name = _name(gpu)
         if gpu.retired_pages_pending:
             yield self.result(
-                "problem", f"{name}: page retirement pending",
+                "problem",
+                f"{name}: page retirement pending",
                 found=f"pending (retired so far: {gpu.retired_pages_count or 0})",
                 wanted="no pending retirement",
                 why="A bad memory page is retired only at the next GPU reset; until then "
-                    "jobs can hit it again (Xid 48/63).",
+                "jobs can hit it again (Xid 48/63).",
                 fix=f"sudo nvidia-smi -r -i {gpu.index}   (when no job uses it)",
-                source=RETIREMENT_SOURCE)
+                source=RETIREMENT_SOURCE,
+            )
         if gpu.remapped_rows_failure:
             yield self.result(
-                "problem", f"{name}: row remapping failed", found="remapping failure",
+                "problem",
+                f"{name}: row remapping failed",
+                found="remapping failure",
                 wanted="no failure",
                 why="The GPU has run out of spare memory rows (Xid 64): it needs replacing.",
-                fix="Drain the node and have the GPU replaced (RMA)", source=REMAPPING_SOURCE)
+                fix="Drain the node and have the GPU replaced (RMA)",
+                source=REMAPPING_SOURCE,
+            )
         elif gpu.remapped_rows_pending:
             yield self.result(
-                "warn", f"{name}: row remapping pending", found="pending",
+                "warn",
+                f"{name}: row remapping pending",
+                found="pending",
                 wanted="no pending remapping",
                 why="A faulty memory row is remapped only at the next GPU reset; until "
-                    "then jobs can hit it (Xid 63/94/95).",
+                "then jobs can hit it (Xid 63/94/95).",
                 fix=f"sudo nvidia-smi -r -i {gpu.index}   (when no job uses it)",
-                source=REMAPPING_SOURCE)
+                source=REMAPPING_SOURCE,
+            )
 
 
 class PcieLink(GpuCheck):
     id = "DR504"
     area = "gpu"
-    summary = ("PCIe link generation/width against the maximum (narrower `warn`; lower "
-               "generation at idle `info`)")
+    summary = (
+        "PCIe link generation/width against the maximum (narrower `warn`; lower "
+        "generation at idle `info`)"
+    )
     why = (
         "A PCIe link trained at reduced width or generation (a bad seat, riser or slot) cuts host "
         "transfers and collectives that go through the host; that rank becomes the straggler its "
@@ -237,8 +307,9 @@ class PcieLink(GpuCheck):
     )
     fires_on = (
         Example("gen4 x8 of gen4 x16", lambda: _gpu(pcie_gen=4, pcie_width=8), "warn"),
-        Example("gen3 of gen5 under load", lambda: _gpu(pcie_gen=3, utilization_gpu_percent=95),
-                "warn"),
+        Example(
+            "gen3 of gen5 under load", lambda: _gpu(pcie_gen=3, utilization_gpu_percent=95), "warn"
+        ),
     )
     quiet_on = (
         Example("full speed", lambda: _gpu(), "ok"),
@@ -248,31 +319,46 @@ class PcieLink(GpuCheck):
     )
 
     def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
-        gen, gen_max, width, width_max = (gpu.pcie_gen, gpu.pcie_gen_max, gpu.pcie_width,
-                                          gpu.pcie_width_max)
+        gen, gen_max, width, width_max = (
+            gpu.pcie_gen,
+            gpu.pcie_gen_max,
+            gpu.pcie_width,
+            gpu.pcie_width_max,
+        )
         if gen is None or gen_max is None or width is None or width_max is None:
             return
         name, found, wanted = _name(gpu), f"gen{gen} x{width}", f"gen{gen_max} x{width_max}"
-        fix = (f"sudo lspci -vv -s {gpu.pci_bus_id or '<bus id>'} | grep -E 'LnkCap|LnkSta'; "
-               "reseat the GPU or riser, check the slot and BIOS PCIe settings")
+        fix = (
+            f"sudo lspci -vv -s {gpu.pci_bus_id or '<bus id>'} | grep -E 'LnkCap|LnkSta'; "
+            "reseat the GPU or riser, check the slot and BIOS PCIe settings"
+        )
         if width < width_max:
             yield self.result(
-                "warn", f"{name}: PCIe link narrower than it can be", found=found,
+                "warn",
+                f"{name}: PCIe link narrower than it can be",
+                found=found,
                 wanted=wanted,
                 why="A link trained at reduced width (a bad seat, riser or slot) cuts host "
-                    "transfers and collectives through the host; that rank becomes the "
-                    "straggler its peers wait for.",
-                fix=fix)
+                "transfers and collectives through the host; that rank becomes the "
+                "straggler its peers wait for.",
+                fix=fix,
+            )
         elif gen < gen_max:
             busy = (gpu.utilization_gpu_percent or 0) > 0
             yield self.result(
-                "warn" if busy else "info", f"{name}: PCIe link below its maximum generation",
-                found=found, wanted=wanted,
-                why=("Under load the link should run at its maximum generation; a lower one "
-                     "slows transfers." if busy else
-                     "Idle GPUs lower their link generation to save power: this is normal at "
-                     "idle; rerun doctor while a job runs to be sure."),
-                fix=fix)
+                "warn" if busy else "info",
+                f"{name}: PCIe link below its maximum generation",
+                found=found,
+                wanted=wanted,
+                why=(
+                    "Under load the link should run at its maximum generation; a lower one "
+                    "slows transfers."
+                    if busy
+                    else "Idle GPUs lower their link generation to save power: this is normal at "
+                    "idle; rerun doctor while a job runs to be sure."
+                ),
+                fix=fix,
+            )
         else:
             yield self.result("ok", f"{name}: PCIe link", found=found, wanted=wanted)
 
@@ -291,20 +377,25 @@ class PcieReplays(GpuCheck):
         "drain the node if the counter keeps climbing."
     )
     fires_on = (Example("412 replays", lambda: _gpu(pcie_replay_counter=412), "warn"),)
-    quiet_on = (Example("a few replays", lambda: _gpu(pcie_replay_counter=3), "info"),
-                Example("none", lambda: _gpu(), None))
+    quiet_on = (
+        Example("a few replays", lambda: _gpu(pcie_replay_counter=3), "info"),
+        Example("none", lambda: _gpu(), None),
+    )
 
     def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
         replays = gpu.pcie_replay_counter
         if not replays:
             return
         yield self.result(
-            "warn" if replays >= REPLAY_WARN else "info", f"{_name(gpu)}: PCIe replays",
-            found=str(replays), wanted=f"< {REPLAY_WARN}",
+            "warn" if replays >= REPLAY_WARN else "info",
+            f"{_name(gpu)}: PCIe replays",
+            found=str(replays),
+            wanted=f"< {REPLAY_WARN}",
             why="Each replay is a PCIe transfer resent after an error; many of them point at a "
-                "failing link and precede bus errors (Xid 79).",
+            "failing link and precede bus errors (Xid 79).",
             fix=f"sudo lspci -vv -s {gpu.pci_bus_id or '<bus id>'}; reseat the card, check the "
-                "riser")
+            "riser",
+        )
 
 
 class ClocksSlowed(GpuCheck):
@@ -320,12 +411,20 @@ class ClocksSlowed(GpuCheck):
         "Look at why (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i N`) and fix the cooling, "
         "fans or power supply; drain the node until it runs at full clocks."
     )
-    fires_on = (Example("thermal slowdown", lambda: _gpu(clock_event_reasons=0x20 | 0x40,
-                                                         temperature_c=91), "warn"),)
+    fires_on = (
+        Example(
+            "thermal slowdown",
+            lambda: _gpu(clock_event_reasons=0x20 | 0x40, temperature_c=91),
+            "warn",
+        ),
+    )
     quiet_on = (
         Example("idle", lambda: _gpu(clock_event_reasons=0x1), None),
-        Example("held at the software power cap under load",
-                lambda: _gpu(clock_event_reasons=0x4, utilization_gpu_percent=100), None),
+        Example(
+            "held at the software power cap under load",
+            lambda: _gpu(clock_event_reasons=0x4, utilization_gpu_percent=100),
+            None,
+        ),
     )
 
     def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
@@ -335,12 +434,16 @@ class ClocksSlowed(GpuCheck):
             return
         temp = f", {gpu.temperature_c} C" if gpu.temperature_c is not None else ""
         yield self.result(
-            "warn", f"{_name(gpu)}: clocks slowed ({', '.join(active)})",
-            found=f"reasons 0x{reasons:x}{temp}", wanted="no thermal or power slowdown",
+            "warn",
+            f"{_name(gpu)}: clocks slowed ({', '.join(active)})",
+            found=f"reasons 0x{reasons:x}{temp}",
+            wanted="no thermal or power slowdown",
             why="A GPU slowed by heat or power delivery makes its rank the straggler: the "
-                "others wait in every collective, and a long wait can pass a timeout.",
+            "others wait in every collective, and a long wait can pass a timeout.",
             fix=f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.index}; check cooling, "
-                "fans and power supply", source=NVML_SOURCE)
+            "fans and power supply",
+            source=NVML_SOURCE,
+        )
 
 
 class SharedGpu(GpuCheck):
@@ -353,12 +456,21 @@ class SharedGpu(GpuCheck):
         "two ranks of a communicator on one device."
     )
     instead = (
-        "Give each rank its own GPU (`torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))`), "
+        'Give each rank its own GPU (`torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))`), '
         "and end stray processes on the GPU before a job starts."
     )
-    fires_on = (Example("two ranks on one GPU", lambda: _gpu(processes=(
-        GpuProcess(pid=40211, name="python", used_memory_bytes=20 * GIB),
-        GpuProcess(pid=40298, name="python", used_memory_bytes=18 * GIB))), "warn"),)
+    fires_on = (
+        Example(
+            "two ranks on one GPU",
+            lambda: _gpu(
+                processes=(
+                    GpuProcess(pid=40211, name="python", used_memory_bytes=20 * GIB),
+                    GpuProcess(pid=40298, name="python", used_memory_bytes=18 * GIB),
+                )
+            ),
+            "warn",
+        ),
+    )
     quiet_on = (
         Example("one process", lambda: _gpu(processes=(GpuProcess(pid=40211),)), "info"),
         Example("none", lambda: _gpu(), None),
@@ -368,18 +480,28 @@ class SharedGpu(GpuCheck):
         processes = gpu.processes
         if not processes:
             return
-        listed = ", ".join(f"{p.pid}" + (f" {p.name}" if p.name else "") +
-                           (f" ({size(p.used_memory_bytes)})" if p.used_memory_bytes else "")
-                           for p in processes[:6])
+        listed = ", ".join(
+            f"{p.pid}"
+            + (f" {p.name}" if p.name else "")
+            + (f" ({size(p.used_memory_bytes)})" if p.used_memory_bytes else "")
+            for p in processes[:6]
+        )
         if len(processes) < 2:
-            yield self.result("info", f"{_name(gpu)}: in use by a process", found=listed,
-                              why="Another job already runs on this GPU.")
+            yield self.result(
+                "info",
+                f"{_name(gpu)}: in use by a process",
+                found=listed,
+                why="Another job already runs on this GPU.",
+            )
             return
         yield self.result(
-            "warn", f"{_name(gpu)}: {len(processes)} processes share this GPU", found=listed,
+            "warn",
+            f"{_name(gpu)}: {len(processes)} processes share this GPU",
+            found=listed,
             wanted="one process per GPU",
             why="Processes that share a GPU compete for memory and compute; two ranks mapped to "
-                "one GPU (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock in NCCL, which "
-                "forbids two ranks on one device.",
+            "one GPU (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock in NCCL, which "
+            "forbids two ranks on one device.",
             fix="Give each rank its own GPU: `torch.cuda.set_device(int(os.environ"
-                "['LOCAL_RANK']))`, or end the stray process (`kill <pid>`)")
+            "['LOCAL_RANK']))`, or end the stray process (`kill <pid>`)",
+        )

@@ -20,28 +20,41 @@ from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS, Xid
 
 XID_SOURCE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 AER_SOURCE = "https://docs.kernel.org/PCI/pcieaer-howto.html"
-DRAIN = ("drain the node before the next job (Slurm: `scontrol update nodename=$(hostname -s) "
-         "state=drain reason=gpu-xid`), then reset the GPU (`sudo nvidia-smi -r -i <index>`) "
-         "or reboot")
-UNKNOWN_XID = Xid("not in hangdoctor's table", NODE,
-                  "Look it up in NVIDIA's Xid catalogue and follow its resolution.")
+DRAIN = (
+    "drain the node before the next job (Slurm: `scontrol update nodename=$(hostname -s) "
+    "state=drain reason=gpu-xid`), then reset the GPU (`sudo nvidia-smi -r -i <index>`) "
+    "or reboot"
+)
+UNKNOWN_XID = Xid(
+    "not in hangdoctor's table",
+    NODE,
+    "Look it up in NVIDIA's Xid catalogue and follow its resolution.",
+)
 #: The kinds of line these checks report; a log without any of them is clean.
 REPORTED = ("xid", "gpu_lost", "pcie_error", "oom_killed", "hung_task")
 _QUOTE = 160
 
 # Lines in the wording of NVIDIA's driver and the kernel (see hangdoctor.analysis.logs), for the
 # examples; tests/doctor/fixtures/dmesg_gpu_node.txt has a whole node's log.
-XID_13 = ("NVRM: Xid (PCI:0000:65:00): 13, pid=9120, name=python3, Graphics SM Warp Exception "
-          "on (GPC 0, TPC 1, SM 0): Out Of Range Address")
-XID_79 = ("NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
-          "the bus.")
+XID_13 = (
+    "NVRM: Xid (PCI:0000:65:00): 13, pid=9120, name=python3, Graphics SM Warp Exception "
+    "on (GPC 0, TPC 1, SM 0): Out Of Range Address"
+)
+XID_79 = (
+    "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+)
 FELL_OFF = "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."
-AER_FATAL = ("nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
-             "type=Transaction Layer, (Receiver ID)")
-AER_CORRECTED = ("nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
-                 "(Receiver ID)")
-OOM_KILL = ("Out of memory: Killed process 51234 (pt_data_worker) total-vm:48123456kB, "
-            "anon-rss:30123456kB, file-rss:0kB, shmem-rss:0kB, UID:1000")
+AER_FATAL = (
+    "nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+    "type=Transaction Layer, (Receiver ID)"
+)
+AER_CORRECTED = (
+    "nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"
+)
+OOM_KILL = (
+    "Out of memory: Killed process 51234 (pt_data_worker) total-vm:48123456kB, "
+    "anon-rss:30123456kB, file-rss:0kB, shmem-rss:0kB, UID:1000"
+)
 HUNG_TASK = "INFO: task python3:52001 blocked for more than 122 seconds."
 
 
@@ -93,13 +106,18 @@ class KernelLogRead(Check):
         if not log.readable:
             failure = log.failure
             yield self.result(
-                "skipped", "Kernel log could not be read",
+                "skipped",
+                "Kernel log could not be read",
                 found=failure.message if failure else "unreadable",
                 why="Xid, PCIe, OOM-killer and hung-task lines are the only record of many "
-                    "hardware and memory faults behind hangs.",
-                fix=(failure.help if failure and failure.help else
-                     "sudo sysctl -w kernel.dmesg_restrict=0   (or run as root / with "
-                     "CAP_SYSLOG)"))
+                "hardware and memory faults behind hangs.",
+                fix=(
+                    failure.help
+                    if failure and failure.help
+                    else "sudo sysctl -w kernel.dmesg_restrict=0   (or run as root / with "
+                    "CAP_SYSLOG)"
+                ),
+            )
             return
         found = f"{len(log.lines)} lines from {log.source} (window {log.window})"
         kinds = _by_kind(log)
@@ -111,8 +129,10 @@ class KernelLogRead(Check):
 class XidErrors(Check):
     id = "DR302"
     area = "kernel_log"
-    summary = ("one result per Xid code: application errors (13, 31, 43, 45, 68, 109) `warn`, "
-               "the others `problem` with reset/drain")
+    summary = (
+        "one result per Xid code: application errors (13, 31, 43, 45, 68, 109) `warn`, "
+        "the others `problem` with reset/drain"
+    )
     why = (
         "The NVIDIA driver logs each GPU fault as an Xid code. Application Xids (13, 31, 43, 45, "
         "68, 109) mean the GPU is healthy but a process that hit the fault is stuck or dead, and "
@@ -129,8 +149,10 @@ class XidErrors(Check):
         Example("Xid 13: the application's fault", lambda: _log(XID_13), "warn"),
         Example("Xid 79: the GPU fell off the bus", lambda: _log(XID_13, XID_79), "problem"),
     )
-    quiet_on = (Example("no Xid", lambda: _log(AER_CORRECTED, HUNG_TASK), None),
-                Example("unreadable", _unreadable, None))
+    quiet_on = (
+        Example("no Xid", lambda: _log(AER_CORRECTED, HUNG_TASK), None),
+        Example("unreadable", _unreadable, None),
+    )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         by_code: dict[int, list[LogMatch]] = defaultdict(list)
@@ -143,17 +165,31 @@ class XidErrors(Check):
             title = f"Xid {code} on {', '.join(devices)}: {xid.meaning.split(':')[0]}"
             if xid.owner == APPLICATION:
                 yield self.result(
-                    "warn", title, found=_last(by_code[code]), wanted="no Xid",
-                    why=(f"{xid.meaning}. An application error: the GPU is healthy, but the "
-                         "process that hit it is stuck or dead, and its peers wait for it in "
-                         "their next collective."),
-                    fix=xid.action, source=XID_SOURCE)
+                    "warn",
+                    title,
+                    found=_last(by_code[code]),
+                    wanted="no Xid",
+                    why=(
+                        f"{xid.meaning}. An application error: the GPU is healthy, but the "
+                        "process that hit it is stuck or dead, and its peers wait for it in "
+                        "their next collective."
+                    ),
+                    fix=xid.action,
+                    source=XID_SOURCE,
+                )
             else:
                 yield self.result(
-                    "problem", title, found=_last(by_code[code]), wanted="no Xid",
-                    why=(f"{xid.meaning}. The GPU or node needs attention: jobs on it hang in "
-                         "their first CUDA call or collective, or crash."),
-                    fix=f"{xid.action} Then {DRAIN}.", source=XID_SOURCE)
+                    "problem",
+                    title,
+                    found=_last(by_code[code]),
+                    wanted="no Xid",
+                    why=(
+                        f"{xid.meaning}. The GPU or node needs attention: jobs on it hang in "
+                        "their first CUDA call or collective, or crash."
+                    ),
+                    fix=f"{xid.action} Then {DRAIN}.",
+                    source=XID_SOURCE,
+                )
 
 
 class PcieErrors(Check):
@@ -170,8 +206,7 @@ class PcieErrors(Check):
         "card or riser and update BIOS/PCIe firmware; drain the node on uncorrected errors."
     )
     fires_on = (
-        Example("an uncorrected (fatal) error", lambda: _log(AER_CORRECTED, AER_FATAL),
-                "problem"),
+        Example("an uncorrected (fatal) error", lambda: _log(AER_CORRECTED, AER_FATAL), "problem"),
         Example("corrected errors only", lambda: _log(AER_CORRECTED), "warn"),
     )
     quiet_on = (Example("no AER lines", lambda: _log(XID_13, OOM_KILL), None),)
@@ -184,17 +219,24 @@ class PcieErrors(Check):
         devices = sorted({m.fields.get("device", "?") for m in pcie})
         kind = "uncorrected" if fatal else "corrected"
         yield self.result(
-            "problem" if fatal else "warn", f"PCIe {kind} bus errors on {', '.join(devices)}",
-            found=_last(fatal or pcie), wanted="no AER errors",
-            why=("An uncorrected PCIe error takes the device off the bus: the GPU or NIC stops "
-                 "answering and the job hangs in its next transfer or collective."
-                 if fatal else
-                 "Corrected PCIe errors are retried by the link: a flood of them slows "
-                 "transfers and often precedes an uncorrected error."),
-            fix=("Check the link: `sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta|CESta'`; "
-                 "reseat the card or riser and update BIOS/PCIe firmware" +
-                 (f"; {DRAIN}" if fatal else "")),
-            source=AER_SOURCE)
+            "problem" if fatal else "warn",
+            f"PCIe {kind} bus errors on {', '.join(devices)}",
+            found=_last(fatal or pcie),
+            wanted="no AER errors",
+            why=(
+                "An uncorrected PCIe error takes the device off the bus: the GPU or NIC stops "
+                "answering and the job hangs in its next transfer or collective."
+                if fatal
+                else "Corrected PCIe errors are retried by the link: a flood of them slows "
+                "transfers and often precedes an uncorrected error."
+            ),
+            fix=(
+                "Check the link: `sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta|CESta'`; "
+                "reseat the card or riser and update BIOS/PCIe firmware"
+                + (f"; {DRAIN}" if fatal else "")
+            ),
+            source=AER_SOURCE,
+        )
 
 
 class OomKills(Check):
@@ -219,12 +261,19 @@ class OomKills(Check):
             return
         names = sorted({m.detail or "?" for m in oom})
         yield self.result(
-            "warn", f"The OOM killer ended {len(oom)} process(es): {', '.join(names)}",
-            found=_last(oom), wanted="no OOM kills",
-            why=("A rank or DataLoader worker killed for host memory leaves its peers waiting "
-                 "in a collective or on a queue that is never filled."),
-            fix=("Lower DataLoader num_workers or prefetch_factor, or the batch size; check "
-                 "`free -g` and the job's memory limit (`cat /sys/fs/cgroup/memory.max`)"))
+            "warn",
+            f"The OOM killer ended {len(oom)} process(es): {', '.join(names)}",
+            found=_last(oom),
+            wanted="no OOM kills",
+            why=(
+                "A rank or DataLoader worker killed for host memory leaves its peers waiting "
+                "in a collective or on a queue that is never filled."
+            ),
+            fix=(
+                "Lower DataLoader num_workers or prefetch_factor, or the batch size; check "
+                "`free -g` and the job's memory limit (`cat /sys/fs/cgroup/memory.max`)"
+            ),
+        )
 
 
 class HungTasks(Check):
@@ -250,12 +299,19 @@ class HungTasks(Check):
             return
         names = sorted({m.fields.get("comm", "?") for m in hung})
         yield self.result(
-            "warn", f"Tasks blocked in the kernel: {', '.join(names)}",
-            found=_last(hung), wanted="no hung-task reports",
-            why=("A task stuck in uninterruptible sleep (usually I/O: NFS, a dying disk, a "
-                 "driver) cannot be killed and stalls whatever waits for it."),
-            fix=("Find the blocked I/O: `cat /proc/<pid>/stack`, `mount | grep nfs`, "
-                 "`sudo dmesg -T | grep -B5 'blocked for more than'`"))
+            "warn",
+            f"Tasks blocked in the kernel: {', '.join(names)}",
+            found=_last(hung),
+            wanted="no hung-task reports",
+            why=(
+                "A task stuck in uninterruptible sleep (usually I/O: NFS, a dying disk, a "
+                "driver) cannot be killed and stalls whatever waits for it."
+            ),
+            fix=(
+                "Find the blocked I/O: `cat /proc/<pid>/stack`, `mount | grep nfs`, "
+                "`sudo dmesg -T | grep -B5 'blocked for more than'`"
+            ),
+        )
 
 
 class GpuFellOffTheBus(Check):
@@ -283,8 +339,12 @@ class GpuFellOffTheBus(Check):
         if not kinds["gpu_lost"] or any(m.number("xid") == 79 for m in kinds["xid"]):
             return
         yield self.result(
-            "problem", "A GPU fell off the bus", found=_last(kinds["gpu_lost"]),
+            "problem",
+            "A GPU fell off the bus",
+            found=_last(kinds["gpu_lost"]),
             wanted="no such line",
             why="The GPU no longer answers on PCIe: every process using it hangs or fails, and "
-                "so do their peers.",
-            fix=f"{XIDS[79].action} Then {DRAIN}.", source=XID_SOURCE)
+            "so do their peers.",
+            fix=f"{XIDS[79].action} Then {DRAIN}.",
+            source=XID_SOURCE,
+        )

@@ -13,8 +13,9 @@ from hangdoctor.doctor.result import CheckResult
 
 MANYLINUX_SOURCE = "https://peps.python.org/pep-0600/"
 GLIBCXX_SOURCE = "https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html"
-CONTAINER_SOURCE = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/"
-                    "troubleshooting.html")
+CONTAINER_SOURCE = (
+    "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/troubleshooting.html"
+)
 
 
 class Glibc(Check):
@@ -31,13 +32,31 @@ class Glibc(Check):
         "<package>` picks an older manylinux tag when one exists), or use an image with a newer "
         "glibc."
     )
-    fires_on = (Example("glibc 2.17 under wheels for 2.28", lambda: node(libraries={
-        "glibc": "2.17", "wheels_glibc_needed": "2.28", "wheels_glibc_needed_by": ("torch",)}),
-        "problem"),)
+    fires_on = (
+        Example(
+            "glibc 2.17 under wheels for 2.28",
+            lambda: node(
+                libraries={
+                    "glibc": "2.17",
+                    "wheels_glibc_needed": "2.28",
+                    "wheels_glibc_needed_by": ("torch",),
+                }
+            ),
+            "problem",
+        ),
+    )
     quiet_on = (
-        Example("glibc 2.36 for wheels of 2.28", lambda: node(libraries={
-            "glibc": "2.36", "wheels_glibc_needed": "2.28",
-            "wheels_glibc_needed_by": ("torch",)}), "ok"),
+        Example(
+            "glibc 2.36 for wheels of 2.28",
+            lambda: node(
+                libraries={
+                    "glibc": "2.36",
+                    "wheels_glibc_needed": "2.28",
+                    "wheels_glibc_needed_by": ("torch",),
+                }
+            ),
+            "ok",
+        ),
         Example("no binary wheel", lambda: node(), "ok"),
         Example("musl", lambda: node(libraries={"glibc": None}), "skipped"),
     )
@@ -54,31 +73,46 @@ class Glibc(Check):
         by = ", ".join(lib.wheels_glibc_needed_by[:4])
         if have < need:
             yield self.result(
-                "problem", "glibc older than installed wheels need", found=f"glibc {lib.glibc}",
+                "problem",
+                "glibc older than installed wheels need",
+                found=f"glibc {lib.glibc}",
                 wanted=f">= {lib.wheels_glibc_needed} ({by})",
-                why=("A wheel built for a newer glibc fails to import with `GLIBC_x.y not "
-                     "found`; in a multi-process job one rank then dies at import while the "
-                     "others wait for it at rendezvous."),
-                fix=("Reinstall them for this glibc (`pip install --force-reinstall "
-                     "--only-binary=:all: <package>` picks an older manylinux tag when one "
-                     "exists), or use an image with a newer glibc"),
-                source=MANYLINUX_SOURCE)
+                why=(
+                    "A wheel built for a newer glibc fails to import with `GLIBC_x.y not "
+                    "found`; in a multi-process job one rank then dies at import while the "
+                    "others wait for it at rendezvous."
+                ),
+                fix=(
+                    "Reinstall them for this glibc (`pip install --force-reinstall "
+                    "--only-binary=:all: <package>` picks an older manylinux tag when one "
+                    "exists), or use an image with a newer glibc"
+                ),
+                source=MANYLINUX_SOURCE,
+            )
             return
-        yield self.result("ok", "glibc",
-                          found=f"{lib.glibc} (wheels need up to {lib.wheels_glibc_needed}: {by})")
+        yield self.result(
+            "ok", "glibc", found=f"{lib.glibc} (wheels need up to {lib.wheels_glibc_needed}: {by})"
+        )
 
 
 def _extensions_need(have: str | None) -> Facts:
-    return node(libraries={"libstdcxx_max": have, "libstdcxx_path": "/opt/conda/lib/libstdc++.so.6",
-                           "extensions_glibcxx_needed": "3.4.30",
-                           "extensions_glibcxx_needed_by": ("flash_attn_2_cuda.so",)})
+    return node(
+        libraries={
+            "libstdcxx_max": have,
+            "libstdcxx_path": "/opt/conda/lib/libstdc++.so.6",
+            "extensions_glibcxx_needed": "3.4.30",
+            "extensions_glibcxx_needed_by": ("flash_attn_2_cuda.so",),
+        }
+    )
 
 
 class Libstdcxx(Check):
     id = "DR402"
     area = "libraries"
-    summary = ("libstdc++ (the one the loader picks) against the newest `GLIBCXX_` compiled "
-               "extensions refer to")
+    summary = (
+        "libstdc++ (the one the loader picks) against the newest `GLIBCXX_` compiled "
+        "extensions refer to"
+    )
     why = (
         "A C++ extension built with a newer GCC needs a newer libstdc++ than the one the loader "
         "picks (typical when a conda or container libstdc++ shadows the system one): it fails to "
@@ -89,8 +123,11 @@ class Libstdcxx(Check):
         "`LD_LIBRARY_PATH` at one, or rebuild the extension with the system GCC."
     )
     fires_on = (
-        Example("a conda libstdc++ older than an extension needs",
-                lambda: _extensions_need("3.4.19"), "problem"),
+        Example(
+            "a conda libstdc++ older than an extension needs",
+            lambda: _extensions_need("3.4.19"),
+            "problem",
+        ),
         Example("no libstdc++ at all", lambda: _extensions_need(None), "warn"),
     )
     quiet_on = (
@@ -107,26 +144,38 @@ class Libstdcxx(Check):
         by = ", ".join(lib.extensions_glibcxx_needed_by[:4])
         if have is None:
             yield self.result(
-                "warn", "libstdc++ not found", found="no libstdc++.so.6 could be loaded",
+                "warn",
+                "libstdc++ not found",
+                found="no libstdc++.so.6 could be loaded",
                 wanted=f"GLIBCXX_{lib.extensions_glibcxx_needed} ({by})",
                 why="C++ extensions fail to import without it.",
-                fix="apt-get install libstdc++6   (or conda install -c conda-forge libstdcxx-ng)")
+                fix="apt-get install libstdc++6   (or conda install -c conda-forge libstdcxx-ng)",
+            )
         elif have < need:
             yield self.result(
-                "problem", "libstdc++ older than installed extensions need",
+                "problem",
+                "libstdc++ older than installed extensions need",
                 found=f"GLIBCXX_{lib.libstdcxx_max} ({lib.libstdcxx_path})",
                 wanted=f">= GLIBCXX_{lib.extensions_glibcxx_needed} ({by})",
-                why=("An extension built with a newer GCC fails to import with "
-                     "`GLIBCXX_3.4.x not found` (typical when a conda or container "
-                     "libstdc++ shadows the system one); that rank dies and its peers wait."),
-                fix=("conda install -c conda-forge 'libstdcxx-ng>=12'   (or point "
-                     "LD_LIBRARY_PATH at a newer libstdc++, or rebuild the extension with the "
-                     "system GCC)"),
-                source=GLIBCXX_SOURCE)
+                why=(
+                    "An extension built with a newer GCC fails to import with "
+                    "`GLIBCXX_3.4.x not found` (typical when a conda or container "
+                    "libstdc++ shadows the system one); that rank dies and its peers wait."
+                ),
+                fix=(
+                    "conda install -c conda-forge 'libstdcxx-ng>=12'   (or point "
+                    "LD_LIBRARY_PATH at a newer libstdc++, or rebuild the extension with the "
+                    "system GCC)"
+                ),
+                source=GLIBCXX_SOURCE,
+            )
         else:
-            yield self.result("ok", "libstdc++",
-                              found=f"GLIBCXX_{lib.libstdcxx_max} (extensions need up to "
-                                    f"{lib.extensions_glibcxx_needed}: {by})")
+            yield self.result(
+                "ok",
+                "libstdc++",
+                found=f"GLIBCXX_{lib.libstdcxx_max} (extensions need up to "
+                f"{lib.extensions_glibcxx_needed}: {by})",
+            )
 
 
 class Container(Check):
@@ -156,12 +205,16 @@ class Container(Check):
             yield self.result("info", "Not in a container (as far as can be told)", found="host")
             return
         yield self.result(
-            "info", "Running in a container",
+            "info",
+            "Running in a container",
             found=f"{lib.container}; glibc {lib.glibc or 'unknown'} is the image's",
-            why=("Inside a container the glibc, libstdc++ and CUDA libraries are the "
-                 "image's; only the kernel and the NVIDIA kernel module are the host's. "
-                 "Limits (/dev/shm, ulimits, capabilities) are set by the runtime."),
-            fix="Compare with the host: `ldd --version; cat /proc/driver/nvidia/version` there")
+            why=(
+                "Inside a container the glibc, libstdc++ and CUDA libraries are the "
+                "image's; only the kernel and the NVIDIA kernel module are the host's. "
+                "Limits (/dev/shm, ulimits, capabilities) are set by the runtime."
+            ),
+            fix="Compare with the host: `ldd --version; cat /proc/driver/nvidia/version` there",
+        )
 
 
 class DriverSplit(Check):
@@ -178,12 +231,21 @@ class DriverSplit(Check):
         "nvidia_modeset nvidia && sudo modprobe nvidia`); in containers, remove libcuda from the "
         "image and let the NVIDIA container toolkit mount the host's (`docker run --gpus all`)."
     )
-    fires_on = (Example("module 550 under a libcuda 535 shipped in the image", lambda: node(
-        libraries={"driver_module": "550.54.15", "driver_userspace": "535.161.08"}),
-        "problem"),)
+    fires_on = (
+        Example(
+            "module 550 under a libcuda 535 shipped in the image",
+            lambda: node(
+                libraries={"driver_module": "550.54.15", "driver_userspace": "535.161.08"}
+            ),
+            "problem",
+        ),
+    )
     quiet_on = (
-        Example("the same version", lambda: node(libraries={
-            "driver_module": "550.54.15", "driver_userspace": "550.54.15"}), "ok"),
+        Example(
+            "the same version",
+            lambda: node(libraries={"driver_module": "550.54.15", "driver_userspace": "550.54.15"}),
+            "ok",
+        ),
         Example("no NVIDIA driver", lambda: node(), None),
     )
 
@@ -196,13 +258,20 @@ class DriverSplit(Check):
             yield self.result("ok", title, found=module)
             return
         yield self.result(
-            "problem", title, found=f"module {module}, libcuda {user}",
+            "problem",
+            title,
+            found=f"module {module}, libcuda {user}",
             wanted="the same version",
-            why=("NVML and CUDA refuse to start (`Driver/library version mismatch`), "
-                 "usually after a driver upgrade without reboot, or a container image "
-                 "that ships its own libcuda instead of the host's."),
-            fix=("Reboot after a driver upgrade (or `sudo rmmod nvidia_uvm nvidia_drm "
-                 "nvidia_modeset nvidia && sudo modprobe nvidia`); in containers, remove "
-                 "libcuda from the image and let the NVIDIA container toolkit mount the "
-                 "host's (`docker run --gpus all`)"),
-            source=CONTAINER_SOURCE)
+            why=(
+                "NVML and CUDA refuse to start (`Driver/library version mismatch`), "
+                "usually after a driver upgrade without reboot, or a container image "
+                "that ships its own libcuda instead of the host's."
+            ),
+            fix=(
+                "Reboot after a driver upgrade (or `sudo rmmod nvidia_uvm nvidia_drm "
+                "nvidia_modeset nvidia && sudo modprobe nvidia`); in containers, remove "
+                "libcuda from the image and let the NVIDIA container toolkit mount the "
+                "host's (`docker run --gpus all`)"
+            ),
+            source=CONTAINER_SOURCE,
+        )

@@ -37,8 +37,9 @@ class MaxMapCount(Check):
         "Raise the limit on nodes that run large jobs (`sudo sysctl -w vm.max_map_count=1048576`, "
         "persistently in `/etc/sysctl.d/`)."
     )
-    fires_on = (Example("below the kernel default", lambda: node(limits={"max_map_count": 30000}),
-                        "warn"),)
+    fires_on = (
+        Example("below the kernel default", lambda: node(limits={"max_map_count": 30000}), "warn"),
+    )
     quiet_on = (
         Example("raised", lambda: node(limits={"max_map_count": 262144}), "ok"),
         Example("the kernel default", lambda: node(limits={"max_map_count": 65530}), "info"),
@@ -48,21 +49,33 @@ class MaxMapCount(Check):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         title = "vm.max_map_count"
         value = facts.limits.max_map_count
-        why = ("Every memory-mapped file, shared-memory tensor passed by a DataLoader worker and "
-               "large allocation is one mapping; at the limit mmap fails with ENOMEM and workers "
-               "die or the loader waits for a batch that never comes.")
+        why = (
+            "Every memory-mapped file, shared-memory tensor passed by a DataLoader worker and "
+            "large allocation is one mapping; at the limit mmap fails with ENOMEM and workers "
+            "die or the loader waits for a batch that never comes."
+        )
         fix = f"sudo sysctl -w vm.max_map_count={RAISED_MAX_MAP_COUNT}"
         if value is None:
             yield self.result("skipped", title, found="could not be read")
         elif value < DEFAULT_MAX_MAP_COUNT:
-            yield self.result("warn", title, found=str(value),
-                              wanted=f">= {RAISED_MAX_MAP_COUNT}", why=why, fix=fix)
+            yield self.result(
+                "warn",
+                title,
+                found=str(value),
+                wanted=f">= {RAISED_MAX_MAP_COUNT}",
+                why=why,
+                fix=fix,
+            )
         elif value < RAISED_MAX_MAP_COUNT:
             # The kernel default: enough for most jobs, so not a warning on every stock machine.
             yield self.result(
-                "info", title, found=f"{value} (the kernel default)",
+                "info",
+                title,
+                found=f"{value} (the kernel default)",
                 wanted=f">= {RAISED_MAX_MAP_COUNT} for jobs that mmap many files or shards",
-                why=why, fix=fix)
+                why=why,
+                fix=fix,
+            )
         else:
             yield self.result("ok", title, found=str(value))
 
@@ -81,8 +94,11 @@ class ListenBacklog(Check):
         "persistently in `/etc/sysctl.d/`)."
     )
     fires_on = (
-        Example("128, a job of 512 ranks", lambda: node(limits={"somaxconn": 128,
-                                                                 "world_size": 512}), "problem"),
+        Example(
+            "128, a job of 512 ranks",
+            lambda: node(limits={"somaxconn": 128, "world_size": 512}),
+            "problem",
+        ),
         Example("128", lambda: node(limits={"somaxconn": 128}), "warn"),
     )
     quiet_on = (
@@ -93,18 +109,27 @@ class ListenBacklog(Check):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         title = "net.core.somaxconn"
         value, world = facts.limits.somaxconn, facts.limits.world_size
-        why = ("Rank 0's TCPStore accepts every rank's connection at start-up; beyond the listen "
-               "backlog, connections are dropped and ranks wait in init_process_group until the "
-               "rendezvous times out.")
+        why = (
+            "Rank 0's TCPStore accepts every rank's connection at start-up; beyond the listen "
+            "backlog, connections are dropped and ranks wait in init_process_group until the "
+            "rendezvous times out."
+        )
         fix = "sudo sysctl -w net.core.somaxconn=4096"
         if value is None:
             yield self.result("skipped", title, found="could not be read")
         elif world is not None and value < world:
-            yield self.result("problem", title, found=str(value),
-                              wanted=f">= WORLD_SIZE ({world})", why=why, fix=fix)
+            yield self.result(
+                "problem",
+                title,
+                found=str(value),
+                wanted=f">= WORLD_SIZE ({world})",
+                why=why,
+                fix=fix,
+            )
         elif value < MIN_SOMAXCONN:
-            yield self.result("warn", title, found=str(value), wanted=f">= {MIN_SOMAXCONN}",
-                              why=why, fix=fix)
+            yield self.result(
+                "warn", title, found=str(value), wanted=f">= {MIN_SOMAXCONN}", why=why, fix=fix
+            )
         else:
             yield self.result("ok", title, found=str(value))
 
@@ -121,10 +146,11 @@ class OpenFiles(Check):
     instead = (
         "Raise the limit before launching (`ulimit -n 65536`; persistently `* soft nofile 65536` "
         "in `/etc/security/limits.conf`; Docker `--ulimit nofile=65536:65536`), or use "
-        "`torch.multiprocessing.set_sharing_strategy(\"file_system\")`."
+        '`torch.multiprocessing.set_sharing_strategy("file_system")`.'
     )
-    fires_on = (Example("1024", lambda: node(limits={"nofile_soft": 1024, "nofile_hard": 4096}),
-                        "warn"),)
+    fires_on = (
+        Example("1024", lambda: node(limits={"nofile_soft": 1024, "nofile_hard": 4096}), "warn"),
+    )
     quiet_on = (
         Example("4096", lambda: node(limits={"nofile_soft": 4096}), "ok"),
         Example("unlimited", lambda: node(limits={"nofile_soft": UNLIMITED}), "ok"),
@@ -140,23 +166,29 @@ class OpenFiles(Check):
         if soft == UNLIMITED or soft >= MIN_NOFILE:
             yield self.result("ok", title, found="unlimited" if soft == UNLIMITED else str(soft))
             return
-        raise_to = hard if hard is not None and hard != UNLIMITED and hard >= MIN_NOFILE \
-            else 65536
+        raise_to = hard if hard is not None and hard != UNLIMITED and hard >= MIN_NOFILE else 65536
         hard_text = "unlimited" if hard == UNLIMITED else str(hard)
         yield self.result(
-            "warn", title, found=f"{soft} (hard {hard_text})", wanted=f">= {MIN_NOFILE}",
-            why=("DataLoader workers pass tensors as file descriptors; when they run out, "
-                 "the loader fails with `received 0 items of ancdata` or `Too many open "
-                 "files`, and NCCL opens sockets per peer."),
-            fix=(f"ulimit -n {raise_to}   (persistently: `* soft nofile {raise_to}` in "
-                 "/etc/security/limits.conf; Docker: `--ulimit nofile=65536:65536`)"))
+            "warn",
+            title,
+            found=f"{soft} (hard {hard_text})",
+            wanted=f">= {MIN_NOFILE}",
+            why=(
+                "DataLoader workers pass tensors as file descriptors; when they run out, "
+                "the loader fails with `received 0 items of ancdata` or `Too many open "
+                "files`, and NCCL opens sockets per peer."
+            ),
+            fix=(
+                f"ulimit -n {raise_to}   (persistently: `* soft nofile {raise_to}` in "
+                "/etc/security/limits.conf; Docker: `--ulimit nofile=65536:65536`)"
+            ),
+        )
 
 
 class LockedMemory(Check):
     id = "DR204"
     area = "os_limits"
-    summary = ("locked memory, `ulimit -l` (`warn` when RDMA devices exist and it is not "
-               "unlimited)")
+    summary = "locked memory, `ulimit -l` (`warn` when RDMA devices exist and it is not unlimited)"
     why = (
         "RDMA transports (InfiniBand, RoCE) pin their communication buffers in memory. With a "
         "small locked-memory limit NCCL's IB transport fails to register memory and falls back to "
@@ -167,8 +199,13 @@ class LockedMemory(Check):
         "persistently `* - memlock unlimited` in `/etc/security/limits.conf`; Docker `--ulimit "
         "memlock=-1:-1`)."
     )
-    fires_on = (Example("8 MiB with an InfiniBand device", lambda: node(limits={
-        "memlock_soft": 8 * MIB, "rdma_devices": ("mlx5_0",)}), "warn"),)
+    fires_on = (
+        Example(
+            "8 MiB with an InfiniBand device",
+            lambda: node(limits={"memlock_soft": 8 * MIB, "rdma_devices": ("mlx5_0",)}),
+            "warn",
+        ),
+    )
     quiet_on = (
         Example("unlimited", lambda: node(limits={"memlock_soft": UNLIMITED}), "ok"),
         Example("8 MiB without RDMA", lambda: node(limits={"memlock_soft": 8 * MIB}), "info"),
@@ -182,32 +219,51 @@ class LockedMemory(Check):
             yield self.result("skipped", title, found="could not be read")
             return
         found = size(soft)
-        why = ("RDMA (InfiniBand, RoCE) pins communication buffers; with a small limit NCCL's IB "
-               "transport fails to register memory and falls back or stalls at start-up.")
-        fix = ("ulimit -l unlimited   (persistently: `* - memlock unlimited` in "
-               "/etc/security/limits.conf; Docker: `--ulimit memlock=-1:-1`)")
+        why = (
+            "RDMA (InfiniBand, RoCE) pins communication buffers; with a small limit NCCL's IB "
+            "transport fails to register memory and falls back or stalls at start-up."
+        )
+        fix = (
+            "ulimit -l unlimited   (persistently: `* - memlock unlimited` in "
+            "/etc/security/limits.conf; Docker: `--ulimit memlock=-1:-1`)"
+        )
         if soft == UNLIMITED:
             yield self.result("ok", title, found=found)
         elif rdma:
-            yield self.result("warn", title, found=found, wanted="unlimited",
-                              why=why + f" RDMA devices here: {', '.join(rdma)}.", fix=fix)
+            yield self.result(
+                "warn",
+                title,
+                found=found,
+                wanted="unlimited",
+                why=why + f" RDMA devices here: {', '.join(rdma)}.",
+                fix=fix,
+            )
         else:
-            yield self.result("info", title, found=found,
-                              wanted="unlimited where RDMA is used (no RDMA device here)",
-                              why=why, fix=fix)
+            yield self.result(
+                "info",
+                title,
+                found=found,
+                wanted="unlimited where RDMA is used (no RDMA device here)",
+                why=why,
+                fix=fix,
+            )
 
 
 def _shm_node(total_mib: int, free_mib: int | None = None, workers: int = 8) -> Facts:
     free = total_mib if free_mib is None else free_mib
-    return node(limits={"shm_total_bytes": total_mib * MIB, "shm_free_bytes": free * MIB},
-                dataloader_workers=workers)
+    return node(
+        limits={"shm_total_bytes": total_mib * MIB, "shm_free_bytes": free * MIB},
+        dataloader_workers=workers,
+    )
 
 
 class SharedMemory(Check):
     id = "DR205"
     area = "os_limits"
-    summary = ("/dev/shm free space against DataLoader workers (256 MiB each wanted, 64 MiB "
-               "each minimum, 256 MiB floor)")
+    summary = (
+        "/dev/shm free space against DataLoader workers (256 MiB each wanted, 64 MiB "
+        "each minimum, 256 MiB floor)"
+    )
     why = (
         "Each DataLoader worker hands its batches to the trainer through `/dev/shm`. When it "
         "fills, a worker dies of SIGBUS (`insufficient shared memory`) or blocks, and the trainer "
@@ -220,10 +276,14 @@ class SharedMemory(Check):
     )
     fires_on = (
         Example("Docker's default 64 MiB, 8 workers", lambda: _shm_node(64), "problem"),
-        Example("64 MiB without workers: under the floor", lambda: _shm_node(64, workers=0),
-                "problem"),
-        Example("1 GiB for 8 workers: a modest batch each, not two large ones",
-                lambda: _shm_node(1024), "warn"),
+        Example(
+            "64 MiB without workers: under the floor", lambda: _shm_node(64, workers=0), "problem"
+        ),
+        Example(
+            "1 GiB for 8 workers: a modest batch each, not two large ones",
+            lambda: _shm_node(1024),
+            "warn",
+        ),
         Example("32 GiB, nearly full", lambda: _shm_node(32 * 1024, free_mib=10), "problem"),
         Example("no /dev/shm", lambda: node(limits={"shm_total_bytes": None}), "warn"),
     )
@@ -235,23 +295,31 @@ class SharedMemory(Check):
         total = limits.shm_total_bytes
         if total is None:
             yield self.result(
-                "warn", title, found="no /dev/shm", wanted="a tmpfs on /dev/shm",
+                "warn",
+                title,
+                found="no /dev/shm",
+                wanted="a tmpfs on /dev/shm",
                 why="DataLoader workers pass batches through shared memory in /dev/shm.",
                 fix="Docker: `--ipc=host` or `--shm-size=16g`; Kubernetes: an emptyDir with "
-                    "`medium: Memory` mounted at /dev/shm")
+                "`medium: Memory` mounted at /dev/shm",
+            )
             return
         free = limits.shm_free_bytes if limits.shm_free_bytes is not None else total
         wanted_bytes = max(SHM_FLOOR, workers * SHM_PER_WORKER_WANTED)
         minimum = max(SHM_FLOOR, workers * SHM_PER_WORKER_MINIMUM)
         found = f"{size(total)} ({size(free)} free)"
         wanted = f">= {size(wanted_bytes)} for {workers} DataLoader workers"
-        why = ("Each DataLoader worker hands its batches to the trainer through /dev/shm; when "
-               "it fills, a worker dies of SIGBUS (`insufficient shared memory`) or blocks, and "
-               "the trainer waits for a batch that never comes. Docker's default is 64 MiB.")
+        why = (
+            "Each DataLoader worker hands its batches to the trainer through /dev/shm; when "
+            "it fills, a worker dies of SIGBUS (`insufficient shared memory`) or blocks, and "
+            "the trainer waits for a batch that never comes. Docker's default is 64 MiB."
+        )
         gib = max(1, -(-wanted_bytes // GIB))
-        fix = (f"Docker: `docker run --ipc=host ...` or `--shm-size={gib}g`; Kubernetes: mount "
-               "an emptyDir with `medium: Memory` at /dev/shm; host: "
-               f"`sudo mount -o remount,size={gib}G /dev/shm`")
+        fix = (
+            f"Docker: `docker run --ipc=host ...` or `--shm-size={gib}g`; Kubernetes: mount "
+            "an emptyDir with `medium: Memory` at /dev/shm; host: "
+            f"`sudo mount -o remount,size={gib}G /dev/shm`"
+        )
         if free < minimum:
             yield self.result("problem", title, found=found, wanted=wanted, why=why, fix=fix)
         elif free < wanted_bytes:
@@ -274,12 +342,20 @@ class Swap(Check):
         "move the job to a node with room; `sudo swapoff -a && sudo swapon -a` empties swap once "
         "memory is free."
     )
-    fires_on = (Example("8 GiB of 16 GiB swapped out", lambda: node(limits={
-        "swap_total_bytes": 16 * GIB, "swap_used_bytes": 8 * GIB}), "warn"),)
+    fires_on = (
+        Example(
+            "8 GiB of 16 GiB swapped out",
+            lambda: node(limits={"swap_total_bytes": 16 * GIB, "swap_used_bytes": 8 * GIB}),
+            "warn",
+        ),
+    )
     quiet_on = (
         Example("no swap", lambda: node(limits={"swap_total_bytes": 0}), "info"),
-        Example("a little swap in use", lambda: node(limits={
-            "swap_total_bytes": 16 * GIB, "swap_used_bytes": 200 * MIB}), "ok"),
+        Example(
+            "a little swap in use",
+            lambda: node(limits={"swap_total_bytes": 16 * GIB, "swap_used_bytes": 200 * MIB}),
+            "ok",
+        ),
         Example("unreadable", lambda: node(limits={"swap_total_bytes": None}), "skipped"),
     )
 
@@ -290,18 +366,24 @@ class Swap(Check):
             yield self.result("skipped", title, found="could not be read")
         elif total == 0:
             yield self.result(
-                "info", title, found="none",
+                "info",
+                title,
+                found="none",
                 why="Without swap, host memory exhaustion ends in the OOM killer (a rank or "
-                    "worker disappears and its peers wait); with it, the job may crawl instead.")
+                "worker disappears and its peers wait); with it, the job may crawl instead.",
+            )
         elif used > GIB and used > total // 10:
             yield self.result(
-                "warn", title, found=f"{size(used)} used of {size(total)}",
+                "warn",
+                title,
+                found=f"{size(used)} used of {size(total)}",
                 wanted="little or no swap in use",
                 why="A training job that swaps slows down by orders of magnitude and looks "
-                    "hung; peers of the slow rank time out in their collectives.",
+                "hung; peers of the slow rank time out in their collectives.",
                 fix="Find what uses the memory (`ps aux --sort=-rss | head`), then free it "
-                    "or move the job; `sudo swapoff -a && sudo swapon -a` empties swap "
-                    "once memory is free.")
+                "or move the job; `sudo swapoff -a && sudo swapon -a` empties swap "
+                "once memory is free.",
+            )
         else:
             yield self.result("ok", title, found=f"{size(used)} used of {size(total)}")
 
@@ -309,8 +391,10 @@ class Swap(Check):
 class Ptrace(Check):
     id = "DR207"
     area = "os_limits"
-    summary = ("py-spy present and ptrace allowed (Yama ptrace_scope, CAP_SYS_PTRACE), so `run` "
-               "and `dump` can read stacks")
+    summary = (
+        "py-spy present and ptrace allowed (Yama ptrace_scope, CAP_SYS_PTRACE), so `run` "
+        "and `dump` can read stacks"
+    )
     why = (
         "`hangdoctor run` and `dump` read Python stacks with py-spy, which needs ptrace. Without "
         "it (Yama `ptrace_scope` 2 or 3, a container without CAP_SYS_PTRACE) a hang is reported "
@@ -323,50 +407,80 @@ class Ptrace(Check):
         "Kubernetes `securityContext.capabilities.add: [SYS_PTRACE]`)."
     )
     fires_on = (
-        Example("ptrace_scope 3: no ptrace at all", lambda: node(limits={"ptrace_scope": 3}),
-                "problem"),
-        Example("root in a container without SYS_PTRACE",
-                lambda: node(limits={"cap_sys_ptrace": False}), "warn"),
+        Example(
+            "ptrace_scope 3: no ptrace at all", lambda: node(limits={"ptrace_scope": 3}), "problem"
+        ),
+        Example(
+            "root in a container without SYS_PTRACE",
+            lambda: node(limits={"cap_sys_ptrace": False}),
+            "warn",
+        ),
         Example("py-spy missing", lambda: node(limits={"py_spy": None}), "warn"),
     )
     quiet_on = (
         Example("root with CAP_SYS_PTRACE", lambda: node(), "ok"),
-        Example("a user under ptrace_scope 1: run works, dump of others' jobs does not",
-                lambda: node(limits={"ptrace_scope": 1, "cap_sys_ptrace": False,
-                                     "is_root": False}), "info"),
+        Example(
+            "a user under ptrace_scope 1: run works, dump of others' jobs does not",
+            lambda: node(limits={"ptrace_scope": 1, "cap_sys_ptrace": False, "is_root": False}),
+            "info",
+        ),
     )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         limits = facts.limits
         title = "hangdoctor may read stacks (ptrace)"
         scope, cap = limits.ptrace_scope, limits.cap_sys_ptrace
-        found = (f"ptrace_scope {scope if scope is not None else 'n/a (no Yama)'}, "
-                 f"CAP_SYS_PTRACE {'yes' if cap else 'no' if cap is not None else 'unknown'}, "
-                 f"py-spy {'found' if limits.py_spy else 'missing'}")
-        why = ("`hangdoctor run` and `dump` read Python stacks with py-spy, which needs ptrace; "
-               "without it a hang is reported without the line where each thread waits.")
+        found = (
+            f"ptrace_scope {scope if scope is not None else 'n/a (no Yama)'}, "
+            f"CAP_SYS_PTRACE {'yes' if cap else 'no' if cap is not None else 'unknown'}, "
+            f"py-spy {'found' if limits.py_spy else 'missing'}"
+        )
+        why = (
+            "`hangdoctor run` and `dump` read Python stacks with py-spy, which needs ptrace; "
+            "without it a hang is reported without the line where each thread waits."
+        )
         if not limits.py_spy:
-            yield self.result("warn", title, found=found, wanted="py-spy installed", why=why,
-                              fix="pip install py-spy")
+            yield self.result(
+                "warn",
+                title,
+                found=found,
+                wanted="py-spy installed",
+                why=why,
+                fix="pip install py-spy",
+            )
         elif scope == 3:
             yield self.result(
-                "problem", title, found=found, wanted="ptrace_scope <= 2", why=why,
+                "problem",
+                title,
+                found=found,
+                wanted="ptrace_scope <= 2",
+                why=why,
                 fix="ptrace_scope 3 cannot be lowered without a reboot: set "
-                    "`kernel.yama.ptrace_scope=1` in /etc/sysctl.d/ and reboot",
-                source=PTRACE_SOURCE)
+                "`kernel.yama.ptrace_scope=1` in /etc/sysctl.d/ and reboot",
+                source=PTRACE_SOURCE,
+            )
         elif cap is False and (limits.is_root or scope == 2):
             yield self.result(
-                "warn", title, found=found, wanted="CAP_SYS_PTRACE", why=why,
+                "warn",
+                title,
+                found=found,
+                wanted="CAP_SYS_PTRACE",
+                why=why,
                 fix="Docker: `--cap-add SYS_PTRACE`; Kubernetes: "
-                    "`securityContext.capabilities.add: [SYS_PTRACE]`; or run as root on the "
-                    "host", source=PTRACE_SOURCE)
+                "`securityContext.capabilities.add: [SYS_PTRACE]`; or run as root on the "
+                "host",
+                source=PTRACE_SOURCE,
+            )
         elif scope == 1 and not cap:
             yield self.result(
-                "info", title, found=found,
+                "info",
+                title,
+                found=found,
                 wanted="ptrace_scope 0, or CAP_SYS_PTRACE, for `hangdoctor dump`",
                 why="With ptrace_scope 1, `hangdoctor run` can read its own job's stacks, but "
-                    "`hangdoctor dump PID` of a job started elsewhere is refused.",
+                "`hangdoctor dump PID` of a job started elsewhere is refused.",
                 fix="sudo sysctl -w kernel.yama.ptrace_scope=0   (or run dump with sudo)",
-                source=PTRACE_SOURCE)
+                source=PTRACE_SOURCE,
+            )
         else:
             yield self.result("ok", title, found=found)

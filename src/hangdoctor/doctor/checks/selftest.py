@@ -20,8 +20,18 @@ from hangdoctor.doctor.result import CheckResult
 def _ran(name: str, status: SelftestStatus, message: str = "", *where: str) -> Facts:
     """A node whose self-test `name` ended with `status`."""
     duration = 60.0 if status == "hung" else 3.2
-    return node(selftests=(SelftestResult(name=name, status=status, duration_s=duration,
-                                          timeout_s=60.0, message=message, where=where),))
+    return node(
+        selftests=(
+            SelftestResult(
+                name=name,
+                status=status,
+                duration_s=duration,
+                timeout_s=60.0,
+                message=message,
+                where=where,
+            ),
+        )
+    )
 
 
 def _kind(test: SelftestResult) -> str:
@@ -54,20 +64,36 @@ class SelftestCheck(Check):
         timing = f"{test.duration_s:.1f} s"
         if test.status == "passed":
             extra = f"; {test.message}" if test.message else ""
-            return self.result("ok", title, found=f"passed in {timing}{extra}",
-                               wanted=f"done within {test.timeout_s:g} s")
+            return self.result(
+                "ok",
+                title,
+                found=f"passed in {timing}{extra}",
+                wanted=f"done within {test.timeout_s:g} s",
+            )
         if test.status == "skipped":
             return self.result("skipped", title, found=f"skipped: {test.message}")
         if test.status == "hung":
-            where = (" at " + " <- ".join(test.where[:3])) if test.where else \
-                " (its stack could not be read)"
-            return self.result("problem", f"{title} hung",
-                               found=f"no result after {timing}, stuck{where}",
-                               wanted=f"done within {test.timeout_s:g} s",
-                               why=f"{self.diagnosis} {test.message}".strip(), fix=fix)
-        return self.result("problem", f"{title} failed",
-                           found=f"failed after {timing}: {test.message}", wanted="passes",
-                           why=self.diagnosis, fix=fix)
+            where = (
+                (" at " + " <- ".join(test.where[:3]))
+                if test.where
+                else " (its stack could not be read)"
+            )
+            return self.result(
+                "problem",
+                f"{title} hung",
+                found=f"no result after {timing}, stuck{where}",
+                wanted=f"done within {test.timeout_s:g} s",
+                why=f"{self.diagnosis} {test.message}".strip(),
+                fix=fix,
+            )
+        return self.result(
+            "problem",
+            f"{title} failed",
+            found=f"failed after {timing}: {test.message}",
+            wanted="passes",
+            why=self.diagnosis,
+            fix=fix,
+        )
 
 
 class CpuStep(SelftestCheck):
@@ -85,23 +111,37 @@ class CpuStep(SelftestCheck):
         "environment."
     )
     title = "Training step on the CPU"
-    diagnosis = ("A step that hangs on the CPU alone rules out GPUs and the network: the "
-                 "framework install, its thread pools (OpenMP/MKL) or a native library is at "
-                 "fault.")
-    fix = ("OMP_NUM_THREADS=1 python -c 'import torch; print(torch.ones(2) @ torch.ones(2))'; "
-           "reinstall torch in a fresh virtual environment")
+    diagnosis = (
+        "A step that hangs on the CPU alone rules out GPUs and the network: the "
+        "framework install, its thread pools (OpenMP/MKL) or a native library is at "
+        "fault."
+    )
+    fix = (
+        "OMP_NUM_THREADS=1 python -c 'import torch; print(torch.ones(2) @ torch.ones(2))'; "
+        "reinstall torch in a fresh virtual environment"
+    )
     fires_on = (
-        Example("hung in a thread pool", lambda: _ran(
-            "cpu_step", "hung", "", "/venv/lib/python3.11/site-packages/torch/nn/functional.py"
-            ":2264 in linear"), "problem"),
-        Example("failed", lambda: _ran("cpu_step", "failed", "ImportError: libgomp.so.1"),
-                "problem"),
+        Example(
+            "hung in a thread pool",
+            lambda: _ran(
+                "cpu_step",
+                "hung",
+                "",
+                "/venv/lib/python3.11/site-packages/torch/nn/functional.py:2264 in linear",
+            ),
+            "problem",
+        ),
+        Example(
+            "failed", lambda: _ran("cpu_step", "failed", "ImportError: libgomp.so.1"), "problem"
+        ),
     )
     quiet_on = (
-        Example("passed", lambda: _ran("cpu_step", "passed", "import 2.1 s, 3 steps 0.4 s"),
-                "ok"),
-        Example("torch not installed", lambda: _ran("cpu_step", "skipped",
-                                                    "torch not installed"), "skipped"),
+        Example("passed", lambda: _ran("cpu_step", "passed", "import 2.1 s, 3 steps 0.4 s"), "ok"),
+        Example(
+            "torch not installed",
+            lambda: _ran("cpu_step", "skipped", "torch not installed"),
+            "skipped",
+        ),
         Example("no --selftest", lambda: node(), None),
     )
 
@@ -120,16 +160,29 @@ class GlooAllreduce(SelftestCheck):
         "resolves to a local address, and fix the firewall or `/etc/hosts`."
     )
     title = "All-reduce of 2 CPU ranks (gloo, loopback)"
-    diagnosis = ("Two local ranks that cannot all-reduce over loopback point at the host's "
-                 "networking (a firewall on lo, a hostname that resolves to an unreachable "
-                 "address) or the torch.distributed install.")
-    fix = ("export GLOO_SOCKET_IFNAME=lo; check `getent hosts $(hostname)` resolves to a local "
-           "address")
-    fires_on = (Example("hung at rendezvous", lambda: _ran(
-        "gloo_allreduce", "hung", "", "pid 7: /x/distributed_c10d.py:1520 in init_process_group"),
-        "problem"),)
-    quiet_on = (Example("passed", lambda: _ran("gloo_allreduce", "passed", "2 ranks (gloo)"),
-                        "ok"),)
+    diagnosis = (
+        "Two local ranks that cannot all-reduce over loopback point at the host's "
+        "networking (a firewall on lo, a hostname that resolves to an unreachable "
+        "address) or the torch.distributed install."
+    )
+    fix = (
+        "export GLOO_SOCKET_IFNAME=lo; check `getent hosts $(hostname)` resolves to a local address"
+    )
+    fires_on = (
+        Example(
+            "hung at rendezvous",
+            lambda: _ran(
+                "gloo_allreduce",
+                "hung",
+                "",
+                "pid 7: /x/distributed_c10d.py:1520 in init_process_group",
+            ),
+            "problem",
+        ),
+    )
+    quiet_on = (
+        Example("passed", lambda: _ran("gloo_allreduce", "passed", "2 ranks (gloo)"), "ok"),
+    )
 
 
 class GpuStep(SelftestCheck):
@@ -145,16 +198,26 @@ class GpuStep(SelftestCheck):
         "idle (`sudo nvidia-smi -r -i N`) or drain the node."
     )
     title = "Training step on one GPU"
-    diagnosis = ("A step that works on the CPU but hangs on one GPU alone points at that GPU, "
-                 "its driver or its PCIe link.")
-    fix = ("nvidia-smi -q -i <index>; sudo dmesg -T | grep -i xid; reset the GPU "
-           "(`sudo nvidia-smi -r -i <index>`) or drain the node")
-    fires_on = (Example("GPU 1 fails", lambda: _ran(
-        "gpu_step:1", "failed", "RuntimeError: CUDA error: unknown error"), "problem"),)
+    diagnosis = (
+        "A step that works on the CPU but hangs on one GPU alone points at that GPU, "
+        "its driver or its PCIe link."
+    )
+    fix = (
+        "nvidia-smi -q -i <index>; sudo dmesg -T | grep -i xid; reset the GPU "
+        "(`sudo nvidia-smi -r -i <index>`) or drain the node"
+    )
+    fires_on = (
+        Example(
+            "GPU 1 fails",
+            lambda: _ran("gpu_step:1", "failed", "RuntimeError: CUDA error: unknown error"),
+            "problem",
+        ),
+    )
     quiet_on = (
         Example("GPU 0 passes", lambda: _ran("gpu_step:0", "passed"), "ok"),
-        Example("torch sees no GPU", lambda: _ran("gpu_step", "skipped", "torch sees no GPU"),
-                "skipped"),
+        Example(
+            "torch sees no GPU", lambda: _ran("gpu_step", "skipped", "torch sees no GPU"), "skipped"
+        ),
     )
 
 
@@ -173,13 +236,18 @@ class NcclAllreduce(SelftestCheck):
         "`nvidia-smi topo -m`."
     )
     title = "All-reduce across the local GPUs (NCCL)"
-    diagnosis = ("GPUs that work alone but hang together point at peer-to-peer paths (NVLink, "
-                 "PCIe ACS/IOMMU) or NCCL's configuration.")
-    fix = ("NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest   (if that passes, "
-           "check ACS: `sudo lspci -vvv | grep ACSCtl`, and `nvidia-smi topo -m`)")
+    diagnosis = (
+        "GPUs that work alone but hang together point at peer-to-peer paths (NVLink, "
+        "PCIe ACS/IOMMU) or NCCL's configuration."
+    )
+    fix = (
+        "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest   (if that passes, "
+        "check ACS: `sudo lspci -vvv | grep ACSCtl`, and `nvidia-smi topo -m`)"
+    )
     fires_on = (Example("hung", lambda: _ran("nccl_allreduce", "hung"), "problem"),)
-    quiet_on = (Example("passed", lambda: _ran("nccl_allreduce", "passed", "8 ranks (nccl)"),
-                        "ok"),)
+    quiet_on = (
+        Example("passed", lambda: _ran("nccl_allreduce", "passed", "8 ranks (nccl)"), "ok"),
+    )
 
 
 #: The kinds the checks above read; a self-test of any other kind is the user's script.
@@ -202,10 +270,17 @@ class Script(SelftestCheck):
     title = "Self-test script"
     diagnosis = "The script given to --selftest-script did not finish in time."
     fix = "Run it under `hangdoctor run -- python <script>`"
-    fires_on = (Example("hung on a lock", lambda: _ran(
-        "script:train.py", "hung", "", "train.py:12 in step"), "problem"),)
-    quiet_on = (Example("passed", lambda: _ran("script:train.py", "passed"), "ok"),
-                Example("only built-in self-tests", lambda: _ran("cpu_step", "passed"), None))
+    fires_on = (
+        Example(
+            "hung on a lock",
+            lambda: _ran("script:train.py", "hung", "", "train.py:12 in step"),
+            "problem",
+        ),
+    )
+    quiet_on = (
+        Example("passed", lambda: _ran("script:train.py", "passed"), "ok"),
+        Example("only built-in self-tests", lambda: _ran("cpu_step", "passed"), None),
+    )
 
     def reads(self, test: SelftestResult) -> bool:
         return _kind(test) not in _BUILT_IN

@@ -20,8 +20,7 @@ _STATUSES: tuple[Status, ...] = get_args(Status)
 class VersionSummary(Check):
     id = "DR101"
     area = "versions"
-    summary = ("Python, torch and its CUDA/HIP/cuDNN/NCCL, TensorFlow, JAX, NVIDIA driver, "
-               "nvcc, gcc")
+    summary = "Python, torch and its CUDA/HIP/cuDNN/NCCL, TensorFlow, JAX, NVIDIA driver, nvcc, gcc"
     why = (
         "A job that works on one node and hangs on another most often differs in its versions: "
         "Python, torch and its CUDA, cuDNN and NCCL, the driver, the compilers that build custom "
@@ -33,9 +32,20 @@ class VersionSummary(Check):
     )
     quiet_on = (
         Example("a CPU node", lambda: node(), "info"),
-        Example("a GPU node", lambda: node(versions={
-            "torch_cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5", "driver": "550.54.15",
-            "nvcc": "12.4", "gcc": "12.2.0"}), "info"),
+        Example(
+            "a GPU node",
+            lambda: node(
+                versions={
+                    "torch_cuda": "12.4",
+                    "cudnn": "9.1.0",
+                    "nccl": "2.21.5",
+                    "driver": "550.54.15",
+                    "nvcc": "12.4",
+                    "gcc": "12.2.0",
+                }
+            ),
+            "info",
+        ),
     )
     informs_only = True
 
@@ -43,22 +53,43 @@ class VersionSummary(Check):
         v = facts.versions
         parts = [f"Python {v.python}"]
         if v.torch:
-            built = ", ".join(x for x in (
-                f"CUDA {v.torch_cuda}" if v.torch_cuda else "",
-                f"ROCm/HIP {v.torch_hip}" if v.torch_hip else "",
-                f"cuDNN {v.cudnn}" if v.cudnn else "",
-                f"NCCL {v.nccl}" if v.nccl else "") if x) or "CPU only"
+            built = (
+                ", ".join(
+                    x
+                    for x in (
+                        f"CUDA {v.torch_cuda}" if v.torch_cuda else "",
+                        f"ROCm/HIP {v.torch_hip}" if v.torch_hip else "",
+                        f"cuDNN {v.cudnn}" if v.cudnn else "",
+                        f"NCCL {v.nccl}" if v.nccl else "",
+                    )
+                    if x
+                )
+                or "CPU only"
+            )
             parts.append(f"torch {v.torch} ({built})")
         else:
             parts.append("torch not installed")
-        parts += [f"{name} {value}" for name, value in (
-            ("TensorFlow", v.tensorflow), ("JAX", v.jax), ("jaxlib", v.jaxlib),
-            ("NVIDIA driver", v.driver), ("nvcc", v.nvcc), ("gcc", v.gcc)) if value]
+        parts += [
+            f"{name} {value}"
+            for name, value in (
+                ("TensorFlow", v.tensorflow),
+                ("JAX", v.jax),
+                ("jaxlib", v.jaxlib),
+                ("NVIDIA driver", v.driver),
+                ("nvcc", v.nvcc),
+                ("gcc", v.gcc),
+            )
+            if value
+        ]
         if not v.driver:
             parts.append("no NVIDIA driver")
-        yield self.result("info", "Versions", found="; ".join(parts),
-                          why="The version matrix is the first thing to compare when a job "
-                              "that works elsewhere hangs here.")
+        yield self.result(
+            "info",
+            "Versions",
+            found="; ".join(parts),
+            why="The version matrix is the first thing to compare when a job "
+            "that works elsewhere hangs here.",
+        )
 
 
 def _cuda_node(cuda: str, driver: str) -> Facts:
@@ -68,9 +99,11 @@ def _cuda_node(cuda: str, driver: str) -> Facts:
 class RuntimeAgainstDriver(Check):
     id = "DR102"
     area = "versions"
-    summary = ("torch's CUDA runtime against the driver: below the toolkit's minimum driver "
-               "(NVIDIA's table) is `warn` while CUDA minor-version compatibility still "
-               "applies, `problem` below that")
+    summary = (
+        "torch's CUDA runtime against the driver: below the toolkit's minimum driver "
+        "(NVIDIA's table) is `warn` while CUDA minor-version compatibility still "
+        "applies, `problem` below that"
+    )
     why = (
         "Each CUDA runtime needs a minimum NVIDIA driver. Below it, CUDA initialisation fails "
         "(`CUDA driver version is insufficient`) on some ranks while the others wait for them in "
@@ -84,15 +117,20 @@ class RuntimeAgainstDriver(Check):
         "https://download.pytorch.org/whl/cuXYZ`)."
     )
     fires_on = (
-        Example("12.4 on driver 535: minor-version compatibility only",
-                lambda: _cuda_node("12.4", "535.161.08"), "warn"),
-        Example("12.4 on driver 470: below the 12.x floor",
-                lambda: _cuda_node("12.4", "470.82.01"), "problem"),
+        Example(
+            "12.4 on driver 535: minor-version compatibility only",
+            lambda: _cuda_node("12.4", "535.161.08"),
+            "warn",
+        ),
+        Example(
+            "12.4 on driver 470: below the 12.x floor",
+            lambda: _cuda_node("12.4", "470.82.01"),
+            "problem",
+        ),
     )
     quiet_on = (
         Example("12.4 on driver 550.54.15", lambda: _cuda_node("12.4", "550.54.15"), "ok"),
-        Example("a CUDA release not in the table", lambda: _cuda_node("9.9", "550.54.15"),
-                "info"),
+        Example("a CUDA release not in the table", lambda: _cuda_node("9.9", "550.54.15"), "info"),
         Example("no NVIDIA driver", lambda: node(versions={"torch_cuda": "12.4"}), None),
     )
 
@@ -109,38 +147,59 @@ class RuntimeAgainstDriver(Check):
         title = f"CUDA runtime {runtime} (torch) against driver {v.driver}"
         minimum = compat.version(minimum_text)
         if minimum is None:
-            yield self.result("info", title, found=f"CUDA {runtime}",
-                              wanted="a CUDA release listed in hangdoctor's compat.json",
-                              why="This CUDA release is not in hangdoctor's table; compare by "
-                                  "hand.", source=source)
+            yield self.result(
+                "info",
+                title,
+                found=f"CUDA {runtime}",
+                wanted="a CUDA release listed in hangdoctor's compat.json",
+                why="This CUDA release is not in hangdoctor's table; compare by hand.",
+                source=source,
+            )
             return
         if driver >= minimum:
-            yield self.result("ok", title, found=f"driver {v.driver}",
-                              wanted=f">= {minimum_text}", source=source)
+            yield self.result(
+                "ok", title, found=f"driver {v.driver}", wanted=f">= {minimum_text}", source=source
+            )
             return
         floor_text = data["minor_version_floor"]["table"].get(runtime.split(".")[0])
         floor = compat.version(floor_text)
         upto = f", up to {v.driver_cuda}" if v.driver_cuda else ""
-        fix = (f"Install NVIDIA driver {minimum_text} or newer, or a torch build for an older "
-               "CUDA (e.g. `pip install torch --index-url https://download.pytorch.org/whl/cuXYZ` "
-               f"with a CUDA the driver supports{upto}).")
+        fix = (
+            f"Install NVIDIA driver {minimum_text} or newer, or a torch build for an older "
+            "CUDA (e.g. `pip install torch --index-url https://download.pytorch.org/whl/cuXYZ` "
+            f"with a CUDA the driver supports{upto})."
+        )
         wanted = f">= {minimum_text} (CUDA {runtime} minimum)"
         if floor is not None and driver >= floor:
             yield self.result(
-                "warn", title, found=f"driver {v.driver}", wanted=wanted,
-                why=(f"Below CUDA {runtime}'s minimum driver the job relies on CUDA minor "
-                     f"version compatibility (driver >= {floor_text}): most kernels run, but "
-                     "PTX built for the newer toolkit cannot be JIT-compiled and newer driver "
-                     "features are missing, which surfaces as errors or stalls in custom ops "
-                     "and compiled kernels."),
-                fix=fix, source=source)
+                "warn",
+                title,
+                found=f"driver {v.driver}",
+                wanted=wanted,
+                why=(
+                    f"Below CUDA {runtime}'s minimum driver the job relies on CUDA minor "
+                    f"version compatibility (driver >= {floor_text}): most kernels run, but "
+                    "PTX built for the newer toolkit cannot be JIT-compiled and newer driver "
+                    "features are missing, which surfaces as errors or stalls in custom ops "
+                    "and compiled kernels."
+                ),
+                fix=fix,
+                source=source,
+            )
             return
         yield self.result(
-            "problem", title, found=f"driver {v.driver}", wanted=wanted,
-            why=("The driver is too old for this CUDA runtime: CUDA initialisation fails "
-                 "(`CUDA driver version is insufficient`) on some ranks, and the ranks that "
-                 "did start wait for them in their first collective until the timeout."),
-            fix=fix, source=source)
+            "problem",
+            title,
+            found=f"driver {v.driver}",
+            wanted=wanted,
+            why=(
+                "The driver is too old for this CUDA runtime: CUDA initialisation fails "
+                "(`CUDA driver version is insufficient`) on some ranks, and the ranks that "
+                "did start wait for them in their first collective until the timeout."
+            ),
+            fix=fix,
+            source=source,
+        )
 
 
 def _nvcc_node(cuda: str, nvcc: str) -> Facts:
@@ -162,8 +221,11 @@ class NvccAgainstTorch(Check):
         "for nvcc's CUDA."
     )
     fires_on = (
-        Example("nvcc 13.0 against torch built for CUDA 12.1",
-                lambda: _nvcc_node("12.1", "13.0"), "problem"),
+        Example(
+            "nvcc 13.0 against torch built for CUDA 12.1",
+            lambda: _nvcc_node("12.1", "13.0"),
+            "problem",
+        ),
     )
     quiet_on = (
         Example("the same release", lambda: _nvcc_node("12.1", "12.1"), "ok"),
@@ -180,21 +242,33 @@ class NvccAgainstTorch(Check):
         title = f"nvcc {v.nvcc} against torch's CUDA {v.torch_cuda}"
         if torch_cuda.major != nvcc.major:
             yield self.result(
-                "problem", title, found=f"nvcc {v.nvcc}", wanted=f"nvcc {torch_cuda.major}.x",
-                why=("torch.utils.cpp_extension refuses to build CUDA extensions across CUDA "
-                     "major versions; projects that build custom ops on first import fail, or "
-                     "every rank retries the build and waits on the others' build lock."),
-                fix=(f"Put a CUDA {torch_cuda.major}.x toolkit first on PATH "
-                     f"(`export CUDA_HOME=/usr/local/cuda-{v.torch_cuda} "
-                     "PATH=$CUDA_HOME/bin:$PATH`), or install the torch build for "
-                     f"CUDA {nvcc.major}.x."),
-                source=source)
+                "problem",
+                title,
+                found=f"nvcc {v.nvcc}",
+                wanted=f"nvcc {torch_cuda.major}.x",
+                why=(
+                    "torch.utils.cpp_extension refuses to build CUDA extensions across CUDA "
+                    "major versions; projects that build custom ops on first import fail, or "
+                    "every rank retries the build and waits on the others' build lock."
+                ),
+                fix=(
+                    f"Put a CUDA {torch_cuda.major}.x toolkit first on PATH "
+                    f"(`export CUDA_HOME=/usr/local/cuda-{v.torch_cuda} "
+                    "PATH=$CUDA_HOME/bin:$PATH`), or install the torch build for "
+                    f"CUDA {nvcc.major}.x."
+                ),
+                source=source,
+            )
         elif torch_cuda.minor != nvcc.minor:
             yield self.result(
-                "info", title, found=f"nvcc {v.nvcc}", wanted=f"nvcc {v.torch_cuda}",
+                "info",
+                title,
+                found=f"nvcc {v.nvcc}",
+                wanted=f"nvcc {v.torch_cuda}",
                 why="A minor CUDA mismatch builds (torch warns), but extensions are then "
-                    "tested against a toolkit torch was not built with.",
-                source=source)
+                "tested against a toolkit torch was not built with.",
+                source=source,
+            )
         else:
             yield self.result("ok", title, found=f"nvcc {v.nvcc}", source=source)
 
@@ -226,14 +300,18 @@ class KnownBadCombination(Check):
         "package it names, or apply its workaround until you can); each entry cites its source."
     )
     fires_on = (
-        Example("torch built for CUDA 10.2 with nvcc 10.2 (pytorch#33203)",
-                lambda: node(versions={"torch": "1.5.0", "torch_cuda": "10.2", "nvcc": "10.2"}),
-                "warn"),
+        Example(
+            "torch built for CUDA 10.2 with nvcc 10.2 (pytorch#33203)",
+            lambda: node(versions={"torch": "1.5.0", "torch_cuda": "10.2", "nvcc": "10.2"}),
+            "warn",
+        ),
     )
     quiet_on = (
-        Example("CUDA 10.1 with nvcc 10.1",
-                lambda: node(versions={"torch": "1.5.0", "torch_cuda": "10.1", "nvcc": "10.1"}),
-                None),
+        Example(
+            "CUDA 10.1 with nvcc 10.1",
+            lambda: node(versions={"torch": "1.5.0", "torch_cuda": "10.1", "nvcc": "10.1"}),
+            None,
+        ),
         Example("a CPU node", lambda: node(), None),
     )
 
@@ -246,16 +324,23 @@ class KnownBadCombination(Check):
             if status not in _STATUSES:
                 raise ValueError(f"compat.json: known_bad {entry['id']}: status {status!r}")
             found = ", ".join(f"{field} {values.get(field)}" for field in entry["when"])
-            yield self.result(status, str(entry["title"]), found=found,
-                              wanted="not this combination", why=str(entry["why"]),
-                              fix=str(entry["fix"]), source=str(entry["source"]))
+            yield self.result(
+                status,
+                str(entry["title"]),
+                found=found,
+                wanted="not this combination",
+                why=str(entry["why"]),
+                fix=str(entry["fix"]),
+                source=str(entry["source"]),
+            )
 
 
 class StaleExtensionLock(Check):
     id = "DR105"
     area = "versions"
-    summary = ("`lock` files left in the torch extensions build directory (`load()` waits on "
-               "them forever)")
+    summary = (
+        "`lock` files left in the torch extensions build directory (`load()` waits on them forever)"
+    )
     why = (
         "`torch.utils.cpp_extension.load` takes a `lock` file in the extensions build directory "
         "and waits, with no time limit and no message, until it disappears. A build that was "
@@ -268,9 +353,17 @@ class StaleExtensionLock(Check):
         "time (`pip install .` / `setup.py`) rather than on first import in every rank."
     )
     fires_on = (
-        Example("a lock left by a killed build", lambda: node(versions={
-            "torch_extension_locks": ("/root/.cache/torch_extensions/py311_cu121/fused/lock",)}),
-            "warn"),
+        Example(
+            "a lock left by a killed build",
+            lambda: node(
+                versions={
+                    "torch_extension_locks": (
+                        "/root/.cache/torch_extensions/py311_cu121/fused/lock",
+                    )
+                }
+            ),
+            "warn",
+        ),
     )
     quiet_on = (Example("no lock", lambda: node(), None),)
 
@@ -279,10 +372,15 @@ class StaleExtensionLock(Check):
         if not locks:
             return
         yield self.result(
-            "warn", "Lock files in the torch extensions build directory",
-            found=", ".join(locks), wanted="none while nothing builds",
-            why=("torch.utils.cpp_extension.load waits, with no time limit and no message, "
-                 "until this lock disappears; a build that was killed leaves it behind, and "
-                 "the next start of the job then hangs while loading its custom op."),
+            "warn",
+            "Lock files in the torch extensions build directory",
+            found=", ".join(locks),
+            wanted="none while nothing builds",
+            why=(
+                "torch.utils.cpp_extension.load waits, with no time limit and no message, "
+                "until this lock disappears; a build that was killed leaves it behind, and "
+                "the next start of the job then hangs while loading its custom op."
+            ),
             fix="If no build is running: `rm " + " ".join(locks) + "`",
-            source=str(compat.load()["stale_extension_lock"]["source"]))
+            source=str(compat.load()["stale_extension_lock"]["source"]),
+        )

@@ -21,12 +21,15 @@ class ParseError(LintRule):
     severity = Severity.ERROR
     message = "file could not be read or parsed"
     fix = "fix the syntax error or the file's encoding (or exclude the file)"
-    why = "A file the linter cannot parse is not checked at all; it is reported so that this " \
-          "is never silent."
+    why = (
+        "A file the linter cannot parse is not checked at all; it is reported so that this "
+        "is never silent."
+    )
 
 
-ALL_RULES: tuple[type[LintRule], ...] = tuple(sorted(
-    find_classes(__name__, LintRule, families=True), key=lambda rule: rule.id))
+ALL_RULES: tuple[type[LintRule], ...] = tuple(
+    sorted(find_classes(__name__, LintRule, families=True), key=lambda rule: rule.id)
+)
 
 #: Every id the linter can report, HL000 included.
 _EVERY_RULE: tuple[type[LintRule], ...] = (ParseError, *ALL_RULES)

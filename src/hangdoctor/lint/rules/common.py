@@ -22,46 +22,115 @@ Resolver = Callable[[ast.expr], ast.expr | None]
 _RESOLVE_DEPTH = 3
 
 #: Identifiers that hold a process's rank.
-RANK_NAMES = frozenset({
-    "rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index",
-    "rank_id", "my_rank", "world_rank", "_rank", "_local_rank", "_global_rank", "proc_id",
-    "process_rank", "local_process_rank", "global_process_index",
-})
+RANK_NAMES = frozenset(
+    {
+        "rank",
+        "local_rank",
+        "global_rank",
+        "node_rank",
+        "process_index",
+        "local_process_index",
+        "rank_id",
+        "my_rank",
+        "world_rank",
+        "_rank",
+        "_local_rank",
+        "_global_rank",
+        "proc_id",
+        "process_rank",
+        "local_process_rank",
+        "global_process_index",
+    }
+)
 #: Functions that return a rank.
-RANK_FUNCTIONS = frozenset({
-    "get_rank", "get_local_rank", "get_global_rank", "get_node_rank", "get_ordinal",
-    "get_local_ordinal", "get_process_index",
-    "rank", "local_rank", "Get_rank",  # Horovod's hvd.rank(), mpi4py's comm.Get_rank()
-})
+RANK_FUNCTIONS = frozenset(
+    {
+        "get_rank",
+        "get_local_rank",
+        "get_global_rank",
+        "get_node_rank",
+        "get_ordinal",
+        "get_local_ordinal",
+        "get_process_index",
+        "rank",
+        "local_rank",
+        "Get_rank",  # Horovod's hvd.rank(), mpi4py's comm.Get_rank()
+    }
+)
 #: Environment variables that hold a rank.
-RANK_ENV = frozenset({
-    "RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "SLURM_PROCID", "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK",
-})
+RANK_ENV = frozenset(
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "NODE_RANK",
+        "GROUP_RANK",
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "PMI_RANK",
+    }
+)
 #: Flags (attributes or calls) that are true on the main process only.
-MAIN_FLAGS = frozenset({
-    "is_main_process", "is_local_main_process", "is_main", "is_master", "is_master_process",
-    "is_world_process_zero", "is_local_process_zero", "is_rank_zero", "is_global_zero",
-    "is_local_zero", "master_process", "is_main_rank", "is_rank_0", "is_rank0",
-    "is_master_ordinal", "is_chief", "is_last_process",
-})
+MAIN_FLAGS = frozenset(
+    {
+        "is_main_process",
+        "is_local_main_process",
+        "is_main",
+        "is_master",
+        "is_master_process",
+        "is_world_process_zero",
+        "is_local_process_zero",
+        "is_rank_zero",
+        "is_global_zero",
+        "is_local_zero",
+        "master_process",
+        "is_main_rank",
+        "is_rank_0",
+        "is_rank0",
+        "is_master_ordinal",
+        "is_chief",
+        "is_last_process",
+    }
+)
 #: Decorators that run a function on the main process only.
-MAIN_ONLY_DECORATORS = frozenset({
-    "rank_zero_only", "main_process_only", "on_main_process", "on_local_main_process",
-    "on_last_process", "on_process", "on_local_process",
-})
+MAIN_ONLY_DECORATORS = frozenset(
+    {
+        "rank_zero_only",
+        "main_process_only",
+        "on_main_process",
+        "on_local_main_process",
+        "on_last_process",
+        "on_process",
+        "on_local_process",
+    }
+)
 #: torch.distributed functions every rank of the group must call.
 #: (Not torch 2.13's `*_single` names, which user code does not call; with `new_group`, which
 #: every rank must call too; point-to-point operations are not collectives.)
 TORCH_COLLECTIVES = frozenset(
-    {*protocol.COLLECTIVES, *protocol.OTHER_COLLECTIVES, *protocol.COALESCED_COLLECTIVES,
-     "new_group"} - {"all_gather_single", "reduce_scatter_single"})
+    {
+        *protocol.COLLECTIVES,
+        *protocol.OTHER_COLLECTIVES,
+        *protocol.COALESCED_COLLECTIVES,
+        "new_group",
+    }
+    - {"all_gather_single", "reduce_scatter_single"}
+)
 _TORCH_PREFIXES = ("torch.distributed.", "deepspeed.comm.", "deepspeed.", "horovod.torch.")
 #: accelerate's collectives, on an `Accelerator` or from `accelerate.utils`.
-ACCELERATE_COLLECTIVES = frozenset({
-    "wait_for_everyone", "gather", "gather_for_metrics", "reduce", "pad_across_processes",
-    "gather_object", "broadcast", "broadcast_object_list",
-})
+ACCELERATE_COLLECTIVES = frozenset(
+    {
+        "wait_for_everyone",
+        "gather",
+        "gather_for_metrics",
+        "reduce",
+        "pad_across_processes",
+        "gather_object",
+        "broadcast",
+        "broadcast_object_list",
+    }
+)
 #: accelerate methods that are collectives when the model is sharded (DeepSpeed, FSDP): they
 #: gather or write every rank's shard (`save_state` also meets a barrier with automatic
 #: checkpoint naming). Under plain DDP the main process alone may call them.
@@ -73,11 +142,18 @@ ENGINE_COLLECTIVES = frozenset({"save_checkpoint", "load_checkpoint"})
 #: gathered): calling the wrapped model on some ranks only is a collective on some ranks.
 PARALLEL_WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel")
 #: Lightning's collectives, on a strategy or a Fabric.
-LIGHTNING_COLLECTIVES = frozenset({
-    "barrier", "all_reduce", "all_gather", "broadcast", "reduce_boolean_decision",
-})
-XLA_COLLECTIVES = frozenset({"rendezvous", "all_reduce", "all_gather", "mesh_reduce",
-                             "reduce_scatter", "all_to_all"})
+LIGHTNING_COLLECTIVES = frozenset(
+    {
+        "barrier",
+        "all_reduce",
+        "all_gather",
+        "broadcast",
+        "reduce_boolean_decision",
+    }
+)
+XLA_COLLECTIVES = frozenset(
+    {"rendezvous", "all_reduce", "all_gather", "mesh_reduce", "reduce_scatter", "all_to_all"}
+)
 
 
 def _int(node: ast.AST) -> int | None:
@@ -111,8 +187,12 @@ def _env_name(node: ast.AST) -> str | None:
 def is_rank(node: ast.AST, resolve: Resolver | None = None, depth: int = 0) -> bool:
     """Whether `node` evaluates to this process's rank (`resolve` looks through names
     assigned from one: `r = dist.get_rank()`)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id in ("int", "str") and len(node.args) == 1:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("int", "str")
+        and len(node.args) == 1
+    ):
         return is_rank(node.args[0], resolve, depth)
     if isinstance(node, ast.Call):
         if last_name(node.func) in RANK_FUNCTIONS:
@@ -123,15 +203,19 @@ def is_rank(node: ast.AST, resolve: Resolver | None = None, depth: int = 0) -> b
     name = last_name(node)
     if name is not None and name.lower() in RANK_NAMES:
         return True
-    if resolve is not None and depth < _RESOLVE_DEPTH and isinstance(node, (ast.Name,
-                                                                            ast.Attribute)):
+    if (
+        resolve is not None
+        and depth < _RESOLVE_DEPTH
+        and isinstance(node, (ast.Name, ast.Attribute))
+    ):
         held = resolve(node)
         return held is not None and is_rank(held, resolve, depth + 1)
     return False
 
 
-def _compare_polarity(node: ast.Compare, resolve: Resolver | None = None,
-                      depth: int = 0) -> Polarity | None:
+def _compare_polarity(
+    node: ast.Compare, resolve: Resolver | None = None, depth: int = 0
+) -> Polarity | None:
     if len(node.ops) != 1:
         return None
     left, op, right = node.left, node.ops[0], node.comparators[0]
@@ -139,8 +223,9 @@ def _compare_polarity(node: ast.Compare, resolve: Resolver | None = None,
         if not is_rank(right, resolve, depth):
             return None
         left, right = right, left
-        op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(),
-              ast.GtE: ast.LtE()}.get(type(op), op)
+        op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(
+            type(op), op
+        )
     if isinstance(op, (ast.In, ast.NotIn)):
         if not isinstance(right, (ast.Tuple, ast.List, ast.Set)):
             return None
@@ -153,8 +238,11 @@ def _compare_polarity(node: ast.Compare, resolve: Resolver | None = None,
     value = _int(right)
     if value is None:
         # `rank == src`, `rank != last`: one rank against the others.
-        if isinstance(op, (ast.Eq, ast.NotEq)) and not is_rank(right, resolve, depth) \
-                and not isinstance(right, ast.Constant):
+        if (
+            isinstance(op, (ast.Eq, ast.NotEq))
+            and not is_rank(right, resolve, depth)
+            and not isinstance(right, ast.Constant)
+        ):
             return "other"
         return None
     if value < 0:
@@ -175,9 +263,10 @@ def _compare_polarity(node: ast.Compare, resolve: Resolver | None = None,
     return None
 
 
-def rank_polarity(test: ast.AST, resolve: Resolver | None = None,
-                  depth: int = 0) -> Polarity | None:
-    """"main" when `test` is true on the main process only (`rank == 0`, `is_main_process`),
+def rank_polarity(
+    test: ast.AST, resolve: Resolver | None = None, depth: int = 0
+) -> Polarity | None:
+    """ "main" when `test` is true on the main process only (`rank == 0`, `is_main_process`),
     "other" when on some other subset of ranks (`rank != 0`, `local_rank not in (-1, 0)`),
     None when it is not a rank condition (or says the same on every rank). `resolve` looks
     through flags assigned from one (`first = dist.get_rank() == 0; if first:`)."""
@@ -196,8 +285,11 @@ def rank_polarity(test: ast.AST, resolve: Resolver | None = None,
         return _compare_polarity(test, resolve, depth)
     if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and last_name(test) in MAIN_FLAGS:
         return "main"
-    if resolve is not None and depth < _RESOLVE_DEPTH and isinstance(test, (ast.Name,
-                                                                            ast.Attribute)):
+    if (
+        resolve is not None
+        and depth < _RESOLVE_DEPTH
+        and isinstance(test, (ast.Name, ast.Attribute))
+    ):
         held = resolve(test)
         if held is not None:
             return rank_polarity(held, resolve, depth + 1)
@@ -213,6 +305,7 @@ def resolver(index: ModuleIndex) -> Resolver:
     def resolve(node: ast.expr) -> ast.expr | None:
         name = last_name(node)
         return origin(index, node) if name in candidates else None
+
     return resolve
 
 
@@ -243,8 +336,17 @@ def _rank_related_names(index: ModuleIndex) -> frozenset[str]:
     return frozenset(names)
 
 
-_RANK_WORDS = ("rank", "RANK", "main", "master", "zero", "chief", "PROCID", "process_index",
-               "last_process")
+_RANK_WORDS = (
+    "rank",
+    "RANK",
+    "main",
+    "master",
+    "zero",
+    "chief",
+    "PROCID",
+    "process_index",
+    "last_process",
+)
 #: The assigned name of `name = ...`, `self.name: bool = ...` (its last part).
 _TARGET = re.compile(r"[ \t]*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)[ \t]*(?::[^=\n]+)?=(?!=)")
 
@@ -296,9 +398,12 @@ def _sharded(index: ModuleIndex) -> bool:
     """Whether the module's code runs under DeepSpeed or FSDP, or names its checkpoints
     automatically: it refers to them (`accelerator.state.deepspeed_plugin`,
     `DistributedType.DEEPSPEED`, an FSDP plugin, `automatic_checkpoint_naming`)."""
-    return any("deepspeed" in name.lower() or "fsdp" in name.lower()
-               or name in ("FullyShardedDataParallel", "automatic_checkpoint_naming")
-               for name in index.identifiers)
+    return any(
+        "deepspeed" in name.lower()
+        or "fsdp" in name.lower()
+        or name in ("FullyShardedDataParallel", "automatic_checkpoint_naming")
+        for name in index.identifiers
+    )
 
 
 def _true(node: ast.expr | None) -> bool:
@@ -333,7 +438,8 @@ def _wrapped_forward(index: ModuleIndex, call: ast.Call) -> str | None:
         return None
     wrapper = index.name_of(built).rpartition(".")[2]
     if wrapper == "FullyShardedDataParallel" or (
-            wrapper == "DistributedDataParallel" and any(b in index.source for b in _BUFFERS)):
+        wrapper == "DistributedDataParallel" and any(b in index.source for b in _BUFFERS)
+    ):
         return f"{wrapper} forward"
     return None
 
@@ -348,7 +454,8 @@ def _communicating_wrapper(index: ModuleIndex) -> bool:
     if known is None:
         source = index.source
         known = index.memo[key] = "DataParallel" in source and (
-            "FullyShardedDataParallel" in source or any(b in source for b in _BUFFERS))
+            "FullyShardedDataParallel" in source or any(b in source for b in _BUFFERS)
+        )
     return bool(known)
 
 

@@ -39,14 +39,22 @@ class NonfiniteFailure(Rule):
     specificity = 5
     names_culprit = False
     fires_on = (
-        Example("anomaly mode in backward", lambda: failed_with(
-            "RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.",
-            ("/home/ml/train.py", 44, "<module>", "loss.backward()"),
-            (f"{SITE}/torch/_tensor.py", 626, "backward", "torch.autograd.backward("))),
+        Example(
+            "anomaly mode in backward",
+            lambda: failed_with(
+                "RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.",
+                ("/home/ml/train.py", 44, "<module>", "loss.backward()"),
+                (f"{SITE}/torch/_tensor.py", 626, "backward", "torch.autograd.backward("),
+            ),
+        ),
     )
     quiet_on = (
-        Example("another failure", lambda: failed_with(
-            "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']"))),
+        Example(
+            "another failure",
+            lambda: failed_with(
+                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:

@@ -19,8 +19,9 @@ from hangdoctor.rules.helpers import at as place_of
 from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, output_lines
 from hangdoctor.taxonomy import Category
 
-_FINITE_LOSS = re.compile(r"\bloss['\"]?\s*[:=]?\s*(?:tensor\()?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)",
-                          re.IGNORECASE)
+_FINITE_LOSS = re.compile(
+    r"\bloss['\"]?\s*[:=]?\s*(?:tensor\()?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)", re.IGNORECASE
+)
 # Values that start at infinity on purpose: the best loss so far, a loss scale.
 _NOT_A_TRAINING_VALUE = re.compile(r"best|min|prev|scale", re.IGNORECASE)
 #: Dynamic loss scaling skips a few steps now and then: that is how it works. Only many skips,
@@ -31,15 +32,30 @@ _COLLAPSED_SCALE = 1.0
 
 def _skipping(*, hung: bool) -> Bundle:
     """A loop that skips a batch whose loss is not finite (`continue` before backward())."""
-    loop = b.frame("train.py", 50, "train_epoch", code="x, y = next(batches)",
-                   loops=("while done < steps:",)).model_copy(update={"loop_lines": (49,)})
-    main = b.thread(10, b.frame("model.py", 44, "Net.forward", code="return self.net(x)"),
-                    loop, name="MainThread", state="R")
+    loop = b.frame(
+        "train.py", 50, "train_epoch", code="x, y = next(batches)", loops=("while done < steps:",)
+    ).model_copy(update={"loop_lines": (49,)})
+    main = b.thread(
+        10,
+        b.frame("model.py", 44, "Net.forward", code="return self.net(x)"),
+        loop,
+        name="MainThread",
+        state="R",
+    )
     job = b.bundle(b.process(10, main))
-    return job.model_copy(update={"job": JobRecord(
-        started_at=0.0, hang_declared_s=30.0 if hung else None, exit_code=None if hung else 0,
-        output_tail=("update 50/50: loss 1.851e+13",
-                     "train.py:54: UserWarning: non-finite loss, skipping batch"))})
+    return job.model_copy(
+        update={
+            "job": JobRecord(
+                started_at=0.0,
+                hang_declared_s=30.0 if hung else None,
+                exit_code=None if hung else 0,
+                output_tail=(
+                    "update 50/50: loss 1.851e+13",
+                    "train.py:54: UserWarning: non-finite loss, skipping batch",
+                ),
+            )
+        }
+    )
 
 
 class NonFiniteFromLog(Rule):
@@ -67,32 +83,71 @@ class NonFiniteFromLog(Rule):
     names_culprit = False
     fires_on = (
         Example("a hung loop that skips every non-finite batch", lambda: _skipping(hung=True)),
-        Example("loss turns nan", lambda: logs_bundle([
-            "step 1200 | loss 2.3141 | lr 3.0e-04", "step 1210 | loss 2.9876 | lr 3.0e-04",
-            "step 1220 | loss nan | lr 3.0e-04"])),
-        Example("Hugging Face Trainer", lambda: logs_bundle([
-            "{'loss': 1.2032, 'grad_norm': 3.1, 'learning_rate': 1.9e-05, 'epoch': 0.41}",
-            "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1.9e-05, 'epoch': 0.42}"])),
-        Example("loss scale collapsed", lambda: logs_bundle([
-            *(f"[2026-02-01 10:{i:02d}:00,000] [INFO] [loss_scaler.py:183:update_scale] "
-              f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2.0 ** -i}, "
-              f"reducing to {2.0 ** -(i + 1)}" for i in range(3)),
-            "Exception: Current loss scale already at minimum - cannot decrease scale anymore. "
-            "Exiting run."])),
-        Example("anomaly mode names the op", lambda: logs_bundle([
-            "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th "
-            "output."])),
+        Example(
+            "loss turns nan",
+            lambda: logs_bundle(
+                [
+                    "step 1200 | loss 2.3141 | lr 3.0e-04",
+                    "step 1210 | loss 2.9876 | lr 3.0e-04",
+                    "step 1220 | loss nan | lr 3.0e-04",
+                ]
+            ),
+        ),
+        Example(
+            "Hugging Face Trainer",
+            lambda: logs_bundle(
+                [
+                    "{'loss': 1.2032, 'grad_norm': 3.1, 'learning_rate': 1.9e-05, 'epoch': 0.41}",
+                    "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1.9e-05, 'epoch': 0.42}",
+                ]
+            ),
+        ),
+        Example(
+            "loss scale collapsed",
+            lambda: logs_bundle(
+                [
+                    *(
+                        f"[2026-02-01 10:{i:02d}:00,000] [INFO] [loss_scaler.py:183:update_scale] "
+                        f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2.0**-i}, "
+                        f"reducing to {2.0 ** -(i + 1)}"
+                        for i in range(3)
+                    ),
+                    "Exception: Current loss scale already at minimum - cannot decrease scale anymore. "
+                    "Exiting run.",
+                ]
+            ),
+        ),
+        Example(
+            "anomaly mode names the op",
+            lambda: logs_bundle(
+                [
+                    "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th "
+                    "output."
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("one skipped non-finite batch in a job that went on",
-                lambda: _skipping(hung=False)),
-        Example("finite losses, INFO lines", lambda: logs_bundle([
-            "INFO step 10 loss: 0.5213", "INFO step 20 loss: 0.4980 (inference skipped)"])),
-        Example("a few overflows while the loss scale settles", lambda: logs_bundle([
-            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
-            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0",
-            "{'loss': 4.2113, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}",
-            "step 10 loss 4.21 best_loss=inf"])),
+        Example(
+            "one skipped non-finite batch in a job that went on", lambda: _skipping(hung=False)
+        ),
+        Example(
+            "finite losses, INFO lines",
+            lambda: logs_bundle(
+                ["INFO step 10 loss: 0.5213", "INFO step 20 loss: 0.4980 (inference skipped)"]
+            ),
+        ),
+        Example(
+            "a few overflows while the loss scale settles",
+            lambda: logs_bundle(
+                [
+                    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
+                    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0",
+                    "{'loss': 4.2113, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}",
+                    "step 10 loss 4.21 best_loss=inf",
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -101,20 +156,29 @@ class NonFiniteFromLog(Rule):
             return  # the instrumentation saw it first-hand: HD601 reports it
         lines = output_lines(job)
         found = scan(lines)
-        values = [m for m in found if m.kind == "nonfinite_value"
-                  and not _NOT_A_TRAINING_VALUE.search(m.fields.get("key", ""))]
+        values = [
+            m
+            for m in found
+            if m.kind == "nonfinite_value"
+            and not _NOT_A_TRAINING_VALUE.search(m.fields.get("key", ""))
+        ]
         # A non-finite gradient norm next to a finite loss is a step the grad scaler skipped.
-        skipped = [m for m in values if "loss" not in m.fields["key"].lower()
-                   and _FINITE_LOSS.search(m.line)]
+        skipped = [
+            m
+            for m in values
+            if "loss" not in m.fields["key"].lower() and _FINITE_LOSS.search(m.line)
+        ]
         counted = {id(m) for m in values} - {id(m) for m in skipped}
-        bad = [m for m in found if m.kind in ("nonfinite_detected", "loss_scale_collapsed")
-               or id(m) in counted]
+        bad = [
+            m
+            for m in found
+            if m.kind in ("nonfinite_detected", "loss_scale_collapsed") or id(m) in counted
+        ]
         hung = record is not None and record.hang_declared_s is not None
         # The loop's own skips of non-finite batches: a livelock when the job then hung.
         bad += [m for m in found if m.kind == "nonfinite_skipped"] if hung else []
         overflows = [m for m in found if m.kind == "loss_scale_overflow"] + skipped
-        scales = [float(m.fields["scale"]) for m in overflows
-                  if _is_number(m.fields.get("scale"))]
+        scales = [float(m.fields["scale"]) for m in overflows if _is_number(m.fields.get("scale"))]
         collapsed = bool(scales) and min(scales) < _COLLAPSED_SCALE
         if not bad and not collapsed and len(overflows) < _OVERFLOWS_WORTH_A_WARNING:
             return
@@ -125,22 +189,30 @@ class NonFiniteFromLog(Rule):
         before = _finite_losses_before(lines, first.index)
         diverged = len(before) >= 3 and before[0][0] > 0 and before[-1][0] / before[0][0] >= 10
         if before:
-            evidence.append(f"last finite loss before it: {before[-1][0]:g} "
-                            f"({clip(before[-1][1])})")
+            evidence.append(
+                f"last finite loss before it: {before[-1][0]:g} ({clip(before[-1][1])})"
+            )
         if diverged:
-            evidence.append(f"the loss climbed from {before[0][0]:g} to {before[-1][0]:g} over "
-                            f"the {len(before)} values logged before it")
+            evidence.append(
+                f"the loss climbed from {before[0][0]:g} to {before[-1][0]:g} over "
+                f"the {len(before)} values logged before it"
+            )
         evidence += cite([m for m in bad[1:3]])
         if overflows:
-            evidence.append(f"{len(overflows)} step(s) skipped for gradient overflow"
-                            + (f"; loss scale fell to {min(scales):g}" if scales else ""))
+            evidence.append(
+                f"{len(overflows)} step(s) skipped for gradient overflow"
+                + (f"; loss scale fell to {min(scales):g}" if scales else "")
+            )
         if bad:
             if first.kind == "loss_scale_collapsed":
                 title = f"Loss scaling gave up: gradients stayed non-finite{at}"
             elif first.kind == "nonfinite_detected":
                 function = first.fields.get("function")
-                title = (f"{function} produced NaN in the backward pass{at}" if function
-                         else f"NaN/Inf detected in training{at}")
+                title = (
+                    f"{function} produced NaN in the backward pass{at}"
+                    if function
+                    else f"NaN/Inf detected in training{at}"
+                )
             else:
                 key = first.fields.get("key", "loss")
                 what = "The loss" if "loss" in key.lower() else f"The gradient norm ({key})"
@@ -157,30 +229,45 @@ class NonFiniteFromLog(Rule):
         if first.kind == "nonfinite_skipped":
             location = _retry_loop(job)
             where = f" at {place_of(location)}" if location is not None else ""
-            title = (f"Every batch is skipped as non-finite: the loop{where} never takes a "
-                     "step")
-            evidence.insert(1, "the job hung after that: no optimizer step since, while the "
-                            "loop kept drawing batches and skipping them")
+            title = f"Every batch is skipped as non-finite: the loop{where} never takes a step"
+            evidence.insert(
+                1,
+                "the job hung after that: no optimizer step since, while the "
+                "loop kept drawing batches and skipping them",
+            )
         if location is not None and first.kind == "nonfinite_detected":
             evidence.insert(1, f"the operation that made it: {place_of(location)}")
         yield Finding(
-            id=self.id, category=self.category, severity=severity, confidence=confidence,
+            id=self.id,
+            category=self.category,
+            severity=severity,
+            confidence=confidence,
             title=title,
             explanation=(
-                ("Training diverged: the loss grew for several logged steps before it became "
-                 "non-finite, which points at the optimisation (learning rate too high, no "
-                 "gradient clipping) rather than one bad batch. " if diverged else
-                 "The first non-finite value is where to look: that batch, or an operation "
-                 "that overflowed (fp16) or divided by zero. " if bad else "")
+                (
+                    "Training diverged: the loss grew for several logged steps before it became "
+                    "non-finite, which points at the optimisation (learning rate too high, no "
+                    "gradient clipping) rather than one bad batch. "
+                    if diverged
+                    else "The first non-finite value is where to look: that batch, or an operation "
+                    "that overflowed (fp16) or divided by zero. "
+                    if bad
+                    else ""
+                )
                 + "Once a NaN or Inf reaches the weights every later step is garbage; in a "
-                "distributed job ranks can also desynchronise and stall."),
-            culprit=Culprit(rank=rank, role="rank" if rank is not None else None,
-                            location=Location.of(location))
-            if rank is not None or location is not None else None,
+                "distributed job ranks can also desynchronise and stall."
+            ),
+            culprit=Culprit(
+                rank=rank, role="rank" if rank is not None else None, location=Location.of(location)
+            )
+            if rank is not None or location is not None
+            else None,
             evidence=tuple(evidence[:MAX_EVIDENCE]),
-            fixes=tuple(f for f in (_DIVERGED_FIXES if diverged or not bad else
-                                    _SUDDEN_NAN_FIXES)
-                        if not (f is _ANOMALY and forward_trace(lines))),
+            fixes=tuple(
+                f
+                for f in (_DIVERGED_FIXES if diverged or not bad else _SUDDEN_NAN_FIXES)
+                if not (f is _ANOMALY and forward_trace(lines))
+            ),
         )
 
 
@@ -214,8 +301,9 @@ def _is_number(value: str | None) -> bool:
     return True
 
 
-def _finite_losses_before(lines: tuple[str, ...], index: int, lookback: int = 200,
-                          keep: int = 10) -> list[tuple[float, str]]:
+def _finite_losses_before(
+    lines: tuple[str, ...], index: int, lookback: int = 200, keep: int = 10
+) -> list[tuple[float, str]]:
     """The last `keep` finite losses logged before line `index`, oldest first."""
     found: list[tuple[float, str]] = []
     for position in range(index - 1, max(-1, index - lookback - 1), -1):
@@ -226,15 +314,21 @@ def _finite_losses_before(lines: tuple[str, ...], index: int, lookback: int = 20
     return found[::-1]
 
 
-_CLIP = ("Clip gradients: `torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` before "
-         "`optimizer.step()`.")
+_CLIP = (
+    "Clip gradients: `torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` before "
+    "`optimizer.step()`."
+)
 _LR = "Lower the learning rate or lengthen warm-up."
-_ANOMALY = ("Find the operation: run the failing step with "
-            "`torch.autograd.set_detect_anomaly(True)` (slow: only while debugging), and check "
-            "that batch's inputs and labels with `torch.isfinite(x).all()`.")
-_PRECISION = ("In mixed precision prefer bf16 (`torch.autocast('cuda', dtype=torch.bfloat16)`) "
-              "or keep a GradScaler with fp16; look for log(0), division by zero, sqrt or pow of "
-              "negatives in the loss.")
+_ANOMALY = (
+    "Find the operation: run the failing step with "
+    "`torch.autograd.set_detect_anomaly(True)` (slow: only while debugging), and check "
+    "that batch's inputs and labels with `torch.isfinite(x).all()`."
+)
+_PRECISION = (
+    "In mixed precision prefer bf16 (`torch.autocast('cuda', dtype=torch.bfloat16)`) "
+    "or keep a GradScaler with fp16; look for log(0), division by zero, sqrt or pow of "
+    "negatives in the loss."
+)
 _RESUME = "Resume from the last checkpoint before the failure (skipping the bad batch)."
 _DIVERGED_FIXES = (_LR, _CLIP, _PRECISION, _RESUME)
 _SUDDEN_NAN_FIXES = (_ANOMALY, _PRECISION, _CLIP, _RESUME)

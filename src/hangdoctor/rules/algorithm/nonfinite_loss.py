@@ -22,8 +22,10 @@ def _spinning_on_nonfinite(record: JobRecord) -> bool:
     if len(timeline) < 2:
         return False
     before, last = timeline[max(0, len(timeline) - 4)], timeline[-1]
-    return (last.nonfinite_losses > before.nonfinite_losses
-            and last.losses - last.nonfinite_losses == before.losses - before.nonfinite_losses)
+    return (
+        last.nonfinite_losses > before.nonfinite_losses
+        and last.losses - last.nonfinite_losses == before.losses - before.nonfinite_losses
+    )
 
 
 class NonFiniteLoss(Rule):
@@ -49,11 +51,16 @@ class NonFiniteLoss(Rule):
     reads = "capture"
     specificity = 95
     fires_on = (
-        Example("rank 1's loss went NaN before the hang", lambda: progress_job(
-            progress_status(0), progress_status(1, nonfinite=3, last_loss=None))),
+        Example(
+            "rank 1's loss went NaN before the hang",
+            lambda: progress_job(
+                progress_status(0), progress_status(1, nonfinite=3, last_loss=None)
+            ),
+        ),
     )
-    quiet_on = (Example("finite losses",
-                        lambda: progress_job(progress_status(0), progress_status(1))),)
+    quiet_on = (
+        Example("finite losses", lambda: progress_job(progress_status(0), progress_status(1))),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record
@@ -70,7 +77,8 @@ class NonFiniteLoss(Rule):
             f"{'rank ' + str(s.rank) if s.rank is not None else 'pid ' + str(s.pid)}: "
             f"{s.nonfinite_losses} of {s.losses_seen} losses were NaN/Inf "
             f"(last {s.last_nonfinite_at - record.started_at:.1f} s after the start)"
-            if s.last_nonfinite_at else f"pid {s.pid}: {s.nonfinite_losses} non-finite losses"
+            if s.last_nonfinite_at
+            else f"pid {s.pid}: {s.nonfinite_losses} non-finite losses"
             for s in bad[:4]
         ]
         finite = [s for s in record.progress if s.nonfinite_losses == 0 and s.losses_seen]
@@ -82,26 +90,35 @@ class NonFiniteLoss(Rule):
         spinning = _spinning_on_nonfinite(record)
         loop = frame.loops[-1] if frame is not None and frame.loops else None
         if frame is not None:
-            evidence.append(f"{who} is at {at(frame)}" + (f", inside `{loop}`" if loop else "")
-                            + (": still taking optimizer steps, on non-finite losses only"
-                               if spinning else ""))
+            evidence.append(
+                f"{who} is at {at(frame)}"
+                + (f", inside `{loop}`" if loop else "")
+                + (": still taking optimizer steps, on non-finite losses only" if spinning else "")
+            )
         yield Finding(
-            id=self.id, category=self.category,
+            id=self.id,
+            category=self.category,
             severity=Severity.ERROR if stalled else Severity.WARNING,
             confidence=0.93 if stalled else 0.8,
             title=f"The loss became NaN/Inf on {who}"
-                  + (" before the job stalled" if stalled else ""),
+            + (" before the job stalled" if stalled else ""),
             explanation=(
                 "A non-finite loss poisons the gradients and the weights. Code that reacts to it "
                 "(skipping the step, retrying, breaking out of the loop on one rank) makes ranks "
-                "diverge: one rank skips a collective the others wait in."),
-            culprit=(culprit(job, process, thread, loop_header(frame) if spinning else frame)
-                     if process is not None else Culprit(pid=first.pid, rank=first.rank)),
+                "diverge: one rank skips a collective the others wait in."
+            ),
+            culprit=(
+                culprit(job, process, thread, loop_header(frame) if spinning else frame)
+                if process is not None
+                else Culprit(pid=first.pid, rank=first.rank)
+            ),
             evidence=tuple(evidence),
-            fixes=("Find the first bad step: torch.autograd.set_detect_anomaly(True) on a short "
-                   "run, and check the inputs of that batch for NaN/Inf.",
-                   "Lower the learning rate or add warm-up; clip gradients "
-                   "(torch.nn.utils.clip_grad_norm_); with fp16 use a GradScaler.",
-                   "If some ranks skip a step on NaN, make the decision collective: all_reduce "
-                   "an 'is finite' flag so every rank skips together."),
+            fixes=(
+                "Find the first bad step: torch.autograd.set_detect_anomaly(True) on a short "
+                "run, and check the inputs of that batch for NaN/Inf.",
+                "Lower the learning rate or add warm-up; clip gradients "
+                "(torch.nn.utils.clip_grad_norm_); with fp16 use a GradScaler.",
+                "If some ranks skip a step on NaN, make the decision collective: all_reduce "
+                "an 'is finite' flag so every rank skips together.",
+            ),
         )

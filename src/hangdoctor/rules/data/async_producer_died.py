@@ -33,26 +33,50 @@ _PRIMITIVES = ("queues.py", "locks.py", "tasks.py", "futures.py")  # what a task
 
 
 def _loader(*, died: bool = True, iterated: bool = True, retrieved: bool = False) -> Bundle:
-    outer = (b.frame("loader.py", 52, "Loader.__iter__",
-                     code="yield self.loop.run_until_complete(self._next_batch())")
-             if iterated else b.frame("serve.py", 20, "main",
-                                      code="loop.run_until_complete(consumer())"))
+    outer = (
+        b.frame(
+            "loader.py",
+            52,
+            "Loader.__iter__",
+            code="yield self.loop.run_until_complete(self._next_batch())",
+        )
+        if iterated
+        else b.frame("serve.py", 20, "main", code="loop.run_until_complete(consumer())")
+    )
     main = b.thread(
-        10, b.frame(f"{b.STDLIB}/selectors.py", 468, "EpollSelector.select"),
+        10,
+        b.frame(f"{b.STDLIB}/selectors.py", 468, "EpollSelector.select"),
         b.frame(f"{ASYNCIO}/base_events.py", 1898, "BaseEventLoop._run_once"),
         b.frame(f"{ASYNCIO}/base_events.py", 607, "BaseEventLoop.run_forever"),
         b.frame(f"{ASYNCIO}/base_events.py", 640, "BaseEventLoop.run_until_complete"),
-        outer, b.frame("train.py", 60, "main", code="for step, (x, y) in enumerate(loader):"),
-        name="MainThread", syscall="epoll_wait")
-    pending = AsyncTask(pid=10, name="Task-16", awaiting=(
-        b.frame(f"{ASYNCIO}/queues.py", 158, "Queue.get"),
-        b.frame("loader.py", 46, "Loader._next_batch",
-                code="items.append(await self.queue.get())")))
-    failed = AsyncTask(pid=10, name="Task-1", done=True, retrieved=retrieved,
-                       exception="JSONDecodeError: Expecting ',' delimiter",
-                       raised=(b.frame(f"{b.STDLIB}/json/decoder.py", 353, "raw_decode"),
-                               b.frame("loader.py", 40, "Loader._fetch_shard",
-                                       code="record = json.loads(await fetch(i))")))
+        outer,
+        b.frame("train.py", 60, "main", code="for step, (x, y) in enumerate(loader):"),
+        name="MainThread",
+        syscall="epoll_wait",
+    )
+    pending = AsyncTask(
+        pid=10,
+        name="Task-16",
+        awaiting=(
+            b.frame(f"{ASYNCIO}/queues.py", 158, "Queue.get"),
+            b.frame(
+                "loader.py", 46, "Loader._next_batch", code="items.append(await self.queue.get())"
+            ),
+        ),
+    )
+    failed = AsyncTask(
+        pid=10,
+        name="Task-1",
+        done=True,
+        retrieved=retrieved,
+        exception="JSONDecodeError: Expecting ',' delimiter",
+        raised=(
+            b.frame(f"{b.STDLIB}/json/decoder.py", 353, "raw_decode"),
+            b.frame(
+                "loader.py", 40, "Loader._fetch_shard", code="record = json.loads(await fetch(i))"
+            ),
+        ),
+    )
     tasks = (pending, failed) if died else (pending,)
     return b.bundle(b.process(10, main)).model_copy(update={"async_tasks": tasks})
 
@@ -61,8 +85,11 @@ def _event_loop_frame(thread: ThreadEvidence) -> Frame | None:
     """The outermost asyncio frame that runs the loop (`run_until_complete`, `run`), whose
     caller is the user's code, when the thread is inside an event loop."""
     frames = python_frames(thread.python.frames if thread.python else ())
-    loop = [f for f in frames if f.file.replace("\\", "/").endswith(
-        ("asyncio/base_events.py", "asyncio/runners.py"))]
+    loop = [
+        f
+        for f in frames
+        if f.file.replace("\\", "/").endswith(("asyncio/base_events.py", "asyncio/runners.py"))
+    ]
     if not any(f.function.split(".")[-1] == "run_forever" for f in loop):
         return None
     return loop[-1]
@@ -110,20 +137,23 @@ class AsyncProducerDied(Rule):
     )
     reads = "capture"
     specificity = 89
-    fires_on = (Example("async batch loader: every fetch task died on a bad record", _loader),
-                Example("a consumer outside any data loop",
-                        lambda: _loader(iterated=False)))
-    quiet_on = (Example("the consumer waits, no task died", lambda: _loader(died=False)),
-                Example("the exception was retrieved (handled)",
-                        lambda: _loader(retrieved=True)))
+    fires_on = (
+        Example("async batch loader: every fetch task died on a bad record", _loader),
+        Example("a consumer outside any data loop", lambda: _loader(iterated=False)),
+    )
+    quiet_on = (
+        Example("the consumer waits, no task died", lambda: _loader(died=False)),
+        Example("the exception was retrieved (handled)", lambda: _loader(retrieved=True)),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         tasks = job.bundle.async_tasks
         if not tasks:
             return
         for process in job.processes:
-            looping = next(((t, f) for t in process.threads
-                            if (f := _event_loop_frame(t)) is not None), None)
+            looping = next(
+                ((t, f) for t in process.threads if (f := _event_loop_frame(t)) is not None), None
+            )
             mine = [t for t in tasks if t.pid == process.pid]
             waiting = [(t, f) for t in mine if (f := _awaits_in_primitive(t)) is not None]
             dead = [(t, f) for t in mine if (f := _died(t)) is not None]
@@ -139,28 +169,40 @@ class AsyncProducerDied(Rule):
             more = f" (and {len(dead) - 1} more)" if len(dead) > 1 else ""
             exception = died.exception or "an exception"
             yield Finding(
-                id=self.id, category=category, severity=Severity.ERROR, confidence=0.85,
+                id=self.id,
+                category=category,
+                severity=Severity.ERROR,
+                confidence=0.85,
                 title=f"asyncio task {died.name}{more} died of {exception.split(':')[0]} at "
-                      f"{where}, and nothing read it; task {task.name} waits at "
-                      f"{short_location(awaits_at)} for what it would have produced",
+                f"{where}, and nothing read it; task {task.name} waits at "
+                f"{short_location(awaits_at)} for what it would have produced",
                 explanation=(
                     "The exception that ended the task is stored in the task, and asyncio "
                     "reports it only when the task object is freed; the program still holds "
                     f"it, so nothing was printed. Task {task.name} waits without a timeout in "
                     f"`{(awaits_at.code or 'await').strip()}`, and the event loop, "
                     f"{'driven for the training loop' if data else 'run by this thread'}, has "
-                    "nothing else to do: it waits in its selector for good."),
-                culprit=Culprit(pid=process.pid, role=driver.role, rank=driver.rank,
-                                thread=driver.thread, tid=driver.tid,
-                                location=Location.of(awaits_at)),
+                    "nothing else to do: it waits in its selector for good."
+                ),
+                culprit=Culprit(
+                    pid=process.pid,
+                    role=driver.role,
+                    rank=driver.rank,
+                    thread=driver.thread,
+                    tid=driver.tid,
+                    location=Location.of(awaits_at),
+                ),
                 related=(driver,),
                 evidence=(
                     f"task {task.name} is suspended at {at(awaits_at)}"
                     + (f" (in {task.awaiting[0].function})" if task.awaiting else ""),
-                    *(f"task {t.name} ended with {t.exception} at {at(f)}, never retrieved"
-                      for t, f in dead[:4]),
+                    *(
+                        f"task {t.name} ended with {t.exception} at {at(f)}, never retrieved"
+                        for t, f in dead[:4]
+                    ),
                     f"{thread.comm or 'thread'} (tid {thread.tid}) runs the event loop at "
-                    f"{at(innermost_user_frame(frames_of(thread)))}"),
+                    f"{at(innermost_user_frame(frames_of(thread)))}",
+                ),
                 fixes=(
                     f"Fix what raised at {where} ({exception.split(':')[0]}): skip or repair "
                     "the bad input there, or catch it and log which input it was.",
@@ -169,6 +211,7 @@ class AsyncProducerDied(Rule):
                     "callback that puts the exception on the queue, so that a failure ends "
                     "the run instead of hanging it.",
                     f"Give the wait at {short_location(awaits_at)} a timeout "
-                    "(`asyncio.wait_for(queue.get(), 60)`)."),
+                    "(`asyncio.wait_for(queue.get(), 60)`).",
+                ),
             )
             return

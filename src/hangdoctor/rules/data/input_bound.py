@@ -18,9 +18,7 @@ class InputBound(Rule):
     id = "HD203"
     category = Category.DATA_PIPELINE_STALL
     summary = "the job is input-bound"
-    fires_when = (
-        "a healthy job that spends most of its time waiting for batches (input-bound)"
-    )
+    fires_when = "a healthy job that spends most of its time waiting for batches (input-bound)"
     why = (
         "A job that waits for the DataLoader more than it computes is not hung, but its GPUs sit "
         "idle for most of each step: the input pipeline, not the model, sets the speed of "
@@ -35,10 +33,22 @@ class InputBound(Rule):
     default_severity = Severity.WARNING
     specificity = 10
     names_culprit = True
-    fires_on = (Example("70% of the time waits for data", lambda: progress_job(
-        progress_status(0, wait=70.0, batches=200), hung=False, exit_code=0)),)
-    quiet_on = (Example("compute-bound", lambda: progress_job(
-        progress_status(0, wait=5.0, batches=200), hung=False, exit_code=0)),)
+    fires_on = (
+        Example(
+            "70% of the time waits for data",
+            lambda: progress_job(
+                progress_status(0, wait=70.0, batches=200), hung=False, exit_code=0
+            ),
+        ),
+    )
+    quiet_on = (
+        Example(
+            "compute-bound",
+            lambda: progress_job(
+                progress_status(0, wait=5.0, batches=200), hung=False, exit_code=0
+            ),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record
@@ -53,14 +63,20 @@ class InputBound(Rule):
                 continue
             who = f"rank {status.rank}" if status.rank is not None else f"pid {status.pid}"
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.WARNING,
+                id=self.id,
+                category=self.category,
+                severity=Severity.WARNING,
                 confidence=0.8,
                 title=f"Input-bound: {who} spent {share:.0%} of its time waiting for data",
                 explanation="The model waits for the DataLoader more than it computes.",
                 culprit=Culprit(pid=status.pid, rank=status.rank),
-                evidence=(f"{status.data_wait_s:.1f} s of {elapsed:.1f} s waiting in "
-                          f"DataLoader.__next__ over {status.batches} batches",),
-                fixes=("More DataLoader workers (num_workers), pin_memory=True, "
-                       "persistent_workers=True, a larger prefetch_factor.",
-                       "Move expensive decoding/augmentation out of __getitem__ or cache it."),
+                evidence=(
+                    f"{status.data_wait_s:.1f} s of {elapsed:.1f} s waiting in "
+                    f"DataLoader.__next__ over {status.batches} batches",
+                ),
+                fixes=(
+                    "More DataLoader workers (num_workers), pin_memory=True, "
+                    "persistent_workers=True, a larger prefetch_factor.",
+                    "Move expensive decoding/augmentation out of __getitem__ or cache it.",
+                ),
             )

@@ -17,9 +17,7 @@ class DataLoaderTimeout(Rule):
     id = "HD251"
     category = Category.DATA_PIPELINE_STALL
     summary = "the DataLoader timed out waiting for a batch"
-    fires_when = (
-        "`DataLoader timed out after N seconds`"
-    )
+    fires_when = "`DataLoader timed out after N seconds`"
     why = (
         "`DataLoader(timeout=N)` raises when no batch arrives for N seconds: a worker is blocked "
         "in the dataset (a read without a timeout, a lock copied into it by fork, a deadlocked "
@@ -36,14 +34,22 @@ class DataLoaderTimeout(Rule):
     specificity = 75
     names_culprit = False
     fires_on = (
-        Example("DataLoader timed out", lambda: logs_bundle([
-            "  File \"/opt/venv/lib/python3.10/site-packages/torch/utils/data/dataloader.py\", "
-            "line 1150, in _get_data",
-            "RuntimeError: DataLoader timed out after 120 seconds"])),
+        Example(
+            "DataLoader timed out",
+            lambda: logs_bundle(
+                [
+                    '  File "/opt/venv/lib/python3.10/site-packages/torch/utils/data/dataloader.py", '
+                    "line 1150, in _get_data",
+                    "RuntimeError: DataLoader timed out after 120 seconds",
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("a slow but progressing loader", lambda: logs_bundle([
-            "step 10 data_time 2.1s", "step 11 data_time 2.3s"])),
+        Example(
+            "a slow but progressing loader",
+            lambda: logs_bundle(["step 10 data_time 2.1s", "step 11 data_time 2.3s"]),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -52,14 +58,20 @@ class DataLoaderTimeout(Rule):
             return
         seconds = found[0].fields["seconds"]
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
             title=f"The DataLoader waited {seconds} s for a batch and gave up",
-            explanation=("No DataLoader worker delivered a batch within the timeout: a worker "
-                         "is blocked in the dataset (a network or storage read without a "
-                         "timeout, a lock copied into it by fork, a deadlocked library) or is "
-                         "far slower than the training step."),
+            explanation=(
+                "No DataLoader worker delivered a batch within the timeout: a worker "
+                "is blocked in the dataset (a network or storage read without a "
+                "timeout, a lock copied into it by fork, a deadlocked library) or is "
+                "far slower than the training step."
+            ),
             culprit=Culprit(rank=found[0].number("rank"), role="rank")
-            if found[0].number("rank") is not None else None,
+            if found[0].number("rank") is not None
+            else None,
             evidence=tuple(cite(found)),
             fixes=(
                 "Capture the workers while they wait: `hangdoctor run -- python train.py` (or "

@@ -37,50 +37,86 @@ def _consumer(tid: int) -> ThreadEvidence:
         b.frame(f"{b.SITE}/{DATALOADER}", 1329, "_MultiProcessingDataLoaderIter._next_data"),
         b.frame(f"{b.SITE}/{DATALOADER}", 631, "_BaseDataLoaderIter.__next__"),
         b.frame("train.py", 40, "train", code="for batch in loader:"),
-        name="MainThread", syscall="poll",
+        name="MainThread",
+        syscall="poll",
     )
 
 
 def _idle_worker(pid: int, ppid: int) -> ProcessEvidence:
-    return b.process(pid, b.thread(
+    return b.process(
         pid,
-        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
-        b.frame(f"{b.SITE}/{WORKER}", 309, "_worker_loop"),
-        name="MainThread", syscall="poll"), ppid=ppid)
+        b.thread(
+            pid,
+            b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
+            b.frame(f"{b.SITE}/{WORKER}", 309, "_worker_loop"),
+            name="MainThread",
+            syscall="poll",
+        ),
+        ppid=ppid,
+    )
 
 
 def _busy_worker(
     pid: int, ppid: int, state: str = "S", syscall: str | None = None, args: Sequence[int] = ()
 ) -> ProcessEvidence:
-    return b.process(pid, b.thread(
+    return b.process(
         pid,
-        b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-        b.frame("data.py", 25, "ShardDataset.__getitem__", code="blob = urlopen(url).read()"),
-        b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
-        b.frame(f"{b.SITE}/{WORKER}", 349, "_worker_loop"),
-        name="MainThread", state=state, syscall=syscall, args=args),
-        ppid=ppid, files={9: ("socket:[55]", "rw")})
+        b.thread(
+            pid,
+            b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+            b.frame("data.py", 25, "ShardDataset.__getitem__", code="blob = urlopen(url).read()"),
+            b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
+            b.frame(f"{b.SITE}/{WORKER}", 349, "_worker_loop"),
+            name="MainThread",
+            state=state,
+            syscall=syscall,
+            args=args,
+        ),
+        ppid=ppid,
+        files={9: ("socket:[55]", "rw")},
+    )
 
 
 def _worker_blocked_on_network() -> Bundle:
     return b.bundle(
         b.process(1, _consumer(1), ppid=None),
-        _idle_worker(2, 1), _busy_worker(3, 1, syscall="recvfrom", args=(9,)),
-        sockets=[SocketEndpoint(inode=55, protocol="tcp", local="127.0.0.1:40000",
-                                remote="10.1.1.1:9000", state="ESTABLISHED")],
+        _idle_worker(2, 1),
+        _busy_worker(3, 1, syscall="recvfrom", args=(9,)),
+        sockets=[
+            SocketEndpoint(
+                inode=55,
+                protocol="tcp",
+                local="127.0.0.1:40000",
+                remote="10.1.1.1:9000",
+                state="ESTABLISHED",
+            )
+        ],
     )
 
 
 def _in_process_reader_blocked() -> Bundle:
-    return b.bundle(b.process(5, b.thread(
-        5,
-        b.frame("data.py", 12, "LmdbDataset.__getitem__", code="self.lock.acquire()",
-                acquiring=("self.lock",)),
-        b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
-        b.frame(f"{b.SITE}/{DATALOADER}", 675, "_SingleProcessDataLoaderIter._next_data"),
-        b.frame(f"{b.SITE}/{DATALOADER}", 631, "_BaseDataLoaderIter.__next__"),
-        b.frame("train.py", 40, "train", code="for batch in loader:"),
-        name="MainThread", syscall="futex"), ppid=None))
+    return b.bundle(
+        b.process(
+            5,
+            b.thread(
+                5,
+                b.frame(
+                    "data.py",
+                    12,
+                    "LmdbDataset.__getitem__",
+                    code="self.lock.acquire()",
+                    acquiring=("self.lock",),
+                ),
+                b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
+                b.frame(f"{b.SITE}/{DATALOADER}", 675, "_SingleProcessDataLoaderIter._next_data"),
+                b.frame(f"{b.SITE}/{DATALOADER}", 631, "_BaseDataLoaderIter.__next__"),
+                b.frame("train.py", 40, "train", code="for batch in loader:"),
+                name="MainThread",
+                syscall="futex",
+            ),
+            ppid=None,
+        )
+    )
 
 
 def _workers_idle() -> Bundle:
@@ -88,8 +124,9 @@ def _workers_idle() -> Bundle:
 
 
 def _worker_computing() -> Bundle:
-    return b.bundle(b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1),
-                    _busy_worker(3, 1, state="R"))
+    return b.bundle(
+        b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1), _busy_worker(3, 1, state="R")
+    )
 
 
 class DataPipelineStall(Rule):
@@ -111,7 +148,7 @@ class DataPipelineStall(Rule):
     instead = (
         "Give every network and storage read in the dataset a timeout and a retry; set "
         "`DataLoader(timeout=120)` so a stuck worker raises in the training loop instead of "
-        "hanging it; start workers with `DataLoader(..., multiprocessing_context=\"spawn\")` when "
+        'hanging it; start workers with `DataLoader(..., multiprocessing_context="spawn")` when '
         "the parent runs threads or holds locks; debug the dataset with `num_workers=0`."
     )
     reads = "capture"
@@ -168,10 +205,14 @@ class DataPipelineStall(Rule):
         producer_at = blame_frame(frames_of(producer_thread))
         where = short_location(producer_at) if producer_at else "the dataset code"
         in_process = producer is consumer
-        workers = [w for w in job.children(consumer.pid)
-                   if job.role(w.pid) is Role.DATALOADER_WORKER]
-        who = (f"the dataset code in {job.describe_process(consumer.pid)}" if in_process
-               else job.describe_process(producer.pid))
+        workers = [
+            w for w in job.children(consumer.pid) if job.role(w.pid) is Role.DATALOADER_WORKER
+        ]
+        who = (
+            f"the dataset code in {job.describe_process(consumer.pid)}"
+            if in_process
+            else job.describe_process(producer.pid)
+        )
         evidence = [
             f"{thread_label(consumer_thread)} of {job.describe_process(consumer.pid)} waits for "
             f"the next batch at {at(consumer_at)}",
@@ -192,8 +233,9 @@ class DataPipelineStall(Rule):
         if manager is not None:
             evidence.append(manager.words)
         for other, _thread, other_wait in others[:4]:
-            evidence.append(f"also blocked: {job.describe_process(other.pid)}, "
-                            f"{other_wait.summary}")
+            evidence.append(
+                f"also blocked: {job.describe_process(other.pid)}, {other_wait.summary}"
+            )
         return Finding(
             id=self.id,
             category=self.category,
@@ -208,10 +250,13 @@ class DataPipelineStall(Rule):
             culprit=culprit(job, producer, producer_thread),
             related=tuple(culprit(job, p, t) for p, t, _ in others),
             evidence=tuple(evidence),
-            fixes=(_manager_fixes(manager, where) if manager is not None
-                   else _executor_fixes(where) if not in_process and _waits_for_future(
-                       producer_thread)
-                   else _fixes(wait, where, in_process, inherited is not None)),
+            fixes=(
+                _manager_fixes(manager, where)
+                if manager is not None
+                else _executor_fixes(where)
+                if not in_process and _waits_for_future(producer_thread)
+                else _fixes(wait, where, in_process, inherited is not None)
+            ),
         )
 
 
@@ -235,8 +280,7 @@ def _executor_fixes(where: str) -> tuple[str, ...]:
         "in the worker runs what is submitted. Create the executor inside the worker "
         "(worker_init_fn, or lazily in __getitem__ keyed by os.getpid()), or do the work "
         "inline.",
-        "Or start the workers with DataLoader(multiprocessing_context='spawn' or "
-        "'forkserver').",
+        "Or start the workers with DataLoader(multiprocessing_context='spawn' or 'forkserver').",
         "Set DataLoader(timeout=120) so a stuck worker raises an error in the training loop "
         "instead of hanging it.",
     )
@@ -274,7 +318,9 @@ def _fixes(wait: Wait, where: str, in_process: bool, inherited: bool) -> tuple[s
     else:
         specific.extend(wait_fixes(wait, where))
     if not in_process:
-        specific.append("Set DataLoader(timeout=120) so a stuck worker raises an error in the "
-                        "training loop instead of hanging it.")
+        specific.append(
+            "Set DataLoader(timeout=120) so a stuck worker raises an error in the "
+            "training loop instead of hanging it."
+        )
     specific.append("Reproduce with num_workers=0 to debug the dataset code in the main process.")
     return tuple(specific)

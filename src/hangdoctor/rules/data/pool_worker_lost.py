@@ -45,8 +45,11 @@ def _replacements(job: JobView, parent: ProcessEvidence) -> list[ProcessEvidence
         if not any(f.function.endswith("Pool._maintain_pool") for f in frames):
             continue
         start = next((f for f in frames if f.function.endswith("_repopulate_pool_static")), None)
-        retire = next((v.repr for v in start.locals if v.name == "maxtasksperchild"),
-                      None) if start is not None else None
+        retire = (
+            next((v.repr for v in start.locals if v.name == "maxtasksperchild"), None)
+            if start is not None
+            else None
+        )
         if retire == "None":
             found.append(child)
     return found
@@ -56,37 +59,52 @@ def _replacement_worker(*, maxtasksperchild: str) -> Bundle:
     job = _pool_job(worker_vanished=False)
     assert job.job is not None
     started_by_pool = b.thread(
-        13, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"),
+        13,
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"),
         b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 329, "Pool._repopulate_pool_static",
-                local_vars={"maxtasksperchild": (maxtasksperchild, None)}),
+        b.frame(
+            f"{b.STDLIB}/multiprocessing/pool.py",
+            329,
+            "Pool._repopulate_pool_static",
+            local_vars={"maxtasksperchild": (maxtasksperchild, None)},
+        ),
         b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 340, "Pool._maintain_pool"),
         b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 516, "Pool._handle_workers"),
         b.frame(f"{b.STDLIB}/threading.py", 982, "Thread.run"),
-        syscall="read", args=(3,))
+        syscall="read",
+        args=(3,),
+    )
     processes = (*job.snapshots[0].processes, b.process(13, started_by_pool, ppid=10))
-    return b.bundle(*processes).model_copy(update={"job": job.job.model_copy(
-        update={"timeline": ()})})
+    return b.bundle(*processes).model_copy(
+        update={"job": job.job.model_copy(update={"timeline": ()})}
+    )
 
 
 def _pool_job(*, worker_vanished: bool) -> Bundle:
     main = b.thread(
-        10, b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait"),
+        10,
+        b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait"),
         b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 765, "ApplyResult.wait"),
         b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
         b.frame("prep.py", 45, "main", code="ids = pool.map(tokenize, corpus)"),
-        name="MainThread", syscall="futex")
-    worker = b.thread(12, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"),
-                      syscall="read", args=(3,))
+        name="MainThread",
+        syscall="futex",
+    )
+    worker = b.thread(
+        12, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"), syscall="read", args=(3,)
+    )
     workers = [ProcessSample(pid=11, ppid=10), ProcessSample(pid=12, ppid=10)]
     timeline = (
         TimelineSample(elapsed_s=1.0, processes=(ProcessSample(pid=10), *workers)),
-        TimelineSample(elapsed_s=2.0, processes=(
-            ProcessSample(pid=10), *(workers[1:] if worker_vanished else workers))),
+        TimelineSample(
+            elapsed_s=2.0,
+            processes=(ProcessSample(pid=10), *(workers[1:] if worker_vanished else workers)),
+        ),
     )
     job = b.bundle(b.process(10, main), b.process(12, worker, ppid=10))
-    return job.model_copy(update={"job": JobRecord(started_at=0.0, timeline=timeline,
-                                                   hang_declared_s=9.0)})
+    return job.model_copy(
+        update={"job": JobRecord(started_at=0.0, timeline=timeline, hang_declared_s=9.0)}
+    )
 
 
 class PoolWorkerLost(Rule):
@@ -112,14 +130,20 @@ class PoolWorkerLost(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("a pool worker gone, map waiting", lambda: _pool_job(
-        worker_vanished=True)),
-                Example("map waiting, a worker the pool started to replace one that exited",
-                        lambda: _replacement_worker(maxtasksperchild="None")))
-    quiet_on = (Example("map waiting, every worker alive", lambda: _pool_job(
-        worker_vanished=False)),
-                Example("map waiting, a worker replacing one retired by maxtasksperchild",
-                        lambda: _replacement_worker(maxtasksperchild="100")))
+    fires_on = (
+        Example("a pool worker gone, map waiting", lambda: _pool_job(worker_vanished=True)),
+        Example(
+            "map waiting, a worker the pool started to replace one that exited",
+            lambda: _replacement_worker(maxtasksperchild="None"),
+        ),
+    )
+    quiet_on = (
+        Example("map waiting, every worker alive", lambda: _pool_job(worker_vanished=False)),
+        Example(
+            "map waiting, a worker replacing one retired by maxtasksperchild",
+            lambda: _replacement_worker(maxtasksperchild="100"),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -132,28 +156,39 @@ class PoolWorkerLost(Rule):
                 continue
             frame = blame_frame(thread.python.frames) if thread.python else None
             pids = ", ".join(str(v.pid) for v in gone[:4])
-            evidence = [f"worker process {v.pid} of {job.describe_process(process.pid)} was "
-                        f"last seen {v.last_seen_s:.1f} s after the start and is gone"
-                        for v in gone[:4]]
-            evidence += [f"worker process {r.pid} was started by the pool's maintenance "
-                         "(Pool._maintain_pool) to replace a worker that exited, in a pool "
-                         "whose workers never retire (maxtasksperchild=None)"
-                         for r in replacements[:4]]
+            evidence = [
+                f"worker process {v.pid} of {job.describe_process(process.pid)} was "
+                f"last seen {v.last_seen_s:.1f} s after the start and is gone"
+                for v in gone[:4]
+            ]
+            evidence += [
+                f"worker process {r.pid} was started by the pool's maintenance "
+                "(Pool._maintain_pool) to replace a worker that exited, in a pool "
+                "whose workers never retire (maxtasksperchild=None)"
+                for r in replacements[:4]
+            ]
             who = f"A pool worker (pid {pids})" if gone else "A pool worker"
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
+                confidence=0.8,
                 title=f"{who} died; the pool waits forever at {at(frame)}",
-                explanation=("multiprocessing.Pool replaces a worker that dies, but the task it "
-                             "was running is lost: the result never arrives and `map` waits "
-                             "for it forever. Workers are usually killed by the kernel's OOM "
-                             "killer (a task needing far more memory than the others) or a "
-                             "crash in native code."),
+                explanation=(
+                    "multiprocessing.Pool replaces a worker that dies, but the task it "
+                    "was running is lost: the result never arrives and `map` waits "
+                    "for it forever. Workers are usually killed by the kernel's OOM "
+                    "killer (a task needing far more memory than the others) or a "
+                    "crash in native code."
+                ),
                 culprit=culprit(job, process, thread, frame),
                 evidence=tuple(evidence),
-                fixes=("Check `dmesg` (or the container's events) for `Out of memory: Killed "
-                       "process` with that pid, and lower the memory a single task needs "
-                       "(split huge inputs, fewer processes).",
-                       "Use concurrent.futures.ProcessPoolExecutor, which raises "
-                       "BrokenProcessPool when a worker dies instead of waiting forever, or pass "
-                       "a timeout (`pool.map_async(...).get(timeout=...)`)."),
+                fixes=(
+                    "Check `dmesg` (or the container's events) for `Out of memory: Killed "
+                    "process` with that pid, and lower the memory a single task needs "
+                    "(split huge inputs, fewer processes).",
+                    "Use concurrent.futures.ProcessPoolExecutor, which raises "
+                    "BrokenProcessPool when a worker dies instead of waiting forever, or pass "
+                    "a timeout (`pool.map_async(...).get(timeout=...)`).",
+                ),
             )

@@ -50,16 +50,29 @@ _DIED = (
 
 def _reader(*, timeout: str = "None", died: bool = True) -> Bundle:
     main = b.thread(
-        20, b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
+        20,
+        b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
         b.frame(f"{MP}/connection.py", 430, "Connection._recv_bytes"),
         b.frame(f"{MP}/connection.py", 216, "_ConnectionBase.recv_bytes"),
-        b.frame(f"{MP}/queues.py", 103, "Queue.get",
-                local_vars={"block": ("True", None), "timeout": (timeout, None)}),
+        b.frame(
+            f"{MP}/queues.py",
+            103,
+            "Queue.get",
+            local_vars={"block": ("True", None), "timeout": (timeout, None)},
+        ),
         b.frame("prep.py", 62, "main", code="shard, ids = out.get()"),
-        name="MainThread", syscall="read")
-    timeline = (TimelineSample(elapsed_s=2.0, processes=(
-        ProcessSample(pid=20, ppid=1, cpu_seconds=1.0, rss_bytes=1, state="sleeping"),
-        ProcessSample(pid=24, ppid=20, cpu_seconds=0.0, rss_bytes=0, state="zombie"))),)
+        name="MainThread",
+        syscall="read",
+    )
+    timeline = (
+        TimelineSample(
+            elapsed_s=2.0,
+            processes=(
+                ProcessSample(pid=20, ppid=1, cpu_seconds=1.0, rss_bytes=1, state="sleeping"),
+                ProcessSample(pid=24, ppid=20, cpu_seconds=0.0, rss_bytes=0, state="zombie"),
+            ),
+        ),
+    )
     job = b.bundle(b.process(20, main))
     job = job.model_copy(update={"job": JobRecord(started_at=0.0, timeline=timeline)})
     return log_bundle(_DIED if died else _DIED[-1:], base=job)
@@ -72,9 +85,11 @@ def process_deaths(job: JobView) -> list[Raised]:
 
 def _in_child(raised: Raised) -> bool:
     outermost = raised.frames[-1] if raised.frames else None
-    return (outermost is not None
-            and outermost.file.replace("\\", "/").endswith("/multiprocessing/process.py")
-            and outermost.function.split(".")[-1] == "_bootstrap")
+    return (
+        outermost is not None
+        and outermost.file.replace("\\", "/").endswith("/multiprocessing/process.py")
+        and outermost.function.split(".")[-1] == "_bootstrap"
+    )
 
 
 def _exited_children(job: JobView, pid: int) -> list[int]:
@@ -126,8 +141,10 @@ class ProducerProcessDied(Rule):
     reads = "capture"
     specificity = 89
     fires_on = (Example("a tokeniser process died on a bad byte", _reader),)
-    quiet_on = (Example("the same wait, no process died", lambda: _reader(died=False)),
-                Example("a get() with a timeout", lambda: _reader(timeout="30")))
+    quiet_on = (
+        Example("the same wait, no process died", lambda: _reader(died=False)),
+        Example("a get() with a timeout", lambda: _reader(timeout="30")),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = process_deaths(job)
@@ -143,33 +160,51 @@ class ProducerProcessDied(Rule):
             reader = culprit(job, process, thread, waiting_at)
             more = f" ({len(deaths)} processes died)" if len(deaths) > 1 else ""
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR,
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
                 confidence=0.85,
                 title=f"A child process that fed the queue died of {died.short_type} at "
-                      f"{where}{more}; {job.describe_process(process.pid)} waits in "
-                      f"{read.what} at {waits} for a result it will never send",
+                f"{where}{more}; {job.describe_process(process.pid)} waits in "
+                f"{read.what} at {waits} for a result it will never send",
                 explanation=(
                     f"The results come back through {read.what}. A "
                     f"`multiprocessing.Process` raised {died.short_type}, printed its "
                     "traceback and exited with code 1 without putting its result; nothing "
                     "tells the reader, which waits without a timeout for an item no process "
-                    "is left to send."),
-                culprit=Culprit(pid=process.pid, role=reader.role, rank=reader.rank,
-                                thread=reader.thread, tid=reader.tid,
-                                location=Location.of(raised_at)),
+                    "is left to send."
+                ),
+                culprit=Culprit(
+                    pid=process.pid,
+                    role=reader.role,
+                    rank=reader.rank,
+                    thread=reader.thread,
+                    tid=reader.tid,
+                    location=Location.of(raised_at),
+                ),
                 related=(reader,),
-                evidence=(f"log: a child process died: {raised_words(died)}",
-                          f"{thread.comm or 'thread'} (tid {thread.tid}) waits in {read.what} "
-                          f"at {at(waiting_at)} ({kernel_words(thread)}), with no timeout",
-                          *((f"children of pid {process.pid} that exited while it waited: "
-                             f"{', '.join(map(str, exited))}",) if exited else ())),
-                fixes=(f"Fix what raised at {where} ({died.short_type}): skip or repair the "
-                       "bad input there, or catch it and log which input it was.",
-                       "Have each worker put its exception (or an error marker) on the queue "
-                       "in `try/except`, and the reader raise it; or use "
-                       "`ProcessPoolExecutor`/`Pool`, which hand a worker's exception back to "
-                       "the caller.",
-                       f"Read with a timeout at {waits} (`get(timeout=...)`) and check the "
-                       "workers' `exitcode` when it expires."),
+                evidence=(
+                    f"log: a child process died: {raised_words(died)}",
+                    f"{thread.comm or 'thread'} (tid {thread.tid}) waits in {read.what} "
+                    f"at {at(waiting_at)} ({kernel_words(thread)}), with no timeout",
+                    *(
+                        (
+                            f"children of pid {process.pid} that exited while it waited: "
+                            f"{', '.join(map(str, exited))}",
+                        )
+                        if exited
+                        else ()
+                    ),
+                ),
+                fixes=(
+                    f"Fix what raised at {where} ({died.short_type}): skip or repair the "
+                    "bad input there, or catch it and log which input it was.",
+                    "Have each worker put its exception (or an error marker) on the queue "
+                    "in `try/except`, and the reader raise it; or use "
+                    "`ProcessPoolExecutor`/`Pool`, which hand a worker's exception back to "
+                    "the caller.",
+                    f"Read with a timeout at {waits} (`get(timeout=...)`) and check the "
+                    "workers' `exitcode` when it expires.",
+                ),
             )
             return

@@ -35,16 +35,35 @@ _DIED = (
 
 
 def _consumer(*, iterated: bool) -> Bundle:
-    outer = (b.frame("train.py", 50, "main", code="for x, y in Prefetcher(lines):")
-             if iterated else b.frame("train.py", 50, "main", code="item = prefetcher.take()"))
+    outer = (
+        b.frame("train.py", 50, "main", code="for x, y in Prefetcher(lines):")
+        if iterated
+        else b.frame("train.py", 50, "main", code="item = prefetcher.take()")
+    )
     main = b.thread(
-        10, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait",
-                    local_vars={"timeout": ("None", None)}),
-        b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get",
-                local_vars={"block": ("True", None), "timeout": ("None", None)}),
-        b.frame("loader.py", 42, "Prefetcher.__iter__" if iterated else "Prefetcher.take",
-                code="while (item := self.queue.get()) is not None:"),
-        outer, name="MainThread", syscall="futex")
+        10,
+        b.frame(
+            f"{b.STDLIB}/threading.py",
+            327,
+            "Condition.wait",
+            local_vars={"timeout": ("None", None)},
+        ),
+        b.frame(
+            f"{b.STDLIB}/queue.py",
+            171,
+            "Queue.get",
+            local_vars={"block": ("True", None), "timeout": ("None", None)},
+        ),
+        b.frame(
+            "loader.py",
+            42,
+            "Prefetcher.__iter__" if iterated else "Prefetcher.take",
+            code="while (item := self.queue.get()) is not None:",
+        ),
+        outer,
+        name="MainThread",
+        syscall="futex",
+    )
     return log_bundle(_DIED, base=b.bundle(b.process(10, main)))
 
 
@@ -59,11 +78,15 @@ def _interleaved() -> Bundle:
     the log), and recorded whole by the instrumentation."""
     job = _consumer(iterated=True)
     assert job.job is not None
-    torn = tuple(line for pair in zip(_DIED, (f"step {n} loss 0.4{n}" for n in range(40)),
-                                      strict=False) for line in pair)
+    torn = tuple(
+        line
+        for pair in zip(_DIED, (f"step {n} loss 0.4{n}" for n in range(40)), strict=False)
+        for line in pair
+    )
     deaths = (ThreadDeath(pid=10, text="\n".join(_DIED)),)
-    return job.model_copy(update={"job": job.job.model_copy(update={
-        "output_tail": torn, "thread_deaths": deaths})})
+    return job.model_copy(
+        update={"job": job.job.model_copy(update={"output_tail": torn, "thread_deaths": deaths})}
+    )
 
 
 def _died_elsewhere() -> Bundle:
@@ -71,8 +94,9 @@ def _died_elsewhere() -> Bundle:
     job = _interleaved()
     assert job.job is not None
     deaths = (ThreadDeath(pid=99, text="\n".join(_DIED)),)
-    return job.model_copy(update={"job": job.job.model_copy(update={
-        "output_tail": (), "thread_deaths": deaths})})
+    return job.model_copy(
+        update={"job": job.job.model_copy(update={"output_tail": (), "thread_deaths": deaths})}
+    )
 
 
 class ProducerThreadDied(Rule):
@@ -98,13 +122,15 @@ class ProducerThreadDied(Rule):
     )
     reads = "capture"
     specificity = 88
-    fires_on = (Example("a prefetch thread died parsing a record", lambda: _consumer(
-        iterated=True)),
-                Example("its traceback torn apart in the output, recorded whole",
-                        _interleaved))
-    quiet_on = (Example("the same wait, no thread died", _consumer_without_traceback),
-                Example("a wait outside any data iterator", lambda: _consumer(iterated=False)),
-                Example("the thread that died was another process's", _died_elsewhere))
+    fires_on = (
+        Example("a prefetch thread died parsing a record", lambda: _consumer(iterated=True)),
+        Example("its traceback torn apart in the output, recorded whole", _interleaved),
+    )
+    quiet_on = (
+        Example("the same wait, no thread died", _consumer_without_traceback),
+        Example("a wait outside any data iterator", lambda: _consumer(iterated=False)),
+        Example("the thread that died was another process's", _died_elsewhere),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = thread_deaths(job)
@@ -114,8 +140,7 @@ class ProducerThreadDied(Rule):
             process, thread, primitive = wait.process, wait.thread, wait.primitive
             waiting_at = blame_frame(frames_of(thread))
             death = died_in(deaths, process.pid)
-            if (waiting_at is None or death is None
-                    or not waits_in_iterator(thread, wait.frame)):
+            if waiting_at is None or death is None or not waits_in_iterator(thread, wait.frame):
                 continue
             died = death.raised
             raised_at = died.location
@@ -123,32 +148,42 @@ class ProducerThreadDied(Rule):
             waits = short_location(waiting_at)
             consumer = culprit(job, process, thread, waiting_at)
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR,
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
                 confidence=0.85,
                 title=f"The thread producing batches ({died.thread}) died of "
-                      f"{died.short_type} at {where}; the training loop waits for its "
-                      f"next batch in {primitive.what} at {waits}",
+                f"{died.short_type} at {where}; the training loop waits for its "
+                f"next batch in {primitive.what} at {waits}",
                 explanation=(
                     f"Batches reach the loop through {primitive.what}, filled by another "
                     f"thread. That thread raised {died.short_type} and ended; threading "
                     "printed its traceback, but nothing told the consumer, which waits "
-                    "without a timeout for a batch no thread is left to produce."),
-                culprit=Culprit(pid=process.pid, role=consumer.role, thread=died.thread,
-                                location=Location.of(raised_at)),
+                    "without a timeout for a batch no thread is left to produce."
+                ),
+                culprit=Culprit(
+                    pid=process.pid,
+                    role=consumer.role,
+                    thread=died.thread,
+                    location=Location.of(raised_at),
+                ),
                 related=(consumer,),
-                evidence=(f"{death.source}: thread {died.thread} died: {raised_words(died)}",
-                          f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
-                          f"{primitive.what} at {at(waiting_at)} ({kernel_words(thread)}), "
-                          "with no timeout",
-                          f"no other thread of {job.describe_process(process.pid)} runs "
-                          "user code"),
-                fixes=(f"Fix what raised at {where} ({died.short_type}): skip or repair "
-                       "the bad record there, or catch it and log which input it was.",
-                       "Let the producer hand its exception over: wrap its loop in "
-                       "`try/except BaseException as e: queue.put(e)` (and `finally: "
-                       "queue.put(END)`), and have the consumer re-raise what it gets, so "
-                       "a failure ends the run instead of hanging it.",
-                       f"Give the wait at {waits} a timeout and check that the producer "
-                       "is alive (`thread.is_alive()`) when it expires."),
+                evidence=(
+                    f"{death.source}: thread {died.thread} died: {raised_words(died)}",
+                    f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
+                    f"{primitive.what} at {at(waiting_at)} ({kernel_words(thread)}), "
+                    "with no timeout",
+                    f"no other thread of {job.describe_process(process.pid)} runs user code",
+                ),
+                fixes=(
+                    f"Fix what raised at {where} ({died.short_type}): skip or repair "
+                    "the bad record there, or catch it and log which input it was.",
+                    "Let the producer hand its exception over: wrap its loop in "
+                    "`try/except BaseException as e: queue.put(e)` (and `finally: "
+                    "queue.put(END)`), and have the consumer re-raise what it gets, so "
+                    "a failure ends the run instead of hanging it.",
+                    f"Give the wait at {waits} a timeout and check that the producer "
+                    "is alive (`thread.is_alive()`) when it expires.",
+                ),
             )
             return

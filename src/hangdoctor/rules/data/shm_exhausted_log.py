@@ -31,52 +31,83 @@ class SharedMemoryExhausted(Rule):
         "Give the job more shared memory (`docker run --shm-size=16g` or `--ipc=host`; in "
         "Kubernetes an `emptyDir` with `medium: Memory` at `/dev/shm`), or use less: fewer "
         "workers, a smaller `prefetch_factor` or batch, or "
-        "`torch.multiprocessing.set_sharing_strategy(\"file_system\")`."
+        '`torch.multiprocessing.set_sharing_strategy("file_system")`.'
     )
     reads = "logs"
     specificity = 80
     names_culprit = False
     fires_on = (
-        Example("no space for a shared tensor", lambda: logs_bundle([
-            "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on "
-            "device (28)",
-            "ERROR: Unexpected bus error encountered in worker. This might be caused by "
-            "insufficient shared memory (shm)."])),
-        Example("a bus error with DataLoader workers", lambda: logs_bundle([
-            "epoch 0:  31%|###       | 310/1000 [02:11<04:52,  2.36it/s]",
-            "Bus error (core dumped)"])),
+        Example(
+            "no space for a shared tensor",
+            lambda: logs_bundle(
+                [
+                    "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on "
+                    "device (28)",
+                    "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+                    "insufficient shared memory (shm).",
+                ]
+            ),
+        ),
+        Example(
+            "a bus error with DataLoader workers",
+            lambda: logs_bundle(
+                [
+                    "epoch 0:  31%|###       | 310/1000 [02:11<04:52,  2.36it/s]",
+                    "Bus error (core dumped)",
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("a full data disk, not /dev/shm", lambda: logs_bundle([
-            "OSError: [Errno 28] No space left on device: '/ckpt/step_1000.pt'"])),
-        Example("HD202 already explains the worker's SIGBUS", lambda: logs_bundle([
-            "ERROR: Unexpected bus error encountered in worker. This might be caused by "
-            "insufficient shared memory (shm).",
-            "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
-            "possible that dataloader's workers are out of shared memory. Please try to raise "
-            "your shared memory limit."])),
+        Example(
+            "a full data disk, not /dev/shm",
+            lambda: logs_bundle(
+                ["OSError: [Errno 28] No space left on device: '/ckpt/step_1000.pt'"]
+            ),
+        ),
+        Example(
+            "HD202 already explains the worker's SIGBUS",
+            lambda: logs_bundle(
+                [
+                    "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+                    "insufficient shared memory (shm).",
+                    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+                    "possible that dataloader's workers are out of shared memory. Please try to raise "
+                    "your shared memory limit.",
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, "shm_exhausted", "bus_error", "worker_killed")
-        if any(m.kind == "worker_killed" and (m.detail or "").strip() == "Bus error"
-               for m in found):
+        if any(
+            m.kind == "worker_killed" and (m.detail or "").strip() == "Bus error" for m in found
+        ):
             return  # HD202 names the worker and gives the same advice
         shm = [m for m in found if m.kind == "shm_exhausted"]
         bus = [m for m in found if m.kind == "bus_error"]
         if not shm and not bus:
             return
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
             confidence=0.9 if shm else 0.6,
-            title="Shared memory (/dev/shm) ran out" if shm else
-            "A process died of SIGBUS (Bus error): most likely /dev/shm is full",
-            explanation=("DataLoader workers hand batches to the training process through "
-                         "shared memory (/dev/shm). It filled up, so workers could not write "
-                         "their tensors"
-                         + (" and died of SIGBUS" if bus or any("bus error" in m.line.lower()
-                                                              for m in shm) else "")
-                         + ". Docker gives containers only 64 MB of /dev/shm by default."),
+            title="Shared memory (/dev/shm) ran out"
+            if shm
+            else "A process died of SIGBUS (Bus error): most likely /dev/shm is full",
+            explanation=(
+                "DataLoader workers hand batches to the training process through "
+                "shared memory (/dev/shm). It filled up, so workers could not write "
+                "their tensors"
+                + (
+                    " and died of SIGBUS"
+                    if bus or any("bus error" in m.line.lower() for m in shm)
+                    else ""
+                )
+                + ". Docker gives containers only 64 MB of /dev/shm by default."
+            ),
             evidence=tuple(cite([*shm, *bus])),
             fixes=(
                 "Check `df -h /dev/shm`, then give the job more: `docker run --shm-size=16g` "

@@ -14,8 +14,13 @@ from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
-_LOST_HANDOVER = ("ConnectionResetError", "ConnectionRefusedError", "EOFError",
-                  "BrokenPipeError", "FileNotFoundError")
+_LOST_HANDOVER = (
+    "ConnectionResetError",
+    "ConnectionRefusedError",
+    "EOFError",
+    "BrokenPipeError",
+    "FileNotFoundError",
+)
 _SITE = "/usr/lib/python3.11/site-packages"
 _STDLIB = "/usr/lib/python3.11"
 
@@ -26,25 +31,45 @@ def _lost_handover(raised: Raised) -> bool:
     file), and when it dies before the main process has fetched it, the fetch fails with a
     connection error instead of PyTorch's "worker ... is killed" message."""
     frames = raised.frames
-    return (raised.short_type in _LOST_HANDOVER
-            and in_function(frames, "torch/utils/data/dataloader.py",
-                            {"_try_get_data", "_get_data", "_next_data"})
-            and (in_function(frames, "multiprocessing/resource_sharer.py",
-                             {"get_connection", "detach"})
-                 or in_function(frames, "torch/multiprocessing/reductions.py",
-                                {"rebuild_storage_fd", "rebuild_storage_filename"})))
+    return (
+        raised.short_type in _LOST_HANDOVER
+        and in_function(
+            frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data", "_next_data"}
+        )
+        and (
+            in_function(frames, "multiprocessing/resource_sharer.py", {"get_connection", "detach"})
+            or in_function(
+                frames,
+                "torch/multiprocessing/reductions.py",
+                {"rebuild_storage_fd", "rebuild_storage_filename"},
+            )
+        )
+    )
 
 
 def _handover_example() -> tuple[str, ...]:
     return traceback_lines(
         "ConnectionResetError: [Errno 104] Connection reset by peer",
         ("/home/ml/train.py", 22, "<module>", "for batch in loader:"),
-        (f"{_SITE}/torch/utils/data/dataloader.py", 1291, "_try_get_data",
-         "data = self._data_queue.get(timeout=timeout)"),
-        (f"{_SITE}/torch/multiprocessing/reductions.py", 538, "rebuild_storage_fd",
-         "fd = df.detach()"),
-        (f"{_STDLIB}/multiprocessing/resource_sharer.py", 86, "get_connection",
-         "c = Client(address, authkey=process.current_process().authkey)"))
+        (
+            f"{_SITE}/torch/utils/data/dataloader.py",
+            1291,
+            "_try_get_data",
+            "data = self._data_queue.get(timeout=timeout)",
+        ),
+        (
+            f"{_SITE}/torch/multiprocessing/reductions.py",
+            538,
+            "rebuild_storage_fd",
+            "fd = df.detach()",
+        ),
+        (
+            f"{_STDLIB}/multiprocessing/resource_sharer.py",
+            86,
+            "get_connection",
+            "c = Client(address, authkey=process.current_process().authkey)",
+        ),
+    )
 
 
 class WorkerKilled(Rule):
@@ -63,7 +88,7 @@ class WorkerKilled(Rule):
     )
     instead = (
         "Give the job enough shared memory (`docker run --shm-size=16g`, `--ipc=host`) or use "
-        "`torch.multiprocessing.set_sharing_strategy(\"file_system\")`; lower host memory use "
+        '`torch.multiprocessing.set_sharing_strategy("file_system")`; lower host memory use '
         "(fewer workers, a smaller `prefetch_factor`, no copy of a large Python dataset per "
         "worker); rerun with `num_workers=0` to see an error raised in the dataset code."
     )
@@ -73,64 +98,92 @@ class WorkerKilled(Rule):
     # known only when `run`'s timeline saw it leave.
     names_culprit = False
     fires_on = (
-        Example("worker killed by SIGBUS (full /dev/shm)", lambda: failed_job((
-            "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
-            "possible that dataloader's workers are out of shared memory. Please try to raise "
-            "your shared memory limit.",))),
-        Example("worker killed by SIGKILL", lambda: failed_job((
-            "RuntimeError: DataLoader worker (pid(s) 51, 52) exited unexpectedly",
-            "RuntimeError: DataLoader worker (pid 51) is killed by signal: Killed. ",))),
-        Example("a worker died while handing a batch over", lambda: failed_job(
-            _handover_example())),
+        Example(
+            "worker killed by SIGBUS (full /dev/shm)",
+            lambda: failed_job(
+                (
+                    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+                    "possible that dataloader's workers are out of shared memory. Please try to raise "
+                    "your shared memory limit.",
+                )
+            ),
+        ),
+        Example(
+            "worker killed by SIGKILL",
+            lambda: failed_job(
+                (
+                    "RuntimeError: DataLoader worker (pid(s) 51, 52) exited unexpectedly",
+                    "RuntimeError: DataLoader worker (pid 51) is killed by signal: Killed. ",
+                )
+            ),
+        ),
+        Example(
+            "a worker died while handing a batch over", lambda: failed_job(_handover_example())
+        ),
     )
-    quiet_on = (
-        Example("a clean run", lambda: failed_job(("epoch 1 done",), exit_code=0)),
-    )
+    quiet_on = (Example("a clean run", lambda: failed_job(("epoch 1 done",), exit_code=0)),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job
         if record is None:
             return
-        matches = [m for m in scan(record.output_tail)
-                   if m.kind in ("worker_killed", "worker_exited")]
+        matches = [
+            m for m in scan(record.output_tail) if m.kind in ("worker_killed", "worker_exited")
+        ]
         if not matches:
             lost = next((r for r in tracebacks(record.output_tail) if _lost_handover(r)), None)
             if lost is not None:
                 yield self._handover(lost, self._gone_worker(job))
             return
         best = next((m for m in matches if m.kind == "worker_killed"), matches[0])
-        oom = [m for m in scan(record.kernel_log) if m.kind == "oom_killed"
-               and set(m.pids) & set(best.pids)]
+        oom = [
+            m
+            for m in scan(record.kernel_log)
+            if m.kind == "oom_killed" and set(m.pids) & set(best.pids)
+        ]
         signal_name = (best.detail or "").strip()
         fixes: tuple[str, ...]
         if signal_name == "Bus error":
-            explanation = ("The worker got SIGBUS: tensors are passed from workers through "
-                           "shared memory (/dev/shm), and it was full.")
-            fixes = ("Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: "
-                     "an emptyDir with medium: Memory mounted at /dev/shm).",
-                     "Or torch.multiprocessing.set_sharing_strategy('file_system'), or fewer "
-                     "workers / smaller prefetch_factor.")
+            explanation = (
+                "The worker got SIGBUS: tensors are passed from workers through "
+                "shared memory (/dev/shm), and it was full."
+            )
+            fixes = (
+                "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: "
+                "an emptyDir with medium: Memory mounted at /dev/shm).",
+                "Or torch.multiprocessing.set_sharing_strategy('file_system'), or fewer "
+                "workers / smaller prefetch_factor.",
+            )
         elif signal_name == "Killed" or oom:
-            explanation = ("The worker got SIGKILL, which in a training job almost always "
-                           "means the kernel's OOM killer (or a container memory limit).")
-            fixes = ("Lower host memory use: fewer workers, smaller prefetch_factor, avoid "
-                     "copying the whole dataset into each worker (copy-on-read of Python "
-                     "lists: use numpy arrays or memory-mapped files).",
-                     "Check `dmesg` for `Out of memory: Killed process`, and the container's "
-                     "memory limit.")
+            explanation = (
+                "The worker got SIGKILL, which in a training job almost always "
+                "means the kernel's OOM killer (or a container memory limit)."
+            )
+            fixes = (
+                "Lower host memory use: fewer workers, smaller prefetch_factor, avoid "
+                "copying the whole dataset into each worker (copy-on-read of Python "
+                "lists: use numpy arrays or memory-mapped files).",
+                "Check `dmesg` for `Out of memory: Killed process`, and the container's "
+                "memory limit.",
+            )
         else:
-            explanation = ("The worker died; the error inside it is lost because it happened "
-                           "in a subprocess.")
+            explanation = (
+                "The worker died; the error inside it is lost because it happened in a subprocess."
+            )
             fixes = ("Rerun with num_workers=0 to see the error in the main process.",)
         evidence = [f"job output: {m.line}" for m in matches[:3]]
         evidence += [f"kernel log: {m.line}" for m in oom[:2]]
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
             title=f"DataLoader worker pid {', '.join(map(str, best.pids))} died"
-                  + (f" ({signal_name})" if signal_name else ""),
+            + (f" ({signal_name})" if signal_name else ""),
             explanation=explanation,
             culprit=Culprit(pid=best.pids[0] if best.pids else None, role="dataloader_worker"),
-            evidence=tuple(evidence), fixes=fixes,
+            evidence=tuple(evidence),
+            fixes=fixes,
         )
 
     @staticmethod
@@ -145,20 +198,29 @@ class WorkerKilled(Rule):
         PyTorch prints depends on which noticed first, its SIGCHLD handler or the fetch."""
         user = innermost_user_frame(raised.frames)
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.75,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.75,
             title=f"A DataLoader worker died while handing a batch over ({raised.short_type})",
-            explanation=("The main process was receiving a batch's tensors from a worker "
-                         "(passed as file descriptors through multiprocessing's resource "
-                         "sharer) when that worker went away, so the fetch failed with "
-                         f"{raised.short_type} before PyTorch could report the worker's death. "
-                         "A worker killed mid-epoch is usually the OOM killer (SIGKILL) or a "
-                         "crash in the dataset code."),
+            explanation=(
+                "The main process was receiving a batch's tensors from a worker "
+                "(passed as file descriptors through multiprocessing's resource "
+                "sharer) when that worker went away, so the fetch failed with "
+                f"{raised.short_type} before PyTorch could report the worker's death. "
+                "A worker killed mid-epoch is usually the OOM killer (SIGKILL) or a "
+                "crash in the dataset code."
+            ),
             culprit=Culprit(pid=pid, role="dataloader_worker", location=Location.of(user)),
-            evidence=(f"job output: {raised.type}: {raised.message}",
-                      "the traceback passes through DataLoader._try_get_data and "
-                      "multiprocessing's resource sharer (a worker's tensor being fetched)"),
-            fixes=("Check `dmesg` for `Out of memory: Killed process` and the container's "
-                   "memory limit; lower host memory use (fewer workers, smaller "
-                   "prefetch_factor).",
-                   "Rerun with num_workers=0 to see an error raised in the dataset code."),
+            evidence=(
+                f"job output: {raised.type}: {raised.message}",
+                "the traceback passes through DataLoader._try_get_data and "
+                "multiprocessing's resource sharer (a worker's tensor being fetched)",
+            ),
+            fixes=(
+                "Check `dmesg` for `Out of memory: Killed process` and the container's "
+                "memory limit; lower host memory use (fewer workers, smaller "
+                "prefetch_factor).",
+                "Rerun with num_workers=0 to see an error raised in the dataset code.",
+            ),
         )

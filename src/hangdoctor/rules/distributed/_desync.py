@@ -19,25 +19,39 @@ EXTRA_GUARD = "step == 0 and rank == 0"
 
 
 def loop_site() -> Frame:
-    return b.frame("train.py", 17, "train", code="dist.all_reduce(loss.detach())",
-                   loops=(LOOP,))
+    return b.frame("train.py", 17, "train", code="dist.all_reduce(loss.detach())", loops=(LOOP,))
 
 
 def extra_site() -> Frame:
-    return b.frame("train.py", 11, "train", code="dist.all_reduce(torch.zeros(()))",
-                   loops=(LOOP,), guards=(EXTRA_GUARD,))
+    return b.frame(
+        "train.py",
+        11,
+        "train",
+        code="dist.all_reduce(torch.zeros(()))",
+        loops=(LOOP,),
+        guards=(EXTRA_GUARD,),
+    )
 
 
 def end_site() -> Frame:
     return b.frame("train.py", 19, "train", code="dist.barrier()")
 
 
-def calls(*sites: tuple[str, Frame] | tuple[str, Frame, tuple[Frame, ...]]
-          ) -> tuple[CollectiveCall, ...]:
+def calls(
+    *sites: tuple[str, Frame] | tuple[str, Frame, tuple[Frame, ...]],
+) -> tuple[CollectiveCall, ...]:
     """Calls numbered from 1 on the default group: (op, site[, callers]) each."""
-    return tuple(CollectiveCall(group="0", seq=n, op=one[0], sizes="[]" if one[0] == "all_reduce"
-                                else None, site=one[1], callers=one[2] if len(one) > 2 else ())
-                 for n, one in enumerate(sites, start=1))
+    return tuple(
+        CollectiveCall(
+            group="0",
+            seq=n,
+            op=one[0],
+            sizes="[]" if one[0] == "all_reduce" else None,
+            site=one[1],
+            callers=one[2] if len(one) > 2 else (),
+        )
+        for n, one in enumerate(sites, start=1)
+    )
 
 
 def per_site(recorded: Sequence[CollectiveCall]) -> tuple[CollectiveSite, ...]:
@@ -48,24 +62,36 @@ def per_site(recorded: Sequence[CollectiveCall]) -> tuple[CollectiveSite, ...]:
         key = (call.op, (call.site.line, *(f.line for f in call.callers)))
         known = table.get(key)
         table[key] = CollectiveSite(
-            group=call.group, op=call.op, site=call.site, callers=call.callers,
+            group=call.group,
+            op=call.op,
+            site=call.site,
+            callers=call.callers,
             calls=known.calls + 1 if known else 1,
-            first_seq=known.first_seq if known else call.seq, last_seq=call.seq)
+            first_seq=known.first_seq if known else call.seq,
+            last_seq=call.seq,
+        )
     return tuple(table.values())
 
 
-def _job(zero: tuple[CollectiveCall, ...], one: tuple[CollectiveCall, ...],
-         ring: int = 64) -> Bundle:
+def _job(
+    zero: tuple[CollectiveCall, ...], one: tuple[CollectiveCall, ...], ring: int = 64
+) -> Bundle:
     """Rank 0 waits in the loop's all_reduce, rank 1 in the barrier after the loop."""
-    waiting = rank_process(0, *collective_frames("all_reduce", 17,
-                                                 "dist.all_reduce(loss.detach())",
-                                                 loops=(LOOP,)), world=2, syscall="futex")
-    done = rank_process(1, *collective_frames("barrier", 19, "dist.barrier()"), world=2,
-                        syscall="futex")
+    waiting = rank_process(
+        0,
+        *collective_frames("all_reduce", 17, "dist.all_reduce(loss.detach())", loops=(LOOP,)),
+        world=2,
+        syscall="futex",
+    )
+    done = rank_process(
+        1, *collective_frames("barrier", 19, "dist.barrier()"), world=2, syscall="futex"
+    )
     statuses = tuple(
-        rank_status(rank, 20, len(mine), mine[-1].op).model_copy(update={
-            "collective_calls": mine[-ring:], "collective_sites": per_site(mine)})
-        for rank, mine in ((0, zero), (1, one)))
+        rank_status(rank, 20, len(mine), mine[-1].op).model_copy(
+            update={"collective_calls": mine[-ring:], "collective_sites": per_site(mine)}
+        )
+        for rank, mine in ((0, zero), (1, one))
+    )
     return ranks_job(waiting, done, progress=statuses)
 
 
@@ -74,8 +100,9 @@ def extra_call_at_step_0(ring: int = 64) -> Bundle:
     collective paired with the other rank's previous one, so rank 1 left the loop one
     collective early and waits in the barrier after it, while rank 0 waits in the loop."""
     loop = [("all_reduce", loop_site())] * 20
-    return _job(calls(("all_reduce", extra_site()), *loop),
-                calls(*loop, ("barrier", end_site())), ring=ring)
+    return _job(
+        calls(("all_reduce", extra_site()), *loop), calls(*loop, ("barrier", end_site())), ring=ring
+    )
 
 
 def extra_call_before_the_ring() -> Bundle:

@@ -38,7 +38,9 @@ def exit_text(failure: RankFailure) -> str:
 
 # --- HD350 distributed.collective_timeout ----------------------------------------------------
 def nccl_line(rank: int, seq: int, op: str, numel: int = 1024) -> str:
-    return (f"[rank{rank}]:[E1206 18:44:13.275158817 ProcessGroupNCCL.cpp:632] [Rank {rank}] "
-            f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, "
-            f"NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600051 "
-            "milliseconds before timing out.")
+    return (
+        f"[rank{rank}]:[E1206 18:44:13.275158817 ProcessGroupNCCL.cpp:632] [Rank {rank}] "
+        f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, "
+        f"NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600051 "
+        "milliseconds before timing out."
+    )

@@ -38,8 +38,11 @@ def odd_group(groups: list[list[RankState]]) -> list[RankState]:
     collective most directly (a `barrier()` in a callback, rather than the gradient all-reduce
     every rank runs inside backward(), or a framework's per-step broadcast)."""
     ran_out = max(groups, key=lambda g: min(s.ran_out_of_data for s in g))
-    if all(min(s.ran_out_of_data for s in ran_out) > max(s.ran_out_of_data for s in g)
-           for g in groups if g is not ran_out):
+    if all(
+        min(s.ran_out_of_data for s in ran_out) > max(s.ran_out_of_data for s in g)
+        for g in groups
+        if g is not ran_out
+    ):
         return ran_out
     candidates = sorted(groups[1:] + groups[:1], key=len)
     smallest = [g for g in candidates if len(g) == len(candidates[0])]
@@ -49,8 +52,9 @@ def odd_group(groups: list[list[RankState]]) -> list[RankState]:
     if not guarded:
         # A group that took a branch the others did not (`if step % eval_every == 0:` around
         # the call into its collective, where the others' same function runs no such `if`).
-        branched = [g for g in smallest
-                    if extra_guards(g[0], [o[0] for o in smallest if o is not g])]
+        branched = [
+            g for g in smallest if extra_guards(g[0], [o[0] for o in smallest if o is not g])
+        ]
         if len(branched) == 1:
             return branched[0]
     unguarded_sites = [g for g in smallest if g[0].site is not None and g[0].site.guards]
@@ -76,11 +80,13 @@ def extra_guards(state: RankState, others: list[RankState]) -> set[str]:
 
 
 # A condition on the rank: the code under it runs on some ranks only.
-_RANK_WORDS = re.compile(r"\brank\b|local_rank|global_rank|get_rank\(|is_global_zero|"
-                         r"is_main_process|is_local_main_process|is_master|main_process|"
-                         r"\bis_main\b|"
-                         r"process_index|is_world_process_zero|is_local_process_zero",
-                         re.IGNORECASE)
+_RANK_WORDS = re.compile(
+    r"\brank\b|local_rank|global_rank|get_rank\(|is_global_zero|"
+    r"is_main_process|is_local_main_process|is_master|main_process|"
+    r"\bis_main\b|"
+    r"process_index|is_world_process_zero|is_local_process_zero",
+    re.IGNORECASE,
+)
 
 
 def on_rank(condition: str) -> bool:
@@ -118,8 +124,11 @@ def split_groups(view: RankView) -> tuple[list[RankState], list[RankState]] | No
 
 
 def user_frames(thread: ThreadEvidence | None) -> list[Frame]:
-    return [f for f in thread.python.frames if origin(f) is Origin.USER] if (
-        thread is not None and thread.python is not None) else []
+    return (
+        [f for f in thread.python.frames if origin(f) is Origin.USER]
+        if (thread is not None and thread.python is not None)
+        else []
+    )
 
 
 def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:

@@ -48,8 +48,7 @@ def _calls(states: list[RankState]) -> str:
     return "calls" if len(states) == 1 else "call"
 
 
-def _guarded_in_code(job: JobView, states: list[RankState]) -> tuple[CodeFinding,
-                                                                     RankState] | None:
+def _guarded_in_code(job: JobView, states: list[RankState]) -> tuple[CodeFinding, RankState] | None:
     """A collective the code calls on some ranks only (`hangdoctor lint`'s HL101 in a file the
     ranks run), and the waiting rank that takes that branch: rank 0 for a rank-0 condition,
     else the lowest other rank."""
@@ -67,35 +66,66 @@ def _deferred_sync() -> Bundle:
     later, inside trainer.fit, while rank 1 waits in the next barrier there."""
     fit = b.frame("train.py", 55, "main", code="trainer.fit(model, train, val)")
     lightning = f"{b.SITE}/lightning/pytorch"
-    zero = rank_process(0, *collective_frames("all_reduce", 55, "trainer.fit(model, train, val)")
-                        [:1], b.frame(f"{lightning}/trainer/connectors/logger_connector/"
-                                     "result.py", 470, "_ResultCollection.sync"), fit,
-                        world=2, syscall="futex")
-    one = rank_process(1, *collective_frames("barrier", 55, "trainer.fit(model, train, val)")
-                       [:1], b.frame(f"{lightning}/strategies/ddp.py", 302, "DDPStrategy.barrier"),
-                       fit, world=2, syscall="futex")
+    zero = rank_process(
+        0,
+        *collective_frames("all_reduce", 55, "trainer.fit(model, train, val)")[:1],
+        b.frame(
+            f"{lightning}/trainer/connectors/logger_connector/result.py",
+            470,
+            "_ResultCollection.sync",
+        ),
+        fit,
+        world=2,
+        syscall="futex",
+    )
+    one = rank_process(
+        1,
+        *collective_frames("barrier", 55, "trainer.fit(model, train, val)")[:1],
+        b.frame(f"{lightning}/strategies/ddp.py", 302, "DDPStrategy.barrier"),
+        fit,
+        world=2,
+        syscall="futex",
+    )
     job = ranks_job(zero, one)
-    return job.model_copy(update={"code_findings": (CodeFinding(
-        rule_id="HL101", category=Category.DISTRIBUTED_COLLECTIVE_MISMATCH.value,
-        file="train.py", line=36, function="on_validation_epoch_end",
-        code='self.log("val_accuracy", accuracy, sync_dist=True)',
-        message="`log(sync_dist=True)` is called only on the ranks where "
-                "`self.trainer.is_global_zero`; the others never join it", ranks="main"),)})
+    return job.model_copy(
+        update={
+            "code_findings": (
+                CodeFinding(
+                    rule_id="HL101",
+                    category=Category.DISTRIBUTED_COLLECTIVE_MISMATCH.value,
+                    file="train.py",
+                    line=36,
+                    function="on_validation_epoch_end",
+                    code='self.log("val_accuracy", accuracy, sync_dist=True)',
+                    message="`log(sync_dist=True)` is called only on the ranks where "
+                    "`self.trainer.is_global_zero`; the others never join it",
+                    ranks="main",
+                ),
+            )
+        }
+    )
 
 
-POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv",
-                            "send_object_list", "recv_object_list"})
+POINT_TO_POINT = frozenset(
+    {"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list", "recv_object_list"}
+)
 
 
 def _pipeline_stages() -> Bundle:
     """Two pipeline stages: the last waits for a fourth micro-batch the first never sends, the
     first for gradients; their receives sit under the usual rank branch."""
-    last = rank_process(1, *collective_frames("recv", 83, "dist.recv(h, src=0)",
-                                              guards=("not (rank == 0)",)), world=2,
-                        syscall="futex")
-    first = rank_process(0, *collective_frames("recv", 68, "dist.recv(grad, src=1)",
-                                               guards=("rank == 0",)), world=2,
-                         syscall="futex")
+    last = rank_process(
+        1,
+        *collective_frames("recv", 83, "dist.recv(h, src=0)", guards=("not (rank == 0)",)),
+        world=2,
+        syscall="futex",
+    )
+    first = rank_process(
+        0,
+        *collective_frames("recv", 68, "dist.recv(grad, src=1)", guards=("rank == 0",)),
+        world=2,
+        syscall="futex",
+    )
     return ranks_job(first, last)
 
 
@@ -123,31 +153,43 @@ class CollectiveMismatch(Rule):
     )
     reads = "ranks"
     specificity = 85
-    fires_on = (Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
-                Example("a barrier only rank 0 calls, beside a helper's all_reduce",
-                        guarded_barrier_beside_a_helper),
-                Example("a metric synced on rank 0 only, waited for later inside the "
-                        "framework's loop", _deferred_sync),
-                Example("an evaluation only rank 0's schedule triggers",
-                        evaluation_on_one_schedule),
-                Example("pipeline stages whose sends and receives do not pair up",
-                        _pipeline_stages),
-                Example("an extra all_reduce on rank 0 at step 0; the ranks stop at the end",
-                        extra_call_at_step_0),
-                Example("the same, the extra call no longer in the ring of recent calls",
-                        extra_call_before_the_ring))
-    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
-                Example("a rank that ran out of data", rank_ran_out_of_data),
-                Example("a rank that returned from its epoch helper first",
-                        epoch_helper_ran_out_of_data),
-                Example("a rank with one batch fewer, its calls recorded",
-                        fewer_batches_on_rank_1),
-                Example("a rank reading a socket whose last collective's completion the "
-                        "Flight Recorder has not counted yet",
-                        straggler_completion_not_yet_counted),
-                Example("a rank computing whose last collectives' completions the Flight "
-                        "Recorder has not counted yet",
-                        lambda: straggler_completion_not_yet_counted(computing=True)))
+    fires_on = (
+        Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
+        Example(
+            "a barrier only rank 0 calls, beside a helper's all_reduce",
+            guarded_barrier_beside_a_helper,
+        ),
+        Example(
+            "a metric synced on rank 0 only, waited for later inside the framework's loop",
+            _deferred_sync,
+        ),
+        Example("an evaluation only rank 0's schedule triggers", evaluation_on_one_schedule),
+        Example("pipeline stages whose sends and receives do not pair up", _pipeline_stages),
+        Example(
+            "an extra all_reduce on rank 0 at step 0; the ranks stop at the end",
+            extra_call_at_step_0,
+        ),
+        Example(
+            "the same, the extra call no longer in the ring of recent calls",
+            extra_call_before_the_ring,
+        ),
+    )
+    quiet_on = (
+        Example("every rank in the same collective", all_in_the_same_collective),
+        Example("a rank that ran out of data", rank_ran_out_of_data),
+        Example("a rank that returned from its epoch helper first", epoch_helper_ran_out_of_data),
+        Example("a rank with one batch fewer, its calls recorded", fewer_batches_on_rank_1),
+        Example(
+            "a rank reading a socket whose last collective's completion the "
+            "Flight Recorder has not counted yet",
+            straggler_completion_not_yet_counted,
+        ),
+        Example(
+            "a rank computing whose last collectives' completions the Flight "
+            "Recorder has not counted yet",
+            lambda: straggler_completion_not_yet_counted(computing=True),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -175,8 +217,10 @@ class CollectiveMismatch(Rule):
         seqs = {s.seq for s in odd + rest if s.seq is not None}
         if len(seqs) == 1:
             source = "Flight Recorder: " if rank_view(job).flight_recorder else ""
-            evidence.append(f"{source}all of them are at collective #{seqs.pop()}: the same "
-                            "step of the sequence, but not the same operation")
+            evidence.append(
+                f"{source}all of them are at collective #{seqs.pop()}: the same "
+                "step of the sequence, but not the same operation"
+            )
         if code is not None:
             yield self._from_code(job, code, state, rest, evidence)
             return
@@ -184,52 +228,74 @@ class CollectiveMismatch(Rule):
             yield self._point_to_point(job, state, odd + rest, evidence)
             return
         guarded = rank_guard(state)
-        guard = guarded[1] if guarded else (
-            site.guards[-1] if site is not None and site.guards else None)
+        guard = (
+            guarded[1]
+            if guarded
+            else (site.guards[-1] if site is not None and site.guards else None)
+        )
         if guarded is not None and guarded[0] is not site:
             where = short_location(guarded[0])
         branch = sorted(extra_guards(state, rest)) if not guard else []
         if guarded is not None:
             evidence.append(f"the call at {where} runs only where `{guard}` holds")
-            first_fix = (f"The {state.doing} at {where} runs only where `{guard}` holds: move "
-                         "it out of that `if` block, so that every rank calls it.")
+            first_fix = (
+                f"The {state.doing} at {where} runs only where `{guard}` holds: move "
+                "it out of that `if` block, so that every rank calls it."
+            )
         elif guard:  # a condition that need not differ between ranks (`if group is None:`)
             evidence.append(f"the call at {where} sits under `if {guard}`")
-            first_fix = (f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} {_calls(odd)} "
-                         f"{state.doing} at {where} (under `if {guard}`) while "
-                         f"{rank_list(rest)} {_calls(rest)} {rest[0].doing}: if `{guard}` can "
-                         "differ between ranks, make it the same on every rank; else look for "
-                         "a collective (or a group creation) that only some ranks made "
-                         "before this one.")
+            first_fix = (
+                f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} {_calls(odd)} "
+                f"{state.doing} at {where} (under `if {guard}`) while "
+                f"{rank_list(rest)} {_calls(rest)} {rest[0].doing}: if `{guard}` can "
+                "differ between ranks, make it the same on every rank; else look for "
+                "a collective (or a group creation) that only some ranks made "
+                "before this one."
+            )
         elif branch:
-            evidence.append(f"{rank_list(odd)} took the branch `if {branch[0]}`, which "
-                            f"{rank_list(rest)} did not")
-            first_fix = (f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} reached the "
-                         f"{state.call} at {where} through `if {branch[0]}`, which "
-                         f"{rank_list(rest)} did not take: that condition differs between "
-                         "ranks (it reads something each rank has its own value of); make it "
-                         "the same on every rank, or all-reduce what it reads first.")
+            evidence.append(
+                f"{rank_list(odd)} took the branch `if {branch[0]}`, which "
+                f"{rank_list(rest)} did not"
+            )
+            first_fix = (
+                f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} reached the "
+                f"{state.call} at {where} through `if {branch[0]}`, which "
+                f"{rank_list(rest)} did not take: that condition differs between "
+                "ranks (it reads something each rank has its own value of); make it "
+                "the same on every rank, or all-reduce what it reads first."
+            )
         else:
-            first_fix = (f"Every rank must call the same collectives in the same order: "
-                         f"{rank_list(odd)} {_calls(odd)} {state.doing} at {where} while "
-                         f"{rank_list(rest)} {_calls(rest)} {rest[0].doing} at "
-                         f"{short_location(rest[0].site) if rest[0].site else 'another place'}.")
+            first_fix = (
+                f"Every rank must call the same collectives in the same order: "
+                f"{rank_list(odd)} {_calls(odd)} {state.doing} at {where} while "
+                f"{rank_list(rest)} {_calls(rest)} {rest[0].doing} at "
+                f"{short_location(rest[0].site) if rest[0].site else 'another place'}."
+            )
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
             title=f"Collective mismatch: {rank_list(odd)} in {state.doing} at {where}, "
-                  f"{rank_list(rest)} in {rest[0].doing}",
-            explanation=("Collectives pair up by order: when ranks call different ones (or one "
-                         "only some ranks call), each waits for a partner that never comes."),
+            f"{rank_list(rest)} in {rest[0].doing}",
+            explanation=(
+                "Collectives pair up by order: when ranks call different ones (or one "
+                "only some ranks call), each waits for a partner that never comes."
+            ),
             culprit=rank_culprit(job, state),
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
-            fixes=(first_fix, "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
-                   "(it checks that collectives match; it is slow, so not for production).",
-                   process_group_timeout(job)),
+            fixes=(
+                first_fix,
+                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
+                "(it checks that collectives match; it is slow, so not for production).",
+                process_group_timeout(job),
+            ),
         )
 
-    def _from_origin(self, job: JobView, origin: DesyncOrigin,
-                     split: tuple[list[RankState], list[RankState]]) -> Finding:
+    def _from_origin(
+        self, job: JobView, origin: DesyncOrigin, split: tuple[list[RankState], list[RankState]]
+    ) -> Finding:
         """The ranks fell out of step at an earlier call (one rank made a collective the others
         did not): that call is the culprit; where they stopped is the symptom."""
         state = rank_view(job).ranks[origin.rank]
@@ -238,138 +304,209 @@ class CollectiveMismatch(Rule):
         guard = condition_of(site) if site is not None else None
         under = f" (under `if {guard}`)" if guard else ""
         stuck = [describe_group(group) for group in split]
-        what = ("a collective the others did not make" if origin.extra
-                else "a different collective from the others'")
-        evidence = [f"instrumentation: {origin.describe()}",
-                    *(f"the call sits under `if {guard}`" for _ in (1,) if guard), *stuck]
+        what = (
+            "a collective the others did not make"
+            if origin.extra
+            else "a different collective from the others'"
+        )
+        evidence = [
+            f"instrumentation: {origin.describe()}",
+            *(f"the call sits under `if {guard}`" for _ in (1,) if guard),
+            *stuck,
+        ]
         divergence = rank_view(job).divergence
         if divergence is not None:
-            evidence.append(f"Flight Recorder: the ranks' collectives first differ at "
-                            f"#{divergence.seq}: " + ", ".join(
-                                f"rank {r} {op}" for r, op in sorted(divergence.ops.items())))
+            evidence.append(
+                f"Flight Recorder: the ranks' collectives first differ at "
+                f"#{divergence.seq}: "
+                + ", ".join(f"rank {r} {op}" for r, op in sorted(divergence.ops.items()))
+            )
         others = sorted(r for r in rank_view(job).ranks if r != origin.rank)
         if origin.extra and guard and not on_rank(guard) and len(others) == 1:
             # A condition on each rank's own data (`if len(self.labels) > 0:`), not on the
             # rank: the rank where it was false skipped a collective every rank makes.
             skipper = rank_view(job).ranks[others[0]]
-            evidence.insert(1, f"rank {skipper.rank} skipped it: `{guard}` was false there "
-                            f"(it reads that rank's own data), true on rank {origin.rank}")
-            return self._finding_for(job, origin, split, skipper, site, where, under, what,
-                                     evidence, skipped=True)
-        return self._finding_for(job, origin, split, state, site, where, under, what,
-                                 evidence, skipped=False)
+            evidence.insert(
+                1,
+                f"rank {skipper.rank} skipped it: `{guard}` was false there "
+                f"(it reads that rank's own data), true on rank {origin.rank}",
+            )
+            return self._finding_for(
+                job, origin, split, skipper, site, where, under, what, evidence, skipped=True
+            )
+        return self._finding_for(
+            job, origin, split, state, site, where, under, what, evidence, skipped=False
+        )
 
-    def _finding_for(self, job: JobView, origin: DesyncOrigin,
-                     split: tuple[list[RankState], list[RankState]], state: RankState,
-                     site: Frame | None, where: str, under: str, what: str,
-                     evidence: list[str], *, skipped: bool) -> Finding:
+    def _finding_for(
+        self,
+        job: JobView,
+        origin: DesyncOrigin,
+        split: tuple[list[RankState], list[RankState]],
+        state: RankState,
+        site: Frame | None,
+        where: str,
+        under: str,
+        what: str,
+        evidence: list[str],
+        *,
+        skipped: bool,
+    ) -> Finding:
         guard = condition_of(site) if site is not None else None
         culprit = rank_culprit(job, state)
         if site is not None:
             culprit = culprit.model_copy(update={"location": Location.of(site)})
         if skipped:
             return Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
-                title=(f"Collective mismatch: rank {state.rank} skipped the {origin.op} at "
-                       f"{where}{under} that rank {origin.rank} made (collective "
-                       f"#{origin.seq}); every later collective was one apart, and the ranks "
-                       "now wait in different places"),
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
+                confidence=0.85,
+                title=(
+                    f"Collective mismatch: rank {state.rank} skipped the {origin.op} at "
+                    f"{where}{under} that rank {origin.rank} made (collective "
+                    f"#{origin.seq}); every later collective was one apart, and the ranks "
+                    "now wait in different places"
+                ),
                 explanation=(
                     "Collectives pair up by order. The call is made only where a condition on "
                     f"the rank's own data holds, and on rank {state.rank} it did not (an empty "
                     "shard, a metric with nothing to compute): from there on each rank's n-th "
                     "collective met another's n-th that was a different call, and the ranks "
-                    "stop later, far from the line that made them part."),
+                    "stop later, far from the line that made them part."
+                ),
                 culprit=culprit,
-                related=tuple(rank_culprit(job, s) for g in split for s in g
-                              if s is not state)[:4],
+                related=tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4],
                 evidence=tuple(evidence),
-                fixes=(f"Make every rank call the {origin.op} at {where} whatever its data: "
-                       f"compute the condition `{guard}` from all ranks first (all-reduce the "
-                       "count, then decide), or let the collective handle empty inputs "
-                       "(a metric's compute() must run on every rank).",
-                       "Shard data so that every rank gets some of each kind (shuffle the "
-                       "evaluation sampler, or pad the smaller shards).",
-                       process_group_timeout(job)),
+                fixes=(
+                    f"Make every rank call the {origin.op} at {where} whatever its data: "
+                    f"compute the condition `{guard}` from all ranks first (all-reduce the "
+                    "count, then decide), or let the collective handle empty inputs "
+                    "(a metric's compute() must run on every rank).",
+                    "Shard data so that every rank gets some of each kind (shuffle the "
+                    "evaluation sampler, or pad the smaller shards).",
+                    process_group_timeout(job),
+                ),
             )
-        fix = (f"Every rank must call the same collectives in the same order: the {origin.op} "
-               f"at {where}{under} runs on rank {origin.rank} and not on the others. "
-               + (f"Move it out of that `if` (call it on every rank, and keep only the rank-"
-                  f"{origin.rank} work inside), " if guard else "Call it on every rank, ")
-               + "or, when only one rank needs the result, make every rank call it anyway "
-               "(gathering a state dict, computing a metric: both are collectives).")
+        fix = (
+            f"Every rank must call the same collectives in the same order: the {origin.op} "
+            f"at {where}{under} runs on rank {origin.rank} and not on the others. "
+            + (
+                f"Move it out of that `if` (call it on every rank, and keep only the rank-"
+                f"{origin.rank} work inside), "
+                if guard
+                else "Call it on every rank, "
+            )
+            + "or, when only one rank needs the result, make every rank call it anyway "
+            "(gathering a state dict, computing a metric: both are collectives)."
+        )
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
             title=f"Collective mismatch: rank {origin.rank} called {origin.op} at {where}"
-                  f"{under}, {what} (collective #{origin.seq}); every later collective was "
-                  f"one apart, and the ranks now wait in different places",
-            explanation=("Collectives pair up by order. One rank made a collective the others "
-                         "did not (or a different one), so from there on each rank's n-th "
-                         "collective met another's n-th that was a different call: the ranks "
-                         "stop later, wherever the shifted calls can no longer pair up, far "
-                         "from the line that made them part."),
+            f"{under}, {what} (collective #{origin.seq}); every later collective was "
+            f"one apart, and the ranks now wait in different places",
+            explanation=(
+                "Collectives pair up by order. One rank made a collective the others "
+                "did not (or a different one), so from there on each rank's n-th "
+                "collective met another's n-th that was a different call: the ranks "
+                "stop later, wherever the shifted calls can no longer pair up, far "
+                "from the line that made them part."
+            ),
             culprit=culprit,
-            related=tuple(rank_culprit(job, s) for g in split for s in g
-                          if s is not state)[:4],
+            related=tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4],
             evidence=tuple(evidence),
-            fixes=(fix, "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks "
-                   "that collectives match; it is slow, so not for production).",
-                   process_group_timeout(job)),
+            fixes=(
+                fix,
+                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks "
+                "that collectives match; it is slow, so not for production).",
+                process_group_timeout(job),
+            ),
         )
 
-    def _point_to_point(self, job: JobView, state: RankState, states: list[RankState],
-                        evidence: list[str]) -> Finding:
+    def _point_to_point(
+        self, job: JobView, state: RankState, states: list[RankState], evidence: list[str]
+    ) -> Finding:
         """send/recv pair up one to one between two ranks: a rank condition around them is how
         such code is written, not the fault; the counts differ."""
         where = short_location(state.site) if state.site else "its call site"
         others = [s for s in states if s is not state]
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
             title=f"Point-to-point mismatch: rank {state.rank} waits in {state.call} at "
-                  f"{where}, and {rank_list(others)} "
-                  f"{'waits' if len(others) == 1 else 'wait'} in "
-                  f"{'/'.join(sorted({s.call or '?' for s in others}))}: each waits for a "
-                  "message the other does not send",
-            explanation=("Sends and receives pair up one to one, in order, between two ranks. "
-                         "When one side posts one more receive (or send) than the other, for "
-                         "example a short last batch that splits into fewer micro-batches on "
-                         "one stage than the other expects, that call waits for good, and "
-                         "the ranks that wait for it stop behind it."),
+            f"{where}, and {rank_list(others)} "
+            f"{'waits' if len(others) == 1 else 'wait'} in "
+            f"{'/'.join(sorted({s.call or '?' for s in others}))}: each waits for a "
+            "message the other does not send",
+            explanation=(
+                "Sends and receives pair up one to one, in order, between two ranks. "
+                "When one side posts one more receive (or send) than the other, for "
+                "example a short last batch that splits into fewer micro-batches on "
+                "one stage than the other expects, that call waits for good, and "
+                "the ranks that wait for it stop behind it."
+            ),
             culprit=rank_culprit(job, state),
             related=tuple(rank_culprit(job, s) for s in others[:4]),
             evidence=tuple(evidence),
-            fixes=(f"Count the sends and receives each pair of ranks makes per step (rank "
-                   f"{state.rank}'s {state.call} at {where}): both sides must derive the count "
-                   "from the same value. Send the count first, or make every batch split the "
-                   "same (drop_last=True, a fixed micro-batch count).",
-                   "Run a small case with a short process-group timeout and print each "
-                   "send/recv with its peer and step on both ranks to see where they part.",
-                   process_group_timeout(job)),
+            fixes=(
+                f"Count the sends and receives each pair of ranks makes per step (rank "
+                f"{state.rank}'s {state.call} at {where}): both sides must derive the count "
+                "from the same value. Send the count first, or make every batch split the "
+                "same (drop_last=True, a fixed micro-batch count).",
+                "Run a small case with a short process-group timeout and print each "
+                "send/recv with its peer and step on both ranks to see where they part.",
+                process_group_timeout(job),
+            ),
         )
 
-    def _from_code(self, job: JobView, code: CodeFinding, state: RankState,
-                   rest: list[RankState], evidence: list[str]) -> Finding:
+    def _from_code(
+        self,
+        job: JobView,
+        code: CodeFinding,
+        state: RankState,
+        rest: list[RankState],
+        evidence: list[str],
+    ) -> Finding:
         where = f"{short_file(code.file)}:{code.line} in {code.function}"
-        evidence.append(f"code ({code.rule_id}): {code.message}, at {where}"
-                        + (f" `{code.code}`" if code.code else ""))
-        located = rank_culprit(job, state).model_copy(update={"location": Location(
-            file=code.file, line=code.line, function=code.function, code=code.code)})
+        evidence.append(
+            f"code ({code.rule_id}): {code.message}, at {where}"
+            + (f" `{code.code}`" if code.code else "")
+        )
+        located = rank_culprit(job, state).model_copy(
+            update={
+                "location": Location(
+                    file=code.file, line=code.line, function=code.function, code=code.code
+                )
+            }
+        )
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.8,
             title=f"Collective mismatch: rank {state.rank} in {state.call}, {rank_list(rest)} "
-                  f"in {rest[0].call}; the code calls a collective on some ranks only at "
-                  f"{where}",
-            explanation=("Collectives pair up by order: when ranks call different ones (or one "
-                         "only some ranks call), each waits for a partner that never comes. "
-                         "The framework runs the collectives here, so the ranks' own lines are "
-                         "the same; the code shows which call only some ranks make."),
+            f"in {rest[0].call}; the code calls a collective on some ranks only at "
+            f"{where}",
+            explanation=(
+                "Collectives pair up by order: when ranks call different ones (or one "
+                "only some ranks call), each waits for a partner that never comes. "
+                "The framework runs the collectives here, so the ranks' own lines are "
+                "the same; the code shows which call only some ranks make."
+            ),
             culprit=located,
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
-            fixes=(f"{code.message[:1].upper()}{code.message[1:]} ({where}): move the call "
-                   "out of that condition, so that every rank makes it (do only the rank-0 "
-                   "work inside it).",
-                   "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks that "
-                   "collectives match; it is slow, so not for production).",
-                   process_group_timeout(job)),
+            fixes=(
+                f"{code.message[:1].upper()}{code.message[1:]} ({where}): move the call "
+                "out of that condition, so that every rank makes it (do only the rank-0 "
+                "work inside it).",
+                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks that "
+                "collectives match; it is slow, so not for production).",
+                process_group_timeout(job),
+            ),
         )

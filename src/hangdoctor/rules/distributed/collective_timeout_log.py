@@ -36,8 +36,10 @@ def _seconds(ms: int | None) -> str:
     return f"{ms / 1000:g} s" if ms is not None else "its timeout"
 
 
-_RUN_HINT = ("Next time run the job under hangdoctor, which captures every rank's stack the "
-             "moment progress stops: `hangdoctor run --hang-timeout 300 -- torchrun ...`.")
+_RUN_HINT = (
+    "Next time run the job under hangdoctor, which captures every rank's stack the "
+    "moment progress stops: `hangdoctor run --hang-timeout 300 -- torchrun ...`."
+)
 
 
 def _numel(match: LogMatch) -> str:
@@ -75,9 +77,11 @@ def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Findi
         rank, busy_at = busy[0]
         culprit = Culprit(rank=rank, role="rank")
         title += f"; rank {rank} was busy outside any collective"
-        explanation += (f" As the job failed, rank {rank} was in the user's code at "
-                        f"{short_location(busy_at)}, in no collective: it had not reached the "
-                        "collective yet, and the others gave up waiting for it.")
+        explanation += (
+            f" As the job failed, rank {rank} was in the user's code at "
+            f"{short_location(busy_at)}, in no collective: it had not reached the "
+            "collective yet, and the others gave up waiting for it."
+        )
     if culprit.rank is None or culprit.location is not None:
         return finding
     found = stopped_at(job, rank=culprit.rank, pid=culprit.pid)
@@ -86,17 +90,23 @@ def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Findi
     frame, when = found
     where = short_location(frame)
     code = f" `{frame.code}`" if frame.code else ""
-    return finding.model_copy(update={
-        "culprit": culprit.model_copy(update={"location": Location.of(frame)}),
-        "title": title if title != finding.title else f"{title}; it was at {where}",
-        "explanation": explanation,
-        "evidence": (*finding.evidence,
-                     f"faulthandler: rank {culprit.rank} was at {where}{code} {when}"),
-        "fixes": (f"Rank {culprit.rank} was at {where} when the others gave up: make that "
-                  "work faster, move it off the critical path (another thread, or all ranks "
-                  "sharing it), or raise the process group's timeout to cover it.",
-                  *finding.fixes),
-    })
+    return finding.model_copy(
+        update={
+            "culprit": culprit.model_copy(update={"location": Location.of(frame)}),
+            "title": title if title != finding.title else f"{title}; it was at {where}",
+            "explanation": explanation,
+            "evidence": (
+                *finding.evidence,
+                f"faulthandler: rank {culprit.rank} was at {where}{code} {when}",
+            ),
+            "fixes": (
+                f"Rank {culprit.rank} was at {where} when the others gave up: make that "
+                "work faster, move it off the critical path (another thread, or all ranks "
+                "sharing it), or raise the process group's timeout to cover it.",
+                *finding.fixes,
+            ),
+        }
+    )
 
 
 def _logged_ranks(lines: tuple[str, ...]) -> set[int]:
@@ -137,23 +147,50 @@ class CollectiveTimeoutFromLog(Rule):
     specificity = 55
     names_culprit = False
     fires_on = (
-        Example("every rank timed out in the same collective", lambda: logs_bundle(
-            [nccl_line(rank, 808, "ALLREDUCE", 9801523) for rank in range(4)])),
-        Example("rank 3 is behind the others", lambda: logs_bundle(
-            [*(nccl_line(rank, 2041, "ALLREDUCE") for rank in range(3)),
-             nccl_line(3, 2039, "BROADCAST", 1)])),
-        Example("rank 2 never reported a timeout", lambda: logs_bundle(
-            ["[rank2]: step 1200 loss 2.31",
-             *(nccl_line(rank, 412, "ALLREDUCE") for rank in (0, 1, 3))])),
-        Example("a gloo recv timed out", lambda: logs_bundle([
-            "[rank1]: Traceback (most recent call last):",
-            "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81]"
-            " Timed out waiting 1800000ms for recv operation to complete"])),
+        Example(
+            "every rank timed out in the same collective",
+            lambda: logs_bundle([nccl_line(rank, 808, "ALLREDUCE", 9801523) for rank in range(4)]),
+        ),
+        Example(
+            "rank 3 is behind the others",
+            lambda: logs_bundle(
+                [
+                    *(nccl_line(rank, 2041, "ALLREDUCE") for rank in range(3)),
+                    nccl_line(3, 2039, "BROADCAST", 1),
+                ]
+            ),
+        ),
+        Example(
+            "rank 2 never reported a timeout",
+            lambda: logs_bundle(
+                [
+                    "[rank2]: step 1200 loss 2.31",
+                    *(nccl_line(rank, 412, "ALLREDUCE") for rank in (0, 1, 3)),
+                ]
+            ),
+        ),
+        Example(
+            "a gloo recv timed out",
+            lambda: logs_bundle(
+                [
+                    "[rank1]: Traceback (most recent call last):",
+                    "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81]"
+                    " Timed out waiting 1800000ms for recv operation to complete",
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("a healthy distributed run", lambda: logs_bundle([
-            "[rank0]: step 100 loss 2.1", "[rank1]: step 100 loss 2.1",
-            "NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE"])),
+        Example(
+            "a healthy distributed run",
+            lambda: logs_bundle(
+                [
+                    "[rank0]: step 100 loss 2.1",
+                    "[rank1]: step 100 loss 2.1",
+                    "NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -162,17 +199,29 @@ class CollectiveTimeoutFromLog(Rule):
         nccl = [m for m in found if m.kind == "nccl_timeout" and "rank" in m.fields]
         if nccl:
             reporting = {r for m in nccl if (r := m.number("rank")) is not None}
-            yield _where_stopped(job, self._nccl(
-                lines, nccl, [m for m in found if m.kind == "nccl_progress"],
-                supervised=job.record is not None), reporting)
+            yield _where_stopped(
+                job,
+                self._nccl(
+                    lines,
+                    nccl,
+                    [m for m in found if m.kind == "nccl_progress"],
+                    supervised=job.record is not None,
+                ),
+                reporting,
+            )
             return
         gloo = [m for m in found if m.kind == "gloo_timeout"]
         if gloo:
             reporting = {r for m in gloo if (r := m.number("rank")) is not None}
             yield _where_stopped(job, self._gloo(job, lines, gloo), reporting)
 
-    def _nccl(self, lines: tuple[str, ...], timeouts: list[LogMatch],
-              progress: list[LogMatch], supervised: bool) -> Finding:
+    def _nccl(
+        self,
+        lines: tuple[str, ...],
+        timeouts: list[LogMatch],
+        progress: list[LogMatch],
+        supervised: bool,
+    ) -> Finding:
         # The oldest timed-out work of each rank, within the process group most ranks report.
         groups: dict[str | None, dict[int, LogMatch]] = {}
         for match in timeouts:
@@ -192,59 +241,81 @@ class CollectiveTimeoutFromLog(Rule):
         evidence: list[str] = []
         if ahead:
             first_ahead = per_rank[ahead[0]]
-            title = (f"NCCL collective timed out: {ranks_text(behind)} "
-                     f"{'is' if len(behind) == 1 else 'are'} behind, in "
-                     f"{_collective(per_rank[behind[0]])} while {ranks_text(ahead)} wait in "
-                     f"{_collective(first_ahead)}")
+            title = (
+                f"NCCL collective timed out: {ranks_text(behind)} "
+                f"{'is' if len(behind) == 1 else 'are'} behind, in "
+                f"{_collective(per_rank[behind[0]])} while {ranks_text(ahead)} wait in "
+                f"{_collective(first_ahead)}"
+            )
             explanation = (
                 f"Every rank runs the same collectives in the same order, numbered by SeqNum. "
                 f"{ranks_text(ahead).capitalize()} already issued later collectives, so "
                 f"{ranks_text(behind)} fell behind: it is stuck in, or before, "
                 f"{_collective(per_rank[behind[0]])}, or it called a different sequence of "
-                "collectives (one the others do not call).")
+                "collectives (one the others do not call)."
+            )
             culprit = Culprit(rank=behind[0], role="rank")
             related = tuple(Culprit(rank=r, role="rank") for r in behind[1:])
             order = [*behind, *ahead]
             confidence = 0.85
         else:
             first = per_rank[behind[0]]
-            completed = {rank: done for m in progress
-                         if (rank := m.number("rank")) is not None
-                         and (done := m.number("completed")) is not None}
+            completed = {
+                rank: done
+                for m in progress
+                if (rank := m.number("rank")) is not None
+                and (done := m.number("completed")) is not None
+            }
             absent = sorted(_logged_ranks(lines) - set(per_rank))
             order = behind
             confidence = 0.8
             if completed and len(set(completed.values())) > 1:
                 lowest = min(completed.values())
                 slow = sorted(r for r, c in completed.items() if c == lowest)
-                title = (f"NCCL collective timed out: {ranks_text(slow)} completed the fewest "
-                         f"collectives (last completed work {lowest})")
-                explanation = ("The ranks disagree on how far they got: the one that completed "
-                               "the fewest collectives is the one to look at.")
+                title = (
+                    f"NCCL collective timed out: {ranks_text(slow)} completed the fewest "
+                    f"collectives (last completed work {lowest})"
+                )
+                explanation = (
+                    "The ranks disagree on how far they got: the one that completed "
+                    "the fewest collectives is the one to look at."
+                )
                 culprit = Culprit(rank=slow[0], role="rank")
                 evidence += cite((m for m in progress if m.number("rank") in slow), limit=2)
             elif absent:
-                title = (f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)}; "
-                         f"{ranks_text(absent)} never reported it")
+                title = (
+                    f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)}; "
+                    f"{ranks_text(absent)} never reported it"
+                )
                 explanation = (
                     f"{ranks_text(behind).capitalize()} waited {_seconds(timeout_ms)} in "
                     f"{_collective(first)}. {ranks_text(absent).capitalize()} logged other lines "
                     "but no timeout: most likely it never entered this collective (stuck or "
-                    "slow before it, or it exited), and the others waited for it.")
+                    "slow before it, or it exited), and the others waited for it."
+                )
                 culprit = Culprit(rank=absent[0], role="rank")
                 related = tuple(Culprit(rank=r, role="rank") for r in absent[1:])
                 confidence = 0.7
             else:
-                title = (f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)} "
-                         f"after {_seconds(timeout_ms)}")
+                title = (
+                    f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)} "
+                    f"after {_seconds(timeout_ms)}"
+                )
                 explanation = (
                     "The reporting ranks all waited in the same collective, so some rank never "
                     "joined it (stuck before it, or outside this log), or the collective itself "
-                    "could not finish (network, GPU). The log alone cannot tell which.")
+                    "could not finish (network, GPU). The log alone cannot tell which."
+                )
         evidence = cite(per_rank[r] for r in order) + evidence
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=confidence,
-            title=title, explanation=explanation, culprit=culprit, related=related,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=confidence,
+            title=title,
+            explanation=explanation,
+            culprit=culprit,
+            related=related,
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=(
                 "Find where each rank was: rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
@@ -272,33 +343,45 @@ class CollectiveTimeoutFromLog(Rule):
         # the one that gave up never reached the collective the other waited in.
         counts = {s.rank: s.collectives for s in progress if s.rank is not None}
         waited = max((counts[r] for r in ranks if r in counts), default=None)
-        late = sorted(r for r, n in counts.items()
-                      if waited is not None and n < waited and r not in ranks)
+        late = sorted(
+            r for r, n in counts.items() if waited is not None and n < waited and r not in ranks
+        )
         if late:
             absent = late
         timeout_ms = timeouts[0].number("timeout_ms")
         who = ranks_text(ranks) if ranks else "a rank"
         title = f"gloo collective timed out on {who} after {_seconds(timeout_ms)}"
-        explanation = (f"{who[:1].upper()}{who[1:]} waited {_seconds(timeout_ms)} to receive "
-                       "from a peer inside a collective; the peer never sent. gloo names only "
-                       "the rank that gave up, not the one it waited for.")
+        explanation = (
+            f"{who[:1].upper()}{who[1:]} waited {_seconds(timeout_ms)} to receive "
+            "from a peer inside a collective; the peer never sent. gloo names only "
+            "the rank that gave up, not the one it waited for."
+        )
         culprit = None
         if late:
             title += f"; {ranks_text(late)} never reached that collective"
-            explanation += (f" The instrumentation counted fewer collectives on "
-                            f"{ranks_text(late)} ({', '.join(str(counts[r]) for r in late)} "
-                            f"against {waited}): it was still before the collective, busy or "
-                            "stuck, when the others gave up.")
+            explanation += (
+                f" The instrumentation counted fewer collectives on "
+                f"{ranks_text(late)} ({', '.join(str(counts[r]) for r in late)} "
+                f"against {waited}): it was still before the collective, busy or "
+                "stuck, when the others gave up."
+            )
             culprit = Culprit(rank=late[0], role="rank")
         elif absent:
             title += f"; {ranks_text(absent)} reported no timeout"
-            explanation += (f" {ranks_text(absent).capitalize()} logged other lines but no "
-                            "timeout: it is probably the one that never reached the collective.")
+            explanation += (
+                f" {ranks_text(absent).capitalize()} logged other lines but no "
+                "timeout: it is probably the one that never reached the collective."
+            )
             culprit = Culprit(rank=absent[0], role="rank")
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR,
-            confidence=0.7 if absent else 0.75, title=title, explanation=explanation,
-            culprit=culprit, evidence=tuple(cite(timeouts)),
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.7 if absent else 0.75,
+            title=title,
+            explanation=explanation,
+            culprit=culprit,
+            evidence=tuple(cite(timeouts)),
             fixes=(
                 *(() if supervised else (_RUN_HINT,)),
                 "Rerun with TORCH_FR_BUFFER_SIZE=2000 (Flight Recorder works with gloo) and dump "

@@ -38,8 +38,8 @@ class DuplicateGpu(Rule):
         "device, so the job dies at its first collective (or, with some versions, hangs there)."
     )
     instead = (
-        "Call `torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))` before `init_process_group` "
-        "(or pass `device_id=torch.device(\"cuda\", local_rank)` to it), create the model and "
+        'Call `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group` '
+        '(or pass `device_id=torch.device("cuda", local_rank)` to it), create the model and '
         "tensors on that device, and launch no more processes per node than visible GPUs."
     )
     reads = "logs"
@@ -57,25 +57,35 @@ class DuplicateGpu(Rule):
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
         if duplicate:
-            title = (f"Ranks {first.fields['rank']} and {first.fields['other']} both use CUDA "
-                     f"device {first.fields['device']}: NCCL cannot build its communicator")
+            title = (
+                f"Ranks {first.fields['rank']} and {first.fields['other']} both use CUDA "
+                f"device {first.fields['device']}: NCCL cannot build its communicator"
+            )
         else:
             title = "NCCL reported invalid usage at the first collective"
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
             confidence=0.9 if duplicate else 0.6,
             title=title,
-            explanation=("Each rank must drive its own GPU. Without "
-                         "`torch.cuda.set_device(local_rank)` every rank on a node uses GPU 0 "
-                         "(the default), and NCCL refuses to put two ranks of one communicator on "
-                         "the same device, so the first collective fails."),
-            culprit=Culprit(rank=rank, role="rank",
-                            location=Location.of(raised.location if raised else None))
-            if rank is not None else None,
+            explanation=(
+                "Each rank must drive its own GPU. Without "
+                "`torch.cuda.set_device(local_rank)` every rank on a node uses GPU 0 "
+                "(the default), and NCCL refuses to put two ranks of one communicator on "
+                "the same device, so the first collective fails."
+            ),
+            culprit=Culprit(
+                rank=rank, role="rank", location=Location.of(raised.location if raised else None)
+            )
+            if rank is not None
+            else None,
             evidence=tuple(cite(duplicate + invalid, limit=3)),
-            fixes=("Call `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))` before "
-                   "`init_process_group` (or pass `device_id=torch.device('cuda', local_rank)` "
-                   "to it), and create tensors and the model on that device.",
-                   "Check that --nproc_per_node is not larger than the GPUs the job can see "
-                   "(CUDA_VISIBLE_DEVICES)."),
+            fixes=(
+                "Call `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))` before "
+                "`init_process_group` (or pass `device_id=torch.device('cuda', local_rank)` "
+                "to it), and create tensors and the model on that device.",
+                "Check that --nproc_per_node is not larger than the GPUs the job can see "
+                "(CUDA_VISIBLE_DEVICES).",
+            ),
         )

@@ -38,12 +38,13 @@ def _block(lines: tuple[str, ...], start: int) -> tuple[dict[str, str], list[Fra
     """The fields and the stack trace of one report, up to the next one."""
     fields: dict[str, str] = {}
     stack: list[Frame] = []
-    for line in lines[start + 1: start + _BLOCK]:
+    for line in lines[start + 1 : start + _BLOCK]:
         if "Not all ranks joining collective" in line or "Collective " in line[:11]:
             break
         if match := _STACK.match(line):
-            stack.append(Frame(function=match["function"], file=match["file"],
-                               line=int(match["line"])))
+            stack.append(
+                Frame(function=match["function"], file=match["file"], line=int(match["line"]))
+            )
         elif match := _FIELD.match(line):
             fields[match["key"].strip()] = match["value"].strip()
     return fields, stack
@@ -73,8 +74,12 @@ class FlightRecorderMissingRanks(Rule):
     specificity = 80
     names_culprit = False
     fires_on = (Example("fr_trace's report", lambda: logs_bundle(list(_REPORT))),)
-    quiet_on = (Example("fr_trace with nothing to report", lambda: logs_bundle([
-        "loaded 4 files in 0.3s", "built groups, memberships"])),)
+    quiet_on = (
+        Example(
+            "fr_trace with nothing to report",
+            lambda: logs_bundle(["loaded 4 files in 0.3s", "built groups, memberships"]),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, "fr_missing_ranks")
@@ -87,26 +92,45 @@ class FlightRecorderMissingRanks(Rule):
         seq = first.fields.get("seq")
         user = innermost_user_frame(stack)
         where = f" called at {user.file.rsplit('/', 1)[-1]}:{user.line}" if user else ""
-        who = (f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
-               if missing else "some ranks")
+        who = (
+            f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+            if missing
+            else "some ranks"
+        )
         evidence = cite(found, limit=2)
-        evidence += [f"fr_trace: {key}: {clip(fields[key])}" for key in
-                     ("collective", "group info", "missing ranks", "world size",
-                      "collective state") if key in fields]
+        evidence += [
+            f"fr_trace: {key}: {clip(fields[key])}"
+            for key in (
+                "collective",
+                "group info",
+                "missing ranks",
+                "world size",
+                "collective state",
+            )
+            if key in fields
+        ]
         if user is not None:
             evidence.append(f"your code: {user.file}:{user.line} in {user.function}")
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.8,
             title=f"{who[0].upper()}{who[1:]} never joined {op} #{seq}{where}",
-            explanation=(f"The Flight Recorder analyzer matched every rank's collectives: the "
-                         f"other ranks issued {op} (sequence number {seq}) and {who} did not. "
-                         "They were elsewhere: in another collective, in a branch that skips "
-                         "this one, or still computing."),
-            culprit=Culprit(rank=missing[0] if missing else None, role="rank",
-                            location=Location.of(user)),
+            explanation=(
+                f"The Flight Recorder analyzer matched every rank's collectives: the "
+                f"other ranks issued {op} (sequence number {seq}) and {who} did not. "
+                "They were elsewhere: in another collective, in a branch that skips "
+                "this one, or still computing."
+            ),
+            culprit=Culprit(
+                rank=missing[0] if missing else None, role="rank", location=Location.of(user)
+            ),
             evidence=tuple(evidence),
-            fixes=(f"Find where {who} were instead: their last Flight Recorder entries "
-                   "(`fr_trace -j`), or their stacks (`hangdoctor dump` on the stuck job).",
-                   "Check the code around the call for a condition that differs between ranks "
-                   "(`if rank == 0:`, an uneven number of batches, a skipped step)."),
+            fixes=(
+                f"Find where {who} were instead: their last Flight Recorder entries "
+                "(`fr_trace -j`), or their stacks (`hangdoctor dump` on the stuck job).",
+                "Check the code around the call for a condition that differs between ranks "
+                "(`if rank == 0:`, an uneven number of batches, a skipped step).",
+            ),
         )

@@ -34,29 +34,36 @@ _Site = tuple[str, int, str]  # file, line, function
 
 
 def _status(rank: int, sites: tuple[tuple[int, str, int, str], ...]) -> ProgressStatus:
-    return rank_status(rank, 30, 40).model_copy(update={
-        "groups_created": len(sites), "group_sites": sites})
+    return rank_status(rank, 30, 40).model_copy(
+        update={"groups_created": len(sites), "group_sites": sites}
+    )
 
 
 def _validation_group_on_rank_0(*, same_count: bool = False) -> Bundle:
     """Rank 0 created a validation group on its own, then both create the stats group; rank
     1's creation went through, rank 0's waits."""
-    zero = rank_process(0, *collective_frames("new_group", 81, 'stats = dist.new_group()'),
-                        world=2, syscall="poll")
-    one = rank_process(1, *collective_frames("all_gather_object", 83,
-                                             "dist.all_gather_object(rates, rate, group=stats)"),
-                       world=2, syscall="futex")
+    zero = rank_process(
+        0, *collective_frames("new_group", 81, "stats = dist.new_group()"), world=2, syscall="poll"
+    )
+    one = rank_process(
+        1,
+        *collective_frames(
+            "all_gather_object", 83, "dist.all_gather_object(rates, rate, group=stats)"
+        ),
+        world=2,
+        syscall="futex",
+    )
     val = (1, "train.py", 75, "train")
     stats = (2 if not same_count else 1, "train.py", 81, "train")
-    zero_sites = ((val, stats) if not same_count else (stats,))
-    return ranks_job(zero, one, progress=(_status(0, zero_sites),
-                                          _status(1, ((1, "train.py", 81, "train"),))))
+    zero_sites = (val, stats) if not same_count else (stats,)
+    return ranks_job(
+        zero, one, progress=(_status(0, zero_sites), _status(1, ((1, "train.py", 81, "train"),)))
+    )
 
 
 def _behind_still_computing() -> Bundle:
     job = _validation_group_on_rank_0()
-    computing = rank_process(1, b.frame("train.py", 70, "train", code="loss.backward()"),
-                             world=2)
+    computing = rank_process(1, b.frame("train.py", 70, "train", code="loss.backward()"), world=2)
     processes = tuple(computing if p.pid == 101 else p for p in job.snapshots[0].processes)
     first = job.snapshots[0].model_copy(update={"processes": processes})
     return job.model_copy(update={"snapshots": (first,)})
@@ -64,8 +71,9 @@ def _behind_still_computing() -> Bundle:
 
 def _creations(state: RankState) -> Counter[_Site]:
     status = state.status
-    return Counter((file, line, function) for _, file, line, function in (
-        status.group_sites if status else ()))
+    return Counter(
+        (file, line, function) for _, file, line, function in (status.group_sites if status else ())
+    )
 
 
 def _waits_creating(state: RankState) -> bool:
@@ -93,11 +101,14 @@ class GroupCreationMismatch(Rule):
     )
     reads = "ranks"
     specificity = 87
-    fires_on = (Example("a validation group created on rank 0 only",
-                        _validation_group_on_rank_0),)
-    quiet_on = (Example("every rank created the same groups",
-                        lambda: _validation_group_on_rank_0(same_count=True)),
-                Example("the rank behind is still computing", _behind_still_computing))
+    fires_on = (Example("a validation group created on rank 0 only", _validation_group_on_rank_0),)
+    quiet_on = (
+        Example(
+            "every rank created the same groups",
+            lambda: _validation_group_on_rank_0(same_count=True),
+        ),
+        Example("the rank behind is still computing", _behind_still_computing),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -117,31 +128,48 @@ class GroupCreationMismatch(Rule):
         site = min(extra, key=lambda s: s[1]) if extra else None
         culprit = rank_culprit(job, state)
         if site is not None:
-            culprit = culprit.model_copy(update={"location": Location(
-                file=site[0], line=site[1], function=site[2])})
+            culprit = culprit.model_copy(
+                update={"location": Location(file=site[0], line=site[1], function=site[2])}
+            )
         where = f"{short_file(site[0])}:{site[1]} in {site[2]}" if site else "an earlier call"
         waiting = next((s for s in states if _waits_creating(s)), state)
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
             title=f"{rank_list(ahead)[:1].upper()}{rank_list(ahead)[1:]} created a process "
-                  f"group at {where} that {rank_list(behind)} did not (new_group called "
-                  f"{top} times against {min(counts.values())}); rank {waiting.rank} now "
-                  f"waits in new_group at {at(waiting.site)}",
+            f"group at {where} that {rank_list(behind)} did not (new_group called "
+            f"{top} times against {min(counts.values())}); rank {waiting.rank} now "
+            f"waits in new_group at {at(waiting.site)}",
             explanation=(
                 "Every rank must call new_group for every group, members or not, in the same "
                 "order: groups are told apart by how many were created before them. A group "
                 "created on its members only leaves the ranks counting differently, and the "
-                "next creation waits for peers that registered it under another name."),
+                "next creation waits for peers that registered it under another name."
+            ),
             culprit=culprit,
             related=tuple(rank_culprit(job, s) for s in [*ahead[1:], *behind][:4]),
-            evidence=(*(f"rank {s.rank} called new_group {counts[s.rank]} time(s)"
-                        + (f", last at {short_file(sites[-1][1])}:{sites[-1][2]}"
-                           if (sites := s.status.group_sites if s.status else ()) else "")
-                        for s in states[:6]),
-                      *(f"rank {s.rank} waits in {s.doing} at {at(s.site)}"
-                        for s in states[:6] if s.call is not None)),
-            fixes=(f"Call new_group at {where} on every rank, also on those that are not "
-                   "members (create the group before the `if rank in ...:` and use it only "
-                   "inside), or create every group once, right after init_process_group.",
-                   "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run."),
+            evidence=(
+                *(
+                    f"rank {s.rank} called new_group {counts[s.rank]} time(s)"
+                    + (
+                        f", last at {short_file(sites[-1][1])}:{sites[-1][2]}"
+                        if (sites := s.status.group_sites if s.status else ())
+                        else ""
+                    )
+                    for s in states[:6]
+                ),
+                *(
+                    f"rank {s.rank} waits in {s.doing} at {at(s.site)}"
+                    for s in states[:6]
+                    if s.call is not None
+                ),
+            ),
+            fixes=(
+                f"Call new_group at {where} on every rank, also on those that are not "
+                "members (create the group before the `if rank in ...:` and use it only "
+                "inside), or create every group once, right after init_process_group.",
+                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run.",
+            ),
         )

@@ -17,16 +17,29 @@ from hangdoctor.rules.helpers import culprit, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
 _RENDEZVOUS = "/torch/distributed/elastic/rendezvous/"
-_OPTIONS = ("--nnodes", "--node-rank", "--node_rank", "--rdzv-endpoint", "--rdzv_endpoint",
-            "--rdzv-backend", "--rdzv_backend", "--master-addr", "--master_addr",
-            "--master-port", "--master_port")
+_OPTIONS = (
+    "--nnodes",
+    "--node-rank",
+    "--node_rank",
+    "--rdzv-endpoint",
+    "--rdzv_endpoint",
+    "--rdzv-backend",
+    "--rdzv_backend",
+    "--master-addr",
+    "--master_addr",
+    "--master-port",
+    "--master_port",
+)
 
 
 def _agent_waiting(process: ProcessEvidence) -> bool:
     thread = main_thread(process)
     frames = python_frames(thread.python.frames) if thread and thread.python else []
-    return any(_RENDEZVOUS in f.file.replace("\\", "/") and
-               f.function.split(".")[-1] in ("next_rendezvous", "_rendezvous") for f in frames)
+    return any(
+        _RENDEZVOUS in f.file.replace("\\", "/")
+        and f.function.split(".")[-1] in ("next_rendezvous", "_rendezvous")
+        for f in frames
+    )
 
 
 def _options(cmdline: tuple[str, ...]) -> list[str]:
@@ -34,27 +47,57 @@ def _options(cmdline: tuple[str, ...]) -> list[str]:
     for index, word in enumerate(cmdline):
         name, equals, _ = word.partition("=")
         if name in _OPTIONS:
-            shown.append(word if equals else " ".join(cmdline[index:index + 2]))
+            shown.append(word if equals else " ".join(cmdline[index : index + 2]))
     return shown
 
 
 def _torchrun_waiting_for_node_1() -> Bundle:
     rendezvous = f"{b.SITE}/torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py"
-    agent = b.thread(50, b.frame(rendezvous, 67, "StaticTCPRendezvous.next_rendezvous"),
-                     b.frame(f"{b.SITE}/torch/distributed/elastic/agent/server/api.py", 528,
-                             "SimpleElasticAgent._rendezvous"),
-                     name="MainThread", syscall="futex")
-    return b.bundle(b.process(50, agent, cmdline=(
-        "python", "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", "0",
-        "--master-addr", "10.0.0.1", "--nproc-per-node", "8", "train.py")))
+    agent = b.thread(
+        50,
+        b.frame(rendezvous, 67, "StaticTCPRendezvous.next_rendezvous"),
+        b.frame(
+            f"{b.SITE}/torch/distributed/elastic/agent/server/api.py",
+            528,
+            "SimpleElasticAgent._rendezvous",
+        ),
+        name="MainThread",
+        syscall="futex",
+    )
+    return b.bundle(
+        b.process(
+            50,
+            agent,
+            cmdline=(
+                "python",
+                "-m",
+                "torch.distributed.run",
+                "--nnodes",
+                "2",
+                "--node-rank",
+                "0",
+                "--master-addr",
+                "10.0.0.1",
+                "--nproc-per-node",
+                "8",
+                "train.py",
+            ),
+        )
+    )
 
 
 def _torchrun_running_ranks() -> Bundle:
-    agent = b.thread(60, b.frame(f"{b.SITE}/torch/distributed/elastic/agent/server/api.py",
-                                 916, "SimpleElasticAgent._invoke_run"),
-                     name="MainThread", syscall="clock_nanosleep")
-    return b.bundle(b.process(60, agent, cmdline=("torchrun", "--nproc-per-node", "2",
-                                                  "train.py")))
+    agent = b.thread(
+        60,
+        b.frame(
+            f"{b.SITE}/torch/distributed/elastic/agent/server/api.py",
+            916,
+            "SimpleElasticAgent._invoke_run",
+        ),
+        name="MainThread",
+        syscall="clock_nanosleep",
+    )
+    return b.bundle(b.process(60, agent, cmdline=("torchrun", "--nproc-per-node", "2", "train.py")))
 
 
 class LauncherRendezvous(Rule):
@@ -91,23 +134,31 @@ class LauncherRendezvous(Rule):
                 continue
             options = _options(process.cmdline)
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
+                confidence=0.85,
                 title="torchrun waits for the other nodes to join its rendezvous; no rank has "
-                      "started",
-                explanation=("A multi-node launcher starts its ranks only once every node's "
-                             "launcher has joined the rendezvous. This one is still waiting: "
-                             "another node was not launched, was launched with other options, "
-                             "or cannot reach the rendezvous endpoint."),
+                "started",
+                explanation=(
+                    "A multi-node launcher starts its ranks only once every node's "
+                    "launcher has joined the rendezvous. This one is still waiting: "
+                    "another node was not launched, was launched with other options, "
+                    "or cannot reach the rendezvous endpoint."
+                ),
                 culprit=culprit(job, process, thread),
-                evidence=(f"{job.describe_process(process.pid)} waits in its rendezvous "
-                          f"({kernel_words(thread)})",
-                          "launcher options: " + (" ".join(options) if options else "none "
-                                                  "given"),
-                          "no rank process exists yet"),
-                fixes=("Start torchrun on every node with the same --nnodes, --rdzv-endpoint "
-                       "(or --master-addr/--master-port) and --rdzv-id, each with its own "
-                       "--node-rank.",
-                       "From each node, check that the endpoint is reachable (`nc -zv HOST "
-                       "PORT`) and that no firewall blocks it.",
-                       "For a single machine, use --standalone (or --nnodes 1)."),
+                evidence=(
+                    f"{job.describe_process(process.pid)} waits in its rendezvous "
+                    f"({kernel_words(thread)})",
+                    "launcher options: " + (" ".join(options) if options else "none given"),
+                    "no rank process exists yet",
+                ),
+                fixes=(
+                    "Start torchrun on every node with the same --nnodes, --rdzv-endpoint "
+                    "(or --master-addr/--master-port) and --rdzv-id, each with its own "
+                    "--node-rank.",
+                    "From each node, check that the endpoint is reachable (`nc -zv HOST "
+                    "PORT`) and that no firewall blocks it.",
+                    "For a single machine, use --standalone (or --nnodes 1).",
+                ),
             )

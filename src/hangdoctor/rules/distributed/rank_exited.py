@@ -23,16 +23,21 @@ from hangdoctor.taxonomy import Category
 
 
 def _rank_gone() -> Bundle:
-    waiting = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
-                     syscall="futex") for r in (0, 1, 3)]
+    waiting = [
+        rank_process(
+            r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"), syscall="futex"
+        )
+        for r in (0, 1, 3)
+    ]
     progress = (*(rank_status(r, 12, 13, "all_reduce") for r in (0, 1, 3)), rank_status(2, 12, 12))
     return ranks_job(*waiting, progress=progress)
 
 
 def _one_rank_alone() -> Bundle:
     """`dump` of rank 1's pid alone: no launcher, no progress reports, rank 0 simply absent."""
-    waiting = rank_process(1, *collective_frames("barrier", 30, "dist.barrier()"), world=2,
-                           syscall="futex")
+    waiting = rank_process(
+        1, *collective_frames("barrier", 30, "dist.barrier()"), world=2, syscall="futex"
+    )
     return b.bundle(waiting)
 
 
@@ -58,9 +63,12 @@ class RankExited(Rule):
     reads = "ranks"
     specificity = 90
     fires_on = (Example("a rank that is gone", _rank_gone),)
-    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
-                Example("one rank's tree dumped alone: its peer is not captured, not gone",
-                        _one_rank_alone))
+    quiet_on = (
+        Example("every rank in the same collective", all_in_the_same_collective),
+        Example(
+            "one rank's tree dumped alone: its peer is not captured, not gone", _one_rank_alone
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -73,23 +81,35 @@ class RankExited(Rule):
         gone = [view.ranks[r] for r in missing if r in view.ranks]
         first = gone[0] if gone else None
         names = ", ".join(map(str, missing[:8]))
-        evidence = [f"WORLD_SIZE is {view.world_size}, but rank(s) {names} have no live "
-                    f"process: {view.exit_evidence(missing[0])}", describe_group(waiting)]
+        evidence = [
+            f"WORLD_SIZE is {view.world_size}, but rank(s) {names} have no live "
+            f"process: {view.exit_evidence(missing[0])}",
+            describe_group(waiting),
+        ]
         if first is not None and first.status is not None:
-            evidence.append(f"rank {first.rank} (pid {first.status.pid}) had taken "
-                            f"{first.steps} steps and started {first.status.collectives} "
-                            "collectives when it was last seen")
+            evidence.append(
+                f"rank {first.rank} (pid {first.status.pid}) had taken "
+                f"{first.steps} steps and started {first.status.collectives} "
+                "collectives when it was last seen"
+            )
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
             title=f"Rank {names} exited; {rank_list(waiting)} {wait_words(waiting)} for it",
-            explanation=("A rank's process ended while the others wait in a collective that "
-                         "needs it. A rank that crashed usually ends the whole job; one that "
-                         "returned early (a `return` or `break` some ranks take) leaves the "
-                         "others waiting."),
+            explanation=(
+                "A rank's process ended while the others wait in a collective that "
+                "needs it. A rank that crashed usually ends the whole job; one that "
+                "returned early (a `return` or `break` some ranks take) leaves the "
+                "others waiting."
+            ),
             culprit=Culprit(pid=first.pid if first else None, rank=missing[0], role="rank"),
             related=tuple(rank_culprit(job, s) for s in waiting[:4]),
             evidence=tuple(evidence),
-            fixes=(f"Read rank {missing[0]}'s own output (output.log) for its error or "
-                   "its exit path: every rank must run the same collectives to the end.",
-                   process_group_timeout(job)),
+            fixes=(
+                f"Read rank {missing[0]}'s own output (output.log) for its error or "
+                "its exit path: every rank must run the same collectives to the end.",
+                process_group_timeout(job),
+            ),
         )

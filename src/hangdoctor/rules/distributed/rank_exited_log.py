@@ -44,26 +44,36 @@ Root Cause (first observed failure):
 ============================================================"""
 
 _SIGNAL_ADVICE = {
-    9: ("SIGKILL is almost always the kernel's OOM killer or the job scheduler (a memory limit, "
+    9: (
+        "SIGKILL is almost always the kernel's OOM killer or the job scheduler (a memory limit, "
         "a preemption, a wall-clock limit).",
         "Check `dmesg` (or `journalctl -k`) for `Out of memory: Killed process` with this pid, "
         "and the scheduler's log; lower host memory use per rank (fewer DataLoader workers, "
-        "memory-mapped datasets, no full copy of the dataset per rank)."),
-    6: ("SIGABRT means the process aborted itself: an uncaught C++ exception (a CUDA or NCCL "
+        "memory-mapped datasets, no full copy of the dataset per rank).",
+    ),
+    6: (
+        "SIGABRT means the process aborted itself: an uncaught C++ exception (a CUDA or NCCL "
         "error), a failed assertion, or NCCL's watchdog taking the process down.",
         "Look above the summary in the log for `terminate called after throwing`, a CUDA error "
-        "or an NCCL error from this rank; rerun with TORCH_SHOW_CPP_STACKTRACES=1."),
-    11: ("SIGSEGV is a crash in native code: a C/C++/CUDA extension, or libraries that do not "
-         "match each other.",
-         "Rerun with `python -X faulthandler` (or PYTHONFAULTHANDLER=1) to get the Python stack "
-         "at the crash, and check that extensions were built for the installed torch."),
-    7: ("SIGBUS in a training job nearly always means /dev/shm (shared memory) is full.",
+        "or an NCCL error from this rank; rerun with TORCH_SHOW_CPP_STACKTRACES=1.",
+    ),
+    11: (
+        "SIGSEGV is a crash in native code: a C/C++/CUDA extension, or libraries that do not "
+        "match each other.",
+        "Rerun with `python -X faulthandler` (or PYTHONFAULTHANDLER=1) to get the Python stack "
+        "at the crash, and check that extensions were built for the installed torch.",
+    ),
+    7: (
+        "SIGBUS in a training job nearly always means /dev/shm (shared memory) is full.",
         "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: an emptyDir "
-        "with medium: Memory at /dev/shm), or fewer DataLoader workers."),
-    15: ("SIGTERM means something asked it to stop: the scheduler (preemption, time limit), a "
-         "user, or torchrun after another rank failed.",
-         "Check the scheduler's log for a preemption or time limit, and the log for a rank that "
-         "failed before this one."),
+        "with medium: Memory at /dev/shm), or fewer DataLoader workers.",
+    ),
+    15: (
+        "SIGTERM means something asked it to stop: the scheduler (preemption, time limit), a "
+        "user, or torchrun after another rank failed.",
+        "Check the scheduler's log for a preemption or time limit, and the log for a rank that "
+        "failed before this one.",
+    ),
 }
 
 
@@ -76,7 +86,8 @@ _UNUSED_PARAMETERS_FIX = (
     "sub-module out, so the ranks disagreed on what to all-reduce. Use every parameter on "
     "every rank each step (for example add `0 * unused_head(x).sum()` to the loss), or pass "
     "`DistributedDataParallel(..., find_unused_parameters=True)` (slower); "
-    "TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters.")
+    "TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters."
+)
 
 
 @dataclass(frozen=True)
@@ -92,19 +103,24 @@ def _left_first(job: JobView, failed_rank: int | None) -> _Left | None:
     record = job.record
     if record is None:
         return None
-    exits = sorted((s.exiting_at, s) for s in record.progress
-                   if s.rank is not None and s.exiting_at is not None)
+    exits = sorted(
+        (s.exiting_at, s)
+        for s in record.progress
+        if s.rank is not None and s.exiting_at is not None
+    )
     failed_exit = next((t for t, s in exits if s.rank == failed_rank), None)
     first = next(((t, s) for t, s in exits if s.rank != failed_rank), None)
     if first is not None and (failed_exit is None or first[0] < failed_exit):
         _, status = first
         assert status.rank is not None
-        return _Left(rank=status.rank, pid=status.pid,
-                     last_seen_s=round(first[0] - record.started_at, 3))
+        return _Left(
+            rank=status.rank, pid=status.pid, last_seen_s=round(first[0] - record.started_at, 3)
+        )
     ranks = {s.pid: s.rank for s in record.progress if s.rank is not None}
     gone = [v for v in job.vanished if v.pid in ranks and ranks[v.pid] != failed_rank]
-    failed_seen = next((v.last_seen_s for v in job.vanished
-                        if ranks.get(v.pid) == failed_rank), None)
+    failed_seen = next(
+        (v.last_seen_s for v in job.vanished if ranks.get(v.pid) == failed_rank), None
+    )
     if not gone or (failed_seen is not None and gone[0].last_seen_s >= failed_seen):
         return None
     return _Left(rank=ranks[gone[0].pid], pid=gone[0].pid, last_seen_s=gone[0].last_seen_s)
@@ -121,20 +137,28 @@ def _way_out(job: JobView, pid: int) -> tuple[Location, list[str]] | None:
     if looping is None or not looping.loop_exits:
         return None
     header = f"`{looping.loops[0]}`"
-    evidence = [f"its last collective or backward() was at {short_location(looping)}, inside "
-                f"{header}"]
+    evidence = [
+        f"its last collective or backward() was at {short_location(looping)}, inside {header}"
+    ]
     exits = looping.loop_exits
     if len(exits) == 1:
         [way] = exits
         under = f" under `if {way.condition}`" if way.condition else ""
-        evidence.append(f"the only way out of {header} before its end is `{way.code}` at line "
-                        f"{way.line}{under}: the others went on")
-        return Location(file=looping.file, line=way.line, function=looping.function,
-                        code=way.code), evidence
+        evidence.append(
+            f"the only way out of {header} before its end is `{way.code}` at line "
+            f"{way.line}{under}: the others went on"
+        )
+        return Location(
+            file=looping.file, line=way.line, function=looping.function, code=way.code
+        ), evidence
     listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
     evidence.append(f"it left {header} early by one of: {listed}")
-    return Location(file=looping.file, line=looping.loop_lines[0], function=looping.function,
-                    code=looping.loops[0]), evidence
+    return Location(
+        file=looping.file,
+        line=looping.loop_lines[0],
+        function=looping.function,
+        code=looping.loops[0],
+    ), evidence
 
 
 def _job_failed(job: JobView) -> bool:
@@ -166,38 +190,77 @@ class RankExitedFromLog(Rule):
     specificity = 80
     names_culprit = False
     fires_on = (
-        Example("rank 4 killed by SIGKILL", lambda: logs_bundle(_SUMMARY.format(
-            rank=4, code=-9, cause="Signal 9 (SIGKILL) received by PID 48213").splitlines())),
-        Example("agent line only", lambda: logs_bundle([
-            "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
-            "failed (exitcode: -11) local_rank: 5 (pid: 2630) of binary: /usr/bin/python3"])),
-        Example("spawned process killed", lambda: logs_bundle([
-            "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
-            "signal SIGKILL"])),
-        Example("a rank's own traceback, no launcher summary (Lightning)", lambda: logs_bundle([
-            "[rank1]: Traceback (most recent call last):",
-            '[rank1]:   File "/home/me/train.py", line 40, in validation_step',
-            "[rank1]:     raise ValueError('bad batch')",
-            "[rank1]: ValueError: bad batch",
-            "[rank0]: Traceback (most recent call last):",
-            '[rank0]:   File "/home/me/train.py", line 30, in training_step',
-            "[rank0]:     loss.backward()",
-            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-            "Connection closed by peer [127.0.0.1]:2365"])),
+        Example(
+            "rank 4 killed by SIGKILL",
+            lambda: logs_bundle(
+                _SUMMARY.format(
+                    rank=4, code=-9, cause="Signal 9 (SIGKILL) received by PID 48213"
+                ).splitlines()
+            ),
+        ),
+        Example(
+            "agent line only",
+            lambda: logs_bundle(
+                [
+                    "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
+                    "failed (exitcode: -11) local_rank: 5 (pid: 2630) of binary: /usr/bin/python3"
+                ]
+            ),
+        ),
+        Example(
+            "spawned process killed",
+            lambda: logs_bundle(
+                [
+                    "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
+                    "signal SIGKILL"
+                ]
+            ),
+        ),
+        Example(
+            "a rank's own traceback, no launcher summary (Lightning)",
+            lambda: logs_bundle(
+                [
+                    "[rank1]: Traceback (most recent call last):",
+                    '[rank1]:   File "/home/me/train.py", line 40, in validation_step',
+                    "[rank1]:     raise ValueError('bad batch')",
+                    "[rank1]: ValueError: bad batch",
+                    "[rank0]: Traceback (most recent call last):",
+                    '[rank0]:   File "/home/me/train.py", line 30, in training_step',
+                    "[rank0]:     loss.backward()",
+                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+                    "Connection closed by peer [127.0.0.1]:2365",
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("the watchdog aborted the rank after a collective timeout", lambda: logs_bundle([
-            nccl_line(2, 77, "ALLREDUCE"),
-            *_SUMMARY.format(rank=2, code=-6,
-                             cause="Signal 6 (SIGABRT) received by PID 48213").splitlines()])),
-        Example("a clean torchrun run", lambda: logs_bundle([
-            "[rank0]: epoch 3 done", "[rank1]: epoch 3 done"])),
-        Example("only lost connections, nobody's own failure", lambda: logs_bundle([
-            "[rank0]: Traceback (most recent call last):",
-            '[rank0]:   File "/home/me/train.py", line 30, in training_step',
-            "[rank0]:     loss.backward()",
-            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-            "Connection closed by peer [127.0.0.1]:2365"])),
+        Example(
+            "the watchdog aborted the rank after a collective timeout",
+            lambda: logs_bundle(
+                [
+                    nccl_line(2, 77, "ALLREDUCE"),
+                    *_SUMMARY.format(
+                        rank=2, code=-6, cause="Signal 6 (SIGABRT) received by PID 48213"
+                    ).splitlines(),
+                ]
+            ),
+        ),
+        Example(
+            "a clean torchrun run",
+            lambda: logs_bundle(["[rank0]: epoch 3 done", "[rank1]: epoch 3 done"]),
+        ),
+        Example(
+            "only lost connections, nobody's own failure",
+            lambda: logs_bundle(
+                [
+                    "[rank0]: Traceback (most recent call last):",
+                    '[rank0]:   File "/home/me/train.py", line 30, in training_step',
+                    "[rank0]:     loss.backward()",
+                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+                    "Connection closed by peer [127.0.0.1]:2365",
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -209,18 +272,31 @@ class RankExitedFromLog(Rule):
             raised_first = first_failure(lines)
             if raised_first is None or not _job_failed(job):
                 return
-            failures = [RankFailure(rank=raised_first.rank, local_rank=None, exitcode=1,
-                                    pid=None, index=raised_first.index,
-                                    line=lines[raised_first.index])]
+            failures = [
+                RankFailure(
+                    rank=raised_first.rank,
+                    local_rank=None,
+                    exitcode=1,
+                    pid=None,
+                    index=raised_first.index,
+                    line=lines[raised_first.index],
+                )
+            ]
         first = next((f for f in failures if f.root_cause), None) or min(
-            failures, key=lambda f: f.index)
+            failures, key=lambda f: f.index
+        )
         timeouts = matches_of(job, "nccl_timeout", "gloo_timeout")
         if first.signal == 6 and timeouts:
             return  # the watchdog took it down: the collective timeout is the finding
         if first.signal == 6 and matches_of(job, "collective_size_mismatch"):
             return  # gloo aborted it on a size mismatch: the mismatch is the finding
-        name = (f"rank {first.rank}" if first.rank is not None else
-                f"local rank {first.local_rank}" if first.local_rank is not None else "a rank")
+        name = (
+            f"rank {first.rank}"
+            if first.rank is not None
+            else f"local rank {first.local_rank}"
+            if first.local_rank is not None
+            else "a rank"
+        )
         where = f" on {first.host}" if first.host else ""
         pid = f" (pid {first.pid})" if first.pid else ""
         severity, confidence = Severity.ERROR, 0.9
@@ -229,68 +305,101 @@ class RankExitedFromLog(Rule):
         location: Location | None = None
         fault_evidence: list[str] = []
         if first.signal is not None:
-            explanation, fix = _SIGNAL_ADVICE.get(first.signal, (
-                f"It was killed by signal {first.signal}.",
-                "Look in the log and `dmesg` for what sent it."))
+            explanation, fix = _SIGNAL_ADVICE.get(
+                first.signal,
+                (
+                    f"It was killed by signal {first.signal}.",
+                    "Look in the log and `dmesg` for what sent it.",
+                ),
+            )
             fixes.append(fix)
             if first.signal == 15:
                 severity, confidence = Severity.WARNING, 0.6
             fatal, crashed_at = fault_of(job, rank=first.rank, pid=first.pid)
             if crashed_at is not None:
                 location = Location.of(crashed_at)
-                explanation += (f" Python's faulthandler saw it die ({fatal or 'fatal signal'}) "
-                                f"at {short_location(crashed_at)}.")
-                fault_evidence.append(f"faulthandler: {name} died ({fatal or 'fatal signal'}) "
-                                      f"at {short_location(crashed_at)}"
-                                      + (f" `{crashed_at.code}`" if crashed_at.code else ""))
+                explanation += (
+                    f" Python's faulthandler saw it die ({fatal or 'fatal signal'}) "
+                    f"at {short_location(crashed_at)}."
+                )
+                fault_evidence.append(
+                    f"faulthandler: {name} died ({fatal or 'fatal signal'}) "
+                    f"at {short_location(crashed_at)}"
+                    + (f" `{crashed_at.code}`" if crashed_at.code else "")
+                )
         else:
             raised = first_raised(lines, first.rank) if first.rank is not None else None
             if raised is not None and is_consequence(raised) and timeouts:
                 return  # it gave up waiting for a peer: the collective timeout is the finding
-            left = _left_first(job, first.rank) if raised is not None and is_consequence(
-                raised) else None
+            left = (
+                _left_first(job, first.rank)
+                if raised is not None and is_consequence(raised)
+                else None
+            )
             if left is not None:
                 # It lost its peer: the rank whose process was gone first is where to look.
-                lost_peer = f"rank {first.rank} lost its peer ({raised_words(raised)})" if (
-                    raised is not None) else ""
-                first = RankFailure(rank=left.rank, local_rank=None, exitcode=None,
-                                    pid=left.pid, index=first.index, line="")
+                lost_peer = (
+                    f"rank {first.rank} lost its peer ({raised_words(raised)})"
+                    if (raised is not None)
+                    else ""
+                )
+                first = RankFailure(
+                    rank=left.rank,
+                    local_rank=None,
+                    exitcode=None,
+                    pid=left.pid,
+                    index=first.index,
+                    line="",
+                )
                 name = f"rank {left.rank}"
                 raised = None
-                fault_evidence.append(f"rank {left.rank} (pid {left.pid}) left the job first: "
-                                      f"last seen {left.last_seen_s:.1f} s after the start, "
-                                      "before the others failed")
+                fault_evidence.append(
+                    f"rank {left.rank} (pid {left.pid}) left the job first: "
+                    f"last seen {left.last_seen_s:.1f} s after the start, "
+                    "before the others failed"
+                )
                 if lost_peer:
                     fault_evidence.append(lost_peer)
             if left is not None:
-                explanation = ("It left the job before the others: no error of its own in the "
-                               "log, so it most likely returned or broke out of its loop early "
-                               "(early stopping, an exhausted shard, a `return` on some ranks); "
-                               "the others failed when their next collective lost it.")
+                explanation = (
+                    "It left the job before the others: no error of its own in the "
+                    "log, so it most likely returned or broke out of its loop early "
+                    "(early stopping, an exhausted shard, a `return` on some ranks); "
+                    "the others failed when their next collective lost it."
+                )
                 way_out = _way_out(job, left.pid)
                 if way_out is not None:
                     location, found = way_out
                     fault_evidence += found
-                fixes.append(f"Find the exit path rank {left.rank} took while the others went "
-                             "on: every rank must run the same collectives to the end (stop "
-                             "together: all_reduce a 'stop' flag before breaking out).")
+                fixes.append(
+                    f"Find the exit path rank {left.rank} took while the others went "
+                    "on: every rank must run the same collectives to the end (stop "
+                    "together: all_reduce a 'stop' flag before breaking out)."
+                )
             elif raised is not None:
-                explanation = (f"It raised {raised_words(raised)} and exited with code "
-                               f"{first.exitcode}.")
+                explanation = (
+                    f"It raised {raised_words(raised)} and exited with code {first.exitcode}."
+                )
                 location = Location.of(raised.location)
-                fixes.append(f"Fix the {raised.short_type} at "
-                             f"{short_location(raised.location) if raised.location else 'its line'}"
-                             "; the other ranks only lost their peer.")
+                fixes.append(
+                    f"Fix the {raised.short_type} at "
+                    f"{short_location(raised.location) if raised.location else 'its line'}"
+                    "; the other ranks only lost their peer."
+                )
                 if _UNUSED_PARAMETERS in raised.message:
                     fixes.append(_UNUSED_PARAMETERS_FIX)
             else:
-                explanation = (f"It exited with code {first.exitcode}: a Python exception in "
-                               "that rank. Its traceback is in the log above the summary (lines "
-                               f"prefixed `[rank{first.rank if first.rank is not None else 'N'}]:`"
-                               ").")
-                fixes.append("Decorate your entry point with "
-                             "`@torch.distributed.elastic.multiprocessing.errors.record` so "
-                             "torchrun's summary carries the exception itself.")
+                explanation = (
+                    f"It exited with code {first.exitcode}: a Python exception in "
+                    "that rank. Its traceback is in the log above the summary (lines "
+                    f"prefixed `[rank{first.rank if first.rank is not None else 'N'}]:`"
+                    ")."
+                )
+                fixes.append(
+                    "Decorate your entry point with "
+                    "`@torch.distributed.elastic.multiprocessing.errors.record` so "
+                    "torchrun's summary carries the exception itself."
+                )
             confidence = 0.85 if raised is not None or left is not None else 0.6
             # Its own exception is not a lost connection, while its peers' are: it failed first
             # and the peers' connection errors are the consequence, not the cause.
@@ -299,34 +408,45 @@ class RankExitedFromLog(Rule):
             lost = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
             if prefix and transport and not lost:
                 confidence = 0.85
-                explanation += (" The other ranks' connection errors followed from it: they "
-                                "lost their peer.")
-        evidence = [*fault_evidence,
-                    f"log: {clip(first.line)}" if first.line else f"torchrun: {name} failed"]
+                explanation += (
+                    " The other ranks' connection errors followed from it: they lost their peer."
+                )
+        evidence = [
+            *fault_evidence,
+            f"log: {clip(first.line)}" if first.line else f"torchrun: {name} failed",
+        ]
         if first.cause and first.cause not in evidence[0]:
             evidence.append(f"torchrun: {first.cause}")
-        oom = [m for m in matches_of(job, "oom_killed", kernel=True)
-               if first.pid is not None and first.pid in m.pids]
+        oom = [
+            m
+            for m in matches_of(job, "oom_killed", kernel=True)
+            if first.pid is not None and first.pid in m.pids
+        ]
         if oom:
             explanation += " The kernel log shows the OOM killer ended this very process."
             evidence += cite(oom, "kernel log", limit=1)
             confidence = 0.7  # host.memory_exhausted is the better explanation
         other_ranks = [f.rank for f in failures if f is not first and f.rank is not None]
         if other_ranks:
-            evidence.append(f"torchrun also lists {ranks_text(other_ranks)} as failed "
-                            "after it")
+            evidence.append(f"torchrun also lists {ranks_text(other_ranks)} as failed after it")
         if job.record is None:  # only logs: `run` would have watched every rank
-            fixes.append("Run the job under `hangdoctor run -- torchrun ...`, which watches "
-                         "every rank and reports the first one that dies, with its signal and "
-                         "memory.")
+            fixes.append(
+                "Run the job under `hangdoctor run -- torchrun ...`, which watches "
+                "every rank and reports the first one that dies, with its signal and "
+                "memory."
+            )
         how = exit_text(first)
         if raised is not None:
             how = f"{raised.short_type}: {clip(raised.message)}"
             evidence.insert(0, f"rank {first.rank} raised {raised_words(raised)}")
         yield Finding(
-            id=self.id, category=self.category, severity=severity, confidence=confidence,
+            id=self.id,
+            category=self.category,
+            severity=severity,
+            confidence=confidence,
             title=f"{name[0].upper()}{name[1:]}{pid}{where} failed first ({how})",
             explanation=explanation,
             culprit=Culprit(rank=first.rank, pid=first.pid, role="rank", location=location),
-            evidence=tuple(evidence[:MAX_EVIDENCE]), fixes=tuple(fixes),
+            evidence=tuple(evidence[:MAX_EVIDENCE]),
+            fixes=tuple(fixes),
         )

@@ -23,21 +23,30 @@ from hangdoctor.taxonomy import Category
 
 
 def _span(ranks: list[int]) -> str:
-    return f"{ranks[0]}-{ranks[-1]}" if ranks == list(range(ranks[0], ranks[-1] + 1)) else (
-        ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else ""))
+    return (
+        f"{ranks[0]}-{ranks[-1]}"
+        if ranks == list(range(ranks[0], ranks[-1] + 1))
+        else (", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else ""))
+    )
 
 
 def _first_node_of_two(*, every_rank_waits: bool) -> Bundle:
     """Node 0 of a 2-node job, 4 ranks each; its ranks wait in all_reduce."""
     processes = []
     for rank in range(4):
-        environ = {"RANK": str(rank), "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4",
-                   "GROUP_RANK": "0", "LOCAL_RANK": str(rank)}
+        environ = {
+            "RANK": str(rank),
+            "WORLD_SIZE": "8",
+            "LOCAL_WORLD_SIZE": "4",
+            "GROUP_RANK": "0",
+            "LOCAL_RANK": str(rank),
+        }
         frames: tuple[Frame, ...] = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
         if not every_rank_waits and rank == 3:
             frames = (b.frame("train.py", 30, "main", code="batch = next(it)"),)
-        processes.append(b.process(100 + rank, b.thread(100 + rank, *frames, syscall="futex"),
-                                   env=environ))
+        processes.append(
+            b.process(100 + rank, b.thread(100 + rank, *frames, syscall="futex"), env=environ)
+        )
     return ranks_job(*processes)
 
 
@@ -63,10 +72,15 @@ class RemoteRanks(Rule):
     )
     reads = "ranks"
     specificity = 40
-    fires_on = (Example("node 0 of two, all waiting", lambda: _first_node_of_two(
-        every_rank_waits=True)),)
-    quiet_on = (Example("one rank of this node is elsewhere", lambda: _first_node_of_two(
-        every_rank_waits=False)), Example("one node, all waiting", all_in_the_same_collective))
+    fires_on = (
+        Example("node 0 of two, all waiting", lambda: _first_node_of_two(every_rank_waits=True)),
+    )
+    quiet_on = (
+        Example(
+            "one rank of this node is elsewhere", lambda: _first_node_of_two(every_rank_waits=False)
+        ),
+        Example("one node, all waiting", all_in_the_same_collective),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -81,21 +95,30 @@ class RemoteRanks(Rule):
         remote = _span(view.elsewhere)
         here = f"{node.start}-{node.stop - 1}"
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.5,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.5,
             title=f"Ranks {here} (this node) wait in {alive[0].call} for ranks {remote}, which "
-                  "run on other nodes",
-            explanation=("Every rank on this node is in the same collective, waiting for its "
-                         "peers; the ones that have not joined it run on other nodes, so the "
-                         "cause is there: a rank stuck or slow outside the collective, a rank "
-                         "that died, or a network problem between the nodes."),
+            "run on other nodes",
+            explanation=(
+                "Every rank on this node is in the same collective, waiting for its "
+                "peers; the ones that have not joined it run on other nodes, so the "
+                "cause is there: a rank stuck or slow outside the collective, a rank "
+                "that died, or a network problem between the nodes."
+            ),
             culprit=rank_culprit(job, alive[0]),
             related=tuple(rank_culprit(job, s) for s in alive[1:4]),
-            evidence=(describe_group(alive),
-                      f"WORLD_SIZE is {view.world_size}; this node runs ranks {here} "
-                      f"(GROUP_RANK x LOCAL_WORLD_SIZE), ranks {remote} are not here"),
-            fixes=(f"Run `hangdoctor dump PID` on the nodes of ranks {remote} (the PID of "
-                   "torchrun there): the rank that is not in this collective is the culprit.",
-                   "Check those nodes' logs for a rank that failed, and the network between the "
-                   "nodes (NCCL_DEBUG=INFO, NCCL_SOCKET_IFNAME).",
-                   process_group_timeout(job)),
+            evidence=(
+                describe_group(alive),
+                f"WORLD_SIZE is {view.world_size}; this node runs ranks {here} "
+                f"(GROUP_RANK x LOCAL_WORLD_SIZE), ranks {remote} are not here",
+            ),
+            fixes=(
+                f"Run `hangdoctor dump PID` on the nodes of ranks {remote} (the PID of "
+                "torchrun there): the rank that is not in this collective is the culprit.",
+                "Check those nodes' logs for a rank that failed, and the network between the "
+                "nodes (NCCL_DEBUG=INFO, NCCL_SOCKET_IFNAME).",
+                process_group_timeout(job),
+            ),
         )

@@ -25,8 +25,11 @@ def _size_setting(job: JobView, world_size: int | None) -> CodeSetting | None:
     for setting in job.bundle.code_settings:
         if setting.value is None or world_size is None:
             continue
-        if setting.name in ("num_nodes", "nnodes") and setting.value > 1 \
-                and world_size % setting.value == 0:
+        if (
+            setting.name in ("num_nodes", "nnodes")
+            and setting.value > 1
+            and world_size % setting.value == 0
+        ):
             return setting
         if setting.name == "world_size" and setting.value == world_size:
             return setting
@@ -35,18 +38,26 @@ def _size_setting(job: JobView, world_size: int | None) -> CodeSetting | None:
 
 def _two_nodes_asked() -> Bundle:
     job = never_joined()
-    return job.model_copy(update={"code_settings": (CodeSetting(
-        name="num_nodes", value=2, file="train.py", line=29, code='CLUSTER = {"num_nodes": 2}'),
-    )})
+    return job.model_copy(
+        update={
+            "code_settings": (
+                CodeSetting(
+                    name="num_nodes",
+                    value=2,
+                    file="train.py",
+                    line=29,
+                    code='CLUSTER = {"num_nodes": 2}',
+                ),
+            )
+        }
+    )
 
 
 class Rendezvous(Rule):
     id = "HD314"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "ranks wait at start-up for peers that never join"
-    fires_when = (
-        "ranks wait in `init_process_group`/the store while a peer never reached it"
-    )
+    fires_when = "ranks wait in `init_process_group`/the store while a peer never reached it"
     why = (
         "`init_process_group` waits until WORLD_SIZE ranks have joined through the store at "
         "MASTER_ADDR:MASTER_PORT. A node that never started, a world size that does not match what "
@@ -62,9 +73,10 @@ class Rendezvous(Rule):
     reads = "ranks"
     specificity = 85
     names_culprit = False  # a rank that never started has no process to point at
-    fires_on = (Example("rank 2 never joined", never_joined),
-                Example("half the ranks never started: the code asks for two nodes",
-                        _two_nodes_asked))
+    fires_on = (
+        Example("rank 2 never joined", never_joined),
+        Example("half the ranks never started: the code asks for two nodes", _two_nodes_asked),
+    )
     quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -74,25 +86,41 @@ class Rendezvous(Rule):
             return
         late = [s for s in view.alive if not s.in_start_up]
         setting = None
-        missing = [r for r in view.missing if r not in {s.rank for s in late}
-                   and r not in view.not_captured]  # a rank left out may have joined
+        missing = [
+            r
+            for r in view.missing
+            if r not in {s.rank for s in late} and r not in view.not_captured
+        ]  # a rank left out may have joined
         env = joining[0].process.environ if joining[0].process else {}
         url = init_method(joining[0].process) if joining[0].process else None
         seen = rendezvous_address(joining[0].process) if joining[0].process else None
-        address = url if url and url != "env://" else (
-            f"{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '?')}" if "MASTER_ADDR" in env
-            else seen or url or "?:?")
-        evidence = [f"{rank_list(joining)} {wait_words(joining)} in {joining[0].call} at "
-                    f"{at(joining[0].site)}",
-                    f"{'init_method' if url and url != 'env://' else 'MASTER_ADDR:MASTER_PORT'} is "
-                    f"{address}, "
-                    f"world size {view.world_size}"]
+        address = (
+            url
+            if url and url != "env://"
+            else (
+                f"{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '?')}"
+                if "MASTER_ADDR" in env
+                else seen or url or "?:?"
+            )
+        )
+        evidence = [
+            f"{rank_list(joining)} {wait_words(joining)} in {joining[0].call} at "
+            f"{at(joining[0].site)}",
+            f"{'init_method' if url and url != 'env://' else 'MASTER_ADDR:MASTER_PORT'} is "
+            f"{address}, "
+            f"world size {view.world_size}",
+        ]
         if late:
             state = late[0]
-            wait = (describe_wait(job, state.process, state.thread)
-                    if state.process is not None and state.thread is not None else None)
-            evidence.append(f"rank {state.rank} has not reached init_process_group: it is "
-                            f"{wait.summary if wait else 'elsewhere'} at {at(state.site)}")
+            wait = (
+                describe_wait(job, state.process, state.thread)
+                if state.process is not None and state.thread is not None
+                else None
+            )
+            evidence.append(
+                f"rank {state.rank} has not reached init_process_group: it is "
+                f"{wait.summary if wait else 'elsewhere'} at {at(state.site)}"
+            )
             culprit_ = rank_culprit(job, state)
             title = f"Rendezvous: rank {state.rank} never reached init_process_group"
         elif missing:
@@ -103,36 +131,61 @@ class Rendezvous(Rule):
                     f"this node runs ranks {view.on_this_node.start}-"
                     f"{view.on_this_node.stop - 1} of {view.world_size}: the others belong to "
                     "other nodes, which never joined (not started, a wrong --node_rank or "
-                    "--nnodes, or the store unreachable from there)")
+                    "--nnodes, or the store unreachable from there)"
+                )
             culprit_ = rank_culprit(job, joining[0])  # where the job waits for them
             title = f"Rendezvous: rank(s) {', '.join(map(str, missing[:8]))} never joined"
             if setting is not None:
                 where = f"{short_file(setting.file)}:{setting.line}"
-                evidence.append(f"the code sets {setting.name}={setting.value} at {where}"
-                                + (f" `{setting.code}`" if setting.code else ""))
-                culprit_ = culprit_.model_copy(update={"location": Location(
-                    file=setting.file, line=setting.line, function=setting.function,
-                    code=setting.code)})
-                title += (f": the world size of {view.world_size} comes from "
-                          f"{setting.name}={setting.value} at {where}")
+                evidence.append(
+                    f"the code sets {setting.name}={setting.value} at {where}"
+                    + (f" `{setting.code}`" if setting.code else "")
+                )
+                culprit_ = culprit_.model_copy(
+                    update={
+                        "location": Location(
+                            file=setting.file,
+                            line=setting.line,
+                            function=setting.function,
+                            code=setting.code,
+                        )
+                    }
+                )
+                title += (
+                    f": the world size of {view.world_size} comes from "
+                    f"{setting.name}={setting.value} at {where}"
+                )
         else:
             culprit_ = rank_culprit(job, joining[0])
             title = f"Rendezvous: every rank waits at start-up for the store at {address}"
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
             title=title,
-            explanation=("init_process_group waits until WORLD_SIZE ranks have joined through "
-                         "the store at MASTER_ADDR:MASTER_PORT; some never did."),
+            explanation=(
+                "init_process_group waits until WORLD_SIZE ranks have joined through "
+                "the store at MASTER_ADDR:MASTER_PORT; some never did."
+            ),
             culprit=culprit_,
             evidence=tuple(evidence),
-            fixes=(*((f"The code asks for {setting.name}={setting.value} at "
-                      f"{short_file(setting.file)}:{setting.line}, and {len(view.alive)} "
-                      "rank(s) started here: start the other node(s) with the same command "
-                      "and their node rank, or, for a run on this machine alone, set it to "
-                      "match what runs here.",) if missing and setting is not None else ()),
-                   "Check that every node runs the same command with the same WORLD_SIZE / "
-                   "--nnodes and --nproc_per_node, and that all of them started.",
-                   f"Check that {address} is reachable from every node (firewall, the right "
-                   "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
-                   "Pass init_process_group(timeout=...) so a missing peer fails fast."),
+            fixes=(
+                *(
+                    (
+                        f"The code asks for {setting.name}={setting.value} at "
+                        f"{short_file(setting.file)}:{setting.line}, and {len(view.alive)} "
+                        "rank(s) started here: start the other node(s) with the same command "
+                        "and their node rank, or, for a run on this machine alone, set it to "
+                        "match what runs here.",
+                    )
+                    if missing and setting is not None
+                    else ()
+                ),
+                "Check that every node runs the same command with the same WORLD_SIZE / "
+                "--nnodes and --nproc_per_node, and that all of them started.",
+                f"Check that {address} is reachable from every node (firewall, the right "
+                "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
+                "Pass init_process_group(timeout=...) so a missing peer fails fast.",
+            ),
         )

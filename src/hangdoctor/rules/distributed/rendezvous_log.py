@@ -37,58 +37,104 @@ class RendezvousFailed(Rule):
     specificity = 70
     names_culprit = False
     fires_on = (
-        Example("store not reachable", lambda: logs_bundle([
-            "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms "
-            "while trying to connect to (10.10.12.11, 25000)."])),
-        Example("not every worker joined", lambda: logs_bundle([
-            "RuntimeError: Timed out initializing process group in store based barrier on rank: "
-            "0, for key: store_based_barrier_key:1 (world_size=8, worker_count=7, "
-            "timeout=0:30:00)"])),
-        Example("elastic rendezvous timed out", lambda: logs_bundle([
-            "    raise RendezvousTimeoutError()",
-            "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"])),
+        Example(
+            "store not reachable",
+            lambda: logs_bundle(
+                [
+                    "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms "
+                    "while trying to connect to (10.10.12.11, 25000)."
+                ]
+            ),
+        ),
+        Example(
+            "not every worker joined",
+            lambda: logs_bundle(
+                [
+                    "RuntimeError: Timed out initializing process group in store based barrier on rank: "
+                    "0, for key: store_based_barrier_key:1 (world_size=8, worker_count=7, "
+                    "timeout=0:30:00)"
+                ]
+            ),
+        ),
+        Example(
+            "elastic rendezvous timed out",
+            lambda: logs_bundle(
+                [
+                    "    raise RendezvousTimeoutError()",
+                    "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("one retried connection, then training", lambda: logs_bundle([
-            "[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to "
-            "connect to [::ffff:10.0.0.1]:29500 (errno: 111 - Connection refused).",
-            "[rank0]: step 1 loss 7.1"])),
+        Example(
+            "one retried connection, then training",
+            lambda: logs_bundle(
+                [
+                    "[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to "
+                    "connect to [::ffff:10.0.0.1]:29500 (errno: 111 - Connection refused).",
+                    "[rank0]: step 1 loss 7.1",
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "rendezvous_error", "store_connect_timeout",
-                           "store_barrier_timeout", "store_clients_timeout",
-                           "store_connect_failed")
+        found = matches_of(
+            job,
+            "rendezvous_error",
+            "store_connect_timeout",
+            "store_barrier_timeout",
+            "store_clients_timeout",
+            "store_connect_failed",
+        )
         strong = [m for m in found if m.kind != "store_connect_failed"]
         retries = [m for m in found if m.kind == "store_connect_failed"]
         if not strong and len(retries) < 3:
             return
-        joined = next((m for m in found if m.kind in ("store_barrier_timeout",
-                                                       "store_clients_timeout")), None)
+        joined = next(
+            (m for m in found if m.kind in ("store_barrier_timeout", "store_clients_timeout")), None
+        )
         connect = next((m for m in found if m.kind == "store_connect_timeout"), None)
         if joined is not None:
-            title = (f"Rendezvous failed: only {joined.fields['joined']} of "
-                     f"{joined.fields['world']} workers joined")
-            explanation = ("The process group waited for all its workers and some never came: "
-                           "a node that did not start (or crashed at start-up), a wrong world "
-                           "size, or workers that cannot reach the store.")
+            title = (
+                f"Rendezvous failed: only {joined.fields['joined']} of "
+                f"{joined.fields['world']} workers joined"
+            )
+            explanation = (
+                "The process group waited for all its workers and some never came: "
+                "a node that did not start (or crashed at start-up), a wrong world "
+                "size, or workers that cannot reach the store."
+            )
         elif connect is not None:
-            address = (f"{connect.fields['host']}:{connect.fields['port']}"
-                       if "host" in connect.fields else connect.fields.get("address", "?"))
+            address = (
+                f"{connect.fields['host']}:{connect.fields['port']}"
+                if "host" in connect.fields
+                else connect.fields.get("address", "?")
+            )
             title = f"Rendezvous failed: could not reach the store at {address}"
-            explanation = (f"This worker tried for {connect.fields['after']} to connect to the "
-                           f"rendezvous store at {address} (MASTER_ADDR:MASTER_PORT or "
-                           "--rdzv_endpoint) and never got through: the store's host did not "
-                           "start it, the address is wrong or not reachable from here, or a "
-                           "firewall blocks the port.")
+            explanation = (
+                f"This worker tried for {connect.fields['after']} to connect to the "
+                f"rendezvous store at {address} (MASTER_ADDR:MASTER_PORT or "
+                "--rdzv_endpoint) and never got through: the store's host did not "
+                "start it, the address is wrong or not reachable from here, or a "
+                "firewall blocks the port."
+            )
         else:
             first = (strong or retries)[0]
             title = f"Rendezvous failed ({first.fields.get('error', 'store connection')})"
-            explanation = ("torchrun's rendezvous did not complete: not every node joined in "
-                           "time, or the rendezvous endpoint could not be reached.")
+            explanation = (
+                "torchrun's rendezvous did not complete: not every node joined in "
+                "time, or the rendezvous endpoint could not be reached."
+            )
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
-            title=title, explanation=explanation, evidence=tuple(cite(strong + retries)),
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
+            title=title,
+            explanation=explanation,
+            evidence=tuple(cite(strong + retries)),
             fixes=(
                 "Check that every node started, and runs the same command with the same "
                 "--nnodes, --nproc_per_node and world size (a node that crashed or was never "

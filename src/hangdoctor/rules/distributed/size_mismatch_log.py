@@ -15,9 +15,11 @@ from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, fault_of, matches_of, output_lines
 from hangdoctor.taxonomy import Category
 
-_GLOO = ("  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
-         "op.preamble.length <= op.nbytes. 8 vs 4. Received data size doesn't match expected "
-         "size. Is there a distributed collective mismatch in your code?")
+_GLOO = (
+    "  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
+    "op.preamble.length <= op.nbytes. 8 vs 4. Received data size doesn't match expected "
+    "size. Is there a distributed collective mismatch in your code?"
+)
 
 
 class CollectiveSizeMismatch(Rule):
@@ -52,30 +54,49 @@ class CollectiveSizeMismatch(Rule):
             return
         first = found[0]
         got, wanted = first.number("got"), first.number("wanted")
-        sizes = (f": a rank received {got} bytes where it expected {wanted}"
-                 if got is not None and wanted is not None else "")
+        sizes = (
+            f": a rank received {got} bytes where it expected {wanted}"
+            if got is not None and wanted is not None
+            else ""
+        )
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
         fatal, aborted_at = fault_of(job, rank=rank)
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
             title=f"Collective mismatch: ranks exchanged different sizes in one collective{sizes}",
-            explanation=("Collectives pair up by order. Here the ranks' n-th collectives did "
-                         "not agree on the data size: either they are different collectives "
-                         "(one rank skipped or added one), or the same collective on tensors of "
-                         "different shapes on different ranks. gloo aborts the process."),
-            culprit=Culprit(rank=rank, role="rank" if rank is not None else None,
-                            location=Location.of(aborted_at or (
-                                raised.location if raised else None)))
-            if rank is not None or aborted_at is not None else None,
-            evidence=tuple(cite(found, limit=2)) + ((
-                f"faulthandler: the process aborted ({fatal or 'SIGABRT'}) in the collective "
-                f"called at {short_location(aborted_at)}",) if aborted_at is not None else ()),
-            fixes=("Make every rank call the same collectives in the same order with tensors "
-                   "of the same shape: look for a collective under an `if` on the rank, a loop "
-                   "whose length differs per rank, or a tensor sized by local data (pad it, or "
-                   "all_gather the sizes first).",
-                   "Find the call with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run: it "
-                   "checks every collective's fingerprint across ranks (slow: not for "
-                   "production)."),
+            explanation=(
+                "Collectives pair up by order. Here the ranks' n-th collectives did "
+                "not agree on the data size: either they are different collectives "
+                "(one rank skipped or added one), or the same collective on tensors of "
+                "different shapes on different ranks. gloo aborts the process."
+            ),
+            culprit=Culprit(
+                rank=rank,
+                role="rank" if rank is not None else None,
+                location=Location.of(aborted_at or (raised.location if raised else None)),
+            )
+            if rank is not None or aborted_at is not None
+            else None,
+            evidence=tuple(cite(found, limit=2))
+            + (
+                (
+                    f"faulthandler: the process aborted ({fatal or 'SIGABRT'}) in the collective "
+                    f"called at {short_location(aborted_at)}",
+                )
+                if aborted_at is not None
+                else ()
+            ),
+            fixes=(
+                "Make every rank call the same collectives in the same order with tensors "
+                "of the same shape: look for a collective under an `if` on the rank, a loop "
+                "whose length differs per rank, or a tensor sized by local data (pad it, or "
+                "all_gather the sizes first).",
+                "Find the call with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run: it "
+                "checks every collective's fingerprint across ranks (slow: not for "
+                "production).",
+            ),
         )

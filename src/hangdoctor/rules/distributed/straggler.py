@@ -32,11 +32,19 @@ from hangdoctor.taxonomy import Category
 
 
 def _straggler_in_io() -> Bundle:
-    waiting = [rank_process(r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"),
-                     syscall="futex") for r in (0, 2, 3)]
-    stuck = rank_process(1, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-                  b.frame("train.py", 44, "train", code="blob = fetch(url)"),
-                  syscall="recvfrom", args=(7,))
+    waiting = [
+        rank_process(
+            r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"), syscall="futex"
+        )
+        for r in (0, 2, 3)
+    ]
+    stuck = rank_process(
+        1,
+        b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+        b.frame("train.py", 44, "train", code="blob = fetch(url)"),
+        syscall="recvfrom",
+        args=(7,),
+    )
     return ranks_job(*waiting, stuck)
 
 
@@ -63,9 +71,11 @@ def _why_stuck(job: JobView, state: RankState) -> list[str]:
     death = died_in(thread_deaths(job), state.process.pid)
     if death is not None and death.raised.rank in (None, state.rank):
         raised = death.raised
-        lines.append(f"in rank {state.rank}, {raised.thread or 'a thread'} died of "
-                     f"{raised.short_type}: {raised.message}"
-                     + (f" at {at(raised.location)}" if raised.location else ""))
+        lines.append(
+            f"in rank {state.rank}, {raised.thread or 'a thread'} died of "
+            f"{raised.short_type}: {raised.message}"
+            + (f" at {at(raised.location)}" if raised.location else "")
+        )
     return lines
 
 
@@ -93,15 +103,23 @@ class Straggler(Rule):
     # in a distributed job the other ranks are its victims, and the rank is the news; the
     # mechanism is told in this finding's evidence.
     specificity = 90
-    fires_on = (Example("a rank blocked on a network read", _straggler_in_io),
-                Example("a rank blocked on a network read, its last collective's completion "
-                        "not yet counted in the Flight Recorder",
-                        straggler_completion_not_yet_counted),
-                Example("a rank computing, its last collectives' completions not yet counted "
-                        "on a loaded machine",
-                        lambda: straggler_completion_not_yet_counted(computing=True)))
-    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),
-                Example("ranks still joining", never_joined))
+    fires_on = (
+        Example("a rank blocked on a network read", _straggler_in_io),
+        Example(
+            "a rank blocked on a network read, its last collective's completion "
+            "not yet counted in the Flight Recorder",
+            straggler_completion_not_yet_counted,
+        ),
+        Example(
+            "a rank computing, its last collectives' completions not yet counted "
+            "on a loaded machine",
+            lambda: straggler_completion_not_yet_counted(computing=True),
+        ),
+    )
+    quiet_on = (
+        Example("every rank in the same collective", all_in_the_same_collective),
+        Example("ranks still joining", never_joined),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -118,8 +136,11 @@ class Straggler(Rule):
             wait = describe_wait(job, state.process, state.thread)
             where = short_location(state.site) if state.site else "its current line"
             frames = state.thread.python.frames if state.thread.python else ()
-            doing = ("waiting for its next batch from the DataLoader"
-                     if dataloader_consumer(frames) else wait.summary)
+            doing = (
+                "waiting for its next batch from the DataLoader"
+                if dataloader_consumer(frames)
+                else wait.summary
+            )
             evidence = [
                 describe_group(waiting),
                 f"rank {state.rank} is not in any collective: it is {doing} at {at(state.site)}",
@@ -128,24 +149,29 @@ class Straggler(Rule):
                 evidence.append(
                     f"Flight Recorder: rank {state.rank}'s last collective is "
                     f"#{state.last_recorded.seq} ({state.last_recorded.op}); the others are "
-                    f"blocked in #{waiting[0].seq}")
+                    f"blocked in #{waiting[0].seq}"
+                )
             elif state.status is not None and waiting[0].seq is not None:
                 evidence.append(
                     f"rank {state.rank} has started {state.status.collectives} collectives; the "
-                    f"others are blocked in #{waiting[0].seq}")
+                    f"others are blocked in #{waiting[0].seq}"
+                )
             evidence += _why_stuck(job, state)
             slow = wait.kind is WaitKind.RUNNING
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR,
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
                 confidence=0.7 if slow else 0.85,
                 title=f"Rank {state.rank} is {'busy' if slow else 'stuck'} outside any "
-                      f"collective at {where} while {rank_list(waiting)} {wait_words(waiting)} in "
-                      f"{waiting[0].call}",
+                f"collective at {where} while {rank_list(waiting)} {wait_words(waiting)} in "
+                f"{waiting[0].call}",
                 explanation=(
                     "Collectives complete only when every rank joins. The other ranks are "
                     f"waiting for rank {state.rank}, which is "
                     f"{'still computing' if slow else 'blocked'} elsewhere: it is the one to "
-                    "look at; the waiting ranks are its victims."),
+                    "look at; the waiting ranks are its victims."
+                ),
                 culprit=rank_culprit(job, state),
                 related=tuple(rank_culprit(job, s) for s in waiting[:4]),
                 evidence=tuple(evidence),

@@ -47,33 +47,63 @@ class TransportFailure(Rule):
     specificity = 50
     names_culprit = False
     fires_on = (
-        Example("gloo connection closed by peer", lambda: logs_bundle([
-            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-            "Connection closed by peer [10.0.0.12]:20331"])),
-        Example("NCCL remote error after a rank was killed", lambda: logs_bundle([
-            "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
-            "failed (exitcode: -9) local_rank: 1 (pid: 2630) of binary: /usr/bin/python3",
-            "[rank0]: torch.distributed.DistBackendError: NCCL error in: "
-            "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or "
-            "there was a network error, NCCL version 2.21.5",
-            "[rank0]: ncclRemoteError: A call failed possibly due to a network error or a "
-            "remote process exiting prematurely."])),
-        Example("a peer's own exception first, then its connections broke", lambda: logs_bundle([
-            "[rank1]: Traceback (most recent call last):",
-            '[rank1]:   File "/home/ml/train.py", line 67, in forward',
-            "[rank1]:     x = self.tokens(tokens) + self.positions[:, :length]",
-            "[rank1]: RuntimeError: The size of tensor a (95) must match the size of tensor b "
-            "(64) at non-singleton dimension 1",
-            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-            "Connection closed by peer [127.0.0.1]:3222"])),
-        Example("InfiniBand completion error", lambda: logs_bundle([
-            "node2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from "
-            "peer 10.0.35.1<49189> with error 12, opcode 0, len 0, vendor err 129"])),
+        Example(
+            "gloo connection closed by peer",
+            lambda: logs_bundle(
+                [
+                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+                    "Connection closed by peer [10.0.0.12]:20331"
+                ]
+            ),
+        ),
+        Example(
+            "NCCL remote error after a rank was killed",
+            lambda: logs_bundle(
+                [
+                    "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
+                    "failed (exitcode: -9) local_rank: 1 (pid: 2630) of binary: /usr/bin/python3",
+                    "[rank0]: torch.distributed.DistBackendError: NCCL error in: "
+                    "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or "
+                    "there was a network error, NCCL version 2.21.5",
+                    "[rank0]: ncclRemoteError: A call failed possibly due to a network error or a "
+                    "remote process exiting prematurely.",
+                ]
+            ),
+        ),
+        Example(
+            "a peer's own exception first, then its connections broke",
+            lambda: logs_bundle(
+                [
+                    "[rank1]: Traceback (most recent call last):",
+                    '[rank1]:   File "/home/ml/train.py", line 67, in forward',
+                    "[rank1]:     x = self.tokens(tokens) + self.positions[:, :length]",
+                    "[rank1]: RuntimeError: The size of tensor a (95) must match the size of tensor b "
+                    "(64) at non-singleton dimension 1",
+                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+                    "Connection closed by peer [127.0.0.1]:3222",
+                ]
+            ),
+        ),
+        Example(
+            "InfiniBand completion error",
+            lambda: logs_bundle(
+                [
+                    "node2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from "
+                    "peer 10.0.35.1<49189> with error 12, opcode 0, len 0, vendor err 129"
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("a download that was reset", lambda: logs_bundle([
-            "ConnectionResetError: [Errno 104] Connection reset by peer",
-            "Retrying download of shard 3"])),
+        Example(
+            "a download that was reset",
+            lambda: logs_bundle(
+                [
+                    "ConnectionResetError: [Errno 104] Connection reset by peer",
+                    "Retrying download of shard 3",
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -86,13 +116,20 @@ class TransportFailure(Rule):
         oom = matches_of(job, "oom_killed", kernel=True)
         earlier = [f for f in failures if 0 <= f.index < first.index]
         violent = [f for f in failures if f.signal not in (None, 6, 15)]
-        transport = ("gloo" if "gloo/" in first.line else "the TCPStore"
-                     if "DistNetworkError" in first.line else "NCCL")
+        transport = (
+            "gloo"
+            if "gloo/" in first.line
+            else "the TCPStore"
+            if "DistNetworkError" in first.line
+            else "NCCL"
+        )
         peer = _PEER.search(first.detail or first.line)
         where = f" with {peer[1]}:{peer[2]}" if peer else ""
         title = f"Connection between ranks failed ({transport}{where})"
-        explanation = (f"{transport[0].upper()}{transport[1:]} lost a connection to a peer: "
-                       f"{clip(first.detail or first.line)}")
+        explanation = (
+            f"{transport[0].upper()}{transport[1:]} lost a connection to a peer: "
+            f"{clip(first.detail or first.line)}"
+        )
         confidence = 0.75
         evidence = cite(errors, limit=4)
         dead = (earlier or violent)[0] if (earlier or violent) else None
@@ -101,39 +138,66 @@ class TransportFailure(Rule):
         severity = Severity.ERROR
         if dead is None and raised_first is not None:
             title += ": a peer probably failed first"
-            explanation += (f". Rank {raised_first.rank} raised {raised_first.short_type} "
-                            "before the first connection error: its process ended and its "
-                            "connections broke with it, so the network is probably fine.")
-            evidence.append(f"log: rank {raised_first.rank} raised "
-                            f"{raised_first.short_type}: {clip(raised_first.message)}")
+            explanation += (
+                f". Rank {raised_first.rank} raised {raised_first.short_type} "
+                "before the first connection error: its process ended and its "
+                "connections broke with it, so the network is probably fine."
+            )
+            evidence.append(
+                f"log: rank {raised_first.rank} raised "
+                f"{raised_first.short_type}: {clip(raised_first.message)}"
+            )
             confidence, severity = 0.55, Severity.WARNING
         elif dead is not None or oom:
             severity = Severity.WARNING
             if dead is not None:
-                name = (f"rank {dead.rank}" if dead.rank is not None else
-                        f"local rank {dead.local_rank}" if dead.local_rank is not None
-                        else "a rank")
+                name = (
+                    f"rank {dead.rank}"
+                    if dead.rank is not None
+                    else f"local rank {dead.local_rank}"
+                    if dead.local_rank is not None
+                    else "a rank"
+                )
                 timing = " before the first connection error" if dead in earlier else ""
-                how = (f"was {exit_text(dead)}" if dead.signal is not None
-                       else f"exited ({exit_text(dead)})")
-                explanation += (f". {name[0].upper()}{name[1:]} {how}{timing}:"
-                                " a peer probably died first and its connections broke with it, "
-                                "so the network is probably fine.")
-                evidence.append(f"log: {clip(dead.line)}" if dead.line else
-                                f"torchrun: {name} {exit_text(dead)}")
+                how = (
+                    f"was {exit_text(dead)}"
+                    if dead.signal is not None
+                    else f"exited ({exit_text(dead)})"
+                )
+                explanation += (
+                    f". {name[0].upper()}{name[1:]} {how}{timing}:"
+                    " a peer probably died first and its connections broke with it, "
+                    "so the network is probably fine."
+                )
+                evidence.append(
+                    f"log: {clip(dead.line)}"
+                    if dead.line
+                    else f"torchrun: {name} {exit_text(dead)}"
+                )
             else:
-                explanation += (". The kernel's OOM killer ended a process: a peer probably "
-                                "died first and its connections broke with it.")
+                explanation += (
+                    ". The kernel's OOM killer ended a process: a peer probably "
+                    "died first and its connections broke with it."
+                )
                 evidence += cite(oom, "kernel log", limit=1)
             title += ": a peer probably died first"
             confidence = 0.55
         yield Finding(
-            id=self.id, category=self.category, severity=severity, confidence=confidence,
-            title=title, explanation=explanation,
+            id=self.id,
+            category=self.category,
+            severity=severity,
+            confidence=confidence,
+            title=title,
+            explanation=explanation,
             # The rank that reports a broken connection is its victim; only a peer that died
             # first is worth pointing at.
-            culprit=(Culprit(rank=dead.rank, pid=dead.pid, role="rank") if dead else
-                     Culprit(rank=raised_first.rank, role="rank") if raised_first else None),
+            culprit=(
+                Culprit(rank=dead.rank, pid=dead.pid, role="rank")
+                if dead
+                else Culprit(rank=raised_first.rank, role="rank")
+                if raised_first
+                else None
+            ),
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=(
                 "If a rank died first, read its own error (the first traceback or signal in the "

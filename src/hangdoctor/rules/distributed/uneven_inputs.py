@@ -44,15 +44,19 @@ def _way_out(rest: list[RankState], loop: str) -> tuple[Location, str] | None:
     if len(exits) == 1:
         [way] = exits
         under = f" under `if {way.condition}`" if way.condition else ""
-        return (Location(file=looping.file, line=way.line, function=looping.function,
-                         code=way.code),
-                f"the only way out of `{loop}` before its end is `{way.code}` at line "
-                f"{way.line}{under}: it decided to stop on its own, the others did not")
+        return (
+            Location(file=looping.file, line=way.line, function=looping.function, code=way.code),
+            f"the only way out of `{loop}` before its end is `{way.code}` at line "
+            f"{way.line}{under}: it decided to stop on its own, the others did not",
+        )
     index = looping.loops.index(loop)
     listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
-    return (Location(file=looping.file, line=looping.loop_lines[index],
-                     function=looping.function, code=loop),
-            f"it left `{loop}` early by one of: {listed}")
+    return (
+        Location(
+            file=looping.file, line=looping.loop_lines[index], function=looping.function, code=loop
+        ),
+        f"it left `{loop}` early by one of: {listed}",
+    )
 
 
 class UnevenInputs(Rule):
@@ -77,18 +81,24 @@ class UnevenInputs(Rule):
     )
     reads = "ranks"
     specificity = 88
-    fires_on = (Example("a rank that ran out of data", rank_ran_out_of_data),
-                Example("a rank that returned from its epoch helper first",
-                        epoch_helper_ran_out_of_data),
-                Example("a rank with one batch fewer, its calls recorded",
-                        fewer_batches_on_rank_1))
-    quiet_on = (Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
-                Example("a barrier only rank 0 calls, beside a helper's all_reduce",
-                        guarded_barrier_beside_a_helper),
-                Example("an evaluation only rank 0's schedule triggers",
-                        evaluation_on_one_schedule),
-                Example("a rank that left the loop one collective early because the other "
-                        "made an extra call at step 0", extra_call_at_step_0))
+    fires_on = (
+        Example("a rank that ran out of data", rank_ran_out_of_data),
+        Example("a rank that returned from its epoch helper first", epoch_helper_ran_out_of_data),
+        Example("a rank with one batch fewer, its calls recorded", fewer_batches_on_rank_1),
+    )
+    quiet_on = (
+        Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
+        Example(
+            "a barrier only rank 0 calls, beside a helper's all_reduce",
+            guarded_barrier_beside_a_helper,
+        ),
+        Example("an evaluation only rank 0's schedule triggers", evaluation_on_one_schedule),
+        Example(
+            "a rank that left the loop one collective early because the other "
+            "made an extra call at step 0",
+            extra_call_at_step_0,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -101,59 +111,93 @@ class UnevenInputs(Rule):
         loop = left_loop(odd, rest)
         evidence = [describe_group(odd), describe_group(rest)]
         if loop:
-            evidence.append(f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
-                            f"inside `{loop}`; {rank_list(odd)} already left it")
+            evidence.append(
+                f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
+                f"inside `{loop}`; {rank_list(odd)} already left it"
+            )
         way_out = _way_out(rest, loop) if loop and not ran_out_first(odd, rest) else None
         if way_out is not None:
             evidence.append(way_out[1])
         if ran_out_first(odd, rest):
-            evidence.append(f"{rank_list(odd)}'s DataLoader ran out of data "
-                            f"{state.ran_out_of_data} time(s), {rank_list(rest)}'s "
-                            f"{rest[0].ran_out_of_data}: {rank_list(odd)} finished the epoch "
-                            "first")
+            evidence.append(
+                f"{rank_list(odd)}'s DataLoader ran out of data "
+                f"{state.ran_out_of_data} time(s), {rank_list(rest)}'s "
+                f"{rest[0].ran_out_of_data}: {rank_list(odd)} finished the epoch "
+                "first"
+            )
         if state.steps is not None and rest[0].steps is not None:
-            evidence.append(f"{rank_list(odd)} took {state.steps} steps, "
-                            f"{rank_list(rest)} {rest[0].steps}")
+            evidence.append(
+                f"{rank_list(odd)} took {state.steps} steps, {rank_list(rest)} {rest[0].steps}"
+            )
         other = rest[0]
-        still = (f"still in its loop, in {other.doing} at {short_location(other.site)}"
-                 if other.site is not None and other.doing else "still in its loop")
-        uneven_setting = next((c for c in job.bundle.code_settings
-                               if c.name == "even_batches" and c.value == 0), None)
+        still = (
+            f"still in its loop, in {other.doing} at {short_location(other.site)}"
+            if other.site is not None and other.doing
+            else "still in its loop"
+        )
+        uneven_setting = next(
+            (c for c in job.bundle.code_settings if c.name == "even_batches" and c.value == 0), None
+        )
         fixes: tuple[str, ...] = ()
         if uneven_setting is not None:
             at_setting = f"{short_file(uneven_setting.file)}:{uneven_setting.line}"
             evidence.append(f"the code sets even_batches=False at {at_setting}")
-            fixes = (f"`even_batches=False` at {at_setting} lets ranks get different numbers "
-                     "of batches: keep accelerate's default (True, which pads the last batch), "
-                     "or run the loop inside `with accelerator.join_uneven_inputs([model]):` "
-                     "and gather once after it.",)
+            fixes = (
+                f"`even_batches=False` at {at_setting} lets ranks get different numbers "
+                "of batches: keep accelerate's default (True, which pads the last batch), "
+                "or run the loop inside `with accelerator.join_uneven_inputs([model]):` "
+                "and gather once after it.",
+            )
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
             title=f"Uneven inputs: {rank_list(odd)} finished early and {wait_words(odd)} at "
-                  f"{where}; {rank_list(rest)} {'is' if len(rest) == 1 else 'are'} {still}",
-            explanation=("Ranks got different numbers of batches. The ones that finished "
-                         "first wait in a collective after the loop, the others in the loop's "
-                         "collective: they can never meet."),
-            culprit=(rank_culprit(job, state).model_copy(update={"location": Location(
-                         file=uneven_setting.file, line=uneven_setting.line,
-                         function=uneven_setting.function, code=uneven_setting.code)})
-                     if uneven_setting is not None else
-                     rank_culprit(job, state).model_copy(update={"location": way_out[0]})
-                     if way_out is not None else rank_culprit(job, state)),
+            f"{where}; {rank_list(rest)} {'is' if len(rest) == 1 else 'are'} {still}",
+            explanation=(
+                "Ranks got different numbers of batches. The ones that finished "
+                "first wait in a collective after the loop, the others in the loop's "
+                "collective: they can never meet."
+            ),
+            culprit=(
+                rank_culprit(job, state).model_copy(
+                    update={
+                        "location": Location(
+                            file=uneven_setting.file,
+                            line=uneven_setting.line,
+                            function=uneven_setting.function,
+                            code=uneven_setting.code,
+                        )
+                    }
+                )
+                if uneven_setting is not None
+                else rank_culprit(job, state).model_copy(update={"location": way_out[0]})
+                if way_out is not None
+                else rank_culprit(job, state)
+            ),
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
-            fixes=(*fixes, *(("Make the decision to leave the loop the same on every rank: "
-                              "all_reduce the stop flag (or the value it is decided on) "
-                              "before the `break`, so that every rank leaves at the same step.",)
-                             if way_out is not None else ()),
-                   "Give every rank the same number of synchronising steps: with a fixed "
-                   "batch size, DistributedSampler(..., drop_last=True) or "
-                   "DataLoader(drop_last=True); with batches built by a budget (dynamic "
-                   "batching, bucketing) or gradient accumulation under `no_sync()`, the "
-                   "counts differ anyway: all_reduce(MIN) each rank's batch count before the "
-                   "epoch and stop every rank there.",
-                   "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
-                   "supports it) so ranks that finish early shadow the others' collectives.",
-                   "Or all_reduce a 'has more data' flag every step and stop together.",
-                   process_group_timeout(job)),
+            fixes=(
+                *fixes,
+                *(
+                    (
+                        "Make the decision to leave the loop the same on every rank: "
+                        "all_reduce the stop flag (or the value it is decided on) "
+                        "before the `break`, so that every rank leaves at the same step.",
+                    )
+                    if way_out is not None
+                    else ()
+                ),
+                "Give every rank the same number of synchronising steps: with a fixed "
+                "batch size, DistributedSampler(..., drop_last=True) or "
+                "DataLoader(drop_last=True); with batches built by a budget (dynamic "
+                "batching, bucketing) or gradient accumulation under `no_sync()`, the "
+                "counts differ anyway: all_reduce(MIN) each rank's batch count before the "
+                "epoch and stop every rank there.",
+                "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
+                "supports it) so ranks that finish early shadow the others' collectives.",
+                "Or all_reduce a 'has more data' flag every step and stop together.",
+                process_group_timeout(job),
+            ),
         )

@@ -13,9 +13,11 @@ from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
-_STUCK = ("[rank3]:[F1203 11:02:44.551612871 ProcessGroupNCCL.cpp:1169] [PG ID 0 PG GUID "
-          "0(default_pg) Rank 3] ProcessGroupNCCL's watchdog got stuck for 600 seconds without "
-          "making progress in monitoring enqueued collectives.")
+_STUCK = (
+    "[rank3]:[F1203 11:02:44.551612871 ProcessGroupNCCL.cpp:1169] [PG ID 0 PG GUID "
+    "0(default_pg) Rank 3] ProcessGroupNCCL's watchdog got stuck for 600 seconds without "
+    "making progress in monitoring enqueued collectives."
+)
 
 
 class WatchdogStuck(Rule):
@@ -42,15 +44,28 @@ class WatchdogStuck(Rule):
     specificity = 70
     names_culprit = False
     fires_on = (
-        Example("the heartbeat monitor's abort", lambda: logs_bundle([
-            "[rank3]:[E1203 11:02:44.551207843 ProcessGroupNCCL.cpp:1316] [PG ID 0 PG GUID "
-            "0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated "
-            "after dumping debug info. workMetaList_.size()=2", _STUCK])),
+        Example(
+            "the heartbeat monitor's abort",
+            lambda: logs_bundle(
+                [
+                    "[rank3]:[E1203 11:02:44.551207843 ProcessGroupNCCL.cpp:1316] [PG ID 0 PG GUID "
+                    "0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated "
+                    "after dumping debug info. workMetaList_.size()=2",
+                    _STUCK,
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("monitor joined at a normal exit", lambda: logs_bundle([
-            "[rank0]:[I323 21:57:08.461980659 ProcessGroupNCCL.cpp:1538] [PG ID 0 PG GUID "
-            "0(default_pg) Rank 0] ProcessGroupNCCL heart beat monitor thread joined."])),
+        Example(
+            "monitor joined at a normal exit",
+            lambda: logs_bundle(
+                [
+                    "[rank0]:[I323 21:57:08.461980659 ProcessGroupNCCL.cpp:1538] [PG ID 0 PG GUID "
+                    "0(default_pg) Rank 0] ProcessGroupNCCL heart beat monitor thread joined."
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -65,23 +80,32 @@ class WatchdogStuck(Rule):
         ranks = sorted({r for m in stuck if (r := m.number("rank")) is not None})
         who = f"rank {rank}" if rank is not None else "a rank"
         how_long = f" for {seconds} s" if seconds else ""
-        explanation = (f"The NCCL watchdog thread of {who} made no progress{how_long}, so "
-                       "ProcessGroupNCCL's heartbeat monitor ended the process (SIGABRT). The "
-                       "watchdog was blocked in a NCCL or CUDA call: ")
+        explanation = (
+            f"The NCCL watchdog thread of {who} made no progress{how_long}, so "
+            "ProcessGroupNCCL's heartbeat monitor ended the process (SIGABRT). The "
+            "watchdog was blocked in a NCCL or CUDA call: "
+        )
         if timeouts:
-            explanation += ("here a collective had timed out first, and aborting its "
-                            "communicator hung; the collective's timeout is the cause to "
-                            "follow.")
+            explanation += (
+                "here a collective had timed out first, and aborting its "
+                "communicator hung; the collective's timeout is the cause to "
+                "follow."
+            )
         else:
-            explanation += ("a kernel or collective that never completes on the device, or "
-                            "another thread holding the GIL inside a CUDA call.")
+            explanation += (
+                "a kernel or collective that never completes on the device, or "
+                "another thread holding the GIL inside a CUDA call."
+            )
         if pending:
             explanation += f" {pending} collective(s) were still pending."
         # Above the SIGABRT it causes (torchrun reports that rank as failed).
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.92,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.92,
             title=f"NCCL watchdog of {who} stuck{how_long}; the heartbeat monitor ended it"
-                  + (f" (ranks {', '.join(map(str, ranks))})" if len(ranks) > 1 else ""),
+            + (f" (ranks {', '.join(map(str, ranks))})" if len(ranks) > 1 else ""),
             explanation=explanation,
             culprit=Culprit(rank=rank, role="rank") if rank is not None else None,
             evidence=tuple(cite(stuck, limit=3) + cite(timeouts, limit=2)),

@@ -23,8 +23,13 @@ def _module(path: str) -> str:
 def _symbol_owner(symbol: str) -> str | None:
     if re.match(r"_ZN?K?\d*(?:3c10|2at|5torch|4c10d)", symbol.replace("_ZNK", "_ZN")):
         return "PyTorch (it was compiled against a different torch version)"
-    for prefix, owner in (("nccl", "NCCL"), ("cudnn", "cuDNN"), ("cublas", "cuBLAS"),
-                          ("cuda", "the CUDA runtime"), ("Py", "the Python interpreter")):
+    for prefix, owner in (
+        ("nccl", "NCCL"),
+        ("cudnn", "cuDNN"),
+        ("cublas", "cuBLAS"),
+        ("cuda", "the CUDA runtime"),
+        ("Py", "the Python interpreter"),
+    ):
         if symbol.startswith(prefix):
             return owner
     return None
@@ -54,27 +59,48 @@ class LibraryMismatch(Rule):
     specificity = 85
     names_culprit = False
     fires_on = (
-        Example("extension needs a newer glibc", lambda: logs_bundle([
-            "ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by "
-            "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
-            "linux-gnu.so)"])),
-        Example("extension built for another torch", lambda: logs_bundle([
-            "    import flash_attn_2_cuda as flash_attn_gpu",
-            "ImportError: /opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-"
-            "x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__"
-            "cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"])),
-        Example("missing CUDA runtime library", lambda: logs_bundle([
-            "OSError: libcudart.so.11.0: cannot open shared object file: No such file or "
-            "directory"])),
+        Example(
+            "extension needs a newer glibc",
+            lambda: logs_bundle(
+                [
+                    "ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by "
+                    "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+                    "linux-gnu.so)"
+                ]
+            ),
+        ),
+        Example(
+            "extension built for another torch",
+            lambda: logs_bundle(
+                [
+                    "    import flash_attn_2_cuda as flash_attn_gpu",
+                    "ImportError: /opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-"
+                    "x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__"
+                    "cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+                ]
+            ),
+        ),
+        Example(
+            "missing CUDA runtime library",
+            lambda: logs_bundle(
+                [
+                    "OSError: libcudart.so.11.0: cannot open shared object file: No such file or "
+                    "directory"
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("an ordinary ImportError", lambda: logs_bundle([
-            "ModuleNotFoundError: No module named 'wandb'"])),
+        Example(
+            "an ordinary ImportError",
+            lambda: logs_bundle(["ModuleNotFoundError: No module named 'wandb'"]),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "symbol_version_missing", "undefined_symbol",
-                           "shared_object_missing")
+        found = matches_of(
+            job, "symbol_version_missing", "undefined_symbol", "shared_object_missing"
+        )
         if not found:
             return
         first = found[0]
@@ -85,8 +111,10 @@ class LibraryMismatch(Rule):
             who = f"`{_module(needed_by)}`" if needed_by else "a binary"
             title = f"{who} needs {version}, which {library} does not provide"
             if version.startswith("GLIBCXX") or version.startswith("CXXABI"):
-                explanation = (f"{who} was built with a newer C++ compiler than the libstdc++ "
-                               f"loaded here ({library}).")
+                explanation = (
+                    f"{who} was built with a newer C++ compiler than the libstdc++ "
+                    f"loaded here ({library})."
+                )
                 fixes = (
                     "Load a newer libstdc++: in conda, `conda install -c conda-forge "
                     "libstdcxx-ng` and make sure the env's lib comes first "
@@ -94,8 +122,10 @@ class LibraryMismatch(Rule):
                     f"Or install a build of {who} made for this system.",
                 )
             else:
-                explanation = (f"{who} was built on a newer Linux (glibc with {version}) than "
-                               f"this machine or container has (`ldd --version`).")
+                explanation = (
+                    f"{who} was built on a newer Linux (glibc with {version}) than "
+                    f"this machine or container has (`ldd --version`)."
+                )
                 fixes = (
                     f"Install a wheel of {who} built for this glibc (a manylinux tag not newer "
                     "than `ldd --version`), or build it here from source "
@@ -107,9 +137,11 @@ class LibraryMismatch(Rule):
             module = _module(fields["library"])
             owner = _symbol_owner(fields["symbol"])
             title = f"`{module}` does not match the installed libraries (undefined symbol)"
-            explanation = (f"The extension `{module}` expects a symbol that the loaded "
-                           f"libraries do not have ({clip(fields['symbol'])[:120]})"
-                           + (f": it belongs to {owner}." if owner else "."))
+            explanation = (
+                f"The extension `{module}` expects a symbol that the loaded "
+                f"libraries do not have ({clip(fields['symbol'])[:120]})"
+                + (f": it belongs to {owner}." if owner else ".")
+            )
             fixes = (
                 f"Rebuild `{module}` against the installed torch: `pip uninstall -y <package> && "
                 "pip install <package> --no-build-isolation --no-cache-dir`.",
@@ -121,9 +153,11 @@ class LibraryMismatch(Rule):
         else:
             library = fields["library"]
             title = f"Shared library {library} is missing"
-            explanation = (f"A binary needs {library}, which is not installed or not on the "
-                           "loader's path: usually a package built for another CUDA version "
-                           "than the one in this environment.")
+            explanation = (
+                f"A binary needs {library}, which is not installed or not on the "
+                "loader's path: usually a package built for another CUDA version "
+                "than the one in this environment."
+            )
             fixes = (
                 "Install the build of the package that matches this environment's CUDA (see "
                 "`python -c 'import torch; print(torch.version.cuda)'`), or the library "
@@ -131,6 +165,12 @@ class LibraryMismatch(Rule):
                 f"Check LD_LIBRARY_PATH and `ldconfig -p | grep {library.split('.so')[0]}`.",
             )
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.95,
-            title=title, explanation=explanation, evidence=tuple(cite(found)), fixes=fixes,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.95,
+            title=title,
+            explanation=explanation,
+            evidence=tuple(cite(found)),
+            fixes=fixes,
         )

@@ -17,9 +17,7 @@ class OpenFilesLimit(Rule):
     id = "HD552"
     category = Category.ENV_OS_LIMITS
     summary = "out of file descriptors"
-    fires_when = (
-        "`Too many open files`, `received 0 items of ancdata`"
-    )
+    fires_when = "`Too many open files`, `received 0 items of ancdata`"
     why = (
         "Each process may open only so many files (`ulimit -n`, often 1024). DataLoader workers "
         "send every tensor to the main process as a file descriptor, so many workers or large "
@@ -29,33 +27,46 @@ class OpenFilesLimit(Rule):
     instead = (
         "Raise the limit before launching (`ulimit -n 65536`; Docker `--ulimit "
         "nofile=65536:65536`; systemd `LimitNOFILE=`), or call "
-        "`torch.multiprocessing.set_sharing_strategy(\"file_system\")` at start; close files and "
+        '`torch.multiprocessing.set_sharing_strategy("file_system")` at start; close files and '
         "sockets opened per step or per sample."
     )
     reads = "logs"
     specificity = 70
     names_culprit = False
     fires_on = (
-        Example("EMFILE", lambda: logs_bundle([
-            "OSError: [Errno 24] Too many open files: '/data/shards/train-00042.tar'"])),
-        Example("descriptors lost between DataLoader workers", lambda: logs_bundle([
-            "  File \"/usr/lib/python3.10/multiprocessing/reduction.py\", line 164, in recvfds",
-            "RuntimeError: received 0 items of ancdata"])),
+        Example(
+            "EMFILE",
+            lambda: logs_bundle(
+                ["OSError: [Errno 24] Too many open files: '/data/shards/train-00042.tar'"]
+            ),
+        ),
+        Example(
+            "descriptors lost between DataLoader workers",
+            lambda: logs_bundle(
+                [
+                    '  File "/usr/lib/python3.10/multiprocessing/reduction.py", line 164, in recvfds',
+                    "RuntimeError: received 0 items of ancdata",
+                ]
+            ),
+        ),
     )
-    quiet_on = (
-        Example("nothing about descriptors", lambda: logs_bundle(["epoch 2 done"])),
-    )
+    quiet_on = (Example("nothing about descriptors", lambda: logs_bundle(["epoch 2 done"])),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, "too_many_open_files")
         if not found:
             return
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
             title="The job ran out of file descriptors (ulimit -n)",
-            explanation=("The process hit its limit on open files. DataLoader workers send "
-                         "each tensor to the main process as a file descriptor, so many workers "
-                         "or large batches exhaust a low limit (often 1024)."),
+            explanation=(
+                "The process hit its limit on open files. DataLoader workers send "
+                "each tensor to the main process as a file descriptor, so many workers "
+                "or large batches exhaust a low limit (often 1024)."
+            ),
             evidence=tuple(cite(found)),
             fixes=(
                 "Raise the limit before launching: `ulimit -n 65536` (Docker: `--ulimit "

@@ -22,9 +22,11 @@ def _stream_error(*, limited: bool) -> Bundle:
         "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 13390400",
         ("/home/ml/train.py", 90, "main", "ckpt.save(epoch, model)"),
         ("/home/ml/train.py", 59, "save", "torch.save(state, path)"),
-        (f"{SITE}/torch/serialization.py", 1002, "save", "with _open_zipfile_writer(f):"))
-    status = ProgressStatus(pid=1, updated_at=0.0,
-                            limits={"file_size": 16 << 20} if limited else {})
+        (f"{SITE}/torch/serialization.py", 1002, "save", "with _open_zipfile_writer(f):"),
+    )
+    status = ProgressStatus(
+        pid=1, updated_at=0.0, limits={"file_size": 16 << 20} if limited else {}
+    )
     assert job.job is not None
     return job.model_copy(update={"job": job.job.model_copy(update={"progress": (status,)})})
 
@@ -54,19 +56,30 @@ class OsLimitFailure(Rule):
     specificity = 5
     names_culprit = False
     fires_on = (
-        Example("a checkpoint larger than ulimit -f", lambda: failed_with(
-            "OSError: [Errno 27] File too large",
-            ("/home/ml/train.py", 50, "<module>", "save(model)"),
-            ("/home/ml/train.py", 20, "save", "torch.save(model.state_dict(), path)"),
-            (f"{SITE}/torch/serialization.py", 652, "save", "_save(obj, f)"))),
-        Example("a checkpoint's stream write fails under a file-size limit the script set",
-                lambda: _stream_error(limited=True)),
+        Example(
+            "a checkpoint larger than ulimit -f",
+            lambda: failed_with(
+                "OSError: [Errno 27] File too large",
+                ("/home/ml/train.py", 50, "<module>", "save(model)"),
+                ("/home/ml/train.py", 20, "save", "torch.save(model.state_dict(), path)"),
+                (f"{SITE}/torch/serialization.py", 652, "save", "_save(obj, f)"),
+            ),
+        ),
+        Example(
+            "a checkpoint's stream write fails under a file-size limit the script set",
+            lambda: _stream_error(limited=True),
+        ),
     )
     quiet_on = (
-        Example("another failure", lambda: failed_with(
-            "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']"))),
-        Example("the same stream error with no file-size limit",
-                lambda: _stream_error(limited=False)),
+        Example(
+            "another failure",
+            lambda: failed_with(
+                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
+            ),
+        ),
+        Example(
+            "the same stream error with no file-size limit", lambda: _stream_error(limited=False)
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:

@@ -34,31 +34,51 @@ def _manager_without_workers(thread: ThreadEvidence) -> bool:
     """The pool's manager thread, waiting, with no worker left and the pool not broken."""
     values: dict[str, str] = {}
     for frame in python_frames(frames_of(thread)):
-        if frame.file.replace("\\", "/").endswith(_PROCESS_POOL) and \
-                "_ExecutorManagerThread" in frame.function:
+        if (
+            frame.file.replace("\\", "/").endswith(_PROCESS_POOL)
+            and "_ExecutorManagerThread" in frame.function
+        ):
             values.update({v.name: v.repr or "" for v in frame.locals})
-    return (values.get("worker_sentinels") == "[]" and values.get("process_exited") == "True"
-            and values.get("is_broken", "False") == "False")
+    return (
+        values.get("worker_sentinels") == "[]"
+        and values.get("process_exited") == "True"
+        and values.get("is_broken", "False") == "False"
+    )
 
 
 def _waits_on_a_future(thread: ThreadEvidence) -> bool:
-    return any(f.file.replace("\\", "/").endswith(_FUTURES) and
-               f.function.split(".")[-1] in ("result", "wait", "as_completed")
-               for f in python_frames(frames_of(thread)))
+    return any(
+        f.file.replace("\\", "/").endswith(_FUTURES)
+        and f.function.split(".")[-1] in ("result", "wait", "as_completed")
+        for f in python_frames(frames_of(thread))
+    )
 
 
 def _pool(*, workers: str, python: str = "3.11.7") -> Bundle:
-    main = b.thread(10, b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
-                    b.frame("prep.py", 26, "main", code="ids = [f.result() for f in futures]"),
-                    name="MainThread", syscall="futex")
+    main = b.thread(
+        10,
+        b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
+        b.frame("prep.py", 26, "main", code="ids = [f.result() for f in futures]"),
+        name="MainThread",
+        syscall="futex",
+    )
     manager = b.thread(
-        11, b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 947, "wait"),
-        b.frame(f"{b.STDLIB}/concurrent/futures/process.py", 417,
-                "_ExecutorManagerThread.wait_result_broken_or_wakeup",
-                local_vars={"worker_sentinels": (workers, None)}),
-        b.frame(f"{b.STDLIB}/concurrent/futures/process.py", 344, "_ExecutorManagerThread.run",
-                local_vars={"is_broken": ("False", None), "process_exited": ("True", None)}),
-        syscall="poll")
+        11,
+        b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 947, "wait"),
+        b.frame(
+            f"{b.STDLIB}/concurrent/futures/process.py",
+            417,
+            "_ExecutorManagerThread.wait_result_broken_or_wakeup",
+            local_vars={"worker_sentinels": (workers, None)},
+        ),
+        b.frame(
+            f"{b.STDLIB}/concurrent/futures/process.py",
+            344,
+            "_ExecutorManagerThread.run",
+            local_vars={"is_broken": ("False", None), "process_exited": ("True", None)},
+        ),
+        syscall="poll",
+    )
     job = b.bundle(b.process(10, main, manager))
     return job.model_copy(update={"system": job.system.model_copy(update={"python": python})})
 
@@ -85,10 +105,15 @@ class ProcessPoolWithoutWorkers(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("work pending, no worker, the pool not broken",
-                        lambda: _pool(workers="[]")),)
-    quiet_on = (Example("work pending with a worker running it",
-                        lambda: _pool(workers="[<Connection at 0x7f22268f4090>]")),)
+    fires_on = (
+        Example("work pending, no worker, the pool not broken", lambda: _pool(workers="[]")),
+    )
+    quiet_on = (
+        Example(
+            "work pending with a worker running it",
+            lambda: _pool(workers="[<Connection at 0x7f22268f4090>]"),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -98,19 +123,24 @@ class ProcessPoolWithoutWorkers(Rule):
             if waiting is None:
                 continue
             line = innermost_user_frame(frames_of(waiting))
-            setting = next((s for s in job.bundle.code_settings
-                            if s.name == "max_tasks_per_child"), None)
+            setting = next(
+                (s for s in job.bundle.code_settings if s.name == "max_tasks_per_child"), None
+            )
             python = job.bundle.system.python or "this Python"
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.75,
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
+                confidence=0.75,
                 title=f"ProcessPoolExecutor with no worker left: the work waited for at "
-                      f"{at(line)} never runs (CPython bug gh-115634, Python {python})",
+                f"{at(line)} never runs (CPython bug gh-115634, Python {python})",
                 explanation=(
                     "The pool's manager thread saw a worker exit, did not mark the pool broken, "
                     "and has no worker process left, while work is still queued. That is "
                     "CPython's bug gh-115634: with `max_tasks_per_child`, a worker that retires "
                     "at its task limit is not replaced, and the remaining tasks wait forever. "
-                    f"It affects Python 3.11 and later until the fix ({BUG})."),
+                    f"It affects Python 3.11 and later until the fix ({BUG})."
+                ),
                 culprit=culprit(job, process, waiting, line),
                 evidence=(
                     "the pool's _ExecutorManagerThread waits with worker_sentinels=[] "
@@ -125,13 +155,11 @@ class ProcessPoolWithoutWorkers(Rule):
                     "3.11-3.14, check your point release's changelog for gh-115634), or drop "
                     "`max_tasks_per_child` (on Linux, `multiprocessing.Pool(maxtasksperchild="
                     "...)` replaces workers correctly).",
-                    "Pass a timeout to `result()` so that a stalled pool fails instead of "
-                    "hanging.",
+                    "Pass a timeout to `result()` so that a stalled pool fails instead of hanging.",
                 ),
             )
 
 
 def _setting_words(setting: CodeSetting) -> str:
     value = setting.value if setting.value is not None else "..."
-    return (f"the code sets max_tasks_per_child={value} at {short_file(setting.file)}:"
-            f"{setting.line}")
+    return f"the code sets max_tasks_per_child={value} at {short_file(setting.file)}:{setting.line}"

@@ -42,28 +42,56 @@ class VersionIncompatible(Rule):
     specificity = 85
     names_culprit = False
     fires_on = (
-        Example("no kernel image for this GPU", lambda: logs_bundle([
-            "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible "
-            "with the current PyTorch installation.",
-            "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
-            "RuntimeError: CUDA error: no kernel image is available for execution on the "
-            "device"])),
-        Example("driver too old", lambda: logs_bundle([
-            "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). "
-            "Please update your GPU driver by downloading and installing a new version from "
-            "the URL: http://www.nvidia.com/Download/index.aspx"])),
-        Example("driver insufficient for the runtime", lambda: logs_bundle([
-            "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime "
-            "version"])),
+        Example(
+            "no kernel image for this GPU",
+            lambda: logs_bundle(
+                [
+                    "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible "
+                    "with the current PyTorch installation.",
+                    "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
+                    "RuntimeError: CUDA error: no kernel image is available for execution on the "
+                    "device",
+                ]
+            ),
+        ),
+        Example(
+            "driver too old",
+            lambda: logs_bundle(
+                [
+                    "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). "
+                    "Please update your GPU driver by downloading and installing a new version from "
+                    "the URL: http://www.nvidia.com/Download/index.aspx"
+                ]
+            ),
+        ),
+        Example(
+            "driver insufficient for the runtime",
+            lambda: logs_bundle(
+                [
+                    "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime "
+                    "version"
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("a CUDA out-of-memory error", lambda: logs_bundle([
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])),
+        Example(
+            "a CUDA out-of-memory error",
+            lambda: logs_bundle(
+                ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "no_kernel_image", "arch_unsupported", "arch_supported",
-                       "driver_insufficient", "driver_too_old")
+        found = matches_of(
+            job,
+            "no_kernel_image",
+            "arch_unsupported",
+            "arch_supported",
+            "driver_insufficient",
+            "driver_too_old",
+        )
         if not found:
             return
         kinds = {m.kind for m in found}
@@ -73,10 +101,12 @@ class VersionIncompatible(Rule):
         if kinds & {"no_kernel_image", "arch_unsupported"}:
             gpu = f" ({arch.fields['gpu']}, {arch.fields['arch']})" if arch else ""
             title = f"This PyTorch build has no code for this GPU{gpu}"
-            explanation = ("The CUDA kernels in the installed build (or in an extension) were "
-                           "not compiled for this GPU's architecture"
-                           + (f"; the build supports {supported.fields['archs'].strip()}"
-                              if supported else "") + ".")
+            explanation = (
+                "The CUDA kernels in the installed build (or in an extension) were "
+                "not compiled for this GPU's architecture"
+                + (f"; the build supports {supported.fields['archs'].strip()}" if supported else "")
+                + "."
+            )
             fixes = (
                 "Compare `python -c 'import torch; print(torch.__version__, "
                 "torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'`, then install "
@@ -87,11 +117,14 @@ class VersionIncompatible(Rule):
                 "your GPU's capability (e.g. TORCH_CUDA_ARCH_LIST=9.0).",
             )
         else:
-            supports = (f" (it supports CUDA up to {_cuda_version(old.fields['found'])})"
-                        if old else "")
+            supports = (
+                f" (it supports CUDA up to {_cuda_version(old.fields['found'])})" if old else ""
+            )
             title = f"The NVIDIA driver is too old for this PyTorch's CUDA{supports}"
-            explanation = ("The CUDA runtime bundled with PyTorch needs a newer driver than the "
-                           "one installed" + supports + ".")
+            explanation = (
+                "The CUDA runtime bundled with PyTorch needs a newer driver than the "
+                "one installed" + supports + "."
+            )
             fixes = (
                 "Upgrade the NVIDIA driver (`nvidia-smi` shows the highest CUDA version it "
                 "supports), or install a PyTorch build for a CUDA that driver supports, e.g. "
@@ -101,6 +134,12 @@ class VersionIncompatible(Rule):
                 "data-centre GPUs).",
             )
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.95,
-            title=title, explanation=explanation, evidence=tuple(cite(found)), fixes=fixes,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.95,
+            title=title,
+            explanation=explanation,
+            evidence=tuple(cite(found)),
+            fixes=fixes,
         )

@@ -37,9 +37,16 @@ def readings(job: JobView) -> list[tuple[GpuSample, ...]]:
 def busy_gpus(seen: list[tuple[GpuSample, ...]], at_least: float) -> list[int]:
     """GPUs at or above `at_least` % utilisation in every reading."""
     indices = sorted({g.index for reading in seen for g in reading})
-    return [i for i in indices
-            if all((g.utilization_percent or 0.0) >= at_least
-                   for reading in seen for g in reading if g.index == i)]
+    return [
+        i
+        for i in indices
+        if all(
+            (g.utilization_percent or 0.0) >= at_least
+            for reading in seen
+            for g in reading
+            if g.index == i
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,9 @@ class WaitingThread:
 
 def _same_place(first: DeviceWait, other: DeviceWait) -> bool:
     a, b_ = first.frame, other.frame
-    return (a is None) == (b_ is None) and (a is None or b_ is None or (
-        a.file, a.line) == (b_.file, b_.line))
+    return (a is None) == (b_ is None) and (
+        a is None or b_ is None or (a.file, a.line) == (b_.file, b_.line)
+    )
 
 
 def waiting_threads(job: JobView) -> list[WaitingThread]:
@@ -62,9 +70,11 @@ def waiting_threads(job: JobView) -> list[WaitingThread]:
     found = []
     for process, thread in job.threads():
         on_gpu = uses_gpu(process)
-        waits = [device_wait(frames_of(sample), gpu=on_gpu)
-                 for _, sample in job.samples(process.pid, thread.tid)
-                 if sample.python is not None and sample.python.frames]
+        waits = [
+            device_wait(frames_of(sample), gpu=on_gpu)
+            for _, sample in job.samples(process.pid, thread.tid)
+            if sample.python is not None and sample.python.frames
+        ]
         if not waits or any(w is None for w in waits):
             continue
         first = waits[0]

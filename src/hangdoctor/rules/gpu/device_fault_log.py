@@ -43,29 +43,57 @@ class GpuDeviceFault(Rule):
     specificity = 90
     names_culprit = False
     fires_on = (
-        Example("GPU fell off the bus", lambda: logs_bundle(kernel=[
-            "[1375242.518414] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python, "
-            "GPU has fallen off the bus.",
-            "[1375242.518421] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."])),
-        Example("an application's page fault", lambda: logs_bundle(kernel=[
-            "[ 5310.113210] NVRM: Xid (PCI:0000:65:00): 31, pid=9120, name=python3, Ch 00000010, "
-            "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1_2c000000."
-            " Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"])),
-        Example("fatal PCIe error on the GPU", lambda: logs_bundle(kernel=[
-            "[ 9120.2] pcieport 0000:3a:00.0: AER: Uncorrected (Fatal) error received: "
-            "0000:3b:00.0",
-            "[ 9120.3] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
-            "type=Transaction Layer, (Receiver ID)"])),
+        Example(
+            "GPU fell off the bus",
+            lambda: logs_bundle(
+                kernel=[
+                    "[1375242.518414] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python, "
+                    "GPU has fallen off the bus.",
+                    "[1375242.518421] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
+                ]
+            ),
+        ),
+        Example(
+            "an application's page fault",
+            lambda: logs_bundle(
+                kernel=[
+                    "[ 5310.113210] NVRM: Xid (PCI:0000:65:00): 31, pid=9120, name=python3, Ch 00000010, "
+                    "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1_2c000000."
+                    " Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"
+                ]
+            ),
+        ),
+        Example(
+            "fatal PCIe error on the GPU",
+            lambda: logs_bundle(
+                kernel=[
+                    "[ 9120.2] pcieport 0000:3a:00.0: AER: Uncorrected (Fatal) error received: "
+                    "0000:3b:00.0",
+                    "[ 9120.3] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+                    "type=Transaction Layer, (Receiver ID)",
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("ordinary driver messages", lambda: logs_bundle(kernel=[
-            "[   12.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
-            "[   13.0] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver"])),
+        Example(
+            "ordinary driver messages",
+            lambda: logs_bundle(
+                kernel=[
+                    "[   12.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
+                    "[   13.0] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver",
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        matches = [m for lines in (kernel_lines(job), output_lines(job)) for m in scan(lines)
-                   if m.kind in ("xid", "gpu_lost", "pcie_error")]
+        matches = [
+            m
+            for lines in (kernel_lines(job), output_lines(job))
+            for m in scan(lines)
+            if m.kind in ("xid", "gpu_lost", "pcie_error")
+        ]
         if not matches:
             return
         xids = [m for m in matches if m.kind == "xid"]
@@ -76,13 +104,17 @@ class GpuDeviceFault(Rule):
         fatal = [m for m in pcie if _FATAL_AER.search(m.fields.get("severity", ""))]
         if node or lost or fatal:
             severity, confidence = Severity.CRITICAL, 0.95
-        elif codes or (pcie and not all("Correct" in m.fields.get("severity", "")
-                                        for m in pcie)):
+        elif codes or (pcie and not all("Correct" in m.fields.get("severity", "") for m in pcie)):
             severity, confidence = Severity.ERROR, 0.85
         else:
             severity, confidence = Severity.WARNING, 0.6
-        devices = sorted({re.sub(r"\.\d+$", "", m.fields["device"])
-                          for m in (*xids, *lost, *pcie) if m.fields.get("device")})
+        devices = sorted(
+            {
+                re.sub(r"\.\d+$", "", m.fields["device"])
+                for m in (*xids, *lost, *pcie)
+                if m.fields.get("device")
+            }
+        )
         device = f" on {', '.join(devices[:3])}" if devices else ""
         if 79 in codes or lost:
             title = f"GPU fell off the bus{device} (Xid 79)"
@@ -91,37 +123,58 @@ class GpuDeviceFault(Rule):
             meaning = XIDS.get(worst, ("see NVIDIA's Xid catalogue", "", ""))[0].split(":")[0]
             title = f"GPU fault{device}: Xid {worst} ({meaning})"
         else:
-            title = (f"PCIe {'fatal ' if fatal else ''}bus error{device}"
-                     if fatal or severity is not Severity.WARNING
-                     else f"Corrected PCIe errors{device}")
+            title = (
+                f"PCIe {'fatal ' if fatal else ''}bus error{device}"
+                if fatal or severity is not Severity.WARNING
+                else f"Corrected PCIe errors{device}"
+            )
         parts: list[str] = []
         fixes: list[str] = []
         for code in codes:
-            meaning, owner, action = XIDS.get(code, (
-                "not in hangdoctor's table; look it up in NVIDIA's Xid catalogue", NODE,
-                "Look the Xid up in NVIDIA's catalogue and follow its resolution."))
-            verdict = ("the application is at fault, the GPU is healthy" if owner == APPLICATION
-                       else "the node needs attention")
+            meaning, owner, action = XIDS.get(
+                code,
+                (
+                    "not in hangdoctor's table; look it up in NVIDIA's Xid catalogue",
+                    NODE,
+                    "Look the Xid up in NVIDIA's catalogue and follow its resolution.",
+                ),
+            )
+            verdict = (
+                "the application is at fault, the GPU is healthy"
+                if owner == APPLICATION
+                else "the node needs attention"
+            )
             parts.append(f"Xid {code}: {meaning} ({verdict}).")
             fixes.append(f"Xid {code}: {action}")
         if lost and 79 not in codes:
             parts.append("The driver reports the GPU fell off the bus: it no longer answers.")
             fixes.append(XIDS[79][2])
         if pcie:
-            parts.append(f"PCIe Advanced Error Reporting logged {len(pcie)} bus error(s)"
-                         + (", uncorrected" if fatal else ", all corrected") + ".")
-            fixes.append("Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta'`),"
-                         " reseat the GPU or riser, and update BIOS/PCIe firmware.")
+            parts.append(
+                f"PCIe Advanced Error Reporting logged {len(pcie)} bus error(s)"
+                + (", uncorrected" if fatal else ", all corrected")
+                + "."
+            )
+            fixes.append(
+                "Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta'`),"
+                " reseat the GPU or riser, and update BIOS/PCIe firmware."
+            )
         if severity is Severity.CRITICAL:
-            fixes.append("Take the node out of service before rerunning (Slurm: `scontrol update "
-                         "nodename=<node> state=drain reason=gpu-xid`), and attach "
-                         "`nvidia-bug-report.sh` output if you contact support.")
+            fixes.append(
+                "Take the node out of service before rerunning (Slurm: `scontrol update "
+                "nodename=<node> state=drain reason=gpu-xid`), and attach "
+                "`nvidia-bug-report.sh` output if you contact support."
+            )
         culprit_pid = next((m.pids[0] for m in xids if m.pids), None)
-        evidence = cite(sorted(matches, key=lambda m: (m.kind != "xid", m.index)),
-                         "kernel log")
+        evidence = cite(sorted(matches, key=lambda m: (m.kind != "xid", m.index)), "kernel log")
         yield Finding(
-            id=self.id, category=self.category, severity=severity, confidence=confidence,
-            title=title, explanation=" ".join(parts),
+            id=self.id,
+            category=self.category,
+            severity=severity,
+            confidence=confidence,
+            title=title,
+            explanation=" ".join(parts),
             culprit=Culprit(pid=culprit_pid) if culprit_pid else None,
-            evidence=tuple(evidence), fixes=tuple(dict.fromkeys(fixes)),
+            evidence=tuple(evidence),
+            fixes=tuple(dict.fromkeys(fixes)),
         )

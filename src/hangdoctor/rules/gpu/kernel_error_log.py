@@ -55,26 +55,33 @@ class CudaKernelError(Rule):
         if not found:
             return
         what = found[0].fields.get("message", "a CUDA error")
-        raised = next((r for r in tracebacks(output_lines(job)) if "CUDA error" in r.message),
-                      None)
+        raised = next((r for r in tracebacks(output_lines(job)) if "CUDA error" in r.message), None)
         evidence = cite(found, limit=2)
         if raised is not None:
             evidence.insert(0, f"raised {raised_words(raised)}")
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
             title=f"A CUDA kernel faulted: {what}",
-            explanation=("A kernel hit an assert or touched memory it must not (an index out of "
-                         "range is the usual cause: a label >= the number of classes, an "
-                         "embedding index >= its size). The GPU itself is fine. CUDA reports the "
-                         "error asynchronously, so the line may be a later call than the "
-                         "culprit."),
+            explanation=(
+                "A kernel hit an assert or touched memory it must not (an index out of "
+                "range is the usual cause: a label >= the number of classes, an "
+                "embedding index >= its size). The GPU itself is fine. CUDA reports the "
+                "error asynchronously, so the line may be a later call than the "
+                "culprit."
+            ),
             culprit=Culprit(rank=raised.rank, location=Location.of(raised.location))
-            if raised is not None else None,
+            if raised is not None
+            else None,
             evidence=tuple(evidence),
-            fixes=("Rerun with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the very "
-                   "kernel that failed; or run the step on the CPU, where the same bug raises a "
-                   "clear IndexError.",
-                   "Check value ranges going into losses and embeddings (labels in "
-                   "[0, num_classes), indices below the table size).",
-                   "For custom kernels: `compute-sanitizer --tool memcheck python train.py`."),
+            fixes=(
+                "Rerun with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the very "
+                "kernel that failed; or run the step on the CPU, where the same bug raises a "
+                "clear IndexError.",
+                "Check value ranges going into losses and embeddings (labels in "
+                "[0, num_classes), indices below the table size).",
+                "For custom kernels: `compute-sanitizer --tool memcheck python train.py`.",
+            ),
         )

@@ -54,21 +54,30 @@ class GpuKernelHang(Rule):
     reads = "capture"
     specificity = 80
     fires_on = (
-        Example("run: GPU at 100% with no progress, host waiting in .item()",
-                lambda: hung_job(100.0, 20.0)),
-        Example("dump: host in cudaStreamSynchronize, GPU at 100% in both snapshots",
-                lambda: dumped(100.0, native=True)),
+        Example(
+            "run: GPU at 100% with no progress, host waiting in .item()",
+            lambda: hung_job(100.0, 20.0),
+        ),
+        Example(
+            "dump: host in cudaStreamSynchronize, GPU at 100% in both snapshots",
+            lambda: dumped(100.0, native=True),
+        ),
         Example("dump: host in .item() of a GPU process, GPU at 100%", lambda: dumped(100.0)),
         Example("dump --native without NVML", lambda: dumped(None, native=True)),
-        Example("dump: the host waits for queued work while the GPU is idle",
-                lambda: dumped(0.0, native=True)),
+        Example(
+            "dump: the host waits for queued work while the GPU is idle",
+            lambda: dumped(0.0, native=True),
+        ),
     )
     quiet_on = (
         Example("dump: .item() in a CPU-only process", lambda: dumped(None, on_gpu=False)),
-        Example("dump: GPU busy, but no host thread waits for it",
-                lambda: dumped(100.0, on_gpu=False)),
-        Example("run: GPU idle and no host thread waiting for it",
-                lambda: hung_job(0.0, 20.0, on_gpu=False)),
+        Example(
+            "dump: GPU busy, but no host thread waits for it", lambda: dumped(100.0, on_gpu=False)
+        ),
+        Example(
+            "run: GPU idle and no host thread waiting for it",
+            lambda: hung_job(0.0, 20.0, on_gpu=False),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -80,23 +89,32 @@ class GpuKernelHang(Rule):
         evidence: list[str] = []
         if busy:
             span = self._span(job)
-            evidence.append(f"GPU {', '.join(map(str, busy))} at >= {_BUSY_PERCENT:.0f}% "
-                            f"utilisation in all {len(seen)} NVML readings"
-                            + (f" over {span:.0f} s without progress" if span else ""))
+            evidence.append(
+                f"GPU {', '.join(map(str, busy))} at >= {_BUSY_PERCENT:.0f}% "
+                f"utilisation in all {len(seen)} NVML readings"
+                + (f" over {span:.0f} s without progress" if span else "")
+            )
         elif seen:
-            evidence.append(f"NVML shows no GPU busy in {len(seen)} readings: the queued work "
-                            "is not running, it waits for something else")
+            evidence.append(
+                f"NVML shows no GPU busy in {len(seen)} readings: the queued work "
+                "is not running, it waits for something else"
+            )
         else:
             evidence.append("GPU utilisation unknown: NVML (nvidia-ml-py) was not available")
         if waiting is not None:
             wait = waiting.wait
             how = "native frames" if wait.native else "its Python line"
-            evidence.append(f"{thread_label(waiting.thread)} of pid {waiting.process.pid} waits "
-                            f"for the device in `{wait.call}` ({how}) at {at(wait.frame)}, in "
-                            f"every snapshot")
-        confidence = (0.85 if busy and waiting else 0.6 if busy else 0.5 if seen else 0.55)
-        where = (f" at {short_location(waiting.wait.frame)}"
-                 if waiting is not None and waiting.wait.frame is not None else "")
+            evidence.append(
+                f"{thread_label(waiting.thread)} of pid {waiting.process.pid} waits "
+                f"for the device in `{wait.call}` ({how}) at {at(wait.frame)}, in "
+                f"every snapshot"
+            )
+        confidence = 0.85 if busy and waiting else 0.6 if busy else 0.5 if seen else 0.55
+        where = (
+            f" at {short_location(waiting.wait.frame)}"
+            if waiting is not None and waiting.wait.frame is not None
+            else ""
+        )
         if busy:
             title = f"GPU {busy[0]} stays busy and the job makes no progress: a kernel that "
             title += f"never completes{where}"
@@ -106,7 +124,10 @@ class GpuKernelHang(Rule):
             title = f"The host waits for GPU work that never completes{where}"
         dump_only = job.record is None
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=confidence,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=confidence,
             title=title,
             explanation=(
                 "The host thread is waiting for the device to finish the work queued before its "
@@ -115,18 +136,25 @@ class GpuKernelHang(Rule):
                 "NVLink/PCIe; with the GPU idle, the queued work itself waits (an event on "
                 "another stream, a host callback). The waiting thread may use a full CPU core: "
                 "CUDA's default synchronisation polls; it is not computing."
-                + (" A dump sees only a moment: if one step of this job can take longer than "
-                   "the dump's span, dump again with `--samples 5 --interval 2`."
-                   if dump_only else "")),
+                + (
+                    " A dump sees only a moment: if one step of this job can take longer than "
+                    "the dump's span, dump again with `--samples 5 --interval 2`."
+                    if dump_only
+                    else ""
+                )
+            ),
             culprit=culprit(job, waiting.process, waiting.thread, waiting.wait.frame)
-            if waiting is not None else None,
+            if waiting is not None
+            else None,
             evidence=tuple(evidence),
-            fixes=("Run with CUDA_LAUNCH_BLOCKING=1 on a small input to find the kernel that "
-                   "does not return (the Python line then blocks at the launch).",
-                   "For a custom kernel, check loop bounds and grid-stride loops; run it under "
-                   "compute-sanitizer.",
-                   "In a distributed job, an NCCL kernel at 100% waits for a peer: see the other "
-                   "ranks (NCCL_DEBUG=INFO)."),
+            fixes=(
+                "Run with CUDA_LAUNCH_BLOCKING=1 on a small input to find the kernel that "
+                "does not return (the Python line then blocks at the launch).",
+                "For a custom kernel, check loop bounds and grid-stride loops; run it under "
+                "compute-sanitizer.",
+                "In a distributed job, an NCCL kernel at 100% waits for a peer: see the other "
+                "ranks (NCCL_DEBUG=INFO).",
+            ),
         )
 
     @staticmethod

@@ -34,13 +34,21 @@ class GpuMemoryFailure(Rule):
     specificity = 5
     names_culprit = False
     fires_on = (
-        Example("CUDA out of memory", lambda: failed_with(
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-            ("/home/ml/train.py", 30, "<module>", "out = model(x)"))),
+        Example(
+            "CUDA out of memory",
+            lambda: failed_with(
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                ("/home/ml/train.py", 30, "<module>", "out = model(x)"),
+            ),
+        ),
     )
     quiet_on = (
-        Example("another failure", lambda: failed_with(
-            "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']"))),
+        Example(
+            "another failure",
+            lambda: failed_with(
+                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:

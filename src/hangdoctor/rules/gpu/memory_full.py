@@ -22,7 +22,8 @@ _FULL_SHARE = 0.95
 # The allocator at work: PyTorch's caching allocator (allocating, or releasing its cache to
 # retry an allocation that failed), and the CUDA calls underneath it.
 _ALLOCATING_NATIVE = re.compile(
-    r"CUDACachingAllocator|^cudaMalloc|^cudaFree|^cuMemAlloc|^cuMemFree|^cuMemCreate")
+    r"CUDACachingAllocator|^cudaMalloc|^cudaFree|^cuMemAlloc|^cuMemFree|^cuMemCreate"
+)
 _ALLOCATING_PYTHON = (("torch/cuda/memory.py", "empty_cache"),)
 
 
@@ -32,8 +33,10 @@ def _in_allocator(frames: tuple[Frame, ...]) -> Frame | None:
         if frame.native and _ALLOCATING_NATIVE.search(frame.function):
             return frame
         path = frame.file.replace("\\", "/")
-        if not frame.native and any(path.endswith(file) and frame.function.endswith(name)
-                                    for file, name in _ALLOCATING_PYTHON):
+        if not frame.native and any(
+            path.endswith(file) and frame.function.endswith(name)
+            for file, name in _ALLOCATING_PYTHON
+        ):
             return frame
     return None
 
@@ -42,22 +45,34 @@ def _full_job(allocating: bool) -> Bundle:
     """A dump of a GPU job at 99% memory whose main thread waits: in the allocator, or on a
     queue that nothing fills."""
     if allocating:
-        frames = (b.frame(f"{b.SITE}/torch/lib/libc10_cuda.so", 0,
-                          "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
-                          "release_cached_blocks", native=True),
-                  b.frame(f"{b.SITE}/torch/lib/libc10_cuda.so", 0,
-                          "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
-                          "malloc", native=True),
-                  b.frame("train.py", 61, "forward", code="h = self.proj(x)"))
+        frames = (
+            b.frame(
+                f"{b.SITE}/torch/lib/libc10_cuda.so",
+                0,
+                "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
+                "release_cached_blocks",
+                native=True,
+            ),
+            b.frame(
+                f"{b.SITE}/torch/lib/libc10_cuda.so",
+                0,
+                "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc",
+                native=True,
+            ),
+            b.frame("train.py", 61, "forward", code="h = self.proj(x)"),
+        )
     else:
-        frames = (b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
-                  b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
-                  b.frame("train.py", 30, "main", code="batch = batches.get()"))
+        frames = (
+            b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
+            b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
+            b.frame("train.py", 30, "main", code="batch = batches.get()"),
+        )
     process = gpu_process(7, b.thread(7, *frames, name="MainThread", syscall="futex"))
     full = (gpu(0.0, 0.99 * H200_MEMORY / GIB, H200_MEMORY),)
     bundle = b.bundle(process, later=[[process]])
-    return bundle.model_copy(update={"snapshots": tuple(
-        s.model_copy(update={"gpus": full}) for s in bundle.snapshots)})
+    return bundle.model_copy(
+        update={"snapshots": tuple(s.model_copy(update={"gpus": full}) for s in bundle.snapshots)}
+    )
 
 
 def _allocating(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence, Frame] | None:
@@ -87,7 +102,7 @@ class GpuMemoryFull(Rule):
         "Lower the peak (smaller batches with gradient accumulation, mixed precision, activation "
         "checkpointing), check for other processes on the GPU (`nvidia-smi`) and tensors kept "
         "across steps, and set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`; "
-        "`torch.cuda.memory_stats()[\"num_alloc_retries\"]` counts the retries."
+        '`torch.cuda.memory_stats()["num_alloc_retries"]` counts the retries.'
     )
     reads = "capture"
     default_severity = Severity.WARNING
@@ -95,8 +110,10 @@ class GpuMemoryFull(Rule):
     names_culprit = False
     fires_on = (
         Example("GPU memory full, utilisation fell to 0", lambda: hung_job(0.0, 79.5)),
-        Example("memory full and the stuck thread waits in the allocator",
-                lambda: _full_job(allocating=True)),
+        Example(
+            "memory full and the stuck thread waits in the allocator",
+            lambda: _full_job(allocating=True),
+        ),
         Example("memory full, the main thread waits on a queue", lambda: _full_job(False)),
     )
     quiet_on = (Example("memory half used", lambda: hung_job(0.0, 40.0)),)
@@ -107,43 +124,56 @@ class GpuMemoryFull(Rule):
             return
         full: dict[int, GpuSample] = {}
         for sample in seen[-1]:
-            if sample.memory_used_bytes and sample.memory_total_bytes and (
-                    sample.memory_used_bytes / sample.memory_total_bytes >= _FULL_SHARE):
+            if (
+                sample.memory_used_bytes
+                and sample.memory_total_bytes
+                and (sample.memory_used_bytes / sample.memory_total_bytes >= _FULL_SHARE)
+            ):
                 full[sample.index] = sample
         if not full:
             return
         index, sample = next(iter(full.items()))
         used, total = sample.memory_used_bytes or 0, sample.memory_total_bytes or 1
         utilization = sample.utilization_percent
-        evidence = [f"GPU {index}: {used / GIB:.1f} of {total / GIB:.1f} GiB used, utilisation "
-                    f"{utilization if utilization is not None else '?'}%"]
+        evidence = [
+            f"GPU {index}: {used / GIB:.1f} of {total / GIB:.1f} GiB used, utilisation "
+            f"{utilization if utilization is not None else '?'}%"
+        ]
         allocating = _allocating(job)
         if allocating is not None:
             process, thread, frame = allocating
-            evidence.append(f"{thread_label(thread)} of pid {process.pid} is inside the "
-                            f"allocator: {frame.function}" + (
-                                "" if frame.native else f" at {at(frame)}"))
+            evidence.append(
+                f"{thread_label(thread)} of pid {process.pid} is inside the "
+                f"allocator: {frame.function}" + ("" if frame.native else f" at {at(frame)}")
+            )
         yield Finding(
-            id=self.id, category=self.category,
+            id=self.id,
+            category=self.category,
             severity=Severity.ERROR if allocating else Severity.WARNING,
             confidence=0.75 if allocating else 0.3,
             title=f"GPU {index} memory at {used / total:.0%} "
-                  + ("and the job is stuck allocating" if allocating
-                     else "when the job stalled (context, not a cause by itself)"),
+            + (
+                "and the job is stuck allocating"
+                if allocating
+                else "when the job stalled (context, not a cause by itself)"
+            ),
             explanation=(
                 "The stuck thread is inside PyTorch's caching allocator: near capacity it frees "
                 "its cache and retries, and allocations can stall or fail."
-                if allocating else
-                "PyTorch's caching allocator keeps the memory it allocated once, so a healthy "
+                if allocating
+                else "PyTorch's caching allocator keeps the memory it allocated once, so a healthy "
                 "job sits near capacity too: this alone does not explain the stall. Look at the "
                 "root cause above; full memory matters if the job then runs out of memory or "
-                "slows down retrying allocations."),
+                "slows down retrying allocations."
+            ),
             culprit=culprit(job, allocating[0], allocating[1]) if allocating else None,
             evidence=tuple(evidence),
-            fixes=("Lower the peak: smaller batches with gradient accumulation, mixed precision, "
-                   "activation checkpointing.",
-                   "Check for other processes on the GPU (nvidia-smi) and for tensors kept "
-                   "across steps.",
-                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation; "
-                   "torch.cuda.memory_stats()['num_alloc_retries'] counts the retries."),
+            fixes=(
+                "Lower the peak: smaller batches with gradient accumulation, mixed precision, "
+                "activation checkpointing.",
+                "Check for other processes on the GPU (nvidia-smi) and for tensors kept "
+                "across steps.",
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation; "
+                "torch.cuda.memory_stats()['num_alloc_retries'] counts the retries.",
+            ),
         )

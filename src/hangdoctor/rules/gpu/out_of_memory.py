@@ -16,7 +16,8 @@ from hangdoctor.taxonomy import Category
 
 _MESSAGE = (
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-    "capacity of 79.15 GiB of which 1.23 GiB is free.")
+    "capacity of 79.15 GiB of which 1.23 GiB is free."
+)
 _TRACEBACK = (
     "Traceback (most recent call last):",
     '  File "/home/me/train.py", line 52, in <module>',
@@ -61,15 +62,19 @@ class GpuMemoryExhausted(Rule):
     fires_on = (
         Example("CUDA out of memory", lambda: failed_job((_MESSAGE,))),
         Example("CUDA out of memory with its traceback", lambda: failed_job(_TRACEBACK)),
-        Example("a CUDA call outside the allocator ran out of memory", lambda: failed_job((
-            "Traceback (most recent call last):",
-            '  File "/home/me/train.py", line 12, in <module>',
-            "    model = Net().cuda()",
-            "RuntimeError: CUDA error: out of memory"))),
+        Example(
+            "a CUDA call outside the allocator ran out of memory",
+            lambda: failed_job(
+                (
+                    "Traceback (most recent call last):",
+                    '  File "/home/me/train.py", line 12, in <module>',
+                    "    model = Net().cuda()",
+                    "RuntimeError: CUDA error: out of memory",
+                )
+            ),
+        ),
     )
-    quiet_on = (
-        Example("host memory error only", lambda: failed_job(("MemoryError",))),
-    )
+    quiet_on = (Example("host memory error only", lambda: failed_job(("MemoryError",))),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job
@@ -84,16 +89,22 @@ class GpuMemoryExhausted(Rule):
         if raised is not None:
             evidence.insert(0, f"raised {raised_words(raised)}")
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.95,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.95,
             title="GPU memory exhausted (CUDA out of memory)"
             + (f" at {where.file.rsplit('/', 1)[-1]}:{where.line}" if where is not None else ""),
             explanation="An allocation on the GPU failed because device memory was full.",
             culprit=Culprit(rank=raised.rank, location=Location.of(where))
-            if raised is not None else None,
+            if raised is not None
+            else None,
             evidence=tuple(evidence),
-            fixes=("Lower the peak: smaller batch size with gradient accumulation, mixed "
-                   "precision (torch.autocast), activation checkpointing.",
-                   "Look for memory kept alive across steps (losses.append(loss)), and check "
-                   "fragmentation with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
-                   "Check that no other process uses the same GPU (nvidia-smi)."),
+            fixes=(
+                "Lower the peak: smaller batch size with gradient accumulation, mixed "
+                "precision (torch.autocast), activation checkpointing.",
+                "Look for memory kept alive across steps (losses.append(loss)), and check "
+                "fragmentation with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+                "Check that no other process uses the same GPU (nvidia-smi).",
+            ),
         )

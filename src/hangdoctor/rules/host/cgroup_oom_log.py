@@ -36,17 +36,33 @@ class CgroupOutOfMemory(Rule):
     specificity = 75
     names_culprit = False
     fires_on = (
-        Example("slurmstepd and srun", lambda: logs_bundle([
-            "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step "
-            "tasks have been OOM Killed.",
-            "srun: error: nid001277: tasks 1-3: Out Of Memory"])),
-        Example("the older wording", lambda: logs_bundle([
-            "slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup."])),
+        Example(
+            "slurmstepd and srun",
+            lambda: logs_bundle(
+                [
+                    "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step "
+                    "tasks have been OOM Killed.",
+                    "srun: error: nid001277: tasks 1-3: Out Of Memory",
+                ]
+            ),
+        ),
+        Example(
+            "the older wording",
+            lambda: logs_bundle(
+                ["slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup."]
+            ),
+        ),
     )
     quiet_on = (
-        Example("a step cancelled for its time limit", lambda: logs_bundle([
-            "slurmstepd: error: *** STEP 5512873.0 ON gpu-node-12 CANCELLED AT "
-            "2026-12-03T12:10:44 DUE TO TIME LIMIT ***"])),
+        Example(
+            "a step cancelled for its time limit",
+            lambda: logs_bundle(
+                [
+                    "slurmstepd: error: *** STEP 5512873.0 ON gpu-node-12 CANCELLED AT "
+                    "2026-12-03T12:10:44 DUE TO TIME LIMIT ***"
+                ]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -55,14 +71,18 @@ class CgroupOutOfMemory(Rule):
             return
         tasks = matches_of(job, "cgroup_oom_task")
         step = events[0].fields.get("step") or events[0].fields.get("step2")
-        on = (f" (task {tasks[0].fields['tasks']} on {tasks[0].fields['host']})"
-              if tasks else "")
+        on = f" (task {tasks[0].fields['tasks']} on {tasks[0].fields['host']})" if tasks else ""
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.9,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.9,
             title=f"Slurm killed step {step} for exceeding its memory allocation{on}",
-            explanation=("The step's processes used more host memory than Slurm allocated to "
-                         "it, and the cgroup's OOM handler killed them (SIGKILL: no Python "
-                         "traceback is printed)."),
+            explanation=(
+                "The step's processes used more host memory than Slurm allocated to "
+                "it, and the cgroup's OOM handler killed them (SIGKILL: no Python "
+                "traceback is printed)."
+            ),
             evidence=tuple(cite(events, limit=2) + cite(tasks, limit=2)),
             fixes=(
                 "Ask for more memory (`#SBATCH --mem=...` or `--mem-per-cpu`), or use less: "

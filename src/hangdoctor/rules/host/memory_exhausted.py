@@ -22,8 +22,14 @@ _GIB = 2**30
 
 def _growing_rss(peak_gib: float) -> tuple[TimelineSample, ...]:
     return tuple(
-        TimelineSample(elapsed_s=t, processes=(ProcessSample(
-            pid=7, cpu_seconds=float(t), rss_bytes=int((1 + t / 10 * (peak_gib - 1)) * _GIB)),))
+        TimelineSample(
+            elapsed_s=t,
+            processes=(
+                ProcessSample(
+                    pid=7, cpu_seconds=float(t), rss_bytes=int((1 + t / 10 * (peak_gib - 1)) * _GIB)
+                ),
+            ),
+        )
         for t in range(11)
     )
 
@@ -33,10 +39,17 @@ def _cuda_start_up(steps_from: int | None) -> tuple[TimelineSample, ...]:
     while it trains (from `steps_from`) and hangs."""
     rss = (0.05, 0.4, 0.7, 1.2, 2.1, 2.8, 3.0)
     return tuple(
-        TimelineSample(elapsed_s=t, steps=t - steps_from if steps_from and t > steps_from else 0,
-                       processes=(ProcessSample(pid=7, cpu_seconds=float(t), rss_bytes=int(
-                           rss[min(t, len(rss) - 1)] * _GIB)),))
-        for t in range(26))
+        TimelineSample(
+            elapsed_s=t,
+            steps=t - steps_from if steps_from and t > steps_from else 0,
+            processes=(
+                ProcessSample(
+                    pid=7, cpu_seconds=float(t), rss_bytes=int(rss[min(t, len(rss) - 1)] * _GIB)
+                ),
+            ),
+        )
+        for t in range(26)
+    )
 
 
 class HostMemoryExhausted(Rule):
@@ -63,21 +76,37 @@ class HostMemoryExhausted(Rule):
     specificity = 70
     names_culprit = False
     fires_on = (
-        Example("OOM killer in the kernel log", lambda: failed_job(kernel=(
-            "2026-11-29T10:00:00 Out of memory: Killed process 7 (python) total-vm:9000kB",),
-            exit_code=137)),
-        Example("memory climbed to the machine's size", lambda: failed_job(
-            exit_code=137, timeline=_growing_rss(15.5), memory_total=16 * _GIB)),
-        Example("memory climbing steadily, not yet full", lambda: failed_job(
-            exit_code=0, timeline=_growing_rss(6.0), memory_total=64 * _GIB)),
+        Example(
+            "OOM killer in the kernel log",
+            lambda: failed_job(
+                kernel=(
+                    "2026-11-29T10:00:00 Out of memory: Killed process 7 (python) total-vm:9000kB",
+                ),
+                exit_code=137,
+            ),
+        ),
+        Example(
+            "memory climbed to the machine's size",
+            lambda: failed_job(exit_code=137, timeline=_growing_rss(15.5), memory_total=16 * _GIB),
+        ),
+        Example(
+            "memory climbing steadily, not yet full",
+            lambda: failed_job(exit_code=0, timeline=_growing_rss(6.0), memory_total=64 * _GIB),
+        ),
     )
     quiet_on = (
-        Example("a job that failed with flat memory", lambda: failed_job(
-            exit_code=1, timeline=_growing_rss(1.0), memory_total=16 * _GIB)),
-        Example("CUDA start-up, then flat (hung before its first step)", lambda: failed_job(
-            exit_code=1, timeline=_cuda_start_up(None), memory_total=64 * _GIB)),
-        Example("CUDA start-up, then flat while training", lambda: failed_job(
-            exit_code=1, timeline=_cuda_start_up(8), memory_total=64 * _GIB)),
+        Example(
+            "a job that failed with flat memory",
+            lambda: failed_job(exit_code=1, timeline=_growing_rss(1.0), memory_total=16 * _GIB),
+        ),
+        Example(
+            "CUDA start-up, then flat (hung before its first step)",
+            lambda: failed_job(exit_code=1, timeline=_cuda_start_up(None), memory_total=64 * _GIB),
+        ),
+        Example(
+            "CUDA start-up, then flat while training",
+            lambda: failed_job(exit_code=1, timeline=_cuda_start_up(8), memory_total=64 * _GIB),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -106,35 +135,43 @@ class HostMemoryExhausted(Rule):
             if near_full or climbing:
                 evidence.append(
                     f"pid {pid} grew from {start / _GIB:.1f} GiB to {peak / _GIB:.1f} GiB of "
-                    f"resident memory ({share:.0%} of the machine's memory at the peak)")
+                    f"resident memory ({share:.0%} of the machine's memory at the peak)"
+                )
                 culprit_pid = culprit_pid or pid
             climbing = climbing and not near_full
         if not evidence:
             return
         only_climbing = climbing and len(evidence) == 1
         yield Finding(
-            id=self.id, category=self.category,
+            id=self.id,
+            category=self.category,
             severity=Severity.WARNING if only_climbing else Severity.ERROR,
             confidence=0.9 if len(evidence) > 1 else 0.75,
             title=("Host memory climbing" if only_climbing else "Host memory exhausted")
             + (f": pid {culprit_pid}" if culprit_pid else ""),
-            explanation=("The machine ran out of RAM; the kernel killed a process or "
-                         "allocations failed."),
+            explanation=(
+                "The machine ran out of RAM; the kernel killed a process or allocations failed."
+            ),
             culprit=Culprit(pid=culprit_pid, location=Location.of(where))
-            if culprit_pid or where else None,
+            if culprit_pid or where
+            else None,
             evidence=tuple(evidence[:6]),
-            fixes=("Find what grows: memory that climbs step after step is usually tensors kept "
-                   "across steps (losses.append(loss) without .item() or .detach()), a cache "
-                   "without a bound, or DataLoader workers duplicating a large Python dataset.",
-                   "Lower the peak: smaller batches, fewer DataLoader workers, "
-                   "prefetch_factor=1, memory-mapped datasets."),
+            fixes=(
+                "Find what grows: memory that climbs step after step is usually tensors kept "
+                "across steps (losses.append(loss) without .item() or .detach()), a cache "
+                "without a bound, or DataLoader workers duplicating a large Python dataset.",
+                "Lower the peak: smaller batches, fewer DataLoader workers, "
+                "prefetch_factor=1, memory-mapped datasets.",
+            ),
         )
 
 
 def _allocating_line(output: tuple[str, ...], failed: str) -> Frame | None:
     """The user's line whose allocation failed: the traceback that ends in that message."""
-    raised = next((r for r in tracebacks(output) if r.message and r.message in failed
-                   and r.in_user_code), None)
+    raised = next(
+        (r for r in tracebacks(output) if r.message and r.message in failed and r.in_user_code),
+        None,
+    )
     return innermost_user_frame(raised.frames) if raised is not None else None
 
 
@@ -147,17 +184,18 @@ def _start_up_over(timeline: tuple[TimelineSample, ...]) -> int:
 
 def _climbs_after_start_up(record: JobRecord, pid: int) -> bool:
     """Whether `pid`'s resident memory still grew by >= 1 GiB and >= 50% after start-up."""
-    rss = [next((p.rss_bytes for p in s.processes if p.pid == pid and p.rss_bytes), None)
-           for s in record.timeline]
-    after = [r for r in rss[_start_up_over(record.timeline):] if r is not None]
+    rss = [
+        next((p.rss_bytes for p in s.processes if p.pid == pid and p.rss_bytes), None)
+        for s in record.timeline
+    ]
+    after = [r for r in rss[_start_up_over(record.timeline) :] if r is not None]
     if len(after) < 2:
         return False
     base, peak = after[0], max(after)
     return peak - base >= _GIB and peak >= 1.5 * base
 
 
-def _largest_growth(record: JobRecord, total: int | None
-                    ) -> tuple[int, int, int, float] | None:
+def _largest_growth(record: JobRecord, total: int | None) -> tuple[int, int, int, float] | None:
     """(pid, first rss, peak rss, peak share of memory) of the process that grew most."""
     if not record.timeline or not total:
         return None

@@ -35,12 +35,21 @@ class HostMemoryFailure(Rule):
     specificity = 5
     names_culprit = False
     fires_on = (
-        Example("MemoryError loading a dataset", lambda: failed_with(
-            "MemoryError", ("/home/ml/train.py", 9, "<module>", "data = np.ones((10**6, 10**6))"))),
+        Example(
+            "MemoryError loading a dataset",
+            lambda: failed_with(
+                "MemoryError",
+                ("/home/ml/train.py", 9, "<module>", "data = np.ones((10**6, 10**6))"),
+            ),
+        ),
     )
     quiet_on = (
-        Example("another failure", lambda: failed_with(
-            "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']"))),
+        Example(
+            "another failure",
+            lambda: failed_with(
+                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:

@@ -44,8 +44,13 @@ def _forked(job: JobView, process: ProcessEvidence) -> ProcessEvidence | None:
 
 def _native_threads(process: ProcessEvidence) -> list[ThreadEvidence]:
     """Threads with no Python stack of their own: a native library's pool."""
-    return [t for t in process.threads if t.tid != process.pid and not runs_python_of_its_own(t)
-            and not (t.python and t.python.frames)]
+    return [
+        t
+        for t in process.threads
+        if t.tid != process.pid
+        and not runs_python_of_its_own(t)
+        and not (t.python and t.python.frames)
+    ]
 
 
 def _in_native_call(thread: ThreadEvidence) -> bool:
@@ -61,29 +66,59 @@ def _in_native_call(thread: ThreadEvidence) -> bool:
 def _still(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
     """It did not move between the samples: same line, no CPU used."""
     share = job.thread_cpu_share(process.pid, thread.tid)
-    lines = {(s.python.frames[0].file, s.python.frames[0].line)
-             for _, s in job.samples(process.pid, thread.tid) if s.python and s.python.frames}
+    lines = {
+        (s.python.frames[0].file, s.python.frames[0].line)
+        for _, s in job.samples(process.pid, thread.tid)
+        if s.python and s.python.frames
+    }
     return (share is None or share < 0.02) and len(lines) <= 1
 
 
 def _job(*, pool: bool = True, forked: bool = True, lock: bool = False) -> Bundle:
     parent = b.process(
-        10, b.thread(10, b.frame(f"{b.STDLIB}/selectors.py", 415, "_PollLikeSelector.select"),
-                     b.frame("prep.py", 30, "main", code="out = results.get(timeout=60)"),
-                     name="MainThread", syscall="poll"),
-        *((b.thread(11, name="python", syscall="futex", python=False),
-           b.thread(12, name="python", syscall="futex", python=False)) if pool else ()),
-        cmdline=("python", "prep.py"))
-    inner = (b.frame(f"{b.STDLIB}/threading.py", 1139, "Lock.acquire", acquiring=("lock",)),) \
-        if lock else ()
+        10,
+        b.thread(
+            10,
+            b.frame(f"{b.STDLIB}/selectors.py", 415, "_PollLikeSelector.select"),
+            b.frame("prep.py", 30, "main", code="out = results.get(timeout=60)"),
+            name="MainThread",
+            syscall="poll",
+        ),
+        *(
+            (
+                b.thread(11, name="python", syscall="futex", python=False),
+                b.thread(12, name="python", syscall="futex", python=False),
+            )
+            if pool
+            else ()
+        ),
+        cmdline=("python", "prep.py"),
+    )
+    inner = (
+        (b.frame(f"{b.STDLIB}/threading.py", 1139, "Lock.acquire", acquiring=("lock",)),)
+        if lock
+        else ()
+    )
     child = b.process(
-        20, b.thread(20, *inner, b.frame("prep.py", 12, "tokenize", code="emb = x @ w"),
-                     *((b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108,
-                                "BaseProcess.run"),
-                        b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 71,
-                                "Popen._launch")) if forked else ()),
-                     name="MainThread", syscall="futex"),
-        ppid=10, cmdline=("python", "prep.py") if forked else ("python", "other.py"))
+        20,
+        b.thread(
+            20,
+            *inner,
+            b.frame("prep.py", 12, "tokenize", code="emb = x @ w"),
+            *(
+                (
+                    b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
+                    b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 71, "Popen._launch"),
+                )
+                if forked
+                else ()
+            ),
+            name="MainThread",
+            syscall="futex",
+        ),
+        ppid=10,
+        cmdline=("python", "prep.py") if forked else ("python", "other.py"),
+    )
     return b.bundle(parent, child, later=[[parent, child]])
 
 
@@ -104,17 +139,19 @@ class ForkedPool(Rule):
     )
     instead = (
         "Start children with the `spawn` or `forkserver` start method "
-        "(`multiprocessing.set_start_method(\"spawn\")`, `DataLoader(..., "
-        "multiprocessing_context=\"spawn\")`); or do no parallel torch/numpy work before forking, "
+        '(`multiprocessing.set_start_method("spawn")`, `DataLoader(..., '
+        'multiprocessing_context="spawn")`); or do no parallel torch/numpy work before forking, '
         "or run the children single-threaded (`torch.set_num_threads(1)` as the child starts, "
         "`OMP_NUM_THREADS=1`)."
     )
     reads = "capture"
     specificity = 70
     fires_on = (Example("a multiprocessing child blocks in a matrix product", _job),)
-    quiet_on = (Example("the parent runs no native pool", lambda: _job(pool=False)),
-                Example("a child started from another program", lambda: _job(forked=False)),
-                Example("the child waits for a Python lock", lambda: _job(lock=True)))
+    quiet_on = (
+        Example("the parent runs no native pool", lambda: _job(pool=False)),
+        Example("a child started from another program", lambda: _job(forked=False)),
+        Example("the child waits for a Python lock", lambda: _job(lock=True)),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -125,20 +162,32 @@ class ForkedPool(Rule):
             pool = _native_threads(parent)
             if not pool or describe_wait(job, process, thread).kind is not WaitKind.FUTEX:
                 continue
-            others = [t for t in process.threads if t.tid != thread.tid
-                      and runs_python_of_its_own(t)]
+            others = [
+                t for t in process.threads if t.tid != thread.tid and runs_python_of_its_own(t)
+            ]
             if others or not _in_native_call(thread) or not _still(job, process, thread):
                 continue
             yield self._finding(job, parent, process, thread, len(pool))
 
-    def _finding(self, job: JobView, parent: ProcessEvidence, process: ProcessEvidence,
-                 thread: ThreadEvidence, pool: int) -> Finding:
+    def _finding(
+        self,
+        job: JobView,
+        parent: ProcessEvidence,
+        process: ProcessEvidence,
+        thread: ThreadEvidence,
+        pool: int,
+    ) -> Finding:
         frame = innermost_user_frame(frames_of(thread)) or python_frames(frames_of(thread))[0]
         where = short_location(frame)
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.7,
-            title=(f"{job.describe_process(process.pid)} hangs inside the native call at "
-                   f"{where}: it was forked from a process running a thread pool"),
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.7,
+            title=(
+                f"{job.describe_process(process.pid)} hangs inside the native call at "
+                f"{where}: it was forked from a process running a thread pool"
+            ),
             explanation=(
                 f"{job.describe_process(process.pid)} was forked from "
                 f"{job.describe_process(parent.pid)}, which runs {pool} native thread(s) with "
@@ -146,7 +195,8 @@ class ForkedPool(Rule):
                 "parallel operations, or MKL's). fork() copies only the thread that called "
                 "it, so the child has none of the pool's workers while the pool's state says "
                 "it has; the child's first parallel operation waits for them forever, asleep "
-                f"on a futex at {where}."),
+                f"on a futex at {where}."
+            ),
             culprit=culprit(job, process, thread, frame),
             related=(culprit(job, parent, main_thread(parent)),),
             evidence=(
@@ -158,8 +208,8 @@ class ForkedPool(Rule):
             ),
             fixes=(
                 "Start the children with the spawn (or forkserver) start method: "
-                "`multiprocessing.set_start_method(\"spawn\")`, "
-                "`DataLoader(..., multiprocessing_context=\"spawn\")`; a fresh interpreter "
+                '`multiprocessing.set_start_method("spawn")`, '
+                '`DataLoader(..., multiprocessing_context="spawn")`; a fresh interpreter '
                 "builds its own pool.",
                 "Or keep the parent from starting the pool before it forks (no parallel torch "
                 "or numpy work before the fork), or run the children's math single-threaded "

@@ -33,40 +33,73 @@ def _first_python(thread: ThreadEvidence) -> Frame | None:
 
 
 def _gil_held_in_sleep() -> Bundle:
-    return b.bundle(b.process(
-        70,
-        b.thread(70, b.frame("io_ext.py", 9, "read_block", code="lib.read_block(handle)"),
-                 name="MainThread", syscall="clock_nanosleep", wchan="hrtimer_nanosleep",
-                 owns_gil=True),
-        b.thread(71, b.frame("logger.py", 4, "flush_loop", code="n += 1"), name="logger",
-                 syscall="futex", wchan="futex_wait_queue"),
-    ))
+    return b.bundle(
+        b.process(
+            70,
+            b.thread(
+                70,
+                b.frame("io_ext.py", 9, "read_block", code="lib.read_block(handle)"),
+                name="MainThread",
+                syscall="clock_nanosleep",
+                wchan="hrtimer_nanosleep",
+                owns_gil=True,
+            ),
+            b.thread(
+                71,
+                b.frame("logger.py", 4, "flush_loop", code="n += 1"),
+                name="logger",
+                syscall="futex",
+                wchan="futex_wait_queue",
+            ),
+        )
+    )
 
 
 def _gil_held_single_thread() -> Bundle:
-    return b.bundle(b.process(
-        75,
-        b.thread(75, b.frame("ext.py", 3, "<module>", code="lib.wait_device()"),
-                 name="MainThread", syscall="ioctl", owns_gil=True),
-    ))
+    return b.bundle(
+        b.process(
+            75,
+            b.thread(
+                75,
+                b.frame("ext.py", 3, "<module>", code="lib.wait_device()"),
+                name="MainThread",
+                syscall="ioctl",
+                owns_gil=True,
+            ),
+        )
+    )
 
 
 def _python_running_with_gil() -> Bundle:
     # Executing Python holds the GIL: that is normal.
-    return b.bundle(b.process(
-        80,
-        b.thread(80, b.frame("train.py", 30, "step", code="total += x"), name="MainThread",
-                 state="R", owns_gil=True, active=True),
-        b.thread(81, b.frame("train.py", 90, "watch"), syscall="futex"),
-    ))
+    return b.bundle(
+        b.process(
+            80,
+            b.thread(
+                80,
+                b.frame("train.py", 30, "step", code="total += x"),
+                name="MainThread",
+                state="R",
+                owns_gil=True,
+                active=True,
+            ),
+            b.thread(81, b.frame("train.py", 90, "watch"), syscall="futex"),
+        )
+    )
 
 
 def _sleep_without_gil() -> Bundle:
-    return b.bundle(b.process(
-        85,
-        b.thread(85, b.frame("train.py", 30, "wait", code="time.sleep(10)"),
-                 syscall="clock_nanosleep", owns_gil=False),
-    ))
+    return b.bundle(
+        b.process(
+            85,
+            b.thread(
+                85,
+                b.frame("train.py", 30, "wait", code="time.sleep(10)"),
+                syscall="clock_nanosleep",
+                owns_gil=False,
+            ),
+        )
+    )
 
 
 class NativeBlocked(Rule):
@@ -112,8 +145,11 @@ class NativeBlocked(Rule):
                 # With the GIL taken, another Python thread found in a futex wait or on the CPU
                 # (take_gil wakes every switch interval to ask for it) is waiting for the GIL.
                 starved = [
-                    t for t in process.threads
-                    if t is not thread and t.python is not None and t.kernel is not None
+                    t
+                    for t in process.threads
+                    if t is not thread
+                    and t.python is not None
+                    and t.kernel is not None
                     and (t.kernel.syscall_name == "futex" or t.kernel.state == "R")
                 ]
                 yield self._finding(job, process, thread, starved)
@@ -136,8 +172,10 @@ class NativeBlocked(Rule):
             f"its innermost Python line is {at(python_frame)}",
         ]
         if native:
-            evidence.append("native frames, innermost first: " + " <- ".join(
-                f"{f.function} ({f.file.rsplit('/', 1)[-1]})" for f in native[:6]))
+            evidence.append(
+                "native frames, innermost first: "
+                + " <- ".join(f"{f.function} ({f.file.rsplit('/', 1)[-1]})" for f in native[:6])
+            )
         if starved:
             evidence.append(
                 f"{len(starved)} other thread(s) wait and cannot run Python: "

@@ -69,8 +69,11 @@ def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> s
             return f"waits in {primitive.what} with a timeout, again and again in a loop"
         return None  # one wait with a timeout ends by itself
     frames = python_frames(frames_of(thread))
-    if frames and not any(origin(f) is Origin.USER for f in frames) and frames[0].file.replace(
-            "\\", "/").endswith(_STDLIB_WAITS):
+    if (
+        frames
+        and not any(origin(f) is Origin.USER for f in frames)
+        and frames[0].file.replace("\\", "/").endswith(_STDLIB_WAITS)
+    ):
         return "is a library's idle worker, waiting for work"
     return None
 
@@ -81,36 +84,55 @@ def _exception_in_flight(thread: ThreadEvidence) -> str | None:
     for frame in python_frames(frames_of(thread)):
         if frame.function.split(".")[-1] != "__exit__":
             continue
-        value = next((v.repr for v in frame.locals if v.name in ("exc_val", "exc_value",
-                                                                  "value")), None)
+        value = next(
+            (v.repr for v in frame.locals if v.name in ("exc_val", "exc_value", "value")), None
+        )
         kind = next((v.repr for v in frame.locals if v.name in ("exc_type", "typ")), None)
         if kind not in (None, "None") or value not in (None, "None"):
             return value if value not in (None, "None") else kind
     return None
 
 
-def _waits_on(tid: int, primitive: str, what: str, timeout: str = "None",
-              loop: bool = False, line: int = 30) -> ThreadEvidence:
-    user = b.frame("serve.py", line, "worker", code=what,
-                   loops=("while True:",) if loop else ())
+def _waits_on(
+    tid: int, primitive: str, what: str, timeout: str = "None", loop: bool = False, line: int = 30
+) -> ThreadEvidence:
+    user = b.frame("serve.py", line, "worker", code=what, loops=("while True:",) if loop else ())
     if loop:
         user = user.model_copy(update={"loop_lines": (line - 2,)})
     file, function = primitive.split(":")
-    return b.thread(tid, b.frame(f"{b.STDLIB}/threading.py", 331, "Condition.wait",
-                                 local_vars={"timeout": (timeout, None)}),
-                    b.frame(f"{b.STDLIB}/{file}", 100, function,
-                            local_vars={"timeout": (timeout, None)}),
-                    user, name=f"t{tid}", syscall="futex")
+    return b.thread(
+        tid,
+        b.frame(
+            f"{b.STDLIB}/threading.py",
+            331,
+            "Condition.wait",
+            local_vars={"timeout": (timeout, None)},
+        ),
+        b.frame(f"{b.STDLIB}/{file}", 100, function, local_vars={"timeout": (timeout, None)}),
+        user,
+        name=f"t{tid}",
+        syscall="futex",
+    )
 
 
 def _future_and_batcher(*, producer_runs: bool = False) -> Bundle:
-    main = _waits_on(10, "concurrent/futures/_base.py:Future.result",
-                     "score = future.result()", line=85)
+    main = _waits_on(
+        10, "concurrent/futures/_base.py:Future.result", "score = future.result()", line=85
+    )
     main = main.model_copy(update={"comm": "MainThread"})
-    batcher = _waits_on(11, "queue.py:Queue.get", "item = self.pending.get(timeout=0.1)",
-                        timeout="0.1", loop=True, line=40)
-    extra = (b.thread(12, b.frame("serve.py", 60, "feed", code="x = make()"), state="R"),) \
-        if producer_runs else ()
+    batcher = _waits_on(
+        11,
+        "queue.py:Queue.get",
+        "item = self.pending.get(timeout=0.1)",
+        timeout="0.1",
+        loop=True,
+        line=40,
+    )
+    extra = (
+        (b.thread(12, b.frame("serve.py", 60, "feed", code="x = make()"), state="R"),)
+        if producer_runs
+        else ()
+    )
     job = b.bundle(b.process(10, main, batcher, *extra))
     return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
 
@@ -144,11 +166,13 @@ class AllThreadsAsleep(Rule):
     )
     reads = "capture"
     specificity = 60
-    fires_on = (Example("a future waited on while its batcher waits for more items",
-                        _future_and_batcher),)
-    quiet_on = (Example("a third thread still computes", lambda: _future_and_batcher(
-                    producer_runs=True)),
-                Example("the only wait without a loop has a timeout", _one_waits_with_timeout))
+    fires_on = (
+        Example("a future waited on while its batcher waits for more items", _future_and_batcher),
+    )
+    quiet_on = (
+        Example("a third thread still computes", lambda: _future_and_batcher(producer_runs=True)),
+        Example("the only wait without a loop has a timeout", _one_waits_with_timeout),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -158,15 +182,25 @@ class AllThreadsAsleep(Rule):
             how = {t.tid: _parked(job, process, t) for t in threads}
             if any(v is None for v in how.values()):
                 continue
-            forever = [t for t in threads if "without a timeout" in (how[t.tid] or "")
-                       or joined_thread(t) is not None or at_exit(t)
-                       or "acquire" in (how[t.tid] or "")]
+            forever = [
+                t
+                for t in threads
+                if "without a timeout" in (how[t.tid] or "")
+                or joined_thread(t) is not None
+                or at_exit(t)
+                or "acquire" in (how[t.tid] or "")
+            ]
             if not forever or not any(innermost_user_frame(frames_of(t)) for t in threads):
                 continue
             yield self._finding(job, process, threads, how)
 
-    def _finding(self, job: JobView, process: ProcessEvidence, threads: list[ThreadEvidence],
-                 how: dict[int, str | None]) -> Finding:
+    def _finding(
+        self,
+        job: JobView,
+        process: ProcessEvidence,
+        threads: list[ThreadEvidence],
+        how: dict[int, str | None],
+    ) -> Finding:
         main = main_thread(process)
         users = [t for t in threads if innermost_user_frame(frames_of(t)) is not None]
         first = main if main is not None and main in users else users[0]
@@ -175,27 +209,44 @@ class AllThreadsAsleep(Rule):
         evidence = []
         for thread in threads:
             mine = innermost_user_frame(frames_of(thread))
-            shown: Frame | None = loop_header(mine) if mine is not None and "loop" in (
-                how[thread.tid] or "") else mine
-            evidence.append(f"{thread_label(thread)} {how[thread.tid]}"
-                            + (f" at {at(shown)}" if shown is not None else "")
-                            + f" ({describe_wait(job, process, thread).summary})")
+            shown: Frame | None = (
+                loop_header(mine)
+                if mine is not None and "loop" in (how[thread.tid] or "")
+                else mine
+            )
+            evidence.append(
+                f"{thread_label(thread)} {how[thread.tid]}"
+                + (f" at {at(shown)}" if shown is not None else "")
+                + f" ({describe_wait(job, process, thread).summary})"
+            )
         flying = next((e for t in threads if (e := _exception_in_flight(t))), None)
         if flying is not None:
-            evidence.append(f"a `with` block is being left because of an exception ({flying}): "
-                            "its exit waits for the threads above before the error can surface")
+            evidence.append(
+                f"a `with` block is being left because of an exception ({flying}): "
+                "its exit waits for the threads above before the error can surface"
+            )
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.75,
-            title=(f"All {len(threads)} threads of {job.describe_process(process.pid)} are "
-                   f"asleep waiting for one another; {thread_label(first)} waits at {where}"),
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.75,
+            title=(
+                f"All {len(threads)} threads of {job.describe_process(process.pid)} are "
+                f"asleep waiting for one another; {thread_label(first)} waits at {where}"
+            ),
             explanation=(
                 "Each thread waits in one of Python's in-process waits (a queue, event, "
                 "condition, future, lock or join) that only another thread of the same process "
                 "could end, and every such thread is itself waiting: nobody is left to put, "
                 "set, notify, release or return. The threads that wait with a timeout go round "
                 "their loops and wait again, so the process never moves on."
-                + (" The wait began as an exception left a `with` block: the error is raised "
-                   "only after the block's exit returns." if flying else "")),
+                + (
+                    " The wait began as an exception left a `with` block: the error is raised "
+                    "only after the block's exit returns."
+                    if flying
+                    else ""
+                )
+            ),
             culprit=culprit(job, process, first, frame),
             related=tuple(culprit(job, process, t) for t in threads if t is not first)[:4],
             evidence=tuple(evidence[:8]),

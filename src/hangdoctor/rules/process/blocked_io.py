@@ -30,61 +30,110 @@ _HTTP_FILES = ("urllib/request.py", "http/client.py", "requests/", "urllib3/", "
 def _pipe_deadlock() -> Bundle:
     parent = b.process(
         10,
-        b.thread(10, b.frame(f"{b.STDLIB}/subprocess.py", 1959, "Popen._wait"),
-                 b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
-                 b.frame("export.py", 8, "main", code="proc.wait()"),
-                 name="MainThread", syscall="wait4", args=(11, 0, 0)),
+        b.thread(
+            10,
+            b.frame(f"{b.STDLIB}/subprocess.py", 1959, "Popen._wait"),
+            b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
+            b.frame("export.py", 8, "main", code="proc.wait()"),
+            name="MainThread",
+            syscall="wait4",
+            args=(11, 0, 0),
+        ),
         files={3: ("pipe:[777]", "r")},
     )
-    child = b.process(11, b.thread(11, name="tar", syscall="write", args=(1,), python=False),
-                      ppid=10, name="tar", is_python=False, files={1: ("pipe:[777]", "w")})
+    child = b.process(
+        11,
+        b.thread(11, name="tar", syscall="write", args=(1,), python=False),
+        ppid=10,
+        name="tar",
+        is_python=False,
+        files={1: ("pipe:[777]", "w")},
+    )
     return b.bundle(parent, child)
 
 
 def _socket_without_timeout() -> Bundle:
-    return b.bundle(b.process(
-        20,
-        b.thread(20, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-                 b.frame(f"{b.STDLIB}/http/client.py", 286, "HTTPResponse._read_status"),
-                 b.frame(f"{b.STDLIB}/urllib/request.py", 216, "urlopen"),
-                 b.frame("fetch.py", 14, "download", code="urlopen(url).read()"),
-                 name="MainThread", syscall="recvfrom", args=(5,)),
-        files={5: ("socket:[900]", "rw")},
-    ), sockets=[SocketEndpoint(inode=900, protocol="tcp", local="10.0.0.2:51000",
-                               remote="10.0.0.9:443", state="ESTABLISHED")])
+    return b.bundle(
+        b.process(
+            20,
+            b.thread(
+                20,
+                b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+                b.frame(f"{b.STDLIB}/http/client.py", 286, "HTTPResponse._read_status"),
+                b.frame(f"{b.STDLIB}/urllib/request.py", 216, "urlopen"),
+                b.frame("fetch.py", 14, "download", code="urlopen(url).read()"),
+                name="MainThread",
+                syscall="recvfrom",
+                args=(5,),
+            ),
+            files={5: ("socket:[900]", "rw")},
+        ),
+        sockets=[
+            SocketEndpoint(
+                inode=900,
+                protocol="tcp",
+                local="10.0.0.2:51000",
+                remote="10.0.0.9:443",
+                state="ESTABLISHED",
+            )
+        ],
+    )
 
 
 def _debugger_prompt() -> Bundle:
-    return b.bundle(b.process(
-        30,
-        b.thread(30, b.frame(f"{b.STDLIB}/cmd.py", 126, "Cmd.cmdloop"),
-                 b.frame(f"{b.STDLIB}/bdb.py", 90, "Bdb.dispatch_line"),
-                 b.frame("train.py", 55, "train", code="breakpoint()"),
-                 name="MainThread", syscall="read", args=(0,)),
-        files={0: ("/dev/pts/3", "rw")},
-    ))
+    return b.bundle(
+        b.process(
+            30,
+            b.thread(
+                30,
+                b.frame(f"{b.STDLIB}/cmd.py", 126, "Cmd.cmdloop"),
+                b.frame(f"{b.STDLIB}/bdb.py", 90, "Bdb.dispatch_line"),
+                b.frame("train.py", 55, "train", code="breakpoint()"),
+                name="MainThread",
+                syscall="read",
+                args=(0,),
+            ),
+            files={0: ("/dev/pts/3", "rw")},
+        )
+    )
 
 
 def _daemon_thread_reading_socket() -> Bundle:
     # A background thread (e.g. a metrics client) waits on a socket; the main thread computes.
-    return b.bundle(b.process(
-        40,
-        b.thread(40, b.frame("train.py", 80, "train", code="loss.backward()"),
-                 name="MainThread", state="R"),
-        b.thread(41, b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-                 b.frame("metrics.py", 20, "listen", code="conn.recv(4096)"),
-                 name="metrics", syscall="recvfrom", args=(7,)),
-        files={7: ("socket:[901]", "rw")},
-    ))
+    return b.bundle(
+        b.process(
+            40,
+            b.thread(
+                40,
+                b.frame("train.py", 80, "train", code="loss.backward()"),
+                name="MainThread",
+                state="R",
+            ),
+            b.thread(
+                41,
+                b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+                b.frame("metrics.py", 20, "listen", code="conn.recv(4096)"),
+                name="metrics",
+                syscall="recvfrom",
+                args=(7,),
+            ),
+            files={7: ("socket:[901]", "rw")},
+        )
+    )
 
 
 def _parent_waits_for_busy_child() -> Bundle:
     # The parent waits for a child that is working: the child is examined on its own.
     parent = b.process(
         50,
-        b.thread(50, b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
-                 b.frame("launch.py", 8, "main", code="subprocess.run(cmd)"),
-                 name="MainThread", syscall="wait4", args=(51,)),
+        b.thread(
+            50,
+            b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
+            b.frame("launch.py", 8, "main", code="subprocess.run(cmd)"),
+            name="MainThread",
+            syscall="wait4",
+            args=(51,),
+        ),
     )
     child = b.process(51, b.thread(51, b.frame("train.py", 10, "step"), state="R"), ppid=50)
     return b.bundle(parent, child)
@@ -94,23 +143,38 @@ def _queue_nobody_can_fill() -> Bundle:
     # A multiprocessing.Queue's reader: the queue's creator holds both ends of its pipe, and
     # the processes that were to put into it are gone.
     mp = f"{b.STDLIB}/multiprocessing"
-    return b.bundle(b.process(
-        70,
-        b.thread(70, b.frame(f"{mp}/connection.py", 395, "Connection._recv"),
-                 b.frame(f"{mp}/connection.py", 216, "_ConnectionBase.recv_bytes"),
-                 b.frame(f"{mp}/queues.py", 103, "Queue.get",
-                         local_vars={"block": ("True", None), "timeout": ("None", None)}),
-                 b.frame("prep.py", 62, "main", code="shard, ids = out.get()"),
-                 name="MainThread", syscall="read", args=(5,)),
-        files={5: ("pipe:[880]", "r"), 6: ("pipe:[880]", "w")},
-    ))
+    return b.bundle(
+        b.process(
+            70,
+            b.thread(
+                70,
+                b.frame(f"{mp}/connection.py", 395, "Connection._recv"),
+                b.frame(f"{mp}/connection.py", 216, "_ConnectionBase.recv_bytes"),
+                b.frame(
+                    f"{mp}/queues.py",
+                    103,
+                    "Queue.get",
+                    local_vars={"block": ("True", None), "timeout": ("None", None)},
+                ),
+                b.frame("prep.py", 62, "main", code="shard, ids = out.get()"),
+                name="MainThread",
+                syscall="read",
+                args=(5,),
+            ),
+            files={5: ("pipe:[880]", "r"), 6: ("pipe:[880]", "w")},
+        )
+    )
 
 
 def _sleeping() -> Bundle:
-    return b.bundle(b.process(
-        60, b.thread(60, b.frame("train.py", 5, "main", code="time.sleep(60)"),
-                     syscall="clock_nanosleep"),
-    ))
+    return b.bundle(
+        b.process(
+            60,
+            b.thread(
+                60, b.frame("train.py", 5, "main", code="time.sleep(60)"), syscall="clock_nanosleep"
+            ),
+        )
+    )
 
 
 class BlockedIO(Rule):
@@ -235,8 +299,10 @@ def _child(blocked: _Blocked) -> _Why | None:
         return None
     child_thread, child_wait = on_our_pipe
     return _Why(
-        title=(f"Pipe deadlock: {job.describe_process(process.pid)} waits for its child "
-               f"{child.pid}, which waits for the parent to read its output"),
+        title=(
+            f"Pipe deadlock: {job.describe_process(process.pid)} waits for its child "
+            f"{child.pid}, which waits for the parent to read its output"
+        ),
         explanation=(
             "The child writes more output than a pipe holds (64 KiB on Linux) to a pipe "
             "that this process opened (stdout=PIPE or stderr=PIPE) but does not read while "
@@ -249,8 +315,10 @@ def _child(blocked: _Blocked) -> _Why | None:
             "Give the wait a limit: `proc.communicate(timeout=...)`.",
         ),
         confidence=0.95,
-        evidence=(f"{job.describe_process(child.pid)} is {child_wait.summary}: the pipe is full "
-                  "and nobody reads it",),
+        evidence=(
+            f"{job.describe_process(child.pid)} is {child_wait.summary}: the pipe is full "
+            "and nobody reads it",
+        ),
         related=(culprit(job, child, child_thread),),
     )
 
@@ -260,8 +328,10 @@ def _terminal(blocked: _Blocked) -> _Why:
     if in_debugger(blocked.frames):
         return _Why(
             title=f"Stopped at a debugger prompt at {where}",
-            explanation=("A breakpoint() or pdb.set_trace() is waiting for someone to type "
-                         "a command on the terminal; the job will not continue by itself."),
+            explanation=(
+                "A breakpoint() or pdb.set_trace() is waiting for someone to type "
+                "a command on the terminal; the job will not continue by itself."
+            ),
             fixes=(
                 f"Remove the breakpoint at {where}, or run with PYTHONBREAKPOINT=0 to turn "
                 "breakpoint() calls off.",
@@ -272,7 +342,7 @@ def _terminal(blocked: _Blocked) -> _Why:
     return _Why(
         title=f"Waiting for keyboard input at {where}",
         explanation="The job reads from the terminal (input() or sys.stdin) and waits "
-                    "for a user who is not there.",
+        "for a user who is not there.",
         fixes=(
             f"Remove the interactive read at {where}, or make it optional.",
             "Run unattended jobs with stdin redirected: `... < /dev/null`.",
@@ -294,19 +364,22 @@ def _network(blocked: _Blocked) -> _Why | None:
             "waits forever (a stalled server, a dropped connection behind a NAT or firewall)."
         ),
         fixes=(
-            (f"Pass `timeout=` to the HTTP call at {where} (urlopen(url, timeout=30), "
-             "requests.get(url, timeout=(5, 30))) and retry or skip on failure.")
-            if http else
-            (f"Set a timeout on the socket used at {where} (`sock.settimeout(30)`) or "
-             "`socket.setdefaulttimeout(30)` at start-up, and handle socket.timeout."),
+            (
+                f"Pass `timeout=` to the HTTP call at {where} (urlopen(url, timeout=30), "
+                "requests.get(url, timeout=(5, 30))) and retry or skip on failure."
+            )
+            if http
+            else (
+                f"Set a timeout on the socket used at {where} (`sock.settimeout(30)`) or "
+                "`socket.setdefaulttimeout(30)` at start-up, and handle socket.timeout."
+            ),
             "Check that the peer is alive and reachable from this host.",
         ),
     )
 
 
 def _pipe(blocked: _Blocked) -> _Why | None:
-    reason = _pipe_reason(blocked.job, blocked.process, blocked.thread, blocked.wait,
-                          blocked.where)
+    reason = _pipe_reason(blocked.job, blocked.process, blocked.thread, blocked.wait, blocked.where)
     if reason is None:
         return None
     title, explanation, fixes = reason
@@ -328,16 +401,20 @@ def _file_lock(blocked: _Blocked) -> _Why:
     return _Why(
         title=f"Waiting for a file lock at {blocked.where}",
         explanation="Another process holds a lock on the file (flock/fcntl) and keeps it.",
-        fixes=("Find the holder with `lsof` or `fuser` on the file, and use a lock with a "
-               "timeout (e.g. filelock.FileLock(path, timeout=...)).",),
+        fixes=(
+            "Find the holder with `lsof` or `fuser` on the file, and use a lock with a "
+            "timeout (e.g. filelock.FileLock(path, timeout=...)).",
+        ),
     )
 
 
 def _file_io(blocked: _Blocked) -> _Why:
     return _Why(
         title=f"Blocked in file I/O at {blocked.where}",
-        explanation=("The thread waits for storage to answer (a network filesystem, a FUSE "
-                     "mount or a failing disk) or opens a FIFO that has no writer."),
+        explanation=(
+            "The thread waits for storage to answer (a network filesystem, a FUSE "
+            "mount or a failing disk) or opens a FIFO that has no writer."
+        ),
         fixes=(
             f"Check the storage behind {blocked.wait.target or 'the file'}: `dmesg` for I/O "
             "errors, `mount` for hung NFS/FUSE mounts.",
@@ -374,8 +451,10 @@ def _child_blocked_on_our_pipe(
                 return thread, wait
     return None
 
-def _pipe_reason(job: JobView, process: ProcessEvidence, thread: ThreadEvidence, wait: Wait,
-                 where: str) -> tuple[str, str, tuple[str, ...]] | None:
+
+def _pipe_reason(
+    job: JobView, process: ProcessEvidence, thread: ThreadEvidence, wait: Wait, where: str
+) -> tuple[str, str, tuple[str, ...]] | None:
     ends = job.pipe_ends(wait.target or "")
     if wait.kind is WaitKind.PIPE_READ:
         writers = [e for e in ends if e.mode in ("w", "rw")]
@@ -389,19 +468,23 @@ def _pipe_reason(job: JobView, process: ProcessEvidence, thread: ThreadEvidence,
                 "The processes that were to put into it have exited (or never started): "
                 "a multiprocessing queue's reader waits for an item, not for end-of-file, "
                 "so nothing ends the wait.",
-                ("Check how the producer processes ended (`p.exitcode`; a traceback in the "
-                 "output), and have each put its exception or an end marker on the queue "
-                 "before it exits.",
-                 f"Read with a timeout at {where} (`get(timeout=...)`) and check that the "
-                 "producers are alive when it expires."),
+                (
+                    "Check how the producer processes ended (`p.exitcode`; a traceback in the "
+                    "output), and have each put its exception or an end marker on the queue "
+                    "before it exits.",
+                    f"Read with a timeout at {where} (`get(timeout=...)`) and check that the "
+                    "producers are alive when it expires.",
+                ),
             )
         if any(e.pid == process.pid for e in writers):
             return (
                 f"Reading a pipe whose write end this process still holds, at {where}",
                 "End-of-file only comes when every write end is closed; this process keeps "
                 "one open itself, so the read waits forever.",
-                ("Close the write end in the reader after starting the writer (or pass "
-                 "close_fds=True), before reading.",),
+                (
+                    "Close the write end in the reader after starting the writer (or pass "
+                    "close_fds=True), before reading.",
+                ),
             )
         return (
             f"Reading a pipe fed by a process outside the job, at {where}",
@@ -425,7 +508,8 @@ def _pipe_reason(job: JobView, process: ProcessEvidence, thread: ThreadEvidence,
 
 
 def _network_stack(frames: Sequence[Frame]) -> bool:
-    return in_function(frames, "socket.py", {"readinto", "recv", "recv_into", "accept",
-                                             "create_connection", "connect"}) or any(
-        any(h in f.file for h in _HTTP_FILES) or f.file.endswith("ssl.py") for f in frames
-    )
+    return in_function(
+        frames,
+        "socket.py",
+        {"readinto", "recv", "recv_into", "accept", "create_connection", "connect"},
+    ) or any(any(h in f.file for h in _HTTP_FILES) or f.file.endswith("ssl.py") for f in frames)

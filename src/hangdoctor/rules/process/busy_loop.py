@@ -27,29 +27,61 @@ def _signature(frames: tuple[Frame, ...]) -> tuple[tuple[str, str], ...]:
 
 def _spin(cpu_after: float, second_frame_line: int) -> Callable[[], Bundle]:
     def build() -> Bundle:
-        before = b.process(90, b.thread(90, b.frame("wait.py", 7, "wait_ready",
-                                                    code="while not ready():"),
-                                        b.frame("wait.py", 20, "main"), name="MainThread",
-                                        state="R", cpu=10.0, owns_gil=True, active=True))
-        after = b.process(90, b.thread(90, b.frame("wait.py", second_frame_line, "wait_ready"),
-                                       b.frame("wait.py", 20, "main"), name="MainThread",
-                                       state="R", cpu=10.0 + cpu_after, owns_gil=True,
-                                       active=True))
+        before = b.process(
+            90,
+            b.thread(
+                90,
+                b.frame("wait.py", 7, "wait_ready", code="while not ready():"),
+                b.frame("wait.py", 20, "main"),
+                name="MainThread",
+                state="R",
+                cpu=10.0,
+                owns_gil=True,
+                active=True,
+            ),
+        )
+        after = b.process(
+            90,
+            b.thread(
+                90,
+                b.frame("wait.py", second_frame_line, "wait_ready"),
+                b.frame("wait.py", 20, "main"),
+                name="MainThread",
+                state="R",
+                cpu=10.0 + cpu_after,
+                owns_gil=True,
+                active=True,
+            ),
+        )
         return b.bundle(before, later=[[after]], interval_s=0.5)
+
     return build
 
 
 def _waits_in_item(on_gpu: bool) -> Callable[[], Bundle]:
     """A thread at 100% CPU on `loss.item()`: in a process with a GPU open it waits for the
     device; in a CPU-only one the line itself computes."""
+
     def build() -> Bundle:
         files = {3: ("/dev/nvidiactl", "rw"), 4: ("/dev/nvidia0", "rw")} if on_gpu else None
-        samples = [b.process(93, b.thread(93, b.frame("train.py", 40, "train",
-                                                      code="total += loss.item()"),
-                                          b.frame("train.py", 60, "<module>"), name="MainThread",
-                                          state="R", cpu=cpu, active=True), files=files)
-                   for cpu in (5.0, 5.49)]
+        samples = [
+            b.process(
+                93,
+                b.thread(
+                    93,
+                    b.frame("train.py", 40, "train", code="total += loss.item()"),
+                    b.frame("train.py", 60, "<module>"),
+                    name="MainThread",
+                    state="R",
+                    cpu=cpu,
+                    active=True,
+                ),
+                files=files,
+            )
+            for cpu in (5.0, 5.49)
+        ]
         return b.bundle(samples[0], later=[samples[1:]], interval_s=0.5)
+
     return build
 
 
@@ -68,9 +100,7 @@ class BusyLoop(Rule):
     id = "HD104"
     category = Category.PROCESS_BUSY_LOOP
     summary = "a thread spins on the CPU in the same code"
-    fires_when = (
-        "a thread spins at ~100% CPU in the same call chain in every sample"
-    )
+    fires_when = "a thread spins at ~100% CPU in the same call chain in every sample"
     why = (
         "A loop that polls a condition which never becomes true burns a CPU core forever and never "
         "moves on: a flag only another thread or process would set, a value that never changes, an "
@@ -91,22 +121,33 @@ class BusyLoop(Rule):
     quiet_on = (
         Example("the same frames but little CPU", _spin(0.05, 8)),
         Example("a thread moving through different code", _moving_on),
-        Example("a single sample", lambda: b.bundle(b.process(
-            92, b.thread(92, b.frame("x.py", 1, "f"), state="R", cpu=1.0)))),
-        Example("a GPU job's thread spinning in .item(), waiting for the device",
-                _waits_in_item(on_gpu=True)),
+        Example(
+            "a single sample",
+            lambda: b.bundle(
+                b.process(92, b.thread(92, b.frame("x.py", 1, "f"), state="R", cpu=1.0))
+            ),
+        ),
+        Example(
+            "a GPU job's thread spinning in .item(), waiting for the device",
+            _waits_in_item(on_gpu=True),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             for thread in process.threads:
                 share = job.thread_cpu_share(process.pid, thread.tid)
-                if share is None or (share < _BUSY_SHARE and not (
+                if share is None or (
+                    share < _BUSY_SHARE
+                    and not (
                         share >= _CONTENDED_SHARE
-                        and runnable_throughout(job, process.pid, thread.tid))):
+                        and runnable_throughout(job, process.pid, thread.tid)
+                    )
+                ):
                     continue
                 stacks = [
-                    frames_of(sample) for _, sample in job.samples(process.pid, thread.tid)
+                    frames_of(sample)
+                    for _, sample in job.samples(process.pid, thread.tid)
                     if sample.python is not None and sample.python.frames
                 ]
                 if len(stacks) < 2 or len({_signature(s) for s in stacks}) != 1:

@@ -32,37 +32,72 @@ def _looping(thread: ThreadEvidence) -> bool:
 
 def _main_died(job: JobView, process: ProcessEvidence) -> Raised | None:
     """The main thread's own traceback in the output, if it died of an exception."""
-    return next((r for r in tracebacks(output_lines(job))
-                 if r.thread is None and r.in_user_code and r.rank is None), None) \
-        if job.record is not None else None
+    return (
+        next(
+            (
+                r
+                for r in tracebacks(output_lines(job))
+                if r.thread is None and r.in_user_code and r.rank is None
+            ),
+            None,
+        )
+        if job.record is not None
+        else None
+    )
 
 
 def _monitor(*, loops: bool = True, crashed: bool = False) -> Bundle:
-    exiting = b.thread(10, b.frame(f"{b.STDLIB}/threading.py", 1590, "_shutdown"),
-                       name="MainThread", syscall="futex")
-    watch = b.frame("monitor.py", 31, "GpuMonitor.run", code="time.sleep(self.interval)",
-                    loops=("while not self.stopped:",) if loops else ())
+    exiting = b.thread(
+        10,
+        b.frame(f"{b.STDLIB}/threading.py", 1590, "_shutdown"),
+        name="MainThread",
+        syscall="futex",
+    )
+    watch = b.frame(
+        "monitor.py",
+        31,
+        "GpuMonitor.run",
+        code="time.sleep(self.interval)",
+        loops=("while not self.stopped:",) if loops else (),
+    )
     if loops:
         watch = watch.model_copy(update={"loop_lines": (28,)})
     monitor = b.thread(11, watch, name="gpu-monitor", syscall="clock_nanosleep")
     job = b.bundle(b.process(10, exiting, monitor))
-    tail = ("Traceback (most recent call last):",
+    tail = (
+        (
+            "Traceback (most recent call last):",
             f'  File "{b.USER}/train.py", line 70, in <module>',
             "    main()",
             f'  File "{b.USER}/train.py", line 52, in main',
             "    loss = model(batch)",
-            "RuntimeError: shape mismatch") if crashed else ()
-    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0,
-                                                   output_tail=tail)})
+            "RuntimeError: shape mismatch",
+        )
+        if crashed
+        else ()
+    )
+    return job.model_copy(
+        update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0, output_tail=tail)}
+    )
 
 
 def _still_training() -> Bundle:
-    main = b.thread(20, b.frame("train.py", 40, "main", code="loss = model(batch)"),
-                    name="MainThread", state="R")
-    watch = b.frame("monitor.py", 31, "GpuMonitor.run", code="time.sleep(self.interval)",
-                    loops=("while not self.stopped:",)).model_copy(update={"loop_lines": (28,)})
-    return b.bundle(b.process(20, main, b.thread(21, watch, name="gpu-monitor",
-                                                  syscall="clock_nanosleep")))
+    main = b.thread(
+        20,
+        b.frame("train.py", 40, "main", code="loss = model(batch)"),
+        name="MainThread",
+        state="R",
+    )
+    watch = b.frame(
+        "monitor.py",
+        31,
+        "GpuMonitor.run",
+        code="time.sleep(self.interval)",
+        loops=("while not self.stopped:",),
+    ).model_copy(update={"loop_lines": (28,)})
+    return b.bundle(
+        b.process(20, main, b.thread(21, watch, name="gpu-monitor", syscall="clock_nanosleep"))
+    )
 
 
 class ExitWaitsForLoop(Rule):
@@ -88,34 +123,46 @@ class ExitWaitsForLoop(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("a monitor thread polls a stop flag after the script finished",
-                        _monitor),
-                Example("the main thread crashed; the monitor keeps the process alive",
-                        lambda: _monitor(crashed=True)))
-    quiet_on = (Example("the monitor loops while the main thread still trains",
-                        _still_training),
-                Example("the exit waits for a thread that is not in a loop",
-                        lambda: _monitor(loops=False)))
+    fires_on = (
+        Example("a monitor thread polls a stop flag after the script finished", _monitor),
+        Example(
+            "the main thread crashed; the monitor keeps the process alive",
+            lambda: _monitor(crashed=True),
+        ),
+    )
+    quiet_on = (
+        Example("the monitor loops while the main thread still trains", _still_training),
+        Example("the exit waits for a thread that is not in a loop", lambda: _monitor(loops=False)),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             main = main_thread(process)
             if main is None or not at_exit(main):
                 continue
-            loops = [t for t in process.threads if t.tid != main.tid and _looping(t)
-                     and describe_wait(job, process, t).kind in _LOOP_WAITS]
+            loops = [
+                t
+                for t in process.threads
+                if t.tid != main.tid
+                and _looping(t)
+                and describe_wait(job, process, t).kind in _LOOP_WAITS
+            ]
             if loops:
                 yield self._finding(job, process, main, loops[0])
 
-    def _finding(self, job: JobView, process: ProcessEvidence, main: ThreadEvidence,
-                 thread: ThreadEvidence) -> Finding:
+    def _finding(
+        self, job: JobView, process: ProcessEvidence, main: ThreadEvidence, thread: ThreadEvidence
+    ) -> Finding:
         inner = innermost_user_frame(frames_of(thread))
         header = loop_header(inner)
         where = short_location(header) if header is not None else "its loop"
         died = _main_died(job, process)
-        ended = (f"the main thread died of {died.short_type}: {died.message}"
-                 + (f" at {at(died.location)}" if died.location else "")
-                 if died is not None else "the script's main thread finished")
+        ended = (
+            f"the main thread died of {died.short_type}: {died.message}"
+            + (f" at {at(died.location)}" if died.location else "")
+            if died is not None
+            else "the script's main thread finished"
+        )
         evidence = [
             f"{job.describe_process(process.pid)}: {thread_label(main)} is in the "
             "interpreter's exit (threading._shutdown), joining every non-daemon thread",
@@ -124,15 +171,21 @@ class ExitWaitsForLoop(Rule):
             ended,
         ]
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
-            title=(f"The script is over but the process never exits: {thread_label(thread)} "
-                   f"keeps looping at {where}"),
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.8,
+            title=(
+                f"The script is over but the process never exits: {thread_label(thread)} "
+                f"keeps looping at {where}"
+            ),
             explanation=(
                 f"{ended[0].upper()}{ended[1:]}. Python then waits for every non-daemon "
                 f"thread to end, and {thread_label(thread)} never will: its loop at {where} "
                 "goes round until a condition changes that only the main thread would have "
                 "changed (a stop flag, an event, a sentinel). The process stays alive doing "
-                "nothing, and a launcher waits for it forever."),
+                "nothing, and a launcher waits for it forever."
+            ),
             culprit=culprit(job, process, thread, header),
             related=(culprit(job, process, main),),
             evidence=tuple(evidence),

@@ -41,24 +41,43 @@ class FailedUnexplained(Rule):
     specificity = 0
     names_culprit = False
     fires_on = (
-        Example("a script dies of FileNotFoundError", lambda: failed_with(
-            "FileNotFoundError: [Errno 2] No such file or directory: '/data/train.csv'",
-            ("/home/ml/train.py", 12, "<module>", "rows = open('/data/train.csv').read()"))),
-        Example("a job that failed without a traceback", lambda: failed_job(
-            ("step 10", "step 11"), exit_code=3)),
-        Example("the log of a job that died of a ValueError", lambda: logged_failure(
-            "ValueError: labels must be in [0, 10)",
-            ("/home/ml/train.py", 40, "<module>", "main()"),
-            ("/home/ml/train.py", 31, "main", "check(labels)"))),
+        Example(
+            "a script dies of FileNotFoundError",
+            lambda: failed_with(
+                "FileNotFoundError: [Errno 2] No such file or directory: '/data/train.csv'",
+                ("/home/ml/train.py", 12, "<module>", "rows = open('/data/train.csv').read()"),
+            ),
+        ),
+        Example(
+            "a job that failed without a traceback",
+            lambda: failed_job(("step 10", "step 11"), exit_code=3),
+        ),
+        Example(
+            "the log of a job that died of a ValueError",
+            lambda: logged_failure(
+                "ValueError: labels must be in [0, 10)",
+                ("/home/ml/train.py", 40, "<module>", "main()"),
+                ("/home/ml/train.py", 31, "main", "check(labels)"),
+            ),
+        ),
     )
     quiet_on = (
         Example("a job that completed", lambda: failed_job(("done",), exit_code=0)),
-        Example("a log with a traceback that was caught and logged", lambda: logs_bundle(
-            traceback_lines(
-                "ValueError: bad row", ("/home/ml/train.py", 31, "load", "parse(row)")))),
-        Example("a failure of a known mechanism (another rule names it)", lambda: failed_with(
-            "OSError: [Errno 27] File too large",
-            ("/home/ml/train.py", 50, "<module>", "f.write(blob)"))),
+        Example(
+            "a log with a traceback that was caught and logged",
+            lambda: logs_bundle(
+                traceback_lines(
+                    "ValueError: bad row", ("/home/ml/train.py", 31, "load", "parse(row)")
+                )
+            ),
+        ),
+        Example(
+            "a failure of a known mechanism (another rule names it)",
+            lambda: failed_with(
+                "OSError: [Errno 27] File too large",
+                ("/home/ml/train.py", 50, "<module>", "f.write(blob)"),
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:

@@ -33,19 +33,45 @@ _WAITS_FOR_CHILDREN = (
 
 
 def _pool(*, parent_waits: bool = True, timeout: str = "None") -> Bundle:
-    waits = (b.frame(f"{MP}/pool.py", 765, "ApplyResult.wait"),
-             b.frame(f"{MP}/pool.py", 367, "Pool.map"),
-             b.frame("prep.py", 38, "main", code="shards = pool.map(extract, range(32))")
-             ) if parent_waits else (b.frame("prep.py", 50, "main", code="train(model)"),)
-    parent = b.process(10, b.thread(10, *waits, name="MainThread",
-                                    syscall="futex" if parent_waits else None,
-                                    state="S" if parent_waits else "R"))
-    workers = [b.process(pid, b.thread(
-        pid, b.frame(f"{MP}/queues.py", 89, "Queue.put",
-                     local_vars={"block": ("True", None), "timeout": (timeout, None)}),
-        b.frame("prep.py", 30, "extract", code="stats_queue.put(stats)"),
-        b.frame(f"{MP}/pool.py", 125, "worker"), name="MainThread", syscall="futex"), ppid=10)
-        for pid in (11, 12)]
+    waits = (
+        (
+            b.frame(f"{MP}/pool.py", 765, "ApplyResult.wait"),
+            b.frame(f"{MP}/pool.py", 367, "Pool.map"),
+            b.frame("prep.py", 38, "main", code="shards = pool.map(extract, range(32))"),
+        )
+        if parent_waits
+        else (b.frame("prep.py", 50, "main", code="train(model)"),)
+    )
+    parent = b.process(
+        10,
+        b.thread(
+            10,
+            *waits,
+            name="MainThread",
+            syscall="futex" if parent_waits else None,
+            state="S" if parent_waits else "R",
+        ),
+    )
+    workers = [
+        b.process(
+            pid,
+            b.thread(
+                pid,
+                b.frame(
+                    f"{MP}/queues.py",
+                    89,
+                    "Queue.put",
+                    local_vars={"block": ("True", None), "timeout": (timeout, None)},
+                ),
+                b.frame("prep.py", 30, "extract", code="stats_queue.put(stats)"),
+                b.frame(f"{MP}/pool.py", 125, "worker"),
+                name="MainThread",
+                syscall="futex",
+            ),
+            ppid=10,
+        )
+        for pid in (11, 12)
+    ]
     return b.bundle(parent, *workers)
 
 
@@ -78,8 +104,10 @@ class FullQueueDeadlock(Rule):
     reads = "capture"
     specificity = 90
     fires_on = (Example("pool tasks report on a bounded side queue during Pool.map", _pool),)
-    quiet_on = (Example("the parent is busy (it will read)", lambda: _pool(parent_waits=False)),
-                Example("a put with a timeout", lambda: _pool(timeout="5")))
+    quiet_on = (
+        Example("the parent is busy (it will read)", lambda: _pool(parent_waits=False)),
+        Example("a put with a timeout", lambda: _pool(timeout="5")),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         blocked: dict[int, list[tuple[ProcessEvidence, ThreadEvidence, QueueRead]]] = {}
@@ -97,31 +125,46 @@ class FullQueueDeadlock(Rule):
             parent_at = blame_frame(frames_of(waiting))
             put_at = short_location(put.caller)
             waits_at = short_location(parent_at) if parent_at else "its wait"
-            who = (f"{len(children)} child processes wait" if len(children) > 1
-                   else f"{job.describe_process(process.pid)} waits")
+            who = (
+                f"{len(children)} child processes wait"
+                if len(children) > 1
+                else f"{job.describe_process(process.pid)} waits"
+            )
             yield Finding(
-                id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
+                confidence=0.85,
                 title=f"Deadlock: {who} for room in a full {put.what.rsplit('.', 1)[0]} at "
-                      f"{put_at}, and "
-                      f"{job.describe_process(parent_pid)}, which reads it only later, waits "
-                      f"for them at {waits_at}",
+                f"{put_at}, and "
+                f"{job.describe_process(parent_pid)}, which reads it only later, waits "
+                f"for them at {waits_at}",
                 explanation=(
                     f"{put.what} blocks while the queue holds its maxsize items. The "
                     "processes filling it wait for someone to take items out, and the parent, "
                     "the only reader, does not read while it waits for those same processes "
-                    "to finish: each side waits for the other."),
+                    "to finish: each side waits for the other."
+                ),
                 culprit=culprit(job, process, thread, put.caller),
-                related=(culprit(job, parent, waiting, parent_at),
-                         *(culprit(job, p, t, put.caller) for p, t, _ in children[1:3])),
-                evidence=(*(f"{job.describe_process(p.pid)}: {thread_label(t)} waits in "
-                            f"{put.what} at {at(put.caller)} ({kernel_words(t)}), no timeout"
-                            for p, t, _ in children[:4]),
-                          f"{job.describe_process(parent_pid)} waits for its children at "
-                          f"{at(parent_at)} ({kernel_words(waiting)})"),
-                fixes=(f"Read the queue while the children run: start them with `map_async` "
-                       f"(or `imap`) and drain the queue in a loop until the result is ready, "
-                       f"instead of waiting at {waits_at} first.",
-                       "Or return what the tasks put on the side queue as part of their "
-                       "results, or make the queue unbounded (`multiprocessing.Queue()`).",
-                       f"Or `put(item, timeout=...)` at {put_at} and handle `queue.Full`."),
+                related=(
+                    culprit(job, parent, waiting, parent_at),
+                    *(culprit(job, p, t, put.caller) for p, t, _ in children[1:3]),
+                ),
+                evidence=(
+                    *(
+                        f"{job.describe_process(p.pid)}: {thread_label(t)} waits in "
+                        f"{put.what} at {at(put.caller)} ({kernel_words(t)}), no timeout"
+                        for p, t, _ in children[:4]
+                    ),
+                    f"{job.describe_process(parent_pid)} waits for its children at "
+                    f"{at(parent_at)} ({kernel_words(waiting)})",
+                ),
+                fixes=(
+                    f"Read the queue while the children run: start them with `map_async` "
+                    f"(or `imap`) and drain the queue in a loop until the result is ready, "
+                    f"instead of waiting at {waits_at} first.",
+                    "Or return what the tasks put on the side queue as part of their "
+                    "results, or make the queue unbounded (`multiprocessing.Queue()`).",
+                    f"Or `put(item, timeout=...)` at {put_at} and handle `queue.Full`.",
+                ),
             )

@@ -22,16 +22,28 @@ _GENERIC_FRAMES = re.compile(
     r"out_of_line_wait_on_bit\w*|__x64_sys_\w+|do_syscall_64|entry_SYSCALL\w*|ret_from_fork\w*|"
     r"kthread|worker_thread|process_one_work|__switch_to\w*|\w*_slowpath|"
     r"finish_task_switch\w*|rwsem\w*|__lock\w*|lock_\w+|do_\w+|vfs_\w+|ksys_\w+|"
-    r"__do_sys\w*|path_\w+|filemap_\w+|folio_\w+|__folio_\w+)$")
-_SUBSYSTEMS = (("nfs", "NFS"), ("rpc_", "NFS (SUNRPC)"), ("fuse", "a FUSE filesystem (s3fs, "
-               "gcsfuse, blobfuse, sshfs...)"), ("ll_", "Lustre"), ("lustre", "Lustre"),
-               ("ceph", "CephFS"), ("gpfs", "GPFS"), ("jbd2", "the local ext4 journal"),
-               ("ext4", "the local ext4 disk"), ("xfs", "the local XFS disk"),
-               ("btrfs", "the local btrfs disk"), ("blk_", "a block device"),
-               ("_nv", "the NVIDIA driver"), ("nvidia", "the NVIDIA driver"),
-               ("uvm", "the NVIDIA driver (UVM)"))
-_JOB_TASK = re.compile(r"^(?:python|pt_|torchrun|accelerate|deepspeed|ray|train|pytorch)",
-                       re.IGNORECASE)
+    r"__do_sys\w*|path_\w+|filemap_\w+|folio_\w+|__folio_\w+)$"
+)
+_SUBSYSTEMS = (
+    ("nfs", "NFS"),
+    ("rpc_", "NFS (SUNRPC)"),
+    ("fuse", "a FUSE filesystem (s3fs, gcsfuse, blobfuse, sshfs...)"),
+    ("ll_", "Lustre"),
+    ("lustre", "Lustre"),
+    ("ceph", "CephFS"),
+    ("gpfs", "GPFS"),
+    ("jbd2", "the local ext4 journal"),
+    ("ext4", "the local ext4 disk"),
+    ("xfs", "the local XFS disk"),
+    ("btrfs", "the local btrfs disk"),
+    ("blk_", "a block device"),
+    ("_nv", "the NVIDIA driver"),
+    ("nvidia", "the NVIDIA driver"),
+    ("uvm", "the NVIDIA driver (UVM)"),
+)
+_JOB_TASK = re.compile(
+    r"^(?:python|pt_|torchrun|accelerate|deepspeed|ray|train|pytorch)", re.IGNORECASE
+)
 
 
 def _blocked_in(lines: tuple[str, ...], index: int) -> str | None:
@@ -71,22 +83,32 @@ class HungTaskInKernelLog(Rule):
     reads = "logs"
     specificity = 60
     fires_on = (
-        Example("python stuck on NFS", lambda: logs_bundle(kernel=[
-            "[43500.179242] INFO: task python3:1339 blocked for more than 120 seconds.",
-            "[43500.179254]       Not tainted 5.15.0-105-generic #115-Ubuntu",
-            '[43500.179265] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this '
-            "message.",
-            "[43500.179276] task:python3         state:D stack:0     pid:1339  ppid:1300",
-            "[43500.179290] Call Trace:",
-            "[43500.179293]  <TASK>",
-            "[43500.179300]  __schedule+0x2b8/0x7fc",
-            "[43500.179302]  schedule+0x69/0x110",
-            "[43500.179305]  rpc_wait_bit_killable+0x1e/0xa0 [sunrpc]",
-            "[43500.179310]  nfs_file_read+0x4f/0xa0 [nfs]"])),
+        Example(
+            "python stuck on NFS",
+            lambda: logs_bundle(
+                kernel=[
+                    "[43500.179242] INFO: task python3:1339 blocked for more than 120 seconds.",
+                    "[43500.179254]       Not tainted 5.15.0-105-generic #115-Ubuntu",
+                    '[43500.179265] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this '
+                    "message.",
+                    "[43500.179276] task:python3         state:D stack:0     pid:1339  ppid:1300",
+                    "[43500.179290] Call Trace:",
+                    "[43500.179293]  <TASK>",
+                    "[43500.179300]  __schedule+0x2b8/0x7fc",
+                    "[43500.179302]  schedule+0x69/0x110",
+                    "[43500.179305]  rpc_wait_bit_killable+0x1e/0xa0 [sunrpc]",
+                    "[43500.179310]  nfs_file_read+0x4f/0xa0 [nfs]",
+                ]
+            ),
+        ),
     )
     quiet_on = (
-        Example("no hung task", lambda: logs_bundle(kernel=[
-            "[   99.0] EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode."])),
+        Example(
+            "no hung task",
+            lambda: logs_bundle(
+                kernel=["[   99.0] EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode."]
+            ),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -97,26 +119,35 @@ class HungTaskInKernelLog(Rule):
         tasks: dict[int, LogMatch] = {}
         for match in hung:
             tasks.setdefault(match.pids[0], match)
-        first = next((m for m in tasks.values() if _JOB_TASK.match(m.fields["comm"])),
-                     next(iter(tasks.values())))
+        first = next(
+            (m for m in tasks.values() if _JOB_TASK.match(m.fields["comm"])),
+            next(iter(tasks.values())),
+        )
         comm, pid = first.fields["comm"], first.pids[0]
         where = _blocked_in(kernel, first.index)
         job_task = bool(_JOB_TASK.match(comm))
-        title = (f"Task {comm} (pid {pid}) was blocked in the kernel for more than "
-                 f"{first.fields['seconds']} s" + (f", in {where}" if where else ""))
+        title = (
+            f"Task {comm} (pid {pid}) was blocked in the kernel for more than "
+            f"{first.fields['seconds']} s" + (f", in {where}" if where else "")
+        )
         others = [m for m in tasks.values() if m is not first]
         evidence = cite([first, *others], "kernel log", limit=4)
         if others:
             evidence.append(f"{len(tasks)} tasks were reported blocked in all")
         yield Finding(
-            id=self.id, category=self.category,
+            id=self.id,
+            category=self.category,
             severity=Severity.ERROR if job_task else Severity.WARNING,
-            confidence=0.8 if job_task else 0.5, title=title,
-            explanation=("The task sat in uninterruptible sleep (state D), waiting inside the "
-                         "kernel for storage or a driver that did not answer"
-                         + (f" ({where})" if where else "")
-                         + "; such a task cannot be killed until the I/O completes."),
-            culprit=Culprit(pid=pid, thread=comm), evidence=tuple(evidence),
+            confidence=0.8 if job_task else 0.5,
+            title=title,
+            explanation=(
+                "The task sat in uninterruptible sleep (state D), waiting inside the "
+                "kernel for storage or a driver that did not answer"
+                + (f" ({where})" if where else "")
+                + "; such a task cannot be killed until the I/O completes."
+            ),
+            culprit=Culprit(pid=pid, thread=comm),
+            evidence=tuple(evidence),
             fixes=(
                 "While it hangs, see where: `sudo cat /proc/PID/stack`, and `mount` for the "
                 "network filesystem (NFS, FUSE, Lustre) it reads.",

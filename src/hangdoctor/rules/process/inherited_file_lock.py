@@ -22,24 +22,46 @@ _LOCK = "/data/ckpt/.lock"
 
 
 def _job(*, forked: bool = True, child_has_it: bool = True, own_fd: bool = False) -> Bundle:
-    waiter = b.thread(10, b.frame("ckpt.py", 33, "CheckpointLock.__enter__",
-                                  code="fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX)"),
-                      name="MainThread", syscall="flock", args=(8, 2))
-    child = b.thread(11, b.frame("upload.py", 20, "upload", code="item = q.get()"),
-                     name="MainThread", syscall="read", args=(6,))
+    waiter = b.thread(
+        10,
+        b.frame(
+            "ckpt.py",
+            33,
+            "CheckpointLock.__enter__",
+            code="fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX)",
+        ),
+        name="MainThread",
+        syscall="flock",
+        args=(8, 2),
+    )
+    child = b.thread(
+        11,
+        b.frame("upload.py", 20, "upload", code="item = q.get()"),
+        name="MainThread",
+        syscall="read",
+        args=(6,),
+    )
     files = {8: (_LOCK, "rw")}
     return b.bundle(
         b.process(10, waiter, files=files, cmdline=("python", "train.py")),
-        b.process(11, child, ppid=10,
-                  files=({6: (_LOCK, "w")} if own_fd else files) if child_has_it else {},
-                  cmdline=("python", "train.py") if forked else ("python", "upload.py")))
+        b.process(
+            11,
+            child,
+            ppid=10,
+            files=({6: (_LOCK, "w")} if own_fd else files) if child_has_it else {},
+            cmdline=("python", "train.py") if forked else ("python", "upload.py"),
+        ),
+    )
 
 
 def _lock_file(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
     """The file the thread waits to lock, from the descriptor of its flock/fcntl call."""
     kernel = thread.kernel
-    if describe_wait(job, process, thread).kind is not WaitKind.FILE_LOCK or kernel is None \
-            or not kernel.syscall_args:
+    if (
+        describe_wait(job, process, thread).kind is not WaitKind.FILE_LOCK
+        or kernel is None
+        or not kernel.syscall_args
+    ):
         return None
     opened = job.open_file(process.pid, int(kernel.syscall_args[0]))
     return opened.target if opened is not None and opened.target.startswith("/") else None
@@ -82,12 +104,11 @@ class InheritedFileLock(Rule):
     reads = "capture"
     specificity = 85
     fires_on = (Example("the parent relocks a file its forked uploader keeps open", _job),)
-    quiet_on = (Example("the child was started from another program",
-                        lambda: _job(forked=False)),
-                Example("the child does not have the file open",
-                        lambda: _job(child_has_it=False)),
-                Example("the child opened the file itself (its own lock)",
-                        lambda: _job(own_fd=True)))
+    quiet_on = (
+        Example("the child was started from another program", lambda: _job(forked=False)),
+        Example("the child does not have the file open", lambda: _job(child_has_it=False)),
+        Example("the child opened the file itself (its own lock)", lambda: _job(own_fd=True)),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process, thread in job.threads():
@@ -98,33 +119,54 @@ class InheritedFileLock(Rule):
             # Inherited descriptors keep their numbers: the child has the file open under the
             # very descriptor the parent locks through (a child that opened the file itself,
             # and took its own lock, has it under a number of its own).
-            holders = [p for p in job.processes if p.pid != process.pid
-                       and any(f.target == path and f.fd == fd for f in p.open_files)
-                       and _forked_from(job, p, process)]
+            holders = [
+                p
+                for p in job.processes
+                if p.pid != process.pid
+                and any(f.target == path and f.fd == fd for f in p.open_files)
+                and _forked_from(job, p, process)
+            ]
             if holders:
                 yield self._finding(job, process, thread, path, holders)
 
-    def _finding(self, job: JobView, process: ProcessEvidence, thread: ThreadEvidence,
-                 path: str, holders: list[ProcessEvidence]) -> Finding:
+    def _finding(
+        self,
+        job: JobView,
+        process: ProcessEvidence,
+        thread: ThreadEvidence,
+        path: str,
+        holders: list[ProcessEvidence],
+    ) -> Finding:
         frame = blame_frame(frames_of(thread))
         where = short_location(frame) if frame is not None else "its lock call"
         names = ", ".join(job.describe_process(p.pid) for p in holders[:3])
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.8,
-            title=(f"{thread_label(thread)} waits to lock {path} at {where}, and the lock is "
-                   f"held through the copy of that file its forked child {names} inherited"),
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.8,
+            title=(
+                f"{thread_label(thread)} waits to lock {path} at {where}, and the lock is "
+                f"held through the copy of that file its forked child {names} inherited"
+            ),
             explanation=(
                 "An flock() lock belongs to the open file, not to the descriptor or the "
                 "process. A child forked while the file was open (and locked) shares that "
                 "open file; closing the parent's descriptor does not release the lock while "
                 "the child keeps its copy. The parent's next lock on the same file then waits "
-                "for a lock its own child holds, and the child has no reason to let go."),
+                "for a lock its own child holds, and the child has no reason to let go."
+            ),
             culprit=culprit(job, process, thread, frame),
             related=tuple(culprit(job, p, next(iter(p.threads), None)) for p in holders[:3]),
-            evidence=(f"{thread_label(thread)} of {job.describe_process(process.pid)} waits "
-                      f"in flock()/fcntl() at {at(frame)} on {path}",
-                      *(f"{job.describe_process(p.pid)}, forked from it (same command line), "
-                        f"has {path} open too" for p in holders[:3])),
+            evidence=(
+                f"{thread_label(thread)} of {job.describe_process(process.pid)} waits "
+                f"in flock()/fcntl() at {at(frame)} on {path}",
+                *(
+                    f"{job.describe_process(p.pid)}, forked from it (same command line), "
+                    f"has {path} open too"
+                    for p in holders[:3]
+                ),
+            ),
             fixes=(
                 "Do not fork (start a multiprocessing.Process, a DataLoader with workers, a "
                 "Pool) while holding the lock: start the helper before taking it, or after "

@@ -26,17 +26,39 @@ _REGISTRY = ("<MetricsRegistry>", 0x77)
 
 
 def _forked_pool(*, parent_has_other_thread: bool) -> Bundle:
-    parent_main = b.thread(10, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
-                           b.frame("prep.py", 51, "main", code="pool.map(augment, items)"),
-                           name="MainThread", syscall="futex")
-    exporter = b.thread(11, b.frame("prep.py", 33, "MetricsRegistry.export_forever",
-                                    code="time.sleep(interval)",
-                                    local_vars={"self": _REGISTRY}),
-                        name="exporter", syscall="clock_nanosleep")
-    worker = b.thread(20, b.frame("prep.py", 24, "MetricsRegistry.inc", code="with self._lock:",
-                                  acquiring=("self._lock",), local_vars={"self": _REGISTRY}),
-                      b.frame("prep.py", 42, "augment", code='metrics.inc("images")'),
-                      name="MainThread", syscall="futex")
+    parent_main = b.thread(
+        10,
+        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
+        b.frame("prep.py", 51, "main", code="pool.map(augment, items)"),
+        name="MainThread",
+        syscall="futex",
+    )
+    exporter = b.thread(
+        11,
+        b.frame(
+            "prep.py",
+            33,
+            "MetricsRegistry.export_forever",
+            code="time.sleep(interval)",
+            local_vars={"self": _REGISTRY},
+        ),
+        name="exporter",
+        syscall="clock_nanosleep",
+    )
+    worker = b.thread(
+        20,
+        b.frame(
+            "prep.py",
+            24,
+            "MetricsRegistry.inc",
+            code="with self._lock:",
+            acquiring=("self._lock",),
+            local_vars={"self": _REGISTRY},
+        ),
+        b.frame("prep.py", 42, "augment", code='metrics.inc("images")'),
+        name="MainThread",
+        syscall="futex",
+    )
     parent = b.process(10, parent_main, *((exporter,) if parent_has_other_thread else ()))
     return b.bundle(parent, b.process(20, worker, ppid=10))
 
@@ -76,32 +98,43 @@ class InheritedLock(Rule):
     )
     instead = (
         "Start workers with the `spawn` or `forkserver` start method "
-        "(`multiprocessing.get_context(\"spawn\").Pool(...)`, `DataLoader(..., "
-        "multiprocessing_context=\"spawn\")`); or create the processes before starting background "
+        '(`multiprocessing.get_context("spawn").Pool(...)`, `DataLoader(..., '
+        'multiprocessing_context="spawn")`); or create the processes before starting background '
         "threads, or re-create the lock in the child with "
         "`os.register_at_fork(after_in_child=...)`."
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("a Pool forked while an exporter thread held the metrics lock",
-                        lambda: _forked_pool(parent_has_other_thread=True)),)
-    quiet_on = (Example("the same wait, but the parent has no other thread",
-                        lambda: _forked_pool(parent_has_other_thread=False)),)
+    fires_on = (
+        Example(
+            "a Pool forked while an exporter thread held the metrics lock",
+            lambda: _forked_pool(parent_has_other_thread=True),
+        ),
+    )
+    quiet_on = (
+        Example(
+            "the same wait, but the parent has no other thread",
+            lambda: _forked_pool(parent_has_other_thread=False),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             parent = job.process(process.ppid)
-            if (parent is None or not parent.stacks_sampled
-                    or job.role(process.pid) is Role.DATALOADER_WORKER):  # HD201's to say
+            if (
+                parent is None
+                or not parent.stacks_sampled
+                or job.role(process.pid) is Role.DATALOADER_WORKER
+            ):  # HD201's to say
                 continue
-            parent_threads = [t for t in parent.threads
-                              if t.tid != parent.pid and runs_python_of_its_own(t)]
+            parent_threads = [
+                t for t in parent.threads if t.tid != parent.pid and runs_python_of_its_own(t)
+            ]
             if not parent_threads:
                 continue  # forked from a single-threaded parent: nobody else could hold it
             for thread in process.threads:
                 wait = lock_wait(thread)
-                if wait is None or not alone(process, thread) or _held_by_itself(
-                        thread, wait.lock):
+                if wait is None or not alone(process, thread) or _held_by_itself(thread, wait.lock):
                     continue
                 frame = wait.frame
                 identity, _ = lock_identity(wait.expression, frame)
@@ -109,28 +142,36 @@ class InheritedLock(Rule):
                 suspects = _users_in_parent(parent, owner) or parent_threads
                 names = ", ".join(
                     f"{t.comm or 'thread'} (tid {t.tid}) at {at(blame_frame(frames_of(t)))}"
-                    for t in suspects[:3])
+                    for t in suspects[:3]
+                )
                 yield Finding(
-                    id=self.id, category=self.category, severity=Severity.ERROR,
+                    id=self.id,
+                    category=self.category,
+                    severity=Severity.ERROR,
                     confidence=0.8,
                     title=f"Lock inherited held through fork: {job.describe_process(process.pid)} "
-                          f"waits for `{wait.expression}` at {short_location(frame)}",
+                    f"waits for `{wait.expression}` at {short_location(frame)}",
                     explanation=(
                         f"No thread of {job.describe_process(process.pid)} holds "
                         f"`{wait.expression}`, and no other thread of it could release it. It "
                         f"was forked from {job.describe_process(parent.pid)}, which runs other "
                         "threads: one of them held the lock at the moment of the fork, and the "
-                        "child got the lock in that state, with no thread to release it."),
+                        "child got the lock in that state, with no thread to release it."
+                    ),
                     culprit=culprit(job, process, thread, frame),
                     related=tuple(culprit(job, parent, t) for t in suspects[:3]),
-                    evidence=(f"{thread.comm or 'thread'} (tid {thread.tid}) waits for "
-                              f"`{wait.expression}` at {at(frame)} ({kernel_words(thread)})",
-                              f"the parent's other threads, which may have held it: {names}"),
-                    fixes=("Start the pool or the workers with the 'spawn' or 'forkserver' "
-                           "method (`multiprocessing.get_context('spawn').Pool(...)`, "
-                           "DataLoader(multiprocessing_context='spawn')): children then start "
-                           "with fresh locks.",
-                           "Or create the processes before starting background threads, or "
-                           "re-create the lock in the child "
-                           "(`os.register_at_fork(after_in_child=...)`)."),
+                    evidence=(
+                        f"{thread.comm or 'thread'} (tid {thread.tid}) waits for "
+                        f"`{wait.expression}` at {at(frame)} ({kernel_words(thread)})",
+                        f"the parent's other threads, which may have held it: {names}",
+                    ),
+                    fixes=(
+                        "Start the pool or the workers with the 'spawn' or 'forkserver' "
+                        "method (`multiprocessing.get_context('spawn').Pool(...)`, "
+                        "DataLoader(multiprocessing_context='spawn')): children then start "
+                        "with fresh locks.",
+                        "Or create the processes before starting background threads, or "
+                        "re-create the lock in the child "
+                        "(`os.register_at_fork(after_in_child=...)`).",
+                    ),
                 )

@@ -18,142 +18,311 @@ from hangdoctor.taxonomy import Category
 
 def _lock_order_deadlock() -> Bundle:
     # Two threads take the same two global locks in opposite orders.
-    return b.bundle(b.process(
-        100,
-        b.thread(100, b.frame(f"{b.STDLIB}/threading.py", 1112, "Thread._wait_for_tstate_lock",
-                              acquiring=("lock",)), b.frame("bank.py", 30, "<module>",
-                              code="t1.join()"), name="MainThread", syscall="futex"),
-        b.thread(101, b.frame("bank.py", 12, "move_a_to_b", code="with accounts_b:",
-                              held=[("accounts_a", 10)], acquiring=("accounts_b",)),
-                 name="Thread-1", syscall="futex"),
-        b.thread(102, b.frame("bank.py", 20, "move_b_to_a", code="with accounts_a:",
-                              held=[("accounts_b", 18)], acquiring=("accounts_a",)),
-                 name="Thread-2", syscall="futex"),
-    ))
+    return b.bundle(
+        b.process(
+            100,
+            b.thread(
+                100,
+                b.frame(
+                    f"{b.STDLIB}/threading.py",
+                    1112,
+                    "Thread._wait_for_tstate_lock",
+                    acquiring=("lock",),
+                ),
+                b.frame("bank.py", 30, "<module>", code="t1.join()"),
+                name="MainThread",
+                syscall="futex",
+            ),
+            b.thread(
+                101,
+                b.frame(
+                    "bank.py",
+                    12,
+                    "move_a_to_b",
+                    code="with accounts_b:",
+                    held=[("accounts_a", 10)],
+                    acquiring=("accounts_b",),
+                ),
+                name="Thread-1",
+                syscall="futex",
+            ),
+            b.thread(
+                102,
+                b.frame(
+                    "bank.py",
+                    20,
+                    "move_b_to_a",
+                    code="with accounts_a:",
+                    held=[("accounts_b", 18)],
+                    acquiring=("accounts_a",),
+                ),
+                name="Thread-2",
+                syscall="futex",
+            ),
+        )
+    )
 
 
 def _locks_passed_as_arguments() -> Bundle:
     # The same function called with its two lock arguments swapped: only addresses tell.
     a, b_ = ("<_thread.lock at 0x10>", 16), ("<_thread.lock at 0x20>", 32)
-    return b.bundle(b.process(
-        200,
-        b.thread(201, b.frame("swap.py", 6, "transfer", code="with second:",
-                              held=[("first", 4)], acquiring=("second",),
-                              local_vars={"first": a, "second": b_}), syscall="futex"),
-        b.thread(202, b.frame("swap.py", 6, "transfer", code="with second:",
-                              held=[("first", 4)], acquiring=("second",),
-                              local_vars={"first": b_, "second": a}), syscall="futex"),
-    ))
+    return b.bundle(
+        b.process(
+            200,
+            b.thread(
+                201,
+                b.frame(
+                    "swap.py",
+                    6,
+                    "transfer",
+                    code="with second:",
+                    held=[("first", 4)],
+                    acquiring=("second",),
+                    local_vars={"first": a, "second": b_},
+                ),
+                syscall="futex",
+            ),
+            b.thread(
+                202,
+                b.frame(
+                    "swap.py",
+                    6,
+                    "transfer",
+                    code="with second:",
+                    held=[("first", 4)],
+                    acquiring=("second",),
+                    local_vars={"first": b_, "second": a},
+                ),
+                syscall="futex",
+            ),
+        )
+    )
 
 
 def _self_deadlock() -> Bundle:
     # A non-reentrant lock taken again, one call deeper, by the thread that holds it.
-    return b.bundle(b.process(
-        300,
-        b.thread(300, b.frame("cache.py", 22, "Cache.evict", code="with self.lock:",
-                              acquiring=("self.lock",), local_vars={"self": ("<Cache>", 7)}),
-                 b.frame("cache.py", 15, "Cache.put", code="self.evict()",
-                         held=[("self.lock", 13)], local_vars={"self": ("<Cache>", 7)}),
-                 name="MainThread", syscall="futex"),
-    ))
+    return b.bundle(
+        b.process(
+            300,
+            b.thread(
+                300,
+                b.frame(
+                    "cache.py",
+                    22,
+                    "Cache.evict",
+                    code="with self.lock:",
+                    acquiring=("self.lock",),
+                    local_vars={"self": ("<Cache>", 7)},
+                ),
+                b.frame(
+                    "cache.py",
+                    15,
+                    "Cache.put",
+                    code="self.evict()",
+                    held=[("self.lock", 13)],
+                    local_vars={"self": ("<Cache>", 7)},
+                ),
+                name="MainThread",
+                syscall="futex",
+            ),
+        )
+    )
 
 
 def _signal_handler_self_deadlock() -> Bundle:
     # A SIGALRM handler takes the metrics lock that the code it interrupted holds.
-    handler = b.frame("watchdog.py", 52, "Watchdog._on_timeout",
-                      code="state = self.metrics.snapshot()",
-                      local_vars={"self": ("<Watchdog>", 3), "signum": ("14", None),
-                                  "frame": ("<frame>", 4)})
-    handler = handler.model_copy(update={"locals": tuple(
-        v.model_copy(update={"arg": True}) for v in handler.locals)})
-    return b.bundle(b.process(
-        350,
-        b.thread(350, b.frame("watchdog.py", 32, "Metrics.snapshot", code="with self.lock:",
-                              acquiring=("self.lock",), local_vars={"self": ("<Metrics>", 7)}),
-                 handler,
-                 b.frame("train.py", 61, "record", code="stats = grad_stats(model)",
-                         held=[("metrics.lock", 58)], local_vars={"metrics": ("<Metrics>", 7)}),
-                 name="MainThread", syscall="futex"),
-    ))
+    handler = b.frame(
+        "watchdog.py",
+        52,
+        "Watchdog._on_timeout",
+        code="state = self.metrics.snapshot()",
+        local_vars={"self": ("<Watchdog>", 3), "signum": ("14", None), "frame": ("<frame>", 4)},
+    )
+    handler = handler.model_copy(
+        update={"locals": tuple(v.model_copy(update={"arg": True}) for v in handler.locals)}
+    )
+    return b.bundle(
+        b.process(
+            350,
+            b.thread(
+                350,
+                b.frame(
+                    "watchdog.py",
+                    32,
+                    "Metrics.snapshot",
+                    code="with self.lock:",
+                    acquiring=("self.lock",),
+                    local_vars={"self": ("<Metrics>", 7)},
+                ),
+                handler,
+                b.frame(
+                    "train.py",
+                    61,
+                    "record",
+                    code="stats = grad_stats(model)",
+                    held=[("metrics.lock", 58)],
+                    local_vars={"metrics": ("<Metrics>", 7)},
+                ),
+                name="MainThread",
+                syscall="futex",
+            ),
+        )
+    )
 
 
 def _attribute_and_local_by_name() -> Bundle:
     # The checkpoint thread's `self.model_lock` is the main thread's local `model_lock`:
     # py-spy gives an address for the local, none for the attribute's value.
-    return b.bundle(b.process(
-        360,
-        b.thread(360, b.frame("train.py", 65, "main", code="with model_lock:",
-                              held=[("optim_lock", 61)], acquiring=("model_lock",),
-                              local_vars={"model_lock": ("<_thread.lock>", 11),
-                                          "optim_lock": ("<_thread.lock>", 12)}),
-                 name="MainThread", syscall="futex"),
-        b.thread(361, b.frame("train.py", 38, "Checkpointer.run", code="with self.optim_lock:",
-                              held=[("self.model_lock", 35)], acquiring=("self.optim_lock",),
-                              local_vars={"self": ("<Checkpointer>", 20)}),
-                 name="checkpointer", syscall="futex"),
-    ))
+    return b.bundle(
+        b.process(
+            360,
+            b.thread(
+                360,
+                b.frame(
+                    "train.py",
+                    65,
+                    "main",
+                    code="with model_lock:",
+                    held=[("optim_lock", 61)],
+                    acquiring=("model_lock",),
+                    local_vars={
+                        "model_lock": ("<_thread.lock>", 11),
+                        "optim_lock": ("<_thread.lock>", 12),
+                    },
+                ),
+                name="MainThread",
+                syscall="futex",
+            ),
+            b.thread(
+                361,
+                b.frame(
+                    "train.py",
+                    38,
+                    "Checkpointer.run",
+                    code="with self.optim_lock:",
+                    held=[("self.model_lock", 35)],
+                    acquiring=("self.optim_lock",),
+                    local_vars={"self": ("<Checkpointer>", 20)},
+                ),
+                name="checkpointer",
+                syscall="futex",
+            ),
+        )
+    )
 
 
 def _inherited_through_fork() -> Bundle:
     # A forked child still shows the parent's frames below multiprocessing's fork call.
-    return b.bundle(b.process(
-        600,
-        b.thread(600, b.frame("job.py", 9, "work", code="with registry_lock:",
-                              acquiring=("registry_lock",)),
-                 b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
-                 b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 71, "Popen._launch"),
-                 b.frame("job.py", 20, "main", code="p.start()",
-                         held=[("registry_lock", 19, "acquire")]),
-                 name="MainThread", syscall="futex"),
-    ))
+    return b.bundle(
+        b.process(
+            600,
+            b.thread(
+                600,
+                b.frame(
+                    "job.py", 9, "work", code="with registry_lock:", acquiring=("registry_lock",)
+                ),
+                b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
+                b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 71, "Popen._launch"),
+                b.frame(
+                    "job.py", 20, "main", code="p.start()", held=[("registry_lock", 19, "acquire")]
+                ),
+                name="MainThread",
+                syscall="futex",
+            ),
+        )
+    )
 
 
 def _acquired_then_taken_again(*, with_helper_thread: bool) -> Bundle:
     # `lock.acquire()` in save(), then a helper that does `with lock:`. Alone, the thread can
     # never be released; with another thread of the user's, that one might release it.
-    main = b.thread(800, b.frame("log.py", 5, "log", code="with lock:", acquiring=("lock",)),
-                    b.frame("log.py", 9, "save", code='log("saving")',
-                            held=[("lock", 8, "acquire")]),
-                    name="MainThread", syscall="futex")
-    helper = b.thread(801, b.frame("log.py", 20, "flusher", code="event.wait()"),
-                      name="flusher", syscall="futex")
+    main = b.thread(
+        800,
+        b.frame("log.py", 5, "log", code="with lock:", acquiring=("lock",)),
+        b.frame("log.py", 9, "save", code='log("saving")', held=[("lock", 8, "acquire")]),
+        name="MainThread",
+        syscall="futex",
+    )
+    helper = b.thread(
+        801, b.frame("log.py", 20, "flusher", code="event.wait()"), name="flusher", syscall="futex"
+    )
     return b.bundle(b.process(800, main, *((helper,) if with_helper_thread else ())))
 
 
 def _condition_wait() -> Bundle:
     # threading.Condition acquires its waiter twice on purpose: notify() releases it.
-    return b.bundle(b.process(
-        700,
-        b.thread(701, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait",
-                              code="waiter.acquire()", acquiring=("waiter",),
-                              held=[("waiter", 321, "acquire")],
-                              local_vars={"waiter": ("<_thread.lock>", 5)}),
-                 b.frame("q.py", 4, "consume", code="item = jobs.get()"), syscall="futex"),
-    ))
+    return b.bundle(
+        b.process(
+            700,
+            b.thread(
+                701,
+                b.frame(
+                    f"{b.STDLIB}/threading.py",
+                    327,
+                    "Condition.wait",
+                    code="waiter.acquire()",
+                    acquiring=("waiter",),
+                    held=[("waiter", 321, "acquire")],
+                    local_vars={"waiter": ("<_thread.lock>", 5)},
+                ),
+                b.frame("q.py", 4, "consume", code="item = jobs.get()"),
+                syscall="futex",
+            ),
+        )
+    )
 
 
 def _waiting_for_a_free_lock() -> Bundle:
     # One thread waits for a lock nobody holds any more (it will get it): no cycle.
-    return b.bundle(b.process(
-        400,
-        b.thread(401, b.frame("w.py", 5, "work", code="with lock_b:", acquiring=("lock_b",)),
-                 syscall="futex"),
-        b.thread(402, b.frame("w.py", 9, "other", code="time.sleep(1)", held=[("lock_a", 8)]),
-                 syscall="clock_nanosleep"),
-    ))
+    return b.bundle(
+        b.process(
+            400,
+            b.thread(
+                401,
+                b.frame("w.py", 5, "work", code="with lock_b:", acquiring=("lock_b",)),
+                syscall="futex",
+            ),
+            b.thread(
+                402,
+                b.frame("w.py", 9, "other", code="time.sleep(1)", held=[("lock_a", 8)]),
+                syscall="clock_nanosleep",
+            ),
+        )
+    )
 
 
 def _same_code_different_objects() -> Bundle:
     # Same method, different `self`: each thread holds its own object's lock.
-    return b.bundle(b.process(
-        500,
-        b.thread(501, b.frame("q.py", 9, "Box.put", code="with self.other.lock:",
-                              held=[("self.lock", 8)], acquiring=("self.other.lock",),
-                              local_vars={"self": ("<Box>", 1)}), syscall="futex"),
-        b.thread(502, b.frame("q.py", 30, "Box.get", code="time.sleep(5)",
-                              held=[("self.lock", 28)], local_vars={"self": ("<Box>", 2)}),
-                 syscall="clock_nanosleep"),
-    ))
+    return b.bundle(
+        b.process(
+            500,
+            b.thread(
+                501,
+                b.frame(
+                    "q.py",
+                    9,
+                    "Box.put",
+                    code="with self.other.lock:",
+                    held=[("self.lock", 8)],
+                    acquiring=("self.other.lock",),
+                    local_vars={"self": ("<Box>", 1)},
+                ),
+                syscall="futex",
+            ),
+            b.thread(
+                502,
+                b.frame(
+                    "q.py",
+                    30,
+                    "Box.get",
+                    code="time.sleep(5)",
+                    held=[("self.lock", 28)],
+                    local_vars={"self": ("<Box>", 2)},
+                ),
+                syscall="clock_nanosleep",
+            ),
+        )
+    )
 
 
 class LockDeadlock(Rule):
@@ -176,7 +345,7 @@ class LockDeadlock(Rule):
         "use `threading.RLock` where a thread may take the lock again, and "
         "`lock.acquire(timeout=...)` with a back-off where an order cannot be fixed. In a signal "
         "handler set a flag instead of locking; start child processes with the `spawn` start "
-        "method (`multiprocessing.set_start_method(\"spawn\")`)."
+        'method (`multiprocessing.set_start_method("spawn")`).'
     )
     reads = "capture"
     specificity = 90
@@ -184,20 +353,28 @@ class LockDeadlock(Rule):
         Example("lock-order deadlock on globals", _lock_order_deadlock),
         Example("locks passed as swapped arguments", _locks_passed_as_arguments),
         Example("non-reentrant lock taken twice", _self_deadlock),
-        Example("a signal handler takes the lock the interrupted code holds",
-                _signal_handler_self_deadlock),
-        Example("locks taken in opposite orders, one by attribute, one by local name",
-                _attribute_and_local_by_name),
+        Example(
+            "a signal handler takes the lock the interrupted code holds",
+            _signal_handler_self_deadlock,
+        ),
+        Example(
+            "locks taken in opposite orders, one by attribute, one by local name",
+            _attribute_and_local_by_name,
+        ),
         Example("lock held by the parent when it forked", _inherited_through_fork),
-        Example("lock.acquire() then `with lock:` in a lone thread",
-                lambda: _acquired_then_taken_again(with_helper_thread=False)),
+        Example(
+            "lock.acquire() then `with lock:` in a lone thread",
+            lambda: _acquired_then_taken_again(with_helper_thread=False),
+        ),
     )
     quiet_on = (
         Example("a lock that nobody holds", _waiting_for_a_free_lock),
         Example("same attribute on different objects", _same_code_different_objects),
         Example("threading.Condition waiting for notify()", _condition_wait),
-        Example("lock.acquire() then `with lock:` while another thread may release it",
-                lambda: _acquired_then_taken_again(with_helper_thread=True)),
+        Example(
+            "lock.acquire() then `with lock:` while another thread may release it",
+            lambda: _acquired_then_taken_again(with_helper_thread=True),
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -219,9 +396,12 @@ class LockDeadlock(Rule):
             waiter = threads[wait.tid]
             own = [h for h in cycle.holds if h.tid == wait.tid]
             owned = (
-                " while holding " + ", ".join(
-                    f"{_lock_words(h.expression, h.frame)} (taken at line {h.line})" for h in own)
-                if own else ""
+                " while holding "
+                + ", ".join(
+                    f"{_lock_words(h.expression, h.frame)} (taken at line {h.line})" for h in own
+                )
+                if own
+                else ""
             )
             lines.append(
                 f"{thread_label(waiter)} waits for {_lock_words(wait.expression, wait.frame)} at "
@@ -232,9 +412,11 @@ class LockDeadlock(Rule):
         story = next(told for tell in _STORIES if (told := tell(deadlock)) is not None)
         lines += story.evidence
         if cycle.by_name:
-            lines.append("the locks are matched by the names the code gives them ("
-                         + ", ".join(f"`{lock_name(w.expression)}`" for w in cycle.waits)
-                         + "): py-spy shows no address for an attribute's value")
+            lines.append(
+                "the locks are matched by the names the code gives them ("
+                + ", ".join(f"`{lock_name(w.expression)}`" for w in cycle.waits)
+                + "): py-spy shows no address for an attribute's value"
+            )
         return Finding(
             id=self.id,
             category=self.category,
@@ -243,9 +425,7 @@ class LockDeadlock(Rule):
             title=story.title,
             explanation=story.explanation,
             culprit=culprit(job, process, first, cycle.waits[0].frame),
-            related=tuple(
-                culprit(job, process, threads[w.tid], w.frame) for w in cycle.waits[1:]
-            ),
+            related=tuple(culprit(job, process, threads[w.tid], w.frame) for w in cycle.waits[1:]),
             evidence=tuple(lines),
             fixes=story.fixes,
         )
@@ -280,8 +460,10 @@ def _inherited(deadlock: _Deadlock) -> _Story | None:
         return None
     wait, hold = cycle.waits[0], next(h for h in cycle.holds if h.inherited)
     return _Story(
-        title=(f"Lock inherited in the held state through fork: {thread_label(first)} "
-               f"waits for `{wait.expression}` forever"),
+        title=(
+            f"Lock inherited in the held state through fork: {thread_label(first)} "
+            f"waits for `{wait.expression}` forever"
+        ),
         explanation=(
             f"`{hold.expression}` was held (taken at {short_file(hold.frame.file)}:"
             f"{hold.line} in {hold.frame.function}) when the parent forked "
@@ -305,15 +487,18 @@ def _in_signal_handler(deadlock: _Deadlock) -> _Story | None:
         return None
     wait, hold = cycle.waits[0], cycle.holds[0]
     return _Story(
-        title=(f"Self-deadlock in a signal handler: {handler.function} waits for "
-               f"`{wait.expression}` at {short_location(wait.frame)}, which the code it "
-               f"interrupted holds (taken at line {hold.line})"),
+        title=(
+            f"Self-deadlock in a signal handler: {handler.function} waits for "
+            f"`{wait.expression}` at {short_location(wait.frame)}, which the code it "
+            f"interrupted holds (taken at line {hold.line})"
+        ),
         explanation=(
             f"Python runs a signal handler on the main thread, between two bytecodes of "
             f"whatever it was doing: here inside the block that took `{hold.expression}` "
             f"(line {hold.line}). The handler ({short_location(handler)}) then waits for "
             "that lock, which only the interrupted code, below it on the same stack, "
-            "could release."),
+            "could release."
+        ),
         fixes=(
             f"Take no blocking lock in the handler {handler.function}: set a flag (or "
             "write to a pipe) and act on it in the main loop, or use "
@@ -321,8 +506,10 @@ def _in_signal_handler(deadlock: _Deadlock) -> _Story | None:
             "Or block the signal around the locked section "
             "(`signal.pthread_sigmask(SIG_BLOCK, ...)`).",
         ),
-        evidence=(f"{handler.function} at {at(handler)} is a signal handler (its "
-                  "arguments are the signal number and the interrupted frame)",),
+        evidence=(
+            f"{handler.function} at {at(handler)} is a signal handler (its "
+            "arguments are the signal number and the interrupted frame)",
+        ),
     )
 
 
@@ -332,8 +519,10 @@ def _reentered(deadlock: _Deadlock) -> _Story | None:
         return None
     wait, hold = cycle.waits[0], cycle.holds[0]
     return _Story(
-        title=(f"Self-deadlock: {thread_label(deadlock.first)} waits for `{wait.expression}`, "
-               "which it already holds"),
+        title=(
+            f"Self-deadlock: {thread_label(deadlock.first)} waits for `{wait.expression}`, "
+            "which it already holds"
+        ),
         explanation=(
             f"`{wait.expression}` was taken at line {hold.line} and is acquired again at "
             f"{at(wait.frame)} by the same thread. A threading.Lock is not re-entrant, so "
@@ -383,7 +572,11 @@ def _lock_order(deadlock: _Deadlock) -> _Story:
 #: The shapes of lock cycle, most specific first: the first story that fits is told (the
 #: last fits every cycle).
 _STORIES: tuple[Callable[[_Deadlock], _Story | None], ...] = (
-    _inherited, _in_signal_handler, _reentered, _lock_order)
+    _inherited,
+    _in_signal_handler,
+    _reentered,
+    _lock_order,
+)
 
 
 def _lock_words(expression: str, frame: Frame) -> str:
@@ -392,8 +585,9 @@ def _lock_words(expression: str, frame: Frame) -> str:
     return f"`{expression}` ({local.repr})" if local else f"`{expression}`"
 
 
-_SIGNAL_ARGS = frozenset({"signum", "sig", "signo", "signal_number", "sig_num", "signalnum",
-                          "_signum", "_sig"})
+_SIGNAL_ARGS = frozenset(
+    {"signum", "sig", "signo", "signal_number", "sig_num", "signalnum", "_signum", "_sig"}
+)
 
 
 def _signal_handler(thread: ThreadEvidence) -> Frame | None:

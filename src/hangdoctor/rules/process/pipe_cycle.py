@@ -23,15 +23,25 @@ _PIPES = frozenset({WaitKind.PIPE_READ, WaitKind.PIPE_WRITE})
 
 
 def _pair(*, child_reads: bool = True) -> Bundle:
-    parent = b.thread(10, b.frame(f"{b.STDLIB}/subprocess.py", 1200, "Popen.readline"),
-                      b.frame("prep.py", 58, "Tokenizer.ids", code="for line in proc.stdout:"),
-                      name="MainThread", syscall="read", args=(9,))
-    child = b.thread(20, b.frame("prep.py", 27, "tokenize", code="docs = sys.stdin.read()"),
-                     name="MainThread", syscall="read" if child_reads else "clock_nanosleep",
-                     args=(0,))
+    parent = b.thread(
+        10,
+        b.frame(f"{b.STDLIB}/subprocess.py", 1200, "Popen.readline"),
+        b.frame("prep.py", 58, "Tokenizer.ids", code="for line in proc.stdout:"),
+        name="MainThread",
+        syscall="read",
+        args=(9,),
+    )
+    child = b.thread(
+        20,
+        b.frame("prep.py", 27, "tokenize", code="docs = sys.stdin.read()"),
+        name="MainThread",
+        syscall="read" if child_reads else "clock_nanosleep",
+        args=(0,),
+    )
     return b.bundle(
         b.process(10, parent, files={9: ("pipe:[501]", "r"), 8: ("pipe:[500]", "w")}),
-        b.process(20, child, ppid=10, files={0: ("pipe:[500]", "r"), 1: ("pipe:[501]", "w")}))
+        b.process(20, child, ppid=10, files={0: ("pipe:[500]", "r"), 1: ("pipe:[501]", "w")}),
+    )
 
 
 def _pipe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
@@ -76,38 +86,52 @@ class PipeCycle(Rule):
             if chain.sink is not Sink.CYCLE or len(chain.parties) < 2:
                 continue
             members = [(job.process(pid), tid) for pid, tid in chain.parties]
-            parties = [(p, t) for p, tid in members if p is not None
-                       for t in p.threads if t.tid == tid]
+            parties = [
+                (p, t) for p, tid in members if p is not None for t in p.threads if t.tid == tid
+            ]
             if len({p.pid for p, _ in parties}) < 2 or not all(
-                    _pipe_wait(job, p, t) for p, t in parties):
+                _pipe_wait(job, p, t) for p, t in parties
+            ):
                 continue
             yield self._finding(job, parties)
             return
 
-    def _finding(self, job: JobView,
-                 parties: list[tuple[ProcessEvidence, ThreadEvidence]]) -> Finding:
+    def _finding(
+        self, job: JobView, parties: list[tuple[ProcessEvidence, ThreadEvidence]]
+    ) -> Finding:
         pids = {p.pid for p, _ in parties}
         # The parent of the others (it made the pipes) is where the code must change.
         lead = next(((p, t) for p, t in parties if p.ppid not in pids), parties[0])
         process, thread = lead
         frame = blame_frame(frames_of(thread))
         where = short_location(frame) if frame is not None else "its pipe wait"
-        evidence = [f"{job.describe_process(p.pid)}, {thread_label(t)}: "
-                    f"{describe_wait(job, p, t).summary}, at {at(blame_frame(frames_of(t)))}"
-                    for p, t in parties]
+        evidence = [
+            f"{job.describe_process(p.pid)}, {thread_label(t)}: "
+            f"{describe_wait(job, p, t).summary}, at {at(blame_frame(frames_of(t)))}"
+            for p, t in parties
+        ]
         reads = describe_wait(job, process, thread).kind is WaitKind.PIPE_READ
         return Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR, confidence=0.85,
-            title=(f"Pipe deadlock: {job.describe_process(process.pid)} waits on a pipe at "
-                   f"{where}, and the process at its other end waits on a pipe back to it"),
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
+            title=(
+                f"Pipe deadlock: {job.describe_process(process.pid)} waits on a pipe at "
+                f"{where}, and the process at its other end waits on a pipe back to it"
+            ),
             explanation=(
                 "Each of these processes waits for the other through a pipe. "
-                + ("A child that reads its input to the end waits for end-of-file, which "
-                   "comes only when every write end is closed; the parent still holds the "
-                   "child's stdin open while it reads the child's output, which the child "
-                   "will write only after that end-of-file." if reads else
-                   "Both write into pipes the other does not read: each pipe is full (64 KiB) "
-                   "and each writer waits for the other to read.")),
+                + (
+                    "A child that reads its input to the end waits for end-of-file, which "
+                    "comes only when every write end is closed; the parent still holds the "
+                    "child's stdin open while it reads the child's output, which the child "
+                    "will write only after that end-of-file."
+                    if reads
+                    else "Both write into pipes the other does not read: each pipe is full (64 KiB) "
+                    "and each writer waits for the other to read."
+                )
+            ),
             culprit=culprit(job, process, thread, frame),
             related=tuple(culprit(job, p, t) for p, t in parties if p is not process),
             evidence=tuple(evidence),

@@ -44,32 +44,53 @@ def _pool_of(thread: ThreadEvidence) -> str | None:
 def _waits_on_a_future_in_a_task(thread: ThreadEvidence) -> bool:
     """Inside a task of the pool (`_WorkItem.run` below), blocked waiting for a future."""
     frames = python_frames(frames_of(thread))
-    waiting = next((i for i, f in enumerate(frames) if _ends(f, _FUTURES)
-                    and f.function.split(".")[-1] in _WAITS), None)
-    task = next((i for i, f in enumerate(frames) if _ends(f, _THREAD_POOL)
-                 and f.function.endswith("_WorkItem.run")), None)
-    return waiting is not None and task is not None and waiting < task and \
-        waits_on_futex(thread)
+    waiting = next(
+        (
+            i
+            for i, f in enumerate(frames)
+            if _ends(f, _FUTURES) and f.function.split(".")[-1] in _WAITS
+        ),
+        None,
+    )
+    task = next(
+        (
+            i
+            for i, f in enumerate(frames)
+            if _ends(f, _THREAD_POOL) and f.function.endswith("_WorkItem.run")
+        ),
+        None,
+    )
+    return waiting is not None and task is not None and waiting < task and waits_on_futex(thread)
 
 
 def _starved_pool(*, idle_worker: bool) -> Bundle:
     queue: dict[str, tuple[str, int | None]] = {
-        "work_queue": ("<_queue.SimpleQueue at 0x7f0291f5fce0>", 0x7F0291F5FCE0)}
+        "work_queue": ("<_queue.SimpleQueue at 0x7f0291f5fce0>", 0x7F0291F5FCE0)
+    }
 
     def worker(tid: int) -> ThreadEvidence:
         return b.thread(
-            tid, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
+            tid,
+            b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
             b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
             b.frame("cache.py", 28, "build_shard", code="blobs = [f.result() for f in futures]"),
             b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 58, "_WorkItem.run"),
-            b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 83, "_worker",
-                    local_vars=queue), syscall="futex")
+            b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 83, "_worker", local_vars=queue),
+            syscall="futex",
+        )
 
-    idle = b.thread(14, b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 81, "_worker",
-                                local_vars=queue), syscall="futex")
-    main = b.thread(10, b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
-                    b.frame("cache.py", 39, "main", code="tokens = shard.result()"),
-                    name="MainThread", syscall="futex")
+    idle = b.thread(
+        14,
+        b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 81, "_worker", local_vars=queue),
+        syscall="futex",
+    )
+    main = b.thread(
+        10,
+        b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
+        b.frame("cache.py", 39, "main", code="tokens = shard.result()"),
+        name="MainThread",
+        syscall="futex",
+    )
     workers = [worker(11), worker(12), worker(13)]
     return b.bundle(b.process(10, main, *workers, *((idle,) if idle_worker else ())))
 
@@ -100,10 +121,18 @@ class PoolStarved(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("three workers, each waiting for a sub-task of the same pool",
-                        lambda: _starved_pool(idle_worker=False)),)
-    quiet_on = (Example("the same, with one worker idle and able to run a sub-task",
-                        lambda: _starved_pool(idle_worker=True)),)
+    fires_on = (
+        Example(
+            "three workers, each waiting for a sub-task of the same pool",
+            lambda: _starved_pool(idle_worker=False),
+        ),
+    )
+    quiet_on = (
+        Example(
+            "the same, with one worker idle and able to run a sub-task",
+            lambda: _starved_pool(idle_worker=True),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -119,28 +148,37 @@ class PoolStarved(Rule):
                 line = innermost_user_frame(frames_of(first))
                 where = short_location(line) if line is not None else "its task"
                 yield Finding(
-                    id=self.id, category=self.category, severity=Severity.ERROR,
+                    id=self.id,
+                    category=self.category,
+                    severity=Severity.ERROR,
                     confidence=0.8,
                     title=f"Thread pool starved: {_all_threads(len(workers))} for futures "
-                          f"at {where}, and none is left to run the work they wait for",
+                    f"at {where}, and none is left to run the work they wait for",
                     explanation=(
                         "Each thread of the pool runs a task that waits for another future. "
                         "When those futures stand for tasks submitted to the same pool (a task "
                         "that submits sub-tasks and waits for them), the sub-tasks sit in the "
                         "pool's queue behind the waiting tasks, and with every thread taken "
-                        "nothing ever runs them."),
+                        "nothing ever runs them."
+                    ),
                     culprit=culprit(job, process, first, line),
-                    related=tuple(culprit(job, process, t, innermost_user_frame(frames_of(t)))
-                                  for t in workers[1:4]),
-                    evidence=(f"{len(workers)} thread(s) of one ThreadPoolExecutor (the same "
-                              "work queue), each inside a task and blocked in Future.result(), "
-                              f"the first at {at(line)}",
-                              "no thread of that pool is idle or running"),
-                    fixes=(f"Do not wait at {where} for work submitted to the same bounded pool: "
-                           "submit the sub-tasks from the caller and wait there, or give them a "
-                           "pool of their own.",
-                           "Or let the outer tasks return their sub-futures (or chain them with "
-                           "`add_done_callback`) instead of blocking a pool thread on them.",
-                           "Pass a timeout to `result()` so that a starved pool fails instead "
-                           "of hanging."),
+                    related=tuple(
+                        culprit(job, process, t, innermost_user_frame(frames_of(t)))
+                        for t in workers[1:4]
+                    ),
+                    evidence=(
+                        f"{len(workers)} thread(s) of one ThreadPoolExecutor (the same "
+                        "work queue), each inside a task and blocked in Future.result(), "
+                        f"the first at {at(line)}",
+                        "no thread of that pool is idle or running",
+                    ),
+                    fixes=(
+                        f"Do not wait at {where} for work submitted to the same bounded pool: "
+                        "submit the sub-tasks from the caller and wait there, or give them a "
+                        "pool of their own.",
+                        "Or let the outer tasks return their sub-futures (or chain them with "
+                        "`add_done_callback`) instead of blocking a pool thread on them.",
+                        "Pass a timeout to `result()` so that a starved pool fails instead "
+                        "of hanging.",
+                    ),
                 )

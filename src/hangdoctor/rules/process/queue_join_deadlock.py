@@ -32,41 +32,69 @@ _JOINS = (("multiprocessing/process.py", "join"), ("multiprocessing/popen_fork.p
 
 
 def _in(thread: ThreadEvidence, places: tuple[tuple[str, str], ...]) -> bool:
-    return any(f.file.replace("\\", "/").endswith(path) and f.function.split(".")[-1] == name
-               for f in python_frames(frames_of(thread)) for path, name in places)
+    return any(
+        f.file.replace("\\", "/").endswith(path) and f.function.split(".")[-1] == name
+        for f in python_frames(frames_of(thread))
+        for path, name in places
+    )
 
 
 def _joining(job: JobView, process: ProcessEvidence) -> ThreadEvidence | None:
     """A thread of `process` waiting in `Process.join()` for a child to exit."""
-    return next((t for t in process.threads if _in(t, _JOINS)
-                 and describe_wait(job, process, t).kind is WaitKind.CHILD), None)
+    return next(
+        (
+            t
+            for t in process.threads
+            if _in(t, _JOINS) and describe_wait(job, process, t).kind is WaitKind.CHILD
+        ),
+        None,
+    )
 
 
 def _blocked_feeder(job: JobView, child: ProcessEvidence) -> ThreadEvidence | None:
     """The child's Queue feeder thread, blocked writing a full pipe."""
-    return next((t for t in child.threads if _in(t, ((_QUEUES, "_feed"),))
-                 and describe_wait(job, child, t).kind is WaitKind.PIPE_WRITE), None)
+    return next(
+        (
+            t
+            for t in child.threads
+            if _in(t, ((_QUEUES, "_feed"),))
+            and describe_wait(job, child, t).kind is WaitKind.PIPE_WRITE
+        ),
+        None,
+    )
 
 
 def _exit_join(*, feeder_blocked: bool) -> Bundle:
     parent = b.thread(
-        10, b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 27, "Popen.poll"),
+        10,
+        b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 27, "Popen.poll"),
         b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 43, "Popen.wait"),
         b.frame(f"{b.STDLIB}/multiprocessing/process.py", 149, "BaseProcess.join"),
         b.frame("train.py", 60, "main", code="worker.join()"),
-        name="MainThread", syscall="wait4", args=(20,))
+        name="MainThread",
+        syscall="wait4",
+        args=(20,),
+    )
     child_main = b.thread(
-        20, b.frame(f"{b.STDLIB}/threading.py", 1132, "Thread.join"),
+        20,
+        b.frame(f"{b.STDLIB}/threading.py", 1132, "Thread.join"),
         b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 199, "Queue._finalize_join"),
         b.frame(f"{b.STDLIB}/multiprocessing/process.py", 317, "BaseProcess._bootstrap"),
-        name="MainThread", syscall="futex")
+        name="MainThread",
+        syscall="futex",
+    )
     feeder = b.thread(
-        21, b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 373, "Connection._send"),
+        21,
+        b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 373, "Connection._send"),
         b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 250, "Queue._feed"),
-        name="QueueFeederThread", syscall="write" if feeder_blocked else "futex", args=(5,))
-    return b.bundle(b.process(10, parent, files={4: ("pipe:[7701]", "r")}),
-                    b.process(20, child_main, feeder, ppid=10,
-                              files={5: ("pipe:[7701]", "w")}))
+        name="QueueFeederThread",
+        syscall="write" if feeder_blocked else "futex",
+        args=(5,),
+    )
+    return b.bundle(
+        b.process(10, parent, files={4: ("pipe:[7701]", "r")}),
+        b.process(20, child_main, feeder, ppid=10, files={5: ("pipe:[7701]", "w")}),
+    )
 
 
 class QueueJoinDeadlock(Rule):
@@ -83,7 +111,7 @@ class QueueJoinDeadlock(Rule):
         "thread has written them all into the queue's pipe. When the pipe is full and the parent, "
         "its only reader, is waiting in `join()` for that child, each waits for the other and the "
         "job hangs (Python's documentation warns of it under \"Joining processes that use "
-        "queues\")."
+        'queues").'
     )
     instead = (
         "Drain the queue (until an end marker) before calling `join()`; or stop the producer "
@@ -92,10 +120,18 @@ class QueueJoinDeadlock(Rule):
     )
     reads = "capture"
     specificity = 90
-    fires_on = (Example("the parent joins a child whose queue feeder is blocked",
-                        lambda: _exit_join(feeder_blocked=True)),)
-    quiet_on = (Example("the parent joins a child whose feeder is idle",
-                        lambda: _exit_join(feeder_blocked=False)),)
+    fires_on = (
+        Example(
+            "the parent joins a child whose queue feeder is blocked",
+            lambda: _exit_join(feeder_blocked=True),
+        ),
+    )
+    quiet_on = (
+        Example(
+            "the parent joins a child whose feeder is idle",
+            lambda: _exit_join(feeder_blocked=False),
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for parent in job.processes:
@@ -107,8 +143,11 @@ class QueueJoinDeadlock(Rule):
                 if feeder is None:
                     continue
                 line = innermost_user_frame(frames_of(joining))
-                where = (f"at {short_location(line)}" if line is not None
-                         else "as it exits (multiprocessing joins its children at exit)")
+                where = (
+                    f"at {short_location(line)}"
+                    if line is not None
+                    else "as it exits (multiprocessing joins its children at exit)"
+                )
                 # With no join line of the user's (the join runs at exit), the line where the
                 # child was started, which a forked child's stack still shows.
                 child_main = next((t for t in child.threads if t.tid == child.pid), None)
@@ -117,21 +156,32 @@ class QueueJoinDeadlock(Rule):
                 # The code may show the loop that stopped reading (`hangdoctor lint` HL403).
                 unread = next((c for c in job.bundle.code_findings if c.rule_id == _UNREAD), None)
                 yield Finding(
-                    id=self.id, category=self.category, severity=Severity.ERROR,
+                    id=self.id,
+                    category=self.category,
+                    severity=Severity.ERROR,
                     confidence=0.9,
                     title=f"Deadlock: {job.describe_process(parent.pid)} waits for "
-                          f"{job.describe_process(child.pid)} to exit {where}, and the child "
-                          "cannot exit before its queue's items are read",
+                    f"{job.describe_process(child.pid)} to exit {where}, and the child "
+                    "cannot exit before its queue's items are read",
                     explanation=(
                         "A process that put items on a multiprocessing.Queue waits, before it "
                         "ends, until its feeder thread has written them all into the queue's "
                         "pipe. The pipe is full and only the parent reads it, but the parent "
                         "stopped reading and waits for the child to end: each waits for the "
-                        "other."),
-                    culprit=culprit(job, parent, joining, pointed).model_copy(update={
-                        "location": Location(file=unread.file, line=unread.line,
-                                             function=unread.function, code=unread.code)}
-                        if unread is not None else {}),
+                        "other."
+                    ),
+                    culprit=culprit(job, parent, joining, pointed).model_copy(
+                        update={
+                            "location": Location(
+                                file=unread.file,
+                                line=unread.line,
+                                function=unread.function,
+                                code=unread.code,
+                            )
+                        }
+                        if unread is not None
+                        else {}
+                    ),
                     related=(culprit(job, child, feeder),),
                     evidence=(
                         f"{job.describe_process(parent.pid)}: {joining.comm or 'thread'} (tid "
@@ -139,11 +189,20 @@ class QueueJoinDeadlock(Rule):
                         + (f" at {at(line)}" if line is not None else ", called at exit"),
                         f"{job.describe_process(child.pid)}: its Queue feeder thread (tid "
                         f"{feeder.tid}) is blocked writing the pipe ({kernel_words(feeder)})",
-                        *((f"the child was started at {at(started)}",)
-                          if line is None and started is not None else ()),
-                        *((f"code ({unread.rule_id}): the loop at {short_file(unread.file)}:"
-                           f"{unread.line} reads the queue a fixed number of times and can stop "
-                           "before the worker's end marker",) if unread is not None else ()),
+                        *(
+                            (f"the child was started at {at(started)}",)
+                            if line is None and started is not None
+                            else ()
+                        ),
+                        *(
+                            (
+                                f"code ({unread.rule_id}): the loop at {short_file(unread.file)}:"
+                                f"{unread.line} reads the queue a fixed number of times and can stop "
+                                "before the worker's end marker",
+                            )
+                            if unread is not None
+                            else ()
+                        ),
                     ),
                     fixes=(
                         "Read everything the child puts before joining it: drain the queue "

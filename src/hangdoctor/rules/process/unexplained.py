@@ -21,8 +21,14 @@ from hangdoctor.taxonomy import Category
 #: A dump sees a stall when the whole tree used less than this share of one CPU.
 _IDLE_SHARE = 0.05
 # Where to look first: the ranks, then the main process, then other children.
-_ROLE_ORDER = {Role.RANK: 0, Role.MAIN: 1, Role.CHILD: 2, Role.LAUNCHER: 3,
-               Role.DATALOADER_WORKER: 4, Role.OTHER: 5}
+_ROLE_ORDER = {
+    Role.RANK: 0,
+    Role.MAIN: 1,
+    Role.CHILD: 2,
+    Role.LAUNCHER: 3,
+    Role.DATALOADER_WORKER: 4,
+    Role.OTHER: 5,
+}
 
 
 def _declared_hang(job: JobView) -> bool:
@@ -43,8 +49,10 @@ def _tree_idle(job: JobView) -> bool:
 
 
 def _candidates(job: JobView) -> list[ProcessEvidence]:
-    return sorted((p for p in job.processes if p.stacks_sampled),
-                  key=lambda p: (_ROLE_ORDER[job.role(p.pid)], job.rank(p.pid) or 0, p.pid))
+    return sorted(
+        (p for p in job.processes if p.stacks_sampled),
+        key=lambda p: (_ROLE_ORDER[job.role(p.pid)], job.rank(p.pid) or 0, p.pid),
+    )
 
 
 def _located(job: JobView, party: Party) -> tuple[ProcessEvidence, ThreadEvidence] | None:
@@ -82,29 +90,42 @@ def _start(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence] | None:
 
 def _stuck_queue_get() -> Bundle:
     waiting = b.thread(
-        10, b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
+        10,
+        b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
         b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
         b.frame("train.py", 30, "main", code="item = results.get()"),
-        name="MainThread", syscall="futex")
+        name="MainThread",
+        syscall="futex",
+    )
     job = b.bundle(b.process(10, waiting), later=[[b.process(10, waiting)]])
     return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
 
 
 def _idle_dump_of_a_waiting_process() -> Bundle:
-    waiting = b.thread(20, b.frame("serve.py", 12, "main", code="conn = listener.accept()"),
-                       name="MainThread", syscall="accept4", args=(3,))
+    waiting = b.thread(
+        20,
+        b.frame("serve.py", 12, "main", code="conn = listener.accept()"),
+        name="MainThread",
+        syscall="accept4",
+        args=(3,),
+    )
     return b.bundle(b.process(20, waiting, cpu=1.0), later=[[b.process(20, waiting, cpu=1.0)]])
 
 
 def _busy_dump() -> Bundle:
-    running = b.thread(30, b.frame("train.py", 40, "step", code="loss = model(x)"),
-                       name="MainThread", state="R")
+    running = b.thread(
+        30, b.frame("train.py", 40, "step", code="loss = model(x)"), name="MainThread", state="R"
+    )
     return b.bundle(b.process(30, running, cpu=1.0), later=[[b.process(30, running, cpu=1.5)]])
 
 
 def _healthy_run() -> Bundle:
-    waiting = b.thread(40, b.frame("train.py", 30, "main", code="batch = next(it)"),
-                       name="MainThread", syscall="futex")
+    waiting = b.thread(
+        40,
+        b.frame("train.py", 30, "main", code="batch = next(it)"),
+        name="MainThread",
+        syscall="futex",
+    )
     job = b.bundle(b.process(40, waiting))
     return job.model_copy(update={"job": JobRecord(started_at=0.0, exit_code=0)})
 
@@ -135,10 +156,14 @@ class Unexplained(Rule):
     reads = "capture"
     fallback = True
     specificity = 0
-    fires_on = (Example("a queue nobody fills, in a declared hang", _stuck_queue_get),
-                Example("a dump of a tree that did nothing", _idle_dump_of_a_waiting_process))
-    quiet_on = (Example("a dump of a busy process", _busy_dump),
-                Example("a job that completed", _healthy_run))
+    fires_on = (
+        Example("a queue nobody fills, in a declared hang", _stuck_queue_get),
+        Example("a dump of a tree that did nothing", _idle_dump_of_a_waiting_process),
+    )
+    quiet_on = (
+        Example("a dump of a busy process", _busy_dump),
+        Example("a job that completed", _healthy_run),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         if not (_declared_hang(job) or _tree_idle(job)):
@@ -153,28 +178,39 @@ class Unexplained(Rule):
         wait = describe_wait(job, process, thread)
         frame = blame_frame(frames_of(thread))
         where = short_location(frame) if frame is not None else "an unknown place"
-        evidence = [f"{job.describe_process(p.pid)}, {thread_label(t)}: "
-                    f"{describe_wait(job, p, t).summary}" for p, t in parties]
-        evidence += [f"{_name(job, e.waiter)} waits for {_name(job, e.waited)}, which {e.why}"
-                     for e in chain.edges]
-        evidence.append(f"{job.describe_process(process.pid)} is at {at(frame)} "
-                        f"({kernel_words(thread)})")
+        evidence = [
+            f"{job.describe_process(p.pid)}, {thread_label(t)}: {describe_wait(job, p, t).summary}"
+            for p, t in parties
+        ]
+        evidence += [
+            f"{_name(job, e.waiter)} waits for {_name(job, e.waited)}, which {e.why}"
+            for e in chain.edges
+        ]
+        evidence.append(
+            f"{job.describe_process(process.pid)} is at {at(frame)} ({kernel_words(thread)})"
+        )
         evidence.append(f"why the wait does not end: {chain.reason}")
         yield Finding(
-            id=self.id, category=self.category, severity=Severity.ERROR,
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
             confidence=0.45 if chain.sink in (Sink.NOBODY, Sink.CYCLE) else 0.3,
             title=f"Stuck at {where}: {wait.summary}",
-            explanation=("No rule recognised the mechanism, but the job's wait-for graph says "
-                         "who everyone waits for: following each wait to whoever could end it "
-                         f"leads to the thread below, and {_sink_words(chain)}. Start there."),
+            explanation=(
+                "No rule recognised the mechanism, but the job's wait-for graph says "
+                "who everyone waits for: following each wait to whoever could end it "
+                f"leads to the thread below, and {_sink_words(chain)}. Start there."
+            ),
             culprit=culprit(job, process, thread, frame),
             related=tuple(culprit(job, p, t) for p, t in parties[:-1]),
             evidence=tuple(evidence),
-            fixes=(f"Look at {where}: what it waits for ({wait.summary}) and who should "
-                   "provide it; give that wait a timeout so a stall raises an error instead.",
-                   "For native frames (C/C++ extensions, CUDA, NCCL) run `hangdoctor dump PID "
-                   "--native` on the stuck process.",
-                   "If you can reproduce it, `python -X faulthandler` plus "
-                   "`faulthandler.dump_traceback_later(600)` prints every thread's stack when a "
-                   "step takes too long."),
+            fixes=(
+                f"Look at {where}: what it waits for ({wait.summary}) and who should "
+                "provide it; give that wait a timeout so a stall raises an error instead.",
+                "For native frames (C/C++ extensions, CUDA, NCCL) run `hangdoctor dump PID "
+                "--native` on the stuck process.",
+                "If you can reproduce it, `python -X faulthandler` plus "
+                "`faulthandler.dump_traceback_later(600)` prints every thread's stack when a "
+                "step takes too long.",
+            ),
         )

@@ -15,8 +15,10 @@ from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 #: Calls that turn a loss into a number or cut it from its graph.
-_DETACHING = re.compile(r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
-                        r"no_grad|inference_mode|gather\(|all_reduce\(|\.cpu\(\)\.numpy")
+_DETACHING = re.compile(
+    r"\.item\(|\.detach\(|float\(|\.tolist\(|\.numpy\(|\.data\b|"
+    r"no_grad|inference_mode|gather\(|all_reduce\(|\.cpu\(\)\.numpy"
+)
 
 
 #: A line that appends, adds or sums something into a container with a loss in it.
@@ -51,8 +53,9 @@ def _has_backward(index: ModuleIndex, loop: ast.AST) -> bool:
         return True
     for call in calls:
         target = called_function(index, call)
-        if target is not None and any(isinstance(n, ast.Call) and last_name(n.func) in BACKWARD
-                                      for n in ast.walk(target[1])):
+        if target is not None and any(
+            isinstance(n, ast.Call) and last_name(n.func) in BACKWARD for n in ast.walk(target[1])
+        ):
             return True
     return False
 
@@ -62,11 +65,15 @@ def _assigned_in(node: ast.AST, name: str) -> list[ast.AST]:
     found: list[ast.AST] = []
     for child in ast.walk(node):
         if isinstance(child, ast.Assign):
-            if any(isinstance(n, ast.Name) and n.id == name
-                   for t in child.targets for n in ast.walk(t)):
+            if any(
+                isinstance(n, ast.Name) and n.id == name for t in child.targets for n in ast.walk(t)
+            ):
                 found.append(child)
-        elif isinstance(child, (ast.AnnAssign, ast.AugAssign)) and \
-                isinstance(child.target, ast.Name) and child.target.id == name:
+        elif (
+            isinstance(child, (ast.AnnAssign, ast.AugAssign))
+            and isinstance(child.target, ast.Name)
+            and child.target.id == name
+        ):
             found.append(child)
     return found
 
@@ -78,10 +85,12 @@ class LossKeptAcrossSteps(LintRule):
     severity = Severity.ERROR
     message = "loss tensor kept across training steps: its autograd graph stays alive"
     fix = "keep a number instead: `losses.append(loss.item())` or `total += loss.detach()`"
-    why = ("A loss tensor references the whole autograd graph of its step. Appending it to a "
-           "list, or summing it into a running total, keeps every step's graph (and, until "
-           "backward frees them, its activations) alive: device memory grows step after step "
-           "until allocations stall or fail.")
+    why = (
+        "A loss tensor references the whole autograd graph of its step. Appending it to a "
+        "list, or summing it into a running total, keeps every step's graph (and, until "
+        "backward frees them, its activations) alive: device memory grows step after step "
+        "until allocations stall or fail."
+    )
     quiet_on = (
         "losses = []\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
         "    opt.step()\n    losses.append(loss.item())\n",
@@ -117,8 +126,12 @@ class LossKeptAcrossSteps(LintRule):
             return
         for call in index.calls:
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr == "append" and \
-                    len(call.args) == 1 and isinstance(func.value, (ast.Name, ast.Attribute)):
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "append"
+                and len(call.args) == 1
+                and isinstance(func.value, (ast.Name, ast.Attribute))
+            ):
                 loss = _loss_term(index, call.args[0], records=True)
                 container = last_name(func.value) or ""
                 if loss is not None and self._leaks(index, call, loss, container):
@@ -134,14 +147,21 @@ class LossKeptAcrossSteps(LintRule):
             # `totals[k] = totals.get(k, 0) + loss[k]`: a running total written out in full.
             targets = targets_of(assign)
             value = assign.value
-            if len(targets) != 1 or not isinstance(value, ast.BinOp) or \
-                    not isinstance(value.op, ast.Add):
+            if (
+                len(targets) != 1
+                or not isinstance(value, ast.BinOp)
+                or not isinstance(value.op, ast.Add)
+            ):
                 continue
             container = _container(targets[0])
             for mine, other in ((value.left, value.right), (value.right, value.left)):
                 loss = _loss_term(index, other)
-                if container and loss is not None and _reads(mine, container) and \
-                        self._leaks(index, assign, loss, container):
+                if (
+                    container
+                    and loss is not None
+                    and _reads(mine, container)
+                    and self._leaks(index, assign, loss, container)
+                ):
                     yield Hit.at(assign)
                     break
 
@@ -150,8 +170,10 @@ class LossKeptAcrossSteps(LintRule):
         loop = _training_loop(index, node)
         if loop is None:
             return False
-        if any(not isinstance(a, ast.AugAssign) and a is not node
-               for a in _assigned_in(loop, container)):
+        if any(
+            not isinstance(a, ast.AugAssign) and a is not node
+            for a in _assigned_in(loop, container)
+        ):
             return False  # a fresh container every step
         if _accumulation_loop(loop):
             return False  # micro-batches of one step: the container does not outlive it
@@ -165,17 +187,20 @@ class LossKeptAcrossSteps(LintRule):
                 value = getattr(assignment, "value", None)
                 if value is not None and _DETACHING.search(ast.unparse(value)):
                     return False
-        return not any(isinstance(p, (ast.With, ast.AsyncWith))
-                       and _DETACHING.search(ast.unparse(p.items[0].context_expr))
-                       for p in index.ancestors(node))
+        return not any(
+            isinstance(p, (ast.With, ast.AsyncWith))
+            and _DETACHING.search(ast.unparse(p.items[0].context_expr))
+            for p in index.ancestors(node)
+        )
 
 
 def _accumulation_loop(loop: ast.AST) -> bool:
     """`for _ in range(gradient_accumulation_steps):`: the micro-batches of a single step."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
         return False
-    names = " ".join(n for a in loop.iter.args for sub in ast.walk(a)
-                     if (n := last_name(sub)) is not None).lower()
+    names = " ".join(
+        n for a in loop.iter.args for sub in ast.walk(a) if (n := last_name(sub)) is not None
+    ).lower()
     return "accum" in names or "micro" in names
 
 
@@ -190,13 +215,15 @@ def _from_helper_without_graph(index: ModuleIndex, loss: ast.Name) -> bool:
         return False
     function = target[1]
     position = _unpacked_position(index, loss, call)
-    returned = [r.value for r in statements_in(function)
-                if isinstance(r, ast.Return) and r.value is not None]
+    returned = [
+        r.value
+        for r in statements_in(function)
+        if isinstance(r, ast.Return) and r.value is not None
+    ]
     if not returned:
         return False
     for value in returned:
-        if position is not None and isinstance(value, ast.Tuple) and \
-                position < len(value.elts):
+        if position is not None and isinstance(value, ast.Tuple) and position < len(value.elts):
             value = value.elts[position]
         if _graph_tensor(function, value):
             return False
@@ -205,8 +232,11 @@ def _from_helper_without_graph(index: ModuleIndex, loss: ast.Name) -> bool:
 
 def _unpacked_position(index: ModuleIndex, name: ast.Name, call: ast.Call) -> int | None:
     assign = index.parent.get(call)
-    if isinstance(assign, ast.Assign) and len(assign.targets) == 1 and \
-            isinstance(assign.targets[0], ast.Tuple):
+    if (
+        isinstance(assign, ast.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0], ast.Tuple)
+    ):
         for position, element in enumerate(assign.targets[0].elts):
             if isinstance(element, ast.Name) and element.id == name.id:
                 return position
@@ -223,8 +253,12 @@ def _graph_tensor(function: ast.AST, value: ast.expr) -> bool:
         writes = [getattr(a, "value", None) for a in _assigned_in(function, value.id)]
         if not writes:
             return False  # a parameter handed back
-        return not any(w is None or isinstance(w, (ast.Constant, ast.List, ast.Dict))
-                       or _DETACHING.search(ast.unparse(w)) for w in writes)
+        return not any(
+            w is None
+            or isinstance(w, (ast.Constant, ast.List, ast.Dict))
+            or _DETACHING.search(ast.unparse(w))
+            for w in writes
+        )
     return True
 
 
@@ -238,8 +272,11 @@ def _loss_term(index: ModuleIndex, node: ast.AST, records: bool = False) -> ast.
         if _loss_like(node.value):
             return node.value
         key = node.slice
-        if isinstance(key, ast.Constant) and isinstance(key.value, str) and \
-                "loss" in key.value.lower():
+        if (
+            isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and "loss" in key.value.lower()
+        ):
             return node
     if isinstance(node, ast.Name):
         held = origin(index, node)
@@ -254,8 +291,9 @@ def _loss_term(index: ModuleIndex, node: ast.AST, records: bool = False) -> ast.
 
 
 #: Calls that compute a loss tensor (torch.nn.functional's and the usual `criterion`).
-_LOSS_FUNCTION = re.compile(r"loss|cross_entropy|^nll|^mse|^bce|kl_div|criterion|^ctc",
-                            re.IGNORECASE)
+_LOSS_FUNCTION = re.compile(
+    r"loss|cross_entropy|^nll|^mse|^bce|kl_div|criterion|^ctc", re.IGNORECASE
+)
 
 
 def _container(target: ast.AST) -> str:
@@ -264,16 +302,22 @@ def _container(target: ast.AST) -> str:
         target = target.value
     if isinstance(target, ast.Name):
         return target.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
-            target.value.id == "self":
+    if (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    ):
         return target.attr
     return ""
 
 
 def _reads(node: ast.AST, container: str) -> bool:
     """Whether `node` reads the running total (`totals`, `totals[k]`, `totals.get(k, 0)`)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-            node.func.attr == "get":
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+    ):
         node = node.func.value
     return _container(node) == container
 
@@ -289,10 +333,12 @@ def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
             targets = [node.target]
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            bound = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else [
-                i.optional_vars for i in node.items if i.optional_vars is not None]
-            if any(isinstance(n, ast.Name) and n.id == name for b in bound
-                   for n in ast.walk(b)):
+            bound = (
+                [node.target]
+                if isinstance(node, (ast.For, ast.AsyncFor))
+                else [i.optional_vars for i in node.items if i.optional_vars is not None]
+            )
+            if any(isinstance(n, ast.Name) and n.id == name for b in bound for n in ast.walk(b)):
                 return False
             continue
         for target in targets:
@@ -300,7 +346,8 @@ def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
                 assert isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
                 writes.append(node)
             elif isinstance(target, (ast.Tuple, ast.List)) and any(
-                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)
+            ):
                 return False  # unpacked from something we do not follow
     if not writes:
         return False
@@ -308,13 +355,21 @@ def _holds_number(scope: ast.AST, name: str, depth: int) -> bool:
         value = write.value
         if value is None:
             return False
-        if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) \
-                and not isinstance(value.value, bool):
+        if (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, (int, float))
+            and not isinstance(value.value, bool)
+        ):
             continue
         if _DETACHING.search(ast.unparse(value)):
             continue
-        if isinstance(write, ast.AugAssign) and isinstance(value, ast.Name) and depth > 0 \
-                and value.id != name and _holds_number(scope, value.id, depth - 1):
+        if (
+            isinstance(write, ast.AugAssign)
+            and isinstance(value, ast.Name)
+            and depth > 0
+            and value.id != name
+            and _holds_number(scope, value.id, depth - 1)
+        ):
             continue
         return False
     return True

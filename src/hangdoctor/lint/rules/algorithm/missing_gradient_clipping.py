@@ -14,9 +14,11 @@ from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 _RNN_LAYERS = ("nn.LSTM", "nn.GRU", "nn.RNN", "nn.LSTMCell", "nn.GRUCell", "nn.RNNCell")
-_CLIPPING = re.compile(r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipvalue|"
-                       r"max_grad_norm|clip_norm|spectral_norm|gradient_penalty|"
-                       r"autograd\.grad|\.clamp_\(")
+_CLIPPING = re.compile(
+    r"clip_grad|clip_gradients|gradient_clip|clipnorm|clipvalue|"
+    r"max_grad_norm|clip_norm|spectral_norm|gradient_penalty|"
+    r"autograd\.grad|\.clamp_\("
+)
 
 
 #: What a module training a recurrent network or a GAN mentions (a layer, the two networks of
@@ -32,14 +34,20 @@ class MissingGradientClipping(LintRule):
     name = "rnn-or-gan-without-gradient-clipping"
     category = Category.ALGORITHM_NONFINITE
     severity = Severity.WARNING
-    message = ("training loop for a recurrent network or GAN with backward and step but no "
-               "gradient clipping")
-    fix = ("clip before the step: `torch.nn.utils.clip_grad_norm_(model.parameters(), "
-           "max_norm=1.0)` (or use spectral norm / a gradient penalty for a GAN)")
-    why = ("Recurrent networks (through long unrolls) and GANs (through the adversarial "
-           "game) are prone to exploding gradients; one bad step turns the weights into "
-           "NaN/Inf, after which the loss is NaN, ranks can desynchronise on skipped steps, and "
-           "the job spins or stalls without learning.")
+    message = (
+        "training loop for a recurrent network or GAN with backward and step but no "
+        "gradient clipping"
+    )
+    fix = (
+        "clip before the step: `torch.nn.utils.clip_grad_norm_(model.parameters(), "
+        "max_norm=1.0)` (or use spectral norm / a gradient penalty for a GAN)"
+    )
+    why = (
+        "Recurrent networks (through long unrolls) and GANs (through the adversarial "
+        "game) are prone to exploding gradients; one bad step turns the weights into "
+        "NaN/Inf, after which the loss is NaN, ranks can desynchronise on skipped steps, and "
+        "the job spins or stalls without learning."
+    )
     quiet_on = (
         "import torch.nn as nn\nrnn = nn.LSTM(10, 20)\nfor x in loader:\n"
         "    loss = rnn(x)[0].sum()\n    loss.backward()\n"
@@ -71,14 +79,19 @@ class MissingGradientClipping(LintRule):
             family = "a recurrent network (a hidden state fed back step after step)"
         if family is None:
             lowered = source.lower()
-            if ("discriminator" in lowered or "netd" in lowered) and \
-                    ("generator" in lowered or "netg" in lowered):
+            if ("discriminator" in lowered or "netd" in lowered) and (
+                "generator" in lowered or "netg" in lowered
+            ):
                 family = "a GAN"
         if family is None:
             return
-        steps = [c for c in index.calls if last_name(c.func) == "step"
-                 and isinstance(c.func, ast.Attribute)
-                 and "opt" in (last_name(c.func.value) or "").lower()]
+        steps = [
+            c
+            for c in index.calls
+            if last_name(c.func) == "step"
+            and isinstance(c.func, ast.Attribute)
+            and "opt" in (last_name(c.func.value) or "").lower()
+        ]
         if not steps:
             return
         looped = _functions_called_in_loops(index)
@@ -86,10 +99,13 @@ class MissingGradientClipping(LintRule):
             if last_name(call.func) not in BACKWARD:
                 continue
             function = index.function_of(call)
-            if index.enclosing_loop(call) is not None or (function is not None
-                                                          and function.name in looped):
-                yield Hit.at(call, f"training loop for {family} with backward and step but no "
-                                   "gradient clipping")
+            if index.enclosing_loop(call) is not None or (
+                function is not None and function.name in looped
+            ):
+                yield Hit.at(
+                    call,
+                    f"training loop for {family} with backward and step but no gradient clipping",
+                )
                 return
 
 
@@ -102,14 +118,20 @@ def _feeds_state_back(index: ModuleIndex) -> bool:
             continue
         steps = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
         for node in ast.walk(loop):
-            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)):
+            if not (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Tuple)
+            ):
                 continue
             returned = {e.id for e in node.targets[0].elts if isinstance(e, ast.Name)}
             passed = {a.id for a in node.value.args if isinstance(a, ast.Name)}
-            stepped = any(isinstance(a, ast.Subscript) and any(
-                isinstance(n, ast.Name) and n.id in steps for n in ast.walk(a.slice))
-                for a in node.value.args)
+            stepped = any(
+                isinstance(a, ast.Subscript)
+                and any(isinstance(n, ast.Name) and n.id in steps for n in ast.walk(a.slice))
+                for a in node.value.args
+            )
             if returned & passed and returned - passed and stepped:
                 return True
     return False
@@ -118,5 +140,9 @@ def _feeds_state_back(index: ModuleIndex) -> bool:
 def _functions_called_in_loops(index: ModuleIndex) -> set[str]:
     """Names of the functions this module calls inside a loop (`train(...)` once per
     example): their backward runs every step too."""
-    return {name for loop in index.loops for node in ast.walk(loop)
-            if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None}
+    return {
+        name
+        for loop in index.loops
+        for node in ast.walk(loop)
+        if isinstance(node, ast.Call) and (name := last_name(node.func)) is not None
+    }

@@ -31,8 +31,7 @@ from hangdoctor.lint.model import Hit, LintRule
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
-_STRIP = re.compile(
-    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
+_STRIP = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
 _GLOBAL = re.compile(r"\b__global__\b")
 _NAME_PAREN = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>)?\s*\(")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -40,12 +39,20 @@ _DECLARATION = re.compile(
     r"(?:^|(?<=[;{}(]))\s*(?:const\s+|unsigned\s+|signed\s+|long\s+|static\s+|register\s+)*"
     r"(?:int|unsigned|size_t|long|int64_t|int32_t|uint32_t|uint64_t|index_t|IndexType|auto|"
     r"short|ptrdiff_t|Index|idx_t|scalar_t|[A-Za-z_]\w*_t)\s*(?:const\s+)?"
-    r"([A-Za-z_]\w*)\s*=\s*([^;]*);")
+    r"([A-Za-z_]\w*)\s*=\s*([^;]*);"
+)
 _ASSIGNMENT = re.compile(r"(?:^|(?<=[;{}]))\s*([A-Za-z_]\w*)\s*[+\-*/]?=(?!=)\s*([^;]*);")
 _CONDITION_START = re.compile(r"\b(if|for|while|min|max|assert|CUDA_KERNEL_ASSERT)\s*\(|\?")
-_NOT_NAMES = {"__launch_bounds__", "__launch_bounds", "C10_LAUNCH_BOUNDS_1",
-              "C10_LAUNCH_BOUNDS_0", "C10_LAUNCH_BOUNDS_2", "__align__", "alignas",
-              "__declspec"}
+_NOT_NAMES = {
+    "__launch_bounds__",
+    "__launch_bounds",
+    "C10_LAUNCH_BOUNDS_1",
+    "C10_LAUNCH_BOUNDS_0",
+    "C10_LAUNCH_BOUNDS_2",
+    "__align__",
+    "alignas",
+    "__declspec",
+}
 
 
 def strip_comments(text: str) -> str:
@@ -100,7 +107,7 @@ def kernels(text: str) -> Iterator[Kernel]:
         body_end = _match(text, brace, "{", "}")
         if body_end < 0:
             continue
-        params = text[head.end():params_end - 1]
+        params = text[head.end() : params_end - 1]
         yield Kernel(head.group(1), _pointer_params(params), brace, text[brace:body_end])
 
 
@@ -156,7 +163,8 @@ def _declarators(name: str, value: str) -> list[tuple[str, str]]:
 
 
 _DIVISIBLE = re.compile(
-    r"\b(?:assert|TORCH_CHECK|AT_ASSERT|AT_ASSERTM|CHECK)\s*\([^;]*%[^;]*==\s*0")
+    r"\b(?:assert|TORCH_CHECK|AT_ASSERT|AT_ASSERTM|CHECK)\s*\([^;]*%[^;]*==\s*0"
+)
 
 
 def _never_instantiated(text: str, kernel: Kernel, definitions: int) -> bool:
@@ -165,9 +173,8 @@ def _never_instantiated(text: str, kernel: Kernel, definitions: int) -> bool:
     instantiated, so no code exists for it to run (DeepSpeed's unused `_fused_add` twins)."""
     if "<<<" not in text:
         return False
-    head = text[max(0, kernel.body_start - 2000):kernel.body_start]
-    if not re.search(r"\btemplate\s*<[^;{}]*>\s*(?:__global__|\w+\s+)*__global__[^;{}]*$",
-                     head):
+    head = text[max(0, kernel.body_start - 2000) : kernel.body_start]
+    if not re.search(r"\btemplate\s*<[^;{}]*>\s*(?:__global__|\w+\s+)*__global__[^;{}]*$", head):
         return False
     return len(re.findall(rf"\b{re.escape(kernel.name)}\b", text)) <= definitions
 
@@ -191,8 +198,9 @@ def _exact_launches(text: str, name: str) -> bool:
 
 
 #: A grid rounded up to whole blocks: `(n + b - 1) / b`, `ceil`, `DIV_UP(n, b)`, ...
-_ROUNDS_UP = re.compile(r"[+-]|ceil|div_?r?up|div_ru|cdiv|round_?up|GET_BLOCKS|BLOCKS|%|\?",
-                        re.IGNORECASE)
+_ROUNDS_UP = re.compile(
+    r"[+-]|ceil|div_?r?up|div_ru|cdiv|round_?up|GET_BLOCKS|BLOCKS|%|\?", re.IGNORECASE
+)
 
 
 def _launch_grid(text: str, start: int, function_start: int) -> str | None:
@@ -213,15 +221,16 @@ def _launch_grid(text: str, start: int, function_start: int) -> str | None:
     for hop in range(3):  # `dim3 grid(num_blocks)` after `const int num_blocks = rows;`
         if not re.fullmatch(r"[A-Za-z_]\w*", grid):
             return grid
-        declared = list(re.finditer(
-            rf"\b{grid}\s*(?:\(([^;]*)\)\s*;|\{{([^;]*)\}}\s*;|=\s*([^;]*);)", before))
+        declared = list(
+            re.finditer(rf"\b{grid}\s*(?:\(([^;]*)\)\s*;|\{{([^;]*)\}}\s*;|=\s*([^;]*);)", before)
+        )
         if not declared:
             # The launcher built its grid from this size, unrounded (one block per row);
             # a grid passed in whole, or set field by field, is unknown.
             return grid if hop else None
         found = declared[-1]
         grid = next(g for g in found.groups() if g is not None).strip()
-        before = before[:found.start()]
+        before = before[: found.start()]
     return None
 
 
@@ -231,15 +240,30 @@ def _conditions(body: str) -> Iterator[tuple[int, str]]:
     for found in _CONDITION_START.finditer(body):
         if found.group(0) == "?":
             start = max(body.rfind(c, 0, found.start()) for c in ";{}(=")
-            yield found.start(), body[start + 1:found.start()]
+            yield found.start(), body[start + 1 : found.start()]
             continue
         end = _match(body, found.end() - 1, "(", ")")
         if end > 0:
-            yield found.start(), body[found.end():end - 1]
+            yield found.start(), body[found.end() : end - 1]
 
 
-_BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "x", "y", "z",
-                       "int", "unsigned", "long", "size_t", "min", "max"})
+_BUILTINS = frozenset(
+    {
+        "threadIdx",
+        "blockIdx",
+        "blockDim",
+        "gridDim",
+        "x",
+        "y",
+        "z",
+        "int",
+        "unsigned",
+        "long",
+        "size_t",
+        "min",
+        "max",
+    }
+)
 _RELATIONAL = re.compile(r"<|>")
 
 
@@ -261,16 +285,22 @@ class UncheckedKernelIndex(LintRule):
     category = Category.GPU_KERNEL_HANG
     severity = Severity.ERROR
     language = "cuda"
-    message = ("kernel indexes global memory with its global thread index without a bounds "
-               "check or grid-stride loop")
-    fix = ("guard the access: `if (i < n) { ... }` or `if (i >= n) return;`, or loop "
-           "`for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-           "i += blockDim.x * gridDim.x)`")
-    why = ("The grid is rounded up to whole blocks, so the last block has threads past the end "
-           "of the data. Without a check they read or write out of bounds: an illegal-address "
-           "fault (Xid 13/31) at best, silently corrupted memory (including the flags and "
-           "counters other kernels spin on) at worst, which then shows up as a kernel that "
-           "never completes.")
+    message = (
+        "kernel indexes global memory with its global thread index without a bounds "
+        "check or grid-stride loop"
+    )
+    fix = (
+        "guard the access: `if (i < n) { ... }` or `if (i >= n) return;`, or loop "
+        "`for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+        "i += blockDim.x * gridDim.x)`"
+    )
+    why = (
+        "The grid is rounded up to whole blocks, so the last block has threads past the end "
+        "of the data. Without a check they read or write out of bounds: an illegal-address "
+        "fault (Xid 13/31) at best, silently corrupted memory (including the flags and "
+        "counters other kernels spin on) at worst, which then shows up as a kernel that "
+        "never completes."
+    )
     quiet_on = (
         "__global__ void add(const float* a, float* out, int n) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -385,23 +415,33 @@ class UncheckedKernelIndex(LintRule):
         # threadIdx.x) * n + col` is guarded by `threadIdx.x < row_size`, row_size being
         # computed from the same `row`.
         bounded_by = {v: self._bounding(v, derives) for v in index_vars}
-        conditions = [(offset, set(_IDENT.findall(c)), bool(_RELATIONAL.search(c)))
-                      for offset, c in _conditions(body)]
+        conditions = [
+            (offset, set(_IDENT.findall(c)), bool(_RELATIONAL.search(c)))
+            for offset, c in _conditions(body)
+        ]
         for name in kernel.pointers:
             for found in re.finditer(rf"\b{re.escape(name)}\s*\[", body):
                 end = _match(body, found.end() - 1, "[", "]")
                 if end < 0:
                     continue
-                used = set(_IDENT.findall(body[found.end():end - 1])) & index_vars
+                used = set(_IDENT.findall(body[found.end() : end - 1])) & index_vars
                 if not used:
                     continue
-                checked = all(any(related[v] & names or (relational and bounded_by[v] & names)
-                                  for offset, names, relational in conditions
-                                  if offset < found.start()) for v in used)
+                checked = all(
+                    any(
+                        related[v] & names or (relational and bounded_by[v] & names)
+                        for offset, names, relational in conditions
+                        if offset < found.start()
+                    )
+                    for v in used
+                )
                 if not checked:
                     line = text.count("\n", 0, kernel.body_start + found.start()) + 1
-                    column = kernel.body_start + found.start() - \
-                        text.rfind("\n", 0, kernel.body_start + found.start())
+                    column = (
+                        kernel.body_start
+                        + found.start()
+                        - text.rfind("\n", 0, kernel.body_start + found.start())
+                    )
                     yield Hit(line, column - 1)
 
     @staticmethod

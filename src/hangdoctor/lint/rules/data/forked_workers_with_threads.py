@@ -19,9 +19,14 @@ from hangdoctor.lint.rules.data._common import start_of
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
-_THREAD_STARTERS = ("threading.Thread", "threading.Timer", "concurrent.futures.ThreadPoolExecutor",
-                    "multiprocessing.pool.ThreadPool", "multiprocessing.dummy.Pool",
-                    "concurrent.futures.thread.ThreadPoolExecutor")
+_THREAD_STARTERS = (
+    "threading.Thread",
+    "threading.Timer",
+    "concurrent.futures.ThreadPoolExecutor",
+    "multiprocessing.pool.ThreadPool",
+    "multiprocessing.dummy.Pool",
+    "concurrent.futures.thread.ThreadPoolExecutor",
+)
 
 
 def _live_thread(index: ModuleIndex, start: ast.Call) -> bool:
@@ -35,8 +40,9 @@ def _live_thread(index: ModuleIndex, start: ast.Call) -> bool:
     if not owners:
         return True
     cls = owners[-1]
-    return any(last_name(call.func) == cls.name and not index.contains(cls, call)
-               for call in index.calls)
+    return any(
+        last_name(call.func) == cls.name and not index.contains(cls, call) for call in index.calls
+    )
 
 
 class ForkedWorkersWithThreads(LintRule):
@@ -45,14 +51,18 @@ class ForkedWorkersWithThreads(LintRule):
     category = Category.PROCESS_DEADLOCK
     severity = Severity.WARNING
     message = "DataLoader forks worker processes in a module that starts threads"
-    fix = ("create the DataLoader with `multiprocessing_context='spawn'` (or 'forkserver'), or "
-           "start the threads after the workers (`persistent_workers=True` forks them once)")
-    why = ("fork() copies only the calling thread. A lock another thread held at that moment "
-           "(logging, the allocator, a queue, CUDA, libc's at-exit list) stays locked forever in "
-           "the child, and the DataLoader worker deadlocks the first time it needs it; the "
-           "training loop then waits for a batch that never comes. A pinned loader's "
-           "pin-memory thread is such a thread: a second loader forking its workers while the "
-           "first one's iterator is alive can deadlock the same way.")
+    fix = (
+        "create the DataLoader with `multiprocessing_context='spawn'` (or 'forkserver'), or "
+        "start the threads after the workers (`persistent_workers=True` forks them once)"
+    )
+    why = (
+        "fork() copies only the calling thread. A lock another thread held at that moment "
+        "(logging, the allocator, a queue, CUDA, libc's at-exit list) stays locked forever in "
+        "the child, and the DataLoader worker deadlocks the first time it needs it; the "
+        "training loop then waits for a batch that never comes. A pinned loader's "
+        "pin-memory thread is such a thread: a second loader forking its workers while the "
+        "first one's iterator is alive can deadlock the same way."
+    )
     quiet_on = (
         "import threading\nfrom torch.utils.data import DataLoader\n"
         "threading.Thread(target=watch).start()\n"
@@ -92,14 +102,19 @@ class ForkedWorkersWithThreads(LintRule):
         if "num_workers" not in source:
             return
         for call in index.calls:
-            if last_name(call.func) == "set_start_method" and call.args and \
-                    isinstance(call.args[0], ast.Constant) and call.args[0].value != "fork":
+            if (
+                last_name(call.func) == "set_start_method"
+                and call.args
+                and isinstance(call.args[0], ast.Constant)
+                and call.args[0].value != "fork"
+            ):
                 return
         forking = [c for c in index.calls if _forking_loader(index, c)]
         if not forking:
             return
         threaded = ("Thread" in source or "Timer" in source) and any(
-            _starts_threads(index, c) and _live_thread(index, c) for c in index.calls)
+            _starts_threads(index, c) and _live_thread(index, c) for c in index.calls
+        )
         reported: set[ast.AST] = set()
         if threaded:
             for call in forking:
@@ -127,8 +142,9 @@ def _loader_subclass(index: ModuleIndex, call: ast.Call) -> ast.ClassDef | None:
     """The class this module defines on top of DataLoader that `call` instantiates."""
     name = last_name(call.func)
     for owner in index.classes:
-        if owner.name == name and any((last_name(b) or "").endswith("DataLoader")
-                                      for b in owner.bases):
+        if owner.name == name and any(
+            (last_name(b) or "").endswith("DataLoader") for b in owner.bases
+        ):
             return owner
     return None
 
@@ -138,9 +154,11 @@ def _starts_threads(index: ModuleIndex, call: ast.Call) -> bool:
     if index.name_of(call).startswith(_THREAD_STARTERS):
         return True
     name = last_name(call.func)
-    return any(owner.name == name and any(
-        index.qualify(dotted(b) or "").endswith("Thread") for b in owner.bases)
-        for owner in index.classes)
+    return any(
+        owner.name == name
+        and any(index.qualify(dotted(b) or "").endswith("Thread") for b in owner.bases)
+        for owner in index.classes
+    )
 
 
 def _pins(call: ast.Call) -> bool:
@@ -155,21 +173,28 @@ def _eager(owner: ast.ClassDef | None) -> bool:
         return False
     for node in owner.body:
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
-            return any(isinstance(c, ast.Call) and (
-                last_name(c.func) == "__iter__" or (last_name(c.func) == "iter" and c.args
-                                                    and last_name(c.args[0]) == "self"))
-                for c in ast.walk(node))
+            return any(
+                isinstance(c, ast.Call)
+                and (
+                    last_name(c.func) == "__iter__"
+                    or (last_name(c.func) == "iter" and c.args and last_name(c.args[0]) == "self")
+                )
+                for c in ast.walk(node)
+            )
     return False
 
 
-def _forks_beside_pin_thread(index: ModuleIndex,
-                             forking: list[ast.Call]) -> Iterator[tuple[ast.AST, str]]:
+def _forks_beside_pin_thread(
+    index: ModuleIndex, forking: list[ast.Call]
+) -> Iterator[tuple[ast.AST, str]]:
     """Workers forked while another loader's pin-memory thread runs: a forking loader iterated
     inside the loop over a pinned loader, or built after a pinned loader that iterates
     eagerly. The thread holds libc locks (registering at-exit handlers on its first
     pin_memory) that a forked child inherits locked."""
-    why = ("DataLoader forks its workers while another loader's pin-memory thread runs: a "
-           "lock that thread holds stays locked in the workers, which can deadlock")
+    why = (
+        "DataLoader forks its workers while another loader's pin-memory thread runs: a "
+        "lock that thread holds stays locked in the workers, which can deadlock"
+    )
     pinned = [c for c in forking if _pins(c)]
     if not pinned:
         return
@@ -178,21 +203,28 @@ def _forks_beside_pin_thread(index: ModuleIndex,
         outer_name = names[id(outer)]
         if outer_name is not None:
             for loop in index.loops:
-                if not isinstance(loop, (ast.For, ast.AsyncFor)) or \
-                        outer_name not in _iterated(loop):
+                if not isinstance(loop, (ast.For, ast.AsyncFor)) or outer_name not in _iterated(
+                    loop
+                ):
                     continue
                 for inner in forking:
                     inner_name = names[id(inner)]
                     if inner is outer or inner_name is None or inner_name == outer_name:
                         continue
                     for node in ast.walk(loop):
-                        if node is not loop and isinstance(node, (ast.For, ast.AsyncFor)) \
-                                and inner_name in _iterated(node):
+                        if (
+                            node is not loop
+                            and isinstance(node, (ast.For, ast.AsyncFor))
+                            and inner_name in _iterated(node)
+                        ):
                             yield node, why
         if _eager(_loader_subclass(index, outer)):
             for later in forking:
-                if later is not outer and start_of(later) > start_of(outer) and \
-                        index.scope_of(later) is index.scope_of(outer):
+                if (
+                    later is not outer
+                    and start_of(later) > start_of(outer)
+                    and index.scope_of(later) is index.scope_of(outer)
+                ):
                     yield later, why
 
 

@@ -26,29 +26,71 @@ from hangdoctor.lint.rules.data._common import start_of
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
-_TF_SOURCES = ("tensorflow.data.", "tensorflow_datasets.load", "tensorflow.keras.utils.",
-               "tensorflow.keras.preprocessing.", "tensorflow.compat.v2.data.")
-_PIPELINE_STEPS = frozenset({"map", "batch", "padded_batch", "interleave", "unbatch",
-                             "shuffle", "repeat", "cache", "filter", "flat_map", "take",
-                             "ragged_batch", "rebatch", "apply", "zip", "shard", "with_options",
-                             "skip", "map_with_legacy_function", "parallel_interleave"})
+_TF_SOURCES = (
+    "tensorflow.data.",
+    "tensorflow_datasets.load",
+    "tensorflow.keras.utils.",
+    "tensorflow.keras.preprocessing.",
+    "tensorflow.compat.v2.data.",
+)
+_PIPELINE_STEPS = frozenset(
+    {
+        "map",
+        "batch",
+        "padded_batch",
+        "interleave",
+        "unbatch",
+        "shuffle",
+        "repeat",
+        "cache",
+        "filter",
+        "flat_map",
+        "take",
+        "ragged_batch",
+        "rebatch",
+        "apply",
+        "zip",
+        "shard",
+        "with_options",
+        "skip",
+        "map_with_legacy_function",
+        "parallel_interleave",
+    }
+)
 _EXPENSIVE = frozenset({"map", "batch", "padded_batch", "interleave"})
 _TF_STEP = re.compile(r"\.(?:map|batch|padded_batch|interleave)\(")
 #: Calls that consume a pipeline (so nobody else will prefetch it).
-_CONSUMERS = frozenset({"fit", "evaluate", "predict", "fit_generator", "iter",
-                        "train_step", "experimental_distribute_dataset", "next",
-                        "distribute_datasets_from_function"})
+_CONSUMERS = frozenset(
+    {
+        "fit",
+        "evaluate",
+        "predict",
+        "fit_generator",
+        "iter",
+        "train_step",
+        "experimental_distribute_dataset",
+        "next",
+        "distribute_datasets_from_function",
+    }
+)
 #: What a loop over a pipeline does when it trains (a loop computing metrics over an
 #: in-memory dataset, or a test's assertions, does not wait on an input pipeline per step).
-_TRAINING = re.compile(r"^(train|fit|step|apply_gradients|minimize|backward)|GradientTape|"
-                       r"optimizer|gradient")
+_TRAINING = re.compile(
+    r"^(train|fit|step|apply_gradients|minimize|backward)|GradientTape|"
+    r"optimizer|gradient"
+)
 
 
 def _trains(loop: ast.For | ast.AsyncFor) -> bool:
-    return any(isinstance(n, ast.Call) and _TRAINING.search(last_name(n.func) or "")
-               for n in ast.walk(loop))
-_ITERATING = frozenset({"as_numpy_iterator", "__iter__", "make_one_shot_iterator",
-                        "make_initializable_iterator"})
+    return any(
+        isinstance(n, ast.Call) and _TRAINING.search(last_name(n.func) or "")
+        for n in ast.walk(loop)
+    )
+
+
+_ITERATING = frozenset(
+    {"as_numpy_iterator", "__iter__", "make_one_shot_iterator", "make_initializable_iterator"}
+)
 #: How many returns a pipeline is followed through to the code that consumes it.
 _RETURN_DEPTH = 3
 
@@ -64,13 +106,17 @@ class TfDataWithoutPrefetch(LintRule):
     name = "tf-data-without-prefetch"
     category = Category.DATA_PIPELINE_STALL
     severity = Severity.WARNING
-    message = ("tf.data pipeline with map/batch is consumed without prefetch (or returned to "
-               "callers none of which adds one)")
+    message = (
+        "tf.data pipeline with map/batch is consumed without prefetch (or returned to "
+        "callers none of which adds one)"
+    )
     fix = "end the pipeline with `.prefetch(tf.data.AUTOTUNE)` (and keep the result)"
-    why = ("Without prefetch the input pipeline runs in lock-step with training: every step "
-           "waits for its batch to be mapped and batched, the accelerator idles, and a slow or "
-           "blocked map function stalls training outright. Datasets are immutable: "
-           "`ds.prefetch(n)` on a line of its own does nothing.")
+    why = (
+        "Without prefetch the input pipeline runs in lock-step with training: every step "
+        "waits for its batch to be mapped and batched, the accelerator idles, and a slow or "
+        "blocked map function stalls training outright. Datasets are immutable: "
+        "`ds.prefetch(n)` on a line of its own does nothing."
+    )
     quiet_on = (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices(x)\n"
         "ds = ds.map(f).batch(32).prefetch(tf.data.AUTOTUNE)\nmodel.fit(ds)\n",
@@ -126,8 +172,11 @@ class TfDataWithoutPrefetch(LintRule):
     )
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
-        if "tensorflow" not in index.source or not _TF_STEP.search(index.source) or \
-                not index.imported & {"tensorflow", "tensorflow_datasets"}:
+        if (
+            "tensorflow" not in index.source
+            or not _TF_STEP.search(index.source)
+            or not index.imported & {"tensorflow", "tensorflow_datasets"}
+        ):
             return
         flow = _PipelineFlow(index)
         for call in index.calls:
@@ -135,16 +184,20 @@ class TfDataWithoutPrefetch(LintRule):
             if not isinstance(func, ast.Attribute) or func.attr not in _EXPENSIVE:
                 continue
             batching = func.attr in ("batch", "padded_batch")
-            if not flow.is_pipeline(func.value, batching) or \
-                    _later_expensive_step(index, call):
+            if not flow.is_pipeline(func.value, batching) or _later_expensive_step(index, call):
                 continue
             fate, where = flow.fate(index, call, _RETURN_DEPTH)
             if fate == "consumed":
-                yield Hit.at(call, f"tf.data pipeline with {func.attr}() is consumed at "
-                                   f"{where} without prefetch")
+                yield Hit.at(
+                    call,
+                    f"tf.data pipeline with {func.attr}() is consumed at {where} without prefetch",
+                )
             elif fate == "unprefetched":
-                yield Hit.at(call, f"tf.data pipeline with {func.attr}() is returned without "
-                                   f"prefetch, and no caller adds one ({where})")
+                yield Hit.at(
+                    call,
+                    f"tf.data pipeline with {func.attr}() is returned without "
+                    f"prefetch, and no caller adds one ({where})",
+                )
 
 
 def _later_expensive_step(index: ModuleIndex, call: ast.Call) -> bool:
@@ -182,10 +235,14 @@ class _PipelineFlow:
             self._tracked = set()
             for assign in self.index.assigns:
                 if assign.value is not None and self._is_pipeline(assign.value, self._tracked):
-                    self._tracked.update(t.id for t in targets_of(assign)
-                                         if isinstance(t, ast.Name))
-        loose = batching and "tensorflow" in self.index.imported and \
-            "datasets" not in self.index.imported
+                    self._tracked.update(
+                        t.id for t in targets_of(assign) if isinstance(t, ast.Name)
+                    )
+        loose = (
+            batching
+            and "tensorflow" in self.index.imported
+            and "datasets" not in self.index.imported
+        )
         return self._is_pipeline(node, self._tracked, loose)
 
     def _is_pipeline(self, node: ast.AST, tracked: set[str], loose: bool = False) -> bool:
@@ -200,7 +257,8 @@ class _PipelineFlow:
                 if held is None:
                     function = self.index.function_of(node)
                     return function is not None and any(
-                        isinstance(b, ast.arg) for b in bindings(self.index, function, node.id))
+                        isinstance(b, ast.arg) for b in bindings(self.index, function, node.id)
+                    )
                 node = held
                 hops += 1
                 continue
@@ -231,8 +289,11 @@ class _PipelineFlow:
                 return "ended", _where(index, parent)  # `ds.element_spec`
             if parent.attr == "prefetch":
                 # A prefetch whose result is dropped (`ds.prefetch(2)` alone) changes nothing.
-                return ("ended", _where(index, call)) \
-                    if isinstance(index.parent.get(call), ast.Expr) else ("prefetched", "")
+                return (
+                    ("ended", _where(index, call))
+                    if isinstance(index.parent.get(call), ast.Expr)
+                    else ("prefetched", "")
+                )
             if parent.attr in _ITERATING:
                 return "consumed", _where(index, call)
             if parent.attr in _EXPENSIVE:
@@ -287,25 +348,35 @@ class _PipelineFlow:
             return "unprefetched", unprefetched[0]
         return "ended", fates[0][1]
 
-    def _name_uses(self, index: ModuleIndex, assign: ast.AST, name: str,
-                   depth: int) -> tuple[Fate, str]:
+    def _name_uses(
+        self, index: ModuleIndex, assign: ast.AST, name: str, depth: int
+    ) -> tuple[Fate, str]:
         scope = index.scope_of(assign)
         later = [b for b in bindings(index, scope, name) if start_of(b) > start_of(assign)]
         rebound = min(later, key=start_of) if later else None
-        uses = [n for n in statements_in(scope) if isinstance(n, ast.Name) and n.id == name
-                and isinstance(n.ctx, ast.Load) and start_of(n) > start_of(assign)
-                and not index.contains(assign, n)
-                and (rebound is None or start_of(n) < start_of(rebound)
-                     or index.contains(rebound, n))]
+        uses = [
+            n
+            for n in statements_in(scope)
+            if isinstance(n, ast.Name)
+            and n.id == name
+            and isinstance(n.ctx, ast.Load)
+            and start_of(n) > start_of(assign)
+            and not index.contains(assign, n)
+            and (rebound is None or start_of(n) < start_of(rebound) or index.contains(rebound, n))
+        ]
         return self._combine([self.fate(index, use, depth) for use in uses])
 
     def _attribute_uses(self, index: ModuleIndex, attr: str, depth: int) -> tuple[Fate, str]:
-        uses = [n for n in ast.walk(index.tree) if isinstance(n, ast.Attribute)
-                and n.attr == attr and isinstance(n.ctx, ast.Load)]
+        uses = [
+            n
+            for n in ast.walk(index.tree)
+            if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load)
+        ]
         return self._combine([self.fate(index, use, depth) for use in uses])
 
-    def _argument(self, index: ModuleIndex, call: ast.Call, node: ast.expr,
-                  depth: int) -> tuple[Fate, str]:
+    def _argument(
+        self, index: ModuleIndex, call: ast.Call, node: ast.expr, depth: int
+    ) -> tuple[Fate, str]:
         """A pipeline handed to a function of the project: what that function does with the
         parameter it arrives in. Handed to anything else, it is out of sight."""
         if depth <= 0:
@@ -325,8 +396,11 @@ class _PipelineFlow:
         function = index.function_of(node)
         if function is None:
             return "unknown", ""
-        calls = [(module, call) for module, call in callers(index, function)
-                 if not _is_test_module(module)]
+        calls = [
+            (module, call)
+            for module, call in callers(index, function)
+            if not _is_test_module(module)
+        ]
         fate, where = self._combine([self.fate(module, call, depth) for module, call in calls])
         if fate == "ended":
             return "unprefetched", ", ".join(_where(module, call) for module, call in calls[:3])
@@ -338,17 +412,15 @@ def _parameter(function: Function, call: ast.Call, node: ast.expr) -> ast.arg | 
     (no `*args` before it; `self` skipped for a method called on an object)."""
     arguments = function.args
     positional = [*arguments.posonlyargs, *arguments.args]
-    if isinstance(call.func, ast.Attribute) and positional and \
-            positional[0].arg in ("self", "cls"):
+    if isinstance(call.func, ast.Attribute) and positional and positional[0].arg in ("self", "cls"):
         positional = positional[1:]
     holder = next((k for k in call.keywords if k.value is node), None)
     if holder is not None:
-        return next((a for a in (*positional, *arguments.kwonlyargs)
-                     if a.arg == holder.arg), None)
+        return next((a for a in (*positional, *arguments.kwonlyargs) if a.arg == holder.arg), None)
     if node not in call.args:
         return None
     position = call.args.index(node)
-    if any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+    if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
         return None
     return positional[position] if position < len(positional) else None
 
@@ -361,8 +433,12 @@ def _is_test_module(index: ModuleIndex) -> bool:
     folders: tuple[str, ...] = ()
     if index.project is not None and path.is_relative_to(index.project.root):
         folders = path.parent.relative_to(index.project.root).parts
-    return path.name.startswith("test_") or path.name.endswith("_test.py") or \
-        path.name == "conftest.py" or bool({"tests", "test"} & set(folders))
+    return (
+        path.name.startswith("test_")
+        or path.name.endswith("_test.py")
+        or path.name == "conftest.py"
+        or bool({"tests", "test"} & set(folders))
+    )
 
 
 def _where(index: ModuleIndex, node: ast.AST) -> str:

@@ -27,19 +27,33 @@ from hangdoctor.taxonomy import Category
 _ENCODE_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "__call__"})
 _TOKENIZER_NAME = re.compile(r"^(tok|tokenizer|\w+_tokenizer|tokenizer_?\d+)$", re.IGNORECASE)
 #: Names of a length bound: slicing by one of them means the caller truncates by hand.
-_LENGTH_BOUND = re.compile(r"block_size|max_?len|max_?seq|seq(uence)?_?len|chunk|"
-                           r"context_length|max_length|max_source|max_target|cutoff|"
-                           r"max_tokens|^max_", re.IGNORECASE)
+_LENGTH_BOUND = re.compile(
+    r"block_size|max_?len|max_?seq|seq(uence)?_?len|chunk|"
+    r"context_length|max_length|max_source|max_target|cutoff|"
+    r"max_tokens|^max_",
+    re.IGNORECASE,
+)
 
 
 #: A tokenizer object's name, or a Hugging Face tokenizer class: what a module that tokenizes
 #: text must mention.
 _TOKENIZERISH = ("okenizer", "tok(", "tok.")
-_HF = frozenset({"transformers", "trl", "peft", "accelerate", "datasets", "optimum",
-                 "sentence_transformers", "tokenizers"})
+_HF = frozenset(
+    {
+        "transformers",
+        "trl",
+        "peft",
+        "accelerate",
+        "datasets",
+        "optimum",
+        "sentence_transformers",
+        "tokenizers",
+    }
+)
 #: `get_tokenizer(...)`, `load_tokenizer(...)`: functions that build a tokenizer, not one.
-_FACTORY = re.compile(r"^(get|load|build|setup|make|create|init|train|save|prepare)_",
-                      re.IGNORECASE)
+_FACTORY = re.compile(
+    r"^(get|load|build|setup|make|create|init|train|save|prepare)_", re.IGNORECASE
+)
 #: `dataset.filter(lambda x: len(x["input_ids"]) <= 512)` and the like.
 _LENGTH_FILTER = re.compile(r"\.filter\([^)]*\b(len\(|lengths?\b)")
 #: Calls that run a function once per example or batch of the input pipeline.
@@ -58,8 +72,12 @@ def _pipeline_callables(index: ModuleIndex) -> set[str]:
     partials: dict[str, str] = {}
     for node in index.assigns:
         value = node.value
-        if isinstance(value, ast.Call) and last_name(value.func) == "partial" and value.args \
-                and isinstance(value.args[0], ast.Name):
+        if (
+            isinstance(value, ast.Call)
+            and last_name(value.func) == "partial"
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+        ):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Name):
@@ -67,8 +85,11 @@ def _pipeline_callables(index: ModuleIndex) -> set[str]:
     found: set[str] = set()
 
     def add(argument: ast.AST) -> None:
-        if isinstance(argument, ast.Call) and last_name(argument.func) == "partial" \
-                and argument.args:
+        if (
+            isinstance(argument, ast.Call)
+            and last_name(argument.func) == "partial"
+            and argument.args
+        ):
             argument = argument.args[0]
         elif isinstance(argument, ast.Call):
             argument = argument.func  # `collate_fn=Collator(tokenizer)`
@@ -79,8 +100,9 @@ def _pipeline_callables(index: ModuleIndex) -> set[str]:
         elif isinstance(argument, ast.Attribute):
             found.add(argument.attr)  # `ds.map(self._tokenize)`
         elif isinstance(argument, ast.Lambda):
-            found.update(last_name(n.func) or "" for n in ast.walk(argument.body)
-                         if isinstance(n, ast.Call))
+            found.update(
+                last_name(n.func) or "" for n in ast.walk(argument.body) if isinstance(n, ast.Call)
+            )
 
     for call in index.calls:
         if last_name(call.func) in _PIPELINE_SINKS:
@@ -105,15 +127,22 @@ def _in_data_path(index: ModuleIndex, call: ast.Call, pipeline: set[str]) -> boo
             if isinstance(holder, ast.keyword):
                 holder = index.parent.get(holder)
             return isinstance(holder, ast.Call) and last_name(holder.func) in (
-                "map", "with_transform", "set_transform")
+                "map",
+                "with_transform",
+                "set_transform",
+            )
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if parent.name in pipeline or _COLLATOR.search(parent.name) \
-                    or parent.name in _PER_EXAMPLE_METHODS:
+            if (
+                parent.name in pipeline
+                or _COLLATOR.search(parent.name)
+                or parent.name in _PER_EXAMPLE_METHODS
+            ):
                 return True
             if parent.name == "__call__":
                 owner = index.parent.get(parent)
                 return isinstance(owner, ast.ClassDef) and (
-                    owner.name in pipeline or bool(_COLLATOR.search(owner.name)))
+                    owner.name in pipeline or bool(_COLLATOR.search(owner.name))
+                )
             return False
     return False
 
@@ -125,16 +154,25 @@ def _measured_only(index: ModuleIndex, call: ast.Call) -> bool:
     parent = index.parent.get(node)
     while isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
         node, parent = parent, index.parent.get(parent)
-    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
+    return (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
         and parent.func.id == "len"
+    )
 
 
 def _fixed_input(index: ModuleIndex, call: ast.Call, text: ast.AST) -> bool:
     """Whether the tokenized text cannot come from the example: the function receives the
     example as parameters, and the text is built without any of them (a dummy message a
     collator tokenizes to keep ranks in step, a placeholder token)."""
-    function = next((p for p in index.ancestors(call)
-                     if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    function = next(
+        (
+            p
+            for p in index.ancestors(call)
+            if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ),
+        None,
+    )
     if function is None:
         return False
     arguments = function.args
@@ -174,8 +212,9 @@ def _fixed_input(index: ModuleIndex, call: ast.Call, text: ast.AST) -> bool:
 def _defined_callable(index: ModuleIndex, name: str) -> bool:
     """`Tokenizer(model)`, `patch_tokenizer(tok, args)`: a class (capitalised) or a function
     defined or imported here, called directly, is not a tokenizer object tokenising text."""
-    return name[:1].isupper() or name in index.aliases or any(
-        f.name == name for f in index.functions)
+    return (
+        name[:1].isupper() or name in index.aliases or any(f.name == name for f in index.functions)
+    )
 
 
 def _is_literal_text(node: ast.AST) -> bool:
@@ -201,9 +240,10 @@ def _slices_by_bound(scope: ast.AST) -> bool:
         if isinstance(node, ast.Slice):
             for part in (node.lower, node.upper):
                 if part is not None and any(
-                        isinstance(n, (ast.Name, ast.Attribute))
-                        and _LENGTH_BOUND.search(last_name(n) or "")
-                        for n in ast.walk(part)):
+                    isinstance(n, (ast.Name, ast.Attribute))
+                    and _LENGTH_BOUND.search(last_name(n) or "")
+                    for n in ast.walk(part)
+                ):
                     return True
     return False
 
@@ -213,13 +253,17 @@ class TokenizerWithoutTruncation(LintRule):
     name = "tokenizer-without-truncation"
     category = Category.DATA_PIPELINE_STALL
     severity = Severity.WARNING
-    message = ("tokenizer called without truncation (max_length alone truncates only when "
-               "nothing is padded): one long input stalls the step")
+    message = (
+        "tokenizer called without truncation (max_length alone truncates only when "
+        "nothing is padded): one long input stalls the step"
+    )
     fix = "pass `truncation=True, max_length=...` (or truncate/chunk the token ids yourself)"
-    why = ("A Hugging Face tokenizer keeps every token of its input. One unexpectedly long "
-           "document then makes a batch of enormous sequences: tokenization, collation and "
-           "attention (quadratic in length) take minutes instead of milliseconds, or exhaust "
-           "memory, and the job looks hung.")
+    why = (
+        "A Hugging Face tokenizer keeps every token of its input. One unexpectedly long "
+        "document then makes a batch of enormous sequences: tokenization, collation and "
+        "attention (quadratic in length) take minutes instead of milliseconds, or exhaust "
+        "memory, and the job looks hung."
+    )
     quiet_on = (
         "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained(name)\n"
         "enc = tok(texts, truncation=True, max_length=512)\n",
@@ -329,9 +373,12 @@ class TokenizerWithoutTruncation(LintRule):
         built: set[str] = set()
         for node in index.assigns:
             value = node.value
-            if isinstance(value, ast.Call) and last_name(value.func) == "from_pretrained" \
-                    and isinstance(value.func, ast.Attribute) \
-                    and "Tokenizer" in (last_name(value.func.value) or ""):
+            if (
+                isinstance(value, ast.Call)
+                and last_name(value.func) == "from_pretrained"
+                and isinstance(value.func, ast.Attribute)
+                and "Tokenizer" in (last_name(value.func.value) or "")
+            ):
                 built.update(n for t in targets_of(node) if (n := last_name(t)))
         paths: _DataPaths | None = None
         hugging_face: bool | None = None
@@ -342,13 +389,15 @@ class TokenizerWithoutTruncation(LintRule):
             if isinstance(func, ast.Attribute) and func.attr in _ENCODE_METHODS:
                 receiver = func.value
             name = last_name(receiver)
-            if name is None or not (name in built or _TOKENIZER_NAME.match(name)) \
-                    or _FACTORY.match(name):
+            if (
+                name is None
+                or not (name in built or _TOKENIZER_NAME.match(name))
+                or _FACTORY.match(name)
+            ):
                 continue
             if isinstance(receiver, ast.Call):
                 continue  # `tokenizer()(...)`: not a tokenizer object
-            if isinstance(func, ast.Name) and name not in built and \
-                    _defined_callable(index, name):
+            if isinstance(func, ast.Name) and name not in built and _defined_callable(index, name):
                 continue
             untruncated = _untruncated(call)
             if untruncated is None:
@@ -391,8 +440,7 @@ def _uses_hugging_face(index: ModuleIndex) -> bool:
 
 #: How a call turns padding or truncation off: `False`, `"do_not_pad"`, `"do_not_truncate"`,
 #: `PaddingStrategy.DO_NOT_PAD`, `TruncationStrategy.DO_NOT_TRUNCATE` (None is the default).
-_OFF = frozenset({False, None, "do_not_pad", "do_not_truncate", "DO_NOT_PAD",
-                  "DO_NOT_TRUNCATE"})
+_OFF = frozenset({False, None, "do_not_pad", "do_not_truncate", "DO_NOT_PAD", "DO_NOT_TRUNCATE"})
 #: Padding to a fixed length: every text becomes `max_length` tokens, so that batches have one
 #: shape (a dataset prepared for training); a longer text silently breaks that shape.
 _FIXED_LENGTH = frozenset({"max_length", "MAX_LENGTH"})
@@ -404,7 +452,9 @@ def _setting(node: ast.expr | None) -> object:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Attribute) and last_name(node.value) in (
-            "PaddingStrategy", "TruncationStrategy"):
+        "PaddingStrategy",
+        "TruncationStrategy",
+    ):
         return node.attr
     return node
 
@@ -432,8 +482,10 @@ def _untruncated(call: ast.Call) -> str | None:
     if "max_length" in names:
         if not pads:
             return None
-        return ("tokenizer called with padding and max_length but no truncation: max_length "
-                "then only sets the padded length, and one long input still stalls the step")
+        return (
+            "tokenizer called with padding and max_length but no truncation: max_length "
+            "then only sets the padded length, and one long input still stalls the step"
+        )
     return TokenizerWithoutTruncation.message
 
 
@@ -451,8 +503,7 @@ class _DataPaths:
 
     def contains(self, call: ast.Call) -> bool:
         index = self.index
-        if _in_data_path(index, call, self.pipeline | self.stepped) or \
-                _feeds_dataset(index, call):
+        if _in_data_path(index, call, self.pipeline | self.stepped) or _feeds_dataset(index, call):
             return True
         function = index.function_of(call)
         if function is None or index.class_of(function) is not None:
@@ -479,7 +530,10 @@ def _called_every_step(index: ModuleIndex) -> set[str]:
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             iterable = loop.iter
             while isinstance(iterable, ast.Call) and last_name(iterable.func) in (
-                    "enumerate", "tqdm", "zip"):
+                "enumerate",
+                "tqdm",
+                "zip",
+            ):
                 iterable = iterable.args[0] if iterable.args else iterable
             if isinstance(iterable, ast.Call) and (name := last_name(iterable.func)):
                 found.add(name)
@@ -488,8 +542,11 @@ def _called_every_step(index: ModuleIndex) -> set[str]:
             if name is not None and not isinstance(index.parent.get(call), ast.Expr):
                 found.add(name)
     found -= _STEP_MARKERS
-    generating = {f.name for f in index.functions
-                  if any(last_name(d) in ("no_grad", "inference_mode") for d in f.decorator_list)}
+    generating = {
+        f.name
+        for f in index.functions
+        if any(last_name(d) in ("no_grad", "inference_mode") for d in f.decorator_list)
+    }
     return found - generating
 
 
@@ -508,10 +565,15 @@ def _feeds_dataset(index: ModuleIndex, call: ast.Call) -> bool:
     if not names:
         return False
     for node in statements_in(index.scope_of(call)):
-        if isinstance(node, ast.Call) and (last_name(node.func) or "").endswith(
-                _DATA_CONTAINERS) and any(
+        if (
+            isinstance(node, ast.Call)
+            and (last_name(node.func) or "").endswith(_DATA_CONTAINERS)
+            and any(
                 isinstance(n, ast.Name) and n.id in names
-                for a in (*node.args, *(k.value for k in node.keywords)) for n in ast.walk(a)):
+                for a in (*node.args, *(k.value for k in node.keywords))
+                for n in ast.walk(a)
+            )
+        ):
             return True
     return False
 

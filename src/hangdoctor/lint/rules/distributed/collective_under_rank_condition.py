@@ -46,6 +46,8 @@ def _calls_in(statements: list[ast.stmt]) -> Iterator[ast.Call]:
 def _condition_text(test: ast.expr) -> str:
     text = ast.unparse(test)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _may_branch_on_rank(index: ModuleIndex) -> bool:
     """A cheap look at the statements alone (no walk of the expressions): is there an `if`
     whose test is a rank condition, or names something assigned from a rank, or a function
@@ -54,11 +56,14 @@ def _may_branch_on_rank(index: ModuleIndex) -> bool:
     stack: list[ast.stmt] = list(index.tree.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and (rank_polarity(node.test) is not None or (
-                candidates and not _flag_names(node.test).isdisjoint(candidates))):
+        if isinstance(node, ast.If) and (
+            rank_polarity(node.test) is not None
+            or (candidates and not _flag_names(node.test).isdisjoint(candidates))
+        ):
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                last_name(d) in MAIN_ONLY_DECORATORS for d in node.decorator_list):
+            last_name(d) in MAIN_ONLY_DECORATORS for d in node.decorator_list
+        ):
             return True
         for name in ("body", "orelse", "finalbody"):
             stack.extend(getattr(node, name, ()))
@@ -85,6 +90,8 @@ def _flag_names(test: ast.expr) -> set[str]:
         elif (name := last_name(node)) is not None:
             names.add(name)
     return names
+
+
 #: How deep a rule follows helper calls to find a collective.
 _HELPER_DEPTH = 3
 
@@ -120,8 +127,9 @@ class _Reach:
         collective, where = reached
         return callee, f"`{callee}` (which reaches `{collective}` at {where})"
 
-    def _function(self, module: ModuleIndex, function: Function,
-                  depth: int) -> tuple[str, str] | None:
+    def _function(
+        self, module: ModuleIndex, function: Function, depth: int
+    ) -> tuple[str, str] | None:
         key = (id(module), id(function))
         if key in self._memo:
             return self._memo[key]
@@ -152,28 +160,38 @@ class _Reach:
         return f"{module.path.name}:{line}"
 
 
-def _rank_guarded(index: ModuleIndex, node: ast.AST, function: ast.AST,
-                  resolve: Resolver) -> bool:
+def _rank_guarded(index: ModuleIndex, node: ast.AST, function: ast.AST, resolve: Resolver) -> bool:
     """Whether `node` sits under a condition inside `function` that may keep it from running
     on the path the caller takes: a rank condition (a rank-aware helper), or any other test
     (`if synchronize:`, `if pipe_parallel:`) but the "is this a distributed run" kind."""
     for parent in index.ancestors(node):
         if parent is function:
             return False
-        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and \
-                not _distributed_check(parent.test):
+        if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and not _distributed_check(
+            parent.test
+        ):
             return True
     return False
 
 
 #: Names that test whether the run is distributed at all: the same on every rank.
-_DISTRIBUTED_TESTS = frozenset({"is_initialized", "is_available", "is_distributed",
-                                "distributed", "world_size", "get_world_size", "use_ddp"})
+_DISTRIBUTED_TESTS = frozenset(
+    {
+        "is_initialized",
+        "is_available",
+        "is_distributed",
+        "distributed",
+        "world_size",
+        "get_world_size",
+        "use_ddp",
+    }
+)
 
 
 def _distributed_check(test: ast.expr) -> bool:
-    names = {last_name(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute,
-                                                                    ast.Call))}
+    names = {
+        last_name(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute, ast.Call))
+    }
     return bool(names & _DISTRIBUTED_TESTS)
 
 
@@ -183,14 +201,18 @@ class CollectiveUnderRankCondition(LintRule):
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     severity = Severity.ERROR
     message = "collective called on only some ranks"
-    fix = ("call the collective on every rank: move it out of the rank condition (do only the "
-           "rank-0 work, such as saving or logging, inside it)")
-    why = ("Every rank of the group must enter a collective (barrier, all_reduce, broadcast, "
-           "gather, accelerate's wait_for_everyone, DeepSpeed's save_checkpoint, a Lightning "
-           "log with sync_dist=True, the forward of an FSDP model, ...). When only the ranks "
-           "that pass `if rank == 0:` call it, directly or through a helper function, they "
-           "wait for peers that never come, until the NCCL timeout (30 minutes by default) or "
-           "forever.")
+    fix = (
+        "call the collective on every rank: move it out of the rank condition (do only the "
+        "rank-0 work, such as saving or logging, inside it)"
+    )
+    why = (
+        "Every rank of the group must enter a collective (barrier, all_reduce, broadcast, "
+        "gather, accelerate's wait_for_everyone, DeepSpeed's save_checkpoint, a Lightning "
+        "log with sync_dist=True, the forward of an FSDP model, ...). When only the ranks "
+        "that pass `if rank == 0:` call it, directly or through a helper function, they "
+        "wait for peers that never come, until the NCCL timeout (30 minutes by default) or "
+        "forever."
+    )
     quiet_on = (
         "import torch.distributed as dist\nif dist.get_rank() == 0:\n    save(model)\n"
         "dist.barrier()\n",
@@ -200,8 +222,7 @@ class CollectiveUnderRankCondition(LintRule):
         "import torch.distributed as dist\nif rank == 0:\n    dist.barrier()\nelse:\n"
         "    dist.barrier()\n",
         # `local_rank != -1` is the same on every rank of a distributed run.
-        "import torch.distributed as dist\nif args.local_rank != -1:\n"
-        "    dist.all_reduce(t)\n",
+        "import torch.distributed as dist\nif args.local_rank != -1:\n    dist.all_reduce(t)\n",
         "import torch.distributed as dist\nif rank == 0:\n    def later():\n"
         "        dist.barrier()\n",
         "if accelerator.is_main_process:\n    accelerator.save_state(out)\n"
@@ -247,8 +268,13 @@ class CollectiveUnderRankCondition(LintRule):
         # call -> (key, polarity of the ranks that make it, scope, message)
         found: dict[ast.Call, tuple[str, Polarity, ast.AST, str]] = {}
 
-        def add(calls: Iterable[tuple[ast.Call, tuple[str, str]]], polarity: Polarity,
-                scope: ast.AST, why: str, skip: frozenset[str] = frozenset()) -> None:
+        def add(
+            calls: Iterable[tuple[ast.Call, tuple[str, str]]],
+            polarity: Polarity,
+            scope: ast.AST,
+            why: str,
+            skip: frozenset[str] = frozenset(),
+        ) -> None:
             for call, (key, what) in calls:
                 if key not in skip and call not in found:
                     found[call] = (key, polarity, scope, f"{what} {why}")
@@ -262,23 +288,39 @@ class CollectiveUnderRankCondition(LintRule):
             scope = index.scope_of(node)
             condition = _condition_text(node.test)
             both = frozenset(k for _, (k, _) in body) & frozenset(k for _, (k, _) in orelse)
-            add(body, polarity, scope,
+            add(
+                body,
+                polarity,
+                scope,
                 f"is called only on the ranks where `{condition}`; the others never join it",
-                both)
-            add(orelse, flip(polarity), scope,
+                both,
+            )
+            add(
+                orelse,
+                flip(polarity),
+                scope,
                 f"is called only on the ranks where `{condition}` is false; the others never "
-                "join it", both)
+                "join it",
+                both,
+            )
             if not node.orelse and isinstance(node.body[-1], _EXITS):
-                add(reach.calls(_unless_excluded(index, self._after(index, node), node.test)),
-                    flip(polarity), scope,
+                add(
+                    reach.calls(_unless_excluded(index, self._after(index, node), node.test)),
+                    flip(polarity),
+                    scope,
                     f"is skipped by the ranks that leave at line {node.body[-1].lineno} "
                     f"(`{type(node.body[-1]).__name__.lower()}` under `{condition}`); "
-                    "the others wait for them in it")
+                    "the others wait for them in it",
+                )
         for function in index.functions:
             if any(last_name(d) in MAIN_ONLY_DECORATORS for d in function.decorator_list):
-                add(reach.calls(_calls_in(function.body)), "main", function,
+                add(
+                    reach.calls(_calls_in(function.body)),
+                    "main",
+                    function,
                     "is called in a function that runs on the main process only "
-                    "(decorated to); the other ranks never join it")
+                    "(decorated to); the other ranks never join it",
+                )
         # Both kinds of rank reaching the same collective in one scope is the deliberate
         # "main process first" pattern (others wait at a barrier, main joins it later).
         polarities: dict[tuple[ast.AST, str], set[str]] = {}
@@ -296,27 +338,34 @@ class CollectiveUnderRankCondition(LintRule):
             return
         exit_kind = node.body[-1]
         if isinstance(exit_kind, (ast.Continue, ast.Break)) and not isinstance(
-                parent, (ast.For, ast.AsyncFor, ast.While)):
+            parent, (ast.For, ast.AsyncFor, ast.While)
+        ):
             # The exit leaves a loop further out: what follows here is skipped too, but so
             # is the loop's remainder, which we do not follow. Stay precise.
             return
         for field in ("body", "orelse", "finalbody"):
             statements = getattr(parent, field, None)
             if isinstance(statements, list) and node in statements:
-                yield from _calls_in(statements[statements.index(node) + 1:])
+                yield from _calls_in(statements[statements.index(node) + 1 :])
                 return
 
 
 def _contradicts(test: ast.expr, other: ast.expr) -> bool:
     """`test` is `not other`, or `other` is `not test`."""
+
     def negated(a: ast.expr, b: ast.expr) -> bool:
-        return isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.Not) and \
-            ast.dump(a.operand) == ast.dump(b)
+        return (
+            isinstance(a, ast.UnaryOp)
+            and isinstance(a.op, ast.Not)
+            and ast.dump(a.operand) == ast.dump(b)
+        )
+
     return negated(test, other) or negated(other, test)
 
 
-def _unless_excluded(index: ModuleIndex, calls: Iterator[ast.Call],
-                     exit_test: ast.expr) -> Iterator[ast.Call]:
+def _unless_excluded(
+    index: ModuleIndex, calls: Iterator[ast.Call], exit_test: ast.expr
+) -> Iterator[ast.Call]:
     """Calls after an early exit under `cond and not is_rank0`, except those that run only
     when `cond` is false (inside `if not cond:`): there no rank has left."""
     if not (isinstance(exit_test, ast.BoolOp) and isinstance(exit_test.op, ast.And)):
@@ -333,8 +382,11 @@ def _unless_excluded(index: ModuleIndex, calls: Iterator[ast.Call],
                 if test is not None and any(_contradicts(test, o) for o in others):
                     excluded = True
                     break
-                if inside is None and any(child is s for s in parent.orelse) and \
-                        any(ast.dump(parent.test) == ast.dump(o) for o in others):
+                if (
+                    inside is None
+                    and any(child is s for s in parent.orelse)
+                    and any(ast.dump(parent.test) == ast.dump(o) for o in others)
+                ):
                     excluded = True
                     break
             if isinstance(parent, _NESTED):

@@ -39,10 +39,14 @@ def _visible_devices(index: ModuleIndex) -> int | None:
         return None
     for node in index.assigns:
         for target in targets_of(node):
-            if isinstance(target, ast.Subscript) and last_name(target.value) == "environ" and \
-                    isinstance(target.slice, ast.Constant) and \
-                    target.slice.value == "CUDA_VISIBLE_DEVICES" and \
-                    isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if (
+                isinstance(target, ast.Subscript)
+                and last_name(target.value) == "environ"
+                and isinstance(target.slice, ast.Constant)
+                and target.slice.value == "CUDA_VISIBLE_DEVICES"
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 devices = [d for d in node.value.value.split(",") if d.strip()]
                 return len(devices) or None
     return None
@@ -63,9 +67,11 @@ class DataParallelIndivisibleBatch(LintRule):
     severity = Severity.WARNING
     message = "batch size is not divisible by the number of DataParallel devices"
     fix = "use a batch size that is a multiple of the device count (and drop_last=True)"
-    why = ("nn.DataParallel scatters each batch across its devices; an indivisible batch "
-           "gives the devices uneven (or, for small last batches, empty) chunks, which breaks "
-           "batch-norm statistics and custom scatter code and leaves devices idle.")
+    why = (
+        "nn.DataParallel scatters each batch across its devices; an indivisible batch "
+        "gives the devices uneven (or, for small last batches, empty) chunks, which breaks "
+        "batch-norm statistics and custom scatter code and leaves devices idle."
+    )
     quiet_on = (
         "import torch.nn as nn\nmodel = nn.DataParallel(model, device_ids=[0, 1])\n"
         "loader = DataLoader(ds, batch_size=64)\n",
@@ -91,9 +97,12 @@ class DataParallelIndivisibleBatch(LintRule):
         if "DataParallel" not in index.source:
             return
         values = Values(index)
-        counts = [_device_count(index, values, c) for c in index.calls
-                  if index.name_of(c).endswith("DataParallel")
-                  and not index.name_of(c).endswith("DistributedDataParallel")]
+        counts = [
+            _device_count(index, values, c)
+            for c in index.calls
+            if index.name_of(c).endswith("DataParallel")
+            and not index.name_of(c).endswith("DistributedDataParallel")
+        ]
         devices = max((n for n in counts if n), default=0)
         if devices <= 1:
             return
@@ -102,5 +111,7 @@ class DataParallelIndivisibleBatch(LintRule):
                 continue
             size = values.value(_batch_size(call))
             if isinstance(size, int) and not isinstance(size, bool) and size % devices:
-                yield Hit.at(call, f"batch size {size} is not divisible by the {devices} "
-                                   "DataParallel devices")
+                yield Hit.at(
+                    call,
+                    f"batch size {size} is not divisible by the {devices} DataParallel devices",
+                )

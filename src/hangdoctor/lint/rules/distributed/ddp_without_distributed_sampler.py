@@ -26,14 +26,20 @@ class DdpWithoutDistributedSampler(LintRule):
     name = "ddp-without-distributed-sampler"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
     severity = Severity.WARNING
-    message = ("DataLoader without a sampler in a module that wraps the model in "
-               "DistributedDataParallel or FSDP: every rank reads the whole dataset")
-    fix = ("pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)`), or "
-           "shard the data evenly some other way")
-    why = ("Without a DistributedSampler each rank iterates the whole dataset: the work is "
-           "duplicated, and as soon as anything about the data differs per rank (a filter, a "
-           "per-rank file, an iterable dataset) the ranks run different numbers of steps and "
-           "the ones that finish first wait forever in the next collective.")
+    message = (
+        "DataLoader without a sampler in a module that wraps the model in "
+        "DistributedDataParallel or FSDP: every rank reads the whole dataset"
+    )
+    fix = (
+        "pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)`), or "
+        "shard the data evenly some other way"
+    )
+    why = (
+        "Without a DistributedSampler each rank iterates the whole dataset: the work is "
+        "duplicated, and as soon as anything about the data differs per rank (a filter, a "
+        "per-rank file, an iterable dataset) the ranks run different numbers of steps and "
+        "the ones that finish first wait forever in the next collective."
+    )
     quiet_on = (
         "from torch.nn.parallel import DistributedDataParallel as DDP\n"
         "from torch.utils.data import DataLoader, DistributedSampler\n"
@@ -67,11 +73,13 @@ class DdpWithoutDistributedSampler(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         source = index.source
-        if not mentions(source, PARALLEL_WRAPPERS) or (_SHARDED.search(source)
-                                                       and index.identifiers & _SHARDING):
+        if not mentions(source, PARALLEL_WRAPPERS) or (
+            _SHARDED.search(source) and index.identifiers & _SHARDING
+        ):
             return  # no data-parallel wrapper; or the data is sharded (in code, not comments)
-        wrappers = [c for c in index.calls
-                    if index.name_of(c).rpartition(".")[2] in PARALLEL_WRAPPERS]
+        wrappers = [
+            c for c in index.calls if index.name_of(c).rpartition(".")[2] in PARALLEL_WRAPPERS
+        ]
         if not wrappers or all(_only_unwrapped(index, c) for c in wrappers):
             return
         for call in index.calls:
@@ -83,14 +91,24 @@ class DdpWithoutDistributedSampler(LintRule):
             elif "DataLoader" not in index.name_of(call):
                 built = _loader_from_helper(index, call)
                 if built is not None:
-                    yield Hit.at(call, f"`{built}` builds a DataLoader without a sampler, and "
-                                       "this module wraps the model in a data-parallel "
-                                       "wrapper: every rank reads the whole dataset")
+                    yield Hit.at(
+                        call,
+                        f"`{built}` builds a DataLoader without a sampler, and "
+                        "this module wraps the model in a data-parallel "
+                        "wrapper: every rank reads the whole dataset",
+                    )
 
 
 #: What makes the data sharded per rank, when the code (not a comment) uses it.
-_SHARDING = frozenset({"DistributedSampler", "split_dataset_by_node", "shard",
-                       "ElasticDistributedSampler", "DistributedBatchSampler"})
+_SHARDING = frozenset(
+    {
+        "DistributedSampler",
+        "split_dataset_by_node",
+        "shard",
+        "ElasticDistributedSampler",
+        "DistributedBatchSampler",
+    }
+)
 _SHARDED = re.compile("|".join(sorted(_SHARDING)))
 
 
@@ -106,9 +124,12 @@ def _loader_from_helper(index: ModuleIndex, call: ast.Call) -> str | None:
     if _SHARDED.search(module.source) and module.identifiers & _SHARDING:
         return None
     for node in statements_in(function):
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and \
-                module.name_of(node.value).rpartition(".")[2] == "DataLoader" and \
-                not keyword_names(node.value) & {"sampler", "batch_sampler", None}:
+        if (
+            isinstance(node, ast.Return)
+            and isinstance(node.value, ast.Call)
+            and module.name_of(node.value).rpartition(".")[2] == "DataLoader"
+            and not keyword_names(node.value) & {"sampler", "batch_sampler", None}
+        ):
             return function.name
     return None
 
@@ -118,14 +139,21 @@ def _only_unwrapped(index: ModuleIndex, wrap: ast.Call) -> bool:
     run (an evaluation script): the DDP wrapper never runs a step, so nothing synchronises
     the ranks over this module's loaders."""
     assign = index.parent.get(wrap)
-    if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1
-            and isinstance(assign.targets[0], ast.Name)):
+    if not (
+        isinstance(assign, ast.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0], ast.Name)
+    ):
         return False
     name = assign.targets[0].id
     unwrapped = False
     for node in ast.walk(index.scope_of(wrap)):
-        if isinstance(node, ast.Name) and node.id == name and \
-                isinstance(node.ctx, ast.Load) and node.lineno > assign.lineno:
+        if (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and isinstance(node.ctx, ast.Load)
+            and node.lineno > assign.lineno
+        ):
             parent = index.parent.get(node)
             if not (isinstance(parent, ast.Attribute) and parent.attr == "module"):
                 return False

@@ -25,19 +25,48 @@ from hangdoctor.taxonomy import Category
 
 #: What hand-made sharding looks like in text: a stride (`[rank::world]`), a `.shard(`, an
 #: `islice(`, or a block bound (`(rank + 1) * per_rank`). A first, cheap test.
-_SHARDING_SYNTAX = ("rank::", "rank()::", "rank ::", "rank() ::", "_index::", ".shard(",
-                    "islice", "rank + 1)", "rank() + 1)", "_index + 1)")
+_SHARDING_SYNTAX = (
+    "rank::",
+    "rank()::",
+    "rank ::",
+    "rank() ::",
+    "_index::",
+    ".shard(",
+    "islice",
+    "rank + 1)",
+    "rank() + 1)",
+    "_index + 1)",
+)
 
 
-_WORLD = frozenset({"world_size", "num_replicas", "num_processes", "nprocs", "get_world_size",
-                    "num_shards", "world", "n_gpus", "ngpus", "num_gpus",
-                    "size", "Get_size"})  # Horovod's hvd.size(), mpi4py's comm.Get_size()
+_WORLD = frozenset(
+    {
+        "world_size",
+        "num_replicas",
+        "num_processes",
+        "nprocs",
+        "get_world_size",
+        "num_shards",
+        "world",
+        "n_gpus",
+        "ngpus",
+        "num_gpus",
+        "size",
+        "Get_size",
+    }
+)  # Horovod's hvd.size(), mpi4py's comm.Get_size()
 
 
 #: Ranks within one data-parallel replica (tensor, pipeline, expert parallelism): they all
 #: read the same batch, so slicing by one partitions a weight or activation, not the data.
-_MODEL_PARALLEL = ("model_parallel", "tensor_parallel", "pipeline_parallel",
-                   "pipeline_model_parallel", "expert_parallel", "context_parallel")
+_MODEL_PARALLEL = (
+    "model_parallel",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "pipeline_model_parallel",
+    "expert_parallel",
+    "context_parallel",
+)
 
 
 def _evidence_scope(index: ModuleIndex, node: ast.AST) -> ast.AST:
@@ -55,11 +84,17 @@ def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
     scope = _evidence_scope(index, node)
     rank_names = {rank.id} if isinstance(rank, ast.Name) else set()
     for sub in ast.walk(scope):
-        if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Mult, ast.Mod)) and (
-                last_name(sub.left) in _WORLD or last_name(sub.right) in _WORLD):
+        if (
+            isinstance(sub, ast.BinOp)
+            and isinstance(sub.op, (ast.Mult, ast.Mod))
+            and (last_name(sub.left) in _WORLD or last_name(sub.right) in _WORLD)
+        ):
             return True
-        if isinstance(sub, ast.Assign) and rank_names and any(
-                isinstance(t, ast.Name) and t.id in rank_names for t in sub.targets):
+        if (
+            isinstance(sub, ast.Assign)
+            and rank_names
+            and any(isinstance(t, ast.Name) and t.id in rank_names for t in sub.targets)
+        ):
             called = index.name_of(sub.value) if isinstance(sub.value, ast.Call) else ""
             if any(part in called for part in _MODEL_PARALLEL):
                 return True
@@ -69,8 +104,9 @@ def _evened(index: ModuleIndex, node: ast.AST, rank: ast.AST) -> bool:
 
 
 #: Words naming parts of a model: dealing those to ranks partitions the model, not the data.
-_MODEL_PARTS = frozenset({"table", "layer", "expert", "weight", "param", "parameter",
-                          "embedding", "head"})
+_MODEL_PARTS = frozenset(
+    {"table", "layer", "expert", "weight", "param", "parameter", "embedding", "head"}
+)
 
 
 def _model_part(sliced: ast.expr) -> bool:
@@ -86,16 +122,20 @@ def _stream_bounded(index: ModuleIndex, shard: ast.Call, depth: int = 2) -> bool
     steps as the loop asks) or cut to one count on every rank (`.take(n)`) — on this very
     pipeline: chained onto it, or onto the name it is assigned to later in the function. A
     `.repeat()` on another pipeline of the module does not bound this one."""
-    if isinstance(shard.func, ast.Attribute) and shard.func.attr == "shard" and \
-            _bounded_before(index, shard.func.value):
+    if (
+        isinstance(shard.func, ast.Attribute)
+        and shard.func.attr == "shard"
+        and _bounded_before(index, shard.func.value)
+    ):
         return True
     node: ast.AST = shard
     names: set[str] = set()
     while True:
         parent = index.parent.get(node)
         if isinstance(parent, ast.Attribute) and parent.value is node:
-            if parent.attr == "take" or (parent.attr == "repeat" and _repeats_forever(
-                    index.parent.get(parent))):
+            if parent.attr == "take" or (
+                parent.attr == "repeat" and _repeats_forever(index.parent.get(parent))
+            ):
                 return True
             node = index.parent.get(parent) or parent
             continue
@@ -108,15 +148,22 @@ def _stream_bounded(index: ModuleIndex, shard: ast.Call, depth: int = 2) -> bool
         return False
     scope = index.scope_of(shard)
     for sub in statements_in(scope):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
-                _position(sub) > _position(shard) and \
-                isinstance(sub.func.value, ast.Name) and sub.func.value.id in names and \
-                (sub.func.attr == "take" or (sub.func.attr == "repeat"
-                                             and _repeats_forever(sub))):
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and _position(sub) > _position(shard)
+            and isinstance(sub.func.value, ast.Name)
+            and sub.func.value.id in names
+            and (sub.func.attr == "take" or (sub.func.attr == "repeat" and _repeats_forever(sub)))
+        ):
             return True
-        if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Name) and \
-                sub.value.id in names and _position(sub) > _position(shard) and \
-                _bounded_by_callers(index, sub.value, depth):
+        if (
+            isinstance(sub, ast.Return)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id in names
+            and _position(sub) > _position(shard)
+            and _bounded_by_callers(index, sub.value, depth)
+        ):
             return True
     return False
 
@@ -126,16 +173,16 @@ def _bounded_by_callers(index: ModuleIndex, returned: ast.AST, depth: int) -> bo
     function = index.function_of(returned)
     if function is None or depth <= 0:
         return False
-    return any(_stream_bounded(module, call, depth - 1)
-               for module, call in callers(index, function))
+    return any(
+        _stream_bounded(module, call, depth - 1) for module, call in callers(index, function)
+    )
 
 
 def _bounded_before(index: ModuleIndex, node: ast.expr | None, depth: int = 0) -> bool:
     """Whether the pipeline a shard is taken from is already repeated forever or cut."""
     while node is not None and depth < 6:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "take" or (node.func.attr == "repeat"
-                                            and _repeats_forever(node)):
+            if node.func.attr == "take" or (node.func.attr == "repeat" and _repeats_forever(node)):
                 return True
             node = node.func.value
         elif isinstance(node, ast.Name):
@@ -166,8 +213,7 @@ def _rounded_up(index: ModuleIndex, node: ast.AST | None, depth: int = 0) -> boo
             return _rounded_up(index, node.args[0], depth + 1)
         return False
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return isinstance(node.operand, ast.BinOp) and isinstance(node.operand.op,
-                                                                  ast.FloorDiv)
+        return isinstance(node.operand, ast.BinOp) and isinstance(node.operand.op, ast.FloorDiv)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
         return isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Add)
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -178,8 +224,12 @@ def _rounded_up(index: ModuleIndex, node: ast.AST | None, depth: int = 0) -> boo
 def _rank_block(index: ModuleIndex, piece: ast.Slice) -> bool:
     """`items[rank * k:(rank + 1) * k]` with `k` rounded up."""
     lower, upper = piece.lower, piece.upper
-    if not (isinstance(lower, ast.BinOp) and isinstance(lower.op, ast.Mult)
-            and isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Mult)):
+    if not (
+        isinstance(lower, ast.BinOp)
+        and isinstance(lower.op, ast.Mult)
+        and isinstance(upper, ast.BinOp)
+        and isinstance(upper.op, ast.Mult)
+    ):
         return False
     resolve = resolver(index)
     for rank, size in ((lower.left, lower.right), (lower.right, lower.left)):
@@ -193,8 +243,12 @@ def _islice_by_rank(index: ModuleIndex, call: ast.Call) -> bool:
     if not index.name_of(call).endswith("islice") or len(call.args) != 4:
         return False
     start, stop, step = call.args[1:]
-    return is_rank(start, resolver(index)) and isinstance(stop, ast.Constant) and \
-        stop.value is None and last_name(step) in _WORLD
+    return (
+        is_rank(start, resolver(index))
+        and isinstance(stop, ast.Constant)
+        and stop.value is None
+        and last_name(step) in _WORLD
+    )
 
 
 class UnevenShards(LintRule):
@@ -202,12 +256,18 @@ class UnevenShards(LintRule):
     name = "uneven-hand-made-shards"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
     severity = Severity.WARNING
-    message = ("data sharded by hand per rank (`[rank::world_size]` or `.shard(..., index=rank)`) "
-               "without drop_last or Join: ranks get different numbers of batches")
-    fix = ("make the shards equal (pad or truncate to a multiple of world_size, `drop_last=True`), "
-           "use DistributedSampler, or wrap the loop in `torch.distributed.algorithms.Join`")
-    why = ("When the dataset length is not a multiple of the world size, some ranks get one "
-           "more batch; they enter a collective the others, already done, never call.")
+    message = (
+        "data sharded by hand per rank (`[rank::world_size]` or `.shard(..., index=rank)`) "
+        "without drop_last or Join: ranks get different numbers of batches"
+    )
+    fix = (
+        "make the shards equal (pad or truncate to a multiple of world_size, `drop_last=True`), "
+        "use DistributedSampler, or wrap the loop in `torch.distributed.algorithms.Join`"
+    )
+    why = (
+        "When the dataset length is not a multiple of the world size, some ranks get one "
+        "more batch; they enter a collective the others, already done, never call."
+    )
     quiet_on = (
         "indices = indices[rank:total_size:world_size]\n",
         "shard = data[rank::world_size]\nloader = DataLoader(shard, drop_last=True)\n",
@@ -250,19 +310,29 @@ class UnevenShards(LintRule):
         # The rank words first: HL101 has already looked for them (memoised).
         if not index.mentions(RANKISH) or not mentions(source, _SHARDING_SYNTAX):
             return
-        if "drop_last=True" in source or ("Join" in source and "Join" in index.identifiers) \
-                or ("even_batches" in source and "even_batches" in index.identifiers):
+        if (
+            "drop_last=True" in source
+            or ("Join" in source and "Join" in index.identifiers)
+            or ("even_batches" in source and "even_batches" in index.identifiers)
+        ):
             return
         resolve = resolver(index)
         for node in index.subscripts:
             piece = node.slice
             if not isinstance(piece, ast.Slice):
                 continue
-            strided = (piece.upper is None and piece.lower is not None
-                       and piece.step is not None and is_rank(piece.lower, resolve)
-                       and last_name(piece.step) in _WORLD)
-            if (strided or _rank_block(index, piece)) and not _model_part(node.value) and \
-                    not _evened(index, node, piece.lower or node):
+            strided = (
+                piece.upper is None
+                and piece.lower is not None
+                and piece.step is not None
+                and is_rank(piece.lower, resolve)
+                and last_name(piece.step) in _WORLD
+            )
+            if (
+                (strided or _rank_block(index, piece))
+                and not _model_part(node.value)
+                and not _evened(index, node, piece.lower or node)
+            ):
                 yield Hit.at(node)
         for call in index.calls:
             if _islice_by_rank(index, call) and not _evened(index, call, call.args[1]):
@@ -273,7 +343,11 @@ class UnevenShards(LintRule):
             shard_index = keyword(call, "index")
             if shard_index is None and len(call.args) >= 2:
                 shard_index = call.args[1]
-            if shard_index is not None and is_rank(shard_index, resolve) and \
-                    keyword(call, "contiguous") is None and \
-                    not _evened(index, call, shard_index) and not _stream_bounded(index, call):
+            if (
+                shard_index is not None
+                and is_rank(shard_index, resolve)
+                and keyword(call, "contiguous") is None
+                and not _evened(index, call, shard_index)
+                and not _stream_bounded(index, call)
+            ):
                 yield Hit.at(call)

@@ -11,8 +11,9 @@ from hangdoctor.lint.model import Hit, LintRule
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
-_REQUESTS_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options",
-                               "request"})
+_REQUESTS_METHODS = frozenset(
+    {"get", "post", "put", "patch", "delete", "head", "options", "request"}
+)
 #: Qualified callable -> how many positional arguments reach its timeout parameter.
 _TIMEOUT_POSITION = {
     "urllib.request.urlopen": 3,
@@ -30,14 +31,15 @@ class NetworkCallWithoutTimeout(LintRule):
     category = Category.PROCESS_BLOCKED_IO
     severity = Severity.WARNING
     message = "network call without a timeout in training code"
-    fix = ("pass `timeout=` (e.g. `timeout=30`), or set `socket.setdefaulttimeout(...)` at "
-           "start-up")
-    why = ("requests, urllib, http.client and sockets wait forever by default. A server that "
-           "accepts the connection and then stops answering (a metrics endpoint, a dataset "
-           "host, a model hub behind a broken proxy) blocks the rank in recv() indefinitely; "
-           "its peers then hang in the next collective. Training code is decided per project: "
-           "a helper module (a tracker, a downloader) counts when any module of its project "
-           "imports a deep-learning framework.")
+    fix = "pass `timeout=` (e.g. `timeout=30`), or set `socket.setdefaulttimeout(...)` at start-up"
+    why = (
+        "requests, urllib, http.client and sockets wait forever by default. A server that "
+        "accepts the connection and then stops answering (a metrics endpoint, a dataset "
+        "host, a model hub behind a broken proxy) blocks the rank in recv() indefinitely; "
+        "its peers then hang in the next collective. Training code is decided per project: "
+        "a helper module (a tracker, a downloader) counts when any module of its project "
+        "imports a deep-learning framework."
+    )
     quiet_on = (
         "import requests, torch\nr = requests.get(url, timeout=30)\n",
         "import socket, torch\nfrom urllib.request import urlopen\n"
@@ -60,8 +62,11 @@ class NetworkCallWithoutTimeout(LintRule):
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         if not mentions(index.source, _NETWORK):
             return
-        if not index.imported & {"requests", "urllib", "urllib2", "http", "socket"} or \
-                "setdefaulttimeout" in index.identifiers or not index.training:
+        if (
+            not index.imported & {"requests", "urllib", "urllib2", "http", "socket"}
+            or "setdefaulttimeout" in index.identifiers
+            or not index.training
+        ):
             return
         for call in index.calls:
             name = index.name_of(call)
@@ -71,19 +76,30 @@ class NetworkCallWithoutTimeout(LintRule):
             if "timeout" in keywords or None in keywords:
                 continue
             root, _, method = name.rpartition(".")
-            if method in _REQUESTS_METHODS and (root == "requests" or (
-                    isinstance(call.func, ast.Attribute) and _session(index, call.func.value))):
+            if method in _REQUESTS_METHODS and (
+                root == "requests"
+                or (isinstance(call.func, ast.Attribute) and _session(index, call.func.value))
+            ):
                 yield Hit.at(call, f"`{method}` request without timeout=: it can wait forever")
             elif name in _TIMEOUT_POSITION and len(call.args) < _TIMEOUT_POSITION[name]:
                 yield Hit.at(call, f"`{name}` without timeout=: it can wait forever")
             elif name in _NO_TIMEOUT_AT_ALL:
-                yield Hit.at(call, f"`{name}` has no timeout and none is set with "
-                                   "socket.setdefaulttimeout(): it can wait forever")
+                yield Hit.at(
+                    call,
+                    f"`{name}` has no timeout and none is set with "
+                    "socket.setdefaulttimeout(): it can wait forever",
+                )
 
 
 #: Names whose absence from a module's text rules out every call this rule reports.
-_NETWORK = ("requests", "urlopen", "urlretrieve", "HTTPConnection", "HTTPSConnection",
-            "create_connection")
+_NETWORK = (
+    "requests",
+    "urlopen",
+    "urlretrieve",
+    "HTTPConnection",
+    "HTTPSConnection",
+    "create_connection",
+)
 _SESSIONS = ("requests.Session", "requests.session", "requests.sessions.Session")
 
 

@@ -49,14 +49,18 @@ class PopenPipeWait(LintRule):
     category = Category.PROCESS_BLOCKED_IO
     severity = Severity.ERROR
     message = "Popen with stdout/stderr=PIPE, then wait() without reading the pipe"
-    fix = ("use `out, err = proc.communicate()` (or `subprocess.run(..., capture_output=True)`), "
-           "or send the output to a file or DEVNULL instead of PIPE")
-    why = ("A pipe holds about 64 KiB. Once the child has written that much it blocks in "
-           "write() until someone reads; the parent meanwhile blocks in wait() for the child to "
-           "exit. Neither ever moves: a classic deadlock that only appears with verbose "
-           "children. Reading the pipe *after* the wait (or communicate() after it) is the "
-           "same deadlock; polling `while p.poll() is None` and leaving a `with Popen(...)` "
-           "block are waits too.")
+    fix = (
+        "use `out, err = proc.communicate()` (or `subprocess.run(..., capture_output=True)`), "
+        "or send the output to a file or DEVNULL instead of PIPE"
+    )
+    why = (
+        "A pipe holds about 64 KiB. Once the child has written that much it blocks in "
+        "write() until someone reads; the parent meanwhile blocks in wait() for the child to "
+        "exit. Neither ever moves: a classic deadlock that only appears with verbose "
+        "children. Reading the pipe *after* the wait (or communicate() after it) is the "
+        "same deadlock; polling `while p.poll() is None` and leaving a `with Popen(...)` "
+        "block are waits too."
+    )
     quiet_on = (
         "import subprocess\np = subprocess.Popen(cmd, stdout=subprocess.PIPE)\n"
         "out, _ = p.communicate()\n",
@@ -115,25 +119,38 @@ class PopenPipeWait(LintRule):
                     scope = index.scope_of(call)
                     events = self._events(index, scope, _is_name(target.id))
                     yield from self._report(events, piped, ordered=True)
-                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == "self":
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
                     owner = index.class_of(call)
                     if owner is not None:
                         events = self._events(index, owner, _is_self_attr(target.attr))
                         # Methods run in any order: only a pipe read nowhere is certain.
                         yield from self._report(events, piped, ordered=False)
 
-    def _with_block(self, index: ModuleIndex, call: ast.Call, block: ast.With | ast.AsyncWith,
-                    name: str, piped: frozenset[str]) -> Iterator[Hit]:
+    def _with_block(
+        self,
+        index: ModuleIndex,
+        call: ast.Call,
+        block: ast.With | ast.AsyncWith,
+        name: str,
+        piped: frozenset[str],
+    ) -> Iterator[Hit]:
         events = self._events(index, block, _is_name(name))
         if events.escapes:
             return
         yield from self._report(events, piped, ordered=True)
         drained = frozenset().union(*(s for _, s in events.drains))
         if piped - drained and not events.waits:
-            yield Hit.at(call, _message(piped - drained, "not read before the `with` block "
-                                                         "ends, and leaving it waits for the "
-                                                         "child"))
+            yield Hit.at(
+                call,
+                _message(
+                    piped - drained,
+                    "not read before the `with` block ends, and leaving it waits for the child",
+                ),
+            )
 
     @staticmethod
     def _report(events: _Events, piped: frozenset[str], ordered: bool) -> Iterator[Hit]:
@@ -153,15 +170,16 @@ class PopenPipeWait(LintRule):
             yield Hit.at(node, _message(missing, how))
 
     @staticmethod
-    def _events(index: ModuleIndex, scope: ast.AST,
-                is_object: Callable[[ast.AST], bool]) -> _Events:
+    def _events(
+        index: ModuleIndex, scope: ast.AST, is_object: Callable[[ast.AST], bool]
+    ) -> _Events:
         events = _Events()
-        nodes = scope.body if isinstance(scope, (ast.With, ast.AsyncWith, ast.ClassDef)) \
-            else [scope]
+        nodes = (
+            scope.body if isinstance(scope, (ast.With, ast.AsyncWith, ast.ClassDef)) else [scope]
+        )
         seen: list[ast.AST] = []
         for root in nodes:
-            seen.extend(ast.walk(root) if isinstance(scope, ast.ClassDef)
-                        else statements_in(root))
+            seen.extend(ast.walk(root) if isinstance(scope, ast.ClassDef) else statements_in(root))
             if isinstance(scope, (ast.With, ast.AsyncWith)):
                 seen.append(root)
         for node in seen:
@@ -170,24 +188,32 @@ class PopenPipeWait(LintRule):
             parent = index.parent.get(node)
             if isinstance(parent, ast.Attribute) and parent.value is node:
                 _object_use(index, parent, events)
-            elif (isinstance(parent, ast.Call) and parent.func is not node) or \
-                    isinstance(parent, (ast.Return, ast.keyword, ast.List, ast.Tuple,
-                                        ast.Dict, ast.Yield)) or \
-                    (isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node):
+            elif (
+                (isinstance(parent, ast.Call) and parent.func is not node)
+                or isinstance(
+                    parent, (ast.Return, ast.keyword, ast.List, ast.Tuple, ast.Dict, ast.Yield)
+                )
+                or (isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node)
+            ):
                 events.escapes = True
         events.drains.sort(key=lambda d: d[0])
         return events
 
 
 def _is_name(name: str) -> Callable[[ast.AST], bool]:
-    return lambda node: isinstance(node, ast.Name) and node.id == name \
-        and isinstance(node.ctx, ast.Load)
+    return lambda node: (
+        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+    )
 
 
 def _is_self_attr(attr: str) -> Callable[[ast.AST], bool]:
-    return lambda node: isinstance(node, ast.Attribute) and node.attr == attr \
-        and isinstance(node.value, ast.Name) and node.value.id == "self" \
+    return lambda node: (
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
         and isinstance(node.ctx, ast.Load)
+    )
 
 
 def _object_use(index: ModuleIndex, use: ast.Attribute, events: _Events) -> None:
@@ -233,5 +259,7 @@ def _reads(index: ModuleIndex, stream: ast.Attribute) -> bool:
 
 
 def _message(streams: frozenset[str], how: str) -> str:
-    return (f"wait on a Popen whose {' and '.join(sorted(streams))} (PIPE) is {how}: the child "
-            "blocks once the pipe fills, and the wait never returns")
+    return (
+        f"wait on a Popen whose {' and '.join(sorted(streams))} (PIPE) is {how}: the child "
+        "blocks once the pipe fills, and the wait never returns"
+    )
