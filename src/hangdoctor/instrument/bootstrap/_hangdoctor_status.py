@@ -178,10 +178,12 @@ class Status:
         self.world_size: int | None = None
         self.device_losses = DeviceLosses()  # GPU losses, counted by the writer thread
         self.exiting_at: float | None = None  # when the interpreter began to exit normally
-        self.last_sync_at: list[tuple[types.CodeType, int]] = []  # see _note_sync_site
-        self.groups_created = 0  # torch.distributed.new_group calls (see _wrap_new_group)
+        # where the job last synchronised (_hangdoctor_hooks._note_sync_site)
+        self.last_sync_at: list[tuple[types.CodeType, int]] = []
+        self.groups_created = 0  # torch.distributed.new_group calls (_hangdoctor_hooks)
         self.group_sites: list[tuple[int, str, int, str]] = []  # (number, file, line, function)
-        # See _note_collective_call: the recent calls, the calls per site, the numbers per group.
+        # See _hangdoctor_hooks._note_collective_call: the recent calls, the calls per site,
+        # the numbers per group.
         self.collective_calls: collections.deque[Call] = collections.deque(maxlen=_CALLS)
         self.collective_sites: dict[SiteKey, list[int]] = {}
         self.group_seqs: dict[str, int] = {}

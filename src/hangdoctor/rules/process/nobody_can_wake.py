@@ -27,7 +27,7 @@ def _lone_get() -> Bundle:
         b.frame("train.py", 30, "main", code="item = results.get()"),
         name="MainThread", syscall="futex")
     status = b.thread(11, b.frame(f"{b.SITE}/hangdoctor/instrument/bootstrap/"
-                                  "_hangdoctor_probe.py", 361, "_write_loop"),
+                                  "_hangdoctor_writer.py", 59, "_write_loop"),
                       name="hangdoctor-status", syscall="clock_nanosleep")
     return b.bundle(b.process(10, main, status))
 
