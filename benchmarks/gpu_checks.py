@@ -45,7 +45,7 @@ from _runbench import (
 )
 
 JOBS = Path(__file__).resolve().parent / "gpu_jobs"
-PROBE = "_hangdoctor_probe"
+PROBE = "_hangdoctor_"  # the prefix of every module of the probe
 
 
 @dataclass

@@ -70,7 +70,7 @@ def compare_hook(rounds: int) -> None:
             times[with_hook].append((time.perf_counter() - started) / block)
     torch.Tensor.backward = hooked
     time.sleep(1.5)  # the writer thread reads the last GPU losses
-    state = sys.modules["_hangdoctor_probe"]._state
+    state = sys.modules["_hangdoctor_state"].status
     seen = state.losses_seen + state.device_losses.seen
     ratio = statistics.median(times[True]) / statistics.median(times[False])
     print(f"HOOK_RATIO {ratio:.5f} STEP_MS {statistics.median(times[False]) * 1000:.4f} "
@@ -82,7 +82,7 @@ def compare_parts(rounds: int) -> None:
     full hook, the hook without the loss reading, the hook without the sync-site note, and
     torch's own backward plus the loss reading alone, in rotating order in this one process.
     Prints each variant's median block time over torch's own (PART name ratio)."""
-    probe = sys.modules.get("_hangdoctor_probe")
+    probe = sys.modules.get("_hangdoctor_hooks")  # the probe's torch hooks
     hooked = torch.Tensor.backward
     plain = getattr(hooked, "__wrapped__", None)
     if probe is None or plain is None:
@@ -134,13 +134,13 @@ def per_call_us(call: object, rounds: int, calls: int = 20_000) -> float:
 
 
 def hook_cost(rounds: int) -> None:
-    probe = sys.modules.get("_hangdoctor_probe")
+    probe = sys.modules.get("_hangdoctor_hooks")  # the probe's torch hooks
     if probe is None:
         sys.exit("not instrumented: run under hangdoctor")
     loss = step()  # a real loss of this device, with its graph
     line = f"HOOK_US {per_call_us(lambda: probe._note_loss(loss, torch.Tensor), rounds):.3f}"
     if on == "cpu":
-        kept = probe._DeviceLosses(pinned=False)
+        kept = sys.modules["_hangdoctor_status"].DeviceLosses(pinned=False)
         line += f" DEVICE_PATH_US {per_call_us(lambda: kept.add(loss), rounds):.3f}"
     print(line, flush=True)
 

@@ -20,6 +20,7 @@ import pytest
 
 from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.instrument import bootstrap_dir, instrumented_environment
+from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.probes.progress import read_statuses
 
 STEPS = 12
@@ -325,6 +326,11 @@ def test_instrumented_environment(tmp_path):
     assert (bootstrap_dir() / "sitecustomize.py").is_file()
 
 
+def names_the_probe(text: str) -> bool:
+    """Whether the job's output names a module of the probe (a frame or a warning of ours)."""
+    return any(name in text for name in (protocol.PROBE_MODULE, *protocol.PROBE_PARTS))
+
+
 def test_bootstrap_parses_as_python_38():
     for path in bootstrap_dir().glob("*.py"):
         ast.parse(path.read_text(), filename=str(path), feature_version=(3, 8))
@@ -410,7 +416,7 @@ def test_errors_raised_through_the_hooks_show_no_frame_of_ours(jobs, tmp_path):
     assert out.count("Traceback (most recent call last):") == 2, out
     assert "backward through the graph a second time" in out
     assert "gloo" in out  # gloo's own message about the peer that left
-    assert "_hangdoctor_probe" not in out
+    assert not names_the_probe(out), out
     assert "in collective" not in out and 'errors.py", line' in out
     [status] = [s for s in read_statuses(status_dir) if s.rank == 0]
     assert status.collectives == 2  # the barrier, and the failed collective was still seen
@@ -466,7 +472,7 @@ def test_torch_compile_sees_no_difference(jobs, tmp_path):
     assert code == 0, err
     assert "Unsupported Tensor.backward() call" in plain_err  # the break torch makes itself
     assert _compile_log(err) == _compile_log(plain_err)
-    assert "_hangdoctor_probe" not in err
+    assert not names_the_probe(err), err
     assert output_value(out, "LOSS") == output_value(plain_out, "LOSS")
     [status] = read_statuses(status_dir)
     assert (status.steps, status.losses_seen) == (4, 4)

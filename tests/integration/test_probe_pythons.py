@@ -102,3 +102,34 @@ def test_an_instrumented_script_runs_and_reports_on_the_jobs_python(
     pid = int(lines[1].split()[1])
     status = json.loads((status_dir / protocol.status_file(pid)).read_text())
     assert status["pid"] == pid
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_probe_loads_its_parts_from_beside_it_on_the_jobs_python(
+    version: str, tmp_path: Path
+) -> None:
+    """As `sitecustomize` loads it, by its file, once the job may have changed sys.path: the
+    bootstrap folder is not on sys.path, and the probe still finds every part beside it."""
+    python = _python(version)
+    probe = bootstrap_dir() / f"{protocol.PROBE_MODULE}.py"
+    code = (
+        "import importlib.util, sys\n"
+        f"assert not any('bootstrap' in entry for entry in sys.path), sys.path\n"
+        f"spec = importlib.util.spec_from_file_location({protocol.PROBE_MODULE!r}, "
+        f"{str(probe)!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "sys.modules[spec.name] = module\n"
+        "spec.loader.exec_module(module)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('_hangdoctor')))\n"
+    )
+    result = subprocess.run(
+        [python, "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_isolated_env(),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    expected = sorted([protocol.PROBE_MODULE, *protocol.PROBE_PARTS, "_hangdoctor_protocol"])
+    assert result.stdout.strip() == str(expected)

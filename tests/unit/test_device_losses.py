@@ -15,9 +15,10 @@ from hangdoctor.instrument import bootstrap_dir
 torch = pytest.importorskip("torch")
 
 
-def probe_module() -> ModuleType:
+def status_module() -> ModuleType:
+    """The probe's counters module, loaded apart from the probe (stdlib only, no siblings)."""
     spec = importlib.util.spec_from_file_location(
-        "_probe_under_test", bootstrap_dir() / "_hangdoctor_probe.py"
+        "_status_under_test", bootstrap_dir() / "_hangdoctor_status.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -27,7 +28,7 @@ def probe_module() -> ModuleType:
 
 @pytest.fixture
 def losses() -> object:
-    kept = probe_module()._DeviceLosses(pinned=False)
+    kept = status_module().DeviceLosses(pinned=False)
     kept.FLUSH_EVERY_S = 3600.0  # flushed by the test, not by the clock
     return kept
 

@@ -224,7 +224,7 @@ def test_hangdoctors_own_writer_thread_is_never_a_culprit():
         81,
         b.frame(f"{b.STDLIB}/json/decoder.py", 353, "JSONDecoder.raw_decode"),
         b.frame(
-            f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_probe.py", 910, "_write_loop"
+            f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_writer.py", 59, "_write_loop"
         ),
         name="hangdoctor-status",
         syscall="clock_nanosleep",

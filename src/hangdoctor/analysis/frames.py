@@ -97,11 +97,12 @@ def loop_header(frame: Frame | None) -> Frame | None:
     return frame.model_copy(update={"line": frame.loop_lines[-1], "code": frame.loops[-1]})
 
 
-PROBE_FILE = protocol.PROBE_MODULE + ".py"
+#: The files of the in-process probe: a frame in one of them is the instrumentation's own.
+PROBE_FILES = tuple(name + ".py" for name in (protocol.PROBE_MODULE, *protocol.PROBE_PARTS))
 
 
 def runs_python_of_its_own(thread: ThreadEvidence) -> bool:
     """Whether the thread has a Python stack that is not hangdoctor's own status thread (the
     instrumentation's writer runs in every instrumented process)."""
     frames = python_frames(thread.python.frames) if thread.python else []
-    return bool(frames) and not frames[0].file.endswith(PROBE_FILE)
+    return bool(frames) and not frames[0].file.endswith(PROBE_FILES)

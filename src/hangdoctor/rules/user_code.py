@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hangdoctor.analysis.frames import PROBE_FILE, Origin, origin, python_frames
+from hangdoctor.analysis.frames import PROBE_FILES, Origin, origin, python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame
 from hangdoctor.rules.finding import Culprit, Finding, Location
@@ -102,5 +102,5 @@ def blames_hangdoctor(job: JobView, finding: Finding) -> bool:
         return False
     thread = next((t for t in process.threads if t.tid == culprit.tid), None)
     frames = thread.python.frames if thread is not None and thread.python else ()
-    ours = any(f.file.endswith(PROBE_FILE) or origin(f) is Origin.TOOL for f in frames)
+    ours = any(f.file.endswith(PROBE_FILES) or origin(f) is Origin.TOOL for f in frames)
     return ours and not any(origin(f) is Origin.USER for f in frames)

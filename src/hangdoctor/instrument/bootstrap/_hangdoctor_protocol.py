@@ -12,6 +12,18 @@ run at import), and hangdoctor itself (`instrument`, `probes/`, `analysis/`, `li
 STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
 #: The probe's module name, loaded by `sitecustomize` from beside it.
 PROBE_MODULE = "_hangdoctor_probe"
+#: The probe's parts, one job each, which it loads from beside it in this order (each imports
+#: only those before it). A stack frame in any of these files is the probe's own.
+PROBE_PARTS = (
+    "_hangdoctor_status",  # the progress counters and their JSON
+    "_hangdoctor_state",  # what several parts set and read, in one object
+    "_hangdoctor_files",  # the files it writes into the status folder
+    "_hangdoctor_stacks",  # stacks without ptrace: faulthandler, dead threads
+    "_hangdoctor_flight_recorder",  # torch's Flight Recorder, on request
+    "_hangdoctor_tasks",  # asyncio's tasks, on request
+    "_hangdoctor_writer",  # the status writer thread
+    "_hangdoctor_hooks",  # the torch hooks that count progress
+)
 #: Dropped by the supervisor at a hang: every instrumented process then answers it (its
 #: Flight Recorder, its asyncio tasks); its modification time tells one request from the next.
 REQUEST_FILE = "flight-recorder.request"

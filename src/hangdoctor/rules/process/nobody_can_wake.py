@@ -40,7 +40,7 @@ def _lone_get() -> Bundle:
     status = b.thread(
         11,
         b.frame(
-            f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_probe.py", 361, "_write_loop"
+            f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_writer.py", 59, "_write_loop"
         ),
         name="hangdoctor-status",
         syscall="clock_nanosleep",

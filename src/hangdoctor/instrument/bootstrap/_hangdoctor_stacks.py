@@ -1,0 +1,180 @@
+"""Python stacks without ptrace: what a process of the job writes about itself, through
+faulthandler (no GIL needed) and threading's excepthook, into the status folder.
+
+- `fault-<pid>.txt`: every thread's stack when a fatal signal kills the process;
+- `stopped-<pid>.txt`: every thread's stack when SIGTERM ends it (the launcher ending the
+  ranks that survived one that failed);
+- `died-<pid>.txt`: the traceback of a thread that died of an exception, written whole;
+- `stacks-<pid>.txt` and `threads-<pid>.json`: every thread's stack on the supervisor's stack
+  signal, where py-spy may not read the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hangdoctor.instrument.bootstrap import _hangdoctor_files as files
+    from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+    from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+else:
+    import _hangdoctor_files as files
+    import _hangdoctor_protocol as protocol
+    import _hangdoctor_state as shared
+
+probe = shared.probe
+
+_fault_file: IO[str] | None = None  # kept open: faulthandler writes to it as the process dies
+
+
+def log_fatal_signals() -> None:
+    """Where a process dies of SIGSEGV, SIGBUS, SIGABRT, SIGFPE or SIGILL, Python's faulthandler
+    writes every thread's stack to `fault-<pid>.txt` in the status folder (not the job's
+    output), then the signal takes its course as before. Left alone when the job (or
+    PYTHONFAULTHANDLER) enabled faulthandler itself."""
+    global _fault_file
+    try:
+        import faulthandler
+
+        if probe.directory is None or (faulthandler.is_enabled() and _fault_file is None):
+            return
+        path = os.path.join(probe.directory, protocol.fault_file(os.getpid()))
+        _fault_file = files.private_open(path)  # kept open: must outlive this call
+        faulthandler.enable(file=_fault_file, all_threads=True)
+    except Exception:
+        pass
+
+
+_stop_file: IO[str] | None = None  # kept open: faulthandler writes to it when SIGTERM comes
+
+
+def log_stop_signal() -> None:
+    """When one rank fails (a collective timeout, an exception), torchrun and mp.spawn end the
+    others with SIGTERM, and where those were at that moment is often the answer: the slow
+    evaluation the failed rank gave up waiting for. Nothing else records it, so faulthandler
+    writes every thread's stack to `stopped-<pid>.txt` and then chains to the handler that was
+    there before: the process ends, or handles SIGTERM, exactly as it would have. A handler the
+    job installs later with `signal.signal` replaces this one, and that is fine too."""
+    global _stop_file
+    try:
+        import faulthandler
+        import signal
+
+        if probe.directory is None or not hasattr(faulthandler, "register"):
+            return
+        path = os.path.join(probe.directory, protocol.stopped_file(os.getpid()))
+        stop_file = files.private_open(path)
+        faulthandler.register(signal.SIGTERM, file=stop_file, all_threads=True, chain=True)
+        _stop_file = stop_file  # a forked child's replaces the parent's (closed when dropped)
+    except Exception:
+        pass
+
+
+_DEATH_BYTES = 64 * 1024  # of one traceback, at most
+
+
+def log_thread_deaths() -> None:
+    """A thread that dies of an exception (a prefetching thread that met a bad record) leaves a
+    consumer waiting for it forever, and its traceback is the answer; but threading prints it
+    to stderr line by line, and the job's stdout, which shares the log, lands between those
+    lines. So `threading.excepthook` is wrapped: the hook that was there (threading's own, or
+    the job's) runs exactly as before, after the traceback is appended whole to
+    `died-<pid>.txt`. A hook the job installs later replaces this one, and that is fine too."""
+    try:
+        previous = threading.excepthook
+        if shared.is_wrapper(previous):
+            return
+
+        def excepthook(args: threading.ExceptHookArgs) -> None:
+            _note_thread_death(args)
+            previous(args)
+
+        shared.mark_wrapper(excepthook)
+        threading.excepthook = excepthook
+    except Exception:
+        pass
+
+
+def _note_thread_death(args: threading.ExceptHookArgs) -> None:
+    """Write the dead thread's traceback as threading prints it (its header names the thread),
+    in one write, into this process's file (a forked child has its own pid, hence its own)."""
+    try:
+        # threading is silent on SystemExit too
+        if probe.directory is None or args.exc_type is SystemExit:
+            return
+        import traceback
+
+        name = args.thread.name if args.thread is not None else "unknown"
+        text = f"Exception in thread {name}:\n" + "".join(traceback.format_exception(
+            args.exc_type, args.exc_value, args.exc_traceback))
+        data = text.encode("utf-8", errors="replace")[-_DEATH_BYTES:]
+        path = os.path.join(probe.directory, protocol.died_file(os.getpid()))
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, files.FILE_MODE)
+        try:
+            os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
+    except Exception:
+        pass
+
+
+# Where ptrace is refused (a container without CAP_SYS_PTRACE, Yama, a process that made itself
+# undumpable), py-spy cannot read this process. Then the supervisor sends STACK_SIGNAL, and
+# faulthandler, from its C signal handler (no GIL needed: it works while a thread holds the GIL in
+# C code), writes every thread's stack into `stacks-<pid>.txt`. Its threads are named by
+# pthread identifier; `threads-<pid>.json` maps those to the kernel's thread ids and says which
+# signal to send. The supervisor sends it only to a process whose /proc/PID/status shows a
+# handler for it (SigCgt): a process that does not handle it would die of it.
+STACK_SIGNAL_OFFSET = protocol.STACK_SIGNAL_OFFSET  # a real-time signal no common library uses
+_stack_file = None
+_thread_map_written = None
+
+
+def register_stack_dump() -> None:
+    global _stack_file, _thread_map_written
+    try:
+        import faulthandler
+        import signal
+
+        if probe.directory is None or not hasattr(signal, "SIGRTMIN"):
+            return
+        signum = signal.SIGRTMIN + STACK_SIGNAL_OFFSET
+        pid = os.getpid()
+        path = os.path.join(probe.directory, protocol.stacks_file(pid))
+        stack_file = open(path, "ab")  # noqa: SIM115
+        os.chmod(stack_file.name, files.FILE_MODE)
+        faulthandler.register(signum, file=stack_file, all_threads=True, chain=False)
+        previous, _stack_file = _stack_file, stack_file
+        if previous is not None:  # the parent's, in a forked child
+            with contextlib.suppress(Exception):
+                previous.close()
+        _thread_map_written = None
+        write_thread_map()
+    except Exception:
+        pass
+
+
+def write_thread_map() -> None:
+    """`threads-<pid>.json`: the signal to send and each thread's pthread id -> kernel id,
+    rewritten when the threads change."""
+    global _thread_map_written
+    if _stack_file is None or probe.directory is None:
+        return
+    try:
+        import signal
+
+        threads = {str(t.ident): t.native_id for t in threading.enumerate()
+                   if t.ident is not None and getattr(t, "native_id", None) is not None}
+        if threads == _thread_map_written:
+            return
+        pid = os.getpid()
+        body = json.dumps({"pid": pid, "signal": int(signal.SIGRTMIN + STACK_SIGNAL_OFFSET),
+                           "threads": threads})
+        files.write_atomically(protocol.thread_map_file(pid), body)
+        _thread_map_written = threads
+    except Exception:
+        pass

@@ -1,0 +1,108 @@
+"""The status writer: a daemon thread that writes `status-<pid>.json` (the fields of
+hangdoctor's `ProgressStatus`) atomically, at most every 0.5 s and only when something changed,
+for the supervisor that polls the folder; between writes it answers the supervisor's requests
+(the Flight Recorder, asyncio's tasks) and keeps the thread map of the stack signal current.
+
+It starts with the first change a process makes: a process that never counts anything (a
+DataLoader worker) writes nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hangdoctor.instrument.bootstrap import _hangdoctor_files as files
+    from hangdoctor.instrument.bootstrap import _hangdoctor_flight_recorder as flight_recorder
+    from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+    from hangdoctor.instrument.bootstrap import _hangdoctor_stacks as stacks
+    from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+    from hangdoctor.instrument.bootstrap import _hangdoctor_tasks as tasks
+else:
+    import _hangdoctor_files as files
+    import _hangdoctor_flight_recorder as flight_recorder
+    import _hangdoctor_protocol as protocol
+    import _hangdoctor_stacks as stacks
+    import _hangdoctor_state as shared
+    import _hangdoctor_tasks as tasks
+
+WRITE_INTERVAL_S = 0.5
+probe = shared.probe
+_status = shared.status
+
+
+def changed() -> None:
+    """Note a change; the first one in a process starts its writer."""
+    _status.version += 1
+    if not probe.writer_started:
+        _start_writer()
+
+
+def _start_writer() -> None:
+    if probe.disabled or probe.directory is None:
+        return
+    probe.writer_started = True
+    with contextlib.suppress(Exception):
+        threading.Thread(target=_write_loop, name="hangdoctor-status", daemon=True).start()
+
+
+def _write_loop() -> None:
+    while not probe.disabled:
+        _learn_identity()
+        _count_device_losses()
+        _flush()
+        flight_recorder.answer_flight_recorder_request()
+        tasks.answer_task_request()
+        stacks.write_thread_map()
+        time.sleep(WRITE_INTERVAL_S)
+
+
+def at_exit() -> None:
+    """The last counts: GPU losses whose copy has arrived, when the process exited, then the
+    status file (a rank that returns early leaves no other trace of having gone first)."""
+    _count_device_losses()
+    try:
+        _status.exiting_at = time.time()
+        changed()
+    except Exception:
+        pass
+    _flush()
+
+
+def _count_device_losses() -> None:
+    try:
+        if _status.device_losses.collect():
+            changed()
+    except Exception:
+        pass
+
+
+def _learn_identity() -> None:
+    """Read the rank and world size from the process group once it exists: however the job was
+    launched (mp.spawn, Lightning, `--rank` on a command line), the process then knows them."""
+    try:
+        dist = probe.dist
+        if _status.rank is None and dist is not None and dist.is_initialized():
+            _status.rank = int(dist.get_rank())
+            _status.world_size = int(dist.get_world_size())
+            changed()
+    except Exception:
+        pass
+
+
+def _flush() -> None:
+    """Write the status if it changed since the last write (also at exit, for the last steps)."""
+    if not probe.writer_started or probe.disabled or probe.directory is None:
+        return
+    try:
+        with probe.write_lock:
+            version = _status.version
+            if version == probe.written:
+                return
+            files.write_atomically(protocol.status_file(_status.pid), _status.as_json())
+            probe.written = version
+    except Exception:
+        probe.disabled = True  # an unwritable folder: stop trying, the job goes on
+
