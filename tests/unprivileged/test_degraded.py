@@ -67,8 +67,14 @@ def test_run_with_ptrace_refused_reads_stacks_through_the_job(unprivileged):
     hang = _report(report_dir / "hang-1" / "report.json")
     assert [e["kind"] for e in _errors(hang, "py-spy")] == ["permission"]
     root = hang["findings"][0]
+    # Everyone waits for the lock's holder: the wait-for graph ends at the thread that sleeps
+    # holding it; the waiting main thread is a party to the finding.
     assert root["culprit"]["location"]["file"].endswith("undumpable_lock_wait.py")
-    assert root["culprit"]["location"]["line"] == _marked_line("undumpable_lock_wait.py")
+    assert root["culprit"]["location"]["line"] == hang_line("undumpable_lock_wait.py", "holder")
+    assert any(
+        r["location"] and r["location"]["line"] == _marked_line("undumpable_lock_wait.py")
+        for r in root["related"]
+    )
     main = next(
         t for t in hang["processes"][0]["threads"] if t["tid"] == hang["processes"][0]["pid"]
     )
