@@ -27,7 +27,12 @@ def _missed(
 
 
 # What hangdoctor still gets wrong after the work on these programs, and why (known misses).
-KNOWN_MISSES: dict[str, str] = {}
+KNOWN_MISSES: dict[str, str] = {
+    # Timing: on a loaded machine the rank that gave up waiting is sometimes reported as the
+    # rank that exited (torchrun ends the job as soon as one rank fails).
+    "u_ddp_pg_timeout": "under load, named distributed.rank_exited (rank 1) instead of the "
+    "collective timeout in one run of two",
+}
 
 
 def _u(name: str, category: str | None, **kwargs) -> Scenario:
