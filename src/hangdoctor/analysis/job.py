@@ -79,6 +79,13 @@ class JobView:
         """The process with this pid, if it was captured."""
         return self._processes.get(pid) if pid is not None else None
 
+    def thread(self, pid: int | None, tid: int | None) -> ThreadEvidence | None:
+        """The thread `tid` of process `pid`, as first captured."""
+        process = self.process(pid)
+        if process is None or tid is None:
+            return None
+        return next((t for t in process.threads if t.tid == tid), None)
+
     def role(self, pid: int) -> Role:
         """Its role in the job."""
         return self._roles.get(pid, (Role.OTHER, None))[0]

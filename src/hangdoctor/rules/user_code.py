@@ -59,8 +59,7 @@ def user_location(frames: Sequence[Frame], location: Location | None) -> Locatio
 def _relocate(job: JobView, culprit: Culprit | None) -> Culprit | None:
     if culprit is None or culprit.location is None or _is_user(culprit.location):
         return culprit
-    process = job.process(culprit.pid)
-    thread = next((t for t in process.threads if t.tid == culprit.tid), None) if process else None
+    thread = job.thread(culprit.pid, culprit.tid)
     frames = thread.python.frames if thread is not None and thread.python else ()
     if not frames:
         return culprit.model_copy(
@@ -97,10 +96,7 @@ def blames_hangdoctor(job: JobView, finding: Finding) -> bool:
     """Whether the finding's culprit is a thread of hangdoctor's own (the instrumentation's
     writer thread in every instrumented process): a sample of it is never the job's problem."""
     culprit = finding.culprit
-    process = job.process(culprit.pid) if culprit is not None else None
-    if culprit is None or process is None or culprit.tid is None:
-        return False
-    thread = next((t for t in process.threads if t.tid == culprit.tid), None)
+    thread = job.thread(culprit.pid, culprit.tid) if culprit is not None else None
     frames = thread.python.frames if thread is not None and thread.python else ()
     ours = any(f.file.endswith(PROBE_FILES) or origin(f) is Origin.TOOL for f in frames)
     return ours and not any(origin(f) is Origin.USER for f in frames)

@@ -16,6 +16,7 @@ from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at as place_of
+from hangdoctor.rules.helpers import main_thread
 from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, output_lines
 from hangdoctor.taxonomy import Category
 
@@ -275,7 +276,7 @@ def _retry_loop(job: JobView) -> Frame | None:
     """The loop that keeps skipping: the header of the innermost loop of the user's code that
     the main process's main thread runs in."""
     for process in job.processes[:1]:
-        thread = next((t for t in process.threads if t.tid == process.pid), None)
+        thread = main_thread(process)
         frames = thread.python.frames if thread is not None and thread.python else ()
         looping = next((f for f in frames if f.loop_lines and origin(f) is Origin.USER), None)
         if looping is not None:

@@ -85,9 +85,10 @@ class PipeCycle(Rule):
             chain = graph.follow((process.pid, thread.tid))
             if chain.sink is not Sink.CYCLE or len(chain.parties) < 2:
                 continue
-            members = [(job.process(pid), tid) for pid, tid in chain.parties]
             parties = [
-                (p, t) for p, tid in members if p is not None for t in p.threads if t.tid == tid
+                (p, t)
+                for pid, tid in chain.parties
+                if (p := job.process(pid)) is not None and (t := job.thread(pid, tid)) is not None
             ]
             if len({p.pid for p, _ in parties}) < 2 or not all(
                 _pipe_wait(job, p, t) for p, t in parties

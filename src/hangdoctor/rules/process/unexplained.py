@@ -56,8 +56,7 @@ def _candidates(job: JobView) -> list[ProcessEvidence]:
 
 
 def _located(job: JobView, party: Party) -> tuple[ProcessEvidence, ThreadEvidence] | None:
-    process = job.process(party[0])
-    thread = next((t for t in process.threads if t.tid == party[1]), None) if process else None
+    process, thread = job.process(party[0]), job.thread(*party)
     return (process, thread) if process is not None and thread is not None else None
 
 
