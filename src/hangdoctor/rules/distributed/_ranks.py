@@ -12,7 +12,7 @@ from hangdoctor.evidence.model import (
     Frame,
     ThreadEvidence,
 )
-from hangdoctor.rules.finding import Culprit
+from hangdoctor.rules.finding import Culprit, Location
 from hangdoctor.rules.helpers import at, culprit
 
 
@@ -180,3 +180,31 @@ def is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
     """Whether the odd ranks have left the loop the others still run their collective in, or
     ran out of data before them."""
     return ran_out_first(odd, rest) or left_loop(odd, rest) is not None
+
+
+def early_exit(looping: Frame, index: int = 0) -> tuple[Location, str, bool]:
+    """How loop `index` of the frame (outermost first) was left before its end: its one `break`
+    or `return` (that line), or with several, the loop's header; the words for the evidence,
+    and whether the exit was the only one."""
+    header = looping.loops[index]
+    exits = looping.loop_exits
+    if len(exits) == 1:
+        [way] = exits
+        under = f" under `if {way.condition}`" if way.condition else ""
+        return (
+            Location(file=looping.file, line=way.line, function=looping.function, code=way.code),
+            f"the only way out of `{header}` before its end is `{way.code}` at line "
+            f"{way.line}{under}",
+            True,
+        )
+    listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
+    return (
+        Location(
+            file=looping.file,
+            line=looping.loop_lines[index],
+            function=looping.function,
+            code=header,
+        ),
+        f"it left `{header}` early by one of: {listed}",
+        False,
+    )

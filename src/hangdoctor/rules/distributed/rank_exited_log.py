@@ -14,6 +14,7 @@ from hangdoctor.analysis.tracebacks import Raised, first_failure, first_raised, 
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._logs import exit_text, nccl_line, ranks_text
+from hangdoctor.rules.distributed._ranks import early_exit
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
@@ -140,25 +141,9 @@ def _way_out(job: JobView, pid: int) -> tuple[Location, list[str]] | None:
     evidence = [
         f"its last collective or backward() was at {short_location(looping)}, inside {header}"
     ]
-    exits = looping.loop_exits
-    if len(exits) == 1:
-        [way] = exits
-        under = f" under `if {way.condition}`" if way.condition else ""
-        evidence.append(
-            f"the only way out of {header} before its end is `{way.code}` at line "
-            f"{way.line}{under}: the others went on"
-        )
-        return Location(
-            file=looping.file, line=way.line, function=looping.function, code=way.code
-        ), evidence
-    listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
-    evidence.append(f"it left {header} early by one of: {listed}")
-    return Location(
-        file=looping.file,
-        line=looping.loop_lines[0],
-        function=looping.function,
-        code=looping.loops[0],
-    ), evidence
+    where, words, only = early_exit(looping)
+    evidence.append(words + (": the others went on" if only else ""))
+    return where, evidence
 
 
 def _job_failed(job: JobView) -> bool:

@@ -20,6 +20,7 @@ from hangdoctor.rules.distributed._examples import (
 )
 from hangdoctor.rules.distributed._ranks import (
     describe_group,
+    early_exit,
     is_uneven,
     left_loop,
     ran_out_first,
@@ -40,23 +41,8 @@ def _way_out(rest: list[RankState], loop: str) -> tuple[Location, str] | None:
     looping = next((f for f in frames if loop in f.loops), None)
     if looping is None or not looping.loop_exits:
         return None
-    exits = looping.loop_exits
-    if len(exits) == 1:
-        [way] = exits
-        under = f" under `if {way.condition}`" if way.condition else ""
-        return (
-            Location(file=looping.file, line=way.line, function=looping.function, code=way.code),
-            f"the only way out of `{loop}` before its end is `{way.code}` at line "
-            f"{way.line}{under}: it decided to stop on its own, the others did not",
-        )
-    index = looping.loops.index(loop)
-    listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
-    return (
-        Location(
-            file=looping.file, line=looping.loop_lines[index], function=looping.function, code=loop
-        ),
-        f"it left `{loop}` early by one of: {listed}",
-    )
+    where, words, only = early_exit(looping, looping.loops.index(loop))
+    return where, words + (": it decided to stop on its own, the others did not" if only else "")
 
 
 class UnevenInputs(Rule):
