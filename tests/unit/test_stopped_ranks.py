@@ -85,6 +85,17 @@ def test_the_late_rank_named_by_the_log_gets_its_line():
     assert root.culprit.location is not None and root.culprit.location.line == 26
 
 
+def test_a_late_rank_found_inside_the_collective_is_said_to_have_arrived_late():
+    """Rank 1 gave up; rank 0, named by the log, had reached the barrier by the time it was
+    stopped: the report must not call that line the work it was busy with."""
+    root = _timeout_finding(
+        _bundle(["[rank0]: downloading", f"[rank1]: {GLOO_TIMEOUT}"], {0: STOPPED_IN_BARRIER})
+    )
+    assert root.culprit is not None and root.culprit.rank == 0
+    assert root.culprit.location is not None and root.culprit.location.line == 52
+    assert "only after the others had given up" in root.explanation
+
+
 def test_a_stack_asked_for_at_the_timeout_says_so():
     """Lightning ends the other ranks with SIGKILL: their stacks come from the moment the
     timeout was printed, and the evidence says that, not SIGTERM."""

@@ -91,6 +91,20 @@ def stopped_at(
     return frame, _WHEN.get(stopped.when or "", "as the job failed")
 
 
+def collective_when_stopped(
+    job: JobView, rank: int | None = None, pid: int | None = None
+) -> str | None:
+    """The torch.distributed call the process's main thread was in when the job stopped it
+    (from faulthandler's report), or None: a rank found there had reached the collective,
+    only too late for a peer that gave up."""
+    record = job.record
+    if record is None:
+        return None
+    pid = _pid_of(record, rank, pid)
+    stopped = next((s for s in record.stopped if s.pid == pid), None) if pid is not None else None
+    return distributed_call(main_thread_stack(stopped.text), idle=True) if stopped else None
+
+
 def stopped_outside_collectives(job: JobView) -> list[tuple[int, Frame]]:
     """(rank, user line) of each rank that SIGTERM stopped while it was in the user's code and
     in no collective: when a peer gave up waiting in a collective, such a rank is the one it

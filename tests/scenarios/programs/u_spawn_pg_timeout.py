@@ -3,8 +3,10 @@ short process-group timeout and a dataset that rank 0 downloads before training.
 
 Written from https://github.com/meta-pytorch/data/issues/659 ("Socket Timeout when rank 0
 arrives late": rank 0 loads data over HTTP first, the other ranks go ahead and time out):
-rank 0 fetches and unpacks the dataset, which takes longer than the 2 s timeout; rank 1 goes
-straight on to wrap its model in DDP, whose constructor runs a collective that gives up.
+rank 0 fetches and unpacks the dataset, which takes far longer than the 2 s timeout (30 s, so
+that even on a loaded machine rank 0 is still downloading when rank 1's failure ends the job);
+rank 1 goes straight on to wrap its model in DDP, whose constructor runs a collective that
+gives up.
 """
 
 import datetime
@@ -22,9 +24,9 @@ DIST_TIMEOUT = datetime.timedelta(seconds=2)
 
 
 def download_dataset(root: str) -> None:
-    for part in range(6):
+    for part in range(30):
         time.sleep(1.0)  # fetching one archive part from the dataset mirror  # HANG: download
-        print(f"downloaded part {part + 1}/6 to {root}", flush=True)
+        print(f"downloaded part {part + 1}/30 to {root}", flush=True)
 
 
 class KeywordSpotter(nn.Module):

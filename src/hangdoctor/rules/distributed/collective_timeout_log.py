@@ -23,6 +23,7 @@ from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
     cite,
+    collective_when_stopped,
     output_lines,
     stopped_at,
     stopped_outside_collectives,
@@ -90,6 +91,13 @@ def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Findi
     frame, when = found
     where = short_location(frame)
     code = f" `{frame.code}`" if frame.code else ""
+    late_in = collective_when_stopped(job, rank=culprit.rank, pid=culprit.pid)
+    if late_in is not None:
+        explanation += (
+            f" Rank {culprit.rank} was in {late_in} at {where} when it was stopped: it reached "
+            "the collective only after the others had given up, so the work it did before "
+            "that line took longer than the timeout."
+        )
     return finding.model_copy(
         update={
             "culprit": culprit.model_copy(update={"location": Location.of(frame)}),
