@@ -195,3 +195,44 @@ def test_progress_ends_the_compile_phase_and_an_explicit_budget_wins():
     assert not t.compiling
     decision = t.check(104.0, busy=True)
     assert decision is not None and decision.phase is None
+
+
+def test_a_busy_job_on_a_loaded_machine_is_given_its_threshold_in_cpu_it_could_get():
+    """Five runnable tasks per core: a silent computation that would be hung after 30 s on a
+    core of its own is still working after 100 s, as it got a fifth of a core."""
+    t = tracker(fixed_timeout_s=10)
+    t.observe(0.0, Counters(output_bytes=1))
+    t.elapse(0.0, share=0.2)
+    assert t.check(100.0, busy=True) is None
+    decision = t.check(150.0, busy=True)
+    assert decision is not None and decision.kind == "busy"
+
+
+def test_load_does_not_stretch_an_idle_wait_or_a_nan_livelock():
+    t = tracker(fixed_timeout_s=10)
+    t.observe(0.0, Counters(output_bytes=1))
+    t.elapse(0.0, share=0.2)
+    assert t.check(10.0, busy=False) is not None
+    spin = tracker(fixed_timeout_s=10)
+    spin.observe(0.0, Counters(losses=1, nonfinite_losses=1, steps=1))
+    spin.elapse(0.0, share=0.2)
+    spin.observe(1.0, Counters(losses=2, nonfinite_losses=2, steps=2))
+    assert spin.check(11.0, busy=True) is not None
+
+
+def test_the_share_clock_never_runs_slower_than_a_tenth():
+    """A machine loaded beyond ten tasks a core still gets its busy hang declared."""
+    t = tracker(fixed_timeout_s=10)
+    t.observe(0.0, Counters(output_bytes=1))
+    t.elapse(0.0, share=0.001)
+    assert t.check(299.0, busy=True) is None
+    assert t.check(300.0, busy=True) is not None
+
+
+def test_progress_on_a_loaded_machine_restarts_the_share_clock():
+    t = tracker(fixed_timeout_s=10)
+    t.elapse(0.0, share=0.5)
+    t.observe(1.0, Counters(output_bytes=1))
+    t.observe(50.0, Counters(output_bytes=2))  # 24.5 s of share clock, then progress
+    assert t.check(105.0, busy=True) is None  # 27.5 s since
+    assert t.check(110.0, busy=True) is not None  # 30 s

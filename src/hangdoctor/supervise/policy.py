@@ -28,6 +28,13 @@ budget: when a compiler process was in the tree or the stacks showed the job com
 last progress (`compiled`), a job that computes is hung only after `compile_budget_s` (by
 default `compile_factor` times the idle threshold), and the decision says it was compiling.
 
+A job that computes on a loaded machine is slowed, not stuck: other users' processes (or its own
+too many workers) leave each runnable task a share of a core. Its quiet time is counted on a
+clock that runs at that share (`elapse`), never slower than `MIN_SHARE`: a 9 s busy threshold
+on a machine where a task gets a fifth of a core is 45 s of wall time, in which the job could
+compute for 9 s on a core of its own. Waiting does not get slower with load, so an idle job's
+quiet time stays wall time.
+
 Without a fixed timeout the threshold adapts:
 - until the first training event: a generous start-up budget (model loading, compilation);
 - afterwards: `adaptive_factor` times the longest gap seen between training events, within
@@ -37,6 +44,10 @@ Without a fixed timeout the threshold adapts:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+#: The smallest share of a core a runnable task is taken to get: on a machine loaded beyond
+#: ten times its cores a busy job's threshold stops stretching (it is still declared hung).
+MIN_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,22 @@ class ProgressTracker:
     last_moved_s: float = 0.0
     #: When a compiler in the tree, or the stacks, last showed the job compiling.
     last_compiling_s: float | None = None
+    #: Seconds of a core's share: wall time weighted by what one runnable task could get.
+    share_clock_s: float = 0.0
+    share: float = 1.0
+    last_elapsed_s: float = 0.0
+    share_clock_at_progress_s: float = 0.0
+    share_clock_at_moved_s: float = 0.0
+
+    def elapse(self, now_s: float, share: float) -> None:
+        """Say what part of a core a runnable task gets now (1.0 on a machine with a core
+        free); the share clock runs at that rate from `now_s` on."""
+        self._advance(now_s)
+        self.share = min(1.0, max(MIN_SHARE, share))
+
+    def _advance(self, now_s: float) -> None:
+        self.share_clock_s += max(0.0, now_s - self.last_elapsed_s) * self.share
+        self.last_elapsed_s = max(self.last_elapsed_s, now_s)
 
     def computed(self, now_s: float) -> None:
         """Record that the job used the CPU just now (not progress, but not idle either)."""
@@ -115,7 +142,10 @@ class ProgressTracker:
 
     def moved(self, now_s: float) -> None:
         """Record that the job read or wrote data just now: work in progress, as output is."""
-        self.last_moved_s = max(self.last_moved_s, now_s)
+        self._advance(now_s)
+        if now_s >= self.last_moved_s:
+            self.last_moved_s = now_s
+            self.share_clock_at_moved_s = self.share_clock_s
 
     def compiled(self, now_s: float) -> None:
         """Record that the job compiled just now (a compiler process, a compiling stack)."""
@@ -127,6 +157,15 @@ class ProgressTracker:
         if self.nonfinite_only:
             return self.last_progress_s
         return max(self.last_progress_s, self.last_moved_s)
+
+    @property
+    def quiet_share_s(self) -> float:
+        """`quiet_since_s` on the share clock: how long the job has been quiet in the CPU time
+        one of its tasks could have had."""
+        since = self.share_clock_at_progress_s
+        if not self.nonfinite_only and self.last_moved_s > self.last_progress_s:
+            since = self.share_clock_at_moved_s
+        return self.share_clock_s - since
 
     @property
     def compiling(self) -> bool:
@@ -141,6 +180,7 @@ class ProgressTracker:
 
     def observe(self, now_s: float, counters: Counters) -> bool:
         """Record a reading; True when it shows progress."""
+        self._advance(now_s)
         progressed = counters != self.last and (
             counters.output_bytes > self.last.output_bytes
             or counters.training_events > self.last.training_events
@@ -160,6 +200,7 @@ class ProgressTracker:
         self.last = counters
         if progressed:
             self.last_progress_s = now_s
+            self.share_clock_at_progress_s = self.share_clock_s
             self.waiting_for_device = False
         return progressed
 
@@ -195,6 +236,7 @@ class ProgressTracker:
 
     def check(self, now_s: float, busy: bool) -> HangDecision | None:
         """A hang, if the job has gone too long without progress."""
+        self._advance(now_s)
         waiting = busy and self.waiting_for_device  # spinning in CUDA's synchronisation
         spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
         computing = busy and not (waiting or spinning)
@@ -204,8 +246,14 @@ class ProgressTracker:
             threshold = max(threshold, self.policy.startup_busy_s)
         if compiling:
             threshold = max(threshold, self.compile_budget_s)
-        quiet_since = self.quiet_since_s if busy else max(self.quiet_since_s, self.last_computed_s)
-        if now_s - quiet_since < threshold:
+        if computing:
+            quiet_s = self.quiet_share_s  # a loaded machine slows the work, not the wait
+        else:
+            quiet_since = (
+                self.quiet_since_s if busy else max(self.quiet_since_s, self.last_computed_s)
+            )
+            quiet_s = now_s - quiet_since
+        if quiet_s < threshold:
             return None
         return HangDecision(
             kind="busy" if busy and not waiting else "idle",

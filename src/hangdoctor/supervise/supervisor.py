@@ -255,6 +255,8 @@ class Supervisor:
         )
 
     def _check_progress(self, now: float) -> None:
+        recent = self.sampler.activity(window_s=_SAMPLE_EVERY_S)
+        self.tracker.elapse(now, recent.fair_share if recent is not None else 1.0)
         progressed = self.tracker.observe(now, self._counters())
         if self.current is not None:
             # What a job prints as a forwarded signal (Ctrl-C) ends it, its KeyboardInterrupt
