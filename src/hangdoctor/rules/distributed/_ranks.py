@@ -1,17 +1,12 @@
-"""What the cross-rank rules share: grouping ranks by where they wait, naming the odd group and
-the loop a rank left (their examples' evidence is in `_examples.py`)."""
+"""What the cross-rank rules share beyond the blame itself (`analysis/rank_blame.py`): the
+words for a group of ranks, the culprit of a rank, and how a loop was left early (their
+examples' evidence is in `_examples.py`)."""
 
 from __future__ import annotations
 
-import re
-
-from hangdoctor.analysis.frames import Origin, origin
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import RankState, RankView, rank_list
-from hangdoctor.evidence.model import (
-    Frame,
-    ThreadEvidence,
-)
+from hangdoctor.analysis.ranks import RankState, rank_list
+from hangdoctor.evidence.model import Frame
 from hangdoctor.rules.finding import Culprit, Location
 from hangdoctor.rules.helpers import at, culprit
 
@@ -30,156 +25,6 @@ def rank_culprit(job: JobView, state: RankState) -> Culprit:
     if state.process is not None:
         return culprit(job, state.process, state.thread, state.site)
     return Culprit(pid=state.pid, rank=state.rank, role="rank")
-
-
-def odd_group(groups: list[list[RankState]]) -> list[RankState]:
-    """The group to blame: the one whose ranks ran out of data first; else the smallest; among
-    equals, the one whose call sits under an `if`, then the one whose own code asked for its
-    collective most directly (a `barrier()` in a callback, rather than the gradient all-reduce
-    every rank runs inside backward(), or a framework's per-step broadcast)."""
-    ran_out = max(groups, key=lambda g: min(s.ran_out_of_data for s in g))
-    if all(
-        min(s.ran_out_of_data for s in ran_out) > max(s.ran_out_of_data for s in g)
-        for g in groups
-        if g is not ran_out
-    ):
-        return ran_out
-    candidates = sorted(groups[1:] + groups[:1], key=len)
-    smallest = [g for g in candidates if len(g) == len(candidates[0])]
-    guarded = [g for g in smallest if rank_guard(g[0]) is not None]
-    if len(guarded) == 1 or (guarded and len(guarded) < len(smallest)):
-        return guarded[0]
-    if not guarded:
-        # A group that took a branch the others did not (`if step % eval_every == 0:` around
-        # the call into its collective, where the others' same function runs no such `if`).
-        branched = [
-            g for g in smallest if extra_guards(g[0], [o[0] for o in smallest if o is not g])
-        ]
-        if len(branched) == 1:
-            return branched[0]
-    unguarded_sites = [g for g in smallest if g[0].site is not None and g[0].site.guards]
-    if guarded or unguarded_sites:
-        return (guarded or unguarded_sites)[0]
-    return min(smallest, key=lambda g: (g[0].distance is None, g[0].distance or 0))
-
-
-def extra_guards(state: RankState, others: list[RankState]) -> set[str]:
-    """Conditions of `if` blocks around the rank's user code, in functions the others also
-    run, that the others' code there is not under: the branch this rank took and they did
-    not."""
-    theirs: dict[tuple[str, str], set[str]] = {}
-    for other in others:
-        for frame in user_frames(other.thread):
-            theirs.setdefault((frame.file, frame.function), set()).update(frame.guards)
-    found: set[str] = set()
-    for frame in user_frames(state.thread):
-        key = (frame.file, frame.function)
-        if key in theirs:
-            found |= set(frame.guards) - theirs[key]
-    return found
-
-
-# A condition on the rank: the code under it runs on some ranks only.
-_RANK_WORDS = re.compile(
-    r"\brank\b|local_rank|global_rank|get_rank\(|is_global_zero|"
-    r"is_main_process|is_local_main_process|is_master|main_process|"
-    r"\bis_main\b|"
-    r"process_index|is_world_process_zero|is_local_process_zero",
-    re.IGNORECASE,
-)
-
-
-def on_rank(condition: str) -> bool:
-    """Whether the condition reads the rank (`if rank == 0:`, `if trainer.is_global_zero:`)."""
-    return bool(_RANK_WORDS.search(condition))
-
-
-def condition_of(frame: Frame) -> str | None:
-    """The condition of the `if` around the frame's line that says why only some ranks get
-    there: the innermost one on the rank, else the innermost one."""
-    on_rank = next((g for g in reversed(frame.guards) if _RANK_WORDS.search(g)), None)
-    return on_rank or (frame.guards[-1] if frame.guards else None)
-
-
-def rank_guard(state: RankState) -> tuple[Frame, str] | None:
-    """The innermost `if` on the rank that the rank's user code runs under (in its own line's
-    function or in a caller: `if rank == 0: validate(model)`), if any."""
-    for frame in user_frames(state.thread):
-        for guard in reversed(frame.guards):
-            if _RANK_WORDS.search(guard):
-                return frame, guard
-    return None
-
-
-def split_groups(view: RankView) -> tuple[list[RankState], list[RankState]] | None:
-    waiting = [s for s in view.alive if s.in_collective]
-    if len(waiting) < 2:
-        return None
-    groups = view.groups(waiting)
-    if len(groups) < 2:
-        return None
-    odd = odd_group(groups)
-    rest = [s for g in groups if g is not odd for s in g]
-    return odd, rest
-
-
-def user_frames(thread: ThreadEvidence | None) -> list[Frame]:
-    return (
-        [f for f in thread.python.frames if origin(f) is Origin.USER]
-        if (thread is not None and thread.python is not None)
-        else []
-    )
-
-
-def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
-    """The header of the loop the others still run their collective in and the odd ranks have
-    left, or None when they have not left it.
-
-    Step counts cannot tell: ranks blocked at different points of one iteration differ by a
-    step too. The code can: the others' collective sits inside a loop, and the odd rank's stack
-    is outside that loop (or out of that function altogether). The loops are compared in the
-    innermost function of the user's code that both stacks run in. When both are inside the
-    same loops there, the others are deeper, in a function called from that loop: the odd rank
-    has returned from it (an epoch helper whose data ran out), unless the odd rank's collective
-    runs under an `if` of its own that the others did not take (a barrier only rank 0 calls,
-    beside a gradient-averaging helper that all_reduces in a loop over the parameters), or the
-    others called that function under an `if` the odd rank did not take (an evaluation that
-    only rank 0's schedule triggered)."""
-    looping = rest[0].site
-    thread = odd[0].thread
-    if looping is None or not looping.loops or thread is None or thread.python is None:
-        return None
-    odd_frames = user_frames(thread)
-    rest_frames = user_frames(rest[0].thread) or [looping]
-    for index, frame in enumerate(rest_frames):  # innermost first
-        for depth, mine in enumerate(odd_frames):
-            if mine.file != frame.file or mine.function != frame.function:
-                continue
-            if len(mine.loops) != len(frame.loops) or index == 0:
-                shorter = len(mine.loops) < len(frame.loops)
-                return frame.loops[len(mine.loops)] if shorter else None
-            own_guards = {g for f in odd_frames[:depth] for g in f.guards}
-            own_guards |= set(mine.guards) - set(frame.guards)
-            # The others called into the deeper function under an `if` the odd rank's line is
-            # not under: it did not take that branch, rather than return from it.
-            their_guards = set(frame.guards) - set(mine.guards)
-            if own_guards or their_guards:
-                return None
-            deeper = [f for f in rest_frames[:index] if f.loops]
-            return deeper[-1].loops[0] if deeper else looping.loops[-1]
-    return looping.loops[-1]
-
-
-def ran_out_first(odd: list[RankState], rest: list[RankState]) -> bool:
-    """Whether the odd ranks' DataLoaders ran out of data more often than the others': they
-    finished their epoch while the others are still in it (instrumentation)."""
-    return min(s.ran_out_of_data for s in odd) > max(s.ran_out_of_data for s in rest)
-
-
-def is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
-    """Whether the odd ranks have left the loop the others still run their collective in, or
-    ran out of data before them."""
-    return ran_out_first(odd, rest) or left_loop(odd, rest) is not None
 
 
 def early_exit(looping: Frame, index: int = 0) -> tuple[Location, str, bool]:

@@ -9,6 +9,14 @@ from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.desync import DesyncOrigin
 from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.rank_blame import (
+    condition_of,
+    extra_guards,
+    is_uneven,
+    on_rank,
+    rank_guard,
+    split_groups,
+)
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CodeFinding, Frame
@@ -30,16 +38,7 @@ from hangdoctor.rules.distributed._examples import (
     ranks_job,
     straggler_completion_not_yet_counted,
 )
-from hangdoctor.rules.distributed._ranks import (
-    condition_of,
-    describe_group,
-    extra_guards,
-    is_uneven,
-    on_rank,
-    rank_culprit,
-    rank_guard,
-    split_groups,
-)
+from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 

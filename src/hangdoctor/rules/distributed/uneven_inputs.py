@@ -8,6 +8,13 @@ from collections.abc import Iterable
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.rank_blame import (
+    is_uneven,
+    left_loop,
+    ran_out_first,
+    split_groups,
+    user_frames,
+)
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._desync import extra_call_at_step_0, fewer_batches_on_rank_1
@@ -21,12 +28,7 @@ from hangdoctor.rules.distributed._examples import (
 from hangdoctor.rules.distributed._ranks import (
     describe_group,
     early_exit,
-    is_uneven,
-    left_loop,
-    ran_out_first,
     rank_culprit,
-    split_groups,
-    user_frames,
     wait_words,
 )
 from hangdoctor.rules.finding import Finding, Location, Severity
