@@ -17,6 +17,22 @@ BUSY_THREAD_SHARE = 0.5
 CONTENDED_THREAD_SHARE = 0.2
 
 
+def fair_share(job: JobView) -> float:
+    """What share of a core one runnable task could get at the end of the run's light timeline
+    (cores over runnable tasks, the job's own included): 1.0 without a timeline (`dump`)."""
+    record = job.bundle.job
+    last = record.timeline[-1] if record is not None and record.timeline else None
+    if last is None or not last.runnable_tasks or not last.cores:
+        return 1.0
+    return min(1.0, last.cores / last.runnable_tasks)
+
+
+def contended_share(job: JobView, share: float) -> float:
+    """`share`, a bar for a thread runnable in every snapshot, lowered by the load: on a machine
+    where a task gets a fifth of a core, a spinning thread gets about that."""
+    return share * fair_share(job)
+
+
 def runnable_throughout(job: JobView, pid: int, tid: int) -> bool:
     """Whether the thread was runnable (state R) in every snapshot: it computes, however little
     of a loaded machine's CPU it got."""
@@ -30,7 +46,7 @@ def hang_kind(job: JobView) -> str:
         share = job.thread_cpu_share(process.pid, thread.tid)
         if share is not None:
             if share >= BUSY_THREAD_SHARE or (
-                share >= CONTENDED_THREAD_SHARE
+                share >= contended_share(job, CONTENDED_THREAD_SHARE)
                 and runnable_throughout(job, process.pid, thread.tid)
             ):
                 return "busy"

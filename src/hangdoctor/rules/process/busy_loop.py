@@ -6,12 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from hangdoctor.analysis.activity import runnable_throughout
+from hangdoctor.analysis.activity import contended_share, runnable_throughout
 from hangdoctor.analysis.device import device_wait, process_uses_gpu
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import (
+    Bundle,
+    Frame,
+    JobRecord,
+    ProcessEvidence,
+    ThreadEvidence,
+    TimelineSample,
+)
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -58,6 +65,14 @@ def _spin(cpu_after: float, second_frame_line: int) -> Callable[[], Bundle]:
     return build
 
 
+def _spin_crowded() -> Bundle:
+    """A polling loop that got 0.16 of a core, on a machine where 12 tasks were runnable on 2
+    cores at the end of the run's timeline (every core shared six ways)."""
+    bundle = _spin(0.08, 8)()
+    crowded = TimelineSample(elapsed_s=30.0, runnable_tasks=12, cores=2)
+    return bundle.model_copy(update={"job": JobRecord(started_at=0.0, timeline=(crowded,))})
+
+
 def _waits_in_item(on_gpu: bool) -> Callable[[], Bundle]:
     """A thread at 100% CPU on `loss.item()`: in a process with a GPU open it waits for the
     device; in a CPU-only one the line itself computes."""
@@ -92,7 +107,7 @@ def _moving_on() -> Bundle:
 
 
 # On a loaded machine a spinning thread shares its core: runnable (state R) in every snapshot
-# and still using a good part of a CPU is spinning too.
+# and still using a good part of what one task can get there is spinning too.
 _CONTENDED_SHARE = 0.3
 
 
@@ -116,6 +131,7 @@ class BusyLoop(Rule):
     fires_on = (
         Example("a polling loop that never ends", _spin(0.49, 8)),
         Example("a polling loop sharing its core on a loaded machine", _spin(0.2, 8)),
+        Example("a polling loop on a machine with six runnable tasks a core", _spin_crowded),
         Example("a CPU job computing in one line", _waits_in_item(on_gpu=False)),
     )
     quiet_on = (
@@ -140,7 +156,7 @@ class BusyLoop(Rule):
                 if share is None or (
                     share < _BUSY_SHARE
                     and not (
-                        share >= _CONTENDED_SHARE
+                        share >= contended_share(job, _CONTENDED_SHARE)
                         and runnable_throughout(job, process.pid, thread.tid)
                     )
                 ):
