@@ -135,6 +135,17 @@ class ProcessEvidence(Evidence):
     stacks_sampled: bool = Field(
         default=False, description="whether Python stacks were read in this snapshot"
     )
+    host: str | None = Field(
+        default=None, description="the node it runs on, in a view merged from several nodes"
+    )
+    node: str | None = Field(
+        default=None, description="that node's rank (or name) in the job, in such a view"
+    )
+    host_pid: int | None = Field(
+        default=None,
+        description="its pid on that node, when the merged view renumbered it (pids of two "
+        "nodes can be the same)",
+    )
 
 
 class GpuSample(Evidence):
@@ -485,6 +496,37 @@ class CodeSetting(Evidence):
     code: str | None = None
 
 
+class NodeSeen(Evidence):
+    """One node of a job that spans several, as the job-wide session saw it at a hang."""
+
+    node: str = Field(description="its node rank (torchrun, Slurm), else its host name")
+    host: str | None = None
+    ranks: tuple[int, ...] = Field(default=(), description="the ranks its hangdoctor saw")
+    joined: bool = Field(default=True, description="its hangdoctor joined the session")
+    answered: bool = Field(default=False, description="it sent its evidence for this hang")
+    silent_s: float | None = Field(
+        default=None, description="seconds since its hangdoctor was last heard from"
+    )
+
+
+class NodesEvidence(Evidence):
+    """The nodes of the job and which of them the merged view holds."""
+
+    this_node: str
+    expected: int | None = Field(default=None, description="nodes the launcher asked for")
+    nodes: tuple[NodeSeen, ...] = ()
+    declared_by: str | None = Field(default=None, description="the node that declared the hang")
+    transport: str | None = Field(
+        default=None, description="how the nodes met: the job's store, a coordinator, a directory"
+    )
+
+    @property
+    def partial(self) -> bool:
+        """Whether some node of the job is not in the merged view."""
+        answered = sum(1 for n in self.nodes if n.answered)
+        return answered < max(self.expected or 0, len(self.nodes))
+
+
 class Bundle(Evidence):
     """Everything one capture saw: what `analyze` reads back."""
 
@@ -513,4 +555,7 @@ class Bundle(Evidence):
     code_settings: tuple[CodeSetting, ...] = Field(
         default=(),
         description="distributed settings (num_nodes, world_size, even_batches) in those files",
+    )
+    nodes: NodesEvidence | None = Field(
+        default=None, description="a job of several nodes: the view merged from all of them"
     )
