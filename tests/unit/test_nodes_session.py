@@ -86,6 +86,10 @@ def _a_hang_on_one_node_is_a_hang_on_all(boards: list[Callable[[], Board]]) -> N
             ("2", "host-2", (4, 5), True),
         ]
         assert not nodes.partial
+        # Node 0 merges; the others take its merged view instead of merging themselves.
+        assert zero.merges() and not one.merges() and not two.merges()
+        zero.publish(epoch, b"the whole job")
+        assert two.await_merged(epoch, wait_s=2) == b"the whole job"
 
 
 def test_a_hang_on_one_node_is_a_hang_on_all_through_a_shared_directory(tmp_path: Path):
@@ -143,3 +147,17 @@ def test_an_unreachable_board_leaves_the_session_unconnected_and_the_job_alone()
     received, nodes = node.exchange(1, b"x", wait_s=1)
     assert received == {} and nodes.transport is not None and "not reached" in nodes.transport
     node.stop()
+
+
+def test_when_the_merging_node_goes_silent_the_next_one_merges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(session_module, "SILENT_S", 2.0)
+    with _sessions([lambda: DirectoryBoard(tmp_path / "board")] * 2, expected=2) as (zero, one):
+        assert not one.merges()
+        zero.stop()
+        time.sleep(2.5)
+        started = time.monotonic()
+        assert one.await_merged(1, wait_s=20) is None
+        assert time.monotonic() - started < 2, "it does not wait for a node that is gone"
+        assert one.merges()

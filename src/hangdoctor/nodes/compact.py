@@ -35,28 +35,28 @@ def _snapshot(snapshot: Snapshot) -> Snapshot:
     return snapshot.model_copy(update={"processes": tuple(map(_process, snapshot.processes))})
 
 
-def _record(record: JobRecord | None) -> JobRecord | None:
+def _record(record: JobRecord | None, nodes: int) -> JobRecord | None:
     if record is None:
         return None
     return record.model_copy(
         update={
             "timeline": (),
-            "output_tail": record.output_tail[-OUTPUT_LINES:],
-            "kernel_log": record.kernel_log[-KERNEL_LINES:],
+            "output_tail": record.output_tail[-OUTPUT_LINES * nodes :],
+            "kernel_log": record.kernel_log[-KERNEL_LINES * nodes :],
         }
     )
 
 
 def compact(bundle: Bundle) -> Bundle:
     """The node's capture as the others need it: its first snapshot only, no sockets, no
-    timeline."""
+    timeline. A view already merged from several nodes keeps the lines of each."""
+    nodes = len(bundle.nodes.nodes) if bundle.nodes is not None else 1
     return bundle.model_copy(
         update={
             "snapshots": tuple(_snapshot(s) for s in bundle.snapshots[:1]),
             "sockets": (),
             "timings_s": {},
-            "job": _record(bundle.job),
-            "nodes": None,
+            "job": _record(bundle.job, max(1, nodes)),
         }
     )
 

@@ -8,8 +8,13 @@ On the board, node N writes only its own keys:
   atomic compare-and-set, so nodes that declare at the same moment agree on one hang);
 - `evidence/E/N`: its packed capture for hang E (`compact.pack`).
 
+- `merged/E`: the whole job's view of hang E, left by the node that merges (the first node
+  still alive: node 0, normally), which every other node takes instead of fetching everyone's
+  evidence itself: each node's capture travels once to the merging node, and the merged view
+  once to each node.
+
 The session's thread does all the waiting on the network; the supervisor's loop only reads
-flags (`peer_hang`), and blocks only in `exchange`, which has a deadline."""
+flags (`peer_hang`), and blocks only at a hang, in calls that have a deadline."""
 
 from __future__ import annotations
 
@@ -118,35 +123,87 @@ class NodeSession:
         """This node is capturing hang `epoch` (declared elsewhere)."""
         self._handled = max(self._handled, epoch)
 
-    def exchange(
-        self, epoch: int, packed: bytes, wait_s: float = EXCHANGE_S
+    def send(self, epoch: int, packed: bytes) -> None:
+        """Leave this node's packed capture of hang `epoch` on the board."""
+        board = self._board
+        if board is not None:
+            with contextlib.suppress(Exception):
+                board.put(f"evidence/{epoch}/{self.plan.me}", packed)
+
+    def merges(self) -> bool:
+        """Whether this node is the one that merges: the first, in node order, of the nodes
+        still alive (node 0, unless it has gone silent)."""
+        board = self._board
+        if board is None:
+            return True
+        try:
+            members = [m for m in board.members() if m != self.plan.me]
+            now = time.time()
+            alive = [
+                m
+                for m in members
+                if (beat := _read_beat(board, m)) is not None and now - beat.at < SILENT_S
+            ]
+        except Exception:
+            return True
+        return min([self.plan.me, *alive], key=_node_order) == self.plan.me
+
+    def gather(
+        self, epoch: int, wait_s: float = EXCHANGE_S
     ) -> tuple[dict[str, bytes], NodesEvidence]:
-        """Send this node's packed capture for hang `epoch` and collect the others', waiting
-        until every node that is alive has sent (at most `wait_s`). Returns each peer's packed
-        capture by node, and what was seen of every node."""
+        """The other nodes' packed captures of hang `epoch`, waiting until every node that is
+        alive has sent its own (at most `wait_s`), and what was seen of every node."""
         board = self._board
         received: dict[str, bytes] = {}
         beats: dict[str, _Beat] = {}
         members: list[str] = []
         deadline = time.monotonic() + wait_s
+        while board is not None:
+            with contextlib.suppress(Exception):
+                members = [m for m in board.members() if m != self.plan.me]
+                beats = {m: b for m in members if (b := _read_beat(board, m)) is not None}
+                for member in members:
+                    if member not in received:
+                        value = board.get(f"evidence/{epoch}/{member}")
+                        if value is not None:
+                            received[member] = value
+            now = time.time()
+            alive = [m for m in members if m in beats and now - beats[m].at < SILENT_S]
+            if all(m in received for m in alive) or time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_S)
+        return received, self._evidence(epoch, members, beats, received)
+
+    def exchange(
+        self, epoch: int, packed: bytes, wait_s: float = EXCHANGE_S
+    ) -> tuple[dict[str, bytes], NodesEvidence]:
+        """`send`, then `gather`."""
+        self.send(epoch, packed)
+        return self.gather(epoch, wait_s)
+
+    def publish(self, epoch: int, merged: bytes) -> None:
+        """Leave the whole job's merged view of hang `epoch` for the other nodes."""
+        board = self._board
         if board is not None:
             with contextlib.suppress(Exception):
-                board.put(f"evidence/{epoch}/{self.plan.me}", packed)
-            while True:
-                with contextlib.suppress(Exception):
-                    members = [m for m in board.members() if m != self.plan.me]
-                    beats = {m: b for m in members if (b := _read_beat(board, m)) is not None}
-                    for member in members:
-                        if member not in received:
-                            value = board.get(f"evidence/{epoch}/{member}")
-                            if value is not None:
-                                received[member] = value
-                now = time.time()
-                alive = [m for m in members if m in beats and now - beats[m].at < SILENT_S]
-                if all(m in received for m in alive) or time.monotonic() >= deadline:
-                    break
-                time.sleep(POLL_S)
-        return received, self._evidence(epoch, members, beats, received)
+                board.put(f"merged/{epoch}", merged)
+
+    def await_merged(self, epoch: int, wait_s: float = EXCHANGE_S + 10.0) -> bytes | None:
+        """The merged view of hang `epoch` once the merging node has left it; None after
+        `wait_s`, or as soon as no node is left to merge (this node then merges itself)."""
+        board = self._board
+        deadline = time.monotonic() + wait_s
+        while board is not None and time.monotonic() < deadline:
+            try:
+                value = board.get(f"merged/{epoch}")
+            except Exception:
+                return None
+            if value is not None:
+                return value
+            if self.merges():
+                return None  # the node that would have merged went silent
+            time.sleep(POLL_S)
+        return None
 
     def finish(self, epoch: int, wait_s: float = 5.0) -> None:
         """Say this node has what it needs of hang `epoch`, and wait (at most `wait_s`) until

@@ -519,19 +519,30 @@ class Supervisor:
 
         with contextlib.suppress(OSError):
             write_report_dir(directory / "this-node", report, bundle)
-        received, nodes = session.exchange(epoch, pack(bundle))
-        hosts = {n.node: n.host for n in nodes.nodes}
-        peers = []
-        for node, packed in received.items():
-            try:
-                peers.append(PeerCapture(node, hosts.get(node), unpack(packed)))
-            except ValueError as error:
-                _say(f"warning: node {node} sent evidence that cannot be read ({error})")
-        got = sum(1 for n in nodes.nodes if n.answered)
-        _say(f"the whole job: evidence of {got} node(s) of {max(len(nodes.nodes), got)}")
+        session.send(epoch, pack(bundle))
+        merged = None
+        if not session.merges():
+            packed = session.await_merged(epoch)
+            with contextlib.suppress(ValueError):
+                merged = unpack(packed) if packed is not None else None
+        if merged is None:  # this node merges: the first alive, or the one that merged is gone
+            received, nodes = session.gather(epoch)
+            hosts = {n.node: n.host for n in nodes.nodes}
+            peers = []
+            for node, data in received.items():
+                try:
+                    peers.append(PeerCapture(node, hosts.get(node), unpack(data)))
+                except ValueError as error:
+                    _say(f"warning: node {node} sent evidence that cannot be read ({error})")
+            merged = merge(bundle, session.plan.host, peers, nodes)
+            session.publish(epoch, pack(merged))
+        if merged.nodes is not None:
+            nodes = merged.nodes.model_copy(update={"this_node": session.plan.me})
+            merged = merged.model_copy(update={"nodes": nodes})
+            got = sum(1 for n in nodes.nodes if n.answered)
+            _say(f"the whole job: evidence of {got} node(s) of {len(nodes.nodes)}")
         if self.options.on_hang == "kill":
             session.finish(epoch)
-        merged = merge(bundle, session.plan.host, peers, nodes)
         return merged, diagnose(merged, Context(mode=Mode.HANG, hang=report.hang))
 
     def _capture_interrupted(self, now: float) -> None:
