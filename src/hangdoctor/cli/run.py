@@ -60,6 +60,20 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
     help="With --on-hang kill: seconds between SIGTERM and SIGKILL.",
 )
 @click.option("--native", is_flag=True, help="Also capture native frames when a hang is declared.")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=0,
+    metavar="N",
+    help="Serve Prometheus metrics of the job on http://ADDR:N/metrics (0: off, the default).",
+)
+@click.option(
+    "--metrics-addr",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    help="Address for --metrics-port; 0.0.0.0 exposes the metrics to the network.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_command(
     hang_timeout: float | None,
@@ -69,6 +83,8 @@ def run_command(
     no_instrument: bool,
     kill_grace: float,
     native: bool,
+    metrics_port: int,
+    metrics_addr: str,
     command: tuple[str, ...],
 ) -> int:
     """Run COMMAND (after --), watch it, and diagnose it when it stalls or fails.
@@ -95,5 +111,7 @@ def run_command(
         kill_grace_s=kill_grace,
         native_stacks=native,
         compile_budget_s=compile_budget,
+        metrics_port=metrics_port,
+        metrics_addr=metrics_addr,
     )
     return run_supervised(options)
