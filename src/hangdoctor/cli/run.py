@@ -73,6 +73,20 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
     is_flag=True,
     help="Do not meet the hangdoctors of the job's other nodes: report this node alone.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=0,
+    metavar="N",
+    help="Serve Prometheus metrics of the job on http://ADDR:N/metrics (0: off, the default).",
+)
+@click.option(
+    "--metrics-addr",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    help="Address for --metrics-port; 0.0.0.0 exposes the metrics to the network.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_command(
     hang_timeout: float | None,
@@ -84,6 +98,8 @@ def run_command(
     native: bool,
     coordinator: str | None,
     single_node: bool,
+    metrics_port: int,
+    metrics_addr: str,
     command: tuple[str, ...],
 ) -> int:
     """Run COMMAND (after --), watch it, and diagnose it when it stalls or fails.
@@ -113,6 +129,8 @@ def run_command(
         compile_budget_s=compile_budget,
         coordinator=meet,
         join_nodes=not single_node,
+        metrics_port=metrics_port,
+        metrics_addr=metrics_addr,
     )
     return run_supervised(options)
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from hangdoctor.nodes.session import NodeSession, SessionPlan
     from hangdoctor.report.model import Report
     from hangdoctor.supervise.hang_capture import HangReport
+    from hangdoctor.supervise.metrics import MetricsServer
 
 # The job is started before anything heavy is imported: the capture, the rules, the reports
 # and pydantic are loaded while the job itself starts up, not ahead of it.
@@ -74,6 +75,8 @@ class RunOptions:
     compile_budget_s: float | None = None  # default: HangPolicy.compile_factor x the timeout
     coordinator: tuple[str, int] | None = None  # `--coordinator`: where the nodes meet
     join_nodes: bool = True  # a job of several nodes: meet the other nodes' hangdoctor
+    metrics_port: int = 0  # serve Prometheus metrics on it (supervise.metrics); 0: off
+    metrics_addr: str = "127.0.0.1"
 
 
 def _say(message: str) -> None:
@@ -269,6 +272,7 @@ class Supervisor:
         self.tracker = ProgressTracker(policy)
         self.sampler = TreeSampler(process.pid, self.started, self.status_dir)
         watch = self.failure_watch = FailureWatch(self.status_dir)
+        metrics = self._serve_metrics()
         next_sample = 0.0
         try:
             while True:
@@ -292,6 +296,27 @@ class Supervisor:
                     process.wait(timeout=_TICK_S)
         finally:
             self.sampler.close()
+            if metrics is not None:
+                metrics.close()
+
+    def _serve_metrics(self) -> MetricsServer | None:
+        """The /metrics endpoint when asked for, read from the sampler and tracker at each
+        scrape; it is started once they exist, after the job."""
+        if not self.options.metrics_port:
+            return None
+        from hangdoctor.supervise.metrics import JobState, serve_metrics
+
+        state = JobState(
+            statuses=lambda: self.sampler.statuses,
+            tracker=self.tracker,
+            hang=self._hang_in_force,
+            elapsed_s=lambda: time.monotonic() - self.started,
+        )
+        return serve_metrics(state, self.options.metrics_port, self.options.metrics_addr)
+
+    def _hang_in_force(self) -> HangDecision | None:
+        current = self.current  # read once: the loop may clear it meanwhile
+        return current.decision if current is not None else None
 
     def _counters(self) -> Counters:
         last = self.sampler.timeline[-1] if self.sampler.timeline else None
