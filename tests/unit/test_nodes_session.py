@@ -26,11 +26,11 @@ def _free_port() -> int:
 
 @contextmanager
 def _sessions(boards: list[Callable[[], Board]], expected: int) -> Iterator[list[NodeSession]]:
+    def ranks_of(node: int) -> Callable[[], tuple[int, ...]]:
+        return lambda: (2 * node, 2 * node + 1)
+
     sessions = [
-        NodeSession(
-            SessionPlan(str(i), f"host-{i}", expected, "test", opener),
-            lambda i=i: (2 * i, 2 * i + 1),
-        )
+        NodeSession(SessionPlan(str(i), f"host-{i}", expected, "test", opener), ranks_of(i))
         for i, opener in enumerate(boards)
     ]
     try:

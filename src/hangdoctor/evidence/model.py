@@ -628,8 +628,7 @@ class Bundle(Evidence):
     )
     nodes: NodesEvidence | None = Field(
         default=None, description="a job of several nodes: the view merged from all of them"
-
-
+    )
     nccl_ras: RasReport | None = Field(
         default=None, description="NCCL's RAS view of the whole job at the hang (`ncclras`)"
     )
