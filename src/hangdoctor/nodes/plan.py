@@ -33,6 +33,10 @@ def session_plan(
     if not several:
         return None
     me = str(identity.node_rank) if identity.node_rank is not None else host
+    tasks = environ.get("SLURM_NTASKS", "")
+    if tasks.isdigit() and int(tasks) > (identity.nnodes or 1) and environ.get("SLURM_LOCALID"):
+        # Slurm runs one `hangdoctor run` per task, several on a node: each is a member.
+        me = f"{me}.{environ['SLURM_LOCALID']}"
     session = _session_name(identity)
     if coordinator is not None:
         where, port = coordinator
