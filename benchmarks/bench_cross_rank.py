@@ -15,7 +15,7 @@ import time
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ProgressStatus
-from hangdoctor.pipeline import Context, build_report, gc_paused
+from hangdoctor.pipeline import build_report, gc_paused
 from hangdoctor.rules.engine import run_rules
 
 _C10D = f"{b.SITE}/torch/distributed/distributed_c10d.py"
@@ -106,7 +106,7 @@ def main() -> int:
                 diagnosis = run_rules(job)
                 diagnose_times.append(time.perf_counter() - started)
                 started = time.perf_counter()
-                build_report(job, diagnosis, Context())
+                build_report(job, diagnosis, "hung")
                 report_times.append(time.perf_counter() - started)
         root = diagnosis.findings[0] if diagnosis.findings else None
         target = "<= 2 s" if ranks == 4096 else ""

@@ -8,6 +8,9 @@ keep the process from exiting. Commands run as children killed at their deadline
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -46,6 +49,31 @@ def call(
     return (value[0] if value else None), None
 
 
+def _run_own_group(
+    argv: list[str], timeout_s: float, env: Mapping[str, str] | None
+) -> subprocess.CompletedProcess[str]:
+    """subprocess.run in a session of its own, whose whole process group is killed at the
+    deadline: a wrapper script's children die with it instead of living on."""
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+    ) as process:
+        try:
+            out, err = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)  # unreaped, its pid is still its own
+            process.wait()
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
 def run(
     probe: str,
     argv: list[str],
@@ -53,20 +81,24 @@ def run(
     *,
     pid: int | None = None,
     env: Mapping[str, str] | None = None,
+    own_group: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str] | None, ProbeError | None]:
     """The finished command, whatever its exit status (the caller reads it), or why it did not
-    finish: not found, or killed at its deadline."""
+    finish: not found, or killed at its deadline (with its whole process group: `own_group`)."""
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-            env=dict(env) if env is not None else None,
-        )
+        if own_group:
+            done = _run_own_group(argv, timeout_s, env)
+        else:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+                errors="replace",
+                stdin=subprocess.DEVNULL,
+                env=dict(env) if env is not None else None,
+            )
     except subprocess.TimeoutExpired:
         return None, ProbeError(
             probe=probe,

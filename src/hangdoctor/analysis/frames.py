@@ -3,6 +3,7 @@ package, native code, or hangdoctor itself. The culprit's location is the innerm
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from enum import Enum
@@ -29,7 +30,14 @@ def origin(frame: Frame) -> Origin:
     """Classify a frame by its file path (a pure function: works on bundles from elsewhere)."""
     if frame.native:
         return Origin.NATIVE
-    path = frame.file.replace("\\", "/")
+    return _origin_of(frame.file)
+
+
+@functools.lru_cache(maxsize=8192)
+def _origin_of(file: str) -> Origin:
+    """`origin` of a Python frame's file: a job of thousands of ranks runs the same few hundred
+    files, each classified once."""
+    path = file.replace("\\", "/")
     if path.startswith("<frozen") or path.startswith("<built-in"):
         return Origin.STDLIB
     if _TOOL.search(path):

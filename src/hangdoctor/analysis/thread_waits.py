@@ -65,6 +65,9 @@ PRIMITIVES = (
 )
 
 
+_PRIMITIVE_FUNCTIONS = frozenset(p.function for p in PRIMITIVES)
+
+
 def blocking_call(thread: ThreadEvidence) -> tuple[Primitive, Frame] | None:
     """The primitive the thread waits in, when the user's own code called it directly: one a
     library waits in for its own threads (multiprocessing.Pool's result handler sets the event
@@ -76,11 +79,13 @@ def primitive_call(thread: ThreadEvidence, *, with_timeout: bool) -> tuple[Primi
     """The primitive the user's own code waits in; with `with_timeout`, also one given a
     timeout (a loop that waits again and again)."""
     frames = python_frames(thread.python.frames if thread.python else ())
+    named = [(i, f) for i, f in enumerate(frames) if f.function in _PRIMITIVE_FUNCTIONS]
+    if not named:
+        return None
     for primitive in PRIMITIVES:
-        for index, frame in enumerate(frames):
-            if (
-                frame.file.replace("\\", "/").endswith("/" + primitive.file)
-                and frame.function == primitive.function
+        for index, frame in named:
+            if frame.function == primitive.function and frame.file.replace("\\", "/").endswith(
+                "/" + primitive.file
             ):
                 caller = frames[index + 1] if index + 1 < len(frames) else None
                 if caller is None or origin(caller) is not Origin.USER:

@@ -13,6 +13,7 @@ explains the sink when no rule does.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -21,7 +22,7 @@ from hangdoctor.analysis.device import device_wait, process_uses_gpu
 from hangdoctor.analysis.frames import in_function, python_frames, runs_python_of_its_own
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import lock_holds, lock_wait
-from hangdoctor.analysis.ranks import rank_view
+from hangdoctor.analysis.ranks import RankState, rank_view
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.thread_waits import (
     at_exit,
@@ -283,24 +284,35 @@ def _thread_edges(
             graph.add(me, (process.pid, gil), "holds the GIL", certain=False)
 
 
+#: Peers a rank in a collective is drawn waiting for, at most: those outside any collective
+#: first (the ones that can end the wait), then those in another. A job of thousands of ranks
+#: split between two collectives would otherwise have millions of edges.
+MAX_PEER_EDGES = 16
+
+
 def _rank_edges(job: JobView, graph: WaitGraph) -> None:
     """A rank waiting inside a collective waits for the peers that are not in it."""
     view = rank_view(job)
     states = [s for s in view.ranks.values() if s.process is not None and s.thread is not None]
+    outside = [s for s in states if not s.in_collective]
+    inside: dict[tuple[object, object], list[RankState]] = {}
     for state in states:
-        if not state.in_collective:
-            continue
-        me: Party = (state.process.pid, state.thread.tid)  # type: ignore[union-attr]
-        for peer in states:
-            if peer.rank == state.rank:
-                continue
-            if peer.in_collective and (peer.call, peer.seq) == (state.call, state.seq):
-                continue
-            graph.add(
-                me,
-                (peer.process.pid, peer.thread.tid),  # type: ignore[union-attr]
-                f"is rank {peer.rank}, which has not joined the {state.call}",
-            )
+        if state.in_collective:
+            inside.setdefault((state.call, state.seq), []).append(state)
+    waiting = [s for group in inside.values() for s in group]
+    for key, group in inside.items():
+        targets = outside[:MAX_PEER_EDGES]
+        if len(targets) < MAX_PEER_EDGES:
+            more = (s for s in waiting if (s.call, s.seq) != key)
+            targets = targets + list(itertools.islice(more, MAX_PEER_EDGES - len(targets)))
+        for state in group:
+            me: Party = (state.process.pid, state.thread.tid)  # type: ignore[union-attr]
+            for peer in targets:
+                graph.add(
+                    me,
+                    (peer.process.pid, peer.thread.tid),  # type: ignore[union-attr]
+                    f"is rank {peer.rank}, which has not joined the {state.call}",
+                )
 
 
 def build_wait_graph(job: JobView) -> WaitGraph:

@@ -14,6 +14,7 @@ from hangdoctor.cli.output import default_report_dir, prepare_report_dir, show
 from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode, NoSuchProcessError
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.pipeline import Context, diagnose
+from hangdoctor.probes.nccl_ras import with_nccl_ras
 from hangdoctor.probes.pystacks import StackOptions
 
 
@@ -134,7 +135,7 @@ def dump_command(
     captured = capture_job(pid, options, whole_job)
     if captured.note:
         click.echo(f"hangdoctor: {captured.note}", err=True)
-    bundle = captured.bundle
+    bundle = with_nccl_ras(captured.bundle)
     report = diagnose(bundle, Context(report_dir=directory))
     show(report, as_json, directory)
     code, message, help = capture_exit_code(bundle, report.verdict == "hung")

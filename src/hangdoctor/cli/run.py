@@ -60,6 +60,33 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
     help="With --on-hang kill: seconds between SIGTERM and SIGKILL.",
 )
 @click.option("--native", is_flag=True, help="Also capture native frames when a hang is declared.")
+@click.option(
+    "--coordinator",
+    metavar="HOST:PORT",
+    default=None,
+    help="A job of several nodes: where their hangdoctors meet (node 0's hangdoctor opens a "
+    "TCPStore there). Without it they meet in the job's own store (torchrun's rendezvous "
+    "endpoint, MASTER_ADDR:MASTER_PORT), or else in the report directory when it is shared.",
+)
+@click.option(
+    "--single-node",
+    is_flag=True,
+    help="Do not meet the hangdoctors of the job's other nodes: report this node alone.",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=0,
+    metavar="N",
+    help="Serve Prometheus metrics of the job on http://ADDR:N/metrics (0: off, the default).",
+)
+@click.option(
+    "--metrics-addr",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    help="Address for --metrics-port; 0.0.0.0 exposes the metrics to the network.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_command(
     hang_timeout: float | None,
@@ -69,6 +96,10 @@ def run_command(
     no_instrument: bool,
     kill_grace: float,
     native: bool,
+    coordinator: str | None,
+    single_node: bool,
+    metrics_port: int,
+    metrics_addr: str,
     command: tuple[str, ...],
 ) -> int:
     """Run COMMAND (after --), watch it, and diagnose it when it stalls or fails.
@@ -83,8 +114,9 @@ def run_command(
         raise BadInputError(
             "no command to run", help="usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]..."
         )
+    meet = _host_port(coordinator) if coordinator is not None else None
     directory = report_dir or Path("hangdoctor-reports") / time.strftime("%Y%m%d-%H%M%S")
-    if directory.exists() and any(directory.iterdir()):
+    if directory.exists() and not _shared_by_nodes(directory) and any(directory.iterdir()):
         directory = directory.with_name(f"{directory.name}-{time.time_ns() % 10**6}")
     options = RunOptions(
         command=tuple(command),
@@ -95,5 +127,24 @@ def run_command(
         kill_grace_s=kill_grace,
         native_stacks=native,
         compile_budget_s=compile_budget,
+        coordinator=meet,
+        join_nodes=not single_node,
+        metrics_port=metrics_port,
+        metrics_addr=metrics_addr,
     )
     return run_supervised(options)
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInputError(
+            f"--coordinator {text!r} is not HOST:PORT", help="for example --coordinator node0:29555"
+        )
+    return host.strip("[]"), int(port)
+
+
+def _shared_by_nodes(directory: Path) -> bool:
+    """A report directory that the nodes of one job share (each writes `node-N/` in it)."""
+    entries = [e.name for e in directory.iterdir()]
+    return bool(entries) and all(e == ".nodes" or e.startswith("node-") for e in entries)

@@ -135,6 +135,17 @@ class ProcessEvidence(Evidence):
     stacks_sampled: bool = Field(
         default=False, description="whether Python stacks were read in this snapshot"
     )
+    host: str | None = Field(
+        default=None, description="the node it runs on, in a view merged from several nodes"
+    )
+    node: str | None = Field(
+        default=None, description="that node's rank (or name) in the job, in such a view"
+    )
+    host_pid: int | None = Field(
+        default=None,
+        description="its pid on that node, when the merged view renumbered it (pids of two "
+        "nodes can be the same)",
+    )
 
 
 class GpuSample(Evidence):
@@ -485,6 +496,107 @@ class CodeSetting(Evidence):
     code: str | None = None
 
 
+class NodeSeen(Evidence):
+    """One node of a job that spans several, as the job-wide session saw it at a hang."""
+
+    node: str = Field(description="its node rank (torchrun, Slurm), else its host name")
+    host: str | None = None
+    ranks: tuple[int, ...] = Field(default=(), description="the ranks its hangdoctor saw")
+    joined: bool = Field(default=True, description="its hangdoctor joined the session")
+    answered: bool = Field(default=False, description="it sent its evidence for this hang")
+    silent_s: float | None = Field(
+        default=None, description="seconds since its hangdoctor was last heard from"
+    )
+
+
+class NodesEvidence(Evidence):
+    """The nodes of the job and which of them the merged view holds."""
+
+    this_node: str
+    expected: int | None = Field(default=None, description="nodes the launcher asked for")
+    nodes: tuple[NodeSeen, ...] = ()
+    declared_by: str | None = Field(default=None, description="the node that declared the hang")
+    transport: str | None = Field(
+        default=None, description="how the nodes met: the job's store, a coordinator, a directory"
+    )
+
+    @property
+    def partial(self) -> bool:
+        """Whether some node of the job is not in the merged view."""
+        answered = sum(1 for n in self.nodes if n.answered)
+        return answered < max(self.expected or 0, len(self.nodes))
+
+
+class RasRank(Evidence):
+    """A rank or a process as NCCL's RAS service named it."""
+
+    rank: int | None = Field(
+        default=None, description="its rank in the communicator; None: a process"
+    )
+    host: str | None = Field(default=None, description="its node, as RAS prints it (an IP address)")
+    pid: int | None = Field(default=None, description="its process id on that node")
+    cuda_devices: tuple[int, ...] = ()
+    dead: bool = Field(
+        default=False, description="considered dead: unreachable through the RAS network"
+    )
+
+
+class RasLaunchCount(Evidence):
+    """Ranks of one communicator that have launched the same number of one kind of collective
+    (`N ranks have launched up to operation V`): where the numbers differ, the lowest is behind."""
+
+    operation: str = Field(description="NCCL's name of the collective, e.g. AllReduce")
+    launched: int = Field(description="operations launched so far (0: none)")
+    rank_count: int = Field(description="how many ranks have launched that many")
+    ranks: tuple[RasRank, ...] = Field(
+        default=(), description="those RAS named (it names only the few that stand out)"
+    )
+
+
+class RasCommunicator(Evidence):
+    """One NCCL communicator in a RAS report, where RAS had something to say about it."""
+
+    hash: str = Field(description="the communicator's hash, as RAS prints it")
+    size: int | None = None
+    missing: tuple[RasRank, ...] = Field(
+        default=(), description="ranks RAS got no data from (their processes did not answer)"
+    )
+    launches: tuple[RasLaunchCount, ...] = Field(
+        default=(), description="launch counts, for the collectives whose counts differ"
+    )
+    errors: tuple[str, ...] = Field(
+        default=(), description="initialisation or asynchronous errors ranks reported"
+    )
+
+
+class RasReport(Evidence):
+    """What NCCL's RAS service (NCCL 2.24 and later) said about the whole job when `ncclras`
+    asked it at the hang: the processes and ranks that did not answer, and the ranks whose
+    collective launch counts stand out. Format:
+    https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/ras.html"""
+
+    format: str = Field(default="text", description="`text`, or `json` (NCCL 2.28 and later)")
+    nccl_version: str | None = None
+    unresponsive: tuple[RasRank, ...] = Field(
+        default=(), description="processes RAS got no data from this time"
+    )
+    unresponsive_count: int = Field(
+        default=0, description="how many (RAS names at most 10 of them)"
+    )
+    dead: tuple[RasRank, ...] = Field(default=(), description="processes considered dead")
+    dead_count: int = 0
+    communicators: tuple[RasCommunicator, ...] = ()
+    timeouts: int = Field(
+        default=0, description="communication timeouts RAS met while gathering the data"
+    )
+    same_job: bool | None = Field(
+        default=None,
+        description="whether the ranks RAS placed on this host are processes of this job "
+        "(False: another job's RAS service answered); None when it placed none here",
+    )
+    text: str = Field(default="", description="the client's output, clipped")
+
+
 class Bundle(Evidence):
     """Everything one capture saw: what `analyze` reads back."""
 
@@ -513,4 +625,10 @@ class Bundle(Evidence):
     code_settings: tuple[CodeSetting, ...] = Field(
         default=(),
         description="distributed settings (num_nodes, world_size, even_batches) in those files",
+    )
+    nodes: NodesEvidence | None = Field(
+        default=None, description="a job of several nodes: the view merged from all of them"
+    )
+    nccl_ras: RasReport | None = Field(
+        default=None, description="NCCL's RAS view of the whole job at the hang (`ncclras`)"
     )

@@ -24,6 +24,7 @@ from hangdoctor.report.model import (
     WaitFor,
 )
 from hangdoctor.rules.engine import Diagnosis
+from hangdoctor.rules.finding import Culprit, Finding
 
 
 def _percent(share: float | None) -> float | None:
@@ -73,6 +74,8 @@ def _processes(job: JobView) -> list[ProcessReport]:
                 "python": bool(process.is_python),
                 "stacks_read": process.stacks_sampled,
                 "threads": [_thread(job, process, thread) for thread in process.threads],
+                "host": process.host,
+                "node": process.node,
             }
             for process in job.processes
         ]
@@ -151,12 +154,15 @@ def build_report(
     bundle = job.bundle
     if hang is None and verdict == "hung":
         hang = Hang(kind=hang_kind(job))
+    findings = list(diagnosis.findings)
+    if bundle.nodes is not None:
+        findings = [_on_its_node(job, finding) for finding in findings]
     return Report(
         command=list(bundle.job.command if bundle.job else bundle.command),
         verdict=verdict,
         exit_code=exit_code,
         hang=hang,
-        findings=list(diagnosis.findings),
+        findings=findings,
         processes=_processes(job),
         system=bundle.system,
         capture=CaptureInfo(
@@ -171,4 +177,24 @@ def build_report(
         ),
         artifacts=dict(artifacts or {}),
         wait_for=_wait_for(job) if verdict in ("hung", "running") else [],
+        nodes=bundle.nodes,
+    )
+
+
+def _on_its_node(job: JobView, finding: Finding) -> Finding:
+    """A finding of a view merged from several nodes, its culprits named with their host and
+    the pid they have there."""
+
+    def placed(culprit: Culprit) -> Culprit:
+        process = job.process(culprit.pid)
+        if process is None or (process.host is None and process.node is None):
+            return culprit
+        pid = process.host_pid if process.host_pid is not None else culprit.pid
+        return culprit.model_copy(update={"host": process.host, "node": process.node, "pid": pid})
+
+    return finding.model_copy(
+        update={
+            "culprit": placed(finding.culprit) if finding.culprit is not None else None,
+            "related": tuple(placed(c) for c in finding.related),
+        }
     )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from hangdoctor import __version__
 from hangdoctor.analysis.roles import Role
-from hangdoctor.evidence.model import ProbeError, ProgressStatus, SystemInfo
+from hangdoctor.evidence.model import NodesEvidence, ProbeError, ProgressStatus, SystemInfo
 from hangdoctor.rules.finding import Finding
 
 Verdict = Literal["hung", "completed", "failed", "interrupted", "running"]
@@ -82,6 +82,8 @@ class ProcessReport(ReportModel):
     python: bool = False
     stacks_read: bool = False
     threads: list[ThreadReport] = []
+    host: str | None = None  # a report of several nodes: the node it runs on
+    node: str | None = None  # and that node's rank (or name) in the job
 
 
 class JobSummary(ReportModel):
@@ -159,6 +161,8 @@ class Report(ReportModel):
     artifacts: dict[str, str] = {}
     #: The job's wait-for graph: who waits for whom (see analysis/waitgraph.py).
     wait_for: list[WaitFor] = []
+    #: A job of several nodes: which nodes the report's view holds, and which it lacks.
+    nodes: NodesEvidence | None = None
 
     @property
     def root_cause(self) -> Finding | None:

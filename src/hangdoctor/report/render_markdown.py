@@ -13,6 +13,11 @@ def culprit_line(culprit: Culprit | None) -> str:
     if culprit is None:
         return "unknown"
     parts = []
+    if culprit.node is not None:
+        host = f" ({culprit.host})" if culprit.host and culprit.host != culprit.node else ""
+        parts.append(f"node {culprit.node}{host}")
+    elif culprit.host is not None:
+        parts.append(f"host {culprit.host}")
     if culprit.rank is not None:
         parts.append(f"rank {culprit.rank}")
     if culprit.role and culprit.role != "rank":
@@ -105,6 +110,31 @@ def _wait_for(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def _nodes(report: Report) -> list[str]:
+    """A job of several nodes: which of them the view holds."""
+    nodes = report.nodes
+    if nodes is None:
+        return []
+    lines = ["## Nodes", ""]
+    if nodes.partial:
+        lines += ["**Partial view:** some nodes of the job are not in it.", ""]
+    lines += [f"Met through {nodes.transport}." if nodes.transport else "", ""]
+    lines += ["| node | host | ranks | in this report |", "|---|---|---|---|"]
+    for node in nodes.nodes:
+        if not node.joined:
+            state = "no: its hangdoctor never joined"
+        elif node.answered:
+            state = "yes"
+        elif node.silent_s is not None and node.silent_s >= 6:
+            state = f"no: silent for {node.silent_s:.0f} s"
+        else:
+            state = "no: it sent no evidence in time"
+        ranks = ", ".join(map(str, node.ranks)) if node.ranks else ""
+        here = " (this node)" if node.node == nodes.this_node else ""
+        lines.append(f"| {node.node}{here} | {node.host or ''} | {ranks} | {state} |")
+    return [*lines, ""]
+
+
 def render_markdown(report: Report) -> str:
     """The whole report as Markdown."""
     lines = ["# hangdoctor report", ""]
@@ -148,6 +178,7 @@ def render_markdown(report: Report) -> str:
     if logs and not report.processes:
         return "\n".join(lines)
     lines += _wait_for(report)
+    lines += _nodes(report)
     lines += [
         "## Processes",
         "",

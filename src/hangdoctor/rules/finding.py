@@ -50,6 +50,10 @@ class Culprit(BaseModel):
     thread: str | None = None
     tid: int | None = None
     location: Location | None = None
+    host: str | None = Field(
+        default=None, description="the node it runs on, in a report of several nodes"
+    )
+    node: str | None = Field(default=None, description="that node's rank (or name) in the job")
 
 
 class Finding(BaseModel):

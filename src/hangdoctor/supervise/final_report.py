@@ -70,9 +70,20 @@ def final_report(
     if captured is not None:
         kernel_log = captured.job.kernel_log if captured.job else ()
         known = {(e.probe, e.pid, e.kind) for e in captured.errors}
+        ended = record.model_copy(update={"kernel_log": kernel_log})
+        if captured.nodes is not None and captured.job is not None:
+            # The whole job's view: every node's ranks, output and stacks, as merged.
+            seen = captured.job
+            ended = ended.model_copy(
+                update={
+                    "progress": seen.progress,
+                    "output_tail": seen.output_tail,
+                    "stopped": seen.stopped or ended.stopped,
+                }
+            )
         bundle = captured.model_copy(
             update={
-                "job": record.model_copy(update={"kernel_log": kernel_log}),
+                "job": ended,
                 "errors": captured.errors
                 + tuple(gap for gap in gaps if (gap.probe, gap.pid, gap.kind) not in known),
             }

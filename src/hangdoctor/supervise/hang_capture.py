@@ -1,5 +1,5 @@
 """What `run` does when it declares a hang: capture every process of the job (plus the ranks'
-Flight Recorder and the kernel log), diagnose, and write `hang-N/`."""
+Flight Recorder, NCCL's RAS report and the kernel log), diagnose, and write `hang-N/`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.job_stacks import request_stacks
 from hangdoctor.probes.kernel_log import read_kernel_log
+from hangdoctor.probes.nccl_ras import with_nccl_ras
 from hangdoctor.probes.pystacks import StackOptions
 from hangdoctor.report.model import Hang, Report
 from hangdoctor.supervise.policy import HangDecision
@@ -97,6 +98,7 @@ def capture_hang(
     if asked is not None and job.status_dir is not None:  # answered while the tree was read
         tasks = collect_tasks(job.status_dir, asked, bundle)
         bundle = bundle.model_copy(update={"async_tasks": tasks})
+    bundle = with_nccl_ras(bundle)  # NCCL's own view of the whole job, every node included
     kernel_lines, kernel_error = read_kernel_log(since=job.started_wall - 60)
     hang_record = record.model_copy(
         update={

@@ -42,7 +42,10 @@ from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
 if TYPE_CHECKING:
     from hangdoctor.evidence.model import Bundle, FaultLog, JobRecord, SystemInfo
+    from hangdoctor.nodes.session import NodeSession, SessionPlan
+    from hangdoctor.report.model import Report
     from hangdoctor.supervise.hang_capture import HangReport
+    from hangdoctor.supervise.metrics import MetricsServer
 
 # The job is started before anything heavy is imported: the capture, the rules, the reports
 # and pydantic are loaded while the job itself starts up, not ahead of it.
@@ -70,6 +73,10 @@ class RunOptions:
     kill_grace_s: float = 10.0
     native_stacks: bool = False
     compile_budget_s: float | None = None  # default: HangPolicy.compile_factor x the timeout
+    coordinator: tuple[str, int] | None = None  # `--coordinator`: where the nodes meet
+    join_nodes: bool = True  # a job of several nodes: meet the other nodes' hangdoctor
+    metrics_port: int = 0  # serve Prometheus metrics on it (supervise.metrics); 0: off
+    metrics_addr: str = "127.0.0.1"
 
 
 def _say(message: str) -> None:
@@ -99,6 +106,7 @@ class Supervisor:
         #: passed on (a second one is passed on at once).
         self.interrupt_held = False
         self.interrupted_capture: Bundle | None = None
+        self.session: NodeSession | None = None  # a job of several nodes (nodes/)
 
     # signals ---------------------------------------------------------------------------------
     def _forward(self, signum: int, _frame: object) -> None:
@@ -134,6 +142,11 @@ class Supervisor:
     def run(self) -> int:
         """Run the job; returns the exit code hangdoctor should exit with."""
         options = self.options
+        plan = self._session_plan()
+        if plan is not None and plan.report_dir is not None:
+            self.report_dir = plan.report_dir
+            if self.status_dir is not None:
+                self.status_dir = plan.report_dir / "progress"
         log_file = self._open_report_dir()
         if log_file is None:
             return run_unsupervised(options.command)
@@ -152,6 +165,8 @@ class Supervisor:
         self.started_wall = time.time()
         try:
             self.launched = launch(options.command, env, self.channels)
+            if plan is not None:
+                self._join_nodes(plan)
             warm = threading.Thread(target=self._prepare_reporting, name="warm-up", daemon=True)
             warm.start()
             returncode = self._watch()
@@ -159,6 +174,8 @@ class Supervisor:
             reap_orphans(exclude={self.launched.process.pid, self.relay.pid})
             take_terminal_back(self.launched)
         finally:
+            if self.session is not None:
+                self.session.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             if self.launched is not None and self.launched.process.poll() is None:
@@ -167,6 +184,40 @@ class Supervisor:
                 self.relay.finish(0.0)
             self.log.close()
         return self._finish(returncode)
+
+    def _session_plan(self) -> SessionPlan | None:
+        """A job of several nodes: who this node is and how it meets the others."""
+        if not self.options.join_nodes:
+            return None
+        import socket
+
+        from hangdoctor.nodes.plan import session_plan
+
+        try:
+            return session_plan(
+                self.options.command,
+                os.environ,
+                socket.gethostname(),
+                self.report_dir,
+                self.options.coordinator,
+            )
+        except Exception as error:  # never cost the job its run
+            _say(f"warning: cannot tell which node of the job this is ({error})")
+            return None
+
+    def _join_nodes(self, plan: SessionPlan) -> None:
+        from hangdoctor.nodes.session import NodeSession
+
+        def ranks() -> tuple[int, ...]:
+            sampler = getattr(self, "sampler", None)
+            statuses = sampler.statuses if sampler is not None else []
+            return tuple(sorted({s.rank for s in statuses if s.rank is not None}))
+
+        self.session = NodeSession(plan, ranks)
+        self.session.start()
+        _say(
+            f"node {plan.me} of {plan.expected or '?'}: meeting the other nodes via {plan.transport}"
+        )
 
     def _open_report_dir(self) -> BinaryIO | None:
         """Make the report directory and open the log in it. A directory that cannot be made
@@ -221,6 +272,7 @@ class Supervisor:
         self.tracker = ProgressTracker(policy)
         self.sampler = TreeSampler(process.pid, self.started, self.status_dir)
         watch = self.failure_watch = FailureWatch(self.status_dir)
+        metrics = self._serve_metrics()
         next_sample = 0.0
         try:
             while True:
@@ -235,13 +287,36 @@ class Supervisor:
                 watch.observe(self.log, self.sampler.live_pids)
                 if self.interrupt_held:
                     self._capture_interrupted(now)
-                self._check_progress(now)
+                self._check_peer_hang(now)
+                if not self.killed:
+                    self._check_progress(now)
                 if self.killed:
                     return process.wait()
                 with contextlib.suppress(Exception):
                     process.wait(timeout=_TICK_S)
         finally:
             self.sampler.close()
+            if metrics is not None:
+                metrics.close()
+
+    def _serve_metrics(self) -> MetricsServer | None:
+        """The /metrics endpoint when asked for, read from the sampler and tracker at each
+        scrape; it is started once they exist, after the job."""
+        if not self.options.metrics_port:
+            return None
+        from hangdoctor.supervise.metrics import JobState, serve_metrics
+
+        state = JobState(
+            statuses=lambda: self.sampler.statuses,
+            tracker=self.tracker,
+            hang=self._hang_in_force,
+            elapsed_s=lambda: time.monotonic() - self.started,
+        )
+        return serve_metrics(state, self.options.metrics_port, self.options.metrics_addr)
+
+    def _hang_in_force(self) -> HangDecision | None:
+        current = self.current  # read once: the loop may clear it meanwhile
+        return current.decision if current is not None else None
 
     def _counters(self) -> Counters:
         last = self.sampler.timeline[-1] if self.sampler.timeline else None
@@ -287,6 +362,29 @@ class Supervisor:
         if decision is None:
             return
         self._capture(decision, now, again=False)
+        self._end_if_asked()
+
+    def _check_peer_hang(self, now: float) -> None:
+        """Another node declared a hang: capture this node at once, so that every node's
+        stacks are of the same moment, even where this node's ranks still look busy."""
+        session = self.session
+        if session is None or self.current is not None or self.killed:
+            return
+        epoch = session.peer_hang()
+        if epoch is None:
+            return
+        _say("another node declared a hang: capturing this node's processes with it")
+        session.took(epoch)
+        recent = self.sampler.activity()
+        busy = self.sampler.runnable() or (recent is not None and recent.computing)
+        decision = HangDecision(
+            "busy" if busy else "idle", self.tracker.last_progress_s, now, self.tracker.timeout_s
+        )
+        self._capture(decision, now, again=False, epoch=epoch)
+        self._end_if_asked()
+
+    def _end_if_asked(self) -> None:
+        """`--on-hang kill`: end the job once its hang is captured (on every node)."""
         if self.options.on_hang == "kill" and self.launched is not None:
             _say(f"ending the job (SIGTERM, then SIGKILL after {self.options.kill_grace_s:g} s)")
             self.log.end_evidence()
@@ -352,7 +450,9 @@ class Supervisor:
         early = self.failure_watch.stacks() if self.failure_watch is not None else []
         return (*stopped, *(s for s in early if s.pid not in seen))
 
-    def _capture(self, decision: HangDecision, now: float, again: bool) -> None:
+    def _capture(
+        self, decision: HangDecision, now: float, again: bool, epoch: int | None = None
+    ) -> None:
         from rich.console import Console
 
         from hangdoctor.report.directory import write_report_dir
@@ -365,10 +465,18 @@ class Supervisor:
         )
 
         assert self.launched is not None
+        session = self.session
+        if session is not None and again:
+            return  # one job-wide capture per hang: the others do not capture again with us
+        peer = epoch is not None  # another node declared this hang
+        if session is not None and epoch is None:
+            epoch = session.declare()
         how = decision.kind if decision.phase is None else f"{decision.kind}, {decision.phase}"
         what = (
             "still hung"
             if again
+            else f"captured with the other nodes ({how} here)"
+            if peer
             else (
                 f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
                 f"({how}): hang declared, capturing every process"
@@ -400,12 +508,14 @@ class Supervisor:
             return
         bundle, report = captured
         self.system = bundle.system
+        number = len(self.hangs) + 1
+        directory = self.report_dir / f"hang-{number}"
+        if session is not None and epoch is not None:
+            bundle, report = self._whole_job(session, epoch, bundle, report, directory)
         seen = signature(report)
         if again and self.current is not None and seen == self.current.signature:
             self.current.captured_at_s = now
             return
-        number = len(self.hangs) + 1
-        directory = self.report_dir / f"hang-{number}"
         try:
             report = write_report_dir(directory, report, bundle)
         except OSError as error:  # a full disk: say so, keep watching, the job goes on
@@ -421,6 +531,44 @@ class Supervisor:
             render_terminal(
                 report, Console(stderr=True, highlight=False), str(directory), max_findings=1
             )
+
+    def _whole_job(
+        self, session: NodeSession, epoch: int, bundle: Bundle, report: Report, directory: Path
+    ) -> tuple[Bundle, Report]:
+        """Send this node's capture to the other nodes, take theirs, and diagnose the whole
+        job; this node's own report goes to `this-node/` beside the job's."""
+        from hangdoctor.nodes.compact import pack, unpack
+        from hangdoctor.nodes.merge import PeerCapture, merge
+        from hangdoctor.pipeline import Context, Mode, diagnose
+        from hangdoctor.report.directory import write_report_dir
+
+        with contextlib.suppress(OSError):
+            write_report_dir(directory / "this-node", report, bundle)
+        session.send(epoch, pack(bundle))
+        merged = None
+        if not session.merges():
+            packed = session.await_merged(epoch)
+            with contextlib.suppress(ValueError):
+                merged = unpack(packed) if packed is not None else None
+        if merged is None:  # this node merges: the first alive, or the one that merged is gone
+            received, nodes = session.gather(epoch)
+            hosts = {n.node: n.host for n in nodes.nodes}
+            peers = []
+            for node, data in received.items():
+                try:
+                    peers.append(PeerCapture(node, hosts.get(node), unpack(data)))
+                except ValueError as error:
+                    _say(f"warning: node {node} sent evidence that cannot be read ({error})")
+            merged = merge(bundle, session.plan.host, peers, nodes)
+            session.publish(epoch, pack(merged))
+        if merged.nodes is not None:
+            nodes = merged.nodes.model_copy(update={"this_node": session.plan.me})
+            merged = merged.model_copy(update={"nodes": nodes})
+            got = sum(1 for n in nodes.nodes if n.answered)
+            _say(f"the whole job: evidence of {got} node(s) of {len(nodes.nodes)}")
+        if self.options.on_hang == "kill":
+            session.finish(epoch)
+        return merged, diagnose(merged, Context(mode=Mode.HANG, hang=report.hang))
 
     def _capture_interrupted(self, now: float) -> None:
         """The user stopped the job before any hang was declared: capture the live tree (where

@@ -10,7 +10,7 @@ from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_view
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame
+from hangdoctor.evidence.model import Bundle, Frame, NodesEvidence
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
@@ -28,6 +28,26 @@ def _span(ranks: list[int]) -> str:
         if ranks == list(range(ranks[0], ranks[-1] + 1))
         else (", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else ""))
     )
+
+
+def _absent_nodes(nodes: NodesEvidence, ranks: list[int]) -> str:
+    """`node 2 (gpu-2), whose hangdoctor stopped answering 40 s ago`: the nodes of the job that
+    hold `ranks` and are not in the merged view, as far as the session knows them."""
+    absent = [n for n in nodes.nodes if not n.answered]
+    holding = [n for n in absent if set(n.ranks) & set(ranks)] or [n for n in absent if not n.ranks]
+    if not holding:
+        return "nodes not in this view"
+    words = []
+    for n in holding[:4]:
+        host = f" ({n.host})" if n.host and n.host != n.node else ""
+        if not n.joined:
+            why = "whose hangdoctor never joined"
+        elif n.silent_s is not None and n.silent_s >= 6:
+            why = f"whose hangdoctor stopped answering {n.silent_s:.0f} s ago"
+        else:
+            why = "which sent no evidence in time"
+        words.append(f"node {n.node}{host}, {why}")
+    return "; ".join(words)
 
 
 def _first_node_of_two(*, every_rank_waits: bool) -> Bundle:
@@ -94,13 +114,20 @@ class RemoteRanks(Rule):
             return
         remote = _span(view.elsewhere)
         here = f"{node.start}-{node.stop - 1}"
+        where_words, nodes_words = "this node", "run on other nodes"
+        nodes = job.bundle.nodes
+        if nodes is not None:  # a view merged from several nodes: the missing ones are named
+            here = _span(sorted(s.rank for s in alive))
+            count = sum(1 for n in nodes.nodes if n.answered)
+            where_words = f"the {count} node{'s' if count != 1 else ''} in this view"
+            nodes_words = f"run on {_absent_nodes(nodes, view.elsewhere)}"
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.5,
-            title=f"Ranks {here} (this node) wait in {alive[0].call} for ranks {remote}, which "
-            "run on other nodes",
+            title=f"Ranks {here} ({where_words}) wait in {alive[0].call} for ranks {remote}, "
+            f"which {nodes_words}",
             explanation=(
                 "Every rank on this node is in the same collective, waiting for its "
                 "peers; the ones that have not joined it run on other nodes, so the "

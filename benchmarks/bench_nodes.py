@@ -1,0 +1,180 @@
+"""A job of many nodes (issue 19): what one node sends the others, and the merged diagnosis.
+
+1. Size: the packed capture (`nodes.compact.pack`) of a real node (recorded from the 3-node
+   test: torchrun and 2 gloo ranks, every thread), and of that node grown to 8 ranks by copying
+   its ranks. Target: <= 64 KB at 8 ranks, met even uncompressed (copied ranks compress better
+   than real ones, which differ in their locals and line numbers; the JSON size bounds both).
+2. Merge and diagnose: synthetic nodes of 8 ranks each (every rank in all_reduce #41, one rank
+   of one node blocked reading a socket), merged as the merging node does, then every rule run
+   on the whole job. Target: <= 2 s at 131,072 ranks (16,384 nodes).
+
+    python benchmarks/bench_nodes.py [--nodes 128 1024 16384] [--runs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import (
+    Bundle,
+    JobRecord,
+    NodeSeen,
+    NodesEvidence,
+    ProcessEvidence,
+    ProgressStatus,
+)
+from hangdoctor.nodes.compact import compact, pack
+from hangdoctor.nodes.merge import PeerCapture, merge
+from hangdoctor.pipeline import gc_paused
+from hangdoctor.rules.engine import run_rules
+
+RECORDED = Path(__file__).resolve().parents[1] / "tests/fixtures/nodes/node1_of_3_capture.json"
+_C10D = f"{b.SITE}/torch/distributed/distributed_c10d.py"
+RANKS_PER_NODE = 8
+
+
+def grown(capture: Bundle, ranks: int) -> Bundle:
+    """The recorded node with `ranks` ranks: its rank processes copied, pids and RANK moved."""
+    processes = list(capture.snapshots[0].processes)
+    rank_processes = [p for p in processes if "RANK" in p.environ]
+    copies: list[ProcessEvidence] = []
+    for copy in range(1, ranks // max(1, len(rank_processes))):
+        for process in rank_processes:
+            offset = 100_000 * copy
+            copies.append(
+                process.model_copy(
+                    update={
+                        "pid": process.pid + offset,
+                        "threads": tuple(
+                            t.model_copy(update={"tid": t.tid + offset}) for t in process.threads
+                        ),
+                        "environ": {
+                            **process.environ,
+                            "RANK": str(int(process.environ["RANK"]) + copy * len(rank_processes)),
+                        },
+                    }
+                )
+            )
+    snapshot = capture.snapshots[0].model_copy(update={"processes": (*processes, *copies)})
+    return capture.model_copy(update={"snapshots": (snapshot,)})
+
+
+def synthetic_node(node: int, straggler: int) -> Bundle:
+    launcher = 1_000_000
+    processes = [
+        b.process(
+            launcher,
+            b.thread(
+                launcher,
+                b.frame(f"{b.SITE}/torch/distributed/run.py", 900, "main"),
+                syscall="clock_nanosleep",
+            ),
+            ppid=1,
+            cmdline=("torchrun", "train.py"),
+        )
+    ]
+    statuses = []
+    for local in range(RANKS_PER_NODE):
+        rank = node * RANKS_PER_NODE + local
+        pid = 10 + local  # the same pids on every node, as in containers
+        if rank == straggler:
+            frames = (
+                b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
+                b.frame("data.py", 31, "fetch_shard", code="blob = sock.recv(1 << 20)"),
+                b.frame("train.py", 44, "train", code="batch = next_batch()"),
+            )
+            thread = b.thread(pid, *frames, name="MainThread", syscall="recvfrom", args=(9,))
+        else:
+            frames = (
+                b.frame(_C10D, 2501, "all_reduce"),
+                b.frame("train.py", 52, "train", code="dist.all_reduce(loss)"),
+            )
+            thread = b.thread(pid, *frames, name="MainThread", syscall="futex")
+        processes.append(
+            b.process(
+                pid,
+                thread,
+                ppid=launcher,
+                env={"RANK": str(rank), "LOCAL_RANK": str(local), "GROUP_RANK": str(node)},
+            )
+        )
+        statuses.append(
+            ProgressStatus(
+                pid=pid,
+                rank=rank,
+                updated_at=100.0,
+                steps=40,
+                collectives=40 if rank == straggler else 41,
+                in_collective=None if rank == straggler else "all_reduce",
+                in_collective_seq=None if rank == straggler else 41,
+            )
+        )
+    bundle = b.bundle(*processes, target_pid=launcher)
+    return bundle.model_copy(update={"job": JobRecord(started_at=0.0, progress=tuple(statuses))})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[128, 1024, 16384])
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    recorded = Bundle.model_validate_json(RECORDED.read_text())
+    print("| node capture | processes | threads | JSON bytes | packed bytes | target |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for ranks in (2, RANKS_PER_NODE):
+        node = grown(recorded, ranks)
+        processes = node.snapshots[0].processes
+        size = len(pack(node))
+        plain = len(compact(node).model_dump_json(exclude_defaults=True))
+        print(
+            f"| recorded, {ranks} ranks | {len(processes)} | "
+            f"{sum(len(p.threads) for p in processes)} | {plain:,} | {size:,} | "
+            f"{'<= 64 KB' if ranks == RANKS_PER_NODE else ''} |"
+        )
+    print()
+    print("| nodes | ranks | merge median s | diagnose median s | culprit rank, node | target |")
+    print("| ---: | ---: | ---: | ---: | --- | --- |")
+    for count in args.nodes:
+        straggler = (count * RANKS_PER_NODE) // 3
+        bundles = [synthetic_node(n, straggler) for n in range(count)]
+        seen = NodesEvidence(
+            this_node="0",
+            expected=count,
+            nodes=tuple(
+                NodeSeen(node=str(n), host=f"gpu{n:05d}", answered=True) for n in range(count)
+            ),
+        )
+        peers = [PeerCapture(str(n), f"gpu{n:05d}", bundles[n]) for n in range(1, count)]
+        merge_times, diagnose_times = [], []
+        for _ in range(args.runs):
+            with gc_paused():
+                started = time.perf_counter()
+                merged = merge(bundles[0], "gpu00000", peers, seen)
+                merge_times.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                diagnosis = run_rules(JobView(merged))
+                diagnose_times.append(time.perf_counter() - started)
+        root = diagnosis.findings[0] if diagnosis.findings else None
+        culprit = root.culprit if root else None
+        rank = culprit.rank if culprit else None
+        process = JobView(merged).process(culprit.pid) if culprit else None
+        print(
+            f"| {count} | {count * RANKS_PER_NODE} | {statistics.median(merge_times):.2f} | "
+            f"{statistics.median(diagnose_times):.2f} | {rank}, node {process.node if process else '-'} | "
+            f"{'<= 2 s' if count == 16384 else ''} |",
+            flush=True,
+        )
+        if rank != straggler:
+            print(f"wrong culprit at {count} nodes: {rank}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

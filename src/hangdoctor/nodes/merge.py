@@ -1,0 +1,172 @@
+"""One view of a job that spans several nodes: this node's capture with every other node's
+(`compact`) added, each process marked with its host, so that the rules that compare ranks see
+all of them at once.
+
+Two nodes can run processes with the same pid (every container starts at 1): a peer's process
+whose pid this view already holds is renumbered above any pid a kernel hands out (2**22 per
+node), its own pid kept in `host_pid`; everything that names a process by pid (progress,
+Flight Recorder, tracebacks) follows it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from hangdoctor.evidence.model import (
+    Bundle,
+    JobRecord,
+    NodesEvidence,
+    ProbeError,
+    ProcessEvidence,
+    Snapshot,
+)
+
+#: Above Linux's largest pid_max (4194304): a renumbered pid never meets a real one.
+PID_SPACE = 2**22
+
+
+@dataclass(frozen=True)
+class PeerCapture:
+    """A peer node's compact capture."""
+
+    node: str
+    host: str | None
+    bundle: Bundle
+
+
+def _pids(bundle: Bundle) -> set[int]:
+    found = {p.pid for s in bundle.snapshots for p in s.processes}
+    if bundle.job is not None:
+        found |= {s.pid for s in bundle.job.progress}
+    found |= {r.pid for r in bundle.flight_records}
+    return found
+
+
+def _renumbered(bundle: Bundle, taken: set[int], offset: int) -> dict[int, int]:
+    return {pid: pid + offset for pid in _pids(bundle) if pid in taken}
+
+
+def _process(
+    process: ProcessEvidence, node: str, host: str | None, moved: dict[int, int]
+) -> ProcessEvidence:
+    update: dict[str, object] = {"host": host, "node": node}
+    if process.pid in moved:
+        # Its threads move with it: the main thread is known by its tid being the pid.
+        offset = moved[process.pid] - process.pid
+        threads = tuple(t.model_copy(update={"tid": t.tid + offset}) for t in process.threads)
+        update |= {"pid": moved[process.pid], "host_pid": process.pid, "threads": threads}
+    if process.ppid is not None and process.ppid in moved:
+        update["ppid"] = moved[process.ppid]
+    return process.model_copy(update=update)
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _moved_pid(items: Sequence[_Model], moved: dict[int, int]) -> tuple[_Model, ...]:
+    """Evidence naming a process by its `pid`, renumbered where the map says."""
+    out: list[_Model] = []
+    for item in items:
+        pid = getattr(item, "pid", None)
+        out.append(item.model_copy(update={"pid": moved[pid]}) if pid in moved else item)
+    return tuple(out)
+
+
+def _job(
+    local: JobRecord | None, peers: list[tuple[PeerCapture, dict[int, int]]]
+) -> JobRecord | None:
+    if local is None:
+        return None
+    progress = list(local.progress)
+    output = list(local.output_tail)
+    kernel = list(local.kernel_log)
+    stopped = list(local.stopped)
+    faults = list(local.faults)
+    deaths = list(local.thread_deaths)
+    for peer, moved in peers:
+        record = peer.bundle.job
+        if record is None:
+            continue
+        progress += _moved_pid(record.progress, moved)
+        output += record.output_tail
+        kernel += record.kernel_log
+        stopped += _moved_pid(record.stopped, moved)
+        faults += _moved_pid(record.faults, moved)
+        deaths += _moved_pid(record.thread_deaths, moved)
+    return local.model_copy(
+        update={
+            "progress": tuple(progress),
+            "output_tail": tuple(output),
+            "kernel_log": tuple(kernel),
+            "stopped": tuple(stopped),
+            "faults": tuple(faults),
+            "thread_deaths": tuple(deaths),
+        }
+    )
+
+
+def merge(
+    local: Bundle, local_host: str | None, peers: Sequence[PeerCapture], nodes: NodesEvidence
+) -> Bundle:
+    """This node's capture and its peers' as one bundle (see the module's docstring)."""
+    taken = _pids(local)
+    placed: list[tuple[PeerCapture, dict[int, int]]] = []
+    for index, peer in enumerate(peers, start=1):
+        moved = _renumbered(peer.bundle, taken, index * PID_SPACE)
+        taken |= {moved.get(pid, pid) for pid in _pids(peer.bundle)}
+        placed.append((peer, moved))
+    first = local.snapshots[0] if local.snapshots else None
+    processes = [
+        _process(p, nodes.this_node, local_host, {}) for p in (first.processes if first else ())
+    ]
+    gpus = list(first.gpus if first else ())
+    flight = list(local.flight_records)
+    tasks = list(local.async_tasks)
+    errors = list(local.errors)
+    findings = {(f.rule_id, f.file, f.line): f for f in local.code_findings}
+    settings = {(s.name, s.file, s.line): s for s in local.code_settings}
+    for peer, moved in placed:
+        bundle = peer.bundle
+        if bundle.snapshots:
+            processes += (
+                _process(p, peer.node, peer.host, moved) for p in bundle.snapshots[0].processes
+            )
+            gpus += bundle.snapshots[0].gpus
+        flight += _moved_pid(bundle.flight_records, moved)
+        tasks += _moved_pid(bundle.async_tasks, moved)
+        errors += _moved_pid(bundle.errors, moved)
+        findings.update({(f.rule_id, f.file, f.line): f for f in bundle.code_findings})
+        settings.update({(s.name, s.file, s.line): s for s in bundle.code_settings})
+    if nodes.partial:
+        absent = [n.node for n in nodes.nodes if not n.answered]
+        missing = (nodes.expected or 0) - len(nodes.nodes)
+        words = ", ".join(f"node {n}" for n in absent)
+        if missing > 0:
+            words += f"{', ' if words else ''}{missing} node(s) that never joined"
+        errors.append(
+            ProbeError(
+                probe="nodes",
+                kind="partial",
+                message=f"the job-wide view lacks {words}: their ranks are not in it",
+            )
+        )
+    snapshot = (
+        first.model_copy(update={"processes": tuple(processes), "gpus": tuple(gpus)})
+        if first is not None
+        else Snapshot(elapsed_s=0.0, wall_time=local.created_at, processes=tuple(processes))
+    )
+    return local.model_copy(
+        update={
+            "snapshots": (snapshot, *local.snapshots[1:]),
+            "job": _job(local.job, placed),
+            "flight_records": tuple(flight),
+            "async_tasks": tuple(tasks),
+            "errors": tuple(errors),
+            "code_findings": tuple(findings.values()),
+            "code_settings": tuple(settings.values()),
+            "nodes": nodes,
+        }
+    )

@@ -1,0 +1,327 @@
+"""HD318 distributed.collective_timeout: NCCL's RAS service, asked with `ncclras` at the hang,
+names a rank of the job whose process sent no data or is considered dead (its node, pid and
+GPU, wherever in the job it runs); else, where a communicator's ranks launched different
+numbers of one collective, the rank that launched the fewest, which the others wait for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.ranks import rank_view
+from hangdoctor.evidence.model import (
+    Bundle,
+    RasCommunicator,
+    RasLaunchCount,
+    RasRank,
+    RasReport,
+)
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._examples import (
+    collective_frames,
+    rank_process,
+    ranks_job,
+)
+from hangdoctor.rules.distributed._logs import ranks_text
+from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.taxonomy import Category
+
+RAS_DOCS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/ras.html"
+
+
+def _where(rank: RasRank) -> str:
+    """`process 48213 on node 10.0.0.12, GPU 2`, with what RAS gave."""
+    parts = [f"process {rank.pid}" if rank.pid is not None else "a process"]
+    if rank.host:
+        parts[0] += f" on node {rank.host}"
+    if rank.cuda_devices:
+        plural = "s" if len(rank.cuda_devices) > 1 else ""
+        parts.append(f"GPU{plural} {','.join(map(str, rank.cuda_devices))}")
+    return ", ".join(parts)
+
+
+def _who(rank: RasRank) -> str:
+    return f"rank {rank.rank} ({_where(rank)})" if rank.rank is not None else _where(rank)
+
+
+def _culprit(job: JobView, rank: RasRank) -> Culprit:
+    """The rank, with its pid where it is a process of this capture (same pid and rank)."""
+    local = job.process(rank.pid)
+    here = local is not None and rank.rank in (None, job.rank(local.pid))
+    return Culprit(rank=rank.rank, pid=rank.pid if here else None, role="rank")
+
+
+def _missing(report: RasReport) -> list[RasRank]:
+    """Ranks RAS got nothing from, then the processes it named without a rank."""
+    seen: dict[tuple[int | None, str | None, int | None], RasRank] = {}
+    for comm in report.communicators:
+        for rank in comm.missing:
+            seen.setdefault((rank.rank, rank.host, rank.pid), rank)
+    ranks = list(seen.values())
+    placed = {(r.host, r.pid) for r in ranks}
+    return ranks + [
+        p for p in (*report.dead, *report.unresponsive) if (p.host, p.pid) not in placed
+    ]
+
+
+def _behind(comm: RasCommunicator) -> tuple[RasLaunchCount, RasLaunchCount] | None:
+    """(the lowest launch count, the most common one) of the first collective whose counts
+    differ between the communicator's ranks."""
+    for operation in dict.fromkeys(launch.operation for launch in comm.launches):
+        counts = [launch for launch in comm.launches if launch.operation == operation]
+        if len({launch.launched for launch in counts}) < 2:
+            continue
+        lowest = min(counts, key=lambda launch: launch.launched)
+        common = max(
+            (launch for launch in counts if launch is not lowest),
+            key=lambda launch: launch.rank_count,
+        )
+        return lowest, common
+    return None
+
+
+def _context(report: RasReport) -> list[str]:
+    lines = [f"ncclras: {error}" for comm in report.communicators for error in comm.errors[:2]]
+    if report.unresponsive_count:
+        lines.append(
+            f"ncclras: missing communicator data from {report.unresponsive_count} job "
+            f"process{'es' if report.unresponsive_count > 1 else ''}"
+        )
+    if report.dead_count:
+        lines.append(f"ncclras: {report.dead_count} job process(es) considered dead")
+    if report.timeouts:
+        lines.append(
+            f"ncclras: {report.timeouts} communication timeout(s) while gathering the data"
+        )
+    return lines
+
+
+def _report(
+    *,
+    missing: tuple[RasRank, ...] = (),
+    dead: tuple[RasRank, ...] = (),
+    launches: tuple[RasLaunchCount, ...] = (),
+    same_job: bool | None = None,
+) -> RasReport:
+    comm = RasCommunicator(hash="9f3c2a1b7e5d4c08", size=8, missing=missing, launches=launches)
+    return RasReport(
+        nccl_version="2.24.3+cuda12.6",
+        unresponsive=tuple(r.model_copy(update={"rank": None}) for r in missing if not r.dead),
+        unresponsive_count=sum(not r.dead for r in missing),
+        dead=dead,
+        dead_count=len(dead),
+        communicators=(comm,),
+        same_job=same_job,
+    )
+
+
+def _node_zero_waits(report: RasReport | None) -> Bundle:
+    """Node 0 (ranks 0-3) of a 2-node job waits in all_reduce; RAS says `report`."""
+    frames = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
+    ranks = [rank_process(r, *frames, world=8, syscall="futex") for r in range(4)]
+    return ranks_job(*ranks).model_copy(update={"nccl_ras": report})
+
+
+_RANK_6 = RasRank(rank=6, host="10.0.0.12", pid=48213, cuda_devices=(2,))
+
+
+def _rank_behind_here() -> Bundle:
+    """Rank 1 of this node launched one all_reduce fewer than the others."""
+    frames = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
+    ranks = [rank_process(r, *frames, syscall="futex") for r in (0, 2, 3)]
+    busy = rank_process(1, *collective_frames("all_reduce", 44, "loss = model(batch)"))
+    report = _report(
+        launches=(
+            RasLaunchCount(operation="AllReduce", launched=812, rank_count=3),
+            RasLaunchCount(
+                operation="AllReduce",
+                launched=811,
+                rank_count=1,
+                ranks=(RasRank(rank=1, host="10.0.0.11", pid=101, cuda_devices=(1,)),),
+            ),
+        ),
+        same_job=True,
+    )
+    return ranks_job(*ranks, busy).model_copy(update={"nccl_ras": report})
+
+
+class RasMissingRanks(Rule):
+    id = "HD318"
+    category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
+    summary = "NCCL's RAS service names the rank that stopped answering, or that is behind"
+    fires_when = (
+        "`ncclras`, run at the hang, reports a rank whose process sent no data or is considered "
+        "dead (names its node, pid and GPU), or a communicator whose ranks launched different "
+        "numbers of a collective (names the rank with the lowest count)"
+    )
+    why = (
+        "Every NCCL process (NCCL 2.24 and later) runs a RAS thread, and together they see the "
+        "whole job, every node included. A rank whose process stops answering them is hung "
+        "outside NCCL, stopped, or on a node that went down; a rank that launched fewer "
+        "collectives than its peers has not reached the one they wait in. Either way the other "
+        "ranks are only its victims, and on a multi-node job it is often on another node than "
+        "the one being looked at."
+    )
+    instead = (
+        "Go to the node RAS names and look at that process: is it alive, where is its stack "
+        "(`hangdoctor dump PID` there), what does that node's kernel log say (Xid errors, the "
+        "OOM killer, NIC errors); run `hangdoctor run` on every node so the rank's own stack is "
+        f"captured at the hang. NCCL's RAS page: {RAS_DOCS}."
+    )
+    reads = "ranks"
+    specificity = 35
+    names_culprit = False  # the rank RAS names may run on another node
+    fires_on = (
+        Example(
+            "rank 6, on another node, sends RAS no data",
+            lambda: _node_zero_waits(_report(missing=(_RANK_6,))),
+        ),
+        Example(
+            "RAS considers rank 6's process dead",
+            lambda: _node_zero_waits(
+                _report(
+                    missing=(_RANK_6.model_copy(update={"dead": True}),),
+                    dead=(_RANK_6.model_copy(update={"rank": None, "dead": True}),),
+                )
+            ),
+        ),
+        Example("rank 1 launched one all_reduce fewer", _rank_behind_here),
+    )
+    quiet_on = (
+        Example("every rank answered RAS, same counts", lambda: _node_zero_waits(_report())),
+        Example(
+            "another job's RAS service answered",
+            lambda: _node_zero_waits(_report(missing=(_RANK_6,), same_job=False)),
+        ),
+        Example("no RAS report", lambda: _node_zero_waits(None)),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        report = job.bundle.nccl_ras
+        if report is None or report.same_job is False:
+            return
+        missing = _missing(report)
+        if missing:
+            yield self._not_answering(job, report, missing)
+            return
+        for comm in report.communicators:
+            behind = _behind(comm)
+            if behind is not None:
+                yield self._behind(job, report, *behind)
+                return
+
+    def _not_answering(self, job: JobView, report: RasReport, missing: list[RasRank]) -> Finding:
+        first = missing[0]
+        dead = first.dead
+        state = (
+            "is considered dead by NCCL's RAS service"
+            if dead
+            else "sent no data to NCCL's RAS service"
+        )
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        explanation = (
+            "NCCL's RAS service, which every NCCL process runs, was asked about the whole job "
+            f"at the hang. {_who(first)[:1].upper()}{_who(first)[1:]} "
+            + (
+                "is unreachable through the RAS network: its connections closed or timed out, "
+                "the way they do when a process crashed or its node went down."
+                if dead
+                else "did not answer: the process is stuck where NCCL's own thread cannot run "
+                "either, stopped, or on a node that cannot be reached."
+            )
+            + " The other ranks wait for it in their next collective."
+        )
+        node = f" on node {first.host}" if first.host else ""
+        pid = first.pid if first.pid is not None else "PID"
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.75,
+            title=f"NCCL RAS: {_who(first)} {state}{more}",
+            explanation=explanation,
+            culprit=_culprit(job, first),
+            related=tuple(_culprit(job, r) for r in missing[1:4]),
+            evidence=tuple(
+                [
+                    f"ncclras: {_who(r)}: {'considered dead' if r.dead else 'no data'}"
+                    for r in missing[:4]
+                ]
+                + _context(report)
+            )[:6],
+            fixes=(
+                f"Look at process {pid}{node}: is it alive (`ps -p {pid}`), and where is it "
+                f"(`hangdoctor dump {pid}` there)? The line it is at is the cause.",
+                f"Read the kernel log{node} (`dmesg -T`: Xid errors, the OOM killer, NIC "
+                "errors) and that rank's own output for an error.",
+                "Run `hangdoctor run` on every node of the job, so the stuck rank's own stack "
+                "is captured at the hang.",
+            ),
+        )
+
+    def _behind(
+        self, job: JobView, report: RasReport, lowest: RasLaunchCount, common: RasLaunchCount
+    ) -> Finding:
+        named = [r for r in lowest.ranks if r.rank is not None]
+        who = (
+            ranks_text(r.rank for r in named if r.rank is not None)
+            if named
+            else f"{lowest.rank_count} rank{'s' if lowest.rank_count > 1 else ''}"
+        )
+        minority = lowest.rank_count < common.rank_count
+        # Ranks launch asynchronously: on a job that still runs, counts differ for a moment.
+        stalled = (job.record is not None and job.record.hang_declared_s is not None) or any(
+            s.in_collective for s in rank_view(job).alive
+        )
+        title = (
+            f"NCCL RAS: {who} launched the fewest {lowest.operation} operations "
+            f"({lowest.launched}, against {common.launched} on {common.rank_count} ranks)"
+        )
+        explanation = (
+            "NCCL's RAS service counted the collectives each rank of a communicator launched. "
+            "Every rank launches the same collectives in the same order, so "
+            f"{who} ({lowest.launched} {lowest.operation}) has not reached the collective the "
+            "others wait in: it is stuck or slow before it, or skipped one."
+            + (
+                ""
+                if minority
+                else " Most ranks are at that count, though: the few ahead may instead have "
+                "called a collective the others never call."
+            )
+            + (
+                ""
+                if stalled
+                else " No rank here was seen waiting in a collective, and the counts of a "
+                "running job differ for a moment too: ask again (`ncclras`) to see whether they "
+                "still differ."
+            )
+        )
+        first = named[0] if named else None
+        where = f" ({_where(first)})" if first is not None else ""
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR if stalled else Severity.WARNING,
+            confidence=0.65 if minority else 0.5,
+            title=title,
+            explanation=explanation,
+            culprit=_culprit(job, first) if first is not None else None,
+            related=tuple(_culprit(job, r) for r in named[1:4]),
+            evidence=tuple(
+                [
+                    f"ncclras: {lowest.rank_count} rank(s) launched up to {lowest.operation} "
+                    f"operation {lowest.launched}{where}",
+                    f"ncclras: {common.rank_count} rank(s) launched up to operation "
+                    f"{common.launched}",
+                    *_context(report),
+                ]
+            )[:6],
+            fixes=(
+                f"Find where {who} is{where}: `hangdoctor dump "
+                f"{first.pid if first is not None and first.pid is not None else 'PID'}` on "
+                "its node; the line it is at, outside the collective, is the cause.",
+                "Look for a collective that only some ranks call (under `if rank == 0:`), an "
+                "uneven number of batches per rank, or slow work one rank does alone "
+                "(evaluation, checkpoint saving).",
+            ),
+        )
