@@ -17,11 +17,16 @@ from hangdoctor.taxonomy import Category
 
 
 def _spinning_on_nonfinite(record: JobRecord) -> bool:
-    """Whether the job's last seconds took steps on non-finite losses only (a NaN livelock)."""
+    """Whether the job's last seconds took steps on non-finite losses only (a NaN livelock):
+    measured from the sample of its last progress when the run knows it (a fixed window of the
+    last samples may still hold the last finite loss when the hang was declared soon after)."""
     timeline = record.timeline
     if len(timeline) < 2:
         return False
-    before, last = timeline[max(0, len(timeline) - 4)], timeline[-1]
+    since = record.last_progress_s
+    after = [s for s in timeline if since is not None and s.elapsed_s >= since]
+    before = after[0] if len(after) >= 2 else timeline[max(0, len(timeline) - 4)]
+    last = timeline[-1]
     return (
         last.nonfinite_losses > before.nonfinite_losses
         and last.losses - last.nonfinite_losses == before.losses - before.nonfinite_losses
