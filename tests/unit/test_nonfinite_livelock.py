@@ -20,7 +20,7 @@ def _livelock(last_progress_s: float) -> JobView:
         "main",
         code="loss = model(x).pow(2).mean()",
         loops=("while step < 200",),
-    )
+    ).model_copy(update={"loop_lines": (22,)})
     process = b.process(7, b.thread(7, frame, name="MainThread", state="R", cpu=1.0))
     timeline = tuple(
         TimelineSample(elapsed_s=at, losses=losses, nonfinite_losses=bad)
@@ -46,4 +46,7 @@ def test_a_nan_livelock_declared_soon_after_the_last_finite_loss_points_at_the_l
     [finding] = findings
     assert any("non-finite losses only" in line for line in finding.evidence)
     assert finding.culprit is not None and finding.culprit.location is not None
-    assert finding.culprit.location.code == "while step < 200"
+    assert (finding.culprit.location.line, finding.culprit.location.code) == (
+        22,
+        "while step < 200",
+    )
