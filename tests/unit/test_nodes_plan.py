@@ -51,3 +51,9 @@ def test_several_slurm_tasks_on_a_node_are_members_of_their_own(tmp_path: Path):
     }
     plan = session_plan(("python", "train.py"), env, "gpu002", tmp_path)
     assert plan is not None and plan.me == "1.3"
+
+
+def test_an_elastic_node_count_expects_no_particular_number_of_nodes(tmp_path: Path):
+    command = ("torchrun", "--nnodes", "1:4", "--rdzv-endpoint", "10.0.0.1:29400", "t.py")
+    plan = session_plan(command, {}, "gpu-1", tmp_path)
+    assert plan is not None and plan.expected is None

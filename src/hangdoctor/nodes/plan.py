@@ -20,6 +20,17 @@ def _session_name(identity: NodeIdentity) -> str:
     return identity.job_id or "job"
 
 
+def _elastic(command: Sequence[str], environ: Mapping[str, str]) -> bool:
+    """An elastic node count (`--nnodes 1:4`): nodes beyond the fewest are not missing."""
+    values = [environ.get("PET_NNODES", "")]
+    for index, word in enumerate(command):
+        if word.startswith("--nnodes="):
+            values.append(word.partition("=")[2])
+        elif word == "--nnodes" and index + 1 < len(command):
+            values.append(command[index + 1])
+    return any(":" in value for value in values)
+
+
 def session_plan(
     command: Sequence[str],
     environ: Mapping[str, str],
@@ -33,6 +44,7 @@ def session_plan(
     if not several:
         return None
     me = str(identity.node_rank) if identity.node_rank is not None else host
+    expected = None if _elastic(command, environ) else identity.nnodes
     tasks = environ.get("SLURM_NTASKS", "")
     if tasks.isdigit() and int(tasks) > (identity.nnodes or 1) and environ.get("SLURM_LOCALID"):
         # Slurm runs one `hangdoctor run` per task, several on a node: each is a member.
@@ -50,15 +62,13 @@ def session_plan(
                     pass
             return StoreBoard(where, port, session)
 
-        return SessionPlan(
-            me, host, identity.nnodes, f"coordinator TCPStore {where}:{port}", hosted
-        )
+        return SessionPlan(me, host, expected, f"coordinator TCPStore {where}:{port}", hosted)
     if identity.coordinator is not None:
         where, port = identity.coordinator
         return SessionPlan(
             me,
             host,
-            identity.nnodes,
+            expected,
             f"the job's TCPStore {where}:{port}",
             lambda: StoreBoard(where, port, session),
         )
@@ -68,7 +78,7 @@ def session_plan(
     return SessionPlan(
         me,
         host,
-        identity.nnodes,
+        expected,
         f"directory {shared}",
         lambda: DirectoryBoard(shared),
         report_dir=report_dir / f"node-{me}",
