@@ -59,7 +59,7 @@ def parse_tasks(text: str) -> list[AsyncTask]:
             for raw in data["tasks"]
             if isinstance(raw, dict)
         ]
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return []
 
 

@@ -87,7 +87,7 @@ def parse_dump(text: str) -> FlightRecord | None:
             last_enqueued=enqueued,
             last_completed=completed,
         )
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):  # "pid": Infinity
         return None
 
 

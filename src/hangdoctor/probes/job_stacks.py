@@ -57,7 +57,7 @@ def _thread_map(status_dir: Path, pid: int) -> tuple[int, dict[int, int]] | None
         data = json.loads((status_dir / protocol.thread_map_file(pid)).read_text())
         signal_number = int(data["signal"])
         threads = {int(ident): int(native) for ident, native in data["threads"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return None
     return signal_number, threads
 
