@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from hangdoctor.cli.language import language_option
 from hangdoctor.cli.output import prepare_report_dir, show
 from hangdoctor.cli.saved_report import REPORT_FILE, SavedReport, is_saved_report, read_saved_report
 from hangdoctor.errors import BadInputError, ExitCode
@@ -100,6 +101,7 @@ def _sources(files: list[LogFile]) -> list[LogSource]:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary."
 )
+@language_option
 def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: bool) -> int:
     """Diagnose a saved capture again, or the logs of a past failure.
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError
 
 _WINDOW = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
@@ -80,6 +81,7 @@ def parse_window(text: str) -> float | None:
 )
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too, not only on problems.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every check in the table.")
+@language_option
 def doctor_command(
     as_json: bool,
     selftest: bool,

@@ -10,6 +10,7 @@ import psutil
 
 from hangdoctor.capture.job_scope import capture_job
 from hangdoctor.capture.tree import CaptureOptions
+from hangdoctor.cli.language import language_option
 from hangdoctor.cli.output import default_report_dir, prepare_report_dir, show
 from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode, NoSuchProcessError
 from hangdoctor.evidence.model import Bundle
@@ -99,6 +100,7 @@ def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None,
     show_default=True,
     help="Time limit for each stack dump, in seconds.",
 )
+@language_option
 def dump_command(
     pid: int,
     report_dir: Path | None,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError, ExitCode
 from hangdoctor.lint.config import find_pyproject, load_config, parse_codes
 from hangdoctor.lint.render import render, summary
@@ -50,6 +51,7 @@ from hangdoctor.lint.runner import Linter
     help="Processes to lint with (0: one per available core; 1: this process only). "
     "The output is the same whatever the number.",
 )
+@language_option
 def lint_command(
     paths: tuple[Path, ...],
     fmt: str,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError
 from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 
@@ -88,6 +89,7 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
     help="Address for --metrics-port; 0.0.0.0 exposes the metrics to the network.",
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@language_option
 def run_command(
     hang_timeout: float | None,
     compile_budget: float | None,
