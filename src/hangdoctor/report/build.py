@@ -13,6 +13,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import active_language
 from hangdoctor.report.model import (
     CaptureInfo,
     Hang,
@@ -178,6 +179,7 @@ def build_report(
         artifacts=dict(artifacts or {}),
         wait_for=_wait_for(job) if verdict in ("hung", "running") else [],
         nodes=bundle.nodes,
+        language=active_language(),
     )
 
 

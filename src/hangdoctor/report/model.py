@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 from hangdoctor import __version__
 from hangdoctor.analysis.roles import Role
 from hangdoctor.evidence.model import NodesEvidence, ProbeError, ProgressStatus, SystemInfo
+from hangdoctor.i18n import Language
 from hangdoctor.rules.finding import Finding
 
 Verdict = Literal["hung", "completed", "failed", "interrupted", "running"]
@@ -163,6 +164,9 @@ class Report(ReportModel):
     wait_for: list[WaitFor] = []
     #: A job of several nodes: which nodes the report's view holds, and which it lacks.
     nodes: NodesEvidence | None = None
+    #: The language of its sentences (titles, evidence, advice); ids and field names are
+    #: English in every language.
+    language: Language = "en"
 
     @property
     def root_cause(self) -> Finding | None:
