@@ -9,6 +9,7 @@ import click
 
 from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError, ExitCode
+from hangdoctor.i18n import _
 from hangdoctor.lint.config import find_pyproject, load_config, parse_codes
 from hangdoctor.lint.render import render, summary
 from hangdoctor.lint.runner import Linter
@@ -78,9 +79,9 @@ def lint_command(
     """
     for path in paths:
         if not path.exists():
-            raise BadInputError(f"{path} does not exist")
+            raise BadInputError(_("{path} does not exist", path=path))
     if config_file is not None and not config_file.is_file():
-        raise BadInputError(f"{config_file} does not exist")
+        raise BadInputError(_("{path} does not exist", path=config_file))
     if no_config:
         config = load_config(None)
     else:

@@ -22,6 +22,7 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from hangdoctor.errors import BadInputError
+from hangdoctor.i18n import _
 
 _KEYS = {"select", "ignore", "exclude", "per-file-ignores", "per_file_ignores"}
 
@@ -95,13 +96,13 @@ def parse_codes(values: object, where: str) -> tuple[str, ...]:
     if isinstance(values, str):
         values = [v for v in values.split(",")]
     if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
-        raise BadInputError(f"{where}: expected a list of rule ids")
+        raise BadInputError(_("{where}: expected a list of rule ids", where=where))
     codes = tuple(v.strip().upper() for v in values if v.strip())
     for code in codes:
         if code != "ALL" and not any(rule_id.startswith(code) for rule_id in RULES_BY_ID):
             raise BadInputError(
-                f"{where}: unknown rule id {code!r}",
-                help=f"known ids: {', '.join(sorted(RULES_BY_ID))}",
+                _("{where}: unknown rule id {code!r}", where=where, code=code),
+                help=_("known ids: {ids}", ids=", ".join(sorted(RULES_BY_ID))),
             )
     return codes
 
@@ -125,25 +126,27 @@ def load_config(pyproject: Path | None) -> LintConfig:
         with pyproject.open("rb") as handle:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise BadInputError(f"cannot read {pyproject}: {error}") from None
+        raise BadInputError(_("cannot read {path}: {error}", path=pyproject, error=error)) from None
     table = data.get("tool", {}).get("hangdoctor", {}).get("lint")
     if table is None:
         return LintConfig(root=pyproject.parent, source=pyproject)
     where = f"{pyproject} [tool.hangdoctor.lint]"
     if not isinstance(table, dict):
-        raise BadInputError(f"{where}: expected a table")
+        raise BadInputError(_("{where}: expected a table", where=where))
     unknown = set(table) - _KEYS
     if unknown:
         raise BadInputError(
-            f"{where}: unknown key {sorted(unknown)[0]!r}",
-            help=f"known keys: {', '.join(sorted(_KEYS))}",
+            _("{where}: unknown key {key!r}", where=where, key=sorted(unknown)[0]),
+            help=_("known keys: {keys}", keys=", ".join(sorted(_KEYS))),
         )
     exclude = table.get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(g, str) for g in exclude):
-        raise BadInputError(f"{where}: exclude must be a list of globs")
+        raise BadInputError(_("{where}: exclude must be a list of globs", where=where))
     per_file = table.get("per-file-ignores", table.get("per_file_ignores", {}))
     if not isinstance(per_file, dict):
-        raise BadInputError(f"{where}: per-file-ignores must be a table of glob = [ids]")
+        raise BadInputError(
+            _("{where}: per-file-ignores must be a table of glob = [ids]", where=where)
+        )
     return LintConfig(
         select=parse_codes(table.get("select", []), f"{where} select"),
         ignore=parse_codes(table.get("ignore", []), f"{where} ignore"),

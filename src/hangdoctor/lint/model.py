@@ -60,7 +60,8 @@ class LintFinding:
 @dataclass(frozen=True)
 class Hit:
     """A place a rule reports, before it becomes a LintFinding; `message` overrides the rule's
-    default message when the rule has something more specific to say."""
+    default message when the rule has something more specific to say (already translated:
+    the rule makes it with `_`)."""
 
     line: int
     col: int  # 0-based, as in the ast
@@ -80,6 +81,10 @@ class LintRule:
     category: ClassVar[Category]
     severity: ClassVar[Severity] = Severity.ERROR
     language: ClassVar[Language] = "python"
+    #: `message`, `fix` and `why` are English, marked with `N_` (a class attribute is made at
+    #: import time, before a language is chosen) and translated where they are shown: the
+    #: finding is made (runner), the SARIF rules are written (render). The documentation
+    #: generators read them as they are: docs/lint.md and docs/rules/ are English.
     message: ClassVar[str]
     fix: ClassVar[str]
     #: Why this pattern hangs, for its page (docs/rules/), `docs/lint.md` and SARIF help text.

@@ -1,4 +1,8 @@
-"""Turn findings into text, JSON or SARIF 2.1.0. Renderers only format; they decide nothing."""
+"""Turn findings into text, JSON or SARIF 2.1.0. Renderers only format; they decide nothing.
+
+Sentences (messages, fixes, the rules' help) are in the language in force, as the findings
+were made; ids, names, categories and every JSON/SARIF key stay English, and both formats say
+which language their sentences are in (`language`)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hangdoctor import __version__
+from hangdoctor.i18n import _, active_language
 from hangdoctor.lint.model import LintFinding
 from hangdoctor.lint.rules import RULES_BY_ID
 from hangdoctor.severity import Severity
@@ -24,17 +29,32 @@ _LEVEL = {
 def render_text(findings: list[LintFinding]) -> str:
     """One line per finding: `path:line:col ID message (fix: ...)`."""
     return "".join(
-        f"{f.path}:{f.line}:{f.col} {f.rule_id} {f.message} (fix: {f.fix})\n" for f in findings
+        _(
+            "{path}:{line}:{col} {id} {message} (fix: {fix})",
+            path=f.path,
+            line=f.line,
+            col=f.col,
+            id=f.rule_id,
+            message=f.message,
+            fix=f.fix,
+        )
+        + "\n"
+        for f in findings
     )
 
 
 def summary(findings: list[LintFinding], files: int) -> str:
     """The closing line of the text format (written to stderr)."""
     if not findings:
-        return f"hangdoctor lint: {files} file(s) checked, nothing found"
+        return _("hangdoctor lint: {files} file(s) checked, nothing found", files=files)
     counts = Counter(f.rule_id for f in findings)
     by_id = ", ".join(f"{rule_id} x{n}" for rule_id, n in sorted(counts.items()))
-    return f"hangdoctor lint: {len(findings)} finding(s) in {files} file(s) checked ({by_id})"
+    return _(
+        "hangdoctor lint: {count} finding(s) in {files} file(s) checked ({by_id})",
+        count=len(findings),
+        files=files,
+        by_id=by_id,
+    )
 
 
 def to_json(findings: list[LintFinding], files: int) -> dict[str, Any]:
@@ -42,6 +62,7 @@ def to_json(findings: list[LintFinding], files: int) -> dict[str, Any]:
         "tool": "hangdoctor lint",
         "version": __version__,
         "files_checked": files,
+        "language": active_language(),
         "findings": [
             {
                 "path": f.path,
@@ -72,13 +93,14 @@ def to_sarif(findings: list[LintFinding]) -> dict[str, Any]:
     rules = []
     for rule_id in rule_ids:
         rule = RULES_BY_ID[rule_id]
-        help_text = f"{rule.why}\n\nFix: {rule.fix}" if rule.why else f"Fix: {rule.fix}"
+        message, why, fix = _(rule.message), _(rule.why) if rule.why else "", _(rule.fix)
+        help_text = _("{why}\n\nFix: {fix}", why=why, fix=fix) if why else _("Fix: {fix}", fix=fix)
         rules.append(
             {
                 "id": rule.id,
                 "name": rule.name,
-                "shortDescription": {"text": rule.message},
-                "fullDescription": {"text": rule.why or rule.message},
+                "shortDescription": {"text": message},
+                "fullDescription": {"text": why or message},
                 "help": {"text": help_text},
                 "defaultConfiguration": {"level": _LEVEL[rule.severity]},
                 "properties": {"category": rule.category.value, "tags": [rule.category.value]},
@@ -89,7 +111,7 @@ def to_sarif(findings: list[LintFinding]) -> dict[str, Any]:
             "ruleId": f.rule_id,
             "ruleIndex": position[f.rule_id],
             "level": _LEVEL[f.severity],
-            "message": {"text": f"{f.message} (fix: {f.fix})"},
+            "message": {"text": _("{message} (fix: {fix})", message=f.message, fix=f.fix)},
             "locations": [
                 {
                     "physicalLocation": {
@@ -110,6 +132,8 @@ def to_sarif(findings: list[LintFinding]) -> dict[str, Any]:
                 # carries the rule's documentation (docs/lint.md has the same text).
                 "tool": {"driver": {"name": "hangdoctor", "version": __version__, "rules": rules}},
                 "columnKind": "unicodeCodePoints",
+                # The language of the messages and the rules' help (SARIF: RFC 5646 tag).
+                "language": active_language(),
                 "results": results,
             }
         ],

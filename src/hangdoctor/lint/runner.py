@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from hangdoctor.i18n import Language, _, active_language, set_language
 from hangdoctor.lint.config import LintConfig
 from hangdoctor.lint.index import ModuleIndex
 from hangdoctor.lint.model import Hit, LintFinding, LintRule
@@ -116,7 +117,7 @@ class Linter:
             max_workers=jobs,
             mp_context=_context(),
             initializer=_start_worker,
-            initargs=(self.config, [r.id for r in self.rule_types]),
+            initargs=(self.config, [r.id for r in self.rule_types], active_language()),
         ) as pool:
             return [f for found in pool.map(_lint_chunk, chunks) for f in found]
 
@@ -125,7 +126,12 @@ class Linter:
         try:
             data = path.read_bytes()
         except OSError as error:
-            return self._parse_error(display, 1, 1, f"cannot read: {error.strerror or error}")
+            return self._parse_error(
+                display,
+                1,
+                1,
+                _("cannot read: {reason}; file skipped", reason=error.strerror or error),
+            )
         language = "cuda" if path.suffix.lower() in CUDA_SUFFIXES else "python"
         findings = self.lint_source(data, display, language, path)
         ignored = self.config.ignored_in(path)
@@ -148,7 +154,9 @@ class Linter:
         try:
             text = data if isinstance(data, str) else decode(data)
         except (UnicodeDecodeError, LookupError, SyntaxError) as error:
-            return self._parse_error(display, 1, 1, f"cannot decode: {error}")
+            return self._parse_error(
+                display, 1, 1, _("cannot decode: {reason}; file skipped", reason=error)
+            )
         hits: list[tuple[LintRule, Hit]] = []
         if language == "cuda":
             for rule in self.cuda:
@@ -158,10 +166,15 @@ class Linter:
                 tree = parse(text, display)
             except SyntaxError as error:
                 return self._parse_error(
-                    display, error.lineno or 1, error.offset or 1, f"syntax error: {error.msg}"
+                    display,
+                    error.lineno or 1,
+                    error.offset or 1,
+                    _("syntax error: {reason}; file skipped", reason=error.msg),
                 )
             except (ValueError, RecursionError, MemoryError) as error:
-                return self._parse_error(display, 1, 1, f"cannot parse: {error}")
+                return self._parse_error(
+                    display, 1, 1, _("cannot parse: {reason}; file skipped", reason=error)
+                )
             hits = self._python_hits(tree, text, path)
         return self._findings(hits, text, display)
 
@@ -208,11 +221,11 @@ class Linter:
         findings.sort(key=LintFinding.sort_key)
         return findings
 
-    def _parse_error(self, display: str, line: int, col: int, why: str) -> list[LintFinding]:
+    def _parse_error(self, display: str, line: int, col: int, message: str) -> list[LintFinding]:
         if not self.report_parse_errors:
             return []
         rule = RULES_BY_ID["HL000"]
-        return [_finding(rule(), display, Hit(line, max(col, 1) - 1, f"{why}; file skipped"))]
+        return [_finding(rule(), display, Hit(line, max(col, 1) - 1, message))]
 
 
 def _size(path: Path) -> int:
@@ -223,6 +236,9 @@ def _size(path: Path) -> int:
 
 
 def _finding(rule: LintRule, path: str, hit: Hit) -> LintFinding:
+    """The finding, in the language in force: a rule's own message and fix are marked (`N_`)
+    where the rule is defined, at import time, and translated here; a hit's message already
+    is (rules translate it as they make it)."""
     return LintFinding(
         path=path,
         line=hit.line,
@@ -231,8 +247,8 @@ def _finding(rule: LintRule, path: str, hit: Hit) -> LintFinding:
         name=rule.name,
         category=rule.category.value,
         severity=rule.severity,
-        message=hit.message or rule.message,
-        fix=rule.fix,
+        message=hit.message or _(rule.message),
+        fix=_(rule.fix),
         ranks=hit.ranks,
     )
 
@@ -248,8 +264,9 @@ def _context() -> multiprocessing.context.BaseContext:
 _worker: Linter | None = None
 
 
-def _start_worker(config: LintConfig, rule_ids: list[str]) -> None:
+def _start_worker(config: LintConfig, rule_ids: list[str], language: Language) -> None:
     global _worker
+    set_language(language)  # the findings a worker makes speak the parent's language
     _worker = Linter(config, [RULES_BY_ID[i] for i in rule_ids])
     # The linter makes no reference cycles (trees, indexes and findings are freed by
     # reference counting), so the cyclic collector would only rescan millions of live AST

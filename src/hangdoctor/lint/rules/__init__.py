@@ -6,6 +6,7 @@ a family share; `common.py` holds what rules of several families share."""
 from __future__ import annotations
 
 from hangdoctor.discovery import find_classes
+from hangdoctor.i18n import N_
 from hangdoctor.lint.model import LintRule
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
@@ -19,9 +20,9 @@ class ParseError(LintRule):
     name = "parse-error"
     category = Category.PROCESS_BLOCKED_IO  # never used for diagnosis; a category is required
     severity = Severity.ERROR
-    message = "file could not be read or parsed"
-    fix = "fix the syntax error or the file's encoding (or exclude the file)"
-    why = (
+    message = N_("file could not be read or parsed")
+    fix = N_("fix the syntax error or the file's encoding (or exclude the file)")
+    why = N_(
         "A file the linter cannot parse is not checked at all; it is reported so that this "
         "is never silent."
     )

@@ -7,6 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_
 from hangdoctor.lint.flow import bound_call, called_function, origin, statements_in
 from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
 from hangdoctor.lint.model import Hit, LintRule
@@ -83,9 +84,9 @@ class LossKeptAcrossSteps(LintRule):
     name = "loss-kept-across-steps"
     category = Category.GPU_MEMORY_EXHAUSTED
     severity = Severity.ERROR
-    message = "loss tensor kept across training steps: its autograd graph stays alive"
-    fix = "keep a number instead: `losses.append(loss.item())` or `total += loss.detach()`"
-    why = (
+    message = N_("loss tensor kept across training steps: its autograd graph stays alive")
+    fix = N_("keep a number instead: `losses.append(loss.item())` or `total += loss.detach()`")
+    why = N_(
         "A loss tensor references the whole autograd graph of its step. Appending it to a "
         "list, or summing it into a running total, keeps every step's graph (and, until "
         "backward frees them, its activations) alive: device memory grows step after step "

@@ -7,6 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.index import ModuleIndex, last_name, mentions
 from hangdoctor.lint.model import Hit, LintRule
 from hangdoctor.lint.rules.algorithm._common import BACKWARD
@@ -28,21 +29,33 @@ _RECURRENT_OR_GAN = ("LSTM", "GRU", "RNN", "iscriminator", "netD", "netG", "hidd
 #: only ever hides code from the clipping search, never adds any).
 _COMMENT = re.compile(r"#[^\n]*")
 
+#: What the finding says, by the kind of network the loop trains.
+_MESSAGES = {
+    "recurrent": N_(
+        "training loop for a recurrent network with backward and step but no gradient clipping"
+    ),
+    "state fed back": N_(
+        "training loop for a recurrent network (a hidden state fed back step after step) with "
+        "backward and step but no gradient clipping"
+    ),
+    "gan": N_("training loop for a GAN with backward and step but no gradient clipping"),
+}
+
 
 class MissingGradientClipping(LintRule):
     id = "HL302"
     name = "rnn-or-gan-without-gradient-clipping"
     category = Category.ALGORITHM_NONFINITE
     severity = Severity.WARNING
-    message = (
+    message = N_(
         "training loop for a recurrent network or GAN with backward and step but no "
         "gradient clipping"
     )
-    fix = (
+    fix = N_(
         "clip before the step: `torch.nn.utils.clip_grad_norm_(model.parameters(), "
         "max_norm=1.0)` (or use spectral norm / a gradient penalty for a GAN)"
     )
-    why = (
+    why = N_(
         "Recurrent networks (through long unrolls) and GANs (through the adversarial "
         "game) are prone to exploding gradients; one bad step turns the weights into "
         "NaN/Inf, after which the loss is NaN, ranks can desynchronise on skipped steps, and "
@@ -73,16 +86,16 @@ class MissingGradientClipping(LintRule):
         for call in index.calls:
             name = index.name_of(call)
             if name.endswith(_RNN_LAYERS):
-                family = "a recurrent network"
+                family = "recurrent"
                 break
         if family is None and _feeds_state_back(index):
-            family = "a recurrent network (a hidden state fed back step after step)"
+            family = "state fed back"
         if family is None:
             lowered = source.lower()
             if ("discriminator" in lowered or "netd" in lowered) and (
                 "generator" in lowered or "netg" in lowered
             ):
-                family = "a GAN"
+                family = "gan"
         if family is None:
             return
         steps = [
@@ -104,7 +117,7 @@ class MissingGradientClipping(LintRule):
             ):
                 yield Hit.at(
                     call,
-                    f"training loop for {family} with backward and step but no gradient clipping",
+                    _(_MESSAGES[family]),
                 )
                 return
 

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from hangdoctor.i18n import N_
 from hangdoctor.lint.model import Hit, LintRule
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
@@ -285,16 +286,16 @@ class UncheckedKernelIndex(LintRule):
     category = Category.GPU_KERNEL_HANG
     severity = Severity.ERROR
     language = "cuda"
-    message = (
+    message = N_(
         "kernel indexes global memory with its global thread index without a bounds "
         "check or grid-stride loop"
     )
-    fix = (
+    fix = N_(
         "guard the access: `if (i < n) { ... }` or `if (i >= n) return;`, or loop "
         "`for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; "
         "i += blockDim.x * gridDim.x)`"
     )
-    why = (
+    why = N_(
         "The grid is rounded up to whole blocks, so the last block has threads past the end "
         "of the data. Without a check they read or write out of bounds: an illegal-address "
         "fault (Xid 13/31) at best, silently corrupted memory (including the flags and "

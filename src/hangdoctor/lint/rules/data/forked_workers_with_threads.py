@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.index import (
     ModuleIndex,
     dotted,
@@ -50,12 +51,12 @@ class ForkedWorkersWithThreads(LintRule):
     name = "forked-workers-with-threads"
     category = Category.PROCESS_DEADLOCK
     severity = Severity.WARNING
-    message = "DataLoader forks worker processes in a module that starts threads"
-    fix = (
+    message = N_("DataLoader forks worker processes in a module that starts threads")
+    fix = N_(
         "create the DataLoader with `multiprocessing_context='spawn'` (or 'forkserver'), or "
         "start the threads after the workers (`persistent_workers=True` forks them once)"
     )
-    why = (
+    why = N_(
         "fork() copies only the calling thread. A lock another thread held at that moment "
         "(logging, the allocator, a queue, CUDA, libc's at-exit list) stays locked forever in "
         "the child, and the DataLoader worker deadlocks the first time it needs it; the "
@@ -191,7 +192,7 @@ def _forks_beside_pin_thread(
     inside the loop over a pinned loader, or built after a pinned loader that iterates
     eagerly. The thread holds libc locks (registering at-exit handlers on its first
     pin_memory) that a forked child inherits locked."""
-    why = (
+    why = _(
         "DataLoader forks its workers while another loader's pin-memory thread runs: a "
         "lock that thread holds stays locked in the workers, which can deadlock"
     )

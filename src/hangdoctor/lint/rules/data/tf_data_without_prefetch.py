@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import (
     bindings,
     called_function,
@@ -106,12 +107,12 @@ class TfDataWithoutPrefetch(LintRule):
     name = "tf-data-without-prefetch"
     category = Category.DATA_PIPELINE_STALL
     severity = Severity.WARNING
-    message = (
+    message = N_(
         "tf.data pipeline with map/batch is consumed without prefetch (or returned to "
         "callers none of which adds one)"
     )
-    fix = "end the pipeline with `.prefetch(tf.data.AUTOTUNE)` (and keep the result)"
-    why = (
+    fix = N_("end the pipeline with `.prefetch(tf.data.AUTOTUNE)` (and keep the result)")
+    why = N_(
         "Without prefetch the input pipeline runs in lock-step with training: every step "
         "waits for its batch to be mapped and batched, the accelerator idles, and a slow or "
         "blocked map function stalls training outright. Datasets are immutable: "
@@ -190,13 +191,21 @@ class TfDataWithoutPrefetch(LintRule):
             if fate == "consumed":
                 yield Hit.at(
                     call,
-                    f"tf.data pipeline with {func.attr}() is consumed at {where} without prefetch",
+                    _(
+                        "tf.data pipeline with {step}() is consumed at {where} without prefetch",
+                        step=func.attr,
+                        where=where,
+                    ),
                 )
             elif fate == "unprefetched":
                 yield Hit.at(
                     call,
-                    f"tf.data pipeline with {func.attr}() is returned without "
-                    f"prefetch, and no caller adds one ({where})",
+                    _(
+                        "tf.data pipeline with {step}() is returned without prefetch, and no "
+                        "caller adds one ({where})",
+                        step=func.attr,
+                        where=where,
+                    ),
                 )
 
 
@@ -442,8 +451,14 @@ def _is_test_module(index: ModuleIndex) -> bool:
 
 
 def _where(index: ModuleIndex, node: ast.AST) -> str:
+    """Where the pipeline ends up, for the finding's message: `line 12 (fit)`,
+    `train.py:12 (a for loop)`."""
     line = getattr(node, "lineno", 0)
-    what = f" ({last_name(node.func)})" if isinstance(node, ast.Call) else " (a for loop)"
+    if isinstance(node, ast.Call):
+        call = last_name(node.func)
+        if index.path is None:
+            return _("line {line} ({call})", line=line, call=call)
+        return _("{file}:{line} ({call})", file=index.path.name, line=line, call=call)
     if index.path is None:
-        return f"line {line}{what}"
-    return f"{index.path.name}:{line}{what}"
+        return _("line {line} (a for loop)", line=line)
+    return _("{file}:{line} (a for loop)", file=index.path.name, line=line)

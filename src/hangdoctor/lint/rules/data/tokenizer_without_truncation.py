@@ -7,6 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import (
     origin,
     statements_in,
@@ -253,12 +254,12 @@ class TokenizerWithoutTruncation(LintRule):
     name = "tokenizer-without-truncation"
     category = Category.DATA_PIPELINE_STALL
     severity = Severity.WARNING
-    message = (
+    message = N_(
         "tokenizer called without truncation (max_length alone truncates only when "
         "nothing is padded): one long input stalls the step"
     )
-    fix = "pass `truncation=True, max_length=...` (or truncate/chunk the token ids yourself)"
-    why = (
+    fix = N_("pass `truncation=True, max_length=...` (or truncate/chunk the token ids yourself)")
+    why = N_(
         "A Hugging Face tokenizer keeps every token of its input. One unexpectedly long "
         "document then makes a batch of enormous sequences: tokenization, collation and "
         "attention (quadratic in length) take minutes instead of milliseconds, or exhaust "
@@ -482,11 +483,11 @@ def _untruncated(call: ast.Call) -> str | None:
     if "max_length" in names:
         if not pads:
             return None
-        return (
+        return _(
             "tokenizer called with padding and max_length but no truncation: max_length "
             "then only sets the padded length, and one long input still stalls the step"
         )
-    return TokenizerWithoutTruncation.message
+    return _(TokenizerWithoutTruncation.message)
 
 
 class _DataPaths:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import called_function, statements_in
 from hangdoctor.lint.index import (
     Function,
@@ -96,13 +97,19 @@ def _flag_names(test: ast.expr) -> set[str]:
 _HELPER_DEPTH = 3
 
 
+#: The collective a function reaches: its name, the file it is in (None: the module being
+#: linted) and its line.
+_Reached = tuple[str, str | None, int]
+
+
 class _Reach:
     """Which collective a call makes: directly, or through the functions it calls (in this
     module, a method of the same class, or a function imported from the project)."""
 
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
-        self._memo: dict[tuple[int, int], tuple[str, str] | None] = {}
+        # (module, function) -> (collective, the file it is in when not this one, line)
+        self._memo: dict[tuple[int, int], _Reached | None] = {}
 
     def calls(self, calls: Iterable[ast.Call]) -> list[tuple[ast.Call, tuple[str, str]]]:
         """(call, (key, description)) for the calls that reach a collective."""
@@ -124,12 +131,23 @@ class _Reach:
         if reached is None:
             return None
         callee = target[1].name
-        collective, where = reached
-        return callee, f"`{callee}` (which reaches `{collective}` at {where})"
+        collective, file, line = reached
+        if file is None:
+            return callee, _(
+                "`{callee}` (which reaches `{collective}` at line {line})",
+                callee=callee,
+                collective=collective,
+                line=line,
+            )
+        return callee, _(
+            "`{callee}` (which reaches `{collective}` at {file}:{line})",
+            callee=callee,
+            collective=collective,
+            file=file,
+            line=line,
+        )
 
-    def _function(
-        self, module: ModuleIndex, function: Function, depth: int
-    ) -> tuple[str, str] | None:
+    def _function(self, module: ModuleIndex, function: Function, depth: int) -> _Reached | None:
         key = (id(module), id(function))
         if key in self._memo:
             return self._memo[key]
@@ -141,7 +159,7 @@ class _Reach:
                 continue
             name = collective_name(module, node)
             if name is not None:
-                result = (name, self._where(module, node))
+                result = (name, *self._where(module, node))
                 break
             if depth > 1:
                 target = called_function(module, node)
@@ -153,11 +171,12 @@ class _Reach:
         self._memo[key] = result
         return result
 
-    def _where(self, module: ModuleIndex, node: ast.AST) -> str:
+    def _where(self, module: ModuleIndex, node: ast.AST) -> tuple[str | None, int]:
+        """The file of `node` (None: the module being linted) and its line."""
         line = getattr(node, "lineno", 0)
         if module is self.index or module.path is None:
-            return f"line {line}"
-        return f"{module.path.name}:{line}"
+            return None, line
+        return module.path.name, line
 
 
 def _rank_guarded(index: ModuleIndex, node: ast.AST, function: ast.AST, resolve: Resolver) -> bool:
@@ -200,12 +219,12 @@ class CollectiveUnderRankCondition(LintRule):
     name = "collective-under-rank-condition"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     severity = Severity.ERROR
-    message = "collective called on only some ranks"
-    fix = (
+    message = N_("collective called on only some ranks")
+    fix = N_(
         "call the collective on every rank: move it out of the rank condition (do only the "
         "rank-0 work, such as saving or logging, inside it)"
     )
-    why = (
+    why = N_(
         "Every rank of the group must enter a collective (barrier, all_reduce, broadcast, "
         "gather, accelerate's wait_for_everyone, DeepSpeed's save_checkpoint, a Lightning "
         "log with sync_dist=True, the forward of an FSDP model, ...). When only the ranks "
@@ -272,12 +291,14 @@ class CollectiveUnderRankCondition(LintRule):
             calls: Iterable[tuple[ast.Call, tuple[str, str]]],
             polarity: Polarity,
             scope: ast.AST,
-            why: str,
+            message: str,
+            fields: dict[str, object],
             skip: frozenset[str] = frozenset(),
         ) -> None:
+            """`message` (marked with N_) says what happens to `{what}`, the call."""
             for call, (key, what) in calls:
                 if key not in skip and call not in found:
-                    found[call] = (key, polarity, scope, f"{what} {why}")
+                    found[call] = (key, polarity, scope, _(message, what=what, **fields))
 
         for node in index.ifs:
             polarity = rank_polarity(node.test, resolve)
@@ -292,15 +313,21 @@ class CollectiveUnderRankCondition(LintRule):
                 body,
                 polarity,
                 scope,
-                f"is called only on the ranks where `{condition}`; the others never join it",
+                N_(
+                    "{what} is called only on the ranks where `{condition}`; the others never join it"
+                ),
+                {"condition": condition},
                 both,
             )
             add(
                 orelse,
                 flip(polarity),
                 scope,
-                f"is called only on the ranks where `{condition}` is false; the others never "
-                "join it",
+                N_(
+                    "{what} is called only on the ranks where `{condition}` is false; the "
+                    "others never join it"
+                ),
+                {"condition": condition},
                 both,
             )
             if not node.orelse and isinstance(node.body[-1], _EXITS):
@@ -308,9 +335,15 @@ class CollectiveUnderRankCondition(LintRule):
                     reach.calls(_unless_excluded(index, self._after(index, node), node.test)),
                     flip(polarity),
                     scope,
-                    f"is skipped by the ranks that leave at line {node.body[-1].lineno} "
-                    f"(`{type(node.body[-1]).__name__.lower()}` under `{condition}`); "
-                    "the others wait for them in it",
+                    N_(
+                        "{what} is skipped by the ranks that leave at line {line} (`{exit}` "
+                        "under `{condition}`); the others wait for them in it"
+                    ),
+                    {
+                        "line": node.body[-1].lineno,
+                        "exit": type(node.body[-1]).__name__.lower(),
+                        "condition": condition,
+                    },
                 )
         for function in index.functions:
             if any(last_name(d) in MAIN_ONLY_DECORATORS for d in function.decorator_list):
@@ -318,13 +351,16 @@ class CollectiveUnderRankCondition(LintRule):
                     reach.calls(_calls_in(function.body)),
                     "main",
                     function,
-                    "is called in a function that runs on the main process only "
-                    "(decorated to); the other ranks never join it",
+                    N_(
+                        "{what} is called in a function that runs on the main process only "
+                        "(decorated to); the other ranks never join it"
+                    ),
+                    {},
                 )
         # Both kinds of rank reaching the same collective in one scope is the deliberate
         # "main process first" pattern (others wait at a barrier, main joins it later).
         polarities: dict[tuple[ast.AST, str], set[str]] = {}
-        for key, polarity, scope, _ in found.values():
+        for key, polarity, scope, _message in found.values():
             polarities.setdefault((scope, key), set()).add(polarity)
         for call, (key, polarity, scope, message) in found.items():
             if len(polarities[(scope, key)]) == 1:

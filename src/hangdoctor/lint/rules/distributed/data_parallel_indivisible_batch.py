@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import Values
 from hangdoctor.lint.index import (
     ModuleIndex,
@@ -65,9 +66,9 @@ class DataParallelIndivisibleBatch(LintRule):
     name = "dataparallel-indivisible-batch"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
     severity = Severity.WARNING
-    message = "batch size is not divisible by the number of DataParallel devices"
-    fix = "use a batch size that is a multiple of the device count (and drop_last=True)"
-    why = (
+    message = N_("batch size is not divisible by the number of DataParallel devices")
+    fix = N_("use a batch size that is a multiple of the device count (and drop_last=True)")
+    why = N_(
         "nn.DataParallel scatters each batch across its devices; an indivisible batch "
         "gives the devices uneven (or, for small last batches, empty) chunks, which breaks "
         "batch-norm statistics and custom scatter code and leaves devices idle."
@@ -113,5 +114,9 @@ class DataParallelIndivisibleBatch(LintRule):
             if isinstance(size, int) and not isinstance(size, bool) and size % devices:
                 yield Hit.at(
                     call,
-                    f"batch size {size} is not divisible by the {devices} DataParallel devices",
+                    _(
+                        "batch size {size} is not divisible by the {devices} DataParallel devices",
+                        size=size,
+                        devices=devices,
+                    ),
                 )

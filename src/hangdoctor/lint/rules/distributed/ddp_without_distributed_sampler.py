@@ -7,6 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import called_function, statements_in
 from hangdoctor.lint.index import (
     ModuleIndex,
@@ -26,15 +27,15 @@ class DdpWithoutDistributedSampler(LintRule):
     name = "ddp-without-distributed-sampler"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
     severity = Severity.WARNING
-    message = (
+    message = N_(
         "DataLoader without a sampler in a module that wraps the model in "
         "DistributedDataParallel or FSDP: every rank reads the whole dataset"
     )
-    fix = (
+    fix = N_(
         "pass `sampler=DistributedSampler(dataset)` (and call `sampler.set_epoch(epoch)`), or "
         "shard the data evenly some other way"
     )
-    why = (
+    why = N_(
         "Without a DistributedSampler each rank iterates the whole dataset: the work is "
         "duplicated, and as soon as anything about the data differs per rank (a filter, a "
         "per-rank file, an iterable dataset) the ranks run different numbers of steps and "
@@ -93,9 +94,12 @@ class DdpWithoutDistributedSampler(LintRule):
                 if built is not None:
                     yield Hit.at(
                         call,
-                        f"`{built}` builds a DataLoader without a sampler, and "
-                        "this module wraps the model in a data-parallel "
-                        "wrapper: every rank reads the whole dataset",
+                        _(
+                            "`{helper}` builds a DataLoader without a sampler, and this module "
+                            "wraps the model in a data-parallel wrapper: every rank reads the "
+                            "whole dataset",
+                            helper=built,
+                        ),
                     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_
 from hangdoctor.lint.flow import callers, origin, statements_in
 from hangdoctor.lint.index import (
     ModuleIndex,
@@ -256,15 +257,15 @@ class UnevenShards(LintRule):
     name = "uneven-hand-made-shards"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
     severity = Severity.WARNING
-    message = (
+    message = N_(
         "data sharded by hand per rank (`[rank::world_size]` or `.shard(..., index=rank)`) "
         "without drop_last or Join: ranks get different numbers of batches"
     )
-    fix = (
+    fix = N_(
         "make the shards equal (pad or truncate to a multiple of world_size, `drop_last=True`), "
         "use DistributedSampler, or wrap the loop in `torch.distributed.algorithms.Join`"
     )
-    why = (
+    why = N_(
         "When the dataset length is not a multiple of the world size, some ranks get one "
         "more batch; they enter a collective the others, already done, never call."
     )

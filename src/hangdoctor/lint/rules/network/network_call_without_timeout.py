@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import bound_call, origin
 from hangdoctor.lint.index import ModuleIndex, keyword_names, mentions
 from hangdoctor.lint.model import Hit, LintRule
@@ -30,9 +31,11 @@ class NetworkCallWithoutTimeout(LintRule):
     name = "network-call-without-timeout"
     category = Category.PROCESS_BLOCKED_IO
     severity = Severity.WARNING
-    message = "network call without a timeout in training code"
-    fix = "pass `timeout=` (e.g. `timeout=30`), or set `socket.setdefaulttimeout(...)` at start-up"
-    why = (
+    message = N_("network call without a timeout in training code")
+    fix = N_(
+        "pass `timeout=` (e.g. `timeout=30`), or set `socket.setdefaulttimeout(...)` at start-up"
+    )
+    why = N_(
         "requests, urllib, http.client and sockets wait forever by default. A server that "
         "accepts the connection and then stops answering (a metrics endpoint, a dataset "
         "host, a model hub behind a broken proxy) blocks the rank in recv() indefinitely; "
@@ -75,19 +78,24 @@ class NetworkCallWithoutTimeout(LintRule):
             keywords = keyword_names(call)
             if "timeout" in keywords or None in keywords:
                 continue
-            root, _, method = name.rpartition(".")
+            root, _dot, method = name.rpartition(".")
             if method in _REQUESTS_METHODS and (
                 root == "requests"
                 or (isinstance(call.func, ast.Attribute) and _session(index, call.func.value))
             ):
-                yield Hit.at(call, f"`{method}` request without timeout=: it can wait forever")
+                yield Hit.at(
+                    call, _("`{name}` request without timeout=: it can wait forever", name=method)
+                )
             elif name in _TIMEOUT_POSITION and len(call.args) < _TIMEOUT_POSITION[name]:
-                yield Hit.at(call, f"`{name}` without timeout=: it can wait forever")
+                yield Hit.at(call, _("`{name}` without timeout=: it can wait forever", name=name))
             elif name in _NO_TIMEOUT_AT_ALL:
                 yield Hit.at(
                     call,
-                    f"`{name}` has no timeout and none is set with "
-                    "socket.setdefaulttimeout(): it can wait forever",
+                    _(
+                        "`{name}` has no timeout and none is set with "
+                        "socket.setdefaulttimeout(): it can wait forever",
+                        name=name,
+                    ),
                 )
 
 

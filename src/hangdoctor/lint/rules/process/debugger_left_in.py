@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_
 from hangdoctor.lint.index import ModuleIndex, last_name
 from hangdoctor.lint.model import Hit, LintRule
 from hangdoctor.severity import Severity
@@ -32,9 +33,9 @@ class DebuggerLeftIn(LintRule):
     name = "debugger-breakpoint"
     category = Category.PROCESS_BLOCKED_IO
     severity = Severity.ERROR
-    message = "debugger breakpoint left in training code: the process waits for terminal input"
-    fix = "remove it (or guard it with an explicit debug flag that is off in real runs)"
-    why = (
+    message = N_("debugger breakpoint left in training code: the process waits for terminal input")
+    fix = N_("remove it (or guard it with an explicit debug flag that is off in real runs)")
+    why = N_(
         "`breakpoint()` / `pdb.set_trace()` stops the process and reads commands from "
         "stdin. Under a launcher, in a container or on a batch node no one is typing, so the "
         "rank sits in read() forever, and in a distributed job its peers hang in their next "

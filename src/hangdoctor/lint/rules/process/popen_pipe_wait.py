@@ -6,6 +6,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import statements_in
 from hangdoctor.lint.index import ModuleIndex, dotted, keyword, targets_of
 from hangdoctor.lint.model import Hit, LintRule
@@ -48,12 +49,12 @@ class PopenPipeWait(LintRule):
     name = "popen-pipe-wait"
     category = Category.PROCESS_BLOCKED_IO
     severity = Severity.ERROR
-    message = "Popen with stdout/stderr=PIPE, then wait() without reading the pipe"
-    fix = (
+    message = N_("Popen with stdout/stderr=PIPE, then wait() without reading the pipe")
+    fix = N_(
         "use `out, err = proc.communicate()` (or `subprocess.run(..., capture_output=True)`), "
         "or send the output to a file or DEVNULL instead of PIPE"
     )
-    why = (
+    why = N_(
         "A pipe holds about 64 KiB. Once the child has written that much it blocks in "
         "write() until someone reads; the parent meanwhile blocks in wait() for the child to "
         "exit. Neither ever moves: a classic deadlock that only appears with verbose "
@@ -103,7 +104,7 @@ class PopenPipeWait(LintRule):
             if isinstance(parent, ast.Attribute) and parent.attr in ("wait", "poll"):
                 grand = index.parent.get(parent)
                 if isinstance(grand, ast.Call) and parent.attr == "wait":
-                    yield Hit.at(grand, _message(piped, "never read"))
+                    yield Hit.at(grand, _message(piped, "never"))
                 continue
             if isinstance(parent, ast.withitem) and isinstance(parent.optional_vars, ast.Name):
                 block = index.parent.get(parent)
@@ -146,10 +147,7 @@ class PopenPipeWait(LintRule):
         if piped - drained and not events.waits:
             yield Hit.at(
                 call,
-                _message(
-                    piped - drained,
-                    "not read before the `with` block ends, and leaving it waits for the child",
-                ),
+                _message(piped - drained, "with"),
             )
 
     @staticmethod
@@ -166,7 +164,7 @@ class PopenPipeWait(LintRule):
             missing = piped - drained
             if not missing:
                 continue
-            how = "read only after the wait" if missing <= late else "never read"
+            how = "late" if missing <= late else "never"
             yield Hit.at(node, _message(missing, how))
 
     @staticmethod
@@ -258,8 +256,28 @@ def _reads(index: ModuleIndex, stream: ast.Attribute) -> bool:
     return True
 
 
+#: What the finding says, by how the pipe goes unread before the wait.
+_MESSAGES = {
+    "never": N_(
+        "wait on a Popen whose {streams} (PIPE) is never read: the child blocks once the pipe "
+        "fills, and the wait never returns"
+    ),
+    "late": N_(
+        "wait on a Popen whose {streams} (PIPE) is read only after the wait: the child blocks "
+        "once the pipe fills, and the wait never returns"
+    ),
+    "with": N_(
+        "wait on a Popen whose {streams} (PIPE) is not read before the `with` block ends, and "
+        "leaving it waits for the child: the child blocks once the pipe fills, and the wait "
+        "never returns"
+    ),
+}
+
+
 def _message(streams: frozenset[str], how: str) -> str:
-    return (
-        f"wait on a Popen whose {' and '.join(sorted(streams))} (PIPE) is {how}: the child "
-        "blocks once the pipe fills, and the wait never returns"
-    )
+    names = sorted(streams)
+    if len(names) == 1:
+        named = names[0]
+    else:
+        named = _("{first} and {second}", first=names[0], second=names[1])
+    return _(_MESSAGES[how], streams=named)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from hangdoctor.i18n import N_
 from hangdoctor.lint.index import ModuleIndex, keyword, last_name
 from hangdoctor.lint.model import Hit, LintRule
 from hangdoctor.severity import Severity
@@ -76,16 +77,16 @@ class QueueLeftUnread(LintRule):
     name = "queue-left-unread"
     category = Category.PROCESS_DEADLOCK
     severity = Severity.ERROR
-    message = (
+    message = N_(
         "this loop reads the worker's queue a fixed number of times, though the worker "
         "ends its items with a marker: it can stop before the marker and leave items in "
         "the queue; the worker then cannot exit and joining it hangs"
     )
-    fix = (
+    fix = N_(
         "read the queue until the end marker (then join), or stop the worker first (an "
         "Event it checks before each put) and drain what it already put"
     )
-    why = (
+    why = N_(
         "A process that put items on a multiprocessing.Queue waits, before it ends, until "
         "its feeder thread has written them all into the queue's pipe (Python's 'joining "
         "processes that use queues'). When the reader stops early, at a step limit, and "
