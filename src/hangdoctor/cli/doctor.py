@@ -12,6 +12,7 @@ from rich.console import Console
 
 from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError
+from hangdoctor.i18n import _
 
 _WINDOW = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -25,8 +26,8 @@ def parse_window(text: str) -> float | None:
     match = _WINDOW.match(cleaned)
     if match is None or float(match[1]) <= 0:
         raise BadInputError(
-            f"--since {text!r} is not a time window",
-            help="use a number with s, m, h or d (e.g. 30m, 24h, 7d), or `all`",
+            _("--since {text} is not a time window", text=repr(text)),
+            help=_("use a number with s, m, h or d (e.g. 30m, 24h, 7d), or `all`"),
         )
     return float(match[1]) * _SECONDS[match[2]]
 
@@ -107,7 +108,7 @@ def doctor_command(
 
     window = parse_window(since)
     if kernel_log is not None and not kernel_log.is_file():
-        raise BadInputError(f"--kernel-log {kernel_log}: no such file")
+        raise BadInputError(_("--kernel-log {path}: no such file", path=kernel_log))
     started = time.monotonic()
     tests = None
     if selftest or selftest_script is not None:

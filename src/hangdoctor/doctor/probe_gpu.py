@@ -14,6 +14,7 @@ import psutil
 from hangdoctor import bounded
 from hangdoctor.doctor.facts import GpuDevice, GpuProcess, Gpus
 from hangdoctor.evidence.model import ProbeError
+from hangdoctor.i18n import _
 
 NVML_TIMEOUT_S = 8.0
 NVML_HELP = "pip install 'hangdoctor[gpu]'   (installs nvidia-ml-py)"
@@ -197,7 +198,7 @@ def probe_gpus(driver_present: bool) -> tuple[Gpus, dict[str, Any] | None]:
             failure=ProbeError(
                 probe="nvml",
                 kind="missing_tool",
-                message="nvidia-ml-py is not installed",
+                message=_("nvidia-ml-py is not installed"),
                 help=NVML_HELP,
             )
         ), None

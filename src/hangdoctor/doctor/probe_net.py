@@ -12,6 +12,7 @@ import psutil
 
 from hangdoctor import bounded
 from hangdoctor.doctor.facts import Distributed
+from hangdoctor.i18n import _
 from hangdoctor.redact import redact_pair
 
 RESOLVE_TIMEOUT_S = 2.0
@@ -57,7 +58,7 @@ def _resolve(addr: str, local: set[str]) -> _Resolution:
         RESOLVE_TIMEOUT_S,
     )
     if not infos:
-        return _Resolution((), failure.message if failure else "no address", None)
+        return _Resolution((), failure.message if failure else _("no address"), None)
     resolved = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
     is_local = any(a in local or ipaddress.ip_address(a).is_loopback for a in resolved)
     return _Resolution(resolved, None, is_local)
@@ -76,7 +77,7 @@ def probe_distributed(environ: dict[str, str]) -> Distributed:
     port = environ.get("MASTER_PORT")
     port_error = free = None
     if port is not None and (not port.isdigit() or not 0 < int(port) < 65536):
-        port_error = f"{port!r} is not a TCP port number"
+        port_error = _("{port} is not a TCP port number", port=repr(port))
     elif port is not None and (resolution is None or resolution.is_local is not False):
         free = port_free(int(port))  # unset MASTER_ADDR means this host (env:// default)
     return Distributed(

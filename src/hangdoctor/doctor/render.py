@@ -13,10 +13,24 @@ from rich.table import Table
 
 from hangdoctor import __version__
 from hangdoctor.doctor.facts import Facts
-from hangdoctor.doctor.result import CheckResult, exit_code, overall
+from hangdoctor.doctor.result import CheckResult, Status, exit_code, overall
+from hangdoctor.i18n import N_, _
 
 FORMAT = "hangdoctor-doctor/1"
 _STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "problem": "bold red", "skipped": "dim"}
+#: How the table names each status (the JSON keeps the ids).
+_LABEL: dict[Status, str] = {
+    "ok": N_("ok"),
+    "info": N_("info"),
+    "warn": N_("warn"),
+    "problem": N_("problem"),
+    "skipped": N_("skipped"),
+}
+
+
+def _status(status: Status) -> str:
+    """The status, coloured, in the report's language."""
+    return f"[{_STYLE[status]}]{_(_LABEL[status])}[/]"
 
 
 def to_json_data(
@@ -63,33 +77,39 @@ def render_terminal(
         show_lines=False,
         expand=False,
     )
-    table.add_column("status", no_wrap=True)
-    table.add_column("id", no_wrap=True)
-    table.add_column("check")
-    table.add_column("found")
-    table.add_column("wanted")
+    table.add_column(_("status"), no_wrap=True)
+    table.add_column(_("id"), no_wrap=True)
+    table.add_column(_("check"))
+    table.add_column(_("found"))
+    table.add_column(_("wanted"))
     for r in results:
         if r.status == "ok" and not verbose and r.area == "gpu" and r.id != "DR500":
             continue
-        style = _STYLE[r.status]
-        table.add_row(
-            f"[{style}]{r.status}[/]", r.id, escape(r.title), escape(r.found), escape(r.wanted)
-        )
+        table.add_row(_status(r.status), r.id, escape(r.title), escape(r.found), escape(r.wanted))
     console.print(table)
     actionable = [r for r in results if r.status in ("warn", "problem")]
     for r in actionable:
-        console.print(f"\n[{_STYLE[r.status]}]{r.status}[/] {r.id} {escape(r.title)}")
+        console.print(f"\n{_status(r.status)} {r.id} {escape(r.title)}")
         if r.why:
-            console.print(f"  why: {escape(r.why)}")
+            console.print("  " + _("why: {why}", why=escape(r.why)))
         if r.fix:
-            console.print(f"  fix: {escape(r.fix)}")
+            console.print("  " + _("fix: {fix}", fix=escape(r.fix)))
         if r.source:
-            console.print(f"  source: {escape(r.source)}")
+            console.print("  " + _("source: {source}", source=escape(r.source)))
     counts = Counter(r.status for r in results)
     verdict = overall(results)
+    seconds = f"{duration_s:.1f}"
     console.print(
-        f"\n[{_STYLE[verdict]}]{verdict}[/]: {counts.get('problem', 0)} problem(s), "
-        f"{counts.get('warn', 0)} warning(s), {counts.get('ok', 0)} ok, "
-        f"{counts.get('info', 0)} info, {counts.get('skipped', 0)} skipped "
-        f"({duration_s:.1f} s)"
+        "\n"
+        + _(
+            "{verdict}: {problems} problem(s), {warnings} warning(s), {ok} ok, {info} info, "
+            "{skipped} skipped ({seconds} s)",
+            verdict=_status(verdict),
+            problems=counts.get("problem", 0),
+            warnings=counts.get("warn", 0),
+            ok=counts.get("ok", 0),
+            info=counts.get("info", 0),
+            skipped=counts.get("skipped", 0),
+            seconds=seconds,
+        )
     )

@@ -20,6 +20,7 @@ import psutil
 
 from hangdoctor.doctor.facts import SelftestResult
 from hangdoctor.doctor.selftest_child import MARK
+from hangdoctor.i18n import _
 from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy
 
 STACK_TIMEOUT_S = 5.0
@@ -34,7 +35,7 @@ def _innermost(pid: int) -> tuple[list[str], str | None]:
         root = psutil.Process(pid)
         tree = [root, *root.children(recursive=True)]
     except psutil.Error:
-        return [], "the child exited before its stack could be read"
+        return [], _("the child exited before its stack could be read")
     where: list[str] = []
     error = None
     binary = find_py_spy()
@@ -99,7 +100,10 @@ def run_child(
         )
     except OSError as error:
         return SelftestResult(
-            name=name, status="failed", timeout_s=timeout_s, message=f"could not start: {error}"
+            name=name,
+            status="failed",
+            timeout_s=timeout_s,
+            message=_("could not start: {error}", error=error),
         )
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
@@ -109,7 +113,7 @@ def run_child(
         kill_tree(proc)
         with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
             proc.communicate(timeout=2)
-        message = f"stack unavailable: {unreadable}" if unreadable else ""
+        message = _("stack unavailable: {reason}", reason=unreadable) if unreadable else ""
         return SelftestResult(
             name=name,
             status="hung",
@@ -125,9 +129,13 @@ def run_child(
     details = {k: str(v) for k, v in _parse(stdout).items()}
     if proc.returncode != 0 or (not details and not name.startswith("script:")):
         last = [line for line in stderr.strip().splitlines() if line.strip()]
-        reason = last[-1][:300] if last else f"exit status {proc.returncode}"
+        reason = last[-1][:300] if last else _("exit status {code}", code=proc.returncode)
         if proc.returncode < 0:
-            reason = f"killed by {signal.Signals(-proc.returncode).name}; {reason}"
+            reason = _(
+                "killed by {signal}; {reason}",
+                signal=signal.Signals(-proc.returncode).name,
+                reason=reason,
+            )
         return SelftestResult(
             name=name,
             status="failed",
@@ -148,9 +156,13 @@ def run_child(
 
 def _summary(details: dict[str, str]) -> str:
     if "step_s" in details:
-        return f"import {details['import_s']} s, 3 steps {details['step_s']} s"
+        return _(
+            "import {import_s} s, 3 steps {step_s} s",
+            import_s=details["import_s"],
+            step_s=details["step_s"],
+        )
     if "world" in details:
-        return f"{details['world']} ranks ({details['backend']})"
+        return _("{world} ranks ({backend})", world=details["world"], backend=details["backend"])
     return ""
 
 
@@ -162,7 +174,7 @@ def run_selftests(
     results: list[SelftestResult] = []
     if importlib.util.find_spec("torch") is None:
         results += [
-            SelftestResult(name=n, status="skipped", message="torch not installed")
+            SelftestResult(name=n, status="skipped", message=_("torch not installed"))
             for n in ("cpu_step", "gloo_allreduce")
         ]
     else:
@@ -199,7 +211,7 @@ def run_selftests(
             )
         elif first.status == "passed":
             results.append(
-                SelftestResult(name="gpu_step", status="skipped", message="torch sees no GPU")
+                SelftestResult(name="gpu_step", status="skipped", message=_("torch sees no GPU"))
             )
     if script is not None:
         results.append(run_child(f"script:{script.name}", [sys.executable, str(script)], timeout_s))

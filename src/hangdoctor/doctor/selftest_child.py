@@ -14,6 +14,8 @@ import sys
 import time
 from datetime import timedelta
 
+from hangdoctor.i18n import _
+
 MARK = "HANGDOCTOR_SELFTEST "
 
 
@@ -33,7 +35,7 @@ def step(device: str) -> None:
     ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 64, device=device), torch.randn(32, 1, device=device)
-    for _ in range(3):
+    for _step in range(3):
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
@@ -43,7 +45,7 @@ def step(device: str) -> None:
     if device != "cpu":
         torch.cuda.synchronize()
     if not math.isfinite(value):
-        raise SystemExit(f"loss is not finite: {value}")
+        raise SystemExit(_("loss is not finite: {value}", value=value))
     nccl = ""
     if cuda:
         try:
@@ -81,7 +83,14 @@ def _rank(rank: int, world: int, port: int, backend: str, timeout_s: float) -> N
     dist.all_reduce(tensor)
     expected = world * (world + 1) / 2
     if not bool((tensor == expected).all()):
-        raise SystemExit(f"rank {rank}: all-reduce gave {tensor[0].item()}, wanted {expected}")
+        raise SystemExit(
+            _(
+                "rank {rank}: all-reduce gave {got}, wanted {expected}",
+                rank=rank,
+                got=tensor[0].item(),
+                expected=expected,
+            )
+        )
     dist.barrier()
     dist.destroy_process_group()
 
@@ -109,7 +118,7 @@ def main(argv: list[str]) -> None:
     elif argv[:1] == ["allreduce"]:
         allreduce(argv[1], int(argv[2]), float(argv[3]) if len(argv) > 3 else 60.0)
     else:
-        raise SystemExit(f"unknown self-test {argv}")
+        raise SystemExit(_("unknown self-test {argv}", argv=argv))
 
 
 if __name__ == "__main__":

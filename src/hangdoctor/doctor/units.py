@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from hangdoctor.doctor.facts import UNLIMITED
+from hangdoctor.i18n import _
 
 
 def size(value: int | None) -> str:
     """Bytes as a short human size (`64 MiB`), `unlimited`, or `unknown`."""
     if value is None:
-        return "unknown"
+        return _("unknown")
     if value == UNLIMITED:
-        return "unlimited"
+        return _("unlimited")
     amount = float(value)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if amount < 1024 or unit == "TiB":

@@ -9,6 +9,7 @@ from hangdoctor.doctor.check import Check, Example
 from hangdoctor.doctor.examples import node
 from hangdoctor.doctor.facts import Facts
 from hangdoctor.doctor.result import CheckResult
+from hangdoctor.i18n import _
 
 TORCH_ENV_SOURCE = "https://pytorch.org/docs/stable/torch_nccl_environment_variables.html"
 NCCL_ENV_SOURCE = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -69,9 +70,9 @@ class EnvironmentVariables(Check):
         )
         yield self.result(
             "info",
-            "Distributed environment variables",
-            found=shown or "none set",
-            why="What NCCL, gloo and torch.distributed will read here (secrets redacted).",
+            _("Distributed environment variables"),
+            found=shown or _("none set"),
+            why=_("What NCCL, gloo and torch.distributed will read here (secrets redacted)."),
         )
 
 
@@ -102,7 +103,7 @@ class AsyncErrorHandling(Check):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         env = facts.distributed.environment
         handling = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", env.get("NCCL_ASYNC_ERROR_HANDLING"))
-        why = (
+        why = _(
             "With async error handling, a collective that times out ends the process, so the "
             "job fails and can restart; without it, the watchdog logs the timeout and every "
             "rank stays blocked."
@@ -111,9 +112,9 @@ class AsyncErrorHandling(Check):
         if handling == "0":
             yield self.result(
                 "warn",
-                "NCCL async error handling is off",
+                _("NCCL async error handling is off"),
                 found="TORCH_NCCL_ASYNC_ERROR_HANDLING=0",
-                wanted="1 or 3",
+                wanted=_("1 or 3"),
                 why=why,
                 fix=fix,
                 source=TORCH_ENV_SOURCE,
@@ -121,9 +122,9 @@ class AsyncErrorHandling(Check):
         elif handling is None:
             yield self.result(
                 "info",
-                "NCCL async error handling left to torch's default",
-                found="unset",
-                wanted="1 (explicit; older torch defaults to off)",
+                _("NCCL async error handling left to torch's default"),
+                found=_("unset"),
+                wanted=_("1 (explicit; older torch defaults to off)"),
                 why=why,
                 fix=fix,
                 source=TORCH_ENV_SOURCE,
@@ -131,7 +132,7 @@ class AsyncErrorHandling(Check):
         else:
             yield self.result(
                 "ok",
-                "NCCL async error handling",
+                _("NCCL async error handling"),
                 found=f"TORCH_NCCL_ASYNC_ERROR_HANDLING={handling}",
                 source=TORCH_ENV_SOURCE,
             )
@@ -161,12 +162,14 @@ class NcclDebugUnset(Check):
             return
         yield self.result(
             "info",
-            "NCCL_DEBUG unset",
-            found="unset",
-            wanted="INFO while debugging a hang",
-            why="NCCL's INFO log names the transport, interfaces and the rank "
-            "that failed; without it, a NCCL hang leaves almost nothing in "
-            "the log.",
+            _("NCCL_DEBUG unset"),
+            found=_("unset"),
+            wanted=_("INFO while debugging a hang"),
+            why=_(
+                "NCCL's INFO log names the transport, interfaces and the rank "
+                "that failed; without it, a NCCL hang leaves almost nothing in "
+                "the log."
+            ),
             fix="export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET",
             source=NCCL_ENV_SOURCE,
         )
@@ -212,19 +215,24 @@ class MasterAddrResolves(Check):
         if d.master_addr_resolves_to:
             yield self.result(
                 "ok",
-                f"MASTER_ADDR {d.master_addr} resolves",
+                _("MASTER_ADDR {addr} resolves", addr=d.master_addr),
                 found=", ".join(d.master_addr_resolves_to[:4]),
             )
             return
         yield self.result(
             "problem",
-            f"MASTER_ADDR {d.master_addr} does not resolve",
-            found=d.master_addr_error or "no address",
-            wanted="a resolvable host",
-            why="Ranks cannot reach the TCPStore: they wait in init_process_group until the "
-            "rendezvous timeout.",
-            fix=f"getent hosts {d.master_addr}   (fix DNS or /etc/hosts, or set MASTER_ADDR to "
-            "rank 0's IP address)",
+            _("MASTER_ADDR {addr} does not resolve", addr=d.master_addr),
+            found=d.master_addr_error or _("no address"),
+            wanted=_("a resolvable host"),
+            why=_(
+                "Ranks cannot reach the TCPStore: they wait in init_process_group until the "
+                "rendezvous timeout."
+            ),
+            fix=_(
+                "getent hosts {addr}   (fix DNS or /etc/hosts, or set MASTER_ADDR to "
+                "rank 0's IP address)",
+                addr=d.master_addr,
+            ),
             source=DIST_SOURCE,
         )
 
@@ -275,37 +283,41 @@ class MasterPort(Check):
         d = facts.distributed
         if d.master_port is None:
             return
-        title = f"MASTER_PORT {d.master_port}"
+        port = d.master_port
         if d.master_port_error:
             yield self.result(
                 "problem",
-                f"{title} is not a usable port",
+                _("MASTER_PORT {port} is not a usable port", port=port),
                 found=d.master_port_error,
-                wanted="a free TCP port 1024-65535",
-                why="The store cannot listen, and every rank waits for it.",
+                wanted=_("a free TCP port 1024-65535"),
+                why=_("The store cannot listen, and every rank waits for it."),
                 fix="export MASTER_PORT=29500",
                 source=DIST_SOURCE,
             )
         elif d.master_port_free is False:
             yield self.result(
                 "warn",
-                f"{title} is already in use here",
-                found="a process listens on it",
-                wanted="free",
-                why="Often a previous job's TCPStore still alive: rank 0 fails to listen, or "
-                "other ranks join the stale store and wait forever.",
-                fix=f"ss -ltnp 'sport = :{d.master_port}'   (end that process, or pick another "
-                "MASTER_PORT)",
+                _("MASTER_PORT {port} is already in use here", port=port),
+                found=_("a process listens on it"),
+                wanted=_("free"),
+                why=_(
+                    "Often a previous job's TCPStore still alive: rank 0 fails to listen, or "
+                    "other ranks join the stale store and wait forever."
+                ),
+                fix=_(
+                    "ss -ltnp 'sport = :{port}'   (end that process, or pick another MASTER_PORT)",
+                    port=port,
+                ),
                 source=DIST_SOURCE,
             )
         elif d.master_port_free:
-            yield self.result("ok", f"{title} is free", found="free")
+            yield self.result("ok", _("MASTER_PORT {port} is free", port=port), found=_("free"))
         else:
             yield self.result(
                 "info",
-                f"{title} not tested",
-                found="MASTER_ADDR is another host",
-                why="Only rank 0's host can tell whether the port is free.",
+                _("MASTER_PORT {port} not tested", port=port),
+                found=_("MASTER_ADDR is another host"),
+                why=_("Only rank 0's host can tell whether the port is free."),
             )
 
 
@@ -330,11 +342,13 @@ class DetailDebugLeftOn(Check):
             return
         yield self.result(
             "warn",
-            "TORCH_DISTRIBUTED_DEBUG=DETAIL is set",
+            _("TORCH_DISTRIBUTED_DEBUG=DETAIL is set"),
             found="DETAIL",
-            wanted="unset or INFO outside short debugging sessions",
-            why="DETAIL wraps every collective in checks that slow training, and (seen with "
-            "torch 2.13 on gloo) can crash ranks before the first step.",
+            wanted=_("unset or INFO outside short debugging sessions"),
+            why=_(
+                "DETAIL wraps every collective in checks that slow training, and (seen with "
+                "torch 2.13 on gloo) can crash ranks before the first step."
+            ),
             fix="unset TORCH_DISTRIBUTED_DEBUG",
             source=DIST_SOURCE,
         )
@@ -371,12 +385,14 @@ class TransportsDisabled(Check):
             return
         yield self.result(
             "info",
-            "NCCL transports disabled",
+            _("NCCL transports disabled"),
             found=", ".join(f"{k}=1" for k in disabled),
-            wanted="unset unless working around a known fault",
-            why="Often left over from a debugging session: NCCL then takes slower paths "
-            "(sockets instead of NVLink/InfiniBand), and long collectives can pass their "
-            "timeout.",
+            wanted=_("unset unless working around a known fault"),
+            why=_(
+                "Often left over from a debugging session: NCCL then takes slower paths "
+                "(sockets instead of NVLink/InfiniBand), and long collectives can pass their "
+                "timeout."
+            ),
             fix="unset " + " ".join(disabled),
             source=NCCL_ENV_SOURCE,
         )
@@ -422,11 +438,17 @@ class SocketInterface(Check):
                 continue
             yield self.result(
                 "problem",
-                f"{name} names no interface of this node",
+                _("{variable} names no interface of this node", variable=name),
                 found=f"{name}={spec}",
-                wanted=f"one of {', '.join(d.interfaces)}",
-                why="The library finds no interface to bind, so ranks cannot reach each other "
-                "and wait at rendezvous or their first collective.",
-                fix=f"export {name}=<one of: {', '.join(d.interfaces)}>",
+                wanted=_("one of {interfaces}", interfaces=", ".join(d.interfaces)),
+                why=_(
+                    "The library finds no interface to bind, so ranks cannot reach each other "
+                    "and wait at rendezvous or their first collective."
+                ),
+                fix=_(
+                    "export {variable}=<one of: {interfaces}>",
+                    variable=name,
+                    interfaces=", ".join(d.interfaces),
+                ),
                 source=NCCL_ENV_SOURCE,
             )

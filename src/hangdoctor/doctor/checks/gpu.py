@@ -15,6 +15,7 @@ from hangdoctor.doctor.facts import Facts, GpuDevice, GpuProcess, Gpus
 from hangdoctor.doctor.result import CheckResult
 from hangdoctor.doctor.units import GIB, size
 from hangdoctor.evidence.model import ProbeError
+from hangdoctor.i18n import N_, _
 
 NVML_SOURCE = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"
 RETIREMENT_SOURCE = "https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"
@@ -23,10 +24,10 @@ REMAPPING_SOURCE = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index
 #: nvmlClocksEventReason* bits that mean the GPU is slowed by heat or power delivery (the
 #: software power cap, 0x4, is normal under load and not listed).
 CLOCK_EVENTS = {
-    0x8: "hardware slowdown",
-    0x20: "software thermal slowdown",
-    0x40: "hardware thermal slowdown",
-    0x80: "hardware power brake",
+    0x8: N_("hardware slowdown"),
+    0x20: N_("software thermal slowdown"),
+    0x40: N_("hardware thermal slowdown"),
+    0x80: N_("hardware power brake"),
 }
 MEMORY_BUSY = 0.9
 REPLAY_WARN = 100
@@ -113,8 +114,8 @@ class GpusSeen(Check):
         if gpus.available:
             yield self.result(
                 "ok",
-                "GPUs",
-                found=", ".join(f"{d.index}: {d.name or '?'}" for d in gpus.devices) or "none",
+                _("GPUs"),
+                found=", ".join(f"{d.index}: {d.name or '?'}" for d in gpus.devices) or _("none"),
             )
             return
         driver = facts.versions.driver or facts.libraries.driver_module
@@ -122,18 +123,18 @@ class GpusSeen(Check):
         if failure is not None and (driver or failure.kind == "timeout"):
             yield self.result(
                 "warn",
-                "GPUs could not be read through NVML",
+                _("GPUs could not be read through NVML"),
                 found=failure.message,
-                wanted="NVML readings",
-                why="Without NVML, ECC, PCIe and clock problems of the GPUs go unseen.",
+                wanted=_("NVML readings"),
+                why=_("Without NVML, ECC, PCIe and clock problems of the GPUs go unseen."),
                 fix=failure.help or "pip install 'hangdoctor[gpu]'   (nvidia-ml-py)",
             )
             return
         yield self.result(
             "info",
-            "No NVIDIA GPU",
-            found=failure.message if failure else "no NVIDIA GPU or driver",
-            why="CPU-only node: GPU checks do not apply.",
+            _("No NVIDIA GPU"),
+            found=failure.message if failure else _("no NVIDIA GPU or driver"),
+            why=_("CPU-only node: GPU checks do not apply."),
         )
 
 
@@ -163,24 +164,33 @@ class GpuMemory(GpuCheck):
         if total is None or used is None:
             return
         share = used / total if total else 0.0
-        util = (
-            ""
-            if gpu.utilization_gpu_percent is None
-            else f", utilisation {gpu.utilization_gpu_percent}%"
-        )
-        found = f"{size(used)} of {size(total)} used{util}"
+        percent = f"{share:.0%}"
+        if gpu.utilization_gpu_percent is None:
+            found = _("{used} of {total} used", used=size(used), total=size(total))
+        else:
+            found = _(
+                "{used} of {total} used, utilisation {percent}%",
+                used=size(used),
+                total=size(total),
+                percent=gpu.utilization_gpu_percent,
+            )
         if share < MEMORY_BUSY:
-            yield self.result("ok", f"{_name(gpu)}: memory and utilisation", found=found)
+            yield self.result("ok", _("{gpu}: memory and utilisation", gpu=_name(gpu)), found=found)
             return
         yield self.result(
             "warn",
-            f"{_name(gpu)}: memory already {share:.0%} used",
+            _("{gpu}: memory already {share} used", gpu=_name(gpu), share=percent),
             found=found,
-            wanted="free before the job starts",
-            why="A job started on a GPU that another process fills stalls in allocator "
-            "retries or fails with CUDA out of memory on one rank while the others wait.",
-            fix=f"nvidia-smi -i {gpu.index}   (find the process; end it or pick another GPU "
-            "with CUDA_VISIBLE_DEVICES)",
+            wanted=_("free before the job starts"),
+            why=_(
+                "A job started on a GPU that another process fills stalls in allocator "
+                "retries or fails with CUDA out of memory on one rank while the others wait."
+            ),
+            fix=_(
+                "nvidia-smi -i {index}   (find the process; end it or pick another GPU "
+                "with CUDA_VISIBLE_DEVICES)",
+                index=gpu.index,
+            ),
         )
 
 
@@ -211,22 +221,27 @@ class UncorrectableEcc(GpuCheck):
         if gpu.ecc_uncorrected_volatile:
             yield self.result(
                 "problem",
-                f"{_name(gpu)}: uncorrectable ECC errors since boot",
+                _("{gpu}: uncorrectable ECC errors since boot", gpu=_name(gpu)),
                 found=str(gpu.ecc_uncorrected_volatile),
                 wanted="0",
-                why="Uncorrectable memory errors corrupt or kill the process using the "
-                "memory (Xid 48/94/95); its peers hang in their next collective.",
-                fix=f"sudo nvidia-smi -r -i {gpu.index}   (reset when idle); drain the node "
-                "if they recur",
+                why=_(
+                    "Uncorrectable memory errors corrupt or kill the process using the "
+                    "memory (Xid 48/94/95); its peers hang in their next collective."
+                ),
+                fix=_(
+                    "sudo nvidia-smi -r -i {index}   (reset when idle); drain the node "
+                    "if they recur",
+                    index=gpu.index,
+                ),
                 source=RETIREMENT_SOURCE,
             )
         elif gpu.ecc_uncorrected_aggregate:
             yield self.result(
                 "warn",
-                f"{_name(gpu)}: uncorrectable ECC errors in its lifetime",
+                _("{gpu}: uncorrectable ECC errors in its lifetime", gpu=_name(gpu)),
                 found=str(gpu.ecc_uncorrected_aggregate),
                 wanted="0",
-                why="Past uncorrectable errors mark a GPU whose memory is failing.",
+                why=_("Past uncorrectable errors mark a GPU whose memory is failing."),
                 fix=f"nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i {gpu.index}",
                 source=RETIREMENT_SOURCE,
             )
@@ -257,33 +272,37 @@ class MemoryRepairPending(GpuCheck):
         if gpu.retired_pages_pending:
             yield self.result(
                 "problem",
-                f"{name}: page retirement pending",
-                found=f"pending (retired so far: {gpu.retired_pages_count or 0})",
-                wanted="no pending retirement",
-                why="A bad memory page is retired only at the next GPU reset; until then "
-                "jobs can hit it again (Xid 48/63).",
-                fix=f"sudo nvidia-smi -r -i {gpu.index}   (when no job uses it)",
+                _("{gpu}: page retirement pending", gpu=name),
+                found=_("pending (retired so far: {count})", count=gpu.retired_pages_count or 0),
+                wanted=_("no pending retirement"),
+                why=_(
+                    "A bad memory page is retired only at the next GPU reset; until then "
+                    "jobs can hit it again (Xid 48/63)."
+                ),
+                fix=_("sudo nvidia-smi -r -i {index}   (when no job uses it)", index=gpu.index),
                 source=RETIREMENT_SOURCE,
             )
         if gpu.remapped_rows_failure:
             yield self.result(
                 "problem",
-                f"{name}: row remapping failed",
-                found="remapping failure",
-                wanted="no failure",
-                why="The GPU has run out of spare memory rows (Xid 64): it needs replacing.",
-                fix="Drain the node and have the GPU replaced (RMA)",
+                _("{gpu}: row remapping failed", gpu=name),
+                found=_("remapping failure"),
+                wanted=_("no failure"),
+                why=_("The GPU has run out of spare memory rows (Xid 64): it needs replacing."),
+                fix=_("Drain the node and have the GPU replaced (RMA)"),
                 source=REMAPPING_SOURCE,
             )
         elif gpu.remapped_rows_pending:
             yield self.result(
                 "warn",
-                f"{name}: row remapping pending",
-                found="pending",
-                wanted="no pending remapping",
-                why="A faulty memory row is remapped only at the next GPU reset; until "
-                "then jobs can hit it (Xid 63/94/95).",
-                fix=f"sudo nvidia-smi -r -i {gpu.index}   (when no job uses it)",
+                _("{gpu}: row remapping pending", gpu=name),
+                found=_("pending"),
+                wanted=_("no pending remapping"),
+                why=_(
+                    "A faulty memory row is remapped only at the next GPU reset; until "
+                    "then jobs can hit it (Xid 63/94/95)."
+                ),
+                fix=_("sudo nvidia-smi -r -i {index}   (when no job uses it)", index=gpu.index),
                 source=REMAPPING_SOURCE,
             )
 
@@ -328,39 +347,46 @@ class PcieLink(GpuCheck):
         if gen is None or gen_max is None or width is None or width_max is None:
             return
         name, found, wanted = _name(gpu), f"gen{gen} x{width}", f"gen{gen_max} x{width_max}"
-        fix = (
-            f"sudo lspci -vv -s {gpu.pci_bus_id or '<bus id>'} | grep -E 'LnkCap|LnkSta'; "
-            "reseat the GPU or riser, check the slot and BIOS PCIe settings"
+        fix = _(
+            "sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'; "
+            "reseat the GPU or riser, check the slot and BIOS PCIe settings",
+            bus=gpu.pci_bus_id or "<bus id>",
         )
         if width < width_max:
             yield self.result(
                 "warn",
-                f"{name}: PCIe link narrower than it can be",
+                _("{gpu}: PCIe link narrower than it can be", gpu=name),
                 found=found,
                 wanted=wanted,
-                why="A link trained at reduced width (a bad seat, riser or slot) cuts host "
-                "transfers and collectives through the host; that rank becomes the "
-                "straggler its peers wait for.",
+                why=_(
+                    "A link trained at reduced width (a bad seat, riser or slot) cuts host "
+                    "transfers and collectives through the host; that rank becomes the "
+                    "straggler its peers wait for."
+                ),
                 fix=fix,
             )
         elif gen < gen_max:
             busy = (gpu.utilization_gpu_percent or 0) > 0
             yield self.result(
                 "warn" if busy else "info",
-                f"{name}: PCIe link below its maximum generation",
+                _("{gpu}: PCIe link below its maximum generation", gpu=name),
                 found=found,
                 wanted=wanted,
                 why=(
-                    "Under load the link should run at its maximum generation; a lower one "
-                    "slows transfers."
+                    _(
+                        "Under load the link should run at its maximum generation; a lower one "
+                        "slows transfers."
+                    )
                     if busy
-                    else "Idle GPUs lower their link generation to save power: this is normal at "
-                    "idle; rerun doctor while a job runs to be sure."
+                    else _(
+                        "Idle GPUs lower their link generation to save power: this is normal at "
+                        "idle; rerun doctor while a job runs to be sure."
+                    )
                 ),
                 fix=fix,
             )
         else:
-            yield self.result("ok", f"{name}: PCIe link", found=found, wanted=wanted)
+            yield self.result("ok", _("{gpu}: PCIe link", gpu=name), found=found, wanted=wanted)
 
 
 class PcieReplays(GpuCheck):
@@ -388,13 +414,17 @@ class PcieReplays(GpuCheck):
             return
         yield self.result(
             "warn" if replays >= REPLAY_WARN else "info",
-            f"{_name(gpu)}: PCIe replays",
+            _("{gpu}: PCIe replays", gpu=_name(gpu)),
             found=str(replays),
             wanted=f"< {REPLAY_WARN}",
-            why="Each replay is a PCIe transfer resent after an error; many of them point at a "
-            "failing link and precede bus errors (Xid 79).",
-            fix=f"sudo lspci -vv -s {gpu.pci_bus_id or '<bus id>'}; reseat the card, check the "
-            "riser",
+            why=_(
+                "Each replay is a PCIe transfer resent after an error; many of them point at a "
+                "failing link and precede bus errors (Xid 79)."
+            ),
+            fix=_(
+                "sudo lspci -vv -s {bus}; reseat the card, check the riser",
+                bus=gpu.pci_bus_id or "<bus id>",
+            ),
         )
 
 
@@ -429,19 +459,28 @@ class ClocksSlowed(GpuCheck):
 
     def check_gpu(self, gpu: GpuDevice) -> Iterator[CheckResult]:
         reasons = gpu.clock_event_reasons
-        active = [text for bit, text in CLOCK_EVENTS.items() if reasons and reasons & bit]
+        active = [_(text) for bit, text in CLOCK_EVENTS.items() if reasons and reasons & bit]
         if reasons is None or not active:
             return
-        temp = f", {gpu.temperature_c} C" if gpu.temperature_c is not None else ""
+        mask = f"0x{reasons:x}"
+        if gpu.temperature_c is None:
+            found = _("reasons {mask}", mask=mask)
+        else:
+            found = _("reasons {mask}, {celsius} C", mask=mask, celsius=gpu.temperature_c)
         yield self.result(
             "warn",
-            f"{_name(gpu)}: clocks slowed ({', '.join(active)})",
-            found=f"reasons 0x{reasons:x}{temp}",
-            wanted="no thermal or power slowdown",
-            why="A GPU slowed by heat or power delivery makes its rank the straggler: the "
-            "others wait in every collective, and a long wait can pass a timeout.",
-            fix=f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.index}; check cooling, "
-            "fans and power supply",
+            _("{gpu}: clocks slowed ({reasons})", gpu=_name(gpu), reasons=", ".join(active)),
+            found=found,
+            wanted=_("no thermal or power slowdown"),
+            why=_(
+                "A GPU slowed by heat or power delivery makes its rank the straggler: the "
+                "others wait in every collective, and a long wait can pass a timeout."
+            ),
+            fix=_(
+                "nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {index}; check cooling, "
+                "fans and power supply",
+                index=gpu.index,
+            ),
             source=NVML_SOURCE,
         )
 
@@ -489,19 +528,27 @@ class SharedGpu(GpuCheck):
         if len(processes) < 2:
             yield self.result(
                 "info",
-                f"{_name(gpu)}: in use by a process",
+                _("{gpu}: in use by a process", gpu=_name(gpu)),
                 found=listed,
-                why="Another job already runs on this GPU.",
+                why=_("Another job already runs on this GPU."),
             )
             return
         yield self.result(
             "warn",
-            f"{_name(gpu)}: {len(processes)} processes share this GPU",
+            _(
+                "{gpu}: {count} processes share this GPU",
+                gpu=_name(gpu),
+                count=len(processes),
+            ),
             found=listed,
-            wanted="one process per GPU",
-            why="Processes that share a GPU compete for memory and compute; two ranks mapped to "
-            "one GPU (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock in NCCL, which "
-            "forbids two ranks on one device.",
-            fix="Give each rank its own GPU: `torch.cuda.set_device(int(os.environ"
-            "['LOCAL_RANK']))`, or end the stray process (`kill <pid>`)",
+            wanted=_("one process per GPU"),
+            why=_(
+                "Processes that share a GPU compete for memory and compute; two ranks mapped to "
+                "one GPU (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock in NCCL, which "
+                "forbids two ranks on one device."
+            ),
+            fix=_(
+                "Give each rank its own GPU: `torch.cuda.set_device(int(os.environ"
+                "['LOCAL_RANK']))`, or end the stray process (`kill <pid>`)"
+            ),
         )

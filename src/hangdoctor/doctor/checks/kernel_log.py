@@ -16,19 +16,20 @@ from hangdoctor.doctor.check import Check, Example
 from hangdoctor.doctor.examples import node
 from hangdoctor.doctor.facts import Facts, KernelLog
 from hangdoctor.doctor.result import CheckResult
+from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS, Xid
 
 XID_SOURCE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 AER_SOURCE = "https://docs.kernel.org/PCI/pcieaer-howto.html"
-DRAIN = (
+DRAIN = N_(
     "drain the node before the next job (Slurm: `scontrol update nodename=$(hostname -s) "
     "state=drain reason=gpu-xid`), then reset the GPU (`sudo nvidia-smi -r -i <index>`) "
     "or reboot"
 )
 UNKNOWN_XID = Xid(
-    "not in hangdoctor's table",
+    N_("not in hangdoctor's table"),
     NODE,
-    "Look it up in NVIDIA's Xid catalogue and follow its resolution.",
+    N_("Look it up in NVIDIA's Xid catalogue and follow its resolution."),
 )
 #: The kinds of line these checks report; a log without any of them is clean.
 REPORTED = ("xid", "gpu_lost", "pcie_error", "oom_killed", "hung_task")
@@ -77,8 +78,15 @@ def _by_kind(log: KernelLog) -> dict[str, list[LogMatch]]:
 
 def _last(matches: list[LogMatch]) -> str:
     line = matches[-1].line
-    more = f" (and {len(matches) - 1} more)" if len(matches) > 1 else ""
-    return (line if len(line) <= _QUOTE else line[:_QUOTE] + "...") + more
+    quoted = line if len(line) <= _QUOTE else line[:_QUOTE] + "..."
+    if len(matches) > 1:
+        return _("{line} (and {count} more)", line=quoted, count=len(matches) - 1)
+    return quoted
+
+
+def _headline(meaning: str) -> str:
+    """What an Xid means, up to its first colon (in either script)."""
+    return meaning.split(":")[0].split("\uff1a")[0]
 
 
 class KernelLogRead(Check):
@@ -107,23 +115,33 @@ class KernelLogRead(Check):
             failure = log.failure
             yield self.result(
                 "skipped",
-                "Kernel log could not be read",
-                found=failure.message if failure else "unreadable",
-                why="Xid, PCIe, OOM-killer and hung-task lines are the only record of many "
-                "hardware and memory faults behind hangs.",
+                _("Kernel log could not be read"),
+                found=failure.message if failure else _("unreadable"),
+                why=_(
+                    "Xid, PCIe, OOM-killer and hung-task lines are the only record of many "
+                    "hardware and memory faults behind hangs."
+                ),
                 fix=(
                     failure.help
                     if failure and failure.help
-                    else "sudo sysctl -w kernel.dmesg_restrict=0   (or run as root / with "
-                    "CAP_SYSLOG)"
+                    else _(
+                        "sudo sysctl -w kernel.dmesg_restrict=0   (or run as root / with "
+                        "CAP_SYSLOG)"
+                    )
                 ),
             )
             return
-        found = f"{len(log.lines)} lines from {log.source} (window {log.window})"
+        fields = {"count": len(log.lines), "source": log.source, "window": log.window}
         kinds = _by_kind(log)
-        if not any(kinds[kind] for kind in REPORTED):
-            found += "; no Xid, AER, OOM-killer or hung-task lines"
-        yield self.result("ok", "Kernel log read", found=found)
+        if any(kinds[kind] for kind in REPORTED):
+            found = _("{count} lines from {source} (window {window})", **fields)
+        else:
+            found = _(
+                "{count} lines from {source} (window {window}); no Xid, AER, OOM-killer or "
+                "hung-task lines",
+                **fields,
+            )
+        yield self.result("ok", _("Kernel log read"), found=found)
 
 
 class XidErrors(Check):
@@ -162,19 +180,26 @@ class XidErrors(Check):
         for code in sorted(by_code):
             xid = XIDS.get(code, UNKNOWN_XID)
             devices = sorted({m.fields.get("device", "?") for m in by_code[code]})
-            title = f"Xid {code} on {', '.join(devices)}: {xid.meaning.split(':')[0]}"
+            meaning = _(xid.meaning)
+            title = _(
+                "Xid {code} on {devices}: {meaning}",
+                code=code,
+                devices=", ".join(devices),
+                meaning=_headline(meaning),
+            )
             if xid.owner == APPLICATION:
                 yield self.result(
                     "warn",
                     title,
                     found=_last(by_code[code]),
-                    wanted="no Xid",
-                    why=(
-                        f"{xid.meaning}. An application error: the GPU is healthy, but the "
+                    wanted=_("no Xid"),
+                    why=_(
+                        "{meaning}. An application error: the GPU is healthy, but the "
                         "process that hit it is stuck or dead, and its peers wait for it in "
-                        "their next collective."
+                        "their next collective.",
+                        meaning=meaning,
                     ),
-                    fix=xid.action,
+                    fix=_(xid.action),
                     source=XID_SOURCE,
                 )
             else:
@@ -182,12 +207,13 @@ class XidErrors(Check):
                     "problem",
                     title,
                     found=_last(by_code[code]),
-                    wanted="no Xid",
-                    why=(
-                        f"{xid.meaning}. The GPU or node needs attention: jobs on it hang in "
-                        "their first CUDA call or collective, or crash."
+                    wanted=_("no Xid"),
+                    why=_(
+                        "{meaning}. The GPU or node needs attention: jobs on it hang in "
+                        "their first CUDA call or collective, or crash.",
+                        meaning=meaning,
                     ),
-                    fix=f"{xid.action} Then {DRAIN}.",
+                    fix=_("{action} Then {drain}.", action=_(xid.action), drain=_(DRAIN)),
                     source=XID_SOURCE,
                 )
 
@@ -217,24 +243,32 @@ class PcieErrors(Check):
             return
         fatal = [m for m in pcie if re.search(r"Uncorrect", m.fields.get("severity", ""), re.I)]
         devices = sorted({m.fields.get("device", "?") for m in pcie})
-        kind = "uncorrected" if fatal else "corrected"
+        on = ", ".join(devices)
+        check_link = _(
+            "Check the link: `sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta|CESta'`; "
+            "reseat the card or riser and update BIOS/PCIe firmware"
+        )
         yield self.result(
             "problem" if fatal else "warn",
-            f"PCIe {kind} bus errors on {', '.join(devices)}",
+            _("PCIe uncorrected bus errors on {devices}", devices=on)
+            if fatal
+            else _("PCIe corrected bus errors on {devices}", devices=on),
             found=_last(fatal or pcie),
-            wanted="no AER errors",
+            wanted=_("no AER errors"),
             why=(
-                "An uncorrected PCIe error takes the device off the bus: the GPU or NIC stops "
-                "answering and the job hangs in its next transfer or collective."
+                _(
+                    "An uncorrected PCIe error takes the device off the bus: the GPU or NIC stops "
+                    "answering and the job hangs in its next transfer or collective."
+                )
                 if fatal
-                else "Corrected PCIe errors are retried by the link: a flood of them slows "
-                "transfers and often precedes an uncorrected error."
+                else _(
+                    "Corrected PCIe errors are retried by the link: a flood of them slows "
+                    "transfers and often precedes an uncorrected error."
+                )
             ),
-            fix=(
-                "Check the link: `sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta|CESta'`; "
-                "reseat the card or riser and update BIOS/PCIe firmware"
-                + (f"; {DRAIN}" if fatal else "")
-            ),
+            fix=_("{check_link}; {drain}", check_link=check_link, drain=_(DRAIN))
+            if fatal
+            else check_link,
             source=AER_SOURCE,
         )
 
@@ -262,14 +296,18 @@ class OomKills(Check):
         names = sorted({m.detail or "?" for m in oom})
         yield self.result(
             "warn",
-            f"The OOM killer ended {len(oom)} process(es): {', '.join(names)}",
+            _(
+                "The OOM killer ended {count} process(es): {names}",
+                count=len(oom),
+                names=", ".join(names),
+            ),
             found=_last(oom),
-            wanted="no OOM kills",
-            why=(
+            wanted=_("no OOM kills"),
+            why=_(
                 "A rank or DataLoader worker killed for host memory leaves its peers waiting "
                 "in a collective or on a queue that is never filled."
             ),
-            fix=(
+            fix=_(
                 "Lower DataLoader num_workers or prefetch_factor, or the batch size; check "
                 "`free -g` and the job's memory limit (`cat /sys/fs/cgroup/memory.max`)"
             ),
@@ -300,14 +338,14 @@ class HungTasks(Check):
         names = sorted({m.fields.get("comm", "?") for m in hung})
         yield self.result(
             "warn",
-            f"Tasks blocked in the kernel: {', '.join(names)}",
+            _("Tasks blocked in the kernel: {names}", names=", ".join(names)),
             found=_last(hung),
-            wanted="no hung-task reports",
-            why=(
+            wanted=_("no hung-task reports"),
+            why=_(
                 "A task stuck in uninterruptible sleep (usually I/O: NFS, a dying disk, a "
                 "driver) cannot be killed and stalls whatever waits for it."
             ),
-            fix=(
+            fix=_(
                 "Find the blocked I/O: `cat /proc/<pid>/stack`, `mount | grep nfs`, "
                 "`sudo dmesg -T | grep -B5 'blocked for more than'`"
             ),
@@ -340,11 +378,13 @@ class GpuFellOffTheBus(Check):
             return
         yield self.result(
             "problem",
-            "A GPU fell off the bus",
+            _("A GPU fell off the bus"),
             found=_last(kinds["gpu_lost"]),
-            wanted="no such line",
-            why="The GPU no longer answers on PCIe: every process using it hangs or fails, and "
-            "so do their peers.",
-            fix=f"{XIDS[79].action} Then {DRAIN}.",
+            wanted=_("no such line"),
+            why=_(
+                "The GPU no longer answers on PCIe: every process using it hangs or fails, and "
+                "so do their peers."
+            ),
+            fix=_("{action} Then {drain}.", action=_(XIDS[79].action), drain=_(DRAIN)),
             source=XID_SOURCE,
         )

@@ -10,6 +10,7 @@ from hangdoctor.doctor.check import Check, Example
 from hangdoctor.doctor.examples import node
 from hangdoctor.doctor.facts import Facts
 from hangdoctor.doctor.result import CheckResult
+from hangdoctor.i18n import _
 
 MANYLINUX_SOURCE = "https://peps.python.org/pep-0600/"
 GLIBCXX_SOURCE = "https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html"
@@ -65,7 +66,7 @@ class Glibc(Check):
         lib = facts.libraries
         have, need = compat.version(lib.glibc), compat.version(lib.wheels_glibc_needed)
         if have is None:
-            yield self.result("skipped", "glibc", found="not glibc, or unknown")
+            yield self.result("skipped", "glibc", found=_("not glibc, or unknown"))
             return
         if need is None:
             yield self.result("ok", "glibc", found=str(lib.glibc))
@@ -74,15 +75,15 @@ class Glibc(Check):
         if have < need:
             yield self.result(
                 "problem",
-                "glibc older than installed wheels need",
+                _("glibc older than installed wheels need"),
                 found=f"glibc {lib.glibc}",
                 wanted=f">= {lib.wheels_glibc_needed} ({by})",
-                why=(
+                why=_(
                     "A wheel built for a newer glibc fails to import with `GLIBC_x.y not "
                     "found`; in a multi-process job one rank then dies at import while the "
                     "others wait for it at rendezvous."
                 ),
-                fix=(
+                fix=_(
                     "Reinstall them for this glibc (`pip install --force-reinstall "
                     "--only-binary=:all: <package>` picks an older manylinux tag when one "
                     "exists), or use an image with a newer glibc"
@@ -91,7 +92,14 @@ class Glibc(Check):
             )
             return
         yield self.result(
-            "ok", "glibc", found=f"{lib.glibc} (wheels need up to {lib.wheels_glibc_needed}: {by})"
+            "ok",
+            "glibc",
+            found=_(
+                "{glibc} (wheels need up to {needed}: {by})",
+                glibc=lib.glibc,
+                needed=lib.wheels_glibc_needed,
+                by=by,
+            ),
         )
 
 
@@ -145,24 +153,26 @@ class Libstdcxx(Check):
         if have is None:
             yield self.result(
                 "warn",
-                "libstdc++ not found",
-                found="no libstdc++.so.6 could be loaded",
+                _("libstdc++ not found"),
+                found=_("no libstdc++.so.6 could be loaded"),
                 wanted=f"GLIBCXX_{lib.extensions_glibcxx_needed} ({by})",
-                why="C++ extensions fail to import without it.",
-                fix="apt-get install libstdc++6   (or conda install -c conda-forge libstdcxx-ng)",
+                why=_("C++ extensions fail to import without it."),
+                fix=_(
+                    "apt-get install libstdc++6   (or conda install -c conda-forge libstdcxx-ng)"
+                ),
             )
         elif have < need:
             yield self.result(
                 "problem",
-                "libstdc++ older than installed extensions need",
+                _("libstdc++ older than installed extensions need"),
                 found=f"GLIBCXX_{lib.libstdcxx_max} ({lib.libstdcxx_path})",
                 wanted=f">= GLIBCXX_{lib.extensions_glibcxx_needed} ({by})",
-                why=(
+                why=_(
                     "An extension built with a newer GCC fails to import with "
                     "`GLIBCXX_3.4.x not found` (typical when a conda or container "
                     "libstdc++ shadows the system one); that rank dies and its peers wait."
                 ),
-                fix=(
+                fix=_(
                     "conda install -c conda-forge 'libstdcxx-ng>=12'   (or point "
                     "LD_LIBRARY_PATH at a newer libstdc++, or rebuild the extension with the "
                     "system GCC)"
@@ -173,8 +183,12 @@ class Libstdcxx(Check):
             yield self.result(
                 "ok",
                 "libstdc++",
-                found=f"GLIBCXX_{lib.libstdcxx_max} (extensions need up to "
-                f"{lib.extensions_glibcxx_needed}: {by})",
+                found=_(
+                    "GLIBCXX_{have} (extensions need up to {needed}: {by})",
+                    have=lib.libstdcxx_max,
+                    needed=lib.extensions_glibcxx_needed,
+                    by=by,
+                ),
             )
 
 
@@ -202,18 +216,24 @@ class Container(Check):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         lib = facts.libraries
         if not lib.container:
-            yield self.result("info", "Not in a container (as far as can be told)", found="host")
+            yield self.result(
+                "info", _("Not in a container (as far as can be told)"), found=_("host")
+            )
             return
         yield self.result(
             "info",
-            "Running in a container",
-            found=f"{lib.container}; glibc {lib.glibc or 'unknown'} is the image's",
-            why=(
+            _("Running in a container"),
+            found=_(
+                "{container}; glibc {glibc} is the image's",
+                container=lib.container,
+                glibc=lib.glibc or _("unknown"),
+            ),
+            why=_(
                 "Inside a container the glibc, libstdc++ and CUDA libraries are the "
                 "image's; only the kernel and the NVIDIA kernel module are the host's. "
                 "Limits (/dev/shm, ulimits, capabilities) are set by the runtime."
             ),
-            fix="Compare with the host: `ldd --version; cat /proc/driver/nvidia/version` there",
+            fix=_("Compare with the host: `ldd --version; cat /proc/driver/nvidia/version` there"),
         )
 
 
@@ -253,21 +273,21 @@ class DriverSplit(Check):
         module, user = facts.libraries.driver_module, facts.libraries.driver_userspace
         if not module or not user:
             return
-        title = "NVIDIA kernel module against user-space driver (libcuda)"
+        title = _("NVIDIA kernel module against user-space driver (libcuda)")
         if module == user:
             yield self.result("ok", title, found=module)
             return
         yield self.result(
             "problem",
             title,
-            found=f"module {module}, libcuda {user}",
-            wanted="the same version",
-            why=(
+            found=_("module {module}, libcuda {libcuda}", module=module, libcuda=user),
+            wanted=_("the same version"),
+            why=_(
                 "NVML and CUDA refuse to start (`Driver/library version mismatch`), "
                 "usually after a driver upgrade without reboot, or a container image "
                 "that ships its own libcuda instead of the host's."
             ),
-            fix=(
+            fix=_(
                 "Reboot after a driver upgrade (or `sudo rmmod nvidia_uvm nvidia_drm "
                 "nvidia_modeset nvidia && sudo modprobe nvidia`); in containers, remove "
                 "libcuda from the image and let the NVIDIA container toolkit mount the "

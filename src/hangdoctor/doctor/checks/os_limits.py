@@ -9,6 +9,7 @@ from hangdoctor.doctor.examples import node
 from hangdoctor.doctor.facts import UNLIMITED, Facts
 from hangdoctor.doctor.result import CheckResult
 from hangdoctor.doctor.units import GIB, MIB, size
+from hangdoctor.i18n import _
 
 #: Linux's default vm.max_map_count (DEFAULT_MAX_MAP_COUNT in include/linux/mm.h).
 DEFAULT_MAX_MAP_COUNT = 65530
@@ -49,14 +50,14 @@ class MaxMapCount(Check):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         title = "vm.max_map_count"
         value = facts.limits.max_map_count
-        why = (
+        why = _(
             "Every memory-mapped file, shared-memory tensor passed by a DataLoader worker and "
             "large allocation is one mapping; at the limit mmap fails with ENOMEM and workers "
             "die or the loader waits for a batch that never comes."
         )
         fix = f"sudo sysctl -w vm.max_map_count={RAISED_MAX_MAP_COUNT}"
         if value is None:
-            yield self.result("skipped", title, found="could not be read")
+            yield self.result("skipped", title, found=_("could not be read"))
         elif value < DEFAULT_MAX_MAP_COUNT:
             yield self.result(
                 "warn",
@@ -71,8 +72,11 @@ class MaxMapCount(Check):
             yield self.result(
                 "info",
                 title,
-                found=f"{value} (the kernel default)",
-                wanted=f">= {RAISED_MAX_MAP_COUNT} for jobs that mmap many files or shards",
+                found=_("{value} (the kernel default)", value=value),
+                wanted=_(
+                    ">= {count} for jobs that mmap many files or shards",
+                    count=RAISED_MAX_MAP_COUNT,
+                ),
                 why=why,
                 fix=fix,
             )
@@ -109,14 +113,14 @@ class ListenBacklog(Check):
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         title = "net.core.somaxconn"
         value, world = facts.limits.somaxconn, facts.limits.world_size
-        why = (
+        why = _(
             "Rank 0's TCPStore accepts every rank's connection at start-up; beyond the listen "
             "backlog, connections are dropped and ranks wait in init_process_group until the "
             "rendezvous times out."
         )
         fix = "sudo sysctl -w net.core.somaxconn=4096"
         if value is None:
-            yield self.result("skipped", title, found="could not be read")
+            yield self.result("skipped", title, found=_("could not be read"))
         elif world is not None and value < world:
             yield self.result(
                 "problem",
@@ -158,29 +162,30 @@ class OpenFiles(Check):
     )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        title = "Open files (ulimit -n)"
+        title = _("Open files (ulimit -n)")
         soft, hard = facts.limits.nofile_soft, facts.limits.nofile_hard
         if soft is None:
-            yield self.result("skipped", title, found="could not be read")
+            yield self.result("skipped", title, found=_("could not be read"))
             return
         if soft == UNLIMITED or soft >= MIN_NOFILE:
-            yield self.result("ok", title, found="unlimited" if soft == UNLIMITED else str(soft))
+            yield self.result("ok", title, found=_("unlimited") if soft == UNLIMITED else str(soft))
             return
         raise_to = hard if hard is not None and hard != UNLIMITED and hard >= MIN_NOFILE else 65536
-        hard_text = "unlimited" if hard == UNLIMITED else str(hard)
+        hard_text = _("unlimited") if hard == UNLIMITED else str(hard)
         yield self.result(
             "warn",
             title,
-            found=f"{soft} (hard {hard_text})",
+            found=_("{soft} (hard {hard})", soft=soft, hard=hard_text),
             wanted=f">= {MIN_NOFILE}",
-            why=(
+            why=_(
                 "DataLoader workers pass tensors as file descriptors; when they run out, "
                 "the loader fails with `received 0 items of ancdata` or `Too many open "
                 "files`, and NCCL opens sockets per peer."
             ),
-            fix=(
-                f"ulimit -n {raise_to}   (persistently: `* soft nofile {raise_to}` in "
-                "/etc/security/limits.conf; Docker: `--ulimit nofile=65536:65536`)"
+            fix=_(
+                "ulimit -n {limit}   (persistently: `* soft nofile {limit}` in "
+                "/etc/security/limits.conf; Docker: `--ulimit nofile=65536:65536`)",
+                limit=raise_to,
             ),
         )
 
@@ -213,17 +218,17 @@ class LockedMemory(Check):
     )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        title = "Locked memory (ulimit -l)"
+        title = _("Locked memory (ulimit -l)")
         soft, rdma = facts.limits.memlock_soft, facts.limits.rdma_devices
         if soft is None:
-            yield self.result("skipped", title, found="could not be read")
+            yield self.result("skipped", title, found=_("could not be read"))
             return
         found = size(soft)
-        why = (
+        why = _(
             "RDMA (InfiniBand, RoCE) pins communication buffers; with a small limit NCCL's IB "
             "transport fails to register memory and falls back or stalls at start-up."
         )
-        fix = (
+        fix = _(
             "ulimit -l unlimited   (persistently: `* - memlock unlimited` in "
             "/etc/security/limits.conf; Docker: `--ulimit memlock=-1:-1`)"
         )
@@ -234,8 +239,8 @@ class LockedMemory(Check):
                 "warn",
                 title,
                 found=found,
-                wanted="unlimited",
-                why=why + f" RDMA devices here: {', '.join(rdma)}.",
+                wanted=_("unlimited"),
+                why=why + " " + _("RDMA devices here: {devices}.", devices=", ".join(rdma)),
                 fix=fix,
             )
         else:
@@ -243,7 +248,7 @@ class LockedMemory(Check):
                 "info",
                 title,
                 found=found,
-                wanted="unlimited where RDMA is used (no RDMA device here)",
+                wanted=_("unlimited where RDMA is used (no RDMA device here)"),
                 why=why,
                 fix=fix,
             )
@@ -290,35 +295,40 @@ class SharedMemory(Check):
     quiet_on = (Example("4 GiB for 8 workers", lambda: _shm_node(4096), "ok"),)
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        title = "/dev/shm size"
+        title = _("/dev/shm size")
         limits, workers = facts.limits, facts.dataloader_workers
         total = limits.shm_total_bytes
         if total is None:
             yield self.result(
                 "warn",
                 title,
-                found="no /dev/shm",
-                wanted="a tmpfs on /dev/shm",
-                why="DataLoader workers pass batches through shared memory in /dev/shm.",
-                fix="Docker: `--ipc=host` or `--shm-size=16g`; Kubernetes: an emptyDir with "
-                "`medium: Memory` mounted at /dev/shm",
+                found=_("no /dev/shm"),
+                wanted=_("a tmpfs on /dev/shm"),
+                why=_("DataLoader workers pass batches through shared memory in /dev/shm."),
+                fix=_(
+                    "Docker: `--ipc=host` or `--shm-size=16g`; Kubernetes: an emptyDir with "
+                    "`medium: Memory` mounted at /dev/shm"
+                ),
             )
             return
         free = limits.shm_free_bytes if limits.shm_free_bytes is not None else total
         wanted_bytes = max(SHM_FLOOR, workers * SHM_PER_WORKER_WANTED)
         minimum = max(SHM_FLOOR, workers * SHM_PER_WORKER_MINIMUM)
-        found = f"{size(total)} ({size(free)} free)"
-        wanted = f">= {size(wanted_bytes)} for {workers} DataLoader workers"
-        why = (
+        found = _("{total} ({free} free)", total=size(total), free=size(free))
+        wanted = _(
+            ">= {size} for {workers} DataLoader workers", size=size(wanted_bytes), workers=workers
+        )
+        why = _(
             "Each DataLoader worker hands its batches to the trainer through /dev/shm; when "
             "it fills, a worker dies of SIGBUS (`insufficient shared memory`) or blocks, and "
             "the trainer waits for a batch that never comes. Docker's default is 64 MiB."
         )
         gib = max(1, -(-wanted_bytes // GIB))
-        fix = (
-            f"Docker: `docker run --ipc=host ...` or `--shm-size={gib}g`; Kubernetes: mount "
+        fix = _(
+            "Docker: `docker run --ipc=host ...` or `--shm-size={gib}g`; Kubernetes: mount "
             "an emptyDir with `medium: Memory` at /dev/shm; host: "
-            f"`sudo mount -o remount,size={gib}G /dev/shm`"
+            "`sudo mount -o remount,size={gib}G /dev/shm`",
+            gib=gib,
         )
         if free < minimum:
             yield self.result("problem", title, found=found, wanted=wanted, why=why, fix=fix)
@@ -360,32 +370,40 @@ class Swap(Check):
     )
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        title = "Swap"
+        title = _("Swap")
         total, used = facts.limits.swap_total_bytes, facts.limits.swap_used_bytes or 0
         if total is None:
-            yield self.result("skipped", title, found="could not be read")
+            yield self.result("skipped", title, found=_("could not be read"))
         elif total == 0:
             yield self.result(
                 "info",
                 title,
-                found="none",
-                why="Without swap, host memory exhaustion ends in the OOM killer (a rank or "
-                "worker disappears and its peers wait); with it, the job may crawl instead.",
+                found=_("none"),
+                why=_(
+                    "Without swap, host memory exhaustion ends in the OOM killer (a rank or "
+                    "worker disappears and its peers wait); with it, the job may crawl instead."
+                ),
             )
         elif used > GIB and used > total // 10:
             yield self.result(
                 "warn",
                 title,
-                found=f"{size(used)} used of {size(total)}",
-                wanted="little or no swap in use",
-                why="A training job that swaps slows down by orders of magnitude and looks "
-                "hung; peers of the slow rank time out in their collectives.",
-                fix="Find what uses the memory (`ps aux --sort=-rss | head`), then free it "
-                "or move the job; `sudo swapoff -a && sudo swapon -a` empties swap "
-                "once memory is free.",
+                found=_("{used} used of {total}", used=size(used), total=size(total)),
+                wanted=_("little or no swap in use"),
+                why=_(
+                    "A training job that swaps slows down by orders of magnitude and looks "
+                    "hung; peers of the slow rank time out in their collectives."
+                ),
+                fix=_(
+                    "Find what uses the memory (`ps aux --sort=-rss | head`), then free it "
+                    "or move the job; `sudo swapoff -a && sudo swapon -a` empties swap "
+                    "once memory is free."
+                ),
             )
         else:
-            yield self.result("ok", title, found=f"{size(used)} used of {size(total)}")
+            yield self.result(
+                "ok", title, found=_("{used} used of {total}", used=size(used), total=size(total))
+            )
 
 
 class Ptrace(Check):
@@ -428,14 +446,15 @@ class Ptrace(Check):
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         limits = facts.limits
-        title = "hangdoctor may read stacks (ptrace)"
+        title = _("hangdoctor may read stacks (ptrace)")
         scope, cap = limits.ptrace_scope, limits.cap_sys_ptrace
-        found = (
-            f"ptrace_scope {scope if scope is not None else 'n/a (no Yama)'}, "
-            f"CAP_SYS_PTRACE {'yes' if cap else 'no' if cap is not None else 'unknown'}, "
-            f"py-spy {'found' if limits.py_spy else 'missing'}"
+        found = _(
+            "ptrace_scope {scope}, CAP_SYS_PTRACE {cap}, {py_spy}",
+            scope=scope if scope is not None else _("n/a (no Yama)"),
+            cap=_("yes") if cap else _("no") if cap is not None else _("unknown"),
+            py_spy=_("py-spy found") if limits.py_spy else _("py-spy missing"),
         )
-        why = (
+        why = _(
             "`hangdoctor run` and `dump` read Python stacks with py-spy, which needs ptrace; "
             "without it a hang is reported without the line where each thread waits."
         )
@@ -444,7 +463,7 @@ class Ptrace(Check):
                 "warn",
                 title,
                 found=found,
-                wanted="py-spy installed",
+                wanted=_("py-spy installed"),
                 why=why,
                 fix="pip install py-spy",
             )
@@ -455,8 +474,10 @@ class Ptrace(Check):
                 found=found,
                 wanted="ptrace_scope <= 2",
                 why=why,
-                fix="ptrace_scope 3 cannot be lowered without a reboot: set "
-                "`kernel.yama.ptrace_scope=1` in /etc/sysctl.d/ and reboot",
+                fix=_(
+                    "ptrace_scope 3 cannot be lowered without a reboot: set "
+                    "`kernel.yama.ptrace_scope=1` in /etc/sysctl.d/ and reboot"
+                ),
                 source=PTRACE_SOURCE,
             )
         elif cap is False and (limits.is_root or scope == 2):
@@ -466,9 +487,11 @@ class Ptrace(Check):
                 found=found,
                 wanted="CAP_SYS_PTRACE",
                 why=why,
-                fix="Docker: `--cap-add SYS_PTRACE`; Kubernetes: "
-                "`securityContext.capabilities.add: [SYS_PTRACE]`; or run as root on the "
-                "host",
+                fix=_(
+                    "Docker: `--cap-add SYS_PTRACE`; Kubernetes: "
+                    "`securityContext.capabilities.add: [SYS_PTRACE]`; or run as root on the "
+                    "host"
+                ),
                 source=PTRACE_SOURCE,
             )
         elif scope == 1 and not cap:
@@ -476,10 +499,12 @@ class Ptrace(Check):
                 "info",
                 title,
                 found=found,
-                wanted="ptrace_scope 0, or CAP_SYS_PTRACE, for `hangdoctor dump`",
-                why="With ptrace_scope 1, `hangdoctor run` can read its own job's stacks, but "
-                "`hangdoctor dump PID` of a job started elsewhere is refused.",
-                fix="sudo sysctl -w kernel.yama.ptrace_scope=0   (or run dump with sudo)",
+                wanted=_("ptrace_scope 0, or CAP_SYS_PTRACE, for `hangdoctor dump`"),
+                why=_(
+                    "With ptrace_scope 1, `hangdoctor run` can read its own job's stacks, but "
+                    "`hangdoctor dump PID` of a job started elsewhere is refused."
+                ),
+                fix=_("sudo sysctl -w kernel.yama.ptrace_scope=0   (or run dump with sudo)"),
                 source=PTRACE_SOURCE,
             )
         else:

@@ -15,6 +15,7 @@ from hangdoctor.doctor.check import Check, Example
 from hangdoctor.doctor.examples import node
 from hangdoctor.doctor.facts import Facts, SelftestResult, SelftestStatus
 from hangdoctor.doctor.result import CheckResult
+from hangdoctor.i18n import N_, _
 
 
 def _ran(name: str, status: SelftestStatus, message: str = "", *where: str) -> Facts:
@@ -58,40 +59,48 @@ class SelftestCheck(Check):
                 yield self._one(test)
 
     def _one(self, test: SelftestResult) -> CheckResult:
-        title, fix = self.title, self.fix
+        title, fix, diagnosis = _(self.title), _(self.fix), _(self.diagnosis)
         if suffix := test.name.partition(":")[2]:
             title, fix = f"{title} ({suffix})", fix.replace("<index>", suffix)
-        timing = f"{test.duration_s:.1f} s"
+        duration = f"{test.duration_s:.1f}"
+        timing = _("{seconds} s", seconds=duration)
+        limit = f"{test.timeout_s:g}"
+        within = _("done within {seconds} s", seconds=limit)
         if test.status == "passed":
-            extra = f"; {test.message}" if test.message else ""
-            return self.result(
-                "ok",
-                title,
-                found=f"passed in {timing}{extra}",
-                wanted=f"done within {test.timeout_s:g} s",
+            found = (
+                _("passed in {timing}; {message}", timing=timing, message=test.message)
+                if test.message
+                else _("passed in {timing}", timing=timing)
             )
+            return self.result("ok", title, found=found, wanted=within)
         if test.status == "skipped":
-            return self.result("skipped", title, found=f"skipped: {test.message}")
+            return self.result("skipped", title, found=_("skipped: {reason}", reason=test.message))
         if test.status == "hung":
-            where = (
-                (" at " + " <- ".join(test.where[:3]))
+            stuck = (
+                _(
+                    "no result after {timing}, stuck at {where}",
+                    timing=timing,
+                    where=" <- ".join(test.where[:3]),
+                )
                 if test.where
-                else " (its stack could not be read)"
+                else _(
+                    "no result after {timing}, stuck (its stack could not be read)", timing=timing
+                )
             )
             return self.result(
                 "problem",
-                f"{title} hung",
-                found=f"no result after {timing}, stuck{where}",
-                wanted=f"done within {test.timeout_s:g} s",
-                why=f"{self.diagnosis} {test.message}".strip(),
+                _("{title} hung", title=title),
+                found=stuck,
+                wanted=within,
+                why=f"{diagnosis} {test.message}".strip(),
                 fix=fix,
             )
         return self.result(
             "problem",
-            f"{title} failed",
-            found=f"failed after {timing}: {test.message}",
-            wanted="passes",
-            why=self.diagnosis,
+            _("{title} failed", title=title),
+            found=_("failed after {timing}: {reason}", timing=timing, reason=test.message),
+            wanted=_("passes"),
+            why=diagnosis,
             fix=fix,
         )
 
@@ -110,13 +119,13 @@ class CpuStep(SelftestCheck):
         "print(torch.ones(2) @ torch.ones(2))'`) and reinstall torch in a fresh virtual "
         "environment."
     )
-    title = "Training step on the CPU"
-    diagnosis = (
+    title = N_("Training step on the CPU")
+    diagnosis = N_(
         "A step that hangs on the CPU alone rules out GPUs and the network: the "
         "framework install, its thread pools (OpenMP/MKL) or a native library is at "
         "fault."
     )
-    fix = (
+    fix = N_(
         "OMP_NUM_THREADS=1 python -c 'import torch; print(torch.ones(2) @ torch.ones(2))'; "
         "reinstall torch in a fresh virtual environment"
     )
@@ -159,13 +168,13 @@ class GlooAllreduce(SelftestCheck):
         "`export GLOO_SOCKET_IFNAME=lo` for the test, check that `getent hosts $(hostname)` "
         "resolves to a local address, and fix the firewall or `/etc/hosts`."
     )
-    title = "All-reduce of 2 CPU ranks (gloo, loopback)"
-    diagnosis = (
+    title = N_("All-reduce of 2 CPU ranks (gloo, loopback)")
+    diagnosis = N_(
         "Two local ranks that cannot all-reduce over loopback point at the host's "
         "networking (a firewall on lo, a hostname that resolves to an unreachable "
         "address) or the torch.distributed install."
     )
-    fix = (
+    fix = N_(
         "export GLOO_SOCKET_IFNAME=lo; check `getent hosts $(hostname)` resolves to a local address"
     )
     fires_on = (
@@ -197,12 +206,12 @@ class GpuStep(SelftestCheck):
         "Inspect that GPU (`nvidia-smi -q -i N`, `sudo dmesg -T | grep -i xid`), reset it when "
         "idle (`sudo nvidia-smi -r -i N`) or drain the node."
     )
-    title = "Training step on one GPU"
-    diagnosis = (
+    title = N_("Training step on one GPU")
+    diagnosis = N_(
         "A step that works on the CPU but hangs on one GPU alone points at that GPU, "
         "its driver or its PCIe link."
     )
-    fix = (
+    fix = N_(
         "nvidia-smi -q -i <index>; sudo dmesg -T | grep -i xid; reset the GPU "
         "(`sudo nvidia-smi -r -i <index>`) or drain the node"
     )
@@ -235,12 +244,12 @@ class NcclAllreduce(SelftestCheck):
         "passes, disable PCIe ACS (check with `sudo lspci -vvv | grep ACSCtl`) and look at "
         "`nvidia-smi topo -m`."
     )
-    title = "All-reduce across the local GPUs (NCCL)"
-    diagnosis = (
+    title = N_("All-reduce across the local GPUs (NCCL)")
+    diagnosis = N_(
         "GPUs that work alone but hang together point at peer-to-peer paths (NVLink, "
         "PCIe ACS/IOMMU) or NCCL's configuration."
     )
-    fix = (
+    fix = N_(
         "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest   (if that passes, "
         "check ACS: `sudo lspci -vvv | grep ACSCtl`, and `nvidia-smi topo -m`)"
     )
@@ -267,9 +276,9 @@ class Script(SelftestCheck):
         "Run the script under `hangdoctor run -- python <script>` to capture where it waits, and "
         "shrink it further until the hang has one cause."
     )
-    title = "Self-test script"
-    diagnosis = "The script given to --selftest-script did not finish in time."
-    fix = "Run it under `hangdoctor run -- python <script>`"
+    title = N_("Self-test script")
+    diagnosis = N_("The script given to --selftest-script did not finish in time.")
+    fix = N_("Run it under `hangdoctor run -- python <script>`")
     fires_on = (
         Example(
             "hung on a lock",

@@ -13,8 +13,37 @@ from hangdoctor.doctor.check import Check, Example
 from hangdoctor.doctor.examples import node
 from hangdoctor.doctor.facts import Facts
 from hangdoctor.doctor.result import CheckResult, Status
+from hangdoctor.i18n import N_, _
 
 _STATUSES: tuple[Status, ...] = get_args(Status)
+
+#: The prose of compat.json's known-bad entries, by id, so that it can be translated (the file
+#: stays as it is: English, with its sources). A test keeps the two the same.
+KNOWN_BAD_PROSE: dict[str, dict[str, str]] = {
+    "cuda-10.2.89-extensions": {
+        "title": N_(
+            "CUDA extensions fail to compile with nvcc 10.2.89 against torch built with CUDA 10.2"
+        ),
+        "why": N_(
+            "nvcc 10.2.89 rejects c10/util/variant.h, so custom CUDA ops (built on first import "
+            "by many projects) fail to build; a build retried by several ranks at once can leave "
+            "a stale lock that makes the next start wait forever."
+        ),
+        "fix": N_(
+            "Install CUDA 10.1 (10.1.168) for building extensions, or a torch built with a newer "
+            "CUDA together with the matching nvcc."
+        ),
+    },
+}
+
+
+def known_bad_text(entry: dict[str, object], field: str) -> str:
+    """A known-bad entry's `field` in the report's language: translated when the table above
+    has that entry's text, as compat.json gives it otherwise."""
+    text = str(entry[field])
+    if KNOWN_BAD_PROSE.get(str(entry.get("id")), {}).get(field) == text:
+        return _(text)
+    return text
 
 
 class VersionSummary(Check):
@@ -51,44 +80,43 @@ class VersionSummary(Check):
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         v = facts.versions
-        parts = [f"Python {v.python}"]
+        parts = [_("Python {version}", version=v.python)]
         if v.torch:
-            built = (
-                ", ".join(
-                    x
-                    for x in (
-                        f"CUDA {v.torch_cuda}" if v.torch_cuda else "",
-                        f"ROCm/HIP {v.torch_hip}" if v.torch_hip else "",
-                        f"cuDNN {v.cudnn}" if v.cudnn else "",
-                        f"NCCL {v.nccl}" if v.nccl else "",
-                    )
-                    if x
+            built = ", ".join(
+                x
+                for x in (
+                    f"CUDA {v.torch_cuda}" if v.torch_cuda else "",
+                    f"ROCm/HIP {v.torch_hip}" if v.torch_hip else "",
+                    f"cuDNN {v.cudnn}" if v.cudnn else "",
+                    f"NCCL {v.nccl}" if v.nccl else "",
                 )
-                or "CPU only"
-            )
-            parts.append(f"torch {v.torch} ({built})")
+                if x
+            ) or _("CPU only")
+            parts.append(_("torch {version} ({built})", version=v.torch, built=built))
         else:
-            parts.append("torch not installed")
+            parts.append(_("torch not installed"))
         parts += [
             f"{name} {value}"
             for name, value in (
                 ("TensorFlow", v.tensorflow),
                 ("JAX", v.jax),
                 ("jaxlib", v.jaxlib),
-                ("NVIDIA driver", v.driver),
+                (_("NVIDIA driver"), v.driver),
                 ("nvcc", v.nvcc),
                 ("gcc", v.gcc),
             )
             if value
         ]
         if not v.driver:
-            parts.append("no NVIDIA driver")
+            parts.append(_("no NVIDIA driver"))
         yield self.result(
             "info",
-            "Versions",
+            _("Versions"),
             found="; ".join(parts),
-            why="The version matrix is the first thing to compare when a job "
-            "that works elsewhere hangs here.",
+            why=_(
+                "The version matrix is the first thing to compare when a job "
+                "that works elsewhere hangs here."
+            ),
         )
 
 
@@ -144,44 +172,63 @@ class RuntimeAgainstDriver(Check):
         table = data["cuda_minimum_driver"]
         source = str(table["source"])
         minimum_text = table["table"].get(runtime)
-        title = f"CUDA runtime {runtime} (torch) against driver {v.driver}"
+        title = _(
+            "CUDA runtime {runtime} (torch) against driver {driver}",
+            runtime=runtime,
+            driver=v.driver,
+        )
         minimum = compat.version(minimum_text)
         if minimum is None:
             yield self.result(
                 "info",
                 title,
                 found=f"CUDA {runtime}",
-                wanted="a CUDA release listed in hangdoctor's compat.json",
-                why="This CUDA release is not in hangdoctor's table; compare by hand.",
+                wanted=_("a CUDA release listed in hangdoctor's compat.json"),
+                why=_("This CUDA release is not in hangdoctor's table; compare by hand."),
                 source=source,
             )
             return
         if driver >= minimum:
             yield self.result(
-                "ok", title, found=f"driver {v.driver}", wanted=f">= {minimum_text}", source=source
+                "ok",
+                title,
+                found=_("driver {driver}", driver=v.driver),
+                wanted=f">= {minimum_text}",
+                source=source,
             )
             return
         floor_text = data["minor_version_floor"]["table"].get(runtime.split(".")[0])
         floor = compat.version(floor_text)
-        upto = f", up to {v.driver_cuda}" if v.driver_cuda else ""
-        fix = (
-            f"Install NVIDIA driver {minimum_text} or newer, or a torch build for an older "
-            "CUDA (e.g. `pip install torch --index-url https://download.pytorch.org/whl/cuXYZ` "
-            f"with a CUDA the driver supports{upto})."
-        )
-        wanted = f">= {minimum_text} (CUDA {runtime} minimum)"
+        if v.driver_cuda:
+            fix = _(
+                "Install NVIDIA driver {minimum} or newer, or a torch build for an older "
+                "CUDA (e.g. `pip install torch --index-url https://download.pytorch.org/whl/cuXYZ` "
+                "with a CUDA the driver supports, up to {driver_cuda}).",
+                minimum=minimum_text,
+                driver_cuda=v.driver_cuda,
+            )
+        else:
+            fix = _(
+                "Install NVIDIA driver {minimum} or newer, or a torch build for an older "
+                "CUDA (e.g. `pip install torch --index-url https://download.pytorch.org/whl/cuXYZ` "
+                "with a CUDA the driver supports).",
+                minimum=minimum_text,
+            )
+        wanted = _(">= {minimum} (CUDA {runtime} minimum)", minimum=minimum_text, runtime=runtime)
         if floor is not None and driver >= floor:
             yield self.result(
                 "warn",
                 title,
-                found=f"driver {v.driver}",
+                found=_("driver {driver}", driver=v.driver),
                 wanted=wanted,
-                why=(
-                    f"Below CUDA {runtime}'s minimum driver the job relies on CUDA minor "
-                    f"version compatibility (driver >= {floor_text}): most kernels run, but "
+                why=_(
+                    "Below CUDA {runtime}'s minimum driver the job relies on CUDA minor "
+                    "version compatibility (driver >= {floor}): most kernels run, but "
                     "PTX built for the newer toolkit cannot be JIT-compiled and newer driver "
                     "features are missing, which surfaces as errors or stalls in custom ops "
-                    "and compiled kernels."
+                    "and compiled kernels.",
+                    runtime=runtime,
+                    floor=floor_text,
                 ),
                 fix=fix,
                 source=source,
@@ -190,9 +237,9 @@ class RuntimeAgainstDriver(Check):
         yield self.result(
             "problem",
             title,
-            found=f"driver {v.driver}",
+            found=_("driver {driver}", driver=v.driver),
             wanted=wanted,
-            why=(
+            why=_(
                 "The driver is too old for this CUDA runtime: CUDA initialisation fails "
                 "(`CUDA driver version is insufficient`) on some ranks, and the ranks that "
                 "did start wait for them in their first collective until the timeout."
@@ -239,23 +286,26 @@ class NvccAgainstTorch(Check):
         if torch_cuda is None or nvcc is None:
             return
         source = str(compat.load()["extension_build"]["source"])
-        title = f"nvcc {v.nvcc} against torch's CUDA {v.torch_cuda}"
+        title = _("nvcc {nvcc} against torch's CUDA {cuda}", nvcc=v.nvcc, cuda=v.torch_cuda)
         if torch_cuda.major != nvcc.major:
             yield self.result(
                 "problem",
                 title,
                 found=f"nvcc {v.nvcc}",
                 wanted=f"nvcc {torch_cuda.major}.x",
-                why=(
+                why=_(
                     "torch.utils.cpp_extension refuses to build CUDA extensions across CUDA "
                     "major versions; projects that build custom ops on first import fail, or "
                     "every rank retries the build and waits on the others' build lock."
                 ),
-                fix=(
-                    f"Put a CUDA {torch_cuda.major}.x toolkit first on PATH "
-                    f"(`export CUDA_HOME=/usr/local/cuda-{v.torch_cuda} "
+                fix=_(
+                    "Put a CUDA {torch_major}.x toolkit first on PATH "
+                    "(`export CUDA_HOME=/usr/local/cuda-{torch_cuda} "
                     "PATH=$CUDA_HOME/bin:$PATH`), or install the torch build for "
-                    f"CUDA {nvcc.major}.x."
+                    "CUDA {nvcc_major}.x.",
+                    torch_major=torch_cuda.major,
+                    torch_cuda=v.torch_cuda,
+                    nvcc_major=nvcc.major,
                 ),
                 source=source,
             )
@@ -265,8 +315,10 @@ class NvccAgainstTorch(Check):
                 title,
                 found=f"nvcc {v.nvcc}",
                 wanted=f"nvcc {v.torch_cuda}",
-                why="A minor CUDA mismatch builds (torch warns), but extensions are then "
-                "tested against a toolkit torch was not built with.",
+                why=_(
+                    "A minor CUDA mismatch builds (torch warns), but extensions are then "
+                    "tested against a toolkit torch was not built with."
+                ),
                 source=source,
             )
         else:
@@ -326,11 +378,11 @@ class KnownBadCombination(Check):
             found = ", ".join(f"{field} {values.get(field)}" for field in entry["when"])
             yield self.result(
                 status,
-                str(entry["title"]),
+                known_bad_text(entry, "title"),
                 found=found,
-                wanted="not this combination",
-                why=str(entry["why"]),
-                fix=str(entry["fix"]),
+                wanted=_("not this combination"),
+                why=known_bad_text(entry, "why"),
+                fix=known_bad_text(entry, "fix"),
                 source=str(entry["source"]),
             )
 
@@ -373,14 +425,14 @@ class StaleExtensionLock(Check):
             return
         yield self.result(
             "warn",
-            "Lock files in the torch extensions build directory",
+            _("Lock files in the torch extensions build directory"),
             found=", ".join(locks),
-            wanted="none while nothing builds",
-            why=(
+            wanted=_("none while nothing builds"),
+            why=_(
                 "torch.utils.cpp_extension.load waits, with no time limit and no message, "
                 "until this lock disappears; a build that was killed leaves it behind, and "
                 "the next start of the job then hangs while loading its custom op."
             ),
-            fix="If no build is running: `rm " + " ".join(locks) + "`",
+            fix=_("If no build is running: `rm {locks}`", locks=" ".join(locks)),
             source=str(compat.load()["stale_extension_lock"]["source"]),
         )
