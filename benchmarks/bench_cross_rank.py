@@ -14,8 +14,9 @@ import time
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, JobRecord, ProgressStatus
-from hangdoctor.pipeline import build_report, gc_paused
+from hangdoctor.evidence.model import Bundle, Frame, JobRecord, ProgressStatus
+from hangdoctor.pipeline import gc_paused
+from hangdoctor.report.build import build_report
 from hangdoctor.rules.engine import run_rules
 
 _C10D = f"{b.SITE}/torch/distributed/distributed_c10d.py"
@@ -42,6 +43,7 @@ def synthetic_job(ranks: int, straggler: int) -> Bundle:
         )
     for rank in range(ranks):
         pid = 10 + rank
+        frames: tuple[Frame, ...]
         if rank == straggler:
             frames = (
                 b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),

@@ -147,6 +147,12 @@ def untranslated(catalog: Catalog) -> Iterator[Message]:
             yield message
 
 
+def _same(value: object) -> object:
+    """A message's id or string, comparable whichever file it was read from: a plural's are a
+    tuple in a .po and a list in a .mo."""
+    return tuple(value) if isinstance(value, tuple | list) else value
+
+
 def fields(text: str) -> set[str]:
     """The named fields of a format string (`{rank}`, `{share:.0%}`), not `{{literal}}`."""
     return set(_FIELD.findall(text.replace("{{", "").replace("}}", "")))
@@ -182,8 +188,10 @@ def problems() -> list[str]:
             wrong.append(f"{language}: {mo.relative_to(ROOT)} is missing (tools/i18n.py compile)")
             continue
         with mo.open("rb") as handle:
-            compiled = {m.id: m.string for m in read_mo(handle) if m.id}
-        written = {m.id: m.string for m in catalog if m.id and _has_text(m) and not m.fuzzy}
+            compiled = {_same(m.id): _same(m.string) for m in read_mo(handle) if m.id}
+        written = {
+            _same(m.id): _same(m.string) for m in catalog if m.id and _has_text(m) and not m.fuzzy
+        }
         if compiled != written:
             wrong.append(
                 f"{language}: {mo.relative_to(ROOT)} is out of date (tools/i18n.py compile)"

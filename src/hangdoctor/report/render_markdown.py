@@ -4,6 +4,7 @@ pasting into an issue or a chat."""
 from __future__ import annotations
 
 from hangdoctor.report.model import Report
+from hangdoctor.report.render_stack_tree import stack_tree_section
 from hangdoctor.report.rule_docs import rule_doc
 from hangdoctor.rules.finding import Culprit, Finding
 
@@ -179,6 +180,7 @@ def render_markdown(report: Report) -> str:
         return "\n".join(lines)
     lines += _wait_for(report)
     lines += _nodes(report)
+    lines += stack_tree_section(report)
     lines += [
         "## Processes",
         "",

@@ -1,0 +1,26 @@
+"""A set of ranks written compactly, as engineers write them at scale (`0-6,8-15`): a list of
+1,024 ranks is unreadable, its runs are not. Language-free: the words around it ("ranks") are
+the caller's to translate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def rank_spans(ranks: Iterable[int], limit: int | None = None) -> str:
+    """`0-6,8-15` for ranks 0 to 15 but 7; with `limit`, at most that many runs, then `,…`
+    (a set with many gaps stays one short line; the caller says how many ranks it holds)."""
+    values = sorted(set(ranks))
+    spans: list[str] = []
+    index = 0
+    while index < len(values):
+        end = index
+        while end + 1 < len(values) and values[end + 1] == values[end] + 1:
+            end += 1
+        first, last = values[index], values[end]
+        spans.append(str(first) if first == last else f"{first}-{last}")
+        index = end + 1
+        if limit is not None and len(spans) >= limit and index < len(values):
+            spans.append("…")
+            break
+    return ",".join(spans)
