@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.evidence.model import CollectiveCall, CollectiveSite, Frame
+from hangdoctor.i18n import _
 
 # Operations whose input has one shape on every rank: a different shape is a mismatch. Others
 # (all_to_all's splits, gather's and scatter's lists, all_gather's uneven inputs) may differ.
@@ -55,13 +56,24 @@ class DesyncOrigin:
 
     def describe(self) -> str:
         """One evidence line."""
-        where = short_location(self.site) if self.site is not None else "a line not recorded"
-        others = "; ".join(f"rank {rank} {what}" for rank, what in sorted(self.others.items()))
-        kind = "one more than the others made" if self.extra else "where the others differ"
-        return (
-            f"collective #{self.seq} of process group {self.group}: rank {self.rank} "
-            f"called {self.op} at {where} ({kind}); {others}; the ranks have been out of "
-            f"step since (rank {self.rank} is now at #{self.last_seq})"
+        where = short_location(self.site) if self.site is not None else _("a line not recorded")
+        others = "; ".join(
+            _("rank {rank} {what}", rank=rank, what=what)
+            for rank, what in sorted(self.others.items())
+        )
+        kind = _("one more than the others made") if self.extra else _("where the others differ")
+        return _(
+            "collective #{seq} of process group {group}: rank {rank} called {op} at {where} "
+            "({kind}); {others}; the ranks have been out of step since (rank {rank} is now at "
+            "#{last_seq})",
+            seq=self.seq,
+            group=self.group,
+            rank=self.rank,
+            op=self.op,
+            where=where,
+            kind=kind,
+            others=others,
+            last_seq=self.last_seq,
         )
 
 
@@ -104,14 +116,17 @@ def divergent_frame(
 
 def _words(call: CollectiveCall | None, sizes_matter: bool = False) -> str:
     if call is None:
-        return "made no call under that number"
-    where = f" at {short_location(call.site)}" if call.site is not None else ""
-    sizes = (
-        f" on sizes {call.sizes}"
-        if sizes_matter and call.sizes and call.op in SAME_SIZE_OPS
-        else ""
-    )
-    return f"called {call.op}{sizes}{where}"
+        return _("made no call under that number")
+    where = short_location(call.site) if call.site is not None else None
+    if sizes_matter and call.sizes and call.op in SAME_SIZE_OPS:
+        if where is not None:
+            return _(
+                "called {op} on sizes {sizes} at {where}", op=call.op, sizes=call.sizes, where=where
+            )
+        return _("called {op} on sizes {sizes}", op=call.op, sizes=call.sizes)
+    if where is not None:
+        return _("called {op} at {where}", op=call.op, where=where)
+    return _("called {op}", op=call.op)
 
 
 _MOST_EXTRA = 4  # calls one rank may have made more than another in one go (a metric: 2)
@@ -242,7 +257,9 @@ def _from_sites(
         seq=site.first_seq,
         op=site.op,
         site=divergent_frame(site.site, site.callers, theirs),
-        others={r: "never called it from that line" for r in tables if r not in only[key]},
+        others=dict.fromkeys(
+            (r for r in tables if r not in only[key]), _("never called it from that line")
+        ),
         extra=True,
         last_seq=max(s.last_seq for s in tables[rank].values()),
     )

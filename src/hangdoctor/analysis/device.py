@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.evidence.model import Frame, OpenFile, ProcessEvidence
+from hangdoctor.i18n import _
 
 #: Device nodes the NVIDIA driver gives every process that created a CUDA context
 #: (`/dev/nvidiactl`, `/dev/nvidia0`, `/dev/nvidia-uvm`): `fuser -v /dev/nvidia*` finds them.
@@ -115,7 +116,7 @@ def _python_wait(frames: Sequence[Frame], gpu: bool) -> str | None:
     if not gpu:
         return None  # `.item()` on a CPU tensor computes; only a GPU process waits there
     if path.endswith(_TENSOR_FORMATTING):
-        return "formatting a CUDA tensor"
+        return _("formatting a CUDA tensor")
     match = _SYNCING_LINE.search(innermost.code or "")
     if match is None:
         return None

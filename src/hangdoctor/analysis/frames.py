@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 
 _STDLIB = re.compile(r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)?t?/(?!(?:site|dist)-packages/)")
@@ -80,7 +81,12 @@ def short_file(path: str) -> str:
 
 def short_location(frame: Frame) -> str:
     """`project/train.py:12 in func`."""
-    return f"{short_file(frame.file)}:{frame.line} in {frame.function}"
+    return _(
+        "{file}:{line} in {function}",
+        file=short_file(frame.file),
+        line=frame.line,
+        function=frame.function,
+    )
 
 
 def runs_user_code(thread: ThreadEvidence) -> bool:

@@ -20,6 +20,7 @@ from hangdoctor.evidence.model import (
     SocketEndpoint,
     ThreadEvidence,
 )
+from hangdoctor.i18n import _
 
 _View = TypeVar("_View")
 
@@ -225,20 +226,21 @@ class JobView:
         """`rank 1 (pid 4242)`, `DataLoader worker of rank 0 (pid 4250)`, `main process (pid 7)`."""
         role, rank = self.role(pid), self.rank(pid)
         if role is Role.RANK:
-            return f"rank {rank} (pid {pid})"
+            return _("rank {rank} (pid {pid})", rank=rank, pid=pid)
         if role is Role.DATALOADER_WORKER:
-            owner = f" of rank {rank}" if rank is not None else ""
-            return f"DataLoader worker{owner} (pid {pid})"
+            if rank is not None:
+                return _("DataLoader worker of rank {rank} (pid {pid})", rank=rank, pid=pid)
+            return _("DataLoader worker (pid {pid})", pid=pid)
         if role is Role.MAIN:
-            return f"main process (pid {pid})"
+            return _("main process (pid {pid})", pid=pid)
         if role is Role.LAUNCHER:
-            return f"launcher (pid {pid})"
+            return _("launcher (pid {pid})", pid=pid)
         process = self.process(pid)
-        name = process.name if process and process.name else "process"
+        name = process.name if process and process.name else _("process")
         return f"{name} (pid {pid})"
 
 
 def thread_label(thread: ThreadEvidence) -> str:
     """`MainThread (tid 42)`: the Python name when known, else the kernel's."""
-    name = (thread.python.name if thread.python else None) or thread.comm or "thread"
+    name = (thread.python.name if thread.python else None) or thread.comm or _("thread")
     return f"{name} (tid {thread.tid})"

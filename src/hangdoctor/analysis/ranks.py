@@ -26,6 +26,7 @@ from hangdoctor.evidence.model import (
     ProgressStatus,
     ThreadEvidence,
 )
+from hangdoctor.i18n import _, _n
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 
 #: The torch.distributed functions a rank waits in for its peers (point-to-point included).
@@ -425,12 +426,20 @@ class RankView:
         says so (a rank merely not in the capture is not captured, not exited)."""
         state = self.ranks.get(rank)
         if state is not None and state.process is not None and not state.alive:
-            return f"its process (pid {state.process.pid}) is {state.process.state}"
+            return _(
+                "its process (pid {pid}) is {state}",
+                pid=state.process.pid,
+                state=state.process.state,
+            )
         if state is not None and state.status is not None and state.process is None:
-            return f"it reported progress as pid {state.status.pid}, which is no longer running"
+            return _(
+                "it reported progress as pid {pid}, which is no longer running",
+                pid=state.status.pid,
+            )
         if self.launcher_seen is not None and rank not in self.elsewhere:
-            return (
-                f"its launcher (pid {self.launcher_seen}) is in the capture and no longer runs it"
+            return _(
+                "its launcher (pid {pid}) is in the capture and no longer runs it",
+                pid=self.launcher_seen,
             )
         return None
 
@@ -510,5 +519,5 @@ def rank_list(states: Sequence[RankState], limit: int = 8) -> str:
     ranks = sorted(s.rank for s in states)
     shown = ", ".join(map(str, ranks[:limit]))
     if len(ranks) > limit:
-        shown += f" and {len(ranks) - limit} more"
-    return f"rank {shown}" if len(ranks) == 1 else f"ranks {shown}"
+        shown = _("{ranks} and {more} more", ranks=shown, more=len(ranks) - limit)
+    return _n("rank {ranks}", "ranks {ranks}", len(ranks), ranks=shown)

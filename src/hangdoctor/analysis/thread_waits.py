@@ -17,6 +17,7 @@ from hangdoctor.analysis.frames import (
 )
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import N_, _
 
 
 @dataclass(frozen=True)
@@ -25,42 +26,52 @@ class Primitive:
 
     file: str  # stdlib file it lives in
     function: str  # as py-spy names it
-    what: str  # for the title
-    waker: str  # what another thread would have to do
+    what_message: str  # for the title (marked with N_ where it has words)
+    waker_message: str  # what another thread would have to do (N_)
+
+    @property
+    def what(self) -> str:
+        """The call, in the report's language (`queue.Queue.get()`)."""
+        return _(self.what_message)
+
+    @property
+    def waker(self) -> str:
+        """What another thread would have to do, in the report's language."""
+        return _(self.waker_message)
 
 
 # Ordered outermost-meaning first: queue.get waits inside Condition.wait, which is reported
 # as the queue.
 PRIMITIVES = (
-    Primitive("queue.py", "Queue.get", "queue.Queue.get()", "put an item into the queue"),
+    Primitive("queue.py", "Queue.get", "queue.Queue.get()", N_("put an item into the queue")),
     Primitive(
         "queue.py",
         "Queue.put",
-        "queue.Queue.put() into a full queue",
-        "take an item out of the queue",
+        N_("queue.Queue.put() into a full queue"),
+        N_("take an item out of the queue"),
     ),
     Primitive(
         "queue.py",
         "Queue.join",
         "queue.Queue.join()",
-        "take every item out of the queue and call task_done() for each",
+        N_("take every item out of the queue and call task_done() for each"),
     ),
     Primitive(
         "concurrent/futures/_base.py",
         "Future.result",
         "Future.result()",
-        "set the future's result (the thread or executor that runs its work)",
+        N_("set the future's result (the thread or executor that runs its work)"),
     ),
-    Primitive("threading.py", "Event.wait", "threading.Event.wait()", "set the event"),
-    Primitive("threading.py", "Barrier.wait", "threading.Barrier.wait()", "reach the barrier"),
+    Primitive("threading.py", "Event.wait", "threading.Event.wait()", N_("set the event")),
+    Primitive("threading.py", "Barrier.wait", "threading.Barrier.wait()", N_("reach the barrier")),
     Primitive(
         "threading.py",
         "Semaphore.acquire",
         "threading.Semaphore.acquire()",
-        "release the semaphore",
+        N_("release the semaphore"),
     ),
     Primitive(
-        "threading.py", "Condition.wait", "threading.Condition.wait()", "notify the condition"
+        "threading.py", "Condition.wait", "threading.Condition.wait()", N_("notify the condition")
     ),
 )
 
@@ -286,7 +297,7 @@ def manager_call(job: JobView, thread: ThreadEvidence) -> ManagerCall | None:
     if call is None:
         return None
     shown = next((v.repr for v in call.locals if v.name == "self"), "") or ""
-    proxy = shown.strip("<>").split(" at ")[0] or "a proxy"
+    proxy = shown.strip("<>").split(" at ")[0] or _("a proxy")
     server = next(
         (
             p
@@ -299,14 +310,18 @@ def manager_call(job: JobView, thread: ThreadEvidence) -> ManagerCall | None:
         ),
         None,
     )
-    where = (
-        f"its server is {job.describe_process(server.pid)}"
+    words = (
+        _(
+            "the call goes through a multiprocessing Manager ({proxy}); its server is "
+            "{server}, which has not answered",
+            proxy=proxy,
+            server=job.describe_process(server.pid),
+        )
         if server is not None
-        else "its server process was not captured"
+        else _(
+            "the call goes through a multiprocessing Manager ({proxy}); its server process "
+            "was not captured, which has not answered",
+            proxy=proxy,
+        )
     )
-    return ManagerCall(
-        proxy,
-        server.pid if server else None,
-        f"the call goes through a multiprocessing Manager ({proxy}); {where}, "
-        "which has not answered",
-    )
+    return ManagerCall(proxy, server.pid if server else None, words)

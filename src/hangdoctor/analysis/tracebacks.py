@@ -14,6 +14,7 @@ from functools import lru_cache
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin
 from hangdoctor.analysis.logs import split_prefix
 from hangdoctor.evidence.model import Frame
+from hangdoctor.i18n import _, active_language
 
 _START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
@@ -86,7 +87,9 @@ class Raised:
 
 
 @lru_cache(maxsize=8)
-def _parse(lines: tuple[str, ...]) -> tuple[Raised, ...]:
+def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
+    """The tracebacks of `lines`, with their words (a thread's) in `language`: cached per
+    language, as a language may be chosen again in one process."""
     found: list[Raised] = []
     # One traceback under way per stream: ranks' lines interleave in a torchrun log.
     open_tracebacks: dict[str | None, list[Frame]] = {}
@@ -174,12 +177,14 @@ def _thread_of(frames: Sequence[Frame]) -> str | None:
     target = next(
         (f for f in outermost if not f.file.replace("\\", "/").endswith("/threading.py")), None
     )
-    return f"thread running {target.function}()" if target is not None else "a thread"
+    if target is None:
+        return _("a thread")
+    return _("thread running {function}()", function=target.function)
 
 
 def tracebacks(lines: Sequence[str]) -> list[Raised]:
     """Every traceback in the output, in order."""
-    return list(_parse(tuple(lines)))
+    return list(_parse(tuple(lines), active_language()))
 
 
 def first_raised(lines: Sequence[str], rank: int | None) -> Raised | None:

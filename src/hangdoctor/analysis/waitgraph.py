@@ -34,6 +34,7 @@ from hangdoctor.analysis.thread_waits import (
 )
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 
 Party = tuple[int, int]  # (pid, tid)
 
@@ -97,7 +98,7 @@ class WaitGraph:
         wait, until a sink or a cycle."""
         parties = [start]
         edges: list[Edge] = []
-        for _ in range(limit):
+        for _hop in range(limit):
             here = parties[-1]
             out = [e for e in self.edges.get(here, []) if e.certain]
             if not out:
@@ -109,10 +110,13 @@ class WaitGraph:
                     tuple(parties),
                     tuple(edges),
                     Sink.CYCLE,
-                    "each waits for the next, and the last for the first: none of them can go on",
+                    _(
+                        "each waits for the next, and the last for the first: none of them can "
+                        "go on"
+                    ),
                 )
             parties.append(edge.waited)
-        return Chain(tuple(parties), tuple(edges), Sink.UNKNOWN, "the chain is too long")
+        return Chain(tuple(parties), tuple(edges), Sink.UNKNOWN, _("the chain is too long"))
 
     def _sink(self, party: Party) -> tuple[Sink, str]:
         wait = self.waits.get(party)
@@ -121,14 +125,15 @@ class WaitGraph:
         if party in self.outside:
             return Sink.OUTSIDE, self.outside[party]
         if wait is not None and wait.kind is WaitKind.RUNNING:
-            return Sink.RUNNING, "it is running on a CPU"
+            return Sink.RUNNING, _("it is running on a CPU")
         maybe = [e for e in self.edges.get(party, []) if not e.certain]
         if maybe:
-            return Sink.MAYBE, (
-                f"only another thread could end it ({maybe[0].why}), and none "
-                "of those that could is doing so now"
+            return Sink.MAYBE, _(
+                "only another thread could end it ({why}), and none of those that could is "
+                "doing so now",
+                why=maybe[0].why,
             )
-        return Sink.UNKNOWN, "the capture does not show what would end this wait"
+        return Sink.UNKNOWN, _("the capture does not show what would end this wait")
 
     def waiters_on(self, party: Party) -> list[Party]:
         """The parties with an edge to `party`."""
@@ -180,14 +185,14 @@ def _thread_edges(
     if joined is not None:
         target = next((t for t in process.threads if thread_object(t) == joined), None)
         if target is not None:
-            graph.add(me, (process.pid, target.tid), "is the thread it joins")
+            graph.add(me, (process.pid, target.tid), _("is the thread it joins"))
             return
     if at_exit(thread):
         for other in _user_threads(process, thread):
             graph.add(
                 me,
                 (process.pid, other.tid),
-                "is a non-daemon thread the interpreter's exit waits for",
+                _("is a non-daemon thread the interpreter's exit waits for"),
             )
         return
     locked = lock_wait(thread)
@@ -198,10 +203,11 @@ def _thread_edges(
             if t.tid != thread.tid and any(h.lock == locked.lock for h in lock_holds(t))
         ]
         for holder in holders:
-            graph.add(me, (process.pid, holder.tid), f"holds {locked.expression}")
+            graph.add(me, (process.pid, holder.tid), _("holds {lock}", lock=locked.expression))
         if not holders and any(h.lock == locked.lock for h in lock_holds(thread)):
-            graph.nobody[me] = (
-                f"it already holds {locked.expression} itself, and the lock is not reentrant"
+            graph.nobody[me] = _(
+                "it already holds {lock} itself, and the lock is not reentrant",
+                lock=locked.expression,
             )
         if holders or me in graph.nobody:
             return
@@ -209,19 +215,25 @@ def _thread_edges(
     if primitive is not None:
         wakers = [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
         for waker in wakers:
-            graph.add(me, (process.pid, waker.tid), f"could {primitive[0].waker}", certain=False)
+            graph.add(
+                me,
+                (process.pid, waker.tid),
+                _("could {action}", action=primitive[0].waker),
+                certain=False,
+            )
         if not wakers:
-            graph.nobody[me] = (
-                f"it waits in {primitive[0].what} without a timeout, and no "
-                f"other thread of its process is left that could "
-                f"{primitive[0].waker}"
+            graph.nobody[me] = _(
+                "it waits in {call} without a timeout, and no other thread of its process is "
+                "left that could {action}",
+                call=primitive[0].what,
+                action=primitive[0].waker,
             )
         return
     through = manager_call(job, thread)
     if through is not None:
         if through.server_pid is not None:
             for party in _process_parties(job.process(through.server_pid) or process):
-                graph.add(me, party, "is the manager's server that must answer")
+                graph.add(me, party, _("is the manager's server that must answer"))
         else:
             graph.outside[me] = through.words
         return
@@ -229,23 +241,29 @@ def _thread_edges(
         children = [job.process(wait.peer_pid)] if wait.peer_pid else job.children(process.pid)
         for child in (c for c in children if c is not None):
             for party in _process_parties(child):
-                graph.add(me, party, "is the child process it waits for")
+                graph.add(me, party, _("is the child process it waits for"))
         return
     if wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
         peer = job.process(wait.peer_pid)
         if peer is not None:
             for party in _process_parties(peer):
-                graph.add(me, party, "holds the pipe's other end")
+                graph.add(me, party, _("holds the pipe's other end"))
         else:
-            graph.nobody[me] = "no captured process holds the pipe's other end"
+            graph.nobody[me] = _("no captured process holds the pipe's other end")
         return
     if wait.kind in (WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT):
         peer = _loopback_peer(job, wait.remote) if wait.remote else None
         if peer is not None and peer.pid != process.pid:
             for party in _process_parties(peer):
-                graph.add(me, party, f"owns the other end of the connection ({wait.remote})")
+                graph.add(
+                    me,
+                    party,
+                    _("owns the other end of the connection ({remote})", remote=wait.remote),
+                )
         else:
-            graph.outside[me] = f"the peer at {wait.remote or 'the other end of a socket'}"
+            graph.outside[me] = _(
+                "the peer at {remote}", remote=wait.remote or _("the other end of a socket")
+            )
         return
     if in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
         workers = [
@@ -253,23 +271,23 @@ def _thread_edges(
         ]
         for worker in workers:
             for party in _process_parties(worker):
-                graph.add(me, party, "is a DataLoader worker that must send the next batch")
+                graph.add(me, party, _("is a DataLoader worker that must send the next batch"))
         if workers:
             return
     if wait.kind is WaitKind.TERMINAL:
-        graph.outside[me] = "a person typing at the terminal"
+        graph.outside[me] = _("a person typing at the terminal")
         return
     if wait.kind is WaitKind.ACCEPT:
-        graph.outside[me] = "a client that connects"
+        graph.outside[me] = _("a client that connects")
         return
     if (
         device_wait(thread.python.frames if thread.python else (), gpu=process_uses_gpu(process))
         is not None
     ):
-        graph.outside[me] = "the device (a kernel or copy that has not finished)"
+        graph.outside[me] = _("the device (a kernel or copy that has not finished)")
         return
     if wait.kind is WaitKind.SLEEP:
-        graph.outside[me] = "time: it sleeps, and will wake to check again"
+        graph.outside[me] = _("time: it sleeps, and will wake to check again")
         return
     if wait.kind is WaitKind.FUTEX and thread.python is not None:
         gil = next(
@@ -281,7 +299,7 @@ def _thread_edges(
             None,
         )
         if gil is not None:
-            graph.add(me, (process.pid, gil), "holds the GIL", certain=False)
+            graph.add(me, (process.pid, gil), _("holds the GIL"), certain=False)
 
 
 #: Peers a rank in a collective is drawn waiting for, at most: those outside any collective
@@ -305,13 +323,18 @@ def _rank_edges(job: JobView, graph: WaitGraph) -> None:
         if len(targets) < MAX_PEER_EDGES:
             more = (s for s in waiting if (s.call, s.seq) != key)
             targets = targets + list(itertools.islice(more, MAX_PEER_EDGES - len(targets)))
+        # The same words for every rank of the group (they share the call): once per peer.
+        whys = [
+            _("is rank {rank}, which has not joined the {call}", rank=peer.rank, call=key[0])
+            for peer in targets
+        ]
         for state in group:
             me: Party = (state.process.pid, state.thread.tid)  # type: ignore[union-attr]
-            for peer in targets:
+            for peer, why in zip(targets, whys, strict=True):
                 graph.add(
                     me,
                     (peer.process.pid, peer.thread.tid),  # type: ignore[union-attr]
-                    f"is rank {peer.rank}, which has not joined the {state.call}",
+                    why,
                 )
 
 

@@ -14,6 +14,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import condition_sleep
 from hangdoctor.analysis.thread_waits import at_exit, blocking_call, joined_thread
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 
 _READS = {"read", "readv", "pread64", "recvfrom", "recvmsg", "recvmmsg"}
 _WRITES = {"write", "writev", "pwrite64", "sendto", "sendmsg", "sendmmsg"}
@@ -81,25 +82,48 @@ def _signed32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+def _blocked(reading: bool, what: str) -> str:
+    """`blocked reading from WHAT` or `blocked writing to WHAT`."""
+    if reading:
+        return _("blocked reading from {what}", what=what)
+    return _("blocked writing to {what}", what=what)
+
+
+def _pipe_words(reading: bool, fd: int, peer: str | None) -> str:
+    if peer is not None:
+        if reading:
+            return _(
+                "blocked reading from a pipe (fd {fd}); the other end is held by {peer}",
+                fd=fd,
+                peer=peer,
+            )
+        return _(
+            "blocked writing to a pipe (fd {fd}); the other end is held by {peer}", fd=fd, peer=peer
+        )
+    if reading:
+        return _(
+            "blocked reading from a pipe (fd {fd}); no other captured process holds its other end",
+            fd=fd,
+        )
+    return _(
+        "blocked writing to a pipe (fd {fd}); no other captured process holds its other end",
+        fd=fd,
+    )
+
+
 def _fd_wait(job: JobView, process: ProcessEvidence, fd: int, reading: bool) -> Wait:
     opened = job.open_file(process.pid, fd)
-    direction = "reading from" if reading else "writing to"
     if opened is None:
-        return Wait(WaitKind.FILE_IO, f"blocked {direction} descriptor {fd}", fd=fd)
+        return Wait(WaitKind.FILE_IO, _blocked(reading, _("descriptor {fd}", fd=fd)), fd=fd)
     target = opened.target
     if target.startswith("pipe:"):
         others = [end for end in job.pipe_ends(target) if end.pid != process.pid or end.fd != fd]
         wanted = "w" if reading else "r"
         peers = sorted({e.pid for e in others if e.mode in (wanted, "rw") and e.pid != process.pid})
         peer = peers[0] if peers else None
-        holder = (
-            f"; the other end is held by {job.describe_process(peer)}"
-            if peer is not None
-            else "; no other captured process holds its other end"
-        )
         return Wait(
             WaitKind.PIPE_READ if reading else WaitKind.PIPE_WRITE,
-            f"blocked {direction} a pipe (fd {fd}){holder}",
+            _pipe_words(reading, fd, job.describe_process(peer) if peer is not None else None),
             fd=fd,
             target=target,
             peer_pid=peer,
@@ -108,18 +132,22 @@ def _fd_wait(job: JobView, process: ProcessEvidence, fd: int, reading: bool) -> 
         endpoint = job.socket(target)
         remote = endpoint.remote if endpoint and endpoint.remote else None
         if endpoint is not None and endpoint.protocol == "unix":
-            what = f"a unix socket ({endpoint.path or 'unnamed'}, fd {fd})"
+            what = _("a unix socket ({path}, fd {fd})", path=endpoint.path or _("unnamed"), fd=fd)
         elif endpoint is not None:
             state = f"{endpoint.state}, " if endpoint.state else ""
-            what = (
-                f"a {endpoint.protocol.rstrip('6').upper()} socket connected to "
-                f"{endpoint.remote} ({state}local {endpoint.local}, fd {fd})"
+            what = _(
+                "a {protocol} socket connected to {remote} ({state}local {local}, fd {fd})",
+                protocol=endpoint.protocol.rstrip("6").upper(),
+                remote=endpoint.remote,
+                state=state,
+                local=endpoint.local,
+                fd=fd,
             )
         else:
-            what = f"a socket (fd {fd})"
+            what = _("a socket (fd {fd})", fd=fd)
         return Wait(
             WaitKind.SOCKET_READ if reading else WaitKind.SOCKET_WRITE,
-            f"blocked {direction} {what}",
+            _blocked(reading, what),
             fd=fd,
             target=target,
             remote=remote,
@@ -127,21 +155,21 @@ def _fd_wait(job: JobView, process: ProcessEvidence, fd: int, reading: bool) -> 
     if target.startswith(("/dev/pts/", "/dev/tty")) or target == "/dev/console":
         return Wait(
             WaitKind.TERMINAL,
-            f"blocked {direction} the terminal {target} (fd {fd})",
+            _blocked(reading, _("the terminal {target} (fd {fd})", target=target, fd=fd)),
             fd=fd,
             target=target,
         )
-    return Wait(WaitKind.FILE_IO, f"blocked {direction} {target} (fd {fd})", fd=fd, target=target)
+    return Wait(WaitKind.FILE_IO, _blocked(reading, f"{target} (fd {fd})"), fd=fd, target=target)
 
 
 def _stack_hint(thread: ThreadEvidence) -> str | None:
     frames = python_frames(thread.python.frames) if thread.python else []
     if in_function(frames, "subprocess.py", {"communicate", "_communicate"}):
-        return "exchanging data with a child process (subprocess.communicate)"
+        return _("exchanging data with a child process (subprocess.communicate)")
     if in_function(frames, "selectors.py", {"select"}) or in_function(
         frames, "socket.py", {"accept", "readinto", "create_connection"}
     ):
-        return "waiting for network or descriptor readiness"
+        return _("waiting for network or descriptor readiness")
     return None
 
 
@@ -161,46 +189,51 @@ def describe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence
 def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> Wait:
     kernel = thread.kernel
     if kernel is None:
-        return Wait(WaitKind.UNKNOWN, "kernel state not available")
+        return Wait(WaitKind.UNKNOWN, _("kernel state not available"))
     if kernel.state == "R":
-        return Wait(WaitKind.RUNNING, "running on a CPU")
+        return Wait(WaitKind.RUNNING, _("running on a CPU"))
     if kernel.state in ("T", "t"):
-        return Wait(WaitKind.STOPPED, "stopped by a signal or a debugger (state T)")
+        return Wait(WaitKind.STOPPED, _("stopped by a signal or a debugger (state T)"))
     name = kernel.syscall_name
     args = kernel.syscall_args
     wchan = kernel.wchan or "?"
     if kernel.state == "D" and name not in _READS | _WRITES:
         return Wait(
             WaitKind.FILE_IO,
-            f"in uninterruptible sleep (D) in {wchan}: disk, network filesystem or device I/O",
+            _(
+                "in uninterruptible sleep (D) in {wchan}: disk, network filesystem or device I/O",
+                wchan=wchan,
+            ),
         )
     if name == "futex":
         called = blocking_call(thread)
         if called is not None:
-            return Wait(WaitKind.FUTEX, f"waiting in {called[0].what} without a timeout")
+            return Wait(
+                WaitKind.FUTEX, _("waiting in {call} without a timeout", call=called[0].what)
+            )
         if joined_thread(thread) is not None:
-            return Wait(WaitKind.FUTEX, "waiting in Thread.join() for another thread to end")
+            return Wait(WaitKind.FUTEX, _("waiting in Thread.join() for another thread to end"))
         if at_exit(thread):
             return Wait(
                 WaitKind.FUTEX,
-                "in the interpreter's exit, waiting for the non-daemon threads to end",
+                _("in the interpreter's exit, waiting for the non-daemon threads to end"),
             )
         innermost = python_frames(thread.python.frames) if thread.python else []
         acquiring = next((f.acquiring for f in innermost[:1] if f.acquiring), ())
         if acquiring and not condition_sleep(innermost[0]):
-            return Wait(WaitKind.LOCK, f"waiting to acquire {', '.join(acquiring)}")
-        return Wait(WaitKind.FUTEX, "waiting on a futex (a lock, condition, queue or the GIL)")
+            return Wait(WaitKind.LOCK, _("waiting to acquire {locks}", locks=", ".join(acquiring)))
+        return Wait(WaitKind.FUTEX, _("waiting on a futex (a lock, condition, queue or the GIL)"))
     if name in _SLEEPS:
-        return Wait(WaitKind.SLEEP, "sleeping")
+        return Wait(WaitKind.SLEEP, _("sleeping"))
     if name in _CHILD_WAITS and args:
         child = _signed32(args[0]) if name == "wait4" else _signed32(args[1])
         if child > 0:
             return Wait(
                 WaitKind.CHILD,
-                f"waiting for child {job.describe_process(child)} to exit",
+                _("waiting for child {child} to exit", child=job.describe_process(child)),
                 peer_pid=child,
             )
-        return Wait(WaitKind.CHILD, "waiting for any child process to exit")
+        return Wait(WaitKind.CHILD, _("waiting for any child process to exit"))
     if name in _READS and args:
         return _fd_wait(job, process, int(args[0]), reading=True)
     if name in _WRITES and args:
@@ -209,24 +242,47 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
         fd = int(args[0])
         opened = job.open_file(process.pid, fd)
         endpoint = job.socket(opened.target) if opened else None
-        where = f" on {endpoint.local}" if endpoint and endpoint.local else ""
-        return Wait(WaitKind.ACCEPT, f"waiting for an incoming connection{where} (fd {fd})", fd=fd)
+        words = (
+            _(
+                "waiting for an incoming connection on {local} (fd {fd})",
+                local=endpoint.local,
+                fd=fd,
+            )
+            if endpoint and endpoint.local
+            else _("waiting for an incoming connection (fd {fd})", fd=fd)
+        )
+        return Wait(WaitKind.ACCEPT, words, fd=fd)
     if name == "connect" and args:
         fd = int(args[0])
         opened = job.open_file(process.pid, fd)
         endpoint = job.socket(opened.target) if opened else None
         remote = endpoint.remote if endpoint else None
         return Wait(
-            WaitKind.CONNECT, f"connecting to {remote or 'a peer'} (fd {fd})", fd=fd, remote=remote
+            WaitKind.CONNECT,
+            _("connecting to {remote} (fd {fd})", remote=remote or _("a peer"), fd=fd),
+            fd=fd,
+            remote=remote,
         )
     if name in _POLLS:
         hint = _stack_hint(thread)
-        return Wait(WaitKind.POLL, f"waiting in {name}()" + (f": {hint}" if hint else ""))
+        words = (
+            _("waiting in {call}(): {hint}", call=name, hint=hint)
+            if hint
+            else _("waiting in {call}()", call=name)
+        )
+        return Wait(WaitKind.POLL, words)
     if name in ("flock", "fcntl"):
-        return Wait(WaitKind.FILE_LOCK, f"waiting for a file lock ({name})")
+        return Wait(WaitKind.FILE_LOCK, _("waiting for a file lock ({call})", call=name))
     if name in _SIGNAL_WAITS:
-        return Wait(WaitKind.SIGNAL, f"waiting for a signal ({name})")
+        return Wait(WaitKind.SIGNAL, _("waiting for a signal ({call})", call=name))
     if name in ("open", "openat"):
-        return Wait(WaitKind.FILE_IO, f"blocked opening a file (a FIFO with no writer?) in {wchan}")
-    label = name or (f"syscall {kernel.syscall}" if kernel.syscall is not None else "no syscall")
-    return Wait(WaitKind.UNKNOWN, f"sleeping in {label} (kernel {wchan})")
+        return Wait(
+            WaitKind.FILE_IO,
+            _("blocked opening a file (a FIFO with no writer?) in {wchan}", wchan=wchan),
+        )
+    label = name or (
+        _("syscall {number}", number=kernel.syscall)
+        if kernel.syscall is not None
+        else _("no syscall")
+    )
+    return Wait(WaitKind.UNKNOWN, _("sleeping in {call} (kernel {wchan})", call=label, wchan=wchan))

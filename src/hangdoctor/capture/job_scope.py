@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from hangdoctor import bounded
 from hangdoctor.capture.tree import CaptureOptions, capture_tree
 from hangdoctor.evidence.model import Bundle, ProbeError
+from hangdoctor.i18n import _, _n
 from hangdoctor.probes.job_peers import JobScope, find_job
 
 _FIND_JOB_TIMEOUT_S = 10.0  # reading the environment of every process of the user
@@ -27,27 +28,26 @@ class ScopedCapture:
     note: str | None
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 'es'}"
-
-
 def partial_view(scope: JobScope, left_out: tuple[int, ...]) -> ProbeError:
     """The capture problem that says which of the job's processes the report does not see."""
     pids = ", ".join(map(str, left_out[:8]))
-    verb = "was" if len(left_out) == 1 else "were"
     if scope.launcher is not None:
-        what = f"dump the launcher, pid {scope.launcher}"
+        what = _("dump the launcher, pid {pid}", pid=scope.launcher)
     else:
-        what = f"dump pid {left_out[0]} too"
+        what = _("dump pid {pid} too", pid=left_out[0])
     return ProbeError(
         probe="job",
         pid=scope.launcher or left_out[0],
         kind="partial",
-        message=(
-            f"partial view: {_plural(len(left_out), 'other process')} of this job "
-            f"{verb} not captured (pid {pids}); {what}"
+        message=_n(
+            "partial view: {count} other process of this job was not captured (pid {pids}); {what}",
+            "partial view: {count} other processes of this job were not captured (pid {pids}); "
+            "{what}",
+            len(left_out),
+            pids=pids,
+            what=what,
         ),
-        help="a rank that is not in the capture is not known to have exited",
+        help=_("a rank that is not in the capture is not known to have exited"),
     )
 
 
@@ -60,15 +60,21 @@ def capture_job(pid: int, options: CaptureOptions, whole_job: bool = True) -> Sc
     note = None
     if whole_job and scope.launcher is not None:
         bundle = capture_tree(scope.launcher, options)
-        note = (
-            f"pid {pid} is one process of a job of {len(scope.peers) + 1} ranks here; "
-            f"capturing the whole job from its launcher, pid {scope.launcher}"
+        note = _(
+            "pid {pid} is one process of a job of {ranks} ranks here; capturing the whole job "
+            "from its launcher, pid {launcher}",
+            pid=pid,
+            ranks=len(scope.peers) + 1,
+            launcher=scope.launcher,
         )
     elif whole_job and scope.peers:
         bundle = capture_tree(pid, options, also=scope.peers)
-        note = (
-            f"pid {pid} is one process of a job of {len(scope.peers) + 1} ranks here; "
-            f"capturing them all (pid {', '.join(map(str, scope.peers[:8]))})"
+        note = _(
+            "pid {pid} is one process of a job of {ranks} ranks here; capturing them all "
+            "(pid {pids})",
+            pid=pid,
+            ranks=len(scope.peers) + 1,
+            pids=", ".join(map(str, scope.peers[:8])),
         )
     else:
         bundle = capture_tree(pid, options)

@@ -27,6 +27,7 @@ from hangdoctor.evidence.model import (
     Snapshot,
     ThreadEvidence,
 )
+from hangdoctor.i18n import _
 from hangdoctor.probes.code_review import review
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
@@ -108,7 +109,7 @@ def _enrich_bounded(
     if enriched is None:
         errors.append(
             failure
-            or ProbeError(probe="sources", pid=process.pid, kind="failed", message="no result")
+            or ProbeError(probe="sources", pid=process.pid, kind="failed", message=_("no result"))
         )
         return stacks
     return enriched
@@ -162,7 +163,7 @@ def _take_snapshot(
                     probe="procfs",
                     pid=root_pid,
                     kind="exited",
-                    message="the process exited during the capture",
+                    message=_("the process exited during the capture"),
                 )
             )
             return None
@@ -185,7 +186,7 @@ def _take_snapshot(
             if read is None:
                 errors.append(
                     failure
-                    or ProbeError(probe="procfs", pid=pid, kind="failed", message="no result")
+                    or ProbeError(probe="procfs", pid=pid, kind="failed", message=_("no result"))
                 )
                 continue
             process, problems = read
@@ -245,7 +246,7 @@ def capture_tree(
     """
     options = options or CaptureOptions()
     if root_pid <= 0 or not psutil.pid_exists(root_pid):
-        raise NoSuchProcessError(f"no process with PID {root_pid}")
+        raise NoSuchProcessError(_("no process with PID {pid}", pid=root_pid))
     started = time.monotonic()
     timer = _Timer()
     errors: list[ProbeError] = []
@@ -282,7 +283,9 @@ def capture_tree(
         if own_gpus:
             sampler.close()
     if not snapshots:
-        raise NoSuchProcessError(f"process {root_pid} exited before it could be captured")
+        raise NoSuchProcessError(
+            _("process {pid} exited before it could be captured", pid=root_pid)
+        )
     with timer.measure("sockets"):
         inodes = {
             int(f.target[len("socket:[") : -1])

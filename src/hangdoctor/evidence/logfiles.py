@@ -18,6 +18,7 @@ from pathlib import Path
 from hangdoctor import __version__
 from hangdoctor.errors import BadInputError
 from hangdoctor.evidence.model import Bundle, JobRecord
+from hangdoctor.i18n import _
 from hangdoctor.redact import redact_value
 
 #: Only the end of each file is read: a failure is explained by its last lines, and a 50 GB log
@@ -146,11 +147,11 @@ def decode_lines(data: bytes) -> list[str]:
 def read_log_file(path: Path, tail_bytes: int = TAIL_BYTES) -> LogFile:
     """Read the last `tail_bytes` of a log file; a one-line BadInputError if it cannot be read."""
     if not path.exists():
-        raise BadInputError(f"{path} does not exist")
+        raise BadInputError(_("{path} does not exist", path=path))
     if path.is_dir():
         raise BadInputError(
-            f"{path} is a directory without an evidence bundle",
-            help="pass log files, or a report directory written by `dump` or `run`",
+            _("{path} is a directory without an evidence bundle", path=path),
+            help=_("pass log files, or a report directory written by `dump` or `run`"),
         )
     try:
         with path.open("rb") as handle:
@@ -160,15 +161,19 @@ def read_log_file(path: Path, tail_bytes: int = TAIL_BYTES) -> LogFile:
                 handle.seek(size - tail_bytes)
             data = handle.read(tail_bytes + 1)
     except OSError as error:
-        raise BadInputError(f"cannot read {path}: {error.strerror or error}") from error
+        raise BadInputError(
+            _("cannot read {path}: {error}", path=path, error=error.strerror or error)
+        ) from error
     if not data.strip():
-        raise BadInputError(f"{path} is empty: not a log file or report")
+        raise BadInputError(_("{path} is empty: not a log file or report", path=path))
     kind = binary_kind(data)
     if kind is not None:
         raise BadInputError(
-            f"{path} is not a log file or report ({kind})",
-            help="give the job's text output, a kernel log, or a report "
-            "directory written by `dump` or `run`",
+            _("{path} is not a log file or report ({kind})", path=path, kind=kind),
+            help=_(
+                "give the job's text output, a kernel log, or a report directory written by "
+                "`dump` or `run`"
+            ),
         )
     if truncated:
         data = data.split(b"\n", 1)[-1]  # the first line was cut in the middle

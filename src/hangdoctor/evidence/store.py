@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from hangdoctor.errors import BadInputError
 from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
+from hangdoctor.i18n import _
 from hangdoctor.private_files import make_dir, write_text
 
 BUNDLE_FILE = "evidence.json"
@@ -26,24 +27,37 @@ def load_bundle(path: Path) -> Bundle:
     file = path / BUNDLE_FILE if path.is_dir() else path
     if not file.exists():
         raise BadInputError(
-            f"no evidence bundle at {file}",
-            help="point `hangdoctor analyze` at a report directory written by `dump` or `run`, "
-            f"or at its {BUNDLE_FILE}",
+            _("no evidence bundle at {file}", file=file),
+            help=_(
+                "point `hangdoctor analyze` at a report directory written by `dump` or `run`, "
+                "or at its {bundle_file}",
+                bundle_file=BUNDLE_FILE,
+            ),
         )
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise BadInputError(f"cannot read {file}: {error}") from error
+        raise BadInputError(_("cannot read {path}: {error}", path=file, error=error)) from error
     try:
         bundle = Bundle.model_validate_json(text)
     except ValidationError as error:
         first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        where = ".".join(str(part) for part in first["loc"]) or _("top level")
         raise BadInputError(
-            f"{file} is not a hangdoctor evidence bundle ({where}: {first['msg']})"
+            _(
+                "{file} is not a hangdoctor evidence bundle ({where}: {problem})",
+                file=file,
+                where=where,
+                problem=first["msg"],
+            )
         ) from error
     if bundle.format != BUNDLE_FORMAT:
         raise BadInputError(
-            f"{file} has bundle format {bundle.format!r}; this hangdoctor reads {BUNDLE_FORMAT!r}"
+            _(
+                "{file} has bundle format {found!r}; this hangdoctor reads {expected!r}",
+                file=file,
+                found=bundle.format,
+                expected=BUNDLE_FORMAT,
+            )
         )
     return bundle

@@ -23,6 +23,7 @@ from hangdoctor.evidence.model import (
     ProcessEvidence,
     Snapshot,
 )
+from hangdoctor.i18n import _
 
 #: Above Linux's largest pid_max (4194304): a renumbered pid never meets a real one.
 PID_SPACE = 2**22
@@ -143,14 +144,17 @@ def merge(
     if nodes.partial:
         absent = [n.node for n in nodes.nodes if not n.answered]
         missing = (nodes.expected or 0) - len(nodes.nodes)
-        words = ", ".join(f"node {n}" for n in absent)
+        parts = [_("node {node}", node=n) for n in absent]
         if missing > 0:
-            words += f"{', ' if words else ''}{missing} node(s) that never joined"
+            parts.append(_("{count} node(s) that never joined", count=missing))
         errors.append(
             ProbeError(
                 probe="nodes",
                 kind="partial",
-                message=f"the job-wide view lacks {words}: their ranks are not in it",
+                message=_(
+                    "the job-wide view lacks {nodes}: their ranks are not in it",
+                    nodes=", ".join(parts),
+                ),
             )
         )
     snapshot = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from hangdoctor.i18n import _
 from hangdoctor.nodes.board import Board, DirectoryBoard, StoreBoard
 from hangdoctor.nodes.identity import NodeIdentity, node_identity
 from hangdoctor.nodes.session import SessionPlan
@@ -62,14 +63,20 @@ def session_plan(
                     pass
             return StoreBoard(where, port, session)
 
-        return SessionPlan(me, host, expected, f"coordinator TCPStore {where}:{port}", hosted)
+        return SessionPlan(
+            me,
+            host,
+            expected,
+            _("coordinator TCPStore {host}:{port}", host=where, port=port),
+            hosted,
+        )
     if identity.coordinator is not None:
         where, port = identity.coordinator
         return SessionPlan(
             me,
             host,
             expected,
-            f"the job's TCPStore {where}:{port}",
+            _("the job's TCPStore {host}:{port}", host=where, port=port),
             lambda: StoreBoard(where, port, session),
         )
     # Every node was given the same (shared) report directory: each writes its own report
@@ -79,7 +86,7 @@ def session_plan(
         me,
         host,
         expected,
-        f"directory {shared}",
+        _("directory {path}", path=shared),
         lambda: DirectoryBoard(shared),
         report_dir=report_dir / f"node-{me}",
     )

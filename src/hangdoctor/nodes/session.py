@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hangdoctor.evidence.model import NodeSeen, NodesEvidence
+from hangdoctor.i18n import _
 from hangdoctor.nodes.board import Board
 
 #: How often a node says it is alive, and after how long without a word it counts as gone.
@@ -303,7 +304,11 @@ class NodeSession:
             declared_by=self.plan.me if epoch in self._declared_here else None,
             transport=self.plan.transport
             if self._board is not None
-            else f"{self.plan.transport} (not reached: {self.problem})",
+            else _(
+                "{transport} (not reached: {problem})",
+                transport=self.plan.transport,
+                problem=self.problem,
+            ),
         )
 
 

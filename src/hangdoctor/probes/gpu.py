@@ -18,12 +18,13 @@ from typing import Any
 
 from hangdoctor import bounded
 from hangdoctor.evidence.model import GpuSample, ProbeError
+from hangdoctor.i18n import N_, _
 
 INIT_TIMEOUT_S = 5.0
 SAMPLE_TIMEOUT_S = 2.0
 SAMPLE_EVERY_S = 1.0
 PENDING_S = 1.0  # an NVML call pending longer is worth a line in a report written meanwhile
-NVML_HELP = "pip install 'hangdoctor[gpu]'   (installs nvidia-ml-py)"
+NVML_HELP = N_("pip install 'hangdoctor[gpu]'   (installs nvidia-ml-py)")
 
 #: Opens NVML: (the pynvml module, a handle per device).
 Opener = Callable[[], tuple[Any, list[Any]]]
@@ -40,6 +41,14 @@ def _open_nvml() -> tuple[Any, list[Any]]:
 def nvidia_driver_present() -> bool:
     """Whether an NVIDIA kernel driver is loaded here (then a missing NVML is a gap)."""
     return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidiactl")
+
+
+def _not_answering(seconds: float) -> str:
+    return _(
+        "NVML did not answer within {seconds:g} s (a wedged driver or a GPU that fell off the "
+        "bus); GPUs were not sampled after that",
+        seconds=seconds,
+    )
 
 
 class GpuSampler:
@@ -78,8 +87,7 @@ class GpuSampler:
                     self._error = ProbeError(
                         probe="nvml",
                         kind="timeout",
-                        message=f"NVML did not answer within {limit:g} s (a wedged driver or "
-                        "a GPU that fell off the bus); GPUs were not sampled after that",
+                        message=_not_answering(limit),
                     )
             return self._error
 
@@ -96,8 +104,11 @@ class GpuSampler:
         return ProbeError(
             probe="nvml",
             kind="timeout",
-            message=f"NVML did not answer within {PENDING_S:g} s (still pending "
-            "when this report was written); GPUs not sampled",
+            message=_(
+                "NVML did not answer within {seconds:g} s (still pending when this report was "
+                "written); GPUs not sampled",
+                seconds=PENDING_S,
+            ),
         )
 
     @property
@@ -135,8 +146,7 @@ class GpuSampler:
                 self._error = self._error or ProbeError(
                     probe="nvml",
                     kind="timeout" if failure is None or failure.kind == "timeout" else "failed",
-                    message=f"NVML did not answer within {timeout_s:g} s (a wedged driver or a "
-                    "GPU that fell off the bus); GPUs were not sampled after that",
+                    message=_not_answering(timeout_s),
                 )
             return ()
         with self._lock:
@@ -169,9 +179,12 @@ class GpuSampler:
                     self._error = ProbeError(
                         probe="nvml",
                         kind=kind,
-                        help=NVML_HELP if kind == "missing_tool" else None,
-                        message=f"GPUs not sampled: NVML unavailable ({type(error).__name__}: "
-                        f"{error})",
+                        help=_(NVML_HELP) if kind == "missing_tool" else None,
+                        message=_(
+                            "GPUs not sampled: NVML unavailable ({error_type}: {error})",
+                            error_type=type(error).__name__,
+                            error=error,
+                        ),
                     )
             return
         self._opened = True

@@ -10,9 +10,10 @@ from datetime import datetime
 
 from hangdoctor import bounded
 from hangdoctor.evidence.model import ProbeError
+from hangdoctor.i18n import N_, _
 from hangdoctor.redact import redact_value
 
-DMESG_HELP = "reading the kernel log needs CAP_SYSLOG or `sudo sysctl kernel.dmesg_restrict=0`"
+DMESG_HELP = N_("reading the kernel log needs CAP_SYSLOG or `sudo sysctl kernel.dmesg_restrict=0`")
 
 
 def _since(lines: list[str], since: float | None) -> list[str]:
@@ -39,17 +40,17 @@ def read_kernel_log(
     an Xid from yesterday is not this job's), or why they could not be read."""
     dmesg = shutil.which("dmesg")
     if dmesg is None:
-        return [], ProbeError(probe="kernel log", kind="missing_tool", message="dmesg not found")
+        return [], ProbeError(probe="kernel log", kind="missing_tool", message=_("dmesg not found"))
     done, error = bounded.run("kernel log", [dmesg, "--time-format", "iso", "--nopager"], timeout_s)
     if done is None:
         return [], error
     if done.returncode != 0:
-        text = done.stderr.strip() or f"dmesg exited {done.returncode}"
+        text = done.stderr.strip() or _("dmesg exited {code}", code=done.returncode)
         kind = "permission" if "ermission" in text or "not permitted" in text else "failed"
         return [], ProbeError(
             probe="kernel log",
             kind=kind,
-            message=f"{text} ({DMESG_HELP})" if kind == "permission" else text,
+            message=f"{text} ({_(DMESG_HELP)})" if kind == "permission" else text,
         )
     recent = _since(done.stdout.splitlines(), since)
     return [redact_value(line) for line in recent[-lines:]], None

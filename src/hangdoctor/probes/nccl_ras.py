@@ -23,6 +23,7 @@ import psutil
 
 from hangdoctor import bounded
 from hangdoctor.evidence.model import Bundle, ProbeError, RasRank, RasReport
+from hangdoctor.i18n import N_, _
 from hangdoctor.probes.nccl_ras_output import parse
 
 PROBE = "nccl ras"
@@ -36,7 +37,11 @@ JSON_SINCE = (2, 28)  # `ncclras -f json`
 _MAX_MAPS = 8  # processes whose maps are read to find libnccl
 _CLIENT = "ncclras"
 _NO_SERVICE = "Failed to connect to the NCCL RAS service"
-_HELP = f"run `{_CLIENT}` on this node by hand to read NCCL's view of the job ({RAS_DOCS})"
+_HELP = N_("run `{client}` on this node by hand to read NCCL's view of the job ({docs})")
+
+
+def _help() -> str:
+    return _(_HELP, client=_CLIENT, docs=RAS_DOCS)
 
 
 def _nccl_in_maps(pid: int) -> set[str]:
@@ -126,17 +131,23 @@ def query(
         if error is not None and error.kind == "timeout":
             error = error.model_copy(
                 update={
-                    "message": f"NCCL's RAS service did not answer `{_CLIENT}` within "
-                    f"{timeout_s:g} s (the client was stopped)",
-                    "help": _HELP,
+                    "message": _(
+                        "NCCL's RAS service did not answer `{client}` within {seconds:g} s "
+                        "(the client was stopped)",
+                        client=_CLIENT,
+                        seconds=timeout_s,
+                    ),
+                    "help": _help(),
                 }
             )
         return None, error
     report = parse(done.stdout) if done.stdout.strip() else None
     if done.returncode == 0 or _NO_SERVICE in done.stderr:
         return report if done.returncode == 0 else None, None
-    last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-    return report, ProbeError(probe=PROBE, kind="failed", message=f"{_CLIENT}: {last}", help=_HELP)
+    last = (done.stderr.strip().splitlines() or [_("exit status {code}", code=done.returncode)])[-1]
+    return report, ProbeError(
+        probe=PROBE, kind="failed", message=f"{_CLIENT}: {last}", help=_help()
+    )
 
 
 def _named(report: RasReport) -> Iterator[RasRank]:

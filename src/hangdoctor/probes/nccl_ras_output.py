@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hangdoctor.evidence.model import RasCommunicator, RasLaunchCount, RasRank, RasReport
+from hangdoctor.i18n import _
 
 MAX_TEXT = 16 * 1024  # of the raw output kept in the bundle
 
@@ -57,7 +58,8 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
     half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
+    left_out = _("[... {count} characters left out ...]", count=len(text) - 2 * half)
+    return f"{text[:half]}\n{left_out}\n{text[-half:]}"
 
 
 def _devices(text: str | None) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ from hangdoctor.evidence.model import (
     ProcessEvidence,
     ThreadEvidence,
 )
+from hangdoctor.i18n import _
 from hangdoctor.probes.syscalls import syscall_name
 from hangdoctor.redact import redact_argv, select_environment
 
@@ -162,7 +163,9 @@ def read_process(pid: int) -> tuple[ProcessEvidence | None, list[ProbeError]]:
             rss = proc.memory_info().rss
             cmdline = redact_argv(proc.cmdline())
     except psutil.NoSuchProcess:
-        return None, [ProbeError(probe="procfs", pid=pid, kind="exited", message="process exited")]
+        return None, [
+            ProbeError(probe="procfs", pid=pid, kind="exited", message=_("process exited"))
+        ]
     except psutil.AccessDenied as error:
         return None, [ProbeError(probe="procfs", pid=pid, kind="permission", message=str(error))]
     try:
@@ -180,7 +183,10 @@ def read_process(pid: int) -> tuple[ProcessEvidence | None, list[ProbeError]]:
         kind = "permission" if isinstance(error, psutil.AccessDenied) else "exited"
         errors.append(
             ProbeError(
-                probe="environ", pid=pid, kind=kind, message=f"cannot read the environment ({kind})"
+                probe="environ",
+                pid=pid,
+                kind=kind,
+                message=_("cannot read the environment ({kind})", kind=kind),
             )
         )
     threads = read_threads(pid)

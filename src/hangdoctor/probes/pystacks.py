@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hangdoctor import bounded
 from hangdoctor.evidence.model import Frame, LocalVariable, ProbeError, PythonThread
+from hangdoctor.i18n import _
 from hangdoctor.redact import REDACTED, is_secret_name, redact_value
 
 _MAX_REPR = 200
@@ -65,7 +66,7 @@ def _first_error_line(stderr: str) -> str:
     head = next((line for line in lines if line.startswith("Error")), lines[0] if lines else "")
     if causes:
         return f"{head} ({causes[-1].split(':', 1)[1].strip()})"
-    return head or "py-spy failed without a message"
+    return head or _("py-spy failed without a message")
 
 
 def _text(value: object, default: str = "?") -> str:
@@ -150,7 +151,7 @@ def _dump_once(
 ) -> tuple[dict[int, PythonThread], ProbeError | None]:
     if binary is None:
         return {}, ProbeError(
-            probe="py-spy", pid=pid, kind="missing_tool", message="py-spy was not found"
+            probe="py-spy", pid=pid, kind="missing_tool", message=_("py-spy was not found")
         )
     command = [binary, "dump", "--pid", str(pid), "--json"]
     if options.native:
@@ -173,5 +174,8 @@ def _dump_once(
         return parse_py_spy_json(done.stdout), None
     except ValueError as error:
         return {}, ProbeError(
-            probe="py-spy", pid=pid, kind="failed", message=f"unreadable py-spy output: {error}"
+            probe="py-spy",
+            pid=pid,
+            kind="failed",
+            message=_("unreadable py-spy output: {error}", error=error),
         )

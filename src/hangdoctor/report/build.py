@@ -13,7 +13,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
-from hangdoctor.i18n import active_language
+from hangdoctor.i18n import _, active_language
 from hangdoctor.report.model import (
     CaptureInfo,
     Hang,
@@ -111,7 +111,7 @@ def _wait_for(job: JobView) -> list[WaitFor]:
                     pid=pid,
                     tid=tid,
                     waits_in=wait.summary,
-                    why=f"only this can end it: {graph.outside[party]}",
+                    why=_("only this can end it: {what}", what=graph.outside[party]),
                 )
             )
         if party in graph.nobody:
@@ -120,7 +120,7 @@ def _wait_for(job: JobView) -> list[WaitFor]:
                     pid=pid,
                     tid=tid,
                     waits_in=wait.summary,
-                    why=f"nothing can end it: {graph.nobody[party]}",
+                    why=_("nothing can end it: {why}", why=graph.nobody[party]),
                 )
             )
     return edges
