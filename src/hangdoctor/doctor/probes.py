@@ -25,6 +25,7 @@ from hangdoctor.doctor.probe_host import probe_libraries, probe_limits
 from hangdoctor.doctor.probe_net import probe_distributed
 from hangdoctor.doctor.probe_versions import distribution_versions, probe_versions
 from hangdoctor.evidence.model import ProbeError
+from hangdoctor.i18n import _
 from hangdoctor.probes.kernel_log import DMESG_HELP, read_kernel_log
 from hangdoctor.redact import redact_value
 
@@ -59,7 +60,7 @@ def probe_kernel_log(since_s: float | None, window: str) -> KernelLog:
                 probe="kernel log",
                 kind=error.kind,
                 message=error.message,
-                help=DMESG_HELP if error.kind == "permission" else None,
+                help=_(DMESG_HELP) if error.kind == "permission" else None,
             ),
         )
     return KernelLog(source="dmesg", window=window, lines=tuple(lines))
