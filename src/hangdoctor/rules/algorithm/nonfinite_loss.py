@@ -8,13 +8,17 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, loop_header
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence.model import JobRecord
+from hangdoctor.evidence.model import JobRecord, ProgressStatus
 from hangdoctor.i18n import _
 from hangdoctor.rules._progress_examples import progress_job, progress_status
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
+
+
+def _process_name(status: ProgressStatus) -> str:
+    return f"rank {status.rank}" if status.rank is not None else f"pid {status.pid}"
 
 
 def _spinning_on_nonfinite(record: JobRecord) -> bool:
@@ -78,11 +82,11 @@ class NonFiniteLoss(Rule):
         bad.sort(key=lambda s: s.last_nonfinite_at or 0.0)
         first = bad[0]
         stalled = record.hang_declared_s is not None or (record.exit_code or 0) != 0
-        who = f"rank {first.rank}" if first.rank is not None else f"pid {first.pid}"
+        who = _process_name(first)
         evidence = [
             _(
                 "{who}: {bad} of {seen} losses were NaN/Inf (last {after:.1f} s after the start)",
-                who=f"rank {s.rank}" if s.rank is not None else f"pid {s.pid}",
+                who=_process_name(s),
                 bad=s.nonfinite_losses,
                 seen=s.losses_seen,
                 after=s.last_nonfinite_at - record.started_at,

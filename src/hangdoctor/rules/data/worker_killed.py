@@ -231,7 +231,7 @@ class WorkerKilled(Rule):
             ),
             culprit=Culprit(pid=pid, role="dataloader_worker", location=Location.of(user)),
             evidence=(
-                _("job output: {line}", line=f"{raised.type}: {raised.message}"),
+                _("job output: {line}", line=raised.type + ": " + raised.message),
                 _(
                     "the traceback passes through DataLoader._try_get_data and "
                     "multiprocessing's resource sharer (a worker's tensor being fetched)"

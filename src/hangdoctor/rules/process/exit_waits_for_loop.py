@@ -205,7 +205,7 @@ class ExitWaitsForLoop(Rule):
                 "goes round until a condition changes that only the main thread would have "
                 "changed (a stop flag, an event, a sentinel). The process stays alive doing "
                 "nothing, and a launcher waits for it forever.",
-                ended=f"{ended[0].upper()}{ended[1:]}",
+                ended=ended[0].upper() + ended[1:],
                 thread=thread_label(thread),
                 where=where,
             ),
