@@ -18,6 +18,7 @@ from hangdoctor.analysis.logs import SIGNAL_NAMES, split_prefix
 from hangdoctor.analysis.tracebacks import Raised, is_consequence, tracebacks
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
 from hangdoctor.evidence.model import Bundle, Frame
+from hangdoctor.i18n import N_, _
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -167,32 +168,43 @@ def library_call(raised: Raised) -> Frame | None:
 
 def _status(failure: Failure) -> str:
     if failure.signal is not None:
-        return f"killed by {SIGNAL_NAMES.get(failure.signal, f'signal {failure.signal}')}"
+        name = SIGNAL_NAMES.get(failure.signal)
+        if name is None:
+            return _("killed by signal {signal}", signal=failure.signal)
+        return _("killed by {signal}", signal=name)
     if failure.exit_code is not None:
-        return f"exit {failure.exit_code}"
-    return "it ended"
+        return _("exit {code}", code=failure.exit_code)
+    return _("it ended")
 
 
 _FIXES: dict[Category, tuple[str, ...]] = {
     Category.GPU_MEMORY_EXHAUSTED: (
-        "Use less device memory at that line: a smaller batch, gradient accumulation, mixed "
-        "precision, activation checkpointing; `torch.cuda.memory_summary()` shows what holds it.",
+        N_(
+            "Use less device memory at that line: a smaller batch, gradient accumulation, mixed "
+            "precision, activation checkpointing; `torch.cuda.memory_summary()` shows what holds it."
+        ),
     ),
     Category.HOST_MEMORY_EXHAUSTED: (
-        "Use less host memory there: load data lazily (memory-mapped files, streaming), fewer "
-        "DataLoader workers, no copy of the dataset per worker; check the container's limit.",
+        N_(
+            "Use less host memory there: load data lazily (memory-mapped files, streaming), fewer "
+            "DataLoader workers, no copy of the dataset per worker; check the container's limit."
+        ),
     ),
     Category.ENV_OS_LIMITS: (
-        "Check the limits the job runs under (`ulimit -a` in the job's own environment): the "
-        "file-size limit (`ulimit -f`), open files (`ulimit -n`), processes (`ulimit -u`); "
-        "raise the one the error names, or write/open less at that line.",
+        N_(
+            "Check the limits the job runs under (`ulimit -a` in the job's own environment): the "
+            "file-size limit (`ulimit -f`), open files (`ulimit -n`), processes (`ulimit -u`); "
+            "raise the one the error names, or write/open less at that line."
+        ),
     ),
     Category.ALGORITHM_NONFINITE: (
-        "Find the first non-finite value: the operation named by anomaly mode, its inputs "
-        "(log, sqrt, division by a value that can be 0), the learning rate; clip gradients.",
+        N_(
+            "Find the first non-finite value: the operation named by anomaly mode, its inputs "
+            "(log, sqrt, division by a value that can be 0), the learning rate; clip gradients."
+        ),
     ),
     Category.PROCESS_UNEXPLAINED: (
-        "Fix the error at the line named: the exception's message says what was wrong there.",
+        N_("Fix the error at the line named: the exception's message says what was wrong there."),
     ),
 }
 
@@ -202,23 +214,25 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
     raised = failure.raised
     status = _status(failure)
     if raised is None:
-        last = tuple(f"last output: {line}" for line in failure.last_lines)
+        last = tuple(_("last output: {line}", line=line) for line in failure.last_lines)
         return Finding(
             id=rule_id,
             category=category,
             severity=Severity.ERROR,
             confidence=0.3,
-            title=f"The job failed ({status}) without a Python traceback",
-            explanation=(
+            title=_("The job failed ({status}) without a Python traceback", status=status),
+            explanation=_(
                 "The job ended with an error status and printed no traceback: a "
                 "native crash, a process that called exit() with an error code, or "
                 "a child's failure passed on. Its last lines of output are below."
             ),
-            evidence=last or ("the job printed nothing",),
+            evidence=last or (_("the job printed nothing"),),
             fixes=(
-                "Look at the last lines of output above and at the code that exits with "
-                "that status (`sys.exit(N)`, a shell script's `exit N`).",
-                "For a native crash, run with `python -X faulthandler` to get the stack.",
+                _(
+                    "Look at the last lines of output above and at the code that exits with "
+                    "that status (`sys.exit(N)`, a shell script's `exit N`)."
+                ),
+                _("For a native crash, run with `python -X faulthandler` to get the stack."),
             ),
         )
     shown = (
@@ -229,53 +243,89 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
     user = innermost_user_frame(shown.frames)
     call = library_call(shown)
     where = (
-        f" at {short_file(user.file)}:{user.line}"
+        _(" at {file}:{line}", file=short_file(user.file), line=user.line)
         if user is not None
-        else " (no frame in your code)"
+        else _(" (no frame in your code)")
     )
-    rank = f" on rank {raised.rank}" if raised.rank is not None else ""
-    thread = f" in {raised.thread}" if raised.thread else ""
+    rank = _(" on rank {rank}", rank=raised.rank) if raised.rank is not None else ""
+    thread = _(" in {thread}", thread=raised.thread) if raised.thread else ""
     message = f": {clip(raised.message)}" if raised.message else ""
     evidence: list[str] = [f"{raised.type}{message}"]
     if user is not None:
         code = f" `{user.code}`" if user.code else ""
-        evidence.append(f"your code: {user.file}:{user.line} in {user.function}{code}")
+        evidence.append(
+            _(
+                "your code: {file}:{line} in {function}{code}",
+                file=user.file,
+                line=user.line,
+                function=user.function,
+                code=code,
+            )
+        )
     if call is not None:
-        evidence.append(f"library call: {call.function} ({short_file(call.file)}:{call.line})")
+        evidence.append(
+            _(
+                "library call: {function} ({file}:{line})",
+                function=call.function,
+                file=short_file(call.file),
+                line=call.line,
+            )
+        )
     elif user is None and raised.frames:
         inner = raised.frames[0]
-        evidence.append(f"raised in {inner.function} ({short_file(inner.file)}:{inner.line})")
+        evidence.append(
+            _(
+                "raised in {function} ({file}:{line})",
+                function=inner.function,
+                file=short_file(inner.file),
+                line=inner.line,
+            )
+        )
     if shown is not raised:
         evidence.append(
-            f"raised inside a library; while handling it, {shown.short_type} "
-            f"reached your code at {short_file(user.file)}:{user.line}"
+            _(
+                "raised inside a library; while handling it, {type} "
+                "reached your code at {file}:{line}",
+                type=shown.short_type,
+                file=short_file(user.file),
+                line=user.line,
+            )
             if user is not None
-            else f"then {shown.short_type} was raised"
+            else _("then {type} was raised", type=shown.short_type)
         )
     if category is Category.ENV_OS_LIMITS and "file_size" in failure.limits:
         evidence.append(
-            f"the process ran under a file-size limit of "
-            f"{failure.limits['file_size']} bytes (RLIMIT_FSIZE, `ulimit -f`): a "
-            "write past it fails"
+            _(
+                "the process ran under a file-size limit of "
+                "{limit} bytes (RLIMIT_FSIZE, `ulimit -f`): a "
+                "write past it fails",
+                limit=failure.limits["file_size"],
+            )
         )
     evidence.append(
-        f"the job failed ({status}); {failure.count} traceback(s) of its own in "
-        "the output, this is the first"
+        _(
+            "the job failed ({status}); {count} traceback(s) of its own in "
+            "the output, this is the first",
+            status=status,
+            count=failure.count,
+        )
     )
-    fixes = _FIXES[category]
+    fixes = tuple(_(fix) for fix in _FIXES[category])
     if user is None:
         fixes += (
-            "No frame of the traceback is in your code: the failure is inside the "
-            "launcher or a library; its message and the command line are where to look.",
+            _(
+                "No frame of the traceback is in your code: the failure is inside the "
+                "launcher or a library; its message and the command line are where to look."
+            ),
         )
-    title_call = f" (in {call.function})" if call is not None else ""
+    title_call = _(" (in {function})", function=call.function) if call is not None else ""
     return Finding(
         id=rule_id,
         category=category,
         severity=Severity.ERROR,
         confidence=0.6 if category is not Category.PROCESS_UNEXPLAINED else 0.5,
         title=f"{raised.short_type}{message}{where}{title_call}{rank}{thread}",
-        explanation=(
+        explanation=_(
             "The job failed of this exception (the first one of its own in the "
             "output; what was raised while handling it, and other ranks' lost "
             "connections, came after)."

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.finding import Culprit, Location
 
 
@@ -34,7 +35,7 @@ def culprit(
 def at(frame: Frame | None) -> str:
     """`train.py:41 in main (`barrier()`)`, or 'an unknown place'."""
     if frame is None:
-        return "an unknown place"
+        return _("an unknown place")
     code = f" `{frame.code}`" if frame.code else ""
     return f"{short_location(frame)}{code}"
 
@@ -48,10 +49,10 @@ def kernel_words(thread: ThreadEvidence) -> str:
     """`state S, wchan futex_do_wait, syscall futex` for evidence lines."""
     kernel = thread.kernel
     if kernel is None:
-        return "kernel state unknown"
-    parts = [f"state {kernel.state}"]
+        return _("kernel state unknown")
+    parts = [_("state {state}", state=kernel.state)]
     if kernel.wchan:
-        parts.append(f"wchan {kernel.wchan}")
+        parts.append(_("wchan {wchan}", wchan=kernel.wchan))
     if kernel.syscall_name or kernel.syscall is not None:
-        parts.append(f"syscall {kernel.syscall_name or kernel.syscall}")
+        parts.append(_("syscall {syscall}", syscall=kernel.syscall_name or kernel.syscall))
     return ", ".join(parts)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.i18n import N_
 from hangdoctor.rules.log_helpers import output_lines
 
 
@@ -17,6 +18,7 @@ class Death:
 
     raised: Raised
     pid: int | None  # None: read from the output, whose process is not known
+    #: Where it was read, in English (marked for translation: `_(death.source)` where shown).
     source: str
 
 
@@ -25,13 +27,13 @@ def thread_deaths(job: JobView) -> list[Death]:
     recorded whole first, then those parsed from the output."""
     record = job.bundle.job
     recorded = [
-        Death(r, death.pid, "recorded by the instrumentation")
+        Death(r, death.pid, N_("recorded by the instrumentation"))
         for death in (record.thread_deaths if record else ())
         for r in tracebacks(tuple(death.text.splitlines()))
         if r.thread is not None and r.in_user_code
     ]
     logged = [
-        Death(r, None, "log")
+        Death(r, None, N_("log"))
         for r in tracebacks(output_lines(job))
         if r.thread is not None and r.in_user_code
     ]

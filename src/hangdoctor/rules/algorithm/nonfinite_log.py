@@ -12,6 +12,7 @@ from hangdoctor.analysis.logs import scan, step_near
 from hangdoctor.analysis.tracebacks import first_raised, forward_trace
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, JobRecord
+from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -185,59 +186,89 @@ class NonFiniteFromLog(Rule):
             return
         first = bad[0] if bad else overflows[0]
         step = step_near(lines, first.index)
-        at = f" at step {step}" if step is not None else ""
+        at = _(" at step {step}", step=step) if step is not None else ""
         evidence = cite([first], limit=1)
         before = _finite_losses_before(lines, first.index)
         diverged = len(before) >= 3 and before[0][0] > 0 and before[-1][0] / before[0][0] >= 10
         if before:
             evidence.append(
-                f"last finite loss before it: {before[-1][0]:g} ({clip(before[-1][1])})"
+                _(
+                    "last finite loss before it: {loss:g} ({line})",
+                    loss=before[-1][0],
+                    line=clip(before[-1][1]),
+                )
             )
         if diverged:
             evidence.append(
-                f"the loss climbed from {before[0][0]:g} to {before[-1][0]:g} over "
-                f"the {len(before)} values logged before it"
+                _(
+                    "the loss climbed from {first:g} to {last:g} over "
+                    "the {count} values logged before it",
+                    first=before[0][0],
+                    last=before[-1][0],
+                    count=len(before),
+                )
             )
         evidence += cite([m for m in bad[1:3]])
         if overflows:
             evidence.append(
-                f"{len(overflows)} step(s) skipped for gradient overflow"
-                + (f"; loss scale fell to {min(scales):g}" if scales else "")
+                _(
+                    "{count} step(s) skipped for gradient overflow; loss scale fell to {scale:g}",
+                    count=len(overflows),
+                    scale=min(scales),
+                )
+                if scales
+                else _("{count} step(s) skipped for gradient overflow", count=len(overflows))
             )
         if bad:
             if first.kind == "loss_scale_collapsed":
-                title = f"Loss scaling gave up: gradients stayed non-finite{at}"
+                title = _("Loss scaling gave up: gradients stayed non-finite{at}", at=at)
             elif first.kind == "nonfinite_detected":
                 function = first.fields.get("function")
                 title = (
-                    f"{function} produced NaN in the backward pass{at}"
+                    _("{function} produced NaN in the backward pass{at}", function=function, at=at)
                     if function
-                    else f"NaN/Inf detected in training{at}"
+                    else _("NaN/Inf detected in training{at}", at=at)
                 )
             else:
                 key = first.fields.get("key", "loss")
-                what = "The loss" if "loss" in key.lower() else f"The gradient norm ({key})"
-                title = f"{what} became {first.fields.get('value', 'NaN')}{at}"
+                value = first.fields.get("value", "NaN")
+                title = (
+                    _("The loss became {value}{at}", value=value, at=at)
+                    if "loss" in key.lower()
+                    else _(
+                        "The gradient norm ({key}) became {value}{at}", key=key, value=value, at=at
+                    )
+                )
             severity, confidence = Severity.ERROR, 0.9
         elif collapsed:
-            title = f"Gradients keep overflowing: the loss scale fell to {min(scales):g}"
+            title = _(
+                "Gradients keep overflowing: the loss scale fell to {scale:g}", scale=min(scales)
+            )
             severity, confidence = Severity.ERROR, 0.8
         else:
-            title = f"Gradients overflowed {len(overflows)} times (steps skipped)"
+            title = _("Gradients overflowed {count} times (steps skipped)", count=len(overflows))
             severity, confidence = Severity.WARNING, 0.6
         rank = first.number("rank")
         location = _nan_source(lines, rank) if first.kind == "nonfinite_detected" else None
         if first.kind == "nonfinite_skipped":
             location = _retry_loop(job)
-            where = f" at {place_of(location)}" if location is not None else ""
-            title = f"Every batch is skipped as non-finite: the loop{where} never takes a step"
+            title = (
+                _(
+                    "Every batch is skipped as non-finite: the loop at {place} never takes a step",
+                    place=place_of(location),
+                )
+                if location is not None
+                else _("Every batch is skipped as non-finite: the loop never takes a step")
+            )
             evidence.insert(
                 1,
-                "the job hung after that: no optimizer step since, while the "
-                "loop kept drawing batches and skipping them",
+                _(
+                    "the job hung after that: no optimizer step since, while the "
+                    "loop kept drawing batches and skipping them"
+                ),
             )
         if location is not None and first.kind == "nonfinite_detected":
-            evidence.insert(1, f"the operation that made it: {place_of(location)}")
+            evidence.insert(1, _("the operation that made it: {place}", place=place_of(location)))
         yield Finding(
             id=self.id,
             category=self.category,
@@ -246,17 +277,23 @@ class NonFiniteFromLog(Rule):
             title=title,
             explanation=(
                 (
-                    "Training diverged: the loss grew for several logged steps before it became "
-                    "non-finite, which points at the optimisation (learning rate too high, no "
-                    "gradient clipping) rather than one bad batch. "
+                    _(
+                        "Training diverged: the loss grew for several logged steps before it "
+                        "became non-finite, which points at the optimisation (learning rate too "
+                        "high, no gradient clipping) rather than one bad batch. "
+                    )
                     if diverged
-                    else "The first non-finite value is where to look: that batch, or an operation "
-                    "that overflowed (fp16) or divided by zero. "
+                    else _(
+                        "The first non-finite value is where to look: that batch, or an "
+                        "operation that overflowed (fp16) or divided by zero. "
+                    )
                     if bad
                     else ""
                 )
-                + "Once a NaN or Inf reaches the weights every later step is garbage; in a "
-                "distributed job ranks can also desynchronise and stall."
+                + _(
+                    "Once a NaN or Inf reaches the weights every later step is garbage; in a "
+                    "distributed job ranks can also desynchronise and stall."
+                )
             ),
             culprit=Culprit(
                 rank=rank, role="rank" if rank is not None else None, location=Location.of(location)
@@ -265,7 +302,7 @@ class NonFiniteFromLog(Rule):
             else None,
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=tuple(
-                f
+                _(f)
                 for f in (_DIVERGED_FIXES if diverged or not bad else _SUDDEN_NAN_FIXES)
                 if not (f is _ANOMALY and forward_trace(lines))
             ),
@@ -315,21 +352,21 @@ def _finite_losses_before(
     return found[::-1]
 
 
-_CLIP = (
+_CLIP = N_(
     "Clip gradients: `torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` before "
     "`optimizer.step()`."
 )
-_LR = "Lower the learning rate or lengthen warm-up."
-_ANOMALY = (
+_LR = N_("Lower the learning rate or lengthen warm-up.")
+_ANOMALY = N_(
     "Find the operation: run the failing step with "
     "`torch.autograd.set_detect_anomaly(True)` (slow: only while debugging), and check "
     "that batch's inputs and labels with `torch.isfinite(x).all()`."
 )
-_PRECISION = (
+_PRECISION = N_(
     "In mixed precision prefer bf16 (`torch.autocast('cuda', dtype=torch.bfloat16)`) "
     "or keep a GradScaler with fp16; look for log(0), division by zero, sqrt or pow of "
     "negatives in the loss."
 )
-_RESUME = "Resume from the last checkpoint before the failure (skipping the bad batch)."
+_RESUME = N_("Resume from the last checkpoint before the failure (skipping the bad batch).")
 _DIVERGED_FIXES = (_LR, _CLIP, _PRECISION, _RESUME)
 _SUDDEN_NAN_FIXES = (_ANOMALY, _PRECISION, _CLIP, _RESUME)

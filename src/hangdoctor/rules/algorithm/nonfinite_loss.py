@@ -8,12 +8,17 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, loop_header
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence.model import JobRecord
+from hangdoctor.evidence.model import JobRecord, ProgressStatus
+from hangdoctor.i18n import _
 from hangdoctor.rules._progress_examples import progress_job, progress_status
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
+
+
+def _process_name(status: ProgressStatus) -> str:
+    return f"rank {status.rank}" if status.rank is not None else f"pid {status.pid}"
 
 
 def _spinning_on_nonfinite(record: JobRecord) -> bool:
@@ -77,18 +82,24 @@ class NonFiniteLoss(Rule):
         bad.sort(key=lambda s: s.last_nonfinite_at or 0.0)
         first = bad[0]
         stalled = record.hang_declared_s is not None or (record.exit_code or 0) != 0
-        who = f"rank {first.rank}" if first.rank is not None else f"pid {first.pid}"
+        who = _process_name(first)
         evidence = [
-            f"{'rank ' + str(s.rank) if s.rank is not None else 'pid ' + str(s.pid)}: "
-            f"{s.nonfinite_losses} of {s.losses_seen} losses were NaN/Inf "
-            f"(last {s.last_nonfinite_at - record.started_at:.1f} s after the start)"
+            _(
+                "{who}: {bad} of {seen} losses were NaN/Inf (last {after:.1f} s after the start)",
+                who=_process_name(s),
+                bad=s.nonfinite_losses,
+                seen=s.losses_seen,
+                after=s.last_nonfinite_at - record.started_at,
+            )
             if s.last_nonfinite_at
-            else f"pid {s.pid}: {s.nonfinite_losses} non-finite losses"
+            else _("pid {pid}: {bad} non-finite losses", pid=s.pid, bad=s.nonfinite_losses)
             for s in bad[:4]
         ]
         finite = [s for s in record.progress if s.nonfinite_losses == 0 and s.losses_seen]
         if finite:
-            evidence.append(f"{len(finite)} other process(es) saw only finite losses")
+            evidence.append(
+                _("{count} other process(es) saw only finite losses", count=len(finite))
+            )
         process = job.process(first.pid)
         thread = main_thread(process) if process is not None else None
         frame = blame_frame(frames_of(thread)) if thread is not None else None
@@ -96,18 +107,23 @@ class NonFiniteLoss(Rule):
         loop = frame.loops[-1] if frame is not None and frame.loops else None
         if frame is not None:
             evidence.append(
-                f"{who} is at {at(frame)}"
-                + (f", inside `{loop}`" if loop else "")
-                + (": still taking optimizer steps, on non-finite losses only" if spinning else "")
+                _("{who} is at {place}", who=who, place=at(frame))
+                + (_(", inside `{loop}`", loop=loop) if loop else "")
+                + (
+                    _(": still taking optimizer steps, on non-finite losses only")
+                    if spinning
+                    else ""
+                )
             )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if stalled else Severity.WARNING,
             confidence=0.93 if stalled else 0.8,
-            title=f"The loss became NaN/Inf on {who}"
-            + (" before the job stalled" if stalled else ""),
-            explanation=(
+            title=_("The loss became NaN/Inf on {who} before the job stalled", who=who)
+            if stalled
+            else _("The loss became NaN/Inf on {who}", who=who),
+            explanation=_(
                 "A non-finite loss poisons the gradients and the weights. Code that reacts to it "
                 "(skipping the step, retrying, breaking out of the loop on one rank) makes ranks "
                 "diverge: one rank skips a collective the others wait in."
@@ -119,11 +135,17 @@ class NonFiniteLoss(Rule):
             ),
             evidence=tuple(evidence),
             fixes=(
-                "Find the first bad step: torch.autograd.set_detect_anomaly(True) on a short "
-                "run, and check the inputs of that batch for NaN/Inf.",
-                "Lower the learning rate or add warm-up; clip gradients "
-                "(torch.nn.utils.clip_grad_norm_); with fp16 use a GradScaler.",
-                "If some ranks skip a step on NaN, make the decision collective: all_reduce "
-                "an 'is finite' flag so every rank skips together.",
+                _(
+                    "Find the first bad step: torch.autograd.set_detect_anomaly(True) on a short "
+                    "run, and check the inputs of that batch for NaN/Inf."
+                ),
+                _(
+                    "Lower the learning rate or add warm-up; clip gradients "
+                    "(torch.nn.utils.clip_grad_norm_); with fp16 use a GradScaler."
+                ),
+                _(
+                    "If some ranks skip a step on NaN, make the decision collective: all_reduce "
+                    "an 'is finite' flag so every rank skips together."
+                ),
             ),
         )

@@ -23,6 +23,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import waits_in_iterator
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import AsyncTask, Bundle, Frame, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -166,23 +167,32 @@ class AsyncProducerDied(Rule):
             category = Category.DATA_PIPELINE_STALL if data else Category.PROCESS_DEADLOCK
             driver = culprit(job, process, thread)
             where = short_location(raised_at)
-            more = f" (and {len(dead) - 1} more)" if len(dead) > 1 else ""
-            exception = died.exception or "an exception"
+            more = _(" (and {count} more)", count=len(dead) - 1) if len(dead) > 1 else ""
+            exception = died.exception or _("an exception")
             yield Finding(
                 id=self.id,
                 category=category,
                 severity=Severity.ERROR,
                 confidence=0.85,
-                title=f"asyncio task {died.name}{more} died of {exception.split(':')[0]} at "
-                f"{where}, and nothing read it; task {task.name} waits at "
-                f"{short_location(awaits_at)} for what it would have produced",
-                explanation=(
+                title=_(
+                    "asyncio task {task}{more} died of {exception} at {where}, and nothing read "
+                    "it; task {waiting} waits at {waits_at} for what it would have produced",
+                    task=died.name,
+                    more=more,
+                    exception=exception.split(":")[0],
+                    where=where,
+                    waiting=task.name,
+                    waits_at=short_location(awaits_at),
+                ),
+                explanation=_(
                     "The exception that ended the task is stored in the task, and asyncio "
                     "reports it only when the task object is freed; the program still holds "
-                    f"it, so nothing was printed. Task {task.name} waits without a timeout in "
-                    f"`{(awaits_at.code or 'await').strip()}`, and the event loop, "
-                    f"{'driven for the training loop' if data else 'run by this thread'}, has "
-                    "nothing else to do: it waits in its selector for good."
+                    "it, so nothing was printed. Task {task} waits without a timeout in "
+                    "`{code}`, and the event loop, {driven}, has "
+                    "nothing else to do: it waits in its selector for good.",
+                    task=task.name,
+                    code=(awaits_at.code or "await").strip(),
+                    driven=_("driven for the training loop") if data else _("run by this thread"),
                 ),
                 culprit=Culprit(
                     pid=process.pid,
@@ -194,24 +204,45 @@ class AsyncProducerDied(Rule):
                 ),
                 related=(driver,),
                 evidence=(
-                    f"task {task.name} is suspended at {at(awaits_at)}"
-                    + (f" (in {task.awaiting[0].function})" if task.awaiting else ""),
+                    _("task {task} is suspended at {place}", task=task.name, place=at(awaits_at))
+                    + (
+                        _(" (in {function})", function=task.awaiting[0].function)
+                        if task.awaiting
+                        else ""
+                    ),
                     *(
-                        f"task {t.name} ended with {t.exception} at {at(f)}, never retrieved"
+                        _(
+                            "task {task} ended with {exception} at {place}, never retrieved",
+                            task=t.name,
+                            exception=t.exception,
+                            place=at(f),
+                        )
                         for t, f in dead[:4]
                     ),
-                    f"{thread.comm or 'thread'} (tid {thread.tid}) runs the event loop at "
-                    f"{at(innermost_user_frame(frames_of(thread)))}",
+                    _(
+                        "{thread} (tid {tid}) runs the event loop at {place}",
+                        thread=thread.comm or _("thread"),
+                        tid=thread.tid,
+                        place=at(innermost_user_frame(frames_of(thread))),
+                    ),
                 ),
                 fixes=(
-                    f"Fix what raised at {where} ({exception.split(':')[0]}): skip or repair "
-                    "the bad input there, or catch it and log which input it was.",
-                    "Await the producer tasks (`asyncio.gather(*tasks)`, or a `TaskGroup`, "
-                    "which cancels the others and raises the first error), or add a done "
-                    "callback that puts the exception on the queue, so that a failure ends "
-                    "the run instead of hanging it.",
-                    f"Give the wait at {short_location(awaits_at)} a timeout "
-                    "(`asyncio.wait_for(queue.get(), 60)`).",
+                    _(
+                        "Fix what raised at {where} ({exception}): skip or repair "
+                        "the bad input there, or catch it and log which input it was.",
+                        where=where,
+                        exception=exception.split(":")[0],
+                    ),
+                    _(
+                        "Await the producer tasks (`asyncio.gather(*tasks)`, or a `TaskGroup`, "
+                        "which cancels the others and raises the first error), or add a done "
+                        "callback that puts the exception on the queue, so that a failure ends "
+                        "the run instead of hanging it."
+                    ),
+                    _(
+                        "Give the wait at {where} a timeout (`asyncio.wait_for(queue.get(), 60)`).",
+                        where=short_location(awaits_at),
+                    ),
                 ),
             )
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._progress_examples import progress_job, progress_status
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -67,16 +68,27 @@ class InputBound(Rule):
                 category=self.category,
                 severity=Severity.WARNING,
                 confidence=0.8,
-                title=f"Input-bound: {who} spent {share:.0%} of its time waiting for data",
-                explanation="The model waits for the DataLoader more than it computes.",
+                title=_(
+                    "Input-bound: {who} spent {share:.0%} of its time waiting for data",
+                    who=who,
+                    share=share,
+                ),
+                explanation=_("The model waits for the DataLoader more than it computes."),
                 culprit=Culprit(pid=status.pid, rank=status.rank),
                 evidence=(
-                    f"{status.data_wait_s:.1f} s of {elapsed:.1f} s waiting in "
-                    f"DataLoader.__next__ over {status.batches} batches",
+                    _(
+                        "{waited:.1f} s of {elapsed:.1f} s waiting in "
+                        "DataLoader.__next__ over {batches} batches",
+                        waited=status.data_wait_s,
+                        elapsed=elapsed,
+                        batches=status.batches,
+                    ),
                 ),
                 fixes=(
-                    "More DataLoader workers (num_workers), pin_memory=True, "
-                    "persistent_workers=True, a larger prefetch_factor.",
-                    "Move expensive decoding/augmentation out of __getitem__ or cache it.",
+                    _(
+                        "More DataLoader workers (num_workers), pin_memory=True, "
+                        "persistent_workers=True, a larger prefetch_factor."
+                    ),
+                    _("Move expensive decoding/augmentation out of __getitem__ or cache it."),
                 ),
             )

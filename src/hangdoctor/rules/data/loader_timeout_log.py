@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -62,8 +63,8 @@ class DataLoaderTimeout(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85,
-            title=f"The DataLoader waited {seconds} s for a batch and gave up",
-            explanation=(
+            title=_("The DataLoader waited {seconds} s for a batch and gave up", seconds=seconds),
+            explanation=_(
                 "No DataLoader worker delivered a batch within the timeout: a worker "
                 "is blocked in the dataset (a network or storage read without a "
                 "timeout, a lock copied into it by fork, a deadlocked library) or is "
@@ -74,11 +75,17 @@ class DataLoaderTimeout(Rule):
             else None,
             evidence=tuple(cite(found)),
             fixes=(
-                "Capture the workers while they wait: `hangdoctor run -- python train.py` (or "
-                "`hangdoctor dump PID`) shows the line each worker is blocked on.",
-                "Reproduce in one process with num_workers=0 to see the blocking call in a "
-                "plain traceback.",
-                "Give network and storage reads in __getitem__ a timeout and a retry; raise "
-                "DataLoader(timeout=...) only if batches are legitimately that slow.",
+                _(
+                    "Capture the workers while they wait: `hangdoctor run -- python train.py` (or "
+                    "`hangdoctor dump PID`) shows the line each worker is blocked on."
+                ),
+                _(
+                    "Reproduce in one process with num_workers=0 to see the blocking call in a "
+                    "plain traceback."
+                ),
+                _(
+                    "Give network and storage reads in __getitem__ a timeout and a retry; raise "
+                    "DataLoader(timeout=...) only if batches are legitimately that slow."
+                ),
             ),
         )

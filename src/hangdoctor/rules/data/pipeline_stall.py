@@ -22,6 +22,7 @@ from hangdoctor.analysis.thread_waits import ManagerCall, manager_call
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, SocketEndpoint, ThreadEvidence
+from hangdoctor.i18n import N_, _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -203,52 +204,76 @@ class DataPipelineStall(Rule):
     ) -> Finding:
         consumer_at = blame_frame(frames_of(consumer_thread))
         producer_at = blame_frame(frames_of(producer_thread))
-        where = short_location(producer_at) if producer_at else "the dataset code"
+        where = short_location(producer_at) if producer_at else _("the dataset code")
         in_process = producer is consumer
         workers = [
             w for w in job.children(consumer.pid) if job.role(w.pid) is Role.DATALOADER_WORKER
         ]
         who = (
-            f"the dataset code in {job.describe_process(consumer.pid)}"
+            _("the dataset code in {process}", process=job.describe_process(consumer.pid))
             if in_process
             else job.describe_process(producer.pid)
         )
         evidence = [
-            f"{thread_label(consumer_thread)} of {job.describe_process(consumer.pid)} waits for "
-            f"the next batch at {at(consumer_at)}",
-            f"{who} is {wait.summary} at {at(producer_at)} ({kernel_words(producer_thread)})",
+            _(
+                "{thread} of {process} waits for the next batch at {place}",
+                thread=thread_label(consumer_thread),
+                process=job.describe_process(consumer.pid),
+                place=at(consumer_at),
+            ),
+            _(
+                "{who} is {wait} at {place} ({kernel})",
+                who=who,
+                wait=wait.summary,
+                place=at(producer_at),
+                kernel=kernel_words(producer_thread),
+            ),
         ]
         if workers:
             evidence.append(
-                f"{len(workers)} DataLoader worker(s); {1 + len(others)} blocked in dataset code"
+                _(
+                    "{workers} DataLoader worker(s); {blocked} blocked in dataset code",
+                    workers=len(workers),
+                    blocked=1 + len(others),
+                )
             )
         inherited = _inherited_lock(producer_thread)
         if inherited is not None:
             evidence.append(
-                f"`{inherited.expression}` was held at {short_file(inherited.frame.file)}:"
-                f"{inherited.line} in {inherited.frame.function} when this process was forked: "
-                "its copy of the lock stays held forever"
+                _(
+                    "`{lock}` was held at {file}:{line} in {function} when this process was "
+                    "forked: its copy of the lock stays held forever",
+                    lock=inherited.expression,
+                    file=short_file(inherited.frame.file),
+                    line=inherited.line,
+                    function=inherited.frame.function,
+                )
             )
         manager = manager_call(job, producer_thread)
         if manager is not None:
             evidence.append(manager.words)
         for other, _thread, other_wait in others[:4]:
             evidence.append(
-                f"also blocked: {job.describe_process(other.pid)}, {other_wait.summary}"
+                _(
+                    "also blocked: {process}, {wait}",
+                    process=job.describe_process(other.pid),
+                    wait=other_wait.summary,
+                )
             )
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=f"Data pipeline stall: {who} is blocked in {where}",
-            explanation=(
+            title=_("Data pipeline stall: {who} is blocked in {where}", who=who, where=where),
+            explanation=_(
                 "The training loop waits for its next batch, and the code that produces it "
-                f"(the dataset's __getitem__/__iter__ or collate_fn) is {wait.summary}. "
-                "The DataLoader waits for it forever by default (timeout=0)."
+                "(the dataset's __getitem__/__iter__ or collate_fn) is {wait}. "
+                "The DataLoader waits for it forever by default (timeout=0).",
+                wait=wait.summary,
             ),
             culprit=culprit(job, producer, producer_thread),
-            related=tuple(culprit(job, p, t) for p, t, _ in others),
+            related=tuple(culprit(job, p, t) for p, t, _wait in others),
             evidence=tuple(evidence),
             fixes=(
                 _manager_fixes(manager, where)
@@ -275,27 +300,40 @@ def _waits_for_future(thread: ThreadEvidence) -> bool:
 
 def _executor_fixes(where: str) -> tuple[str, ...]:
     return (
-        f"The worker waits at {where} for a Future of a thread pool: an executor created "
-        "before the DataLoader forked its workers is copied without its threads, so nothing "
-        "in the worker runs what is submitted. Create the executor inside the worker "
-        "(worker_init_fn, or lazily in __getitem__ keyed by os.getpid()), or do the work "
-        "inline.",
-        "Or start the workers with DataLoader(multiprocessing_context='spawn' or 'forkserver').",
-        "Set DataLoader(timeout=120) so a stuck worker raises an error in the training loop "
-        "instead of hanging it.",
+        _(
+            "The worker waits at {where} for a Future of a thread pool: an executor created "
+            "before the DataLoader forked its workers is copied without its threads, so nothing "
+            "in the worker runs what is submitted. Create the executor inside the worker "
+            "(worker_init_fn, or lazily in __getitem__ keyed by os.getpid()), or do the work "
+            "inline.",
+            where=where,
+        ),
+        _("Or start the workers with DataLoader(multiprocessing_context='spawn' or 'forkserver')."),
+        _(_TIMEOUT_FIX),
     )
+
+
+_TIMEOUT_FIX = N_(
+    "Set DataLoader(timeout=120) so a stuck worker raises an error in the training loop "
+    "instead of hanging it."
+)
 
 
 def _manager_fixes(manager: ManagerCall, where: str) -> tuple[str, ...]:
     return (
-        f"The dataset waits at {where} for a multiprocessing Manager's server to answer "
-        f"{manager.proxy}: find what holds the manager-side object (a Manager lock held by a "
-        "process that was terminated or died is never released), and never `terminate()` a "
-        "process that may hold one.",
-        "Give the call a timeout (`lock.acquire(timeout=...)`), or keep such state per worker "
-        "(worker_init_fn) instead of in a Manager shared by every worker.",
-        "Set DataLoader(timeout=120) so a stuck worker raises an error in the training loop "
-        "instead of hanging it.",
+        _(
+            "The dataset waits at {where} for a multiprocessing Manager's server to answer "
+            "{proxy}: find what holds the manager-side object (a Manager lock held by a "
+            "process that was terminated or died is never released), and never `terminate()` a "
+            "process that may hold one.",
+            where=where,
+            proxy=manager.proxy,
+        ),
+        _(
+            "Give the call a timeout (`lock.acquire(timeout=...)`), or keep such state per "
+            "worker (worker_init_fn) instead of in a Manager shared by every worker."
+        ),
+        _(_TIMEOUT_FIX),
     )
 
 
@@ -303,24 +341,28 @@ def _fixes(wait: Wait, where: str, in_process: bool, inherited: bool) -> tuple[s
     specific: list[str] = []
     if inherited:
         specific.append(
-            "The worker waits for a lock it inherited in the held state when the DataLoader "
-            "forked it: use DataLoader(multiprocessing_context='spawn' or 'forkserver'), or "
-            "create the lock inside the worker (worker_init_fn), or do not hold it while the "
-            "loader starts its workers (creating the iterator)."
+            _(
+                "The worker waits for a lock it inherited in the held state when the DataLoader "
+                "forked it: use DataLoader(multiprocessing_context='spawn' or 'forkserver'), or "
+                "create the lock inside the worker (worker_init_fn), or do not hold it while the "
+                "loader starts its workers (creating the iterator)."
+            )
         )
     elif wait.kind in (WaitKind.LOCK, WaitKind.FUTEX) and not in_process:
         specific.append(
-            f"The dataset waits on a lock at {where}. A lock created before the DataLoader "
-            "forked its workers is copied in whatever state it had: create it inside the worker "
-            "(worker_init_fn or lazily in __getitem__), or use "
-            "DataLoader(multiprocessing_context='spawn' or 'forkserver')."
+            _(
+                "The dataset waits on a lock at {where}. A lock created before the DataLoader "
+                "forked its workers is copied in whatever state it had: create it inside the "
+                "worker (worker_init_fn or lazily in __getitem__), or use "
+                "DataLoader(multiprocessing_context='spawn' or 'forkserver').",
+                where=where,
+            )
         )
     else:
         specific.extend(wait_fixes(wait, where))
     if not in_process:
-        specific.append(
-            "Set DataLoader(timeout=120) so a stuck worker raises an error in the "
-            "training loop instead of hanging it."
-        )
-    specific.append("Reproduce with num_workers=0 to debug the dataset code in the main process.")
+        specific.append(_(_TIMEOUT_FIX))
+    specific.append(
+        _("Reproduce with num_workers=0 to debug the dataset code in the main process.")
+    )
     return tuple(specific)

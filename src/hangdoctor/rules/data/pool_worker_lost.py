@@ -22,6 +22,7 @@ from hangdoctor.evidence.model import (
     ProcessSample,
     TimelineSample,
 )
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, main_thread
@@ -157,24 +158,37 @@ class PoolWorkerLost(Rule):
             frame = blame_frame(thread.python.frames) if thread.python else None
             pids = ", ".join(str(v.pid) for v in gone[:4])
             evidence = [
-                f"worker process {v.pid} of {job.describe_process(process.pid)} was "
-                f"last seen {v.last_seen_s:.1f} s after the start and is gone"
+                _(
+                    "worker process {pid} of {process} was last seen {seen:.1f} s after the "
+                    "start and is gone",
+                    pid=v.pid,
+                    process=job.describe_process(process.pid),
+                    seen=v.last_seen_s,
+                )
                 for v in gone[:4]
             ]
             evidence += [
-                f"worker process {r.pid} was started by the pool's maintenance "
-                "(Pool._maintain_pool) to replace a worker that exited, in a pool "
-                "whose workers never retire (maxtasksperchild=None)"
+                _(
+                    "worker process {pid} was started by the pool's maintenance "
+                    "(Pool._maintain_pool) to replace a worker that exited, in a pool "
+                    "whose workers never retire (maxtasksperchild=None)",
+                    pid=r.pid,
+                )
                 for r in replacements[:4]
             ]
-            who = f"A pool worker (pid {pids})" if gone else "A pool worker"
             yield Finding(
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.8,
-                title=f"{who} died; the pool waits forever at {at(frame)}",
-                explanation=(
+                title=_(
+                    "A pool worker (pid {pids}) died; the pool waits forever at {place}",
+                    pids=pids,
+                    place=at(frame),
+                )
+                if gone
+                else _("A pool worker died; the pool waits forever at {place}", place=at(frame)),
+                explanation=_(
                     "multiprocessing.Pool replaces a worker that dies, but the task it "
                     "was running is lost: the result never arrives and `map` waits "
                     "for it forever. Workers are usually killed by the kernel's OOM "
@@ -184,11 +198,15 @@ class PoolWorkerLost(Rule):
                 culprit=culprit(job, process, thread, frame),
                 evidence=tuple(evidence),
                 fixes=(
-                    "Check `dmesg` (or the container's events) for `Out of memory: Killed "
-                    "process` with that pid, and lower the memory a single task needs "
-                    "(split huge inputs, fewer processes).",
-                    "Use concurrent.futures.ProcessPoolExecutor, which raises "
-                    "BrokenProcessPool when a worker dies instead of waiting forever, or pass "
-                    "a timeout (`pool.map_async(...).get(timeout=...)`).",
+                    _(
+                        "Check `dmesg` (or the container's events) for `Out of memory: Killed "
+                        "process` with that pid, and lower the memory a single task needs "
+                        "(split huge inputs, fewer processes)."
+                    ),
+                    _(
+                        "Use concurrent.futures.ProcessPoolExecutor, which raises "
+                        "BrokenProcessPool when a worker dies instead of waiting forever, or pass "
+                        "a timeout (`pool.map_async(...).get(timeout=...)`)."
+                    ),
                 ),
             )

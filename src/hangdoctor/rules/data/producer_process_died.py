@@ -26,6 +26,7 @@ from hangdoctor.evidence.model import (
     ThreadEvidence,
     TimelineSample,
 )
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -154,25 +155,34 @@ class ProducerProcessDied(Rule):
         for process, thread, read in _readers(job):
             waiting_at = blame_frame(frames_of(thread)) or read.caller
             raised_at = died.location
-            where = short_location(raised_at) if raised_at else "its own code"
+            where = short_location(raised_at) if raised_at else _("its own code")
             waits = short_location(waiting_at)
             exited = _exited_children(job, process.pid)
             reader = culprit(job, process, thread, waiting_at)
-            more = f" ({len(deaths)} processes died)" if len(deaths) > 1 else ""
+            more = _(" ({count} processes died)", count=len(deaths)) if len(deaths) > 1 else ""
             yield Finding(
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.85,
-                title=f"A child process that fed the queue died of {died.short_type} at "
-                f"{where}{more}; {job.describe_process(process.pid)} waits in "
-                f"{read.what} at {waits} for a result it will never send",
-                explanation=(
-                    f"The results come back through {read.what}. A "
-                    f"`multiprocessing.Process` raised {died.short_type}, printed its "
+                title=_(
+                    "A child process that fed the queue died of {type} at {where}{more}; "
+                    "{process} waits in {what} at {waits} for a result it will never send",
+                    type=died.short_type,
+                    where=where,
+                    more=more,
+                    process=job.describe_process(process.pid),
+                    what=read.what,
+                    waits=waits,
+                ),
+                explanation=_(
+                    "The results come back through {what}. A "
+                    "`multiprocessing.Process` raised {type}, printed its "
                     "traceback and exited with code 1 without putting its result; nothing "
                     "tells the reader, which waits without a timeout for an item no process "
-                    "is left to send."
+                    "is left to send.",
+                    what=read.what,
+                    type=died.short_type,
                 ),
                 culprit=Culprit(
                     pid=process.pid,
@@ -184,27 +194,46 @@ class ProducerProcessDied(Rule):
                 ),
                 related=(reader,),
                 evidence=(
-                    f"log: a child process died: {raised_words(died)}",
-                    f"{thread.comm or 'thread'} (tid {thread.tid}) waits in {read.what} "
-                    f"at {at(waiting_at)} ({kernel_words(thread)}), with no timeout",
+                    _("log: a child process died: {raised}", raised=raised_words(died)),
+                    _(
+                        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), "
+                        "with no timeout",
+                        thread=thread.comm or _("thread"),
+                        tid=thread.tid,
+                        what=read.what,
+                        place=at(waiting_at),
+                        kernel=kernel_words(thread),
+                    ),
                     *(
                         (
-                            f"children of pid {process.pid} that exited while it waited: "
-                            f"{', '.join(map(str, exited))}",
+                            _(
+                                "children of pid {pid} that exited while it waited: {children}",
+                                pid=process.pid,
+                                children=", ".join(map(str, exited)),
+                            ),
                         )
                         if exited
                         else ()
                     ),
                 ),
                 fixes=(
-                    f"Fix what raised at {where} ({died.short_type}): skip or repair the "
-                    "bad input there, or catch it and log which input it was.",
-                    "Have each worker put its exception (or an error marker) on the queue "
-                    "in `try/except`, and the reader raise it; or use "
-                    "`ProcessPoolExecutor`/`Pool`, which hand a worker's exception back to "
-                    "the caller.",
-                    f"Read with a timeout at {waits} (`get(timeout=...)`) and check the "
-                    "workers' `exitcode` when it expires.",
+                    _(
+                        "Fix what raised at {where} ({exception}): skip or repair "
+                        "the bad input there, or catch it and log which input it was.",
+                        where=where,
+                        exception=died.short_type,
+                    ),
+                    _(
+                        "Have each worker put its exception (or an error marker) on the queue "
+                        "in `try/except`, and the reader raise it; or use "
+                        "`ProcessPoolExecutor`/`Pool`, which hand a worker's exception back to "
+                        "the caller."
+                    ),
+                    _(
+                        "Read with a timeout at {waits} (`get(timeout=...)`) and check the "
+                        "workers' `exitcode` when it expires.",
+                        waits=waits,
+                    ),
                 ),
             )
             return

@@ -17,6 +17,7 @@ from hangdoctor.analysis.thread_waits import lone_waits, waits_in_iterator
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.evidence.model import Bundle, ThreadDeath
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -144,7 +145,7 @@ class ProducerThreadDied(Rule):
                 continue
             died = death.raised
             raised_at = died.location
-            where = short_location(raised_at) if raised_at else "its own code"
+            where = short_location(raised_at) if raised_at else _("its own code")
             waits = short_location(waiting_at)
             consumer = culprit(job, process, thread, waiting_at)
             yield Finding(
@@ -152,14 +153,22 @@ class ProducerThreadDied(Rule):
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.85,
-                title=f"The thread producing batches ({died.thread}) died of "
-                f"{died.short_type} at {where}; the training loop waits for its "
-                f"next batch in {primitive.what} at {waits}",
-                explanation=(
-                    f"Batches reach the loop through {primitive.what}, filled by another "
-                    f"thread. That thread raised {died.short_type} and ended; threading "
+                title=_(
+                    "The thread producing batches ({thread}) died of {type} at {where}; the "
+                    "training loop waits for its next batch in {what} at {waits}",
+                    thread=died.thread,
+                    type=died.short_type,
+                    where=where,
+                    what=primitive.what,
+                    waits=waits,
+                ),
+                explanation=_(
+                    "Batches reach the loop through {what}, filled by another "
+                    "thread. That thread raised {type} and ended; threading "
                     "printed its traceback, but nothing told the consumer, which waits "
-                    "without a timeout for a batch no thread is left to produce."
+                    "without a timeout for a batch no thread is left to produce.",
+                    what=primitive.what,
+                    type=died.short_type,
                 ),
                 culprit=Culprit(
                     pid=process.pid,
@@ -169,21 +178,44 @@ class ProducerThreadDied(Rule):
                 ),
                 related=(consumer,),
                 evidence=(
-                    f"{death.source}: thread {died.thread} died: {raised_words(died)}",
-                    f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
-                    f"{primitive.what} at {at(waiting_at)} ({kernel_words(thread)}), "
-                    "with no timeout",
-                    f"no other thread of {job.describe_process(process.pid)} runs user code",
+                    _(
+                        "{source}: thread {thread} died: {raised}",
+                        source=_(death.source),
+                        thread=died.thread,
+                        raised=raised_words(died),
+                    ),
+                    _(
+                        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), "
+                        "with no timeout",
+                        thread=thread.comm or _("thread"),
+                        tid=thread.tid,
+                        what=primitive.what,
+                        place=at(waiting_at),
+                        kernel=kernel_words(thread),
+                    ),
+                    _(
+                        "no other thread of {process} runs user code",
+                        process=job.describe_process(process.pid),
+                    ),
                 ),
                 fixes=(
-                    f"Fix what raised at {where} ({died.short_type}): skip or repair "
-                    "the bad record there, or catch it and log which input it was.",
-                    "Let the producer hand its exception over: wrap its loop in "
-                    "`try/except BaseException as e: queue.put(e)` (and `finally: "
-                    "queue.put(END)`), and have the consumer re-raise what it gets, so "
-                    "a failure ends the run instead of hanging it.",
-                    f"Give the wait at {waits} a timeout and check that the producer "
-                    "is alive (`thread.is_alive()`) when it expires.",
+                    _(
+                        "Fix what raised at {where} ({exception}): skip or repair "
+                        "the bad record there, or catch it and log which input it was.",
+                        where=where,
+                        exception=died.short_type,
+                    ),
+                    _(
+                        "Let the producer hand its exception over: wrap its loop in "
+                        "`try/except BaseException as e: queue.put(e)` (and `finally: "
+                        "queue.put(END)`), and have the consumer re-raise what it gets, so "
+                        "a failure ends the run instead of hanging it."
+                    ),
+                    _(
+                        "Give the wait at {waits} a timeout and check that the producer "
+                        "is alive (`thread.is_alive()`) when it expires.",
+                        waits=waits,
+                    ),
                 ),
             )
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
@@ -94,26 +95,31 @@ class SharedMemoryExhausted(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9 if shm else 0.6,
-            title="Shared memory (/dev/shm) ran out"
+            title=_("Shared memory (/dev/shm) ran out")
             if shm
-            else "A process died of SIGBUS (Bus error): most likely /dev/shm is full",
-            explanation=(
+            else _("A process died of SIGBUS (Bus error): most likely /dev/shm is full"),
+            explanation=_(
                 "DataLoader workers hand batches to the training process through "
                 "shared memory (/dev/shm). It filled up, so workers could not write "
-                "their tensors"
-                + (
-                    " and died of SIGBUS"
-                    if bus or any("bus error" in m.line.lower() for m in shm)
-                    else ""
-                )
-                + ". Docker gives containers only 64 MB of /dev/shm by default."
+                "their tensors and died of SIGBUS. Docker gives containers only 64 MB of "
+                "/dev/shm by default."
+            )
+            if bus or any("bus error" in m.line.lower() for m in shm)
+            else _(
+                "DataLoader workers hand batches to the training process through "
+                "shared memory (/dev/shm). It filled up, so workers could not write "
+                "their tensors. Docker gives containers only 64 MB of /dev/shm by default."
             ),
             evidence=tuple(cite([*shm, *bus])),
             fixes=(
-                "Check `df -h /dev/shm`, then give the job more: `docker run --shm-size=16g` "
-                "(or `--ipc=host`); Kubernetes: mount an emptyDir with medium: Memory at "
-                "/dev/shm.",
-                "Or use less: fewer DataLoader workers, smaller prefetch_factor or batches, or "
-                "`torch.multiprocessing.set_sharing_strategy('file_system')`.",
+                _(
+                    "Check `df -h /dev/shm`, then give the job more: `docker run --shm-size=16g` "
+                    "(or `--ipc=host`); Kubernetes: mount an emptyDir with medium: Memory at "
+                    "/dev/shm."
+                ),
+                _(
+                    "Or use less: fewer DataLoader workers, smaller prefetch_factor or batches, or "
+                    "`torch.multiprocessing.set_sharing_strategy('file_system')`."
+                ),
             ),
         )

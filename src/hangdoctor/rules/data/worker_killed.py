@@ -8,6 +8,7 @@ from hangdoctor.analysis.frames import in_function, innermost_user_frame
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.i18n import _
 from hangdoctor.rules._failure import traceback_lines
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
@@ -144,42 +145,55 @@ class WorkerKilled(Rule):
         signal_name = (best.detail or "").strip()
         fixes: tuple[str, ...]
         if signal_name == "Bus error":
-            explanation = (
+            explanation = _(
                 "The worker got SIGBUS: tensors are passed from workers through "
                 "shared memory (/dev/shm), and it was full."
             )
             fixes = (
-                "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: "
-                "an emptyDir with medium: Memory mounted at /dev/shm).",
-                "Or torch.multiprocessing.set_sharing_strategy('file_system'), or fewer "
-                "workers / smaller prefetch_factor.",
+                _(
+                    "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: "
+                    "an emptyDir with medium: Memory mounted at /dev/shm)."
+                ),
+                _(
+                    "Or torch.multiprocessing.set_sharing_strategy('file_system'), or fewer "
+                    "workers / smaller prefetch_factor."
+                ),
             )
         elif signal_name == "Killed" or oom:
-            explanation = (
+            explanation = _(
                 "The worker got SIGKILL, which in a training job almost always "
                 "means the kernel's OOM killer (or a container memory limit)."
             )
             fixes = (
-                "Lower host memory use: fewer workers, smaller prefetch_factor, avoid "
-                "copying the whole dataset into each worker (copy-on-read of Python "
-                "lists: use numpy arrays or memory-mapped files).",
-                "Check `dmesg` for `Out of memory: Killed process`, and the container's "
-                "memory limit.",
+                _(
+                    "Lower host memory use: fewer workers, smaller prefetch_factor, avoid "
+                    "copying the whole dataset into each worker (copy-on-read of Python "
+                    "lists: use numpy arrays or memory-mapped files)."
+                ),
+                _(
+                    "Check `dmesg` for `Out of memory: Killed process`, and the container's "
+                    "memory limit."
+                ),
             )
         else:
-            explanation = (
+            explanation = _(
                 "The worker died; the error inside it is lost because it happened in a subprocess."
             )
-            fixes = ("Rerun with num_workers=0 to see the error in the main process.",)
-        evidence = [f"job output: {m.line}" for m in matches[:3]]
-        evidence += [f"kernel log: {m.line}" for m in oom[:2]]
+            fixes = (_("Rerun with num_workers=0 to see the error in the main process."),)
+        evidence = [_("job output: {line}", line=m.line) for m in matches[:3]]
+        evidence += [_("kernel log: {line}", line=m.line) for m in oom[:2]]
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=f"DataLoader worker pid {', '.join(map(str, best.pids))} died"
-            + (f" ({signal_name})" if signal_name else ""),
+            title=_(
+                "DataLoader worker pid {pids} died ({signal})",
+                pids=", ".join(map(str, best.pids)),
+                signal=signal_name,
+            )
+            if signal_name
+            else _("DataLoader worker pid {pids} died", pids=", ".join(map(str, best.pids))),
             explanation=explanation,
             culprit=Culprit(pid=best.pids[0] if best.pids else None, role="dataloader_worker"),
             evidence=tuple(evidence),
@@ -202,25 +216,33 @@ class WorkerKilled(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.75,
-            title=f"A DataLoader worker died while handing a batch over ({raised.short_type})",
-            explanation=(
+            title=_(
+                "A DataLoader worker died while handing a batch over ({type})",
+                type=raised.short_type,
+            ),
+            explanation=_(
                 "The main process was receiving a batch's tensors from a worker "
                 "(passed as file descriptors through multiprocessing's resource "
                 "sharer) when that worker went away, so the fetch failed with "
-                f"{raised.short_type} before PyTorch could report the worker's death. "
+                "{type} before PyTorch could report the worker's death. "
                 "A worker killed mid-epoch is usually the OOM killer (SIGKILL) or a "
-                "crash in the dataset code."
+                "crash in the dataset code.",
+                type=raised.short_type,
             ),
             culprit=Culprit(pid=pid, role="dataloader_worker", location=Location.of(user)),
             evidence=(
-                f"job output: {raised.type}: {raised.message}",
-                "the traceback passes through DataLoader._try_get_data and "
-                "multiprocessing's resource sharer (a worker's tensor being fetched)",
+                _("job output: {line}", line=raised.type + ": " + raised.message),
+                _(
+                    "the traceback passes through DataLoader._try_get_data and "
+                    "multiprocessing's resource sharer (a worker's tensor being fetched)"
+                ),
             ),
             fixes=(
-                "Check `dmesg` for `Out of memory: Killed process` and the container's "
-                "memory limit; lower host memory use (fewer workers, smaller "
-                "prefetch_factor).",
-                "Rerun with num_workers=0 to see an error raised in the dataset code.",
+                _(
+                    "Check `dmesg` for `Out of memory: Killed process` and the container's "
+                    "memory limit; lower host memory use (fewer workers, smaller "
+                    "prefetch_factor)."
+                ),
+                _("Rerun with num_workers=0 to see an error raised in the dataset code."),
             ),
         )

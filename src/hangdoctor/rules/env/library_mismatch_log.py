@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
@@ -22,13 +23,13 @@ def _module(path: str) -> str:
 
 def _symbol_owner(symbol: str) -> str | None:
     if re.match(r"_ZN?K?\d*(?:3c10|2at|5torch|4c10d)", symbol.replace("_ZNK", "_ZN")):
-        return "PyTorch (it was compiled against a different torch version)"
+        return N_("PyTorch (it was compiled against a different torch version)")
     for prefix, owner in (
         ("nccl", "NCCL"),
         ("cudnn", "cuDNN"),
         ("cublas", "cuBLAS"),
-        ("cuda", "the CUDA runtime"),
-        ("Py", "the Python interpreter"),
+        ("cuda", N_("the CUDA runtime")),
+        ("Py", N_("the Python interpreter")),
     ):
         if symbol.startswith(prefix):
             return owner
@@ -108,61 +109,103 @@ class LibraryMismatch(Rule):
         if first.kind == "symbol_version_missing":
             version, library = fields["version"], fields["library"]
             needed_by = fields.get("required_by")
-            who = f"`{_module(needed_by)}`" if needed_by else "a binary"
-            title = f"{who} needs {version}, which {library} does not provide"
+            who = f"`{_module(needed_by)}`" if needed_by else _("a binary")
+            title = _(
+                "{who} needs {version}, which {library} does not provide",
+                who=who,
+                version=version,
+                library=library,
+            )
             if version.startswith("GLIBCXX") or version.startswith("CXXABI"):
-                explanation = (
-                    f"{who} was built with a newer C++ compiler than the libstdc++ "
-                    f"loaded here ({library})."
+                explanation = _(
+                    "{who} was built with a newer C++ compiler than the libstdc++ "
+                    "loaded here ({library}).",
+                    who=who,
+                    library=library,
                 )
                 fixes = (
-                    "Load a newer libstdc++: in conda, `conda install -c conda-forge "
-                    "libstdcxx-ng` and make sure the env's lib comes first "
-                    "(LD_LIBRARY_PATH=$CONDA_PREFIX/lib); or use a newer base image.",
-                    f"Or install a build of {who} made for this system.",
+                    _(
+                        "Load a newer libstdc++: in conda, `conda install -c conda-forge "
+                        "libstdcxx-ng` and make sure the env's lib comes first "
+                        "(LD_LIBRARY_PATH=$CONDA_PREFIX/lib); or use a newer base image."
+                    ),
+                    _("Or install a build of {who} made for this system.", who=who),
                 )
             else:
-                explanation = (
-                    f"{who} was built on a newer Linux (glibc with {version}) than "
-                    f"this machine or container has (`ldd --version`)."
+                explanation = _(
+                    "{who} was built on a newer Linux (glibc with {version}) than "
+                    "this machine or container has (`ldd --version`).",
+                    who=who,
+                    version=version,
                 )
                 fixes = (
-                    f"Install a wheel of {who} built for this glibc (a manylinux tag not newer "
-                    "than `ldd --version`), or build it here from source "
-                    "(`pip install --no-binary :all: <package>`).",
-                    "Or run in a container with a newer base image (e.g. Ubuntu 22.04 has "
-                    "glibc 2.35).",
+                    _(
+                        "Install a wheel of {who} built for this glibc (a manylinux tag not "
+                        "newer than `ldd --version`), or build it here from source "
+                        "(`pip install --no-binary :all: <package>`).",
+                        who=who,
+                    ),
+                    _(
+                        "Or run in a container with a newer base image (e.g. Ubuntu 22.04 has "
+                        "glibc 2.35)."
+                    ),
                 )
         elif first.kind == "undefined_symbol":
             module = _module(fields["library"])
             owner = _symbol_owner(fields["symbol"])
-            title = f"`{module}` does not match the installed libraries (undefined symbol)"
+            title = _(
+                "`{module}` does not match the installed libraries (undefined symbol)",
+                module=module,
+            )
+            symbol = clip(fields["symbol"])[:120]
             explanation = (
-                f"The extension `{module}` expects a symbol that the loaded "
-                f"libraries do not have ({clip(fields['symbol'])[:120]})"
-                + (f": it belongs to {owner}." if owner else ".")
+                _(
+                    "The extension `{module}` expects a symbol that the loaded "
+                    "libraries do not have ({symbol}): it belongs to {owner}.",
+                    module=module,
+                    symbol=symbol,
+                    owner=_(owner),
+                )
+                if owner
+                else _(
+                    "The extension `{module}` expects a symbol that the loaded "
+                    "libraries do not have ({symbol}).",
+                    module=module,
+                    symbol=symbol,
+                )
             )
             fixes = (
-                f"Rebuild `{module}` against the installed torch: `pip uninstall -y <package> && "
-                "pip install <package> --no-build-isolation --no-cache-dir`.",
-                "Or pick the prebuilt wheel that matches exactly: `python -c 'import torch; "
-                "print(torch.__version__, torch.version.cuda, "
-                "torch._C._GLIBCXX_USE_CXX11_ABI)'` gives the torch version, CUDA version and "
-                "cxx11abi flag its name must carry.",
+                _(
+                    "Rebuild `{module}` against the installed torch: `pip uninstall -y "
+                    "<package> && pip install <package> --no-build-isolation --no-cache-dir`.",
+                    module=module,
+                ),
+                _(
+                    "Or pick the prebuilt wheel that matches exactly: `python -c 'import torch; "
+                    "print(torch.__version__, torch.version.cuda, "
+                    "torch._C._GLIBCXX_USE_CXX11_ABI)'` gives the torch version, CUDA version "
+                    "and cxx11abi flag its name must carry."
+                ),
             )
         else:
             library = fields["library"]
-            title = f"Shared library {library} is missing"
-            explanation = (
-                f"A binary needs {library}, which is not installed or not on the "
+            title = _("Shared library {library} is missing", library=library)
+            explanation = _(
+                "A binary needs {library}, which is not installed or not on the "
                 "loader's path: usually a package built for another CUDA version "
-                "than the one in this environment."
+                "than the one in this environment.",
+                library=library,
             )
             fixes = (
-                "Install the build of the package that matches this environment's CUDA (see "
-                "`python -c 'import torch; print(torch.version.cuda)'`), or the library "
-                "itself (e.g. the nvidia-cuda-runtime-cuXX pip package).",
-                f"Check LD_LIBRARY_PATH and `ldconfig -p | grep {library.split('.so')[0]}`.",
+                _(
+                    "Install the build of the package that matches this environment's CUDA "
+                    "(see `python -c 'import torch; print(torch.version.cuda)'`), or the library "
+                    "itself (e.g. the nvidia-cuda-runtime-cuXX pip package)."
+                ),
+                _(
+                    "Check LD_LIBRARY_PATH and `ldconfig -p | grep {name}`.",
+                    name=library.split(".so")[0],
+                ),
             )
         yield Finding(
             id=self.id,

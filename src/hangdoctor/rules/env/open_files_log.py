@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
@@ -61,19 +62,23 @@ class OpenFilesLimit(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title="The job ran out of file descriptors (ulimit -n)",
-            explanation=(
+            title=_("The job ran out of file descriptors (ulimit -n)"),
+            explanation=_(
                 "The process hit its limit on open files. DataLoader workers send "
                 "each tensor to the main process as a file descriptor, so many workers "
                 "or large batches exhaust a low limit (often 1024)."
             ),
             evidence=tuple(cite(found)),
             fixes=(
-                "Raise the limit before launching: `ulimit -n 65536` (Docker: `--ulimit "
-                "nofile=65536:65536`; systemd: LimitNOFILE=; Slurm: check "
-                "PropagateResourceLimits).",
-                "Or call `torch.multiprocessing.set_sharing_strategy('file_system')` at start, "
-                "which needs far fewer descriptors.",
-                "Look for files or sockets opened per step or per sample and never closed.",
+                _(
+                    "Raise the limit before launching: `ulimit -n 65536` (Docker: `--ulimit "
+                    "nofile=65536:65536`; systemd: LimitNOFILE=; Slurm: check "
+                    "PropagateResourceLimits)."
+                ),
+                _(
+                    "Or call `torch.multiprocessing.set_sharing_strategy('file_system')` at start, "
+                    "which needs far fewer descriptors."
+                ),
+                _("Look for files or sockets opened per step or per sample and never closed."),
             ),
         )

@@ -20,6 +20,7 @@ from hangdoctor.analysis.frames import innermost_user_frame, python_frames, shor
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CodeSetting, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -126,40 +127,60 @@ class ProcessPoolWithoutWorkers(Rule):
             setting = next(
                 (s for s in job.bundle.code_settings if s.name == "max_tasks_per_child"), None
             )
-            python = job.bundle.system.python or "this Python"
+            python = job.bundle.system.python or _("this Python")
             yield Finding(
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.75,
-                title=f"ProcessPoolExecutor with no worker left: the work waited for at "
-                f"{at(line)} never runs (CPython bug gh-115634, Python {python})",
-                explanation=(
+                title=_(
+                    "ProcessPoolExecutor with no worker left: the work waited for at "
+                    "{place} never runs (CPython bug gh-115634, Python {python})",
+                    place=at(line),
+                    python=python,
+                ),
+                explanation=_(
                     "The pool's manager thread saw a worker exit, did not mark the pool broken, "
                     "and has no worker process left, while work is still queued. That is "
                     "CPython's bug gh-115634: with `max_tasks_per_child`, a worker that retires "
                     "at its task limit is not replaced, and the remaining tasks wait forever. "
-                    f"It affects Python 3.11 and later until the fix ({BUG})."
+                    "It affects Python 3.11 and later until the fix ({bug}).",
+                    bug=BUG,
                 ),
                 culprit=culprit(job, process, waiting, line),
                 evidence=(
-                    "the pool's _ExecutorManagerThread waits with worker_sentinels=[] "
-                    "(no worker), process_exited=True, is_broken=False",
-                    f"{waiting.comm or 'thread'} (tid {waiting.tid}) waits for a future at "
-                    f"{at(line)}",
+                    _(
+                        "the pool's _ExecutorManagerThread waits with worker_sentinels=[] "
+                        "(no worker), process_exited=True, is_broken=False"
+                    ),
+                    _(
+                        "{thread} (tid {tid}) waits for a future at {place}",
+                        thread=waiting.comm or _("thread"),
+                        tid=waiting.tid,
+                        place=at(line),
+                    ),
                     *((_setting_words(setting),) if setting is not None else ()),
                     f"Python {python}",
                 ),
                 fixes=(
-                    "Upgrade Python to one with the fix of gh-115634 (3.15.0b4 or later; for "
-                    "3.11-3.14, check your point release's changelog for gh-115634), or drop "
-                    "`max_tasks_per_child` (on Linux, `multiprocessing.Pool(maxtasksperchild="
-                    "...)` replaces workers correctly).",
-                    "Pass a timeout to `result()` so that a stalled pool fails instead of hanging.",
+                    _(
+                        "Upgrade Python to one with the fix of gh-115634 (3.15.0b4 or later; for "
+                        "3.11-3.14, check your point release's changelog for gh-115634), or drop "
+                        "`max_tasks_per_child` (on Linux, `multiprocessing.Pool(maxtasksperchild="
+                        "...)` replaces workers correctly)."
+                    ),
+                    _(
+                        "Pass a timeout to `result()` so that a stalled pool fails instead of hanging."
+                    ),
                 ),
             )
 
 
 def _setting_words(setting: CodeSetting) -> str:
     value = setting.value if setting.value is not None else "..."
-    return f"the code sets max_tasks_per_child={value} at {short_file(setting.file)}:{setting.line}"
+    return _(
+        "the code sets max_tasks_per_child={value} at {file}:{line}",
+        value=value,
+        file=short_file(setting.file),
+        line=setting.line,
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
@@ -100,38 +101,60 @@ class VersionIncompatible(Rule):
         old = next((m for m in found if m.kind == "driver_too_old"), None)
         if kinds & {"no_kernel_image", "arch_unsupported"}:
             gpu = f" ({arch.fields['gpu']}, {arch.fields['arch']})" if arch else ""
-            title = f"This PyTorch build has no code for this GPU{gpu}"
+            title = _("This PyTorch build has no code for this GPU{gpu}", gpu=gpu)
             explanation = (
-                "The CUDA kernels in the installed build (or in an extension) were "
-                "not compiled for this GPU's architecture"
-                + (f"; the build supports {supported.fields['archs'].strip()}" if supported else "")
-                + "."
+                _(
+                    "The CUDA kernels in the installed build (or in an extension) were "
+                    "not compiled for this GPU's architecture; the build supports {archs}.",
+                    archs=supported.fields["archs"].strip(),
+                )
+                if supported
+                else _(
+                    "The CUDA kernels in the installed build (or in an extension) were "
+                    "not compiled for this GPU's architecture."
+                )
             )
             fixes = (
-                "Compare `python -c 'import torch; print(torch.__version__, "
-                "torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'`, then install "
-                "a build that includes your GPU, e.g. `pip install torch --index-url "
-                "https://download.pytorch.org/whl/cu128` (newer GPUs need newer CUDA builds; "
-                "old GPUs may need an older torch).",
-                "For your own CUDA extensions, rebuild them with TORCH_CUDA_ARCH_LIST set to "
-                "your GPU's capability (e.g. TORCH_CUDA_ARCH_LIST=9.0).",
+                _(
+                    "Compare `python -c 'import torch; print(torch.__version__, "
+                    "torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'`, then "
+                    "install a build that includes your GPU, e.g. `pip install torch "
+                    "--index-url https://download.pytorch.org/whl/cu128` (newer GPUs need newer "
+                    "CUDA builds; old GPUs may need an older torch)."
+                ),
+                _(
+                    "For your own CUDA extensions, rebuild them with TORCH_CUDA_ARCH_LIST set to "
+                    "your GPU's capability (e.g. TORCH_CUDA_ARCH_LIST=9.0)."
+                ),
             )
         else:
             supports = (
-                f" (it supports CUDA up to {_cuda_version(old.fields['found'])})" if old else ""
+                _(
+                    " (it supports CUDA up to {version})",
+                    version=_cuda_version(old.fields["found"]),
+                )
+                if old
+                else ""
             )
-            title = f"The NVIDIA driver is too old for this PyTorch's CUDA{supports}"
-            explanation = (
+            title = _(
+                "The NVIDIA driver is too old for this PyTorch's CUDA{supports}", supports=supports
+            )
+            explanation = _(
                 "The CUDA runtime bundled with PyTorch needs a newer driver than the "
-                "one installed" + supports + "."
+                "one installed{supports}.",
+                supports=supports,
             )
             fixes = (
-                "Upgrade the NVIDIA driver (`nvidia-smi` shows the highest CUDA version it "
-                "supports), or install a PyTorch build for a CUDA that driver supports, e.g. "
-                "`pip install torch --index-url https://download.pytorch.org/whl/cu118`.",
-                "In a container the driver is the host's: the host driver must be new enough "
-                "for the image's CUDA (or use the CUDA forward-compatibility package on "
-                "data-centre GPUs).",
+                _(
+                    "Upgrade the NVIDIA driver (`nvidia-smi` shows the highest CUDA version it "
+                    "supports), or install a PyTorch build for a CUDA that driver supports, e.g. "
+                    "`pip install torch --index-url https://download.pytorch.org/whl/cu118`."
+                ),
+                _(
+                    "In a container the driver is the host's: the host driver must be new "
+                    "enough for the image's CUDA (or use the CUDA forward-compatibility package "
+                    "on data-centre GPUs)."
+                ),
             )
         yield Finding(
             id=self.id,

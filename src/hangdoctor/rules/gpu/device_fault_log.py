@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
+from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -115,55 +116,78 @@ class GpuDeviceFault(Rule):
                 if m.fields.get("device")
             }
         )
-        device = f" on {', '.join(devices[:3])}" if devices else ""
+        device = _(" on {devices}", devices=", ".join(devices[:3])) if devices else ""
         if 79 in codes or lost:
-            title = f"GPU fell off the bus{device} (Xid 79)"
+            title = _("GPU fell off the bus{device} (Xid 79)", device=device)
         elif codes:
             worst = (node or codes)[0]
-            meaning = XIDS.get(worst, ("see NVIDIA's Xid catalogue", "", ""))[0].split(":")[0]
-            title = f"GPU fault{device}: Xid {worst} ({meaning})"
-        else:
-            title = (
-                f"PCIe {'fatal ' if fatal else ''}bus error{device}"
-                if fatal or severity is not Severity.WARNING
-                else f"Corrected PCIe errors{device}"
+            known = XIDS.get(worst)
+            meaning = _(known.meaning) if known else _("see NVIDIA's Xid catalogue")
+            title = _(
+                "GPU fault{device}: Xid {xid} ({meaning})",
+                device=device,
+                xid=worst,
+                meaning=re.split("[:\uff1a]", meaning)[0],
             )
+        elif fatal:
+            title = _("PCIe fatal bus error{device}", device=device)
+        elif severity is not Severity.WARNING:
+            title = _("PCIe bus error{device}", device=device)
+        else:
+            title = _("Corrected PCIe errors{device}", device=device)
         parts: list[str] = []
         fixes: list[str] = []
         for code in codes:
             meaning, owner, action = XIDS.get(
                 code,
                 (
-                    "not in hangdoctor's table; look it up in NVIDIA's Xid catalogue",
+                    N_("not in hangdoctor's table; look it up in NVIDIA's Xid catalogue"),
                     NODE,
-                    "Look the Xid up in NVIDIA's catalogue and follow its resolution.",
+                    N_("Look the Xid up in NVIDIA's catalogue and follow its resolution."),
                 ),
             )
             verdict = (
-                "the application is at fault, the GPU is healthy"
+                _("the application is at fault, the GPU is healthy")
                 if owner == APPLICATION
-                else "the node needs attention"
+                else _("the node needs attention")
             )
-            parts.append(f"Xid {code}: {meaning} ({verdict}).")
-            fixes.append(f"Xid {code}: {action}")
+            parts.append(
+                _(
+                    "Xid {xid}: {meaning} ({verdict}).",
+                    xid=code,
+                    meaning=_(meaning),
+                    verdict=verdict,
+                )
+            )
+            fixes.append(_("Xid {xid}: {action}", xid=code, action=_(action)))
         if lost and 79 not in codes:
-            parts.append("The driver reports the GPU fell off the bus: it no longer answers.")
-            fixes.append(XIDS[79][2])
+            parts.append(_("The driver reports the GPU fell off the bus: it no longer answers."))
+            fixes.append(_(XIDS[79].action))
         if pcie:
             parts.append(
-                f"PCIe Advanced Error Reporting logged {len(pcie)} bus error(s)"
-                + (", uncorrected" if fatal else ", all corrected")
-                + "."
+                _(
+                    "PCIe Advanced Error Reporting logged {count} bus error(s), uncorrected.",
+                    count=len(pcie),
+                )
+                if fatal
+                else _(
+                    "PCIe Advanced Error Reporting logged {count} bus error(s), all corrected.",
+                    count=len(pcie),
+                )
             )
             fixes.append(
-                "Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta'`),"
-                " reseat the GPU or riser, and update BIOS/PCIe firmware."
+                _(
+                    "Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta'`),"
+                    " reseat the GPU or riser, and update BIOS/PCIe firmware."
+                )
             )
         if severity is Severity.CRITICAL:
             fixes.append(
-                "Take the node out of service before rerunning (Slurm: `scontrol update "
-                "nodename=<node> state=drain reason=gpu-xid`), and attach "
-                "`nvidia-bug-report.sh` output if you contact support."
+                _(
+                    "Take the node out of service before rerunning (Slurm: `scontrol update "
+                    "nodename=<node> state=drain reason=gpu-xid`), and attach "
+                    "`nvidia-bug-report.sh` output if you contact support."
+                )
             )
         culprit_pid = next((m.pids[0] for m in xids if m.pids), None)
         evidence = cite(sorted(matches, key=lambda m: (m.kind != "xid", m.index)), "kernel log")

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import tracebacks
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -54,18 +55,19 @@ class CudaKernelError(Rule):
         found = matches_of(job, "cuda_kernel_error")
         if not found:
             return
-        what = found[0].fields.get("message", "a CUDA error")
+        fields = found[0].fields
+        what = fields["message"] if "message" in fields else _("a CUDA error")
         raised = next((r for r in tracebacks(output_lines(job)) if "CUDA error" in r.message), None)
         evidence = cite(found, limit=2)
         if raised is not None:
-            evidence.insert(0, f"raised {raised_words(raised)}")
+            evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85,
-            title=f"A CUDA kernel faulted: {what}",
-            explanation=(
+            title=_("A CUDA kernel faulted: {what}", what=what),
+            explanation=_(
                 "A kernel hit an assert or touched memory it must not (an index out of "
                 "range is the usual cause: a label >= the number of classes, an "
                 "embedding index >= its size). The GPU itself is fine. CUDA reports the "
@@ -77,11 +79,15 @@ class CudaKernelError(Rule):
             else None,
             evidence=tuple(evidence),
             fixes=(
-                "Rerun with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the very "
-                "kernel that failed; or run the step on the CPU, where the same bug raises a "
-                "clear IndexError.",
-                "Check value ranges going into losses and embeddings (labels in "
-                "[0, num_classes), indices below the table size).",
-                "For custom kernels: `compute-sanitizer --tool memcheck python train.py`.",
+                _(
+                    "Rerun with CUDA_LAUNCH_BLOCKING=1 so the error is raised at the very "
+                    "kernel that failed; or run the step on the CPU, where the same bug raises a "
+                    "clear IndexError."
+                ),
+                _(
+                    "Check value ranges going into losses and embeddings (labels in "
+                    "[0, num_classes), indices below the table size)."
+                ),
+                _("For custom kernels: `compute-sanitizer --tool memcheck python train.py`."),
             ),
         )

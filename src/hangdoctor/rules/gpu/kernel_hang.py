@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.gpu._examples import dumped, hung_job
@@ -89,39 +90,68 @@ class GpuKernelHang(Rule):
         evidence: list[str] = []
         if busy:
             span = self._span(job)
+            gpus = ", ".join(map(str, busy))
             evidence.append(
-                f"GPU {', '.join(map(str, busy))} at >= {_BUSY_PERCENT:.0f}% "
-                f"utilisation in all {len(seen)} NVML readings"
-                + (f" over {span:.0f} s without progress" if span else "")
+                _(
+                    "GPU {gpus} at >= {percent:.0f}% utilisation in all {count} NVML readings "
+                    "over {span:.0f} s without progress",
+                    gpus=gpus,
+                    percent=_BUSY_PERCENT,
+                    count=len(seen),
+                    span=span,
+                )
+                if span
+                else _(
+                    "GPU {gpus} at >= {percent:.0f}% utilisation in all {count} NVML readings",
+                    gpus=gpus,
+                    percent=_BUSY_PERCENT,
+                    count=len(seen),
+                )
             )
         elif seen:
             evidence.append(
-                f"NVML shows no GPU busy in {len(seen)} readings: the queued work "
-                "is not running, it waits for something else"
+                _(
+                    "NVML shows no GPU busy in {count} readings: the queued work "
+                    "is not running, it waits for something else",
+                    count=len(seen),
+                )
             )
         else:
-            evidence.append("GPU utilisation unknown: NVML (nvidia-ml-py) was not available")
+            evidence.append(_("GPU utilisation unknown: NVML (nvidia-ml-py) was not available"))
         if waiting is not None:
             wait = waiting.wait
-            how = "native frames" if wait.native else "its Python line"
+            how = _("native frames") if wait.native else _("its Python line")
             evidence.append(
-                f"{thread_label(waiting.thread)} of pid {waiting.process.pid} waits "
-                f"for the device in `{wait.call}` ({how}) at {at(wait.frame)}, in "
-                f"every snapshot"
+                _(
+                    "{thread} of pid {pid} waits for the device in `{call}` ({how}) at "
+                    "{place}, in every snapshot",
+                    thread=thread_label(waiting.thread),
+                    pid=waiting.process.pid,
+                    call=wait.call,
+                    how=how,
+                    place=at(wait.frame),
+                )
             )
         confidence = 0.85 if busy and waiting else 0.6 if busy else 0.5 if seen else 0.55
         where = (
-            f" at {short_location(waiting.wait.frame)}"
+            _(" at {where}", where=short_location(waiting.wait.frame))
             if waiting is not None and waiting.wait.frame is not None
             else ""
         )
         if busy:
-            title = f"GPU {busy[0]} stays busy and the job makes no progress: a kernel that "
-            title += f"never completes{where}"
+            title = _(
+                "GPU {gpu} stays busy and the job makes no progress: a kernel that never "
+                "completes{where}",
+                gpu=busy[0],
+                where=where,
+            )
         elif seen:
-            title = f"The host waits for GPU work that never completes{where}; the GPU is idle"
+            title = _(
+                "The host waits for GPU work that never completes{where}; the GPU is idle",
+                where=where,
+            )
         else:
-            title = f"The host waits for GPU work that never completes{where}"
+            title = _("The host waits for GPU work that never completes{where}", where=where)
         dump_only = job.record is None
         yield Finding(
             id=self.id,
@@ -129,31 +159,39 @@ class GpuKernelHang(Rule):
             severity=Severity.ERROR,
             confidence=confidence,
             title=title,
-            explanation=(
+            explanation=_(
                 "The host thread is waiting for the device to finish the work queued before its "
                 "line, and the device never finishes: a kernel is looping (a custom CUDA "
                 "kernel's loop bound, a spin-wait on a flag) or waiting for a peer over "
                 "NVLink/PCIe; with the GPU idle, the queued work itself waits (an event on "
                 "another stream, a host callback). The waiting thread may use a full CPU core: "
                 "CUDA's default synchronisation polls; it is not computing."
-                + (
+            )
+            + (
+                _(
                     " A dump sees only a moment: if one step of this job can take longer than "
                     "the dump's span, dump again with `--samples 5 --interval 2`."
-                    if dump_only
-                    else ""
                 )
+                if dump_only
+                else ""
             ),
             culprit=culprit(job, waiting.process, waiting.thread, waiting.wait.frame)
             if waiting is not None
             else None,
             evidence=tuple(evidence),
             fixes=(
-                "Run with CUDA_LAUNCH_BLOCKING=1 on a small input to find the kernel that "
-                "does not return (the Python line then blocks at the launch).",
-                "For a custom kernel, check loop bounds and grid-stride loops; run it under "
-                "compute-sanitizer.",
-                "In a distributed job, an NCCL kernel at 100% waits for a peer: see the other "
-                "ranks (NCCL_DEBUG=INFO).",
+                _(
+                    "Run with CUDA_LAUNCH_BLOCKING=1 on a small input to find the kernel that "
+                    "does not return (the Python line then blocks at the launch)."
+                ),
+                _(
+                    "For a custom kernel, check loop bounds and grid-stride loops; run it under "
+                    "compute-sanitizer."
+                ),
+                _(
+                    "In a distributed job, an NCCL kernel at 100% waits for a peer: see the other "
+                    "ranks (NCCL_DEBUG=INFO)."
+                ),
             ),
         )
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, GpuSample, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.gpu._examples import GIB, H200_MEMORY, gpu, gpu_process, hung_job
@@ -136,32 +137,57 @@ class GpuMemoryFull(Rule):
         used, total = sample.memory_used_bytes or 0, sample.memory_total_bytes or 1
         utilization = sample.utilization_percent
         evidence = [
-            f"GPU {index}: {used / GIB:.1f} of {total / GIB:.1f} GiB used, utilisation "
-            f"{utilization if utilization is not None else '?'}%"
+            _(
+                "GPU {index}: {used:.1f} of {total:.1f} GiB used, utilisation {utilization}%",
+                index=index,
+                used=used / GIB,
+                total=total / GIB,
+                utilization=utilization if utilization is not None else "?",
+            )
         ]
         allocating = _allocating(job)
         if allocating is not None:
             process, thread, frame = allocating
             evidence.append(
-                f"{thread_label(thread)} of pid {process.pid} is inside the "
-                f"allocator: {frame.function}" + ("" if frame.native else f" at {at(frame)}")
+                _(
+                    "{thread} of pid {pid} is inside the allocator: {function}",
+                    thread=thread_label(thread),
+                    pid=process.pid,
+                    function=frame.function,
+                )
+                if frame.native
+                else _(
+                    "{thread} of pid {pid} is inside the allocator: {function} at {place}",
+                    thread=thread_label(thread),
+                    pid=process.pid,
+                    function=frame.function,
+                    place=at(frame),
+                )
             )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if allocating else Severity.WARNING,
             confidence=0.75 if allocating else 0.3,
-            title=f"GPU {index} memory at {used / total:.0%} "
-            + (
-                "and the job is stuck allocating"
-                if allocating
-                else "when the job stalled (context, not a cause by itself)"
+            title=_(
+                "GPU {index} memory at {share:.0%} and the job is stuck allocating",
+                index=index,
+                share=used / total,
+            )
+            if allocating
+            else _(
+                "GPU {index} memory at {share:.0%} when the job stalled (context, not a cause "
+                "by itself)",
+                index=index,
+                share=used / total,
             ),
-            explanation=(
+            explanation=_(
                 "The stuck thread is inside PyTorch's caching allocator: near capacity it frees "
                 "its cache and retries, and allocations can stall or fail."
-                if allocating
-                else "PyTorch's caching allocator keeps the memory it allocated once, so a healthy "
+            )
+            if allocating
+            else _(
+                "PyTorch's caching allocator keeps the memory it allocated once, so a healthy "
                 "job sits near capacity too: this alone does not explain the stall. Look at the "
                 "root cause above; full memory matters if the job then runs out of memory or "
                 "slows down retrying allocations."
@@ -169,11 +195,17 @@ class GpuMemoryFull(Rule):
             culprit=culprit(job, allocating[0], allocating[1]) if allocating else None,
             evidence=tuple(evidence),
             fixes=(
-                "Lower the peak: smaller batches with gradient accumulation, mixed precision, "
-                "activation checkpointing.",
-                "Check for other processes on the GPU (nvidia-smi) and for tensors kept "
-                "across steps.",
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation; "
-                "torch.cuda.memory_stats()['num_alloc_retries'] counts the retries.",
+                _(
+                    "Lower the peak: smaller batches with gradient accumulation, mixed precision, "
+                    "activation checkpointing."
+                ),
+                _(
+                    "Check for other processes on the GPU (nvidia-smi) and for tensors kept "
+                    "across steps."
+                ),
+                _(
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation; "
+                    "torch.cuda.memory_stats()['num_alloc_retries'] counts the retries."
+                ),
             ),
         )

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.i18n import _
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -85,26 +86,35 @@ class GpuMemoryExhausted(Rule):
         if not matches and raised is None:
             return
         where = raised.location if raised is not None else None
-        evidence = [f"job output: {m.line}" for m in matches[:3]]
+        evidence = [_("job output: {line}", line=m.line) for m in matches[:3]]
         if raised is not None:
-            evidence.insert(0, f"raised {raised_words(raised)}")
+            evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.95,
-            title="GPU memory exhausted (CUDA out of memory)"
-            + (f" at {where.file.rsplit('/', 1)[-1]}:{where.line}" if where is not None else ""),
-            explanation="An allocation on the GPU failed because device memory was full.",
+            title=_(
+                "GPU memory exhausted (CUDA out of memory) at {file}:{line}",
+                file=where.file.rsplit("/", 1)[-1],
+                line=where.line,
+            )
+            if where is not None
+            else _("GPU memory exhausted (CUDA out of memory)"),
+            explanation=_("An allocation on the GPU failed because device memory was full."),
             culprit=Culprit(rank=raised.rank, location=Location.of(where))
             if raised is not None
             else None,
             evidence=tuple(evidence),
             fixes=(
-                "Lower the peak: smaller batch size with gradient accumulation, mixed "
-                "precision (torch.autocast), activation checkpointing.",
-                "Look for memory kept alive across steps (losses.append(loss)), and check "
-                "fragmentation with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
-                "Check that no other process uses the same GPU (nvidia-smi).",
+                _(
+                    "Lower the peak: smaller batch size with gradient accumulation, mixed "
+                    "precision (torch.autocast), activation checkpointing."
+                ),
+                _(
+                    "Look for memory kept alive across steps (losses.append(loss)), and check "
+                    "fragmentation with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+                ),
+                _("Check that no other process uses the same GPU (nvidia-smi)."),
             ),
         )

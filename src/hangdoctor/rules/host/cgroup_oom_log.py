@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
@@ -71,23 +72,35 @@ class CgroupOutOfMemory(Rule):
             return
         tasks = matches_of(job, "cgroup_oom_task")
         step = events[0].fields.get("step") or events[0].fields.get("step2")
-        on = f" (task {tasks[0].fields['tasks']} on {tasks[0].fields['host']})" if tasks else ""
+        on = (
+            _(
+                " (task {task} on {host})",
+                task=tasks[0].fields["tasks"],
+                host=tasks[0].fields["host"],
+            )
+            if tasks
+            else ""
+        )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=f"Slurm killed step {step} for exceeding its memory allocation{on}",
-            explanation=(
+            title=_(
+                "Slurm killed step {step} for exceeding its memory allocation{on}", step=step, on=on
+            ),
+            explanation=_(
                 "The step's processes used more host memory than Slurm allocated to "
                 "it, and the cgroup's OOM handler killed them (SIGKILL: no Python "
                 "traceback is printed)."
             ),
             evidence=tuple(cite(events, limit=2) + cite(tasks, limit=2)),
             fixes=(
-                "Ask for more memory (`#SBATCH --mem=...` or `--mem-per-cpu`), or use less: "
-                "fewer DataLoader workers, no copy of the dataset per worker (memory-mapped "
-                "files), smaller prefetch_factor.",
-                "`sacct -j JOBID --format=JobID,MaxRSS,ReqMem` shows how much each step used.",
+                _(
+                    "Ask for more memory (`#SBATCH --mem=...` or `--mem-per-cpu`), or use less: "
+                    "fewer DataLoader workers, no copy of the dataset per worker (memory-mapped "
+                    "files), smaller prefetch_factor."
+                ),
+                _("`sacct -j JOBID --format=JobID,MaxRSS,ReqMem` shows how much each step used."),
             ),
         )

@@ -12,6 +12,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.evidence.model import Frame, JobRecord, ProcessSample, TimelineSample
+from hangdoctor.i18n import _
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -117,12 +118,12 @@ class HostMemoryExhausted(Rule):
         culprit_pid = None
         for match in scan(record.kernel_log):
             if match.kind == "oom_killed":
-                evidence.append(f"kernel log: {match.line}")
+                evidence.append(_("kernel log: {line}", line=match.line))
                 culprit_pid = culprit_pid or match.pids[0]
         where = None
         for match in scan(record.output_tail):
             if match.kind == "host_alloc_failed":
-                evidence.append(f"job output: {match.line}")
+                evidence.append(_("job output: {line}", line=match.line))
                 where = where or _allocating_line(record.output_tail, match.line)
         growth = _largest_growth(record, job.bundle.system.memory_total_bytes)
         climbing = False
@@ -134,8 +135,14 @@ class HostMemoryExhausted(Rule):
             climbing = _climbs_after_start_up(record, pid)
             if near_full or climbing:
                 evidence.append(
-                    f"pid {pid} grew from {start / _GIB:.1f} GiB to {peak / _GIB:.1f} GiB of "
-                    f"resident memory ({share:.0%} of the machine's memory at the peak)"
+                    _(
+                        "pid {pid} grew from {start:.1f} GiB to {peak:.1f} GiB of "
+                        "resident memory ({share:.0%} of the machine's memory at the peak)",
+                        pid=pid,
+                        start=start / _GIB,
+                        peak=peak / _GIB,
+                        share=share,
+                    )
                 )
                 culprit_pid = culprit_pid or pid
             climbing = climbing and not near_full
@@ -147,9 +154,16 @@ class HostMemoryExhausted(Rule):
             category=self.category,
             severity=Severity.WARNING if only_climbing else Severity.ERROR,
             confidence=0.9 if len(evidence) > 1 else 0.75,
-            title=("Host memory climbing" if only_climbing else "Host memory exhausted")
-            + (f": pid {culprit_pid}" if culprit_pid else ""),
-            explanation=(
+            title=(
+                _("Host memory climbing: pid {pid}", pid=culprit_pid)
+                if only_climbing
+                else _("Host memory exhausted: pid {pid}", pid=culprit_pid)
+            )
+            if culprit_pid
+            else _("Host memory climbing")
+            if only_climbing
+            else _("Host memory exhausted"),
+            explanation=_(
                 "The machine ran out of RAM; the kernel killed a process or allocations failed."
             ),
             culprit=Culprit(pid=culprit_pid, location=Location.of(where))
@@ -157,11 +171,15 @@ class HostMemoryExhausted(Rule):
             else None,
             evidence=tuple(evidence[:6]),
             fixes=(
-                "Find what grows: memory that climbs step after step is usually tensors kept "
-                "across steps (losses.append(loss) without .item() or .detach()), a cache "
-                "without a bound, or DataLoader workers duplicating a large Python dataset.",
-                "Lower the peak: smaller batches, fewer DataLoader workers, "
-                "prefetch_factor=1, memory-mapped datasets.",
+                _(
+                    "Find what grows: memory that climbs step after step is usually tensors kept "
+                    "across steps (losses.append(loss) without .item() or .detach()), a cache "
+                    "without a bound, or DataLoader workers duplicating a large Python dataset."
+                ),
+                _(
+                    "Lower the peak: smaller batches, fewer DataLoader workers, "
+                    "prefetch_factor=1, memory-mapped datasets."
+                ),
             ),
         )
 

@@ -22,6 +22,7 @@ from hangdoctor.analysis.thread_waits import blocking_call
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -184,37 +185,57 @@ class ForkedPool(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.7,
-            title=(
-                f"{job.describe_process(process.pid)} hangs inside the native call at "
-                f"{where}: it was forked from a process running a thread pool"
+            title=_(
+                "{process} hangs inside the native call at {where}: it was forked from a "
+                "process running a thread pool",
+                process=job.describe_process(process.pid),
+                where=where,
             ),
-            explanation=(
-                f"{job.describe_process(process.pid)} was forked from "
-                f"{job.describe_process(parent.pid)}, which runs {pool} native thread(s) with "
+            explanation=_(
+                "{process} was forked from {parent}, which runs {pool} native thread(s) with "
                 "no Python stack: a thread pool (OpenMP's, behind PyTorch's and numpy's "
                 "parallel operations, or MKL's). fork() copies only the thread that called "
                 "it, so the child has none of the pool's workers while the pool's state says "
                 "it has; the child's first parallel operation waits for them forever, asleep "
-                f"on a futex at {where}."
+                "on a futex at {where}.",
+                process=job.describe_process(process.pid),
+                parent=job.describe_process(parent.pid),
+                pool=pool,
+                where=where,
             ),
             culprit=culprit(job, process, thread, frame),
             related=(culprit(job, parent, main_thread(parent)),),
             evidence=(
-                f"{job.describe_process(process.pid)}, {thread_label(thread)}: at {at(frame)}, "
-                f"asleep on a futex inside that native call ({kernel_words(thread)}), alone "
-                "in its process, unmoving",
-                f"its parent {job.describe_process(parent.pid)} runs {pool} native thread(s) "
-                "with no Python stack (a thread pool) and forked it",
+                _(
+                    "{process}, {thread}: at {place}, asleep on a futex inside that native call "
+                    "({kernel}), alone in its process, unmoving",
+                    process=job.describe_process(process.pid),
+                    thread=thread_label(thread),
+                    place=at(frame),
+                    kernel=kernel_words(thread),
+                ),
+                _(
+                    "its parent {parent} runs {pool} native thread(s) "
+                    "with no Python stack (a thread pool) and forked it",
+                    parent=job.describe_process(parent.pid),
+                    pool=pool,
+                ),
             ),
             fixes=(
-                "Start the children with the spawn (or forkserver) start method: "
-                '`multiprocessing.set_start_method("spawn")`, '
-                '`DataLoader(..., multiprocessing_context="spawn")`; a fresh interpreter '
-                "builds its own pool.",
-                "Or keep the parent from starting the pool before it forks (no parallel torch "
-                "or numpy work before the fork), or run the children's math single-threaded "
-                "(`torch.set_num_threads(1)` as the child starts, `OMP_NUM_THREADS=1`).",
-                "Run `hangdoctor dump PID --native` on the child to see the pool's frames "
-                "(gomp_team_barrier_wait, for GNU OpenMP).",
+                _(
+                    "Start the children with the spawn (or forkserver) start method: "
+                    '`multiprocessing.set_start_method("spawn")`, '
+                    '`DataLoader(..., multiprocessing_context="spawn")`; a fresh interpreter '
+                    "builds its own pool."
+                ),
+                _(
+                    "Or keep the parent from starting the pool before it forks (no parallel torch "
+                    "or numpy work before the fork), or run the children's math single-threaded "
+                    "(`torch.set_num_threads(1)` as the child starts, `OMP_NUM_THREADS=1`)."
+                ),
+                _(
+                    "Run `hangdoctor dump PID --native` on the child to see the pool's frames "
+                    "(gomp_team_barrier_wait, for GNU OpenMP)."
+                ),
             ),
         )

@@ -10,6 +10,7 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -167,40 +168,71 @@ class NativeBlocked(Rule):
             (f for f in native if not any(lib in f.file for lib in _RUNTIME_LIBRARIES)), None
         )
         evidence = [
-            f"{thread_label(thread)} owns the GIL (py-spy) while blocked in the kernel "
-            f"({kernel_words(thread)})",
-            f"its innermost Python line is {at(python_frame)}",
+            _(
+                "{thread} owns the GIL (py-spy) while blocked in the kernel ({kernel})",
+                thread=thread_label(thread),
+                kernel=kernel_words(thread),
+            ),
+            _("its innermost Python line is {place}", place=at(python_frame)),
         ]
         if native:
             evidence.append(
-                "native frames, innermost first: "
-                + " <- ".join(f"{f.function} ({f.file.rsplit('/', 1)[-1]})" for f in native[:6])
+                _(
+                    "native frames, innermost first: {frames}",
+                    frames=" <- ".join(
+                        f"{f.function} ({f.file.rsplit('/', 1)[-1]})" for f in native[:6]
+                    ),
+                )
             )
         if starved:
             evidence.append(
-                f"{len(starved)} other thread(s) wait and cannot run Python: "
-                + ", ".join(thread_label(t) for t in starved[:8])
+                _(
+                    "{count} other thread(s) wait and cannot run Python: {threads}",
+                    count=len(starved),
+                    threads=", ".join(thread_label(t) for t in starved[:8]),
+                )
             )
-        where = short_location(python_frame) if python_frame else "its current line"
-        target = f" ({called.function} in {called.file.rsplit('/', 1)[-1]})" if called else ""
+        where = short_location(python_frame) if python_frame else _("its current line")
+        target = (
+            _(
+                " ({function} in {file})",
+                function=called.function,
+                file=called.file.rsplit("/", 1)[-1],
+            )
+            if called
+            else ""
+        )
         fixes = [
-            f"The native function called at {where}{target} blocks without releasing the GIL: "
-            "wrap the blocking part in Py_BEGIN_ALLOW_THREADS / Py_END_ALLOW_THREADS (C), "
-            "py::gil_scoped_release or py::call_guard<py::gil_scoped_release>() (pybind11), "
-            "or nogil (Cython).",
-            "With ctypes, load the library with ctypes.CDLL (releases the GIL) rather than "
-            "ctypes.PyDLL or ctypes.pythonapi.",
-            "Find out what the native call waits for: `hangdoctor dump --native PID` shows "
-            "the native frames, `gdb -p PID` the rest.",
+            _(
+                "The native function called at {where}{target} blocks without releasing the "
+                "GIL: wrap the blocking part in Py_BEGIN_ALLOW_THREADS / Py_END_ALLOW_THREADS "
+                "(C), py::gil_scoped_release or py::call_guard<py::gil_scoped_release>() "
+                "(pybind11), or nogil (Cython).",
+                where=where,
+                target=target,
+            ),
+            _(
+                "With ctypes, load the library with ctypes.CDLL (releases the GIL) rather than "
+                "ctypes.PyDLL or ctypes.pythonapi."
+            ),
+            _(
+                "Find out what the native call waits for: `hangdoctor dump --native PID` shows "
+                "the native frames, `gdb -p PID` the rest."
+            ),
         ]
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9 if starved else 0.7,
-            title=f"Stuck in native code holding the GIL at {where}"
-            + (f"; {len(starved)} other thread(s) starved" if starved else ""),
-            explanation=(
+            title=_(
+                "Stuck in native code holding the GIL at {where}; {count} other thread(s) starved",
+                where=where,
+                count=len(starved),
+            )
+            if starved
+            else _("Stuck in native code holding the GIL at {where}", where=where),
+            explanation=_(
                 "A call into native code (a C/C++ extension, a custom op, a ctypes function) "
                 "is blocked inside the kernel while holding Python's global interpreter lock. "
                 "No other thread of this process can run Python code until it returns."

@@ -6,6 +6,7 @@ one of them is asleep. Go's runtime says it as "all goroutines are asleep - dead
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import (
     Origin,
@@ -22,6 +23,7 @@ from hangdoctor.analysis.thread_waits import at_exit, joined_thread, primitive_c
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
@@ -30,7 +32,16 @@ from hangdoctor.taxonomy import Category
 _STDLIB_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
 
 
-def _timed_loop(thread: ThreadEvidence) -> str | None:
+@dataclass(frozen=True)
+class _Parked:
+    """How a thread sleeps: in words for the evidence, and what the rule decides on."""
+
+    words: str
+    forever: bool = False  # a wait no timeout ends (a lock, a primitive without a timeout)
+    loops: bool = False  # waits with a timeout, again and again in a loop
+
+
+def _timed_loop(thread: ThreadEvidence) -> _Parked | None:
     """A loop of the user's that waits in a primitive with a timeout, again and again: caught
     asleep or just woken (the capture may see it on a CPU between two waits)."""
     found = primitive_call(thread, with_timeout=True)
@@ -39,10 +50,16 @@ def _timed_loop(thread: ThreadEvidence) -> str | None:
         return None
     if next((v.repr for v in found[1].locals if v.name == "timeout"), "None") == "None":
         return None  # no timeout: it does not go round, it waits for good (see _parked)
-    return f"waits in {found[0].what} with a timeout, again and again in a loop"
+    return _again_and_again(found[0].what)
 
 
-def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
+def _again_and_again(what: str) -> _Parked:
+    return _Parked(
+        _("waits in {what} with a timeout, again and again in a loop", what=what), loops=True
+    )
+
+
+def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> _Parked | None:
     """How the thread sleeps in an in-process wait, or None when it could be doing something
     (running, sleeping on a timer, reading a pipe or a socket, waiting for a child)."""
     kernel = thread.kernel
@@ -52,21 +69,26 @@ def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> s
     if kernel is None or kernel.state != "S" or kernel.syscall_name not in ("futex", None):
         return None
     if joined_thread(thread) is not None:
-        return "joins another thread"
+        return _Parked(_("joins another thread"))
     if at_exit(thread):
-        return "is the interpreter's exit, joining the non-daemon threads"
+        return _Parked(_("is the interpreter's exit, joining the non-daemon threads"))
     locked = lock_wait(thread)
     if locked is not None:
-        return f"waits to acquire {locked.expression}"
+        return _Parked(
+            _("waits to acquire {lock}", lock=locked.expression),
+            forever=True,
+        )
     found = primitive_call(thread, with_timeout=True)
     if found is not None:
         primitive, frame = found
         timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
         if timeout == "None":
-            return f"waits in {primitive.what} without a timeout"
+            return _Parked(
+                _("waits in {what} without a timeout", what=primitive.what), forever=True
+            )
         mine = innermost_user_frame(frames_of(thread))
         if mine is not None and mine.loop_lines:
-            return f"waits in {primitive.what} with a timeout, again and again in a loop"
+            return _again_and_again(primitive.what)
         return None  # one wait with a timeout ends by itself
     frames = python_frames(frames_of(thread))
     if (
@@ -74,7 +96,7 @@ def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> s
         and not any(origin(f) is Origin.USER for f in frames)
         and frames[0].file.replace("\\", "/").endswith(_STDLIB_WAITS)
     ):
-        return "is a library's idle worker, waiting for work"
+        return _Parked(_("is a library's idle worker, waiting for work"))
     return None
 
 
@@ -185,10 +207,8 @@ class AllThreadsAsleep(Rule):
             forever = [
                 t
                 for t in threads
-                if "without a timeout" in (how[t.tid] or "")
-                or joined_thread(t) is not None
-                or at_exit(t)
-                or "acquire" in (how[t.tid] or "")
+                if (parked := how[t.tid]) is not None
+                and (parked.forever or joined_thread(t) is not None or at_exit(t))
             ]
             if not forever or not any(innermost_user_frame(frames_of(t)) for t in threads):
                 continue
@@ -199,65 +219,90 @@ class AllThreadsAsleep(Rule):
         job: JobView,
         process: ProcessEvidence,
         threads: list[ThreadEvidence],
-        how: dict[int, str | None],
+        how: dict[int, _Parked | None],
     ) -> Finding:
         main = main_thread(process)
         users = [t for t in threads if innermost_user_frame(frames_of(t)) is not None]
         first = main if main is not None and main in users else users[0]
         frame = innermost_user_frame(frames_of(first))
-        where = short_location(frame) if frame is not None else "its wait"
+        where = short_location(frame) if frame is not None else _("its wait")
         evidence = []
         for thread in threads:
             mine = innermost_user_frame(frames_of(thread))
+            parked = how[thread.tid]
             shown: Frame | None = (
-                loop_header(mine)
-                if mine is not None and "loop" in (how[thread.tid] or "")
-                else mine
+                loop_header(mine) if mine is not None and parked and parked.loops else mine
             )
+            words = parked.words if parked else ""
+            summary = describe_wait(job, process, thread).summary
             evidence.append(
-                f"{thread_label(thread)} {how[thread.tid]}"
-                + (f" at {at(shown)}" if shown is not None else "")
-                + f" ({describe_wait(job, process, thread).summary})"
+                _(
+                    "{thread} {how} at {place} ({wait})",
+                    thread=thread_label(thread),
+                    how=words,
+                    place=at(shown),
+                    wait=summary,
+                )
+                if shown is not None
+                else _(
+                    "{thread} {how} ({wait})", thread=thread_label(thread), how=words, wait=summary
+                )
             )
         flying = next((e for t in threads if (e := _exception_in_flight(t))), None)
         if flying is not None:
             evidence.append(
-                f"a `with` block is being left because of an exception ({flying}): "
-                "its exit waits for the threads above before the error can surface"
+                _(
+                    "a `with` block is being left because of an exception ({exception}): "
+                    "its exit waits for the threads above before the error can surface",
+                    exception=flying,
+                )
             )
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.75,
-            title=(
-                f"All {len(threads)} threads of {job.describe_process(process.pid)} are "
-                f"asleep waiting for one another; {thread_label(first)} waits at {where}"
+            title=_(
+                "All {count} threads of {process} are asleep waiting for one another; "
+                "{thread} waits at {where}",
+                count=len(threads),
+                process=job.describe_process(process.pid),
+                thread=thread_label(first),
+                where=where,
             ),
-            explanation=(
+            explanation=_(
                 "Each thread waits in one of Python's in-process waits (a queue, event, "
                 "condition, future, lock or join) that only another thread of the same process "
                 "could end, and every such thread is itself waiting: nobody is left to put, "
                 "set, notify, release or return. The threads that wait with a timeout go round "
                 "their loops and wait again, so the process never moves on."
-                + (
+            )
+            + (
+                _(
                     " The wait began as an exception left a `with` block: the error is raised "
                     "only after the block's exit returns."
-                    if flying
-                    else ""
                 )
+                if flying
+                else ""
             ),
             culprit=culprit(job, process, first, frame),
             related=tuple(culprit(job, process, t) for t in threads if t is not first)[:4],
             evidence=tuple(evidence[:8]),
             fixes=(
-                f"Follow what {thread_label(first)} waits for to the thread that should provide "
-                "it, and why that thread waits instead (a batch that is never full, a stop "
-                "event set only after a join, a task that died).",
-                "Give waits a timeout that raises (`future.result(timeout=...)`, "
-                "`q.get(timeout=...)`), and let workers end on a sentinel or an event that "
-                "every exit path sets (a `finally:`).",
-                "Flush partial work on shutdown: a batcher that runs only full batches must "
-                "run the last, partial one too.",
+                _(
+                    "Follow what {thread} waits for to the thread that should provide "
+                    "it, and why that thread waits instead (a batch that is never full, a stop "
+                    "event set only after a join, a task that died).",
+                    thread=thread_label(first),
+                ),
+                _(
+                    "Give waits a timeout that raises (`future.result(timeout=...)`, "
+                    "`q.get(timeout=...)`), and let workers end on a sentinel or an event that "
+                    "every exit path sets (a `finally:`)."
+                ),
+                _(
+                    "Flush partial work on shutdown: a batcher that runs only full batches must "
+                    "run the last, partial one too."
+                ),
             ),
         )

@@ -19,6 +19,7 @@ from hangdoctor.evidence.model import (
     SocketEndpoint,
     ThreadEvidence,
 )
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -238,15 +239,20 @@ class BlockedIO(Rule):
     ) -> Finding | None:
         frames = frames_of(thread)
         place = innermost_user_frame(frames)
-        where = short_location(place) if place else "its current line"
+        where = short_location(place) if place else _("its current line")
         explain = _EXPLAIN.get(wait.kind, _file_io)
         why = explain(_Blocked(job, process, thread, wait, frames, where))
         if why is None:
             return None
         evidence = [
-            f"{thread_label(thread)} of {job.describe_process(process.pid)} is {wait.summary} "
-            f"at {at(place)}",
-            f"kernel: {kernel_words(thread)}",
+            _(
+                "{thread} of {process} is {wait} at {place}",
+                thread=thread_label(thread),
+                process=job.describe_process(process.pid),
+                wait=wait.summary,
+                place=at(place),
+            ),
+            _("kernel: {kernel}", kernel=kernel_words(thread)),
             *why.evidence,
         ]
         return Finding(
@@ -299,25 +305,34 @@ def _child(blocked: _Blocked) -> _Why | None:
         return None
     child_thread, child_wait = on_our_pipe
     return _Why(
-        title=(
-            f"Pipe deadlock: {job.describe_process(process.pid)} waits for its child "
-            f"{child.pid}, which waits for the parent to read its output"
+        title=_(
+            "Pipe deadlock: {process} waits for its child {child}, which waits for the parent "
+            "to read its output",
+            process=job.describe_process(process.pid),
+            child=child.pid,
         ),
-        explanation=(
+        explanation=_(
             "The child writes more output than a pipe holds (64 KiB on Linux) to a pipe "
             "that this process opened (stdout=PIPE or stderr=PIPE) but does not read while "
             "it waits for the child to exit. Each waits for the other forever."
         ),
         fixes=(
-            f"Replace the wait at {blocked.where} with `proc.communicate()` (or "
-            "`subprocess.run(..., capture_output=True)`), which reads the pipes while waiting.",
-            "Or send the output to a file or to subprocess.DEVNULL instead of PIPE.",
-            "Give the wait a limit: `proc.communicate(timeout=...)`.",
+            _(
+                "Replace the wait at {where} with `proc.communicate()` (or "
+                "`subprocess.run(..., capture_output=True)`), which reads the pipes while "
+                "waiting.",
+                where=blocked.where,
+            ),
+            _("Or send the output to a file or to subprocess.DEVNULL instead of PIPE."),
+            _("Give the wait a limit: `proc.communicate(timeout=...)`."),
         ),
         confidence=0.95,
         evidence=(
-            f"{job.describe_process(child.pid)} is {child_wait.summary}: the pipe is full "
-            "and nobody reads it",
+            _(
+                "{process} is {wait}: the pipe is full and nobody reads it",
+                process=job.describe_process(child.pid),
+                wait=child_wait.summary,
+            ),
         ),
         related=(culprit(job, child, child_thread),),
     )
@@ -327,25 +342,30 @@ def _terminal(blocked: _Blocked) -> _Why:
     where = blocked.where
     if in_debugger(blocked.frames):
         return _Why(
-            title=f"Stopped at a debugger prompt at {where}",
-            explanation=(
+            title=_("Stopped at a debugger prompt at {where}", where=where),
+            explanation=_(
                 "A breakpoint() or pdb.set_trace() is waiting for someone to type "
                 "a command on the terminal; the job will not continue by itself."
             ),
             fixes=(
-                f"Remove the breakpoint at {where}, or run with PYTHONBREAKPOINT=0 to turn "
-                "breakpoint() calls off.",
-                "Type `c` and Enter in the job's terminal to continue this time.",
+                _(
+                    "Remove the breakpoint at {where}, or run with PYTHONBREAKPOINT=0 to turn "
+                    "breakpoint() calls off.",
+                    where=where,
+                ),
+                _("Type `c` and Enter in the job's terminal to continue this time."),
             ),
             confidence=0.9,
         )
     return _Why(
-        title=f"Waiting for keyboard input at {where}",
-        explanation="The job reads from the terminal (input() or sys.stdin) and waits "
-        "for a user who is not there.",
+        title=_("Waiting for keyboard input at {where}", where=where),
+        explanation=_(
+            "The job reads from the terminal (input() or sys.stdin) and waits "
+            "for a user who is not there."
+        ),
         fixes=(
-            f"Remove the interactive read at {where}, or make it optional.",
-            "Run unattended jobs with stdin redirected: `... < /dev/null`.",
+            _("Remove the interactive read at {where}, or make it optional.", where=where),
+            _("Run unattended jobs with stdin redirected: `... < /dev/null`."),
         ),
         confidence=0.9,
     )
@@ -356,24 +376,31 @@ def _network(blocked: _Blocked) -> _Why | None:
     if wait.kind is WaitKind.POLL and not _network_stack(frames):
         return None
     http = any(any(h in f.file for h in _HTTP_FILES) for f in frames)
-    peer = f" with {wait.remote}" if wait.remote else ""
     return _Why(
-        title=f"Blocked on a network call{peer} without a timeout at {where}",
-        explanation=(
+        title=_(
+            "Blocked on a network call with {peer} without a timeout at {where}",
+            peer=wait.remote,
+            where=where,
+        )
+        if wait.remote
+        else _("Blocked on a network call without a timeout at {where}", where=where),
+        explanation=_(
             "The thread waits for a peer that does not answer. Without a timeout the call "
             "waits forever (a stalled server, a dropped connection behind a NAT or firewall)."
         ),
         fixes=(
-            (
-                f"Pass `timeout=` to the HTTP call at {where} (urlopen(url, timeout=30), "
-                "requests.get(url, timeout=(5, 30))) and retry or skip on failure."
+            _(
+                "Pass `timeout=` to the HTTP call at {where} (urlopen(url, timeout=30), "
+                "requests.get(url, timeout=(5, 30))) and retry or skip on failure.",
+                where=where,
             )
             if http
-            else (
-                f"Set a timeout on the socket used at {where} (`sock.settimeout(30)`) or "
-                "`socket.setdefaulttimeout(30)` at start-up, and handle socket.timeout."
+            else _(
+                "Set a timeout on the socket used at {where} (`sock.settimeout(30)`) or "
+                "`socket.setdefaulttimeout(30)` at start-up, and handle socket.timeout.",
+                where=where,
             ),
-            "Check that the peer is alive and reachable from this host.",
+            _("Check that the peer is alive and reachable from this host."),
         ),
     )
 
@@ -388,37 +415,42 @@ def _pipe(blocked: _Blocked) -> _Why | None:
 
 def _accept(blocked: _Blocked) -> _Why:
     return _Why(
-        title=f"Waiting for a connection that never comes at {blocked.where}",
-        explanation="The thread listens for a peer that has not connected.",
+        title=_("Waiting for a connection that never comes at {where}", where=blocked.where),
+        explanation=_("The thread listens for a peer that has not connected."),
         fixes=(
-            "Check that the peer process started and uses the same address and port.",
-            "Give the listening socket a timeout (`sock.settimeout(...)`).",
+            _("Check that the peer process started and uses the same address and port."),
+            _("Give the listening socket a timeout (`sock.settimeout(...)`)."),
         ),
     )
 
 
 def _file_lock(blocked: _Blocked) -> _Why:
     return _Why(
-        title=f"Waiting for a file lock at {blocked.where}",
-        explanation="Another process holds a lock on the file (flock/fcntl) and keeps it.",
+        title=_("Waiting for a file lock at {where}", where=blocked.where),
+        explanation=_("Another process holds a lock on the file (flock/fcntl) and keeps it."),
         fixes=(
-            "Find the holder with `lsof` or `fuser` on the file, and use a lock with a "
-            "timeout (e.g. filelock.FileLock(path, timeout=...)).",
+            _(
+                "Find the holder with `lsof` or `fuser` on the file, and use a lock with a "
+                "timeout (e.g. filelock.FileLock(path, timeout=...))."
+            ),
         ),
     )
 
 
 def _file_io(blocked: _Blocked) -> _Why:
     return _Why(
-        title=f"Blocked in file I/O at {blocked.where}",
-        explanation=(
+        title=_("Blocked in file I/O at {where}", where=blocked.where),
+        explanation=_(
             "The thread waits for storage to answer (a network filesystem, a FUSE "
             "mount or a failing disk) or opens a FIFO that has no writer."
         ),
         fixes=(
-            f"Check the storage behind {blocked.wait.target or 'the file'}: `dmesg` for I/O "
-            "errors, `mount` for hung NFS/FUSE mounts.",
-            "Copy inputs to local disk before training, or read them with a timeout.",
+            _(
+                "Check the storage behind {target}: `dmesg` for I/O "
+                "errors, `mount` for hung NFS/FUSE mounts.",
+                target=blocked.wait.target or _("the file"),
+            ),
+            _("Copy inputs to local disk before training, or read them with a timeout."),
         ),
         confidence=0.7,
     )
@@ -463,33 +495,51 @@ def _pipe_reason(
         read = multiprocessing_read(thread, any_timeout=True)
         if read is not None:  # a queue's pipe: its creator holds both ends by design
             return (
-                f"Waiting in {read.what} at {where}, and no other process of the job holds "
-                "its write end: no process is left that could send",
-                "The processes that were to put into it have exited (or never started): "
-                "a multiprocessing queue's reader waits for an item, not for end-of-file, "
-                "so nothing ends the wait.",
+                _(
+                    "Waiting in {what} at {where}, and no other process of the job holds "
+                    "its write end: no process is left that could send",
+                    what=read.what,
+                    where=where,
+                ),
+                _(
+                    "The processes that were to put into it have exited (or never started): "
+                    "a multiprocessing queue's reader waits for an item, not for end-of-file, "
+                    "so nothing ends the wait."
+                ),
                 (
-                    "Check how the producer processes ended (`p.exitcode`; a traceback in the "
-                    "output), and have each put its exception or an end marker on the queue "
-                    "before it exits.",
-                    f"Read with a timeout at {where} (`get(timeout=...)`) and check that the "
-                    "producers are alive when it expires.",
+                    _(
+                        "Check how the producer processes ended (`p.exitcode`; a traceback in "
+                        "the output), and have each put its exception or an end marker on the "
+                        "queue before it exits."
+                    ),
+                    _(
+                        "Read with a timeout at {where} (`get(timeout=...)`) and check that the "
+                        "producers are alive when it expires.",
+                        where=where,
+                    ),
                 ),
             )
         if any(e.pid == process.pid for e in writers):
             return (
-                f"Reading a pipe whose write end this process still holds, at {where}",
-                "End-of-file only comes when every write end is closed; this process keeps "
-                "one open itself, so the read waits forever.",
+                _(
+                    "Reading a pipe whose write end this process still holds, at {where}",
+                    where=where,
+                ),
+                _(
+                    "End-of-file only comes when every write end is closed; this process keeps "
+                    "one open itself, so the read waits forever."
+                ),
                 (
-                    "Close the write end in the reader after starting the writer (or pass "
-                    "close_fds=True), before reading.",
+                    _(
+                        "Close the write end in the reader after starting the writer (or pass "
+                        "close_fds=True), before reading."
+                    ),
                 ),
             )
         return (
-            f"Reading a pipe fed by a process outside the job, at {where}",
-            "The writer is not among the job's processes and sends nothing.",
-            ("Find the writer with `lsof` on the pipe, and read with a timeout.",),
+            _("Reading a pipe fed by a process outside the job, at {where}", where=where),
+            _("The writer is not among the job's processes and sends nothing."),
+            (_("Find the writer with `lsof` on the pipe, and read with a timeout."),),
         )
     readers = [e for e in ends if e.mode in ("r", "rw") and e.pid != process.pid]
     if readers:
@@ -500,10 +550,12 @@ def _pipe_reason(
             if reader_wait.kind is WaitKind.CHILD and reader_wait.peer_pid == process.pid:
                 return None  # the parent's finding explains this pipe deadlock
     return (
-        f"Blocked writing to a full pipe at {where}",
-        "The pipe's reader does not read (it is stuck itself, or it is a log collector or "
-        "`| tee` that stopped), so the pipe filled up and the writer waits.",
-        ("Find out why the reader stopped reading; write logs to a file instead of a pipe.",),
+        _("Blocked writing to a full pipe at {where}", where=where),
+        _(
+            "The pipe's reader does not read (it is stuck itself, or it is a log collector or "
+            "`| tee` that stopped), so the pipe filled up and the writer waits."
+        ),
+        (_("Find out why the reader stopped reading; write logs to a file instead of a pipe."),),
     )
 
 

@@ -19,6 +19,7 @@ from hangdoctor.evidence.model import (
     ThreadEvidence,
     TimelineSample,
 )
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -185,30 +186,49 @@ class BusyLoop(Rule):
         innermost = next((f for f in frames if not f.native), None)
         in_user_code = innermost is not None and origin(innermost) is Origin.USER
         lines = sorted({f.line for s in stacks for f in s[:1]})
-        where = short_location(place) if place else "its current line"
+        where = short_location(place) if place else _("its current line")
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if in_user_code else Severity.WARNING,
             confidence=0.7 if in_user_code else 0.4,
-            title=f"{thread_label(thread)} spins at {share:.0%} CPU in {where}",
-            explanation=(
-                f"Over {job.sampled_span_s:.1f} s the thread used {share:.0%} of a CPU and "
-                f"stayed in the same call chain in all {len(stacks)} samples. A dump cannot see "
-                "progress: if this code should have finished, it is looping without an exit."
+            title=_(
+                "{thread} spins at {share:.0%} CPU in {where}",
+                thread=thread_label(thread),
+                share=share,
+                where=where,
+            ),
+            explanation=_(
+                "Over {span:.1f} s the thread used {share:.0%} of a CPU and "
+                "stayed in the same call chain in all {count} samples. A dump cannot see "
+                "progress: if this code should have finished, it is looping without an exit.",
+                span=job.sampled_span_s,
+                share=share,
+                count=len(stacks),
             ),
             culprit=culprit(job, process, thread),
             evidence=(
-                f"CPU {share:.0%} over {job.sampled_span_s:.1f} s in {len(stacks)} samples, "
-                f"innermost line(s) {', '.join(map(str, lines))}",
-                f"innermost frame: {at(innermost)}",
+                _(
+                    "CPU {share:.0%} over {span:.1f} s in {count} samples, "
+                    "innermost line(s) {lines}",
+                    share=share,
+                    span=job.sampled_span_s,
+                    count=len(stacks),
+                    lines=", ".join(map(str, lines)),
+                ),
+                _("innermost frame: {place}", place=at(innermost)),
             ),
             fixes=(
-                f"Check the exit condition of the loop at {where}: what should make it true, "
-                "and can it ever become true (a flag set by another thread or process, a value "
-                "that never changes)?",
-                "Wait on an event instead of polling (threading.Event.wait(timeout=...)) and "
-                "bound the loop with a deadline or a maximum number of iterations.",
-                f"Watch it live with `py-spy top --pid {process.pid}`.",
+                _(
+                    "Check the exit condition of the loop at {where}: what should make it true, "
+                    "and can it ever become true (a flag set by another thread or process, a "
+                    "value that never changes)?",
+                    where=where,
+                ),
+                _(
+                    "Wait on an event instead of polling (threading.Event.wait(timeout=...)) and "
+                    "bound the loop with a deadline or a maximum number of iterations."
+                ),
+                _("Watch it live with `py-spy top --pid {pid}`.", pid=process.pid),
             ),
         )

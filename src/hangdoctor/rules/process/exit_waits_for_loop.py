@@ -14,6 +14,7 @@ from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
@@ -155,19 +156,37 @@ class ExitWaitsForLoop(Rule):
     ) -> Finding:
         inner = innermost_user_frame(frames_of(thread))
         header = loop_header(inner)
-        where = short_location(header) if header is not None else "its loop"
+        where = short_location(header) if header is not None else _("its loop")
         died = _main_died(job, process)
-        ended = (
-            f"the main thread died of {died.short_type}: {died.message}"
-            + (f" at {at(died.location)}" if died.location else "")
-            if died is not None
-            else "the script's main thread finished"
-        )
+        if died is None:
+            ended = _("the script's main thread finished")
+        elif died.location:
+            ended = _(
+                "the main thread died of {type}: {message} at {place}",
+                type=died.short_type,
+                message=died.message,
+                place=at(died.location),
+            )
+        else:
+            ended = _(
+                "the main thread died of {type}: {message}",
+                type=died.short_type,
+                message=died.message,
+            )
         evidence = [
-            f"{job.describe_process(process.pid)}: {thread_label(main)} is in the "
-            "interpreter's exit (threading._shutdown), joining every non-daemon thread",
-            f"{thread_label(thread)} loops at {at(header)}; now at {at(inner)} "
-            f"({describe_wait(job, process, thread).summary})",
+            _(
+                "{process}: {thread} is in the interpreter's exit (threading._shutdown), "
+                "joining every non-daemon thread",
+                process=job.describe_process(process.pid),
+                thread=thread_label(main),
+            ),
+            _(
+                "{thread} loops at {header}; now at {place} ({wait})",
+                thread=thread_label(thread),
+                header=at(header),
+                place=at(inner),
+                wait=describe_wait(job, process, thread).summary,
+            ),
             ended,
         ]
         return Finding(
@@ -175,27 +194,37 @@ class ExitWaitsForLoop(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.8,
-            title=(
-                f"The script is over but the process never exits: {thread_label(thread)} "
-                f"keeps looping at {where}"
+            title=_(
+                "The script is over but the process never exits: {thread} keeps looping at {where}",
+                thread=thread_label(thread),
+                where=where,
             ),
-            explanation=(
-                f"{ended[0].upper()}{ended[1:]}. Python then waits for every non-daemon "
-                f"thread to end, and {thread_label(thread)} never will: its loop at {where} "
+            explanation=_(
+                "{ended}. Python then waits for every non-daemon "
+                "thread to end, and {thread} never will: its loop at {where} "
                 "goes round until a condition changes that only the main thread would have "
                 "changed (a stop flag, an event, a sentinel). The process stays alive doing "
-                "nothing, and a launcher waits for it forever."
+                "nothing, and a launcher waits for it forever.",
+                ended=ended[0].upper() + ended[1:],
+                thread=thread_label(thread),
+                where=where,
             ),
             culprit=culprit(job, process, thread, header),
             related=(culprit(job, process, main),),
             evidence=tuple(evidence),
             fixes=(
-                "Stop the thread on every way out of the main code: set its flag or event in "
-                "a `finally:` (or a context manager around the training loop), so that an "
-                "exception stops it too.",
-                "Or start it with `daemon=True` if it holds nothing that must be flushed; "
-                "then the exit does not wait for it.",
-                "An `atexit` handler cannot stop it: Python joins the non-daemon threads "
-                "before it runs atexit handlers.",
+                _(
+                    "Stop the thread on every way out of the main code: set its flag or event in "
+                    "a `finally:` (or a context manager around the training loop), so that an "
+                    "exception stops it too."
+                ),
+                _(
+                    "Or start it with `daemon=True` if it holds nothing that must be flushed; "
+                    "then the exit does not wait for it."
+                ),
+                _(
+                    "An `atexit` handler cannot stop it: Python joins the non-daemon threads "
+                    "before it runs atexit handlers."
+                ),
             ),
         )

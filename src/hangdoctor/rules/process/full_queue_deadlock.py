@@ -17,6 +17,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_put
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -124,47 +125,80 @@ class FullQueueDeadlock(Rule):
             process, thread, put = children[0]
             parent_at = blame_frame(frames_of(waiting))
             put_at = short_location(put.caller)
-            waits_at = short_location(parent_at) if parent_at else "its wait"
-            who = (
-                f"{len(children)} child processes wait"
-                if len(children) > 1
-                else f"{job.describe_process(process.pid)} waits"
-            )
+            waits_at = short_location(parent_at) if parent_at else _("its wait")
+            queue = put.what.rsplit(".", 1)[0]
+            parent_name = job.describe_process(parent_pid)
             yield Finding(
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.85,
-                title=f"Deadlock: {who} for room in a full {put.what.rsplit('.', 1)[0]} at "
-                f"{put_at}, and "
-                f"{job.describe_process(parent_pid)}, which reads it only later, waits "
-                f"for them at {waits_at}",
-                explanation=(
-                    f"{put.what} blocks while the queue holds its maxsize items. The "
+                title=_(
+                    "Deadlock: {count} child processes wait for room in a full {queue} at "
+                    "{put_at}, and {parent}, which reads it only later, waits for them at "
+                    "{waits_at}",
+                    count=len(children),
+                    queue=queue,
+                    put_at=put_at,
+                    parent=parent_name,
+                    waits_at=waits_at,
+                )
+                if len(children) > 1
+                else _(
+                    "Deadlock: {process} waits for room in a full {queue} at "
+                    "{put_at}, and {parent}, which reads it only later, waits for them at "
+                    "{waits_at}",
+                    process=job.describe_process(process.pid),
+                    queue=queue,
+                    put_at=put_at,
+                    parent=parent_name,
+                    waits_at=waits_at,
+                ),
+                explanation=_(
+                    "{what} blocks while the queue holds its maxsize items. The "
                     "processes filling it wait for someone to take items out, and the parent, "
                     "the only reader, does not read while it waits for those same processes "
-                    "to finish: each side waits for the other."
+                    "to finish: each side waits for the other.",
+                    what=put.what,
                 ),
                 culprit=culprit(job, process, thread, put.caller),
                 related=(
                     culprit(job, parent, waiting, parent_at),
-                    *(culprit(job, p, t, put.caller) for p, t, _ in children[1:3]),
+                    *(culprit(job, p, t, put.caller) for p, t, _read in children[1:3]),
                 ),
                 evidence=(
                     *(
-                        f"{job.describe_process(p.pid)}: {thread_label(t)} waits in "
-                        f"{put.what} at {at(put.caller)} ({kernel_words(t)}), no timeout"
-                        for p, t, _ in children[:4]
+                        _(
+                            "{process}: {thread} waits in {what} at {place} ({kernel}), no timeout",
+                            process=job.describe_process(p.pid),
+                            thread=thread_label(t),
+                            what=put.what,
+                            place=at(put.caller),
+                            kernel=kernel_words(t),
+                        )
+                        for p, t, _read in children[:4]
                     ),
-                    f"{job.describe_process(parent_pid)} waits for its children at "
-                    f"{at(parent_at)} ({kernel_words(waiting)})",
+                    _(
+                        "{parent} waits for its children at {place} ({kernel})",
+                        parent=parent_name,
+                        place=at(parent_at),
+                        kernel=kernel_words(waiting),
+                    ),
                 ),
                 fixes=(
-                    f"Read the queue while the children run: start them with `map_async` "
-                    f"(or `imap`) and drain the queue in a loop until the result is ready, "
-                    f"instead of waiting at {waits_at} first.",
-                    "Or return what the tasks put on the side queue as part of their "
-                    "results, or make the queue unbounded (`multiprocessing.Queue()`).",
-                    f"Or `put(item, timeout=...)` at {put_at} and handle `queue.Full`.",
+                    _(
+                        "Read the queue while the children run: start them with `map_async` "
+                        "(or `imap`) and drain the queue in a loop until the result is ready, "
+                        "instead of waiting at {waits_at} first.",
+                        waits_at=waits_at,
+                    ),
+                    _(
+                        "Or return what the tasks put on the side queue as part of their "
+                        "results, or make the queue unbounded (`multiprocessing.Queue()`)."
+                    ),
+                    _(
+                        "Or `put(item, timeout=...)` at {put_at} and handle `queue.Full`.",
+                        put_at=put_at,
+                    ),
                 ),
             )

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogMatch, scan
+from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -26,20 +27,20 @@ _GENERIC_FRAMES = re.compile(
 )
 _SUBSYSTEMS = (
     ("nfs", "NFS"),
-    ("rpc_", "NFS (SUNRPC)"),
-    ("fuse", "a FUSE filesystem (s3fs, gcsfuse, blobfuse, sshfs...)"),
+    ("rpc_", N_("NFS (SUNRPC)")),
+    ("fuse", N_("a FUSE filesystem (s3fs, gcsfuse, blobfuse, sshfs...)")),
     ("ll_", "Lustre"),
     ("lustre", "Lustre"),
     ("ceph", "CephFS"),
     ("gpfs", "GPFS"),
-    ("jbd2", "the local ext4 journal"),
-    ("ext4", "the local ext4 disk"),
-    ("xfs", "the local XFS disk"),
-    ("btrfs", "the local btrfs disk"),
-    ("blk_", "a block device"),
-    ("_nv", "the NVIDIA driver"),
-    ("nvidia", "the NVIDIA driver"),
-    ("uvm", "the NVIDIA driver (UVM)"),
+    ("jbd2", N_("the local ext4 journal")),
+    ("ext4", N_("the local ext4 disk")),
+    ("xfs", N_("the local XFS disk")),
+    ("btrfs", N_("the local btrfs disk")),
+    ("blk_", N_("a block device")),
+    ("_nv", N_("the NVIDIA driver")),
+    ("nvidia", N_("the NVIDIA driver")),
+    ("uvm", N_("the NVIDIA driver (UVM)")),
 )
 _JOB_TASK = re.compile(
     r"^(?:python|pt_|torchrun|accelerate|deepspeed|ray|train|pytorch)", re.IGNORECASE
@@ -47,7 +48,8 @@ _JOB_TASK = re.compile(
 
 
 def _blocked_in(lines: tuple[str, ...], index: int) -> str | None:
-    """The subsystem a hung task waits in, from the call trace printed after its line."""
+    """The subsystem a hung task waits in, from the call trace printed after its line (in the
+    report's language)."""
     for line in lines[index + 1 : index + 40]:
         if "blocked for more than" in line:
             break
@@ -56,7 +58,7 @@ def _blocked_in(lines: tuple[str, ...], index: int) -> str | None:
                 continue
             for prefix, subsystem in _SUBSYSTEMS:
                 if name.startswith(prefix) or f"_{prefix}" in name:
-                    return subsystem
+                    return _(subsystem)
     return None
 
 
@@ -126,35 +128,61 @@ class HungTaskInKernelLog(Rule):
         comm, pid = first.fields["comm"], first.pids[0]
         where = _blocked_in(kernel, first.index)
         job_task = bool(_JOB_TASK.match(comm))
+        seconds = first.fields["seconds"]
         title = (
-            f"Task {comm} (pid {pid}) was blocked in the kernel for more than "
-            f"{first.fields['seconds']} s" + (f", in {where}" if where else "")
+            _(
+                "Task {comm} (pid {pid}) was blocked in the kernel for more than {seconds} s, "
+                "in {where}",
+                comm=comm,
+                pid=pid,
+                seconds=seconds,
+                where=where,
+            )
+            if where
+            else _(
+                "Task {comm} (pid {pid}) was blocked in the kernel for more than {seconds} s",
+                comm=comm,
+                pid=pid,
+                seconds=seconds,
+            )
         )
         others = [m for m in tasks.values() if m is not first]
         evidence = cite([first, *others], "kernel log", limit=4)
         if others:
-            evidence.append(f"{len(tasks)} tasks were reported blocked in all")
+            evidence.append(_("{count} tasks were reported blocked in all", count=len(tasks)))
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if job_task else Severity.WARNING,
             confidence=0.8 if job_task else 0.5,
             title=title,
-            explanation=(
+            explanation=_(
                 "The task sat in uninterruptible sleep (state D), waiting inside the "
-                "kernel for storage or a driver that did not answer"
-                + (f" ({where})" if where else "")
-                + "; such a task cannot be killed until the I/O completes."
+                "kernel for storage or a driver that did not answer ({where}); such a task "
+                "cannot be killed until the I/O completes.",
+                where=where,
+            )
+            if where
+            else _(
+                "The task sat in uninterruptible sleep (state D), waiting inside the "
+                "kernel for storage or a driver that did not answer; such a task cannot be "
+                "killed until the I/O completes."
             ),
             culprit=Culprit(pid=pid, thread=comm),
             evidence=tuple(evidence),
             fixes=(
-                "While it hangs, see where: `sudo cat /proc/PID/stack`, and `mount` for the "
-                "network filesystem (NFS, FUSE, Lustre) it reads.",
-                "Read training data from local disk (copy it to local NVMe first, or use a "
-                "local cache) instead of a network mount; for NFS check the server and the "
-                "mount options (hard/soft, timeo).",
-                "A task in state D survives SIGKILL: fix or remount the storage, or reboot the "
-                "node.",
+                _(
+                    "While it hangs, see where: `sudo cat /proc/PID/stack`, and `mount` for the "
+                    "network filesystem (NFS, FUSE, Lustre) it reads."
+                ),
+                _(
+                    "Read training data from local disk (copy it to local NVMe first, or use a "
+                    "local cache) instead of a network mount; for NFS check the server and the "
+                    "mount options (hard/soft, timeo)."
+                ),
+                _(
+                    "A task in state D survives SIGKILL: fix or remount the storage, or reboot the "
+                    "node."
+                ),
             ),
         )

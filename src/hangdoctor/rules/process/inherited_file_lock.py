@@ -13,6 +13,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -138,18 +139,22 @@ class InheritedFileLock(Rule):
         holders: list[ProcessEvidence],
     ) -> Finding:
         frame = blame_frame(frames_of(thread))
-        where = short_location(frame) if frame is not None else "its lock call"
+        where = short_location(frame) if frame is not None else _("its lock call")
         names = ", ".join(job.describe_process(p.pid) for p in holders[:3])
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.8,
-            title=(
-                f"{thread_label(thread)} waits to lock {path} at {where}, and the lock is "
-                f"held through the copy of that file its forked child {names} inherited"
+            title=_(
+                "{thread} waits to lock {path} at {where}, and the lock is held through the "
+                "copy of that file its forked child {names} inherited",
+                thread=thread_label(thread),
+                path=path,
+                where=where,
+                names=names,
             ),
-            explanation=(
+            explanation=_(
                 "An flock() lock belongs to the open file, not to the descriptor or the "
                 "process. A child forked while the file was open (and locked) shares that "
                 "open file; closing the parent's descriptor does not release the lock while "
@@ -159,21 +164,33 @@ class InheritedFileLock(Rule):
             culprit=culprit(job, process, thread, frame),
             related=tuple(culprit(job, p, next(iter(p.threads), None)) for p in holders[:3]),
             evidence=(
-                f"{thread_label(thread)} of {job.describe_process(process.pid)} waits "
-                f"in flock()/fcntl() at {at(frame)} on {path}",
+                _(
+                    "{thread} of {process} waits in flock()/fcntl() at {place} on {path}",
+                    thread=thread_label(thread),
+                    process=job.describe_process(process.pid),
+                    place=at(frame),
+                    path=path,
+                ),
                 *(
-                    f"{job.describe_process(p.pid)}, forked from it (same command line), "
-                    f"has {path} open too"
+                    _(
+                        "{process}, forked from it (same command line), has {path} open too",
+                        process=job.describe_process(p.pid),
+                        path=path,
+                    )
                     for p in holders[:3]
                 ),
             ),
             fixes=(
-                "Do not fork (start a multiprocessing.Process, a DataLoader with workers, a "
-                "Pool) while holding the lock: start the helper before taking it, or after "
-                "releasing it explicitly with `fcntl.flock(fd, fcntl.LOCK_UN)` (unlock, do "
-                "not rely on close()).",
-                "Open the lock file with O_CLOEXEC and start helpers with the spawn start "
-                "method, so children do not inherit it; or use a lock per process "
-                "(`fcntl.lockf`/`F_OFD_SETLK` semantics differ: check which your code needs).",
+                _(
+                    "Do not fork (start a multiprocessing.Process, a DataLoader with workers, a "
+                    "Pool) while holding the lock: start the helper before taking it, or after "
+                    "releasing it explicitly with `fcntl.flock(fd, fcntl.LOCK_UN)` (unlock, do "
+                    "not rely on close())."
+                ),
+                _(
+                    "Open the lock file with O_CLOEXEC and start helpers with the spawn start "
+                    "method, so children do not inherit it; or use a lock per process "
+                    "(`fcntl.lockf`/`F_OFD_SETLK` semantics differ: check which your code needs)."
+                ),
             ),
         )

@@ -17,6 +17,7 @@ from hangdoctor.analysis.locks import lock_holds, lock_identity, lock_wait
 from hangdoctor.analysis.roles import Role
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -137,11 +138,16 @@ class InheritedLock(Rule):
                 if wait is None or not alone(process, thread) or _held_by_itself(thread, wait.lock):
                     continue
                 frame = wait.frame
-                identity, _ = lock_identity(wait.expression, frame)
+                identity, _where = lock_identity(wait.expression, frame)
                 owner = identity[1] if identity[0] in ("object", "attribute") else None
                 suspects = _users_in_parent(parent, owner) or parent_threads
                 names = ", ".join(
-                    f"{t.comm or 'thread'} (tid {t.tid}) at {at(blame_frame(frames_of(t)))}"
+                    _(
+                        "{thread} (tid {tid}) at {place}",
+                        thread=t.comm or _("thread"),
+                        tid=t.tid,
+                        place=at(blame_frame(frames_of(t))),
+                    )
                     for t in suspects[:3]
                 )
                 yield Finding(
@@ -149,29 +155,49 @@ class InheritedLock(Rule):
                     category=self.category,
                     severity=Severity.ERROR,
                     confidence=0.8,
-                    title=f"Lock inherited held through fork: {job.describe_process(process.pid)} "
-                    f"waits for `{wait.expression}` at {short_location(frame)}",
-                    explanation=(
-                        f"No thread of {job.describe_process(process.pid)} holds "
-                        f"`{wait.expression}`, and no other thread of it could release it. It "
-                        f"was forked from {job.describe_process(parent.pid)}, which runs other "
+                    title=_(
+                        "Lock inherited held through fork: {process} waits for `{lock}` at {where}",
+                        process=job.describe_process(process.pid),
+                        lock=wait.expression,
+                        where=short_location(frame),
+                    ),
+                    explanation=_(
+                        "No thread of {process} holds "
+                        "`{lock}`, and no other thread of it could release it. It "
+                        "was forked from {parent}, which runs other "
                         "threads: one of them held the lock at the moment of the fork, and the "
-                        "child got the lock in that state, with no thread to release it."
+                        "child got the lock in that state, with no thread to release it.",
+                        process=job.describe_process(process.pid),
+                        lock=wait.expression,
+                        parent=job.describe_process(parent.pid),
                     ),
                     culprit=culprit(job, process, thread, frame),
                     related=tuple(culprit(job, parent, t) for t in suspects[:3]),
                     evidence=(
-                        f"{thread.comm or 'thread'} (tid {thread.tid}) waits for "
-                        f"`{wait.expression}` at {at(frame)} ({kernel_words(thread)})",
-                        f"the parent's other threads, which may have held it: {names}",
+                        _(
+                            "{thread} (tid {tid}) waits for `{lock}` at {place} ({kernel})",
+                            thread=thread.comm or _("thread"),
+                            tid=thread.tid,
+                            lock=wait.expression,
+                            place=at(frame),
+                            kernel=kernel_words(thread),
+                        ),
+                        _(
+                            "the parent's other threads, which may have held it: {names}",
+                            names=names,
+                        ),
                     ),
                     fixes=(
-                        "Start the pool or the workers with the 'spawn' or 'forkserver' "
-                        "method (`multiprocessing.get_context('spawn').Pool(...)`, "
-                        "DataLoader(multiprocessing_context='spawn')): children then start "
-                        "with fresh locks.",
-                        "Or create the processes before starting background threads, or "
-                        "re-create the lock in the child "
-                        "(`os.register_at_fork(after_in_child=...)`).",
+                        _(
+                            "Start the pool or the workers with the 'spawn' or 'forkserver' "
+                            "method (`multiprocessing.get_context('spawn').Pool(...)`, "
+                            "DataLoader(multiprocessing_context='spawn')): children then start "
+                            "with fresh locks."
+                        ),
+                        _(
+                            "Or create the processes before starting background threads, or "
+                            "re-create the lock in the child "
+                            "(`os.register_at_fork(after_in_child=...)`)."
+                        ),
                     ),
                 )

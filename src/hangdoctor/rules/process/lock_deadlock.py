@@ -10,6 +10,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import Cycle, find_lock_cycles, lock_name
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, kernel_words
@@ -396,26 +397,44 @@ class LockDeadlock(Rule):
             waiter = threads[wait.tid]
             own = [h for h in cycle.holds if h.tid == wait.tid]
             owned = (
-                " while holding "
-                + ", ".join(
-                    f"{_lock_words(h.expression, h.frame)} (taken at line {h.line})" for h in own
+                _(
+                    " while holding {locks}",
+                    locks=", ".join(
+                        _(
+                            "{lock} (taken at line {line})",
+                            lock=_lock_words(h.expression, h.frame),
+                            line=h.line,
+                        )
+                        for h in own
+                    ),
                 )
                 if own
                 else ""
             )
             lines.append(
-                f"{thread_label(waiter)} waits for {_lock_words(wait.expression, wait.frame)} at "
-                f"{at(wait.frame)}{owned}; {thread_label(threads[hold.tid])} holds it since "
-                f"{short_file(hold.frame.file)}:{hold.line} ({kernel_words(waiter)})"
+                _(
+                    "{waiter} waits for {lock} at {place}{owned}; {holder} holds it since "
+                    "{file}:{line} ({kernel})",
+                    waiter=thread_label(waiter),
+                    lock=_lock_words(wait.expression, wait.frame),
+                    place=at(wait.frame),
+                    owned=owned,
+                    holder=thread_label(threads[hold.tid]),
+                    file=short_file(hold.frame.file),
+                    line=hold.line,
+                    kernel=kernel_words(waiter),
+                )
             )
         deadlock = _Deadlock(job, process, threads, cycle, first)
         story = next(told for tell in _STORIES if (told := tell(deadlock)) is not None)
         lines += story.evidence
         if cycle.by_name:
             lines.append(
-                "the locks are matched by the names the code gives them ("
-                + ", ".join(f"`{lock_name(w.expression)}`" for w in cycle.waits)
-                + "): py-spy shows no address for an attribute's value"
+                _(
+                    "the locks are matched by the names the code gives them ({names}): "
+                    "py-spy shows no address for an attribute's value",
+                    names=", ".join(f"`{lock_name(w.expression)}`" for w in cycle.waits),
+                )
             )
         return Finding(
             id=self.id,
@@ -460,23 +479,33 @@ def _inherited(deadlock: _Deadlock) -> _Story | None:
         return None
     wait, hold = cycle.waits[0], next(h for h in cycle.holds if h.inherited)
     return _Story(
-        title=(
-            f"Lock inherited in the held state through fork: {thread_label(first)} "
-            f"waits for `{wait.expression}` forever"
+        title=_(
+            "Lock inherited in the held state through fork: {thread} waits for `{lock}` forever",
+            thread=thread_label(first),
+            lock=wait.expression,
         ),
-        explanation=(
-            f"`{hold.expression}` was held (taken at {short_file(hold.frame.file)}:"
-            f"{hold.line} in {hold.frame.function}) when the parent forked "
-            f"{deadlock.job.describe_process(deadlock.process.pid)}. The child got a copy of "
-            "the lock in its held state, and no thread in the child will ever release it."
+        explanation=_(
+            "`{lock}` was held (taken at {file}:{line} in {function}) when the parent forked "
+            "{process}. The child got a copy of "
+            "the lock in its held state, and no thread in the child will ever release it.",
+            lock=hold.expression,
+            file=short_file(hold.frame.file),
+            line=hold.line,
+            function=hold.frame.function,
+            process=deadlock.job.describe_process(deadlock.process.pid),
         ),
         fixes=(
-            "Start child processes with the 'spawn' or 'forkserver' method "
-            "(multiprocessing.set_start_method, or DataLoader(multiprocessing_context="
-            "'spawn')) so they do not inherit held locks.",
-            f"Or do not hold `{hold.expression}` while forking, or create the lock anew in "
-            "the child (os.register_at_fork(after_in_child=...), or a DataLoader "
-            "worker_init_fn).",
+            _(
+                "Start child processes with the 'spawn' or 'forkserver' method "
+                "(multiprocessing.set_start_method, or DataLoader(multiprocessing_context="
+                "'spawn')) so they do not inherit held locks."
+            ),
+            _(
+                "Or do not hold `{lock}` while forking, or create the lock anew in "
+                "the child (os.register_at_fork(after_in_child=...), or a DataLoader "
+                "worker_init_fn).",
+                lock=hold.expression,
+            ),
         ),
     )
 
@@ -487,28 +516,43 @@ def _in_signal_handler(deadlock: _Deadlock) -> _Story | None:
         return None
     wait, hold = cycle.waits[0], cycle.holds[0]
     return _Story(
-        title=(
-            f"Self-deadlock in a signal handler: {handler.function} waits for "
-            f"`{wait.expression}` at {short_location(wait.frame)}, which the code it "
-            f"interrupted holds (taken at line {hold.line})"
+        title=_(
+            "Self-deadlock in a signal handler: {handler} waits for `{lock}` at {where}, "
+            "which the code it interrupted holds (taken at line {line})",
+            handler=handler.function,
+            lock=wait.expression,
+            where=short_location(wait.frame),
+            line=hold.line,
         ),
-        explanation=(
-            f"Python runs a signal handler on the main thread, between two bytecodes of "
-            f"whatever it was doing: here inside the block that took `{hold.expression}` "
-            f"(line {hold.line}). The handler ({short_location(handler)}) then waits for "
+        explanation=_(
+            "Python runs a signal handler on the main thread, between two bytecodes of "
+            "whatever it was doing: here inside the block that took `{lock}` "
+            "(line {line}). The handler ({where}) then waits for "
             "that lock, which only the interrupted code, below it on the same stack, "
-            "could release."
+            "could release.",
+            lock=hold.expression,
+            line=hold.line,
+            where=short_location(handler),
         ),
         fixes=(
-            f"Take no blocking lock in the handler {handler.function}: set a flag (or "
-            "write to a pipe) and act on it in the main loop, or use "
-            "`acquire(blocking=False)` and skip the work when the lock is taken.",
-            "Or block the signal around the locked section "
-            "(`signal.pthread_sigmask(SIG_BLOCK, ...)`).",
+            _(
+                "Take no blocking lock in the handler {handler}: set a flag (or "
+                "write to a pipe) and act on it in the main loop, or use "
+                "`acquire(blocking=False)` and skip the work when the lock is taken.",
+                handler=handler.function,
+            ),
+            _(
+                "Or block the signal around the locked section "
+                "(`signal.pthread_sigmask(SIG_BLOCK, ...)`)."
+            ),
         ),
         evidence=(
-            f"{handler.function} at {at(handler)} is a signal handler (its "
-            "arguments are the signal number and the interrupted frame)",
+            _(
+                "{handler} at {place} is a signal handler (its "
+                "arguments are the signal number and the interrupted frame)",
+                handler=handler.function,
+                place=at(handler),
+            ),
         ),
     )
 
@@ -519,52 +563,72 @@ def _reentered(deadlock: _Deadlock) -> _Story | None:
         return None
     wait, hold = cycle.waits[0], cycle.holds[0]
     return _Story(
-        title=(
-            f"Self-deadlock: {thread_label(deadlock.first)} waits for `{wait.expression}`, "
-            "which it already holds"
+        title=_(
+            "Self-deadlock: {thread} waits for `{lock}`, which it already holds",
+            thread=thread_label(deadlock.first),
+            lock=wait.expression,
         ),
-        explanation=(
-            f"`{wait.expression}` was taken at line {hold.line} and is acquired again at "
-            f"{at(wait.frame)} by the same thread. A threading.Lock is not re-entrant, so "
-            "the thread waits for itself forever."
+        explanation=_(
+            "`{lock}` was taken at line {line} and is acquired again at "
+            "{place} by the same thread. A threading.Lock is not re-entrant, so "
+            "the thread waits for itself forever.",
+            lock=wait.expression,
+            line=hold.line,
+            place=at(wait.frame),
         ),
         fixes=(
-            f"Do not re-acquire `{wait.expression}` at {short_location(wait.frame)}: call an "
-            "internal variant that assumes the lock is already held.",
-            "Or make it a threading.RLock, which the holding thread may acquire again.",
+            _(
+                "Do not re-acquire `{lock}` at {where}: call an "
+                "internal variant that assumes the lock is already held.",
+                lock=wait.expression,
+                where=short_location(wait.frame),
+            ),
+            _("Or make it a threading.RLock, which the holding thread may acquire again."),
         ),
     )
 
 
 def _lock_order(deadlock: _Deadlock) -> _Story:
     cycle, threads = deadlock.cycle, deadlock.threads
-    names = " and ".join(thread_label(threads[w.tid]) for w in cycle.waits)
+    names = _(" and ").join(thread_label(threads[w.tid]) for w in cycle.waits)
     sites = {(w.frame.file, w.frame.line) for w in cycle.waits}
     if len(sites) == 1:
-        order_fix = (
-            f"Every thread runs the same code at {short_location(cycle.waits[0].frame)}"
+        order_fix = _(
+            "Every thread runs the same code at {where}"
             ", which takes its locks in the order it was given them, and the threads "
             "pass them in different orders: take them in one global order there (for "
-            "example sorted by id()), whatever order the caller used."
+            "example sorted by id()), whatever order the caller used.",
+            where=short_location(cycle.waits[0].frame),
         )
     else:
-        order_fix = "Take these locks in one fixed order in every thread: " + "; ".join(
-            f"{thread_label(threads[w.tid])} takes `{w.expression}` at "
-            f"{short_location(w.frame)} while holding another"
-            for w in cycle.waits
+        order_fix = _(
+            "Take these locks in one fixed order in every thread: {order}",
+            order="; ".join(
+                _(
+                    "{thread} takes `{lock}` at {where} while holding another",
+                    thread=thread_label(threads[w.tid]),
+                    lock=w.expression,
+                    where=short_location(w.frame),
+                )
+                for w in cycle.waits
+            ),
         )
     return _Story(
-        title=f"Deadlock: {names} wait for each other's locks",
-        explanation=(
-            f"{len(cycle.waits)} threads of {deadlock.job.describe_process(deadlock.process.pid)}"
+        title=_("Deadlock: {names} wait for each other's locks", names=names),
+        explanation=_(
+            "{count} threads of {process}"
             " each hold a lock that the next one needs, so none can continue: they take the "
-            "same locks in different orders."
+            "same locks in different orders.",
+            count=len(cycle.waits),
+            process=deadlock.job.describe_process(deadlock.process.pid),
         ),
         fixes=(
             order_fix,
-            "Or protect the shared state with a single lock.",
-            "Or acquire with `lock.acquire(timeout=...)` and back off (release and retry) "
-            "on failure.",
+            _("Or protect the shared state with a single lock."),
+            _(
+                "Or acquire with `lock.acquire(timeout=...)` and back off (release and retry) "
+                "on failure."
+            ),
         ),
     )
 

@@ -11,6 +11,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.thread_waits import LoneWait, at_exit, lone_waits
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -202,23 +203,36 @@ class NobodyCanWake(Rule):
                 yield found
                 continue
             raised = death.raised
-            where = at(raised.location) if raised.location else "its own code"
+            where = at(raised.location) if raised.location else _("its own code")
+            who = raised.thread or _("a thread")
             yield found.model_copy(
                 update={
-                    "explanation": (
-                        f"{found.explanation} The thread that would have done it, "
-                        f"{raised.thread or 'a thread'}, died of {raised.short_type} "
-                        f"at {where}: its traceback is in the output."
+                    "explanation": _(
+                        "{explanation} The thread that would have done it, {thread}, died of "
+                        "{type} at {where}: its traceback is in the output.",
+                        explanation=found.explanation,
+                        thread=who,
+                        type=raised.short_type,
+                        where=where,
                     ),
                     "evidence": (
                         *found.evidence,
-                        f"{raised.thread or 'a thread'} died of {raised.short_type}: "
-                        f"{raised.message} at {where} ({death.source})",
+                        _(
+                            "{thread} died of {type}: {message} at {where} ({source})",
+                            thread=who,
+                            type=raised.short_type,
+                            message=raised.message,
+                            where=where,
+                            source=_(death.source),
+                        ),
                     ),
                     "fixes": (
-                        f"Fix the error at {where}, and make the thread's work safe: catch "
-                        "and report exceptions in its loop so it keeps serving (or signals "
-                        "the failure to its waiters) instead of dying silently.",
+                        _(
+                            "Fix the error at {where}, and make the thread's work safe: catch "
+                            "and report exceptions in its loop so it keeps serving (or signals "
+                            "the failure to its waiters) instead of dying silently.",
+                            where=where,
+                        ),
                         *found.fixes,
                     ),
                 }
@@ -239,28 +253,51 @@ class NobodyCanWake(Rule):
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.85,
-                title=f"Waits forever: {primitive.what} at {where}, and no other thread "
-                f"could {primitive.waker}",
-                explanation=(
-                    f"{primitive.what} without a timeout returns only when another thread "
-                    f"of the same process does its part ({primitive.waker}). "
-                    f"{job.describe_process(process.pid)} has no other thread running your "
-                    "code, so nothing ever will."
+                title=_(
+                    "Waits forever: {what} at {where}, and no other thread could {waker}",
+                    what=primitive.what,
+                    where=where,
+                    waker=primitive.waker,
+                ),
+                explanation=_(
+                    "{what} without a timeout returns only when another thread "
+                    "of the same process does its part ({waker}). "
+                    "{process} has no other thread running your "
+                    "code, so nothing ever will.",
+                    what=primitive.what,
+                    waker=primitive.waker,
+                    process=job.describe_process(process.pid),
                 ),
                 culprit=culprit(job, process, thread, frame),
                 evidence=(
-                    f"{thread.comm or 'thread'} (tid {thread.tid}) waits in "
-                    f"{primitive.what} at {at(frame)} ({kernel_words(thread)}), with "
-                    "no timeout",
-                    f"no other thread of {job.describe_process(process.pid)} runs user code",
+                    _(
+                        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), "
+                        "with no timeout",
+                        thread=thread.comm or _("thread"),
+                        tid=thread.tid,
+                        what=primitive.what,
+                        place=at(frame),
+                        kernel=kernel_words(thread),
+                    ),
+                    _(
+                        "no other thread of {process} runs user code",
+                        process=job.describe_process(process.pid),
+                    ),
                 ),
                 fixes=(
-                    f"Make sure something will {primitive.waker} before {where} waits: "
-                    "start the producer thread (and keep it alive), or fill the queue "
-                    "before reading it.",
-                    f"Give the wait at {where} a timeout and handle it (e.g. "
-                    "`queue.get(timeout=60)` raising queue.Empty) so that a missing "
-                    "producer is an error, not a hang.",
+                    _(
+                        "Make sure something will {waker} before {where} waits: "
+                        "start the producer thread (and keep it alive), or fill the queue "
+                        "before reading it.",
+                        waker=primitive.waker,
+                        where=where,
+                    ),
+                    _(
+                        "Give the wait at {where} a timeout and handle it (e.g. "
+                        "`queue.get(timeout=60)` raising queue.Empty) so that a missing "
+                        "producer is an error, not a hang.",
+                        where=where,
+                    ),
                 ),
             )
 
@@ -273,38 +310,62 @@ class NobodyCanWake(Rule):
         joiner = exiting or wait.joiners[0]
         joins_at = blame_frame(frames_of(joiner))
         if exiting is not None:
-            title = (
-                f"The script's code has finished, but the process never exits: the "
-                f"interpreter waits at exit for the non-daemon thread {name}, which "
-                f"waits in {primitive.what} at {where}"
+            title = _(
+                "The script's code has finished, but the process never exits: the "
+                "interpreter waits at exit for the non-daemon thread {name}, which "
+                "waits in {what} at {where}",
+                name=name,
+                what=primitive.what,
+                where=where,
             )
-            explanation = (
+            explanation = _(
                 "At exit Python joins every non-daemon thread. This one waits without a "
-                f"timeout for another thread to {primitive.waker}, and the code that would "
-                "have (a `close()`, `stop()` or an end marker) never ran."
+                "timeout for another thread to {waker}, and the code that would "
+                "have (a `close()`, `stop()` or an end marker) never ran.",
+                waker=primitive.waker,
             )
             fixes = (
-                f"Before the script ends (in a `finally:`), do what ends {name}'s wait: "
-                f"{primitive.waker} (its stop marker), e.g. call its `close()`/`stop()`.",
-                "Or make it a daemon thread (`daemon=True`) if its last work may be "
-                "dropped, or wait with a timeout and check a stop flag.",
+                _(
+                    "Before the script ends (in a `finally:`), do what ends {name}'s wait: "
+                    "{waker} (its stop marker), e.g. call its `close()`/`stop()`.",
+                    name=name,
+                    waker=primitive.waker,
+                ),
+                _(
+                    "Or make it a daemon thread (`daemon=True`) if its last work may be "
+                    "dropped, or wait with a timeout and check a stop flag."
+                ),
             )
         else:
-            joined_at = short_location(joins_at) if joins_at else "its join"
-            title = (
-                f"Deadlock: {name} waits in {primitive.what} at {where}, and the only "
-                f"thread that could {primitive.waker}, {thread_label(joiner)}, waits in "
-                f"join() for it at {joined_at}"
+            joined_at = short_location(joins_at) if joins_at else _("its join")
+            title = _(
+                "Deadlock: {name} waits in {what} at {where}, and the only "
+                "thread that could {waker}, {joiner}, waits in "
+                "join() for it at {joined_at}",
+                name=name,
+                what=primitive.what,
+                where=where,
+                waker=primitive.waker,
+                joiner=thread_label(joiner),
+                joined_at=joined_at,
             )
-            explanation = (
-                f"{thread_label(joiner)} waits for {name} to end before it goes on, and {name} "
-                f"waits for {thread_label(joiner)} to {primitive.waker}: each waits for the "
-                "other."
+            explanation = _(
+                "{joiner} waits for {name} to end before it goes on, and {name} "
+                "waits for {joiner} to {waker}: each waits for the other.",
+                joiner=thread_label(joiner),
+                name=name,
+                waker=primitive.waker,
             )
             fixes = (
-                f"At {joined_at}, {primitive.waker} first, then join.",
-                "Or join with a timeout (`thread.join(timeout=...)`, then check "
-                "`is_alive()`), so that a thread that cannot finish is an error.",
+                _(
+                    "At {joined_at}, {waker} first, then join.",
+                    joined_at=joined_at,
+                    waker=primitive.waker,
+                ),
+                _(
+                    "Or join with a timeout (`thread.join(timeout=...)`, then check "
+                    "`is_alive()`), so that a thread that cannot finish is an error."
+                ),
             )
         return Finding(
             id=self.id,
@@ -316,14 +377,24 @@ class NobodyCanWake(Rule):
             culprit=culprit(job, process, thread, frame),
             related=tuple(culprit(job, process, t) for t in wait.joiners[:3]),
             evidence=(
-                f"{name} waits in {primitive.what} at {at(frame)} "
-                f"({kernel_words(thread)}), with no timeout",
+                _(
+                    "{name} waits in {what} at {place} ({kernel}), with no timeout",
+                    name=name,
+                    what=primitive.what,
+                    place=at(frame),
+                    kernel=kernel_words(thread),
+                ),
                 *(
-                    f"{thread_label(t)} "
-                    + (
-                        "is the interpreter's exit, joining non-daemon threads"
-                        if at_exit(t)
-                        else f"waits in join() for {name} at {at(blame_frame(frames_of(t)))}"
+                    _(
+                        "{thread} is the interpreter's exit, joining non-daemon threads",
+                        thread=thread_label(t),
+                    )
+                    if at_exit(t)
+                    else _(
+                        "{thread} waits in join() for {name} at {place}",
+                        thread=thread_label(t),
+                        name=name,
+                        place=at(blame_frame(frames_of(t))),
                     )
                     for t in wait.joiners[:3]
                 ),

@@ -14,6 +14,7 @@ from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
@@ -105,10 +106,15 @@ class PipeCycle(Rule):
         lead = next(((p, t) for p, t in parties if p.ppid not in pids), parties[0])
         process, thread = lead
         frame = blame_frame(frames_of(thread))
-        where = short_location(frame) if frame is not None else "its pipe wait"
+        where = short_location(frame) if frame is not None else _("its pipe wait")
         evidence = [
-            f"{job.describe_process(p.pid)}, {thread_label(t)}: "
-            f"{describe_wait(job, p, t).summary}, at {at(blame_frame(frames_of(t)))}"
+            _(
+                "{process}, {thread}: {wait}, at {place}",
+                process=job.describe_process(p.pid),
+                thread=thread_label(t),
+                wait=describe_wait(job, p, t).summary,
+                place=at(blame_frame(frames_of(t))),
+            )
             for p, t in parties
         ]
         reads = describe_wait(job, process, thread).kind is WaitKind.PIPE_READ
@@ -117,30 +123,37 @@ class PipeCycle(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85,
-            title=(
-                f"Pipe deadlock: {job.describe_process(process.pid)} waits on a pipe at "
-                f"{where}, and the process at its other end waits on a pipe back to it"
+            title=_(
+                "Pipe deadlock: {process} waits on a pipe at {where}, and the process at its "
+                "other end waits on a pipe back to it",
+                process=job.describe_process(process.pid),
+                where=where,
             ),
-            explanation=(
+            explanation=_(
                 "Each of these processes waits for the other through a pipe. "
-                + (
-                    "A child that reads its input to the end waits for end-of-file, which "
-                    "comes only when every write end is closed; the parent still holds the "
-                    "child's stdin open while it reads the child's output, which the child "
-                    "will write only after that end-of-file."
-                    if reads
-                    else "Both write into pipes the other does not read: each pipe is full (64 KiB) "
-                    "and each writer waits for the other to read."
-                )
+                "A child that reads its input to the end waits for end-of-file, which "
+                "comes only when every write end is closed; the parent still holds the "
+                "child's stdin open while it reads the child's output, which the child "
+                "will write only after that end-of-file."
+            )
+            if reads
+            else _(
+                "Each of these processes waits for the other through a pipe. "
+                "Both write into pipes the other does not read: each pipe is full (64 KiB) "
+                "and each writer waits for the other to read."
             ),
             culprit=culprit(job, process, thread, frame),
             related=tuple(culprit(job, p, t) for p, t in parties if p is not process),
             evidence=tuple(evidence),
             fixes=(
-                "Close the child's stdin when the input is written (`proc.stdin.close()`) "
-                "before reading its output, or use `proc.communicate(input)`, which writes, "
-                "closes and reads at once.",
-                "For a conversation (write a line, read a line), flush after each line and make "
-                "the child answer each line instead of reading to the end first.",
+                _(
+                    "Close the child's stdin when the input is written (`proc.stdin.close()`) "
+                    "before reading its output, or use `proc.communicate(input)`, which writes, "
+                    "closes and reads at once."
+                ),
+                _(
+                    "For a conversation (write a line, read a line), flush after each line and make "
+                    "the child answer each line instead of reading to the end first."
+                ),
             ),
         )

@@ -16,6 +16,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import waits_on_futex
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -96,7 +97,7 @@ def _starved_pool(*, idle_worker: bool) -> Bundle:
 
 
 def _all_threads(count: int) -> str:
-    return "its only thread waits" if count == 1 else f"all {count} of its threads wait"
+    return _n("its only thread waits", "all {count} of its threads wait", count)
 
 
 class PoolStarved(Rule):
@@ -146,15 +147,19 @@ class PoolStarved(Rule):
                     continue
                 first = workers[0]
                 line = innermost_user_frame(frames_of(first))
-                where = short_location(line) if line is not None else "its task"
+                where = short_location(line) if line is not None else _("its task")
                 yield Finding(
                     id=self.id,
                     category=self.category,
                     severity=Severity.ERROR,
                     confidence=0.8,
-                    title=f"Thread pool starved: {_all_threads(len(workers))} for futures "
-                    f"at {where}, and none is left to run the work they wait for",
-                    explanation=(
+                    title=_(
+                        "Thread pool starved: {threads} for futures at {where}, and none is "
+                        "left to run the work they wait for",
+                        threads=_all_threads(len(workers)),
+                        where=where,
+                    ),
+                    explanation=_(
                         "Each thread of the pool runs a task that waits for another future. "
                         "When those futures stand for tasks submitted to the same pool (a task "
                         "that submits sub-tasks and waits for them), the sub-tasks sit in the "
@@ -167,18 +172,29 @@ class PoolStarved(Rule):
                         for t in workers[1:4]
                     ),
                     evidence=(
-                        f"{len(workers)} thread(s) of one ThreadPoolExecutor (the same "
-                        "work queue), each inside a task and blocked in Future.result(), "
-                        f"the first at {at(line)}",
-                        "no thread of that pool is idle or running",
+                        _(
+                            "{count} thread(s) of one ThreadPoolExecutor (the same "
+                            "work queue), each inside a task and blocked in Future.result(), "
+                            "the first at {place}",
+                            count=len(workers),
+                            place=at(line),
+                        ),
+                        _("no thread of that pool is idle or running"),
                     ),
                     fixes=(
-                        f"Do not wait at {where} for work submitted to the same bounded pool: "
-                        "submit the sub-tasks from the caller and wait there, or give them a "
-                        "pool of their own.",
-                        "Or let the outer tasks return their sub-futures (or chain them with "
-                        "`add_done_callback`) instead of blocking a pool thread on them.",
-                        "Pass a timeout to `result()` so that a starved pool fails instead "
-                        "of hanging.",
+                        _(
+                            "Do not wait at {where} for work submitted to the same bounded "
+                            "pool: submit the sub-tasks from the caller and wait there, or give "
+                            "them a pool of their own.",
+                            where=where,
+                        ),
+                        _(
+                            "Or let the outer tasks return their sub-futures (or chain them with "
+                            "`add_done_callback`) instead of blocking a pool thread on them."
+                        ),
+                        _(
+                            "Pass a timeout to `result()` so that a starved pool fails instead "
+                            "of hanging."
+                        ),
                     ),
                 )

@@ -21,6 +21,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -144,9 +145,9 @@ class QueueJoinDeadlock(Rule):
                     continue
                 line = innermost_user_frame(frames_of(joining))
                 where = (
-                    f"at {short_location(line)}"
+                    _("at {where}", where=short_location(line))
                     if line is not None
-                    else "as it exits (multiprocessing joins its children at exit)"
+                    else _("as it exits (multiprocessing joins its children at exit)")
                 )
                 # With no join line of the user's (the join runs at exit), the line where the
                 # child was started, which a forked child's stack still shows.
@@ -160,10 +161,14 @@ class QueueJoinDeadlock(Rule):
                     category=self.category,
                     severity=Severity.ERROR,
                     confidence=0.9,
-                    title=f"Deadlock: {job.describe_process(parent.pid)} waits for "
-                    f"{job.describe_process(child.pid)} to exit {where}, and the child "
-                    "cannot exit before its queue's items are read",
-                    explanation=(
+                    title=_(
+                        "Deadlock: {parent} waits for {child} to exit {where}, and the child "
+                        "cannot exit before its queue's items are read",
+                        parent=job.describe_process(parent.pid),
+                        child=job.describe_process(child.pid),
+                        where=where,
+                    ),
+                    explanation=_(
                         "A process that put items on a multiprocessing.Queue waits, before it "
                         "ends, until its feeder thread has written them all into the queue's "
                         "pipe. The pipe is full and only the parent reads it, but the parent "
@@ -184,33 +189,64 @@ class QueueJoinDeadlock(Rule):
                     ),
                     related=(culprit(job, child, feeder),),
                     evidence=(
-                        f"{job.describe_process(parent.pid)}: {joining.comm or 'thread'} (tid "
-                        f"{joining.tid}) waits in Process.join() ({kernel_words(joining)})"
-                        + (f" at {at(line)}" if line is not None else ", called at exit"),
-                        f"{job.describe_process(child.pid)}: its Queue feeder thread (tid "
-                        f"{feeder.tid}) is blocked writing the pipe ({kernel_words(feeder)})",
+                        _(
+                            "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}) "
+                            "at {place}",
+                            process=job.describe_process(parent.pid),
+                            thread=joining.comm or _("thread"),
+                            tid=joining.tid,
+                            kernel=kernel_words(joining),
+                            place=at(line),
+                        )
+                        if line is not None
+                        else _(
+                            "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}), "
+                            "called at exit",
+                            process=job.describe_process(parent.pid),
+                            thread=joining.comm or _("thread"),
+                            tid=joining.tid,
+                            kernel=kernel_words(joining),
+                        ),
+                        _(
+                            "{process}: its Queue feeder thread (tid {tid}) is blocked writing "
+                            "the pipe ({kernel})",
+                            process=job.describe_process(child.pid),
+                            tid=feeder.tid,
+                            kernel=kernel_words(feeder),
+                        ),
                         *(
-                            (f"the child was started at {at(started)}",)
+                            (_("the child was started at {place}", place=at(started)),)
                             if line is None and started is not None
                             else ()
                         ),
                         *(
                             (
-                                f"code ({unread.rule_id}): the loop at {short_file(unread.file)}:"
-                                f"{unread.line} reads the queue a fixed number of times and can stop "
-                                "before the worker's end marker",
+                                _(
+                                    "code ({rule}): the loop at {file}:{line} reads the queue a "
+                                    "fixed number of times and can stop before the worker's "
+                                    "end marker",
+                                    rule=unread.rule_id,
+                                    file=short_file(unread.file),
+                                    line=unread.line,
+                                ),
                             )
                             if unread is not None
                             else ()
                         ),
                     ),
                     fixes=(
-                        "Read everything the child puts before joining it: drain the queue "
-                        "(until an end marker) and only then call `join()`.",
-                        "Or stop the producer first (a stop Event it checks before each "
-                        "`put`), drain what it already put, then join.",
-                        "If the items left over do not matter, call `queue.cancel_join_thread()` "
-                        "in the child (they are lost), or make the worker a daemon.",
+                        _(
+                            "Read everything the child puts before joining it: drain the queue "
+                            "(until an end marker) and only then call `join()`."
+                        ),
+                        _(
+                            "Or stop the producer first (a stop Event it checks before each "
+                            "`put`), drain what it already put, then join."
+                        ),
+                        _(
+                            "If the items left over do not matter, call `queue.cancel_join_thread()` "
+                            "in the child (they are lost), or make the worker a daemon."
+                        ),
                     ),
                 )
                 break

@@ -13,6 +13,7 @@ from hangdoctor.analysis.waitgraph import Chain, Party, Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -63,20 +64,24 @@ def _located(job: JobView, party: Party) -> tuple[ProcessEvidence, ThreadEvidenc
 def _name(job: JobView, party: Party) -> str:
     found = _located(job, party)
     if found is None:
-        return f"thread {party[1]} of pid {party[0]}"
-    return f"{thread_label(found[1])} of {job.describe_process(found[0].pid)}"
+        return _("thread {tid} of pid {pid}", tid=party[1], pid=party[0])
+    return _(
+        "{thread} of {process}",
+        thread=thread_label(found[1]),
+        process=job.describe_process(found[0].pid),
+    )
 
 
 def _sink_words(chain: Chain) -> str:
     if chain.sink is Sink.CYCLE:
-        return "the waits form a cycle: " + chain.reason
+        return _("the waits form a cycle: {reason}", reason=chain.reason)
     if chain.sink is Sink.NOBODY:
-        return "nothing in the job can end its wait: " + chain.reason
+        return _("nothing in the job can end its wait: {reason}", reason=chain.reason)
     if chain.sink is Sink.OUTSIDE:
-        return "only something outside the job can end its wait: " + chain.reason
+        return _("only something outside the job can end its wait: {reason}", reason=chain.reason)
     if chain.sink is Sink.RUNNING:
-        return "it is running on a CPU without making progress"
-    return "the capture does not show what would end its wait"
+        return _("it is running on a CPU without making progress")
+    return _("the capture does not show what would end its wait")
 
 
 def _start(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence] | None:
@@ -176,40 +181,64 @@ class Unexplained(Rule):
         process, thread = parties[-1]
         wait = describe_wait(job, process, thread)
         frame = blame_frame(frames_of(thread))
-        where = short_location(frame) if frame is not None else "an unknown place"
+        where = short_location(frame) if frame is not None else _("an unknown place")
         evidence = [
-            f"{job.describe_process(p.pid)}, {thread_label(t)}: {describe_wait(job, p, t).summary}"
+            _(
+                "{process}, {thread}: {wait}",
+                process=job.describe_process(p.pid),
+                thread=thread_label(t),
+                wait=describe_wait(job, p, t).summary,
+            )
             for p, t in parties
         ]
         evidence += [
-            f"{_name(job, e.waiter)} waits for {_name(job, e.waited)}, which {e.why}"
+            _(
+                "{waiter} waits for {waited}, which {why}",
+                waiter=_name(job, e.waiter),
+                waited=_name(job, e.waited),
+                why=e.why,
+            )
             for e in chain.edges
         ]
         evidence.append(
-            f"{job.describe_process(process.pid)} is at {at(frame)} ({kernel_words(thread)})"
+            _(
+                "{process} is at {place} ({kernel})",
+                process=job.describe_process(process.pid),
+                place=at(frame),
+                kernel=kernel_words(thread),
+            )
         )
-        evidence.append(f"why the wait does not end: {chain.reason}")
+        evidence.append(_("why the wait does not end: {reason}", reason=chain.reason))
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.45 if chain.sink in (Sink.NOBODY, Sink.CYCLE) else 0.3,
-            title=f"Stuck at {where}: {wait.summary}",
-            explanation=(
+            title=_("Stuck at {where}: {wait}", where=where, wait=wait.summary),
+            explanation=_(
                 "No rule recognised the mechanism, but the job's wait-for graph says "
                 "who everyone waits for: following each wait to whoever could end it "
-                f"leads to the thread below, and {_sink_words(chain)}. Start there."
+                "leads to the thread below, and {sink}. Start there.",
+                sink=_sink_words(chain),
             ),
             culprit=culprit(job, process, thread, frame),
             related=tuple(culprit(job, p, t) for p, t in parties[:-1]),
             evidence=tuple(evidence),
             fixes=(
-                f"Look at {where}: what it waits for ({wait.summary}) and who should "
-                "provide it; give that wait a timeout so a stall raises an error instead.",
-                "For native frames (C/C++ extensions, CUDA, NCCL) run `hangdoctor dump PID "
-                "--native` on the stuck process.",
-                "If you can reproduce it, `python -X faulthandler` plus "
-                "`faulthandler.dump_traceback_later(600)` prints every thread's stack when a "
-                "step takes too long.",
+                _(
+                    "Look at {where}: what it waits for ({wait}) and who should "
+                    "provide it; give that wait a timeout so a stall raises an error instead.",
+                    where=where,
+                    wait=wait.summary,
+                ),
+                _(
+                    "For native frames (C/C++ extensions, CUDA, NCCL) run `hangdoctor dump PID "
+                    "--native` on the stuck process."
+                ),
+                _(
+                    "If you can reproduce it, `python -X faulthandler` plus "
+                    "`faulthandler.dump_traceback_later(600)` prints every thread's stack when a "
+                    "step takes too long."
+                ),
             ),
         )
