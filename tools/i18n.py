@@ -135,6 +135,11 @@ def compile_catalogs() -> None:
             write_mo(handle, catalog, use_fuzzy=False)
 
 
+def _key(value: object) -> object:
+    """A message's id or string as a dict key: a plural one is a list (in a .mo) or tuple."""
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
 def _has_text(message: Message) -> bool:
     if isinstance(message.string, tuple | list):
         return all(message.string)
@@ -182,8 +187,10 @@ def problems() -> list[str]:
             wrong.append(f"{language}: {mo.relative_to(ROOT)} is missing (tools/i18n.py compile)")
             continue
         with mo.open("rb") as handle:
-            compiled = {m.id: m.string for m in read_mo(handle) if m.id}
-        written = {m.id: m.string for m in catalog if m.id and _has_text(m) and not m.fuzzy}
+            compiled = {_key(m.id): _key(m.string) for m in read_mo(handle) if m.id}
+        written = {
+            _key(m.id): _key(m.string) for m in catalog if m.id and _has_text(m) and not m.fuzzy
+        }
         if compiled != written:
             wrong.append(
                 f"{language}: {mo.relative_to(ROOT)} is out of date (tools/i18n.py compile)"
