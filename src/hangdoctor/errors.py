@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from hangdoctor.i18n import N_
+
 
 class ExitCode(IntEnum):
     """Every exit code hangdoctor itself chooses, for every command (the README's table).
@@ -58,11 +60,12 @@ class NoSuchProcessError(HangdoctorError):
     exit_code = ExitCode.NO_SUCH_PROCESS
 
 
-PTRACE_HELP = (
+#: Hints given where they are used, translated there (`_(PTRACE_HELP)`).
+PTRACE_HELP = N_(
     "reading Python stacks needs ptrace: run as the job's user or as root with CAP_SYS_PTRACE; "
     "in Docker add `--cap-add SYS_PTRACE`, in Kubernetes "
     "`securityContext.capabilities.add: [SYS_PTRACE]`; if /proc/sys/kernel/yama/ptrace_scope "
     "is 1 or more, run `sudo sysctl kernel.yama.ptrace_scope=0` or use sudo"
 )
 
-PY_SPY_HELP = "install py-spy (`pip install py-spy`) or point HANGDOCTOR_PY_SPY at its binary"
+PY_SPY_HELP = N_("install py-spy (`pip install py-spy`) or point HANGDOCTOR_PY_SPY at its binary")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hangdoctor.supervise.policy import Counters, HangPolicy, ProgressTracker
+from hangdoctor.supervise.policy import Counters, HangPolicy, ProgressTracker, StillHungNotices
 
 
 def tracker(**policy) -> ProgressTracker:
@@ -237,3 +237,25 @@ def test_progress_on_a_loaded_machine_restarts_the_share_clock():
     t.observe(50.0, Counters(output_bytes=2))  # 24.5 s of share clock, then progress
     assert t.check(105.0, busy=True) is None  # 27.5 s since
     assert t.check(110.0, busy=True) is not None  # 30 s
+
+
+def test_a_hang_that_holds_is_said_after_1_5_15_60_minutes_then_hourly():
+    """`run --on-hang report` keeps a hung job: the supervisor looks again every tick, but
+    says it still holds after 1, 5, 15 and 60 minutes, then once an hour, not every 10 s."""
+    notices = StillHungNotices(declared_s=500.0)
+    clock = 500.0
+    said = []
+    while clock < 500.0 + 3 * 3600 + 1:  # three hours of the supervisor's 0.2 s ticks
+        clock = round(clock + 0.2, 1)
+        age = notices.due(clock)
+        if age is not None:
+            said.append(round(age))
+    assert said == [60, 300, 900, 3600, 7200, 10800]
+
+
+def test_a_notice_missed_during_a_long_capture_is_not_made_up():
+    notices = StillHungNotices(declared_s=0.0)
+    assert notices.due(59.0) is None
+    assert notices.due(1000.0) == 1000.0  # one notice, though 1, 5 and 15 minutes passed
+    assert notices.due(1500.0) is None
+    assert notices.due(3600.0) == 3600.0

@@ -12,6 +12,7 @@ import click
 
 from hangdoctor import __version__
 from hangdoctor.errors import ExitCode, HangdoctorError
+from hangdoctor.i18n import _
 
 #: Each subcommand lives in its own module, imported only when used: `run` must start the
 #: job without first paying for the capture, rules and report machinery.
@@ -31,7 +32,7 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, _, attribute = COMMANDS[name].partition(":")
+        module, _colon, attribute = COMMANDS[name].partition(":")
         command = getattr(importlib.import_module(module), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{COMMANDS[name]} is not a click command")
@@ -45,9 +46,9 @@ def cli() -> None:
 
 
 def _error(message: str, help: str | None = None) -> None:
-    click.echo(f"hangdoctor: error: {message}", err=True)
+    click.echo(_("hangdoctor: error: {message}", message=message), err=True)
     if help:
-        click.echo(f"hangdoctor: hint: {help}", err=True)
+        click.echo(_("hangdoctor: hint: {help}", help=help), err=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         _error(error.message, error.help)
         return int(error.exit_code)
     except click.exceptions.Abort:
-        _error("interrupted")
+        _error(_("interrupted"))
         return int(ExitCode.INTERRUPTED)
     except click.ClickException as error:
         if isinstance(error, click.UsageError) and error.ctx is not None:
@@ -66,14 +67,18 @@ def main(argv: list[str] | None = None) -> int:
         _error(error.format_message())
         return int(ExitCode.USAGE)
     except KeyboardInterrupt:
-        _error("interrupted")
+        _error(_("interrupted"))
         return int(ExitCode.INTERRUPTED)
     except Exception as error:
         if os.environ.get("HANGDOCTOR_DEBUG"):
             traceback.print_exc()
         _error(
-            f"internal error: {type(error).__name__}: {error} (set HANGDOCTOR_DEBUG=1 for "
-            "the traceback, and please report it)"
+            _(
+                "internal error: {error_type}: {error} (set HANGDOCTOR_DEBUG=1 for the "
+                "traceback, and please report it)",
+                error_type=type(error).__name__,
+                error=error,
+            )
         )
         return int(ExitCode.INTERNAL)
     if isinstance(result, int):

@@ -13,6 +13,7 @@ from hangdoctor.errors import BadInputError, ExitCode
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID, LogFile, read_logs
 from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
 from hangdoctor.evidence.store import BUNDLE_FILE, load_bundle
+from hangdoctor.i18n import _
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.report.model import LogSource, Report
 
@@ -125,7 +126,7 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
     """
     for path in paths:
         if not path.exists():
-            raise BadInputError(f"{path} does not exist")
+            raise BadInputError(_("{path} does not exist", path=path))
     if report_dir is not None:
         prepare_report_dir(report_dir)
     if (saved := _saved(paths)) is not None:
@@ -137,8 +138,11 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
     logs = [p for p in paths if p not in captures]
     if len(captures) > 1:
         raise BadInputError(
-            "analyze reads one capture at a time",
-            help=f"got {', '.join(map(str, captures))}; log files may be added to one of them",
+            _("analyze reads one capture at a time"),
+            help=_(
+                "got {paths}; log files may be added to one of them",
+                paths=", ".join(map(str, captures)),
+            ),
         )
     bundle: Bundle | None = load_bundle(captures[0]) if captures else None
     files: list[LogFile] = []

@@ -14,6 +14,7 @@ from hangdoctor.cli.language import language_option
 from hangdoctor.cli.output import default_report_dir, prepare_report_dir, show
 from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode, NoSuchProcessError
 from hangdoctor.evidence.model import Bundle
+from hangdoctor.i18n import _
 from hangdoctor.pipeline import Context, diagnose
 from hangdoctor.probes.nccl_ras import with_nccl_ras
 from hangdoctor.probes.pystacks import StackOptions
@@ -26,7 +27,10 @@ def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None,
     if any(e.kind == "exited" and e.pid == bundle.target_pid for e in errors):
         return (
             ExitCode.NO_SUCH_PROCESS,
-            f"process {bundle.target_pid} exited during the capture; partial evidence was reported",
+            _(
+                "process {pid} exited during the capture; partial evidence was reported",
+                pid=bundle.target_pid,
+            ),
             None,
         )
     denied = [e for e in errors if e.probe == "py-spy" and e.kind == "permission"]
@@ -34,18 +38,24 @@ def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None,
         pids = ", ".join(str(e.pid) for e in denied)
         return (
             ExitCode.PERMISSION,
-            f"not allowed to read the Python stacks of pid {pids}; /proc evidence was reported",
-            PTRACE_HELP,
+            _(
+                "not allowed to read the Python stacks of pid {pids}; /proc evidence was reported",
+                pids=pids,
+            ),
+            _(PTRACE_HELP),
         )
     broken = [
         e for e in errors if e.probe == "py-spy" and e.kind in ("missing_tool", "timeout", "failed")
     ]
     if broken:
         first = broken[0]
-        help = PY_SPY_HELP if first.kind == "missing_tool" else None
+        help = _(PY_SPY_HELP) if first.kind == "missing_tool" else None
         return (
             ExitCode.STACKS_UNAVAILABLE,
-            f"Python stacks unavailable ({first.message}); /proc evidence was reported",
+            _(
+                "Python stacks unavailable ({message}); /proc evidence was reported",
+                message=first.message,
+            ),
             help,
         )
     return (ExitCode.PROBLEM_FOUND if hung else ExitCode.OK), None, None
@@ -121,7 +131,7 @@ def dump_command(
     be read.
     """
     if pid <= 0 or not psutil.pid_exists(pid):  # before any folder is made for it
-        raise NoSuchProcessError(f"no process with PID {pid}")
+        raise NoSuchProcessError(_("no process with PID {pid}", pid=pid))
     if report_dir is not None:  # named by the user: refused at once if it cannot be written
         prepare_report_dir(report_dir)
         directory = report_dir
@@ -142,7 +152,7 @@ def dump_command(
     show(report, as_json, directory)
     code, message, help = capture_exit_code(bundle, report.verdict == "hung")
     if message:
-        click.echo(f"hangdoctor: warning: {message}", err=True)
+        click.echo(_("hangdoctor: warning: {message}", message=message), err=True)
         if help:
-            click.echo(f"hangdoctor: hint: {help}", err=True)
+            click.echo(_("hangdoctor: hint: {help}", help=help), err=True)
     return int(code)

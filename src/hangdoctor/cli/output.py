@@ -7,13 +7,13 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from hangdoctor.errors import BadInputError
+from hangdoctor.i18n import _
 from hangdoctor.private_files import make_dir, write_text
 from hangdoctor.report.model import Report
 from hangdoctor.report.render_json import render_json
-from hangdoctor.report.render_terminal import render_terminal
+from hangdoctor.report.render_terminal import render_terminal, summary_console
 
 
 def show(report: Report, as_json: bool, report_dir: Path | None) -> None:
@@ -21,8 +21,7 @@ def show(report: Report, as_json: bool, report_dir: Path | None) -> None:
     if as_json:
         sys.stdout.write(render_json(report))
         return
-    console = Console(highlight=False, soft_wrap=False)
-    render_terminal(report, console, str(report_dir) if report_dir else None)
+    render_terminal(report, summary_console(), str(report_dir) if report_dir else None)
 
 
 def prepare_report_dir(directory: Path) -> None:
@@ -35,8 +34,12 @@ def prepare_report_dir(directory: Path) -> None:
         probe.unlink()
     except OSError as error:
         raise BadInputError(
-            f"cannot write the report to {directory}: {error.strerror or error}",
-            help="choose another folder with --report-dir",
+            _(
+                "cannot write the report to {path}: {error}",
+                path=directory,
+                error=error.strerror or error,
+            ),
+            help=_("choose another folder with --report-dir"),
         ) from error
 
 
@@ -53,8 +56,19 @@ def default_report_dir(directory: Path) -> Path:
         fallback = Path(tempfile.mkdtemp(prefix="hangdoctor-"))
     except OSError as error:
         raise BadInputError(
-            f"{problem}, nor to a temporary folder ({error.strerror or error})",
-            help="choose another folder with --report-dir",
+            _(
+                "{problem}, nor to a temporary folder ({error})",
+                problem=problem,
+                error=error.strerror or error,
+            ),
+            help=_("choose another folder with --report-dir"),
         ) from error
-    click.echo(f"hangdoctor: warning: {problem}; writing it to {fallback} instead", err=True)
+    click.echo(
+        _(
+            "hangdoctor: warning: {problem}; writing it to {path} instead",
+            problem=problem,
+            path=fallback,
+        ),
+        err=True,
+    )
     return fallback

@@ -9,6 +9,7 @@ import click
 
 from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError
+from hangdoctor.i18n import _
 from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 
 
@@ -114,7 +115,7 @@ def run_command(
         command = command[1:]
     if not command:
         raise BadInputError(
-            "no command to run", help="usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]..."
+            _("no command to run"), help=_("usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]...")
         )
     meet = _host_port(coordinator) if coordinator is not None else None
     directory = report_dir or Path("hangdoctor-reports") / time.strftime("%Y%m%d-%H%M%S")
@@ -138,10 +139,11 @@ def run_command(
 
 
 def _host_port(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
+    host, _colon, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise BadInputError(
-            f"--coordinator {text!r} is not HOST:PORT", help="for example --coordinator node0:29555"
+            _("--coordinator {value} is not HOST:PORT", value=repr(text)),
+            help=_("for example --coordinator node0:29555"),
         )
     return host.strip("[]"), int(port)
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from hangdoctor.errors import BadInputError
 from hangdoctor.evidence.store import BUNDLE_FILE
+from hangdoctor.i18n import _
 from hangdoctor.report.model import Report
 
 REPORT_FILE = "report.json"
@@ -49,9 +50,11 @@ def read_saved_report(path: Path) -> SavedReport:
         report = Report.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as error:
         raise BadInputError(
-            f"{path} is not a report hangdoctor can read",
-            help="give the report directory, its evidence.json, or a log "
-            f"file ({type(error).__name__})",
+            _("{path} is not a report hangdoctor can read", path=path),
+            help=_(
+                "give the report directory, its evidence.json, or a log file ({error_type})",
+                error_type=type(error).__name__,
+            ),
         ) from error
     evidence = path.parent / BUNDLE_FILE
     return SavedReport(path=path, report=report, evidence=evidence if evidence.is_file() else None)

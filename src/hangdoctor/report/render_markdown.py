@@ -3,6 +3,7 @@ pasting into an issue or a chat."""
 
 from __future__ import annotations
 
+from hangdoctor.i18n import N_, _, _n
 from hangdoctor.report.model import Report
 from hangdoctor.report.render_stack_tree import stack_tree_section
 from hangdoctor.report.rule_docs import rule_doc
@@ -12,25 +13,62 @@ from hangdoctor.rules.finding import Culprit, Finding
 def culprit_line(culprit: Culprit | None) -> str:
     """`rank 1, pid 42, thread MainThread (tid 42), train.py:41 in main`."""
     if culprit is None:
-        return "unknown"
+        return _("unknown")
     parts = []
     if culprit.node is not None:
-        host = f" ({culprit.host})" if culprit.host and culprit.host != culprit.node else ""
-        parts.append(f"node {culprit.node}{host}")
+        if culprit.host and culprit.host != culprit.node:
+            parts.append(_("node {node} ({host})", node=culprit.node, host=culprit.host))
+        else:
+            parts.append(_("node {node}", node=culprit.node))
     elif culprit.host is not None:
-        parts.append(f"host {culprit.host}")
+        parts.append(_("host {host}", host=culprit.host))
     if culprit.rank is not None:
-        parts.append(f"rank {culprit.rank}")
+        parts.append(_("rank {rank}", rank=culprit.rank))
     if culprit.role and culprit.role != "rank":
-        parts.append(culprit.role.replace("_", " "))
+        role = _CULPRIT_ROLES.get(culprit.role)
+        parts.append(_(role) if role else culprit.role.replace("_", " "))
     if culprit.pid is not None:
-        parts.append(f"pid {culprit.pid}")
+        parts.append(_("pid {pid}", pid=culprit.pid))
     if culprit.thread:
-        parts.append(f"thread {culprit.thread}")
+        parts.append(_("thread {thread}", thread=culprit.thread))
     if culprit.location:
         loc = culprit.location
-        parts.append(f"{loc.file}:{loc.line} in {loc.function}")
-    return ", ".join(parts)
+        parts.append(
+            _("{file}:{line} in {function}", file=loc.file, line=loc.line, function=loc.function)
+        )
+    return _(", ").join(parts)
+
+
+_CULPRIT_ROLES = {
+    "launcher": N_("launcher"),
+    "main": N_("main"),
+    "dataloader_worker": N_("dataloader worker"),
+    "child": N_("child"),
+    "other": N_("other"),
+}
+_VERDICTS = {
+    "hung": N_("hung"),
+    "failed": N_("failed"),
+    "completed": N_("completed"),
+    "interrupted": N_("interrupted"),
+    "running": N_("running"),
+}
+_SEVERITIES = {
+    "critical": N_("critical"),
+    "error": N_("error"),
+    "warning": N_("warning"),
+    "info": N_("info"),
+}
+
+
+def verdict_word(verdict: str) -> str:
+    """The verdict (`hung`, `failed`...) in the report's language."""
+    return _(_VERDICTS[verdict]) if verdict in _VERDICTS else verdict
+
+
+def severity_word(severity: str) -> str:
+    """A severity (`error`, `warning`...) in the report's language."""
+    return _(_SEVERITIES[severity]) if severity in _SEVERITIES else severity
 
 
 #: Verdicts in which the first finding is what went wrong. In the others (a job that runs,
@@ -47,8 +85,8 @@ def has_root_cause(report: Report) -> bool:
 def finding_label(report: Report, index: int) -> str:
     """`Root cause` / `Also found` where there is a problem; `Observation` otherwise."""
     if not has_root_cause(report):
-        return "Observation"
-    return "Root cause" if index == 0 else "Also found"
+        return _("Observation")
+    return _("Root cause") if index == 0 else _("Also found")
 
 
 def no_python_line(report: Report) -> str | None:
@@ -58,19 +96,27 @@ def no_python_line(report: Report) -> str | None:
         return None
     first = report.processes[0]
     command = " ".join(first.command[:4]) or first.name or "?"
-    line = (
-        f"No Python process here: pid {first.pid} (`{command}`) is not a Python program, "
-        "so there are no Python stacks to read."
+    line = _(
+        "No Python process here: pid {pid} (`{command}`) is not a Python program, "
+        "so there are no Python stacks to read.",
+        pid=first.pid,
+        command=command,
     )
     main = next((t for t in first.threads if t.tid == first.pid), None)
-    seen = [f"state {first.state}"]
+    seen = [_("state {state}", state=first.state)]
     if main is not None and main.waiting_on:
-        seen.append(f"main thread {main.waiting_on}")
+        seen.append(_("main thread {waiting_on}", waiting_on=main.waiting_on))
     elif main is not None and main.wchan:
-        seen.append(f"main thread waits in {main.wchan}")
+        seen.append(_("main thread waits in {wchan}", wchan=main.wchan))
     if len(report.processes) > 1:
-        seen.append(f"{len(report.processes) - 1} more process(es) in its tree")
-    return f"{line} /proc shows: {'; '.join(seen)}."
+        seen.append(
+            _n(
+                "{count} more process in its tree",
+                "{count} more processes in its tree",
+                len(report.processes) - 1,
+            )
+        )
+    return _("{line} /proc shows: {seen}.", line=line, seen=_("; ").join(seen))
 
 
 def _rule(rule_id: str) -> str:
@@ -83,17 +129,23 @@ def _finding(finding: Finding, heading: str) -> list[str]:
     lines = [
         f"## {heading}: {finding.title}",
         "",
-        f"- **Category:** `{finding.category}` ({_rule(finding.id)}, "
-        f"{finding.severity.value}, confidence {finding.confidence:.0%})",
-        f"- **Culprit:** {culprit_line(finding.culprit)}",
+        _(
+            "- **Category:** `{category}` ({rule}, {severity}, confidence {confidence:.0%})",
+            category=finding.category,
+            rule=_rule(finding.id),
+            severity=severity_word(finding.severity.value),
+            confidence=finding.confidence,
+        ),
+        _("- **Culprit:** {culprit}", culprit=culprit_line(finding.culprit)),
     ]
     if finding.culprit and finding.culprit.location and finding.culprit.location.code:
-        lines.append(f"- **Line:** `{finding.culprit.location.code}`")
-    lines += [f"- **Also involved:** {culprit_line(c)}" for c in finding.related]
+        lines.append(_("- **Line:** `{code}`", code=finding.culprit.location.code))
+    lines += [_("- **Also involved:** {culprit}", culprit=culprit_line(c)) for c in finding.related]
     if finding.explanation:
         lines += ["", finding.explanation]
-    lines += ["", "**Evidence**", ""] + [f"- {e}" for e in finding.evidence]
-    lines += ["", "**What to do**", ""] + [f"{i}. {f}" for i, f in enumerate(finding.fixes, 1)]
+    lines += ["", _("**Evidence**"), ""] + [f"- {e}" for e in finding.evidence]
+    lines += ["", _("**What to do**"), ""]
+    lines += [f"{i}. {f}" for i, f in enumerate(finding.fixes, 1)]
     return [*lines, ""]
 
 
@@ -102,12 +154,24 @@ def _wait_for(report: Report) -> list[str]:
     shown = [w for w in report.wait_for if w.certain]
     if not shown:
         return []
-    lines = ["## Who waits for whom", ""]
+    lines = [_("## Who waits for whom"), ""]
     for w in shown[:40]:
-        target = f"pid {w.on_pid} tid {w.on_tid}, which {w.why}" if w.on_pid is not None else w.why
-        lines.append(f"- pid {w.pid} tid {w.tid} ({w.waits_in}) waits for {target}")
+        target = (
+            _("pid {pid} tid {tid}, which {why}", pid=w.on_pid, tid=w.on_tid, why=w.why)
+            if w.on_pid is not None
+            else w.why
+        )
+        lines.append(
+            _(
+                "- pid {pid} tid {tid} ({waits_in}) waits for {target}",
+                pid=w.pid,
+                tid=w.tid,
+                waits_in=w.waits_in,
+                target=target,
+            )
+        )
     if len(shown) > 40:
-        lines.append(f"- ... and {len(shown) - 40} more in report.json (`wait_for`)")
+        lines.append(_("- ... and {count} more in report.json (`wait_for`)", count=len(shown) - 40))
     return [*lines, ""]
 
 
@@ -116,65 +180,82 @@ def _nodes(report: Report) -> list[str]:
     nodes = report.nodes
     if nodes is None:
         return []
-    lines = ["## Nodes", ""]
+    lines = [_("## Nodes"), ""]
     if nodes.partial:
-        lines += ["**Partial view:** some nodes of the job are not in it.", ""]
-    lines += [f"Met through {nodes.transport}." if nodes.transport else "", ""]
-    lines += ["| node | host | ranks | in this report |", "|---|---|---|---|"]
+        lines += [_("**Partial view:** some nodes of the job are not in it."), ""]
+    lines += [_("Met through {transport}.", transport=nodes.transport) if nodes.transport else ""]
+    lines += ["", _("| node | host | ranks | in this report |"), "|---|---|---|---|"]
     for node in nodes.nodes:
         if not node.joined:
-            state = "no: its hangdoctor never joined"
+            state = _("no: its hangdoctor never joined")
         elif node.answered:
-            state = "yes"
+            state = _("yes")
         elif node.silent_s is not None and node.silent_s >= 6:
-            state = f"no: silent for {node.silent_s:.0f} s"
+            state = _("no: silent for {seconds:.0f} s", seconds=node.silent_s)
         else:
-            state = "no: it sent no evidence in time"
+            state = _("no: it sent no evidence in time")
         ranks = ", ".join(map(str, node.ranks)) if node.ranks else ""
-        here = " (this node)" if node.node == nodes.this_node else ""
+        here = _(" (this node)") if node.node == nodes.this_node else ""
         lines.append(f"| {node.node}{here} | {node.host or ''} | {ranks} | {state} |")
     return [*lines, ""]
 
 
 def render_markdown(report: Report) -> str:
     """The whole report as Markdown."""
-    lines = ["# hangdoctor report", ""]
-    lines.append(f"- **Verdict:** {report.verdict}")
+    lines = [_("# hangdoctor report"), ""]
+    lines.append(_("- **Verdict:** {verdict}", verdict=verdict_word(report.verdict)))
     if report.hang:
-        phase = (
-            ", while compiling (its compile budget ran out)"
-            if report.hang.phase == "compile"
-            else ""
-        )
-        lines.append(f"- **Hang kind:** {report.hang.kind}{phase}")
+        kind = report.hang.kind
+        if report.hang.phase == "compile":
+            lines.append(
+                _(
+                    "- **Hang kind:** {kind}, while compiling (its compile budget ran out)",
+                    kind=kind,
+                )
+            )
+        else:
+            lines.append(_("- **Hang kind:** {kind}", kind=kind))
     if report.command:
-        lines.append(f"- **Command:** `{' '.join(report.command)}`")
+        lines.append(_("- **Command:** `{command}`", command=" ".join(report.command)))
     if report.exit_code is not None:
-        lines.append(f"- **Exit code:** {report.exit_code}")
+        lines.append(_("- **Exit code:** {code}", code=report.exit_code))
     logs = report.capture.logs
     for log in logs:
-        tail = ", last 20 MB only" if log.truncated else ""
-        lines.append(
-            f"- **Log:** `{log.path}` ({log.output_lines} output lines, "
-            f"{log.kernel_lines} kernel lines{tail})"
-        )
+        fields = {"path": log.path, "output": log.output_lines, "kernel": log.kernel_lines}
+        if log.truncated:
+            line = _(
+                "- **Log:** `{path}` ({output} output lines, {kernel} kernel lines, "
+                "last 20 MB only)",
+                **fields,
+            )
+        else:
+            line = _("- **Log:** `{path}` ({output} output lines, {kernel} kernel lines)", **fields)
+        lines.append(line)
     lines.append("")
     not_python = no_python_line(report)
     if not_python:
         lines += [not_python, ""]
     if not report.findings:
-        lines += [
-            "No problem found in "
-            + ("these logs." if logs and not report.processes else "this capture."),
-            "",
-        ]
+        if logs and not report.processes:
+            lines += [_("No problem found in these logs."), ""]
+        else:
+            lines += [_("No problem found in this capture."), ""]
     for index, finding in enumerate(report.findings):
         label = finding_label(report, index)
         lines += _finding(finding, f"{label} ({index + 1})" if index else label)
     errors = report.capture.errors
     if errors:
-        lines += ["## Capture problems", ""]
-        lines += [f"- {e.probe} (pid {e.pid}): {e.kind}: {e.message}" for e in errors]
+        lines += [_("## Capture problems"), ""]
+        lines += [
+            _(
+                "- {probe} (pid {pid}): {kind}: {message}",
+                probe=e.probe,
+                pid=e.pid,
+                kind=e.kind,
+                message=e.message,
+            )
+            for e in errors
+        ]
         lines.append("")
     if logs and not report.processes:
         return "\n".join(lines)
@@ -182,9 +263,9 @@ def render_markdown(report: Report) -> str:
     lines += _nodes(report)
     lines += stack_tree_section(report)
     lines += [
-        "## Processes",
+        _("## Processes"),
         "",
-        "| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |",
+        _("| pid | ppid | role | rank | state | CPU % | RSS MiB | threads |"),
         "|---|---|---|---|---|---|---|---|",
     ]
     for p in report.processes:
@@ -199,10 +280,16 @@ def render_markdown(report: Report) -> str:
     for p in report.processes:
         lines += [f"### pid {p.pid} ({p.role.value}): `{' '.join(p.command)}`", ""]
         for t in p.threads:
-            gil = ", holds the GIL" if t.owns_gil else ""
+            gil = _(", holds the GIL") if t.owns_gil else ""
             lines.append(f"- **{t.name}** (tid {t.tid}): {t.waiting_on}{gil}")
             lines += [
-                f"  - `{f.file}:{f.line}` in `{f.function}`" + (f": `{f.code}`" if f.code else "")
+                _(
+                    "  - `{file}:{line}` in `{function}`",
+                    file=f.file,
+                    line=f.line,
+                    function=f.function,
+                )
+                + (f": `{f.code}`" if f.code else "")
                 for f in t.stack
             ]
         lines.append("")

@@ -33,6 +33,7 @@ class HangReport:
     bundle: Bundle
     report: Report
     captured_at_s: float
+    failed_again: bool = False  # a capture again failed, and was said: not said every time
 
 
 def signature(report: Report) -> Signature:

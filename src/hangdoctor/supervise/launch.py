@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hangdoctor.errors import ExitCode, LaunchError
+from hangdoctor.i18n import _
 from hangdoctor.supervise.output import Channel
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -82,12 +83,17 @@ def launch(command: Sequence[str], env: Mapping[str, str], channels: list[Channe
     try:
         process = _start_in_own_group(list(command), stdout_fd, stderr_fd, dict(env))
     except FileNotFoundError as error:
-        raise LaunchError(f"command not found: {command[0]}", ExitCode.COMMAND_NOT_FOUND) from error
+        raise LaunchError(
+            _("command not found: {command}", command=command[0]), ExitCode.COMMAND_NOT_FOUND
+        ) from error
     except PermissionError as error:
-        raise LaunchError(f"permission denied: {command[0]}", ExitCode.NOT_EXECUTABLE) from error
+        raise LaunchError(
+            _("permission denied: {command}", command=command[0]), ExitCode.NOT_EXECUTABLE
+        ) from error
     except OSError as error:
         raise LaunchError(
-            f"cannot run {command[0]}: {error.strerror or error}", ExitCode.NOT_EXECUTABLE
+            _("cannot run {command}: {error}", command=command[0], error=error.strerror or error),
+            ExitCode.NOT_EXECUTABLE,
         ) from error
     finally:
         for channel in channels:

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from hangdoctor.evidence.model import ProgressStatus
+from hangdoctor.i18n import _
 from hangdoctor.supervise.policy import HangDecision, ProgressTracker
 
 RANK_LABELS = ("node", "rank")
@@ -164,10 +165,14 @@ def serve_metrics(state: JobState, port: int, addr: str = "127.0.0.1") -> Metric
     except Exception as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         with contextlib.suppress(OSError):
-            sys.stderr.write(
-                f"hangdoctor: warning: cannot serve metrics on {addr}:{port} ({reason}); "
-                "the job runs without them\n"
+            warning = _(
+                "hangdoctor: warning: cannot serve metrics on {addr}:{port} ({reason}); "
+                "the job runs without them",
+                addr=addr,
+                port=port,
+                reason=reason,
             )
+            sys.stderr.write(warning + "\n")
             sys.stderr.flush()
         return None
     return MetricsServer(server, thread)

@@ -264,3 +264,37 @@ class ProgressTracker:
             threshold_s=threshold,
             phase="compile" if compiling else None,
         )
+
+
+#: How long after a hang was declared `run` says it still holds (while the job is kept): a
+#: notice every few seconds would bury the job's own output and the report's address.
+STILL_HUNG_AFTER_S = (60.0, 300.0, 900.0, 3600.0)
+STILL_HUNG_EVERY_S = 3600.0  # after the last of them
+
+
+@dataclass
+class StillHungNotices:
+    """When to tell the user that a declared hang still holds: 1, 5, 15 and 60 minutes after
+    it was declared, then every hour. The job is re-captured more often than that (to see the
+    picture change); only the notices back off."""
+
+    declared_s: float
+    said: int = 0
+
+    def next_s(self) -> float:
+        """The hang's age at which the next notice is due."""
+        if self.said < len(STILL_HUNG_AFTER_S):
+            return STILL_HUNG_AFTER_S[self.said]
+        return STILL_HUNG_AFTER_S[-1] + STILL_HUNG_EVERY_S * (
+            self.said - len(STILL_HUNG_AFTER_S) + 1
+        )
+
+    def due(self, now_s: float) -> float | None:
+        """The hang's age when a notice is due at `now_s` (counted as said), else None. A
+        notice missed (a long capture) is not made up: one is said, for every one passed."""
+        age = now_s - self.declared_s
+        if age < self.next_s():
+            return None
+        while age >= self.next_s():
+            self.said += 1
+        return age

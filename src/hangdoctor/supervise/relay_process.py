@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from hangdoctor.i18n import _
 from hangdoctor.supervise.output import Channel, OutputLog, start_relays
 
 #: What the supervisor writes on the control pipe to end the relay after the job.
@@ -69,7 +70,7 @@ class RelayProcess:
         last = copied() if copied is not None else None
         while time.monotonic() < deadline:
             try:
-                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+                pid, _status = os.waitpid(self.pid, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid:
@@ -157,10 +158,12 @@ def _relay_main(
     with contextlib.suppress(OSError):
         os.write(
             2,
-            (
-                f"hangdoctor: the supervisor is gone; the job goes on and its output "
-                f"still goes to {log_path}; no report will be written\n"
-            ).encode(),
+            _(
+                "hangdoctor: the supervisor is gone; the job goes on and its output still goes "
+                "to {path}; no report will be written",
+                path=log_path,
+            ).encode()
+            + b"\n",
         )
     _join(threads, deadline=None)
 

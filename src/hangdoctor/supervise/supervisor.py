@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from hangdoctor import bounded
 from hangdoctor.errors import ExitCode, LaunchError
+from hangdoctor.i18n import N_, _, _n
 from hangdoctor.instrument import instrumented_environment
 from hangdoctor.private_files import make_dir, open_log
 from hangdoctor.probes.progress import (
@@ -36,7 +37,13 @@ from hangdoctor.supervise.launch import (
     take_terminal_back,
 )
 from hangdoctor.supervise.output import Channel, LogView, open_channels, resize
-from hangdoctor.supervise.policy import Counters, HangDecision, HangPolicy, ProgressTracker
+from hangdoctor.supervise.policy import (
+    Counters,
+    HangDecision,
+    HangPolicy,
+    ProgressTracker,
+    StillHungNotices,
+)
 from hangdoctor.supervise.relay_process import RelayProcess, start_relay_process
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
@@ -59,6 +66,7 @@ _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | N
 _CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together, plus per process:
 _CAPTURE_LIMIT_PER_PROCESS_S = 0.5
 _DRAIN_S = 5.0  # after the job exits, how long its leftover children may keep the output open
+_HANG_KINDS = {"idle": N_("idle"), "busy": N_("busy")}
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,7 @@ class Supervisor:
         self.launched: Launched | None = None
         self.hangs: list[HangReport] = []
         self.current: HangReport | None = None
+        self.still_hung: StillHungNotices | None = None  # for the hang in `current`
         self.killed = False
         self.system: SystemInfo | None = None
         self.channels: list[Channel] = []
@@ -202,7 +211,7 @@ class Supervisor:
                 self.options.coordinator,
             )
         except Exception as error:  # never cost the job its run
-            _say(f"warning: cannot tell which node of the job this is ({error})")
+            _say(_("warning: cannot tell which node of the job this is ({error})", error=error))
             return None
 
     def _join_nodes(self, plan: SessionPlan) -> None:
@@ -216,7 +225,12 @@ class Supervisor:
         self.session = NodeSession(plan, ranks)
         self.session.start()
         _say(
-            f"node {plan.me} of {plan.expected or '?'}: meeting the other nodes via {plan.transport}"
+            _(
+                "node {node} of {nodes}: meeting the other nodes via {transport}",
+                node=plan.me,
+                nodes=plan.expected or "?",
+                transport=plan.transport,
+            )
         )
 
     def _open_report_dir(self) -> BinaryIO | None:
@@ -226,16 +240,24 @@ class Supervisor:
         try:
             return self._make_report_dir(self.report_dir)
         except OSError as error:
-            problem = f"cannot write the report to {self.report_dir} ({error.strerror or error})"
+            problem = _(
+                "cannot write the report to {path} ({error})",
+                path=self.report_dir,
+                error=error.strerror or error,
+            )
         try:
             fallback = Path(tempfile.mkdtemp(prefix="hangdoctor-"))
             log_file = self._make_report_dir(fallback)
         except OSError:
             _say(
-                f"warning: {problem}, nor to a temporary folder: running the job without hangdoctor"
+                _(
+                    "warning: {problem}, nor to a temporary folder: running the job without "
+                    "hangdoctor",
+                    problem=problem,
+                )
             )
             return None
-        _say(f"warning: {problem}; writing it to {fallback} instead")
+        _say(_("warning: {problem}; writing it to {path} instead", problem=problem, path=fallback))
         self.report_dir = fallback
         if self.status_dir is not None:
             self.status_dir = fallback / "progress"
@@ -338,12 +360,17 @@ class Supervisor:
             # traceback, is not the hang resolving: the final report keeps the hang.
             if progressed and not self.received:
                 _say(
-                    f"progress resumed {now - self.current.decision.declared_s:.0f} s after "
-                    "the hang was declared; watching again"
+                    _(
+                        "progress resumed {seconds:.0f} s after the hang was declared; watching again",
+                        seconds=now - self.current.decision.declared_s,
+                    )
                 )
                 self.current = None
-            elif now - self.current.captured_at_s >= max(10.0, self.tracker.timeout_s):
-                self._capture(self.current.decision, now, again=True)
+                self.still_hung = None
+            else:
+                self._say_still_hung(now)
+                if now - self.current.captured_at_s >= max(10.0, self.tracker.timeout_s):
+                    self._capture(self.current.decision, now, again=True)
             return
         busy = self._note_activity(now)
         if self.tracker.wants_peek(now, busy):
@@ -364,6 +391,36 @@ class Supervisor:
         self._capture(decision, now, again=False)
         self._end_if_asked()
 
+    def _say_still_hung(self, now: float) -> None:
+        """Say that the hang holds, backing off (StillHungNotices): a job kept hung for hours
+        must not bury its log under a notice every few seconds."""
+        notices, current = self.still_hung, self.current
+        if notices is None or current is None:
+            return
+        age = notices.due(now)
+        if age is None:
+            return
+        path = self.report_dir / f"hang-{current.number}" / "report.md"
+        minutes = round(age / 60)
+        if minutes < 120:
+            _say(
+                _n(
+                    "still hung {count} minute after the hang was declared (report: {path})",
+                    "still hung {count} minutes after the hang was declared (report: {path})",
+                    minutes,
+                    path=str(path),
+                )
+            )
+        else:
+            _say(
+                _n(
+                    "still hung {count} hour after the hang was declared (report: {path})",
+                    "still hung {count} hours after the hang was declared (report: {path})",
+                    round(age / 3600),
+                    path=str(path),
+                )
+            )
+
     def _check_peer_hang(self, now: float) -> None:
         """Another node declared a hang: capture this node at once, so that every node's
         stacks are of the same moment, even where this node's ranks still look busy."""
@@ -373,7 +430,7 @@ class Supervisor:
         epoch = session.peer_hang()
         if epoch is None:
             return
-        _say("another node declared a hang: capturing this node's processes with it")
+        _say(_("another node declared a hang: capturing this node's processes with it"))
         session.took(epoch)
         recent = self.sampler.activity()
         busy = self.sampler.runnable() or (recent is not None and recent.computing)
@@ -386,7 +443,12 @@ class Supervisor:
     def _end_if_asked(self) -> None:
         """`--on-hang kill`: end the job once its hang is captured (on every node)."""
         if self.options.on_hang == "kill" and self.launched is not None:
-            _say(f"ending the job (SIGTERM, then SIGKILL after {self.options.kill_grace_s:g} s)")
+            _say(
+                _(
+                    "ending the job (SIGTERM, then SIGKILL after {seconds:g} s)",
+                    seconds=self.options.kill_grace_s,
+                )
+            )
             self.log.end_evidence()
             terminate_tree(
                 self.launched.process.pid,
@@ -453,10 +515,8 @@ class Supervisor:
     def _capture(
         self, decision: HangDecision, now: float, again: bool, epoch: int | None = None
     ) -> None:
-        from rich.console import Console
-
         from hangdoctor.report.directory import write_report_dir
-        from hangdoctor.report.render_terminal import render_terminal
+        from hangdoctor.report.render_terminal import render_terminal, summary_console
         from hangdoctor.supervise.hang_capture import (
             HangCapture,
             HangReport,
@@ -471,18 +531,19 @@ class Supervisor:
         peer = epoch is not None  # another node declared this hang
         if session is not None and epoch is None:
             epoch = session.declare()
-        how = decision.kind if decision.phase is None else f"{decision.kind}, {decision.phase}"
-        what = (
-            "still hung"
-            if again
-            else f"captured with the other nodes ({how} here)"
-            if peer
-            else (
-                f"no progress for {decision.declared_s - decision.last_progress_s:.0f} s "
-                f"({how}): hang declared, capturing every process"
+        how = _(_HANG_KINDS.get(decision.kind, decision.kind))
+        if decision.phase is not None:
+            how = f"{how}, {decision.phase}"
+        if peer:
+            _say(_("captured with the other nodes ({how} here)", how=how))
+        elif not again:  # a hang that holds is said apart, backing off (_say_still_hung)
+            _say(
+                _(
+                    "no progress for {seconds:.0f} s ({how}): hang declared, capturing every process",
+                    seconds=decision.declared_s - decision.last_progress_s,
+                    how=how,
+                )
             )
-        )
-        _say(what)
         job = HangCapture(
             pid=self.launched.process.pid,
             status_dir=self.status_dir,
@@ -503,8 +564,14 @@ class Supervisor:
             _CAPTURE_LIMIT_S + _CAPTURE_LIMIT_PER_PROCESS_S * processes,
         )
         if captured is None:
-            reason = failure.message if failure is not None else "no result"
-            _say(f"capture failed: {reason}")
+            if again and self.current is not None:
+                # Tried again at the usual interval, not at every tick, and said once.
+                self.current.captured_at_s = now
+                if self.current.failed_again:
+                    return
+                self.current.failed_again = True
+            reason = failure.message if failure is not None else _("no result")
+            _say(_("capture failed: {reason}", reason=reason))
             return
         bundle, report = captured
         self.system = bundle.system
@@ -519,18 +586,24 @@ class Supervisor:
         try:
             report = write_report_dir(directory, report, bundle)
         except OSError as error:  # a full disk: say so, keep watching, the job goes on
-            _say(f"warning: cannot write {directory} ({error.strerror or error})")
+            _say(
+                _(
+                    "warning: cannot write {path} ({error})",
+                    path=directory,
+                    error=error.strerror or error,
+                )
+            )
         state = HangReport(decision, number, seen, bundle, report, now)
         self.hangs.append(state)
         self.current = state
         if again:
-            _say("the picture changed:")
+            _say(_("still hung, and the picture changed:"))
+        else:
+            self.still_hung = StillHungNotices(decision.declared_s)
         if report.root_cause is None:
-            _say("no rule explains it yet; the stacks of every process are in the report")
+            _say(_("no rule explains it yet; the stacks of every process are in the report"))
         with contextlib.suppress(Exception):  # the summary is a courtesy: never fail on it
-            render_terminal(
-                report, Console(stderr=True, highlight=False), str(directory), max_findings=1
-            )
+            render_terminal(report, summary_console(stderr=True), str(directory), max_findings=1)
 
     def _whole_job(
         self, session: NodeSession, epoch: int, bundle: Bundle, report: Report, directory: Path
@@ -558,14 +631,27 @@ class Supervisor:
                 try:
                     peers.append(PeerCapture(node, hosts.get(node), unpack(data)))
                 except ValueError as error:
-                    _say(f"warning: node {node} sent evidence that cannot be read ({error})")
+                    _say(
+                        _(
+                            "warning: node {node} sent evidence that cannot be read ({error})",
+                            node=node,
+                            error=error,
+                        )
+                    )
             merged = merge(bundle, session.plan.host, peers, nodes)
             session.publish(epoch, pack(merged))
         if merged.nodes is not None:
             nodes = merged.nodes.model_copy(update={"this_node": session.plan.me})
             merged = merged.model_copy(update={"nodes": nodes})
             got = sum(1 for n in nodes.nodes if n.answered)
-            _say(f"the whole job: evidence of {got} node(s) of {len(nodes.nodes)}")
+            _say(
+                _n(
+                    "the whole job: evidence of {count} node of {nodes}",
+                    "the whole job: evidence of {count} nodes of {nodes}",
+                    got,
+                    nodes=len(nodes.nodes),
+                )
+            )
         if self.options.on_hang == "kill":
             session.finish(epoch)
         return merged, diagnose(merged, Context(mode=Mode.HANG, hang=report.hang))
@@ -577,7 +663,7 @@ class Supervisor:
         from hangdoctor.supervise.policy import HangDecision
 
         assert self.launched is not None
-        _say("interrupted: capturing every process before passing the interrupt on")
+        _say(_("interrupted: capturing every process before passing the interrupt on"))
         job = HangCapture(
             pid=self.launched.process.pid,
             status_dir=self.status_dir,
@@ -601,6 +687,7 @@ class Supervisor:
             os.killpg(self.launched.pgid, signal.SIGINT)
 
     def _finish(self, returncode: int) -> int:
+        from hangdoctor.report.render_markdown import verdict_word
         from hangdoctor.supervise.final_report import ending, final_report
 
         end = ending(returncode, bool(self.received), self.killed)
@@ -620,25 +707,48 @@ class Supervisor:
             )
         except OSError as error:
             _say(
-                f"job {end.verdict} (exit {end.final_code}); warning: cannot write the report "
-                f"to {self.report_dir} ({error.strerror or error})"
+                _(
+                    "job {verdict} (exit {code}); warning: cannot write the report to {path} "
+                    "({error})",
+                    verdict=verdict_word(end.verdict),
+                    code=end.final_code,
+                    path=self.report_dir,
+                    error=error.strerror or error,
+                )
             )
             return end.final_code
         except Exception as error:
             if os.environ.get("HANGDOCTOR_DEBUG"):
                 traceback.print_exc()
             _say(
-                f"job {end.verdict} (exit {end.final_code}); internal error while writing the "
-                f"report: {type(error).__name__}: {error} (please report it)"
+                _(
+                    "job {verdict} (exit {code}); internal error while writing the report: "
+                    "{error_type}: {error} (please report it)",
+                    verdict=verdict_word(end.verdict),
+                    code=end.final_code,
+                    error_type=type(error).__name__,
+                    error=error,
+                )
             )
             return end.final_code
         root = report.root_cause
         duration = record.ended_at - record.started_at if record.ended_at else 0.0
-        line = f"job {end.verdict} (exit {end.final_code}) after {duration:.1f} s"
+        fields = {
+            "verdict": verdict_word(end.verdict),
+            "code": end.final_code,
+            "seconds": duration,
+        }
         if root is not None and end.verdict != "completed":
-            line += f"; {root.category}: {root.title}"
+            line = _(
+                "job {verdict} (exit {code}) after {seconds:.1f} s; {category}: {title}",
+                category=root.category,
+                title=root.title,
+                **fields,
+            )
+        else:
+            line = _("job {verdict} (exit {code}) after {seconds:.1f} s", **fields)
         _say(line)
-        _say(f"report: {self.report_dir}/report.md")
+        _say(_("report: {path}", path=self.report_dir / "report.md"))
         return end.final_code
 
     def _artifacts(self) -> dict[str, str]:
@@ -654,10 +764,13 @@ def run_unsupervised(command: tuple[str, ...]) -> int:
     try:
         os.execvp(command[0], list(command))
     except FileNotFoundError as error:
-        raise LaunchError(f"command not found: {command[0]}", ExitCode.COMMAND_NOT_FOUND) from error
+        raise LaunchError(
+            _("command not found: {command}", command=command[0]), ExitCode.COMMAND_NOT_FOUND
+        ) from error
     except OSError as error:
         raise LaunchError(
-            f"cannot run {command[0]}: {error.strerror or error}", ExitCode.NOT_EXECUTABLE
+            _("cannot run {command}: {error}", command=command[0], error=error.strerror or error),
+            ExitCode.NOT_EXECUTABLE,
         ) from error
 
 

@@ -1,0 +1,70 @@
+"""`run --on-hang report` keeps a hung job and looks at it again and again; what it tells the
+user backs off: `still hung` after 1, 5, 15 and 60 minutes, then hourly, on a fake clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from hangdoctor.supervise.hang_capture import HangReport
+from hangdoctor.supervise.policy import (
+    HangDecision,
+    HangPolicy,
+    ProgressTracker,
+    StillHungNotices,
+)
+from hangdoctor.supervise.supervisor import RunOptions, Supervisor
+
+
+@dataclass
+class QuietSampler:
+    """A job that shows nothing: no activity, no training events."""
+
+    timeline: list[object] = field(default_factory=list)
+
+    def activity(self, window_s: float | None = None) -> None:
+        return None
+
+
+@dataclass
+class QuietLog:
+    total_bytes: int = 0
+
+
+def test_still_hung_is_said_backing_off_while_the_job_is_captured_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    supervisor = Supervisor(RunOptions(command=("train",), report_dir=tmp_path))
+    supervisor.tracker = ProgressTracker(HangPolicy(fixed_timeout_s=5))
+    supervisor.sampler = QuietSampler()  # type: ignore[assignment]
+    supervisor.log = QuietLog()  # type: ignore[assignment]
+    declared = 20.0
+    decision = HangDecision("idle", last_progress_s=0.0, declared_s=declared, threshold_s=5)
+    # The hang as the first capture left it: declared, its report written, notices to come.
+    supervisor.current = HangReport(decision, 1, ("none",), None, None, declared)  # type: ignore[arg-type]
+    supervisor.still_hung = StillHungNotices(declared)
+    recaptures: list[float] = []
+
+    def capture_again(decision: HangDecision, now: float, again: bool) -> None:
+        assert again and supervisor.current is not None
+        recaptures.append(now)
+        supervisor.current.captured_at_s = now  # the same picture: nothing new to report
+
+    monkeypatch.setattr(supervisor, "_capture", capture_again)
+    now = declared
+    while now < declared + 2 * 3600:  # two hours of ticks, a second apart
+        now += 1.0
+        supervisor._check_progress(now)
+    said = [line for line in capsys.readouterr().err.splitlines() if "still hung" in line]
+    assert said == [
+        f"hangdoctor: still hung {n} minute{'s' * (n > 1)} after the hang was declared "
+        f"(report: {tmp_path / 'hang-1' / 'report.md'})"
+        for n in (1, 5, 15, 60)
+    ] + [
+        "hangdoctor: still hung 2 hours after the hang was declared "
+        f"(report: {tmp_path / 'hang-1' / 'report.md'})"
+    ]
+    # The job is still looked at as often as before: only the notices back off.
+    assert len(recaptures) >= 2 * 3600 / 10 - 1
