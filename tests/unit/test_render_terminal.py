@@ -94,12 +94,26 @@ def test_wrapped_evidence_and_fixes_stay_under_their_text(mismatch):
     assert more is not None and len(shown) + int(more.group(1)) == len(finding.evidence)
 
 
+def test_the_ranks_tree_marks_the_culprits_rank_and_keeps_to_ascii_in_a_log(mismatch):
+    text = rendered(mismatch, 80, terminal=False)
+    tree = text.partition("Stack tree:")[2]
+    branches = tree.split("\n    |-- ")[1:] + tree.split("\n    `-- ")[1:]
+    marked = [b for b in branches if "culprit's branch" in b]
+    assert len(marked) == 1 and "rank 0]" in marked[0].replace("\n", " ")
+    assert not BOX & set(tree)
+    assert all(len(line) <= 80 for line in tree.splitlines())
+
+
 def test_the_two_rank_mismatch_fits_in_a_screen(mismatch):
     culprit = mismatch.findings[0].culprit
     assert culprit is not None and culprit.location is not None and culprit.location.code
     for terminal in (False, True):
         text = rendered(mismatch, 80, terminal=terminal)
-        assert len(text.splitlines()) <= 33, text
+        summary, _, tree = text.partition("Stack tree:")
+        assert len(summary.splitlines()) <= 33, text
+        # The ranks' stack tree follows: short, each rank's line of code in it.
+        assert tree and len(tree.splitlines()) <= 14, text
+        assert "dist.barrier()" in tree and "dist.all_reduce(loss.detach())" in tree
         # ...and still says the verdict, the culprit with its line of code, what to do.
         assert text.startswith("hangdoctor: HUNG (idle)")
         assert "Culprit: rank 0, pid" in text and culprit.location.code in text

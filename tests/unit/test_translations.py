@@ -11,7 +11,9 @@ from tools import i18n as catalogs
 
 def test_every_message_has_a_chinese_translation_with_the_same_fields() -> None:
     wrong = catalogs.problems()
-    assert not wrong, "\n".join(wrong[:40]) + (f"\n... {len(wrong)} in all" if len(wrong) > 40 else "")
+    assert not wrong, "\n".join(wrong[:40]) + (
+        f"\n... {len(wrong)} in all" if len(wrong) > 40 else ""
+    )
 
 
 @pytest.mark.parametrize(

@@ -192,6 +192,22 @@ def _skipped(count: int) -> Line:
     return Line(_n("⋯ {count} more frame", "⋯ {count} more frames", count), library=True)
 
 
+def _odd_mark(row: Row, odd: str) -> str:
+    """An odd branch's mark: the odd one out, or, for the culprit's branch when the line the
+    root cause names is not in it (an earlier line of the program, long returned), that it is
+    the culprit's; where it is, that line carries the culprit's mark."""
+    if row.culprit and not _holds_culprit_line(row):
+        mark = _("culprit's branch")
+        return f"  ◀ {mark}"
+    return f"  ◀ {odd}"
+
+
+def _holds_culprit_line(row: Row) -> bool:
+    return any(line.culprit_line for line in row.lines) or any(
+        _holds_culprit_line(child) for child in row.children
+    )
+
+
 # --- the terminal ------------------------------------------------------------------------------
 
 _ODD_STYLE = "bold yellow"
@@ -219,7 +235,7 @@ def _add(parent: Tree, row: Row, marker: str, odd: str) -> None:
         if index == 0 and row.counts:
             label.append(f"  [{row.counts}]", style="cyan")
         if index == 0 and row.odd and not row.group:
-            label.append(f"  ◀ {odd}", style=_ODD_STYLE)
+            label.append(_odd_mark(row, odd), style=style or _ODD_STYLE)
         if line.culprit_line:
             label.append(f"  ◀ {marker}", style=_CULPRIT_STYLE)
     branch = parent.add(label)
@@ -248,7 +264,7 @@ def _text(row: Row, indent: str, last: bool, marker: str, odd: str, out: list[st
         if index == 0 and row.counts:
             text += f"  [{row.counts}]"
         if index == 0 and row.odd and not row.group:
-            text += f"  ◀ {odd}"
+            text += _odd_mark(row, odd)
         if line.culprit_line:
             text += f"  ◀ {marker}"
         out.append(f"{indent}{head if index == 0 else rest}{text}".rstrip())

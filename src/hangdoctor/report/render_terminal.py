@@ -9,7 +9,9 @@ report.md, and the summary says how much of it there is."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -26,7 +28,9 @@ from hangdoctor.report.render_markdown import (
     severity_word,
     verdict_word,
 )
+from hangdoctor.report.render_stack_tree import stack_tree_lines, stack_tree_renderable
 from hangdoctor.report.rule_docs import rule_doc
+from hangdoctor.report.stack_tree import build_stack_tree
 from hangdoctor.rules.finding import Finding
 
 _VERDICT_STYLE = {
@@ -227,6 +231,46 @@ def _other(report: Report, index: int, finding: Finding, console: Console, width
     _show(console, out, None)
 
 
+#: Plain text gets the stack tree drawn in ASCII: a log has no box characters either.
+_ASCII_GUIDES = {"├── ": "|-- ", "└── ": "`-- ", "│   ": "|   "}
+#: The terminal shows the tree only where ranks can differ: two ranks or more.
+TREE_MIN_RANKS = 2
+
+
+def _ranks_tree(report: Report, console: Console) -> None:
+    """The ranks' main threads merged into one tree, the odd branch and the culprit's marked:
+    at a glance which ranks stand elsewhere. The whole tree (helper threads, other processes)
+    is in report.md and report.html."""
+    if report.verdict != "hung":
+        return
+    tree = build_stack_tree(report)
+    ranks = [group for group in tree.groups if group.group == "rank_main"]
+    if not ranks or len(ranks[0].ranks) < TREE_MIN_RANKS:
+        return
+    [group] = ranks
+    tree = replace(tree, groups=(group,), threads=group.threads, processes=len(group.pids))
+    if boxed(console):
+        console.print(stack_tree_renderable(tree))
+        return
+    console.print()
+    for line in stack_tree_lines(tree):
+        for wrapped in _wrapped_tree_line(line, console.width):
+            console.print(Text(wrapped), soft_wrap=True)
+
+
+def _wrapped_tree_line(line: str, width: int) -> list[str]:
+    """A text tree's line in ASCII, wrapped to `width` under its own text (the guides to its
+    left repeated, so the tree's shape survives in a log)."""
+    for guide, ascii_guide in _ASCII_GUIDES.items():
+        line = line.replace(guide, ascii_guide)
+    text = line.lstrip("|`- ")
+    prefix = line[: len(line) - len(text)]
+    hanging = prefix.replace("|-- ", "|   ").replace("`-- ", "    ")
+    room = max(width - len(prefix), 20)
+    pieces = textwrap.wrap(text, room, break_on_hyphens=False) or [""]
+    return [prefix + pieces[0], *(hanging + piece for piece in pieces[1:])]
+
+
 def _show(console: Console, out: _Lines, box: str | None) -> None:
     """A block of the summary: on a terminal boxed in `box`'s colour (when given), elsewhere
     after a blank line (a log has no box to tell the blocks apart)."""
@@ -261,6 +305,7 @@ def render_terminal(
     for index, finding in enumerate(report.findings[:max_findings]):
         if index == 0:
             _root_cause(report, finding, console, inner, report_dir)
+            _ranks_tree(report, console)
         else:
             _other(report, index, finding, console, width)
     out = _Lines(console, width)

@@ -109,6 +109,12 @@ class StackTree:
     #: hangdoctor's own threads, left out.
     omitted_threads: int = 0
 
+    @property
+    def holds_culprit_line(self) -> bool:
+        """Whether the line the root cause names is on some thread's stack now (it may be an
+        earlier line of the program, long returned from)."""
+        return any(node.culprit_line for node in self.walk())
+
     def walk(self) -> Iterator[StackNode]:
         """Every node, group by group, depth first."""
         for group in self.groups:
