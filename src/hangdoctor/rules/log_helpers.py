@@ -12,9 +12,12 @@ from hangdoctor.analysis.logs import LogMatch, scan
 from hangdoctor.analysis.ranks import distributed_call
 from hangdoctor.analysis.tracebacks import Raised, fault_stack, main_thread_stack
 from hangdoctor.evidence.model import Frame, JobRecord
+from hangdoctor.i18n import N_, _
 
 MAX_EVIDENCE = 6
 MAX_LINE = 400
+#: Where a cited line was read, as `cite` names it (translated where it is cited).
+_SOURCES = (N_("log"), N_("kernel log"))
 
 
 def output_lines(job: JobView) -> tuple[str, ...]:
@@ -39,14 +42,16 @@ def cite(
     where: str = "log",
     limit: int = MAX_EVIDENCE,
 ) -> list[str]:
-    """Evidence lines, one per distinct message, at most `limit`."""
+    """Evidence lines, one per distinct message, at most `limit`; `where` names the source
+    (`log`, `kernel log`: the words of _SOURCES, translated here)."""
     out: list[str] = []
     seen: set[str] = set()
+    source = _(where)
     for match in matches:
         if match.line in seen:
             continue
         seen.add(match.line)
-        out.append(f"{where}: {clip(match.line)}")
+        out.append(f"{source}: {clip(match.line)}")
         if len(out) >= limit:
             break
     return out
@@ -55,15 +60,28 @@ def cite(
 def raised_words(raised: Raised) -> str:
     """`RuntimeError: rank 1 diverged at train.py:40 in main (`raise ...`)`."""
     where = raised.location
-    place = f" at {short_location(where)}" if where is not None else ""
-    code = f" (`{where.code}`)" if where is not None and where.code else ""
-    return f"{raised.short_type}: {clip(raised.message)}{place}{code}"
+    what, message = raised.short_type, clip(raised.message)
+    if where is None:
+        return f"{what}: {message}"
+    if where.code:
+        return _(
+            "{type}: {message} at {where} (`{code}`)",
+            type=what,
+            message=message,
+            where=short_location(where),
+            code=where.code,
+        )
+    return _(
+        "{type}: {message} at {where}", type=what, message=message, where=short_location(where)
+    )
 
 
+#: When a process was stopped, as `stopped_at` says it (translated there).
 _WHEN = {
-    "sigterm": "when the job stopped it (SIGTERM)",
-    "peer_timeout": "when a peer's collective timed out",
+    "sigterm": N_("when the job stopped it (SIGTERM)"),
+    "peer_timeout": N_("when a peer's collective timed out"),
 }
+_WHEN_FAILED = N_("as the job failed")
 
 
 def _pid_of(record: JobRecord, rank: int | None, pid: int | None) -> int | None:
@@ -88,7 +106,7 @@ def stopped_at(
     frame = innermost_user_frame(main_thread_stack(stopped.text)) if stopped else None
     if stopped is None or frame is None:
         return None
-    return frame, _WHEN.get(stopped.when or "", "as the job failed")
+    return frame, _(_WHEN.get(stopped.when or "", _WHEN_FAILED))
 
 
 def collective_when_stopped(

@@ -8,14 +8,20 @@ from hangdoctor.analysis.logs import (
     SIGNAL_NAMES,
     RankFailure,
 )
+from hangdoctor.i18n import _, _n
 
 
 # --- helpers shared by the distributed rules -------------------------------------------------
+def capital(text: str) -> str:
+    """The words with their first letter capitalised, to begin a sentence (`Rank 3 ...`)."""
+    return text[:1].upper() + text[1:]
+
+
 def ranks_text(ranks: Iterable[int]) -> str:
     """`rank 3`, `ranks 0-2, 5`."""
     values = sorted(set(ranks))
     if not values:
-        return "no rank"
+        return _("no rank")
     spans: list[str] = []
     start = previous = values[0]
     for value in [*values[1:], None]:
@@ -25,15 +31,18 @@ def ranks_text(ranks: Iterable[int]) -> str:
         spans.append(str(start) if start == previous else f"{start}-{previous}")
         if value is not None:
             start = previous = value
-    return ("rank " if len(values) == 1 else "ranks ") + ", ".join(spans)
+    return _n("rank {ranks}", "ranks {ranks}", len(values), ranks=", ".join(spans))
 
 
 def exit_text(failure: RankFailure) -> str:
     if failure.signal is not None:
-        return f"killed by {SIGNAL_NAMES.get(failure.signal, f'signal {failure.signal}')}"
+        name = SIGNAL_NAMES.get(failure.signal)
+        if name is None:
+            return _("killed by signal {signal}", signal=failure.signal)
+        return _("killed by {signal}", signal=name)
     if failure.exitcode is not None:
-        return f"exit code {failure.exitcode}"
-    return "exited"
+        return _("exit code {code}", code=failure.exitcode)
+    return _("exited")
 
 
 # --- HD350 distributed.collective_timeout ----------------------------------------------------

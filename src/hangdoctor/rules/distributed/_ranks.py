@@ -7,18 +7,29 @@ from __future__ import annotations
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list
 from hangdoctor.evidence.model import Frame
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.finding import Culprit, Location
 from hangdoctor.rules.helpers import at, culprit
 
 
 def describe_group(states: list[RankState]) -> str:
+    """`ranks 0, 1 wait in all_reduce #12 at train.py:50 in train`."""
     first = states[0]
-    seq = f" #{first.seq}" if first.seq is not None else ""
-    return f"{rank_list(states)} {wait_words(states)} in {first.doing}{seq} at {at(first.site)}"
-
-
-def wait_words(states: list[RankState]) -> str:
-    return "waits" if len(states) == 1 else "wait"
+    fields = {"ranks": rank_list(states), "doing": first.doing, "where": at(first.site)}
+    if first.seq is not None:
+        return _n(
+            "{ranks} waits in {doing} #{seq} at {where}",
+            "{ranks} wait in {doing} #{seq} at {where}",
+            len(states),
+            seq=first.seq,
+            **fields,
+        )
+    return _n(
+        "{ranks} waits in {doing} at {where}",
+        "{ranks} wait in {doing} at {where}",
+        len(states),
+        **fields,
+    )
 
 
 def rank_culprit(job: JobView, state: RankState) -> Culprit:
@@ -35,14 +46,26 @@ def early_exit(looping: Frame, index: int = 0) -> tuple[Location, str, bool]:
     exits = looping.loop_exits
     if len(exits) == 1:
         [way] = exits
-        under = f" under `if {way.condition}`" if way.condition else ""
+        fields = {"header": header, "code": way.code, "line": way.line}
+        words = (
+            _(
+                "the only way out of `{header}` before its end is `{code}` at line {line} "
+                "under `if {condition}`",
+                condition=way.condition,
+                **fields,
+            )
+            if way.condition
+            else _(
+                "the only way out of `{header}` before its end is `{code}` at line {line}",
+                **fields,
+            )
+        )
         return (
             Location(file=looping.file, line=way.line, function=looping.function, code=way.code),
-            f"the only way out of `{header}` before its end is `{way.code}` at line "
-            f"{way.line}{under}",
+            words,
             True,
         )
-    listed = ", ".join(f"`{e.code}` at line {e.line}" for e in exits[:4])
+    listed = ", ".join(_("`{code}` at line {line}", code=e.code, line=e.line) for e in exits[:4])
     return (
         Location(
             file=looping.file,
@@ -50,6 +73,6 @@ def early_exit(looping: Frame, index: int = 0) -> tuple[Location, str, bool]:
             function=looping.function,
             code=header,
         ),
-        f"it left `{header}` early by one of: {listed}",
+        _("it left `{header}` early by one of: {exits}", header=header, exits=listed),
         False,
     )

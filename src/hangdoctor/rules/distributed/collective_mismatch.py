@@ -20,6 +20,7 @@ from hangdoctor.analysis.rank_blame import (
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CodeFinding, Frame
+from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._desync import (
     extra_call_at_step_0,
@@ -38,13 +39,27 @@ from hangdoctor.rules.distributed._examples import (
     ranks_job,
     straggler_completion_not_yet_counted,
 )
+from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
 
-def _calls(states: list[RankState]) -> str:
-    return "calls" if len(states) == 1 else "call"
+def _calls(states: list[RankState], doing: str | None) -> str:
+    """`rank 0 calls barrier`, `ranks 1-3 call all_reduce`."""
+    return _n(
+        "{ranks} calls {doing}",
+        "{ranks} call {doing}",
+        len(states),
+        ranks=rank_list(states),
+        doing=doing,
+    )
+
+
+_DEBUG_DETAIL = N_(
+    "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
+    "(it checks that collectives match; it is slow, so not for production)."
+)
 
 
 def _guarded_in_code(job: JobView, states: list[RankState]) -> tuple[CodeFinding, RankState] | None:
@@ -202,7 +217,7 @@ class CollectiveMismatch(Rule):
         odd, rest = split
         state = odd[0]
         site = state.site
-        where = short_location(site) if site else "its call site"
+        where = short_location(site) if site else _("its call site")
         evidence = [describe_group(odd), describe_group(rest)]
         # The framework issued the collectives (every rank's own line is the same, or the call
         # is not the user's): the code may show the call made on some ranks only.
@@ -215,10 +230,18 @@ class CollectiveMismatch(Rule):
                 state = taker
         seqs = {s.seq for s in odd + rest if s.seq is not None}
         if len(seqs) == 1:
-            source = "Flight Recorder: " if rank_view(job).flight_recorder else ""
             evidence.append(
-                f"{source}all of them are at collective #{seqs.pop()}: the same "
-                "step of the sequence, but not the same operation"
+                _(
+                    "Flight Recorder: all of them are at collective #{seq}: the same "
+                    "step of the sequence, but not the same operation",
+                    seq=seqs.pop(),
+                )
+                if rank_view(job).flight_recorder
+                else _(
+                    "all of them are at collective #{seq}: the same "
+                    "step of the sequence, but not the same operation",
+                    seq=seqs.pop(),
+                )
             )
         if code is not None:
             yield self._from_code(job, code, state, rest, evidence)
@@ -236,60 +259,82 @@ class CollectiveMismatch(Rule):
             where = short_location(guarded[0])
         branch = sorted(extra_guards(state, rest)) if not guard else []
         if guarded is not None:
-            evidence.append(f"the call at {where} runs only where `{guard}` holds")
-            first_fix = (
-                f"The {state.doing} at {where} runs only where `{guard}` holds: move "
-                "it out of that `if` block, so that every rank calls it."
+            evidence.append(
+                _("the call at {where} runs only where `{guard}` holds", where=where, guard=guard)
+            )
+            first_fix = _(
+                "The {doing} at {where} runs only where `{guard}` holds: move "
+                "it out of that `if` block, so that every rank calls it.",
+                doing=state.doing,
+                where=where,
+                guard=guard,
             )
         elif guard:  # a condition that need not differ between ranks (`if group is None:`)
-            evidence.append(f"the call at {where} sits under `if {guard}`")
-            first_fix = (
-                f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} {_calls(odd)} "
-                f"{state.doing} at {where} (under `if {guard}`) while "
-                f"{rank_list(rest)} {_calls(rest)} {rest[0].doing}: if `{guard}` can "
+            evidence.append(
+                _("the call at {where} sits under `if {guard}`", where=where, guard=guard)
+            )
+            first_fix = _(
+                "{odd_calls} at {where} (under `if {guard}`) while "
+                "{rest_calls}: if `{guard}` can "
                 "differ between ranks, make it the same on every rank; else look for "
                 "a collective (or a group creation) that only some ranks made "
-                "before this one."
+                "before this one.",
+                odd_calls=capital(_calls(odd, state.doing)),
+                where=where,
+                guard=guard,
+                rest_calls=_calls(rest, rest[0].doing),
             )
         elif branch:
             evidence.append(
-                f"{rank_list(odd)} took the branch `if {branch[0]}`, which "
-                f"{rank_list(rest)} did not"
+                _(
+                    "{odd} took the branch `if {branch}`, which {rest} did not",
+                    odd=rank_list(odd),
+                    branch=branch[0],
+                    rest=rank_list(rest),
+                )
             )
-            first_fix = (
-                f"{rank_list(odd)[:1].upper()}{rank_list(odd)[1:]} reached the "
-                f"{state.call} at {where} through `if {branch[0]}`, which "
-                f"{rank_list(rest)} did not take: that condition differs between "
+            first_fix = _(
+                "{odd} reached the "
+                "{call} at {where} through `if {branch}`, which "
+                "{rest} did not take: that condition differs between "
                 "ranks (it reads something each rank has its own value of); make it "
-                "the same on every rank, or all-reduce what it reads first."
+                "the same on every rank, or all-reduce what it reads first.",
+                odd=capital(rank_list(odd)),
+                call=state.call,
+                where=where,
+                branch=branch[0],
+                rest=rank_list(rest),
             )
         else:
-            first_fix = (
-                f"Every rank must call the same collectives in the same order: "
-                f"{rank_list(odd)} {_calls(odd)} {state.doing} at {where} while "
-                f"{rank_list(rest)} {_calls(rest)} {rest[0].doing} at "
-                f"{short_location(rest[0].site) if rest[0].site else 'another place'}."
+            first_fix = _(
+                "Every rank must call the same collectives in the same order: "
+                "{odd_calls} at {where} while {rest_calls} at {other_where}.",
+                odd_calls=_calls(odd, state.doing),
+                where=where,
+                rest_calls=_calls(rest, rest[0].doing),
+                other_where=short_location(rest[0].site) if rest[0].site else _("another place"),
             )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=f"Collective mismatch: {rank_list(odd)} in {state.doing} at {where}, "
-            f"{rank_list(rest)} in {rest[0].doing}",
-            explanation=(
+            title=_(
+                "Collective mismatch: {odd} in {doing} at {where}, {rest} in {other_doing}",
+                odd=rank_list(odd),
+                doing=state.doing,
+                where=where,
+                rest=rank_list(rest),
+                other_doing=rest[0].doing,
+            ),
+            explanation=_(
                 "Collectives pair up by order: when ranks call different ones (or one "
                 "only some ranks call), each waits for a partner that never comes."
             ),
             culprit=rank_culprit(job, state),
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
-            fixes=(
-                first_fix,
-                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run "
-                "(it checks that collectives match; it is slow, so not for production).",
-                process_group_timeout(job),
-            ),
+            fixes=(first_fix, _(_DEBUG_DETAIL), process_group_timeout(job)),
         )
 
     def _from_origin(
@@ -299,26 +344,28 @@ class CollectiveMismatch(Rule):
         did not): that call is the culprit; where they stopped is the symptom."""
         state = rank_view(job).ranks[origin.rank]
         site = origin.site
-        where = short_location(site) if site is not None else "a line not recorded"
+        where = short_location(site) if site is not None else _("a line not recorded")
         guard = condition_of(site) if site is not None else None
-        under = f" (under `if {guard}`)" if guard else ""
+        under = _(" (under `if {guard}`)", guard=guard) if guard else ""
         stuck = [describe_group(group) for group in split]
         what = (
-            "a collective the others did not make"
+            _("a collective the others did not make")
             if origin.extra
-            else "a different collective from the others'"
+            else _("a different collective from the others'")
         )
         evidence = [
-            f"instrumentation: {origin.describe()}",
-            *(f"the call sits under `if {guard}`" for _ in (1,) if guard),
+            _("instrumentation: {line}", line=origin.describe()),
+            *([_("the call sits under `if {guard}`", guard=guard)] if guard else []),
             *stuck,
         ]
         divergence = rank_view(job).divergence
         if divergence is not None:
             evidence.append(
-                f"Flight Recorder: the ranks' collectives first differ at "
-                f"#{divergence.seq}: "
-                + ", ".join(f"rank {r} {op}" for r, op in sorted(divergence.ops.items()))
+                _(
+                    "Flight Recorder: the ranks' collectives first differ at #{seq}: {ops}",
+                    seq=divergence.seq,
+                    ops=", ".join(f"rank {r} {op}" for r, op in sorted(divergence.ops.items())),
+                )
             )
         others = sorted(r for r in rank_view(job).ranks if r != origin.rank)
         if origin.extra and guard and not on_rank(guard) and len(others) == 1:
@@ -327,8 +374,13 @@ class CollectiveMismatch(Rule):
             skipper = rank_view(job).ranks[others[0]]
             evidence.insert(
                 1,
-                f"rank {skipper.rank} skipped it: `{guard}` was false there "
-                f"(it reads that rank's own data), true on rank {origin.rank}",
+                _(
+                    "rank {rank} skipped it: `{guard}` was false there "
+                    "(it reads that rank's own data), true on rank {other}",
+                    rank=skipper.rank,
+                    guard=guard,
+                    other=origin.rank,
+                ),
             )
             return self._finding_for(
                 job, origin, split, skipper, site, where, under, what, evidence, skipped=True
@@ -361,53 +413,84 @@ class CollectiveMismatch(Rule):
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.85,
-                title=(
-                    f"Collective mismatch: rank {state.rank} skipped the {origin.op} at "
-                    f"{where}{under} that rank {origin.rank} made (collective "
-                    f"#{origin.seq}); every later collective was one apart, and the ranks "
-                    "now wait in different places"
+                title=_(
+                    "Collective mismatch: rank {rank} skipped the {op} at "
+                    "{where}{under} that rank {other} made (collective "
+                    "#{seq}); every later collective was one apart, and the ranks "
+                    "now wait in different places",
+                    rank=state.rank,
+                    op=origin.op,
+                    where=where,
+                    under=under,
+                    other=origin.rank,
+                    seq=origin.seq,
                 ),
-                explanation=(
+                explanation=_(
                     "Collectives pair up by order. The call is made only where a condition on "
-                    f"the rank's own data holds, and on rank {state.rank} it did not (an empty "
+                    "the rank's own data holds, and on rank {rank} it did not (an empty "
                     "shard, a metric with nothing to compute): from there on each rank's n-th "
                     "collective met another's n-th that was a different call, and the ranks "
-                    "stop later, far from the line that made them part."
+                    "stop later, far from the line that made them part.",
+                    rank=state.rank,
                 ),
                 culprit=culprit,
                 related=tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4],
                 evidence=tuple(evidence),
                 fixes=(
-                    f"Make every rank call the {origin.op} at {where} whatever its data: "
-                    f"compute the condition `{guard}` from all ranks first (all-reduce the "
-                    "count, then decide), or let the collective handle empty inputs "
-                    "(a metric's compute() must run on every rank).",
-                    "Shard data so that every rank gets some of each kind (shuffle the "
-                    "evaluation sampler, or pad the smaller shards).",
+                    _(
+                        "Make every rank call the {op} at {where} whatever its data: "
+                        "compute the condition `{guard}` from all ranks first (all-reduce the "
+                        "count, then decide), or let the collective handle empty inputs "
+                        "(a metric's compute() must run on every rank).",
+                        op=origin.op,
+                        where=where,
+                        guard=guard,
+                    ),
+                    _(
+                        "Shard data so that every rank gets some of each kind (shuffle the "
+                        "evaluation sampler, or pad the smaller shards)."
+                    ),
                     process_group_timeout(job),
                 ),
             )
+        fields = {"op": origin.op, "where": where, "under": under, "rank": origin.rank}
         fix = (
-            f"Every rank must call the same collectives in the same order: the {origin.op} "
-            f"at {where}{under} runs on rank {origin.rank} and not on the others. "
-            + (
-                f"Move it out of that `if` (call it on every rank, and keep only the rank-"
-                f"{origin.rank} work inside), "
-                if guard
-                else "Call it on every rank, "
+            _(
+                "Every rank must call the same collectives in the same order: the {op} "
+                "at {where}{under} runs on rank {rank} and not on the others. "
+                "Move it out of that `if` (call it on every rank, and keep only the rank-"
+                "{rank} work inside), "
+                "or, when only one rank needs the result, make every rank call it anyway "
+                "(gathering a state dict, computing a metric: both are collectives).",
+                **fields,
             )
-            + "or, when only one rank needs the result, make every rank call it anyway "
-            "(gathering a state dict, computing a metric: both are collectives)."
+            if guard
+            else _(
+                "Every rank must call the same collectives in the same order: the {op} "
+                "at {where}{under} runs on rank {rank} and not on the others. "
+                "Call it on every rank, "
+                "or, when only one rank needs the result, make every rank call it anyway "
+                "(gathering a state dict, computing a metric: both are collectives).",
+                **fields,
+            )
         )
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=f"Collective mismatch: rank {origin.rank} called {origin.op} at {where}"
-            f"{under}, {what} (collective #{origin.seq}); every later collective was "
-            f"one apart, and the ranks now wait in different places",
-            explanation=(
+            title=_(
+                "Collective mismatch: rank {rank} called {op} at {where}"
+                "{under}, {what} (collective #{seq}); every later collective was "
+                "one apart, and the ranks now wait in different places",
+                rank=origin.rank,
+                op=origin.op,
+                where=where,
+                under=under,
+                what=what,
+                seq=origin.seq,
+            ),
+            explanation=_(
                 "Collectives pair up by order. One rank made a collective the others "
                 "did not (or a different one), so from there on each rank's n-th "
                 "collective met another's n-th that was a different call: the ranks "
@@ -417,12 +500,7 @@ class CollectiveMismatch(Rule):
             culprit=culprit,
             related=tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4],
             evidence=tuple(evidence),
-            fixes=(
-                fix,
-                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks "
-                "that collectives match; it is slow, so not for production).",
-                process_group_timeout(job),
-            ),
+            fixes=(fix, _(_DEBUG_DETAIL), process_group_timeout(job)),
         )
 
     def _point_to_point(
@@ -430,19 +508,28 @@ class CollectiveMismatch(Rule):
     ) -> Finding:
         """send/recv pair up one to one between two ranks: a rank condition around them is how
         such code is written, not the fault; the counts differ."""
-        where = short_location(state.site) if state.site else "its call site"
+        where = short_location(state.site) if state.site else _("its call site")
         others = [s for s in states if s is not state]
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85,
-            title=f"Point-to-point mismatch: rank {state.rank} waits in {state.call} at "
-            f"{where}, and {rank_list(others)} "
-            f"{'waits' if len(others) == 1 else 'wait'} in "
-            f"{'/'.join(sorted({s.call or '?' for s in others}))}: each waits for a "
-            "message the other does not send",
-            explanation=(
+            title=_n(
+                "Point-to-point mismatch: rank {rank} waits in {call} at "
+                "{where}, and {others} waits in {calls}: each waits for a "
+                "message the other does not send",
+                "Point-to-point mismatch: rank {rank} waits in {call} at "
+                "{where}, and {others} wait in {calls}: each waits for a "
+                "message the other does not send",
+                len(others),
+                rank=state.rank,
+                call=state.call,
+                where=where,
+                others=rank_list(others),
+                calls="/".join(sorted({s.call or "?" for s in others})),
+            ),
+            explanation=_(
                 "Sends and receives pair up one to one, in order, between two ranks. "
                 "When one side posts one more receive (or send) than the other, for "
                 "example a short last batch that splits into fewer micro-batches on "
@@ -453,12 +540,19 @@ class CollectiveMismatch(Rule):
             related=tuple(rank_culprit(job, s) for s in others[:4]),
             evidence=tuple(evidence),
             fixes=(
-                f"Count the sends and receives each pair of ranks makes per step (rank "
-                f"{state.rank}'s {state.call} at {where}): both sides must derive the count "
-                "from the same value. Send the count first, or make every batch split the "
-                "same (drop_last=True, a fixed micro-batch count).",
-                "Run a small case with a short process-group timeout and print each "
-                "send/recv with its peer and step on both ranks to see where they part.",
+                _(
+                    "Count the sends and receives each pair of ranks makes per step (rank "
+                    "{rank}'s {call} at {where}): both sides must derive the count "
+                    "from the same value. Send the count first, or make every batch split the "
+                    "same (drop_last=True, a fixed micro-batch count).",
+                    rank=state.rank,
+                    call=state.call,
+                    where=where,
+                ),
+                _(
+                    "Run a small case with a short process-group timeout and print each "
+                    "send/recv with its peer and step on both ranks to see where they part."
+                ),
                 process_group_timeout(job),
             ),
         )
@@ -471,10 +565,17 @@ class CollectiveMismatch(Rule):
         rest: list[RankState],
         evidence: list[str],
     ) -> Finding:
-        where = f"{short_file(code.file)}:{code.line} in {code.function}"
+        where = _(
+            "{file}:{line} in {function}",
+            file=short_file(code.file),
+            line=code.line,
+            function=code.function,
+        )
+        found = {"rule": code.rule_id, "message": code.message, "where": where}
         evidence.append(
-            f"code ({code.rule_id}): {code.message}, at {where}"
-            + (f" `{code.code}`" if code.code else "")
+            _("code ({rule}): {message}, at {where} `{code}`", code=code.code, **found)
+            if code.code
+            else _("code ({rule}): {message}, at {where}", **found)
         )
         located = rank_culprit(job, state).model_copy(
             update={
@@ -488,10 +589,17 @@ class CollectiveMismatch(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.8,
-            title=f"Collective mismatch: rank {state.rank} in {state.call}, {rank_list(rest)} "
-            f"in {rest[0].call}; the code calls a collective on some ranks only at "
-            f"{where}",
-            explanation=(
+            title=_(
+                "Collective mismatch: rank {rank} in {call}, {rest} "
+                "in {other_call}; the code calls a collective on some ranks only at "
+                "{where}",
+                rank=state.rank,
+                call=state.call,
+                rest=rank_list(rest),
+                other_call=rest[0].call,
+                where=where,
+            ),
+            explanation=_(
                 "Collectives pair up by order: when ranks call different ones (or one "
                 "only some ranks call), each waits for a partner that never comes. "
                 "The framework runs the collectives here, so the ranks' own lines are "
@@ -501,11 +609,14 @@ class CollectiveMismatch(Rule):
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
             fixes=(
-                f"{code.message[:1].upper()}{code.message[1:]} ({where}): move the call "
-                "out of that condition, so that every rank makes it (do only the rank-0 "
-                "work inside it).",
-                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run (it checks that "
-                "collectives match; it is slow, so not for production).",
+                _(
+                    "{message} ({where}): move the call "
+                    "out of that condition, so that every rank makes it (do only the rank-0 "
+                    "work inside it).",
+                    message=capital(code.message),
+                    where=where,
+                ),
+                _(_DEBUG_DETAIL),
                 process_group_timeout(job),
             ),
         )

@@ -16,9 +16,10 @@ from hangdoctor.analysis.logs import (
     scan,
 )
 from hangdoctor.evidence.model import ProgressStatus
+from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._logs import nccl_line, ranks_text
+from hangdoctor.rules.distributed._logs import capital, nccl_line, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
@@ -34,10 +35,10 @@ FLIGHT_RECORDER_DOCS = "https://docs.pytorch.org/tutorials/prototype/flight_reco
 
 
 def _seconds(ms: int | None) -> str:
-    return f"{ms / 1000:g} s" if ms is not None else "its timeout"
+    return _("{seconds:g} s", seconds=ms / 1000) if ms is not None else _("its timeout")
 
 
-_RUN_HINT = (
+_RUN_HINT = N_(
     "Next time run the job under hangdoctor, which captures every rank's stack the "
     "moment progress stops: `hangdoctor run --hang-timeout 300 -- torchrun ...`."
 )
@@ -48,7 +49,7 @@ def _numel(match: LogMatch) -> str:
     if not found:
         return ""
     count = int(found[1])
-    return f", {count:,} element{'' if count == 1 else 's'}"
+    return _n(", {count:,} element", ", {count:,} elements", count)
 
 
 def _timeout_ms(match: LogMatch) -> int | None:
@@ -77,11 +78,14 @@ def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Findi
             return finding
         rank, busy_at = busy[0]
         culprit = Culprit(rank=rank, role="rank")
-        title += f"; rank {rank} was busy outside any collective"
-        explanation += (
-            f" As the job failed, rank {rank} was in the user's code at "
-            f"{short_location(busy_at)}, in no collective: it had not reached the "
-            "collective yet, and the others gave up waiting for it."
+        title = _("{title}; rank {rank} was busy outside any collective", title=title, rank=rank)
+        explanation = _(
+            "{explanation} As the job failed, rank {rank} was in the user's code at "
+            "{where}, in no collective: it had not reached the "
+            "collective yet, and the others gave up waiting for it.",
+            explanation=explanation,
+            rank=rank,
+            where=short_location(busy_at),
         )
     if culprit.rank is None or culprit.location is not None:
         return finding
@@ -90,27 +94,43 @@ def _where_stopped(job: JobView, finding: Finding, reporting: set[int]) -> Findi
         return finding
     frame, when = found
     where = short_location(frame)
-    code = f" `{frame.code}`" if frame.code else ""
     late_in = collective_when_stopped(job, rank=culprit.rank, pid=culprit.pid)
     if late_in is not None:
-        explanation += (
-            f" Rank {culprit.rank} was in {late_in} at {where} when it was stopped: it reached "
+        explanation = _(
+            "{explanation} Rank {rank} was in {call} at {where} when it was stopped: it reached "
             "the collective only after the others had given up, so the work it did before "
-            "that line took longer than the timeout."
+            "that line took longer than the timeout.",
+            explanation=explanation,
+            rank=culprit.rank,
+            call=late_in,
+            where=where,
         )
+    seen = {"rank": culprit.rank, "where": where, "when": when}
     return finding.model_copy(
         update={
             "culprit": culprit.model_copy(update={"location": Location.of(frame)}),
-            "title": title if title != finding.title else f"{title}; it was at {where}",
+            "title": title
+            if title != finding.title
+            else _("{title}; it was at {where}", title=title, where=where),
             "explanation": explanation,
             "evidence": (
                 *finding.evidence,
-                f"faulthandler: rank {culprit.rank} was at {where}{code} {when}",
+                _(
+                    "faulthandler: rank {rank} was at {where} `{code}` {when}",
+                    code=frame.code,
+                    **seen,
+                )
+                if frame.code
+                else _("faulthandler: rank {rank} was at {where} {when}", **seen),
             ),
             "fixes": (
-                f"Rank {culprit.rank} was at {where} when the others gave up: make that "
-                "work faster, move it off the critical path (another thread, or all ranks "
-                "sharing it), or raise the process group's timeout to cover it.",
+                _(
+                    "Rank {rank} was at {where} when the others gave up: make that "
+                    "work faster, move it off the critical path (another thread, or all ranks "
+                    "sharing it), or raise the process group's timeout to cover it.",
+                    rank=culprit.rank,
+                    where=where,
+                ),
                 *finding.fixes,
             ),
         }
@@ -249,18 +269,26 @@ class CollectiveTimeoutFromLog(Rule):
         evidence: list[str] = []
         if ahead:
             first_ahead = per_rank[ahead[0]]
-            title = (
-                f"NCCL collective timed out: {ranks_text(behind)} "
-                f"{'is' if len(behind) == 1 else 'are'} behind, in "
-                f"{_collective(per_rank[behind[0]])} while {ranks_text(ahead)} wait in "
-                f"{_collective(first_ahead)}"
+            title = _n(
+                "NCCL collective timed out: {behind} is behind, in "
+                "{collective} while {ahead} wait in {ahead_collective}",
+                "NCCL collective timed out: {behind} are behind, in "
+                "{collective} while {ahead} wait in {ahead_collective}",
+                len(behind),
+                behind=ranks_text(behind),
+                collective=_collective(per_rank[behind[0]]),
+                ahead=ranks_text(ahead),
+                ahead_collective=_collective(first_ahead),
             )
-            explanation = (
-                f"Every rank runs the same collectives in the same order, numbered by SeqNum. "
-                f"{ranks_text(ahead).capitalize()} already issued later collectives, so "
-                f"{ranks_text(behind)} fell behind: it is stuck in, or before, "
-                f"{_collective(per_rank[behind[0]])}, or it called a different sequence of "
-                "collectives (one the others do not call)."
+            explanation = _(
+                "Every rank runs the same collectives in the same order, numbered by SeqNum. "
+                "{ahead} already issued later collectives, so "
+                "{behind} fell behind: it is stuck in, or before, "
+                "{collective}, or it called a different sequence of "
+                "collectives (one the others do not call).",
+                ahead=ranks_text(ahead).capitalize(),
+                behind=ranks_text(behind),
+                collective=_collective(per_rank[behind[0]]),
             )
             culprit = Culprit(rank=behind[0], role="rank")
             related = tuple(Culprit(rank=r, role="rank") for r in behind[1:])
@@ -280,36 +308,47 @@ class CollectiveTimeoutFromLog(Rule):
             if completed and len(set(completed.values())) > 1:
                 lowest = min(completed.values())
                 slow = sorted(r for r, c in completed.items() if c == lowest)
-                title = (
-                    f"NCCL collective timed out: {ranks_text(slow)} completed the fewest "
-                    f"collectives (last completed work {lowest})"
+                title = _(
+                    "NCCL collective timed out: {ranks} completed the fewest "
+                    "collectives (last completed work {lowest})",
+                    ranks=ranks_text(slow),
+                    lowest=lowest,
                 )
-                explanation = (
+                explanation = _(
                     "The ranks disagree on how far they got: the one that completed "
                     "the fewest collectives is the one to look at."
                 )
                 culprit = Culprit(rank=slow[0], role="rank")
                 evidence += cite((m for m in progress if m.number("rank") in slow), limit=2)
             elif absent:
-                title = (
-                    f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)}; "
-                    f"{ranks_text(absent)} never reported it"
+                title = _(
+                    "NCCL collective {collective} timed out on {behind}; "
+                    "{absent} never reported it",
+                    collective=_collective(first),
+                    behind=ranks_text(behind),
+                    absent=ranks_text(absent),
                 )
-                explanation = (
-                    f"{ranks_text(behind).capitalize()} waited {_seconds(timeout_ms)} in "
-                    f"{_collective(first)}. {ranks_text(absent).capitalize()} logged other lines "
+                explanation = _(
+                    "{behind} waited {seconds} in "
+                    "{collective}. {absent} logged other lines "
                     "but no timeout: most likely it never entered this collective (stuck or "
-                    "slow before it, or it exited), and the others waited for it."
+                    "slow before it, or it exited), and the others waited for it.",
+                    behind=ranks_text(behind).capitalize(),
+                    seconds=_seconds(timeout_ms),
+                    collective=_collective(first),
+                    absent=ranks_text(absent).capitalize(),
                 )
                 culprit = Culprit(rank=absent[0], role="rank")
                 related = tuple(Culprit(rank=r, role="rank") for r in absent[1:])
                 confidence = 0.7
             else:
-                title = (
-                    f"NCCL collective {_collective(first)} timed out on {ranks_text(behind)} "
-                    f"after {_seconds(timeout_ms)}"
+                title = _(
+                    "NCCL collective {collective} timed out on {behind} after {seconds}",
+                    collective=_collective(first),
+                    behind=ranks_text(behind),
+                    seconds=_seconds(timeout_ms),
                 )
-                explanation = (
+                explanation = _(
                     "The reporting ranks all waited in the same collective, so some rank never "
                     "joined it (stuck before it, or outside this log), or the collective itself "
                     "could not finish (network, GPU). The log alone cannot tell which."
@@ -326,19 +365,28 @@ class CollectiveTimeoutFromLog(Rule):
             related=related,
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=(
-                "Find where each rank was: rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
-                "TORCH_NCCL_DUMP_ON_TIMEOUT=1 (Flight Recorder) so every rank dumps its last "
-                f"collectives on timeout, and compare them ({FLIGHT_RECORDER_DOCS}).",
-                *(() if supervised else (_RUN_HINT,)),
-                "Look at the code path of the rank that is behind: a collective called only on "
-                "some ranks (inside `if rank == 0:`), a data-dependent branch, an uneven number "
-                "of batches per rank, or a slow step (evaluation, checkpoint saving) done by one "
-                "rank only.",
-                "Set NCCL_DEBUG=INFO (with NCCL_DEBUG_SUBSYS=INIT,NET) to see transport errors, "
-                "and leave TORCH_NCCL_ASYNC_ERROR_HANDLING at its default (never 0) so a timeout "
-                "ends the job instead of hanging it.",
-                "Raise init_process_group(timeout=...) only if a legitimately slow step explains "
-                "the wait.",
+                _(
+                    "Find where each rank was: rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+                    "TORCH_NCCL_DUMP_ON_TIMEOUT=1 (Flight Recorder) so every rank dumps its last "
+                    "collectives on timeout, and compare them ({docs}).",
+                    docs=FLIGHT_RECORDER_DOCS,
+                ),
+                *(() if supervised else (_(_RUN_HINT),)),
+                _(
+                    "Look at the code path of the rank that is behind: a collective called only "
+                    "on some ranks (inside `if rank == 0:`), a data-dependent branch, an uneven "
+                    "number of batches per rank, or a slow step (evaluation, checkpoint saving) "
+                    "done by one rank only."
+                ),
+                _(
+                    "Set NCCL_DEBUG=INFO (with NCCL_DEBUG_SUBSYS=INIT,NET) to see transport "
+                    "errors, and leave TORCH_NCCL_ASYNC_ERROR_HANDLING at its default (never 0) "
+                    "so a timeout ends the job instead of hanging it."
+                ),
+                _(
+                    "Raise init_process_group(timeout=...) only if a legitimately slow step "
+                    "explains the wait."
+                ),
             ),
         )
 
@@ -357,28 +405,43 @@ class CollectiveTimeoutFromLog(Rule):
         if late:
             absent = late
         timeout_ms = timeouts[0].number("timeout_ms")
-        who = ranks_text(ranks) if ranks else "a rank"
-        title = f"gloo collective timed out on {who} after {_seconds(timeout_ms)}"
-        explanation = (
-            f"{who[:1].upper()}{who[1:]} waited {_seconds(timeout_ms)} to receive "
+        who = ranks_text(ranks) if ranks else _("a rank")
+        title = _(
+            "gloo collective timed out on {who} after {seconds}",
+            who=who,
+            seconds=_seconds(timeout_ms),
+        )
+        explanation = _(
+            "{who} waited {seconds} to receive "
             "from a peer inside a collective; the peer never sent. gloo names only "
-            "the rank that gave up, not the one it waited for."
+            "the rank that gave up, not the one it waited for.",
+            who=capital(who),
+            seconds=_seconds(timeout_ms),
         )
         culprit = None
         if late:
-            title += f"; {ranks_text(late)} never reached that collective"
-            explanation += (
-                f" The instrumentation counted fewer collectives on "
-                f"{ranks_text(late)} ({', '.join(str(counts[r]) for r in late)} "
-                f"against {waited}): it was still before the collective, busy or "
-                "stuck, when the others gave up."
+            title = _(
+                "{title}; {ranks} never reached that collective",
+                title=title,
+                ranks=ranks_text(late),
+            )
+            explanation = _(
+                "{explanation} The instrumentation counted fewer collectives on "
+                "{ranks} ({counts} against {waited}): it was still before the collective, "
+                "busy or stuck, when the others gave up.",
+                explanation=explanation,
+                ranks=ranks_text(late),
+                counts=", ".join(str(counts[r]) for r in late),
+                waited=waited,
             )
             culprit = Culprit(rank=late[0], role="rank")
         elif absent:
-            title += f"; {ranks_text(absent)} reported no timeout"
-            explanation += (
-                f" {ranks_text(absent).capitalize()} logged other lines but no "
-                "timeout: it is probably the one that never reached the collective."
+            title = _("{title}; {ranks} reported no timeout", title=title, ranks=ranks_text(absent))
+            explanation = _(
+                "{explanation} {ranks} logged other lines but no "
+                "timeout: it is probably the one that never reached the collective.",
+                explanation=explanation,
+                ranks=ranks_text(absent).capitalize(),
             )
             culprit = Culprit(rank=absent[0], role="rank")
         return Finding(
@@ -391,10 +454,14 @@ class CollectiveTimeoutFromLog(Rule):
             culprit=culprit,
             evidence=tuple(cite(timeouts)),
             fixes=(
-                *(() if supervised else (_RUN_HINT,)),
-                "Rerun with TORCH_FR_BUFFER_SIZE=2000 (Flight Recorder works with gloo) and dump "
-                "it on each rank to compare the collectives' sequence numbers.",
-                "Look for a collective that only some ranks call, or one rank doing slow work "
-                "(evaluation, saving) while the others wait.",
+                *(() if supervised else (_(_RUN_HINT),)),
+                _(
+                    "Rerun with TORCH_FR_BUFFER_SIZE=2000 (Flight Recorder works with gloo) and "
+                    "dump it on each rank to compare the collectives' sequence numbers."
+                ),
+                _(
+                    "Look for a collective that only some ranks call, or one rank doing slow "
+                    "work (evaluation, saving) while the others wait."
+                ),
             ),
         )

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import first_raised
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -57,19 +58,22 @@ class DuplicateGpu(Rule):
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
         if duplicate:
-            title = (
-                f"Ranks {first.fields['rank']} and {first.fields['other']} both use CUDA "
-                f"device {first.fields['device']}: NCCL cannot build its communicator"
+            title = _(
+                "Ranks {rank} and {other} both use CUDA "
+                "device {device}: NCCL cannot build its communicator",
+                rank=first.fields["rank"],
+                other=first.fields["other"],
+                device=first.fields["device"],
             )
         else:
-            title = "NCCL reported invalid usage at the first collective"
+            title = _("NCCL reported invalid usage at the first collective")
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9 if duplicate else 0.6,
             title=title,
-            explanation=(
+            explanation=_(
                 "Each rank must drive its own GPU. Without "
                 "`torch.cuda.set_device(local_rank)` every rank on a node uses GPU 0 "
                 "(the default), and NCCL refuses to put two ranks of one communicator on "
@@ -82,10 +86,14 @@ class DuplicateGpu(Rule):
             else None,
             evidence=tuple(cite(duplicate + invalid, limit=3)),
             fixes=(
-                "Call `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))` before "
-                "`init_process_group` (or pass `device_id=torch.device('cuda', local_rank)` "
-                "to it), and create tensors and the model on that device.",
-                "Check that --nproc_per_node is not larger than the GPUs the job can see "
-                "(CUDA_VISIBLE_DEVICES).",
+                _(
+                    "Call `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))` before "
+                    "`init_process_group` (or pass `device_id=torch.device('cuda', local_rank)` "
+                    "to it), and create tensors and the model on that device."
+                ),
+                _(
+                    "Check that --nproc_per_node is not larger than the GPUs the job can see "
+                    "(CUDA_VISIBLE_DEVICES)."
+                ),
             ),
         )

@@ -10,8 +10,10 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, clip, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -88,14 +90,29 @@ class FlightRecorderMissingRanks(Rule):
         first = found[0]
         fields, stack = _block(output_lines(job), first.index)
         missing = sorted(int(r) for r in re.findall(r"\d+", fields.get("missing ranks", "")))
-        op = fields.get("collective", "a collective").split(":")[-1]
+        op = fields["collective"].split(":")[-1] if "collective" in fields else _("a collective")
         seq = first.fields.get("seq")
         user = innermost_user_frame(stack)
-        where = f" called at {user.file.rsplit('/', 1)[-1]}:{user.line}" if user else ""
         who = (
-            f"rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+            _n(
+                "rank {ranks}",
+                "ranks {ranks}",
+                len(missing),
+                ranks=", ".join(map(str, missing)),
+            )
             if missing
-            else "some ranks"
+            else _("some ranks")
+        )
+        never = {"who": capital(who), "op": op, "seq": seq}
+        title = (
+            _(
+                "{who} never joined {op} #{seq} called at {file}:{line}",
+                file=user.file.rsplit("/", 1)[-1],
+                line=user.line,
+                **never,
+            )
+            if user
+            else _("{who} never joined {op} #{seq}", **never)
         )
         evidence = cite(found, limit=2)
         evidence += [
@@ -110,27 +127,42 @@ class FlightRecorderMissingRanks(Rule):
             if key in fields
         ]
         if user is not None:
-            evidence.append(f"your code: {user.file}:{user.line} in {user.function}")
+            evidence.append(
+                _(
+                    "your code: {file}:{line} in {function}",
+                    file=user.file,
+                    line=user.line,
+                    function=user.function,
+                )
+            )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.8,
-            title=f"{who[0].upper()}{who[1:]} never joined {op} #{seq}{where}",
-            explanation=(
-                f"The Flight Recorder analyzer matched every rank's collectives: the "
-                f"other ranks issued {op} (sequence number {seq}) and {who} did not. "
+            title=title,
+            explanation=_(
+                "The Flight Recorder analyzer matched every rank's collectives: the "
+                "other ranks issued {op} (sequence number {seq}) and {who} did not. "
                 "They were elsewhere: in another collective, in a branch that skips "
-                "this one, or still computing."
+                "this one, or still computing.",
+                op=op,
+                seq=seq,
+                who=who,
             ),
             culprit=Culprit(
                 rank=missing[0] if missing else None, role="rank", location=Location.of(user)
             ),
             evidence=tuple(evidence),
             fixes=(
-                f"Find where {who} were instead: their last Flight Recorder entries "
-                "(`fr_trace -j`), or their stacks (`hangdoctor dump` on the stuck job).",
-                "Check the code around the call for a condition that differs between ranks "
-                "(`if rank == 0:`, an uneven number of batches, a skipped step).",
+                _(
+                    "Find where {who} were instead: their last Flight Recorder entries "
+                    "(`fr_trace -j`), or their stacks (`hangdoctor dump` on the stuck job).",
+                    who=who,
+                ),
+                _(
+                    "Check the code around the call for a condition that differs between ranks "
+                    "(`if rank == 0:`, an uneven number of batches, a skipped step)."
+                ),
             ),
         )

@@ -18,6 +18,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProgressStatus
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._examples import (
     collective_frames,
@@ -25,6 +26,7 @@ from hangdoctor.rules.distributed._examples import (
     rank_status,
     ranks_job,
 )
+from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import rank_culprit
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at
@@ -72,7 +74,22 @@ def _behind_still_computing() -> Bundle:
 def _creations(state: RankState) -> Counter[_Site]:
     status = state.status
     return Counter(
-        (file, line, function) for _, file, line, function in (status.group_sites if status else ())
+        (file, line, function)
+        for _number, file, line, function in (status.group_sites if status else ())
+    )
+
+
+def _created(state: RankState, count: int) -> str:
+    """`rank 1 called new_group 2 time(s), last at train.py:81`."""
+    sites = state.status.group_sites if state.status else ()
+    if not sites:
+        return _("rank {rank} called new_group {count} time(s)", rank=state.rank, count=count)
+    return _(
+        "rank {rank} called new_group {count} time(s), last at {file}:{line}",
+        rank=state.rank,
+        count=count,
+        file=short_file(sites[-1][1]),
+        line=sites[-1][2],
     )
 
 
@@ -131,18 +148,36 @@ class GroupCreationMismatch(Rule):
             culprit = culprit.model_copy(
                 update={"location": Location(file=site[0], line=site[1], function=site[2])}
             )
-        where = f"{short_file(site[0])}:{site[1]} in {site[2]}" if site else "an earlier call"
+        where = (
+            _(
+                "{file}:{line} in {function}",
+                file=short_file(site[0]),
+                line=site[1],
+                function=site[2],
+            )
+            if site
+            else _("an earlier call")
+        )
         waiting = next((s for s in states if _waits_creating(s)), state)
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85,
-            title=f"{rank_list(ahead)[:1].upper()}{rank_list(ahead)[1:]} created a process "
-            f"group at {where} that {rank_list(behind)} did not (new_group called "
-            f"{top} times against {min(counts.values())}); rank {waiting.rank} now "
-            f"waits in new_group at {at(waiting.site)}",
-            explanation=(
+            title=_(
+                "{ahead} created a process "
+                "group at {where} that {behind} did not (new_group called "
+                "{top} times against {fewest}); rank {rank} now "
+                "waits in new_group at {waits_at}",
+                ahead=capital(rank_list(ahead)),
+                where=where,
+                behind=rank_list(behind),
+                top=top,
+                fewest=min(counts.values()),
+                rank=waiting.rank,
+                waits_at=at(waiting.site),
+            ),
+            explanation=_(
                 "Every rank must call new_group for every group, members or not, in the same "
                 "order: groups are told apart by how many were created before them. A group "
                 "created on its members only leaves the ranks counting differently, and the "
@@ -151,25 +186,25 @@ class GroupCreationMismatch(Rule):
             culprit=culprit,
             related=tuple(rank_culprit(job, s) for s in [*ahead[1:], *behind][:4]),
             evidence=(
+                *(_created(s, counts[s.rank]) for s in states[:6]),
                 *(
-                    f"rank {s.rank} called new_group {counts[s.rank]} time(s)"
-                    + (
-                        f", last at {short_file(sites[-1][1])}:{sites[-1][2]}"
-                        if (sites := s.status.group_sites if s.status else ())
-                        else ""
+                    _(
+                        "rank {rank} waits in {doing} at {where}",
+                        rank=s.rank,
+                        doing=s.doing,
+                        where=at(s.site),
                     )
-                    for s in states[:6]
-                ),
-                *(
-                    f"rank {s.rank} waits in {s.doing} at {at(s.site)}"
                     for s in states[:6]
                     if s.call is not None
                 ),
             ),
             fixes=(
-                f"Call new_group at {where} on every rank, also on those that are not "
-                "members (create the group before the `if rank in ...:` and use it only "
-                "inside), or create every group once, right after init_process_group.",
-                "Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run.",
+                _(
+                    "Call new_group at {where} on every rank, also on those that are not "
+                    "members (create the group before the `if rank in ...:` and use it only "
+                    "inside), or create every group once, right after init_process_group.",
+                    where=where,
+                ),
+                _("Check with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run."),
             ),
         )

@@ -11,6 +11,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.roles import Role
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence
+from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import culprit, kernel_words, main_thread
@@ -45,7 +46,7 @@ def _agent_waiting(process: ProcessEvidence) -> bool:
 def _options(cmdline: tuple[str, ...]) -> list[str]:
     shown = []
     for index, word in enumerate(cmdline):
-        name, equals, _ = word.partition("=")
+        name, equals, _value = word.partition("=")
         if name in _OPTIONS:
             shown.append(word if equals else " ".join(cmdline[index : index + 2]))
     return shown
@@ -138,9 +139,10 @@ class LauncherRendezvous(Rule):
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.85,
-                title="torchrun waits for the other nodes to join its rendezvous; no rank has "
-                "started",
-                explanation=(
+                title=_(
+                    "torchrun waits for the other nodes to join its rendezvous; no rank has started"
+                ),
+                explanation=_(
                     "A multi-node launcher starts its ranks only once every node's "
                     "launcher has joined the rendezvous. This one is still waiting: "
                     "another node was not launched, was launched with other options, "
@@ -148,17 +150,26 @@ class LauncherRendezvous(Rule):
                 ),
                 culprit=culprit(job, process, thread),
                 evidence=(
-                    f"{job.describe_process(process.pid)} waits in its rendezvous "
-                    f"({kernel_words(thread)})",
-                    "launcher options: " + (" ".join(options) if options else "none given"),
-                    "no rank process exists yet",
+                    _(
+                        "{process} waits in its rendezvous ({kernel})",
+                        process=job.describe_process(process.pid),
+                        kernel=kernel_words(thread),
+                    ),
+                    _("launcher options: {options}", options=" ".join(options))
+                    if options
+                    else _("launcher options: none given"),
+                    _("no rank process exists yet"),
                 ),
                 fixes=(
-                    "Start torchrun on every node with the same --nnodes, --rdzv-endpoint "
-                    "(or --master-addr/--master-port) and --rdzv-id, each with its own "
-                    "--node-rank.",
-                    "From each node, check that the endpoint is reachable (`nc -zv HOST "
-                    "PORT`) and that no firewall blocks it.",
-                    "For a single machine, use --standalone (or --nnodes 1).",
+                    _(
+                        "Start torchrun on every node with the same --nnodes, --rdzv-endpoint "
+                        "(or --master-addr/--master-port) and --rdzv-id, each with its own "
+                        "--node-rank."
+                    ),
+                    _(
+                        "From each node, check that the endpoint is reachable (`nc -zv HOST "
+                        "PORT`) and that no firewall blocks it."
+                    ),
+                    _("For a single machine, use --standalone (or --nnodes 1)."),
                 ),
             )

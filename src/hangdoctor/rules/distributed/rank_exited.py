@@ -9,6 +9,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
@@ -17,7 +18,7 @@ from hangdoctor.rules.distributed._examples import (
     rank_status,
     ranks_job,
 )
-from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit, wait_words
+from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -82,23 +83,38 @@ class RankExited(Rule):
         first = gone[0] if gone else None
         names = ", ".join(map(str, missing[:8]))
         evidence = [
-            f"WORLD_SIZE is {view.world_size}, but rank(s) {names} have no live "
-            f"process: {view.exit_evidence(missing[0])}",
+            _(
+                "WORLD_SIZE is {world_size}, but rank(s) {ranks} have no live process: {how}",
+                world_size=view.world_size,
+                ranks=names,
+                how=view.exit_evidence(missing[0]),
+            ),
             describe_group(waiting),
         ]
         if first is not None and first.status is not None:
             evidence.append(
-                f"rank {first.rank} (pid {first.status.pid}) had taken "
-                f"{first.steps} steps and started {first.status.collectives} "
-                "collectives when it was last seen"
+                _(
+                    "rank {rank} (pid {pid}) had taken {steps} steps and started "
+                    "{collectives} collectives when it was last seen",
+                    rank=first.rank,
+                    pid=first.status.pid,
+                    steps=first.steps,
+                    collectives=first.status.collectives,
+                )
             )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=f"Rank {names} exited; {rank_list(waiting)} {wait_words(waiting)} for it",
-            explanation=(
+            title=_n(
+                "Rank {ranks} exited; {waiting} waits for it",
+                "Rank {ranks} exited; {waiting} wait for it",
+                len(waiting),
+                ranks=names,
+                waiting=rank_list(waiting),
+            ),
+            explanation=_(
                 "A rank's process ended while the others wait in a collective that "
                 "needs it. A rank that crashed usually ends the whole job; one that "
                 "returned early (a `return` or `break` some ranks take) leaves the "
@@ -108,8 +124,11 @@ class RankExited(Rule):
             related=tuple(rank_culprit(job, s) for s in waiting[:4]),
             evidence=tuple(evidence),
             fixes=(
-                f"Read rank {missing[0]}'s own output (output.log) for its error or "
-                "its exit path: every rank must run the same collectives to the end.",
+                _(
+                    "Read rank {rank}'s own output (output.log) for its error or "
+                    "its exit path: every rank must run the same collectives to the end.",
+                    rank=missing[0],
+                ),
                 process_group_timeout(job),
             ),
         )

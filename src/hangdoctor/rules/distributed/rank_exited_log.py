@@ -11,9 +11,10 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import RankFailure, torchrun_failures
 from hangdoctor.analysis.tracebacks import Raised, first_failure, first_raised, is_consequence
+from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._logs import exit_text, nccl_line, ranks_text
+from hangdoctor.rules.distributed._logs import capital, exit_text, nccl_line, ranks_text
 from hangdoctor.rules.distributed._ranks import early_exit
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
@@ -46,34 +47,52 @@ Root Cause (first observed failure):
 
 _SIGNAL_ADVICE = {
     9: (
-        "SIGKILL is almost always the kernel's OOM killer or the job scheduler (a memory limit, "
-        "a preemption, a wall-clock limit).",
-        "Check `dmesg` (or `journalctl -k`) for `Out of memory: Killed process` with this pid, "
-        "and the scheduler's log; lower host memory use per rank (fewer DataLoader workers, "
-        "memory-mapped datasets, no full copy of the dataset per rank).",
+        N_(
+            "SIGKILL is almost always the kernel's OOM killer or the job scheduler (a memory limit, "
+            "a preemption, a wall-clock limit)."
+        ),
+        N_(
+            "Check `dmesg` (or `journalctl -k`) for `Out of memory: Killed process` with this pid, "
+            "and the scheduler's log; lower host memory use per rank (fewer DataLoader workers, "
+            "memory-mapped datasets, no full copy of the dataset per rank)."
+        ),
     ),
     6: (
-        "SIGABRT means the process aborted itself: an uncaught C++ exception (a CUDA or NCCL "
-        "error), a failed assertion, or NCCL's watchdog taking the process down.",
-        "Look above the summary in the log for `terminate called after throwing`, a CUDA error "
-        "or an NCCL error from this rank; rerun with TORCH_SHOW_CPP_STACKTRACES=1.",
+        N_(
+            "SIGABRT means the process aborted itself: an uncaught C++ exception (a CUDA or NCCL "
+            "error), a failed assertion, or NCCL's watchdog taking the process down."
+        ),
+        N_(
+            "Look above the summary in the log for `terminate called after throwing`, a CUDA error "
+            "or an NCCL error from this rank; rerun with TORCH_SHOW_CPP_STACKTRACES=1."
+        ),
     ),
     11: (
-        "SIGSEGV is a crash in native code: a C/C++/CUDA extension, or libraries that do not "
-        "match each other.",
-        "Rerun with `python -X faulthandler` (or PYTHONFAULTHANDLER=1) to get the Python stack "
-        "at the crash, and check that extensions were built for the installed torch.",
+        N_(
+            "SIGSEGV is a crash in native code: a C/C++/CUDA extension, or libraries that do not "
+            "match each other."
+        ),
+        N_(
+            "Rerun with `python -X faulthandler` (or PYTHONFAULTHANDLER=1) to get the Python stack "
+            "at the crash, and check that extensions were built for the installed torch."
+        ),
     ),
     7: (
-        "SIGBUS in a training job nearly always means /dev/shm (shared memory) is full.",
-        "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: an emptyDir "
-        "with medium: Memory at /dev/shm), or fewer DataLoader workers.",
+        N_("SIGBUS in a training job nearly always means /dev/shm (shared memory) is full."),
+        N_(
+            "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: an emptyDir "
+            "with medium: Memory at /dev/shm), or fewer DataLoader workers."
+        ),
     ),
     15: (
-        "SIGTERM means something asked it to stop: the scheduler (preemption, time limit), a "
-        "user, or torchrun after another rank failed.",
-        "Check the scheduler's log for a preemption or time limit, and the log for a rank that "
-        "failed before this one.",
+        N_(
+            "SIGTERM means something asked it to stop: the scheduler (preemption, time limit), a "
+            "user, or torchrun after another rank failed."
+        ),
+        N_(
+            "Check the scheduler's log for a preemption or time limit, and the log for a rank that "
+            "failed before this one."
+        ),
     ),
 }
 
@@ -81,7 +100,7 @@ _SIGNAL_ADVICE = {
 # DDP's reducer, when a step left some parameters without a gradient on this rank:
 # https://github.com/pytorch/pytorch/blob/main/torch/csrc/distributed/c10d/reducer.cpp
 _UNUSED_PARAMETERS = "Expected to have finished reduction in the prior iteration"
-_UNUSED_PARAMETERS_FIX = (
+_UNUSED_PARAMETERS_FIX = N_(
     "DDP's message means that in the previous step some parameters got no gradient on this "
     "rank: forward took a branch (a router, a modality switch, a skipped head) that left a "
     "sub-module out, so the ranks disagreed on what to all-reduce. Use every parameter on "
@@ -112,7 +131,7 @@ def _left_first(job: JobView, failed_rank: int | None) -> _Left | None:
     failed_exit = next((t for t, s in exits if s.rank == failed_rank), None)
     first = next(((t, s) for t, s in exits if s.rank != failed_rank), None)
     if first is not None and (failed_exit is None or first[0] < failed_exit):
-        _, status = first
+        _when, status = first
         assert status.rank is not None
         return _Left(
             rank=status.rank, pid=status.pid, last_seen_s=round(first[0] - record.started_at, 3)
@@ -137,12 +156,15 @@ def _way_out(job: JobView, pid: int) -> tuple[Location, list[str]] | None:
     looping = next((f for f in reversed(frames) if f.loops), None)  # outermost first
     if looping is None or not looping.loop_exits:
         return None
-    header = f"`{looping.loops[0]}`"
     evidence = [
-        f"its last collective or backward() was at {short_location(looping)}, inside {header}"
+        _(
+            "its last collective or backward() was at {where}, inside `{loop}`",
+            where=short_location(looping),
+            loop=looping.loops[0],
+        )
     ]
     where, words, only = early_exit(looping)
-    evidence.append(words + (": the others went on" if only else ""))
+    evidence.append(_("{exit}: the others went on", exit=words) if only else words)
     return where, evidence
 
 
@@ -276,13 +298,12 @@ class RankExitedFromLog(Rule):
         if first.signal == 6 and matches_of(job, "collective_size_mismatch"):
             return  # gloo aborted it on a size mismatch: the mismatch is the finding
         name = (
-            f"rank {first.rank}"
+            _("rank {rank}", rank=first.rank)
             if first.rank is not None
-            else f"local rank {first.local_rank}"
+            else _("local rank {rank}", rank=first.local_rank)
             if first.local_rank is not None
-            else "a rank"
+            else _("a rank")
         )
-        where = f" on {first.host}" if first.host else ""
         pid = f" (pid {first.pid})" if first.pid else ""
         severity, confidence = Severity.ERROR, 0.9
         fixes: list[str] = []
@@ -290,27 +311,36 @@ class RankExitedFromLog(Rule):
         location: Location | None = None
         fault_evidence: list[str] = []
         if first.signal is not None:
-            explanation, fix = _SIGNAL_ADVICE.get(
-                first.signal,
-                (
-                    f"It was killed by signal {first.signal}.",
-                    "Look in the log and `dmesg` for what sent it.",
-                ),
-            )
+            advice = _SIGNAL_ADVICE.get(first.signal)
+            if advice is not None:
+                explanation, fix = _(advice[0]), _(advice[1])
+            else:
+                explanation = _("It was killed by signal {signal}.", signal=first.signal)
+                fix = _("Look in the log and `dmesg` for what sent it.")
             fixes.append(fix)
             if first.signal == 15:
                 severity, confidence = Severity.WARNING, 0.6
             fatal, crashed_at = fault_of(job, rank=first.rank, pid=first.pid)
             if crashed_at is not None:
                 location = Location.of(crashed_at)
-                explanation += (
-                    f" Python's faulthandler saw it die ({fatal or 'fatal signal'}) "
-                    f"at {short_location(crashed_at)}."
+                died = {
+                    "fatal": fatal or _("fatal signal"),
+                    "where": short_location(crashed_at),
+                }
+                explanation = _(
+                    "{explanation} Python's faulthandler saw it die ({fatal}) at {where}.",
+                    explanation=explanation,
+                    **died,
                 )
                 fault_evidence.append(
-                    f"faulthandler: {name} died ({fatal or 'fatal signal'}) "
-                    f"at {short_location(crashed_at)}"
-                    + (f" `{crashed_at.code}`" if crashed_at.code else "")
+                    _(
+                        "faulthandler: {name} died ({fatal}) at {where} `{code}`",
+                        name=name,
+                        code=crashed_at.code,
+                        **died,
+                    )
+                    if crashed_at.code
+                    else _("faulthandler: {name} died ({fatal}) at {where}", name=name, **died)
                 )
         else:
             raised = first_raised(lines, first.rank) if first.rank is not None else None
@@ -324,7 +354,11 @@ class RankExitedFromLog(Rule):
             if left is not None:
                 # It lost its peer: the rank whose process was gone first is where to look.
                 lost_peer = (
-                    f"rank {first.rank} lost its peer ({raised_words(raised)})"
+                    _(
+                        "rank {rank} lost its peer ({error})",
+                        rank=first.rank,
+                        error=raised_words(raised),
+                    )
                     if (raised is not None)
                     else ""
                 )
@@ -336,17 +370,22 @@ class RankExitedFromLog(Rule):
                     index=first.index,
                     line="",
                 )
-                name = f"rank {left.rank}"
+                name = _("rank {rank}", rank=left.rank)
                 raised = None
                 fault_evidence.append(
-                    f"rank {left.rank} (pid {left.pid}) left the job first: "
-                    f"last seen {left.last_seen_s:.1f} s after the start, "
-                    "before the others failed"
+                    _(
+                        "rank {rank} (pid {pid}) left the job first: "
+                        "last seen {seconds:.1f} s after the start, "
+                        "before the others failed",
+                        rank=left.rank,
+                        pid=left.pid,
+                        seconds=left.last_seen_s,
+                    )
                 )
                 if lost_peer:
                     fault_evidence.append(lost_peer)
             if left is not None:
-                explanation = (
+                explanation = _(
                     "It left the job before the others: no error of its own in the "
                     "log, so it most likely returned or broke out of its loop early "
                     "(early stopping, an exhausted shard, a `return` on some ranks); "
@@ -357,33 +396,43 @@ class RankExitedFromLog(Rule):
                     location, found = way_out
                     fault_evidence += found
                 fixes.append(
-                    f"Find the exit path rank {left.rank} took while the others went "
-                    "on: every rank must run the same collectives to the end (stop "
-                    "together: all_reduce a 'stop' flag before breaking out)."
+                    _(
+                        "Find the exit path rank {rank} took while the others went "
+                        "on: every rank must run the same collectives to the end (stop "
+                        "together: all_reduce a 'stop' flag before breaking out).",
+                        rank=left.rank,
+                    )
                 )
             elif raised is not None:
-                explanation = (
-                    f"It raised {raised_words(raised)} and exited with code {first.exitcode}."
+                explanation = _(
+                    "It raised {error} and exited with code {code}.",
+                    error=raised_words(raised),
+                    code=first.exitcode,
                 )
                 location = Location.of(raised.location)
                 fixes.append(
-                    f"Fix the {raised.short_type} at "
-                    f"{short_location(raised.location) if raised.location else 'its line'}"
-                    "; the other ranks only lost their peer."
+                    _(
+                        "Fix the {type} at {where}; the other ranks only lost their peer.",
+                        type=raised.short_type,
+                        where=short_location(raised.location) if raised.location else _("its line"),
+                    )
                 )
                 if _UNUSED_PARAMETERS in raised.message:
-                    fixes.append(_UNUSED_PARAMETERS_FIX)
+                    fixes.append(_(_UNUSED_PARAMETERS_FIX))
             else:
-                explanation = (
-                    f"It exited with code {first.exitcode}: a Python exception in "
+                explanation = _(
+                    "It exited with code {code}: a Python exception in "
                     "that rank. Its traceback is in the log above the summary (lines "
-                    f"prefixed `[rank{first.rank if first.rank is not None else 'N'}]:`"
-                    ")."
+                    "prefixed `[rank{rank}]:`).",
+                    code=first.exitcode,
+                    rank=first.rank if first.rank is not None else "N",
                 )
                 fixes.append(
-                    "Decorate your entry point with "
-                    "`@torch.distributed.elastic.multiprocessing.errors.record` so "
-                    "torchrun's summary carries the exception itself."
+                    _(
+                        "Decorate your entry point with "
+                        "`@torch.distributed.elastic.multiprocessing.errors.record` so "
+                        "torchrun's summary carries the exception itself."
+                    )
                 )
             confidence = 0.85 if raised is not None or left is not None else 0.6
             # Its own exception is not a lost connection, while its peers' are: it failed first
@@ -393,12 +442,16 @@ class RankExitedFromLog(Rule):
             lost = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
             if prefix and transport and not lost:
                 confidence = 0.85
-                explanation += (
-                    " The other ranks' connection errors followed from it: they lost their peer."
+                explanation = _(
+                    "{explanation} The other ranks' connection errors followed from it: they "
+                    "lost their peer.",
+                    explanation=explanation,
                 )
         evidence = [
             *fault_evidence,
-            f"log: {clip(first.line)}" if first.line else f"torchrun: {name} failed",
+            _("log: {line}", line=clip(first.line))
+            if first.line
+            else _("torchrun: {name} failed", name=name),
         ]
         if first.cause and first.cause not in evidence[0]:
             evidence.append(f"torchrun: {first.cause}")
@@ -408,28 +461,53 @@ class RankExitedFromLog(Rule):
             if first.pid is not None and first.pid in m.pids
         ]
         if oom:
-            explanation += " The kernel log shows the OOM killer ended this very process."
+            explanation = _(
+                "{explanation} The kernel log shows the OOM killer ended this very process.",
+                explanation=explanation,
+            )
             evidence += cite(oom, "kernel log", limit=1)
             confidence = 0.7  # host.memory_exhausted is the better explanation
         other_ranks = [f.rank for f in failures if f is not first and f.rank is not None]
         if other_ranks:
-            evidence.append(f"torchrun also lists {ranks_text(other_ranks)} as failed after it")
+            evidence.append(
+                _(
+                    "torchrun also lists {ranks} as failed after it",
+                    ranks=ranks_text(other_ranks),
+                )
+            )
         if job.record is None:  # only logs: `run` would have watched every rank
             fixes.append(
-                "Run the job under `hangdoctor run -- torchrun ...`, which watches "
-                "every rank and reports the first one that dies, with its signal and "
-                "memory."
+                _(
+                    "Run the job under `hangdoctor run -- torchrun ...`, which watches "
+                    "every rank and reports the first one that dies, with its signal and "
+                    "memory."
+                )
             )
         how = exit_text(first)
         if raised is not None:
             how = f"{raised.short_type}: {clip(raised.message)}"
-            evidence.insert(0, f"rank {first.rank} raised {raised_words(raised)}")
+            evidence.insert(
+                0, _("rank {rank} raised {error}", rank=first.rank, error=raised_words(raised))
+            )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=severity,
             confidence=confidence,
-            title=f"{name[0].upper()}{name[1:]}{pid}{where} failed first ({how})",
+            title=_(
+                "{name}{pid} on {host} failed first ({how})",
+                name=capital(name),
+                pid=pid,
+                host=first.host,
+                how=how,
+            )
+            if first.host
+            else _(
+                "{name}{pid} failed first ({how})",
+                name=capital(name),
+                pid=pid,
+                how=how,
+            ),
             explanation=explanation,
             culprit=Culprit(rank=first.rank, pid=first.pid, role="rank", location=location),
             evidence=tuple(evidence[:MAX_EVIDENCE]),

@@ -16,13 +16,14 @@ from hangdoctor.evidence.model import (
     RasRank,
     RasReport,
 )
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._examples import (
     collective_frames,
     rank_process,
     ranks_job,
 )
-from hangdoctor.rules.distributed._logs import ranks_text
+from hangdoctor.rules.distributed._logs import capital, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -31,17 +32,31 @@ RAS_DOCS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troublesho
 
 def _where(rank: RasRank) -> str:
     """`process 48213 on node 10.0.0.12, GPU 2`, with what RAS gave."""
-    parts = [f"process {rank.pid}" if rank.pid is not None else "a process"]
-    if rank.host:
-        parts[0] += f" on node {rank.host}"
+    if rank.pid is not None:
+        process = (
+            _("process {pid} on node {host}", pid=rank.pid, host=rank.host)
+            if rank.host
+            else _("process {pid}", pid=rank.pid)
+        )
+    else:
+        process = _("a process on node {host}", host=rank.host) if rank.host else _("a process")
+    parts = [process]
     if rank.cuda_devices:
-        plural = "s" if len(rank.cuda_devices) > 1 else ""
-        parts.append(f"GPU{plural} {','.join(map(str, rank.cuda_devices))}")
+        parts.append(
+            _n(
+                "GPU {devices}",
+                "GPUs {devices}",
+                len(rank.cuda_devices),
+                devices=",".join(map(str, rank.cuda_devices)),
+            )
+        )
     return ", ".join(parts)
 
 
 def _who(rank: RasRank) -> str:
-    return f"rank {rank.rank} ({_where(rank)})" if rank.rank is not None else _where(rank)
+    if rank.rank is None:
+        return _where(rank)
+    return _("rank {rank} ({where})", rank=rank.rank, where=_where(rank))
 
 
 def _culprit(job: JobView, rank: RasRank) -> Culprit:
@@ -84,14 +99,20 @@ def _context(report: RasReport) -> list[str]:
     lines = [f"ncclras: {error}" for comm in report.communicators for error in comm.errors[:2]]
     if report.unresponsive_count:
         lines.append(
-            f"ncclras: missing communicator data from {report.unresponsive_count} job "
-            f"process{'es' if report.unresponsive_count > 1 else ''}"
+            _n(
+                "ncclras: missing communicator data from {count} job process",
+                "ncclras: missing communicator data from {count} job processes",
+                report.unresponsive_count,
+            )
         )
     if report.dead_count:
-        lines.append(f"ncclras: {report.dead_count} job process(es) considered dead")
+        lines.append(_("ncclras: {count} job process(es) considered dead", count=report.dead_count))
     if report.timeouts:
         lines.append(
-            f"ncclras: {report.timeouts} communication timeout(s) while gathering the data"
+            _(
+                "ncclras: {count} communication timeout(s) while gathering the data",
+                count=report.timeouts,
+            )
         )
     return lines
 
@@ -214,48 +235,77 @@ class RasMissingRanks(Rule):
         first = missing[0]
         dead = first.dead
         state = (
-            "is considered dead by NCCL's RAS service"
+            _("is considered dead by NCCL's RAS service")
             if dead
-            else "sent no data to NCCL's RAS service"
+            else _("sent no data to NCCL's RAS service")
         )
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        more = _(" (and {count} more)", count=len(missing) - 1) if len(missing) > 1 else ""
+        who = capital(_who(first))
         explanation = (
-            "NCCL's RAS service, which every NCCL process runs, was asked about the whole job "
-            f"at the hang. {_who(first)[:1].upper()}{_who(first)[1:]} "
-            + (
+            _(
+                "NCCL's RAS service, which every NCCL process runs, was asked about the whole job "
+                "at the hang. {who} "
                 "is unreachable through the RAS network: its connections closed or timed out, "
                 "the way they do when a process crashed or its node went down."
-                if dead
-                else "did not answer: the process is stuck where NCCL's own thread cannot run "
-                "either, stopped, or on a node that cannot be reached."
+                " The other ranks wait for it in their next collective.",
+                who=who,
             )
-            + " The other ranks wait for it in their next collective."
+            if dead
+            else _(
+                "NCCL's RAS service, which every NCCL process runs, was asked about the whole job "
+                "at the hang. {who} "
+                "did not answer: the process is stuck where NCCL's own thread cannot run "
+                "either, stopped, or on a node that cannot be reached."
+                " The other ranks wait for it in their next collective.",
+                who=who,
+            )
         )
-        node = f" on node {first.host}" if first.host else ""
         pid = first.pid if first.pid is not None else "PID"
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.75,
-            title=f"NCCL RAS: {_who(first)} {state}{more}",
+            title=_("NCCL RAS: {who} {state}{more}", who=_who(first), state=state, more=more),
             explanation=explanation,
             culprit=_culprit(job, first),
             related=tuple(_culprit(job, r) for r in missing[1:4]),
             evidence=tuple(
                 [
-                    f"ncclras: {_who(r)}: {'considered dead' if r.dead else 'no data'}"
+                    _("ncclras: {who}: considered dead", who=_who(r))
+                    if r.dead
+                    else _("ncclras: {who}: no data", who=_who(r))
                     for r in missing[:4]
                 ]
                 + _context(report)
             )[:6],
             fixes=(
-                f"Look at process {pid}{node}: is it alive (`ps -p {pid}`), and where is it "
-                f"(`hangdoctor dump {pid}` there)? The line it is at is the cause.",
-                f"Read the kernel log{node} (`dmesg -T`: Xid errors, the OOM killer, NIC "
-                "errors) and that rank's own output for an error.",
-                "Run `hangdoctor run` on every node of the job, so the stuck rank's own stack "
-                "is captured at the hang.",
+                _(
+                    "Look at process {pid} on node {host}: is it alive (`ps -p {pid}`), and where "
+                    "is it (`hangdoctor dump {pid}` there)? The line it is at is the cause.",
+                    pid=pid,
+                    host=first.host,
+                )
+                if first.host
+                else _(
+                    "Look at process {pid}: is it alive (`ps -p {pid}`), and where "
+                    "is it (`hangdoctor dump {pid}` there)? The line it is at is the cause.",
+                    pid=pid,
+                ),
+                _(
+                    "Read the kernel log on node {host} (`dmesg -T`: Xid errors, the OOM killer, "
+                    "NIC errors) and that rank's own output for an error.",
+                    host=first.host,
+                )
+                if first.host
+                else _(
+                    "Read the kernel log (`dmesg -T`: Xid errors, the OOM killer, "
+                    "NIC errors) and that rank's own output for an error."
+                ),
+                _(
+                    "Run `hangdoctor run` on every node of the job, so the stuck rank's own stack "
+                    "is captured at the hang."
+                ),
             ),
         )
 
@@ -266,36 +316,44 @@ class RasMissingRanks(Rule):
         who = (
             ranks_text(r.rank for r in named if r.rank is not None)
             if named
-            else f"{lowest.rank_count} rank{'s' if lowest.rank_count > 1 else ''}"
+            else _n("{count} rank", "{count} ranks", lowest.rank_count)
         )
         minority = lowest.rank_count < common.rank_count
         # Ranks launch asynchronously: on a job that still runs, counts differ for a moment.
         stalled = (job.record is not None and job.record.hang_declared_s is not None) or any(
             s.in_collective for s in rank_view(job).alive
         )
-        title = (
-            f"NCCL RAS: {who} launched the fewest {lowest.operation} operations "
-            f"({lowest.launched}, against {common.launched} on {common.rank_count} ranks)"
+        title = _(
+            "NCCL RAS: {who} launched the fewest {operation} operations "
+            "({launched}, against {common} on {count} ranks)",
+            who=who,
+            operation=lowest.operation,
+            launched=lowest.launched,
+            common=common.launched,
+            count=common.rank_count,
         )
-        explanation = (
+        explanation = _(
             "NCCL's RAS service counted the collectives each rank of a communicator launched. "
             "Every rank launches the same collectives in the same order, so "
-            f"{who} ({lowest.launched} {lowest.operation}) has not reached the collective the "
-            "others wait in: it is stuck or slow before it, or skipped one."
-            + (
-                ""
-                if minority
-                else " Most ranks are at that count, though: the few ahead may instead have "
-                "called a collective the others never call."
-            )
-            + (
-                ""
-                if stalled
-                else " No rank here was seen waiting in a collective, and the counts of a "
-                "running job differ for a moment too: ask again (`ncclras`) to see whether they "
-                "still differ."
-            )
+            "{who} ({launched} {operation}) has not reached the collective the "
+            "others wait in: it is stuck or slow before it, or skipped one.",
+            who=who,
+            launched=lowest.launched,
+            operation=lowest.operation,
         )
+        if not minority:
+            explanation = _(
+                "{explanation} Most ranks are at that count, though: the few ahead may instead "
+                "have called a collective the others never call.",
+                explanation=explanation,
+            )
+        if not stalled:
+            explanation = _(
+                "{explanation} No rank here was seen waiting in a collective, and the counts of "
+                "a running job differ for a moment too: ask again (`ncclras`) to see whether "
+                "they still differ.",
+                explanation=explanation,
+            )
         first = named[0] if named else None
         where = f" ({_where(first)})" if first is not None else ""
         return Finding(
@@ -309,19 +367,34 @@ class RasMissingRanks(Rule):
             related=tuple(_culprit(job, r) for r in named[1:4]),
             evidence=tuple(
                 [
-                    f"ncclras: {lowest.rank_count} rank(s) launched up to {lowest.operation} "
-                    f"operation {lowest.launched}{where}",
-                    f"ncclras: {common.rank_count} rank(s) launched up to operation "
-                    f"{common.launched}",
+                    _(
+                        "ncclras: {count} rank(s) launched up to {operation} "
+                        "operation {launched}{where}",
+                        count=lowest.rank_count,
+                        operation=lowest.operation,
+                        launched=lowest.launched,
+                        where=where,
+                    ),
+                    _(
+                        "ncclras: {count} rank(s) launched up to operation {launched}",
+                        count=common.rank_count,
+                        launched=common.launched,
+                    ),
                     *_context(report),
                 ]
             )[:6],
             fixes=(
-                f"Find where {who} is{where}: `hangdoctor dump "
-                f"{first.pid if first is not None and first.pid is not None else 'PID'}` on "
-                "its node; the line it is at, outside the collective, is the cause.",
-                "Look for a collective that only some ranks call (under `if rank == 0:`), an "
-                "uneven number of batches per rank, or slow work one rank does alone "
-                "(evaluation, checkpoint saving).",
+                _(
+                    "Find where {who} is{where}: `hangdoctor dump {pid}` on "
+                    "its node; the line it is at, outside the collective, is the cause.",
+                    who=who,
+                    where=where,
+                    pid=first.pid if first is not None and first.pid is not None else "PID",
+                ),
+                _(
+                    "Look for a collective that only some ranks call (under `if rank == 0:`), an "
+                    "uneven number of batches per rank, or slow work one rank does alone "
+                    "(evaluation, checkpoint saving)."
+                ),
             ),
         )

@@ -11,6 +11,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, NodesEvidence
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
@@ -36,17 +37,17 @@ def _absent_nodes(nodes: NodesEvidence, ranks: list[int]) -> str:
     absent = [n for n in nodes.nodes if not n.answered]
     holding = [n for n in absent if set(n.ranks) & set(ranks)] or [n for n in absent if not n.ranks]
     if not holding:
-        return "nodes not in this view"
+        return _("nodes not in this view")
     words = []
     for n in holding[:4]:
         host = f" ({n.host})" if n.host and n.host != n.node else ""
         if not n.joined:
-            why = "whose hangdoctor never joined"
+            why = _("whose hangdoctor never joined")
         elif n.silent_s is not None and n.silent_s >= 6:
-            why = f"whose hangdoctor stopped answering {n.silent_s:.0f} s ago"
+            why = _("whose hangdoctor stopped answering {seconds:.0f} s ago", seconds=n.silent_s)
         else:
-            why = "which sent no evidence in time"
-        words.append(f"node {n.node}{host}, {why}")
+            why = _("which sent no evidence in time")
+        words.append(_("node {node}{host}, {why}", node=n.node, host=host, why=why))
     return "; ".join(words)
 
 
@@ -114,21 +115,29 @@ class RemoteRanks(Rule):
             return
         remote = _span(view.elsewhere)
         here = f"{node.start}-{node.stop - 1}"
-        where_words, nodes_words = "this node", "run on other nodes"
+        where_words, nodes_words = _("this node"), _("run on other nodes")
         nodes = job.bundle.nodes
         if nodes is not None:  # a view merged from several nodes: the missing ones are named
             here = _span(sorted(s.rank for s in alive))
             count = sum(1 for n in nodes.nodes if n.answered)
-            where_words = f"the {count} node{'s' if count != 1 else ''} in this view"
-            nodes_words = f"run on {_absent_nodes(nodes, view.elsewhere)}"
+            where_words = _n(
+                "the {count} node in this view", "the {count} nodes in this view", count
+            )
+            nodes_words = _("run on {nodes}", nodes=_absent_nodes(nodes, view.elsewhere))
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.5,
-            title=f"Ranks {here} ({where_words}) wait in {alive[0].call} for ranks {remote}, "
-            f"which {nodes_words}",
-            explanation=(
+            title=_(
+                "Ranks {here} ({where}) wait in {call} for ranks {remote}, which {nodes}",
+                here=here,
+                where=where_words,
+                call=alive[0].call,
+                remote=remote,
+                nodes=nodes_words,
+            ),
+            explanation=_(
                 "Every rank on this node is in the same collective, waiting for its "
                 "peers; the ones that have not joined it run on other nodes, so the "
                 "cause is there: a rank stuck or slow outside the collective, a rank "
@@ -138,14 +147,24 @@ class RemoteRanks(Rule):
             related=tuple(rank_culprit(job, s) for s in alive[1:4]),
             evidence=(
                 describe_group(alive),
-                f"WORLD_SIZE is {view.world_size}; this node runs ranks {here} "
-                f"(GROUP_RANK x LOCAL_WORLD_SIZE), ranks {remote} are not here",
+                _(
+                    "WORLD_SIZE is {world_size}; this node runs ranks {here} "
+                    "(GROUP_RANK x LOCAL_WORLD_SIZE), ranks {remote} are not here",
+                    world_size=view.world_size,
+                    here=here,
+                    remote=remote,
+                ),
             ),
             fixes=(
-                f"Run `hangdoctor dump PID` on the nodes of ranks {remote} (the PID of "
-                "torchrun there): the rank that is not in this collective is the culprit.",
-                "Check those nodes' logs for a rank that failed, and the network between the "
-                "nodes (NCCL_DEBUG=INFO, NCCL_SOCKET_IFNAME).",
+                _(
+                    "Run `hangdoctor dump PID` on the nodes of ranks {remote} (the PID of "
+                    "torchrun there): the rank that is not in this collective is the culprit.",
+                    remote=remote,
+                ),
+                _(
+                    "Check those nodes' logs for a rank that failed, and the network between the "
+                    "nodes (NCCL_DEBUG=INFO, NCCL_SOCKET_IFNAME)."
+                ),
                 process_group_timeout(job),
             ),
         )

@@ -10,9 +10,10 @@ from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.analysis.roles import init_method, rendezvous_address
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Bundle, CodeSetting
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._examples import all_in_the_same_collective, never_joined
-from hangdoctor.rules.distributed._ranks import rank_culprit, wait_words
+from hangdoctor.rules.distributed._ranks import rank_culprit
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
@@ -34,6 +35,10 @@ def _size_setting(job: JobView, world_size: int | None) -> CodeSetting | None:
         if setting.name == "world_size" and setting.value == world_size:
             return setting
     return None
+
+
+def _place(setting: CodeSetting) -> str:
+    return f"{short_file(setting.file)}:{setting.line}"
 
 
 def _two_nodes_asked() -> Bundle:
@@ -104,11 +109,20 @@ class Rendezvous(Rule):
             )
         )
         evidence = [
-            f"{rank_list(joining)} {wait_words(joining)} in {joining[0].call} at "
-            f"{at(joining[0].site)}",
-            f"{'init_method' if url and url != 'env://' else 'MASTER_ADDR:MASTER_PORT'} is "
-            f"{address}, "
-            f"world size {view.world_size}",
+            _n(
+                "{ranks} waits in {doing} at {where}",
+                "{ranks} wait in {doing} at {where}",
+                len(joining),
+                ranks=rank_list(joining),
+                doing=joining[0].call,
+                where=at(joining[0].site),
+            ),
+            _(
+                "{setting} is {address}, world size {world_size}",
+                setting="init_method" if url and url != "env://" else "MASTER_ADDR:MASTER_PORT",
+                address=address,
+                world_size=view.world_size,
+            ),
         ]
         if late:
             state = late[0]
@@ -118,28 +132,39 @@ class Rendezvous(Rule):
                 else None
             )
             evidence.append(
-                f"rank {state.rank} has not reached init_process_group: it is "
-                f"{wait.summary if wait else 'elsewhere'} at {at(state.site)}"
+                _(
+                    "rank {rank} has not reached init_process_group: it is {doing} at {where}",
+                    rank=state.rank,
+                    doing=wait.summary if wait else _("elsewhere"),
+                    where=at(state.site),
+                )
             )
             culprit_ = rank_culprit(job, state)
-            title = f"Rendezvous: rank {state.rank} never reached init_process_group"
+            title = _("Rendezvous: rank {rank} never reached init_process_group", rank=state.rank)
         elif missing:
-            evidence.append(f"rank(s) {', '.join(map(str, missing[:8]))} have no process here")
+            names = ", ".join(map(str, missing[:8]))
+            evidence.append(_("rank(s) {ranks} have no process here", ranks=names))
             setting = _size_setting(job, view.world_size)
             if view.on_this_node is not None and view.elsewhere:
                 evidence.append(
-                    f"this node runs ranks {view.on_this_node.start}-"
-                    f"{view.on_this_node.stop - 1} of {view.world_size}: the others belong to "
-                    "other nodes, which never joined (not started, a wrong --node_rank or "
-                    "--nnodes, or the store unreachable from there)"
+                    _(
+                        "this node runs ranks {first}-{last} of {world_size}: the others belong "
+                        "to other nodes, which never joined (not started, a wrong --node_rank or "
+                        "--nnodes, or the store unreachable from there)",
+                        first=view.on_this_node.start,
+                        last=view.on_this_node.stop - 1,
+                        world_size=view.world_size,
+                    )
                 )
             culprit_ = rank_culprit(job, joining[0])  # where the job waits for them
-            title = f"Rendezvous: rank(s) {', '.join(map(str, missing[:8]))} never joined"
+            title = _("Rendezvous: rank(s) {ranks} never joined", ranks=names)
             if setting is not None:
-                where = f"{short_file(setting.file)}:{setting.line}"
+                where = _place(setting)
+                sets = {"name": setting.name, "value": setting.value, "where": where}
                 evidence.append(
-                    f"the code sets {setting.name}={setting.value} at {where}"
-                    + (f" `{setting.code}`" if setting.code else "")
+                    _("the code sets {name}={value} at {where} `{code}`", code=setting.code, **sets)
+                    if setting.code
+                    else _("the code sets {name}={value} at {where}", **sets)
                 )
                 culprit_ = culprit_.model_copy(
                     update={
@@ -151,20 +176,25 @@ class Rendezvous(Rule):
                         )
                     }
                 )
-                title += (
-                    f": the world size of {view.world_size} comes from "
-                    f"{setting.name}={setting.value} at {where}"
+                title = _(
+                    "{title}: the world size of {world_size} comes from {name}={value} at {where}",
+                    title=title,
+                    world_size=view.world_size,
+                    **sets,
                 )
         else:
             culprit_ = rank_culprit(job, joining[0])
-            title = f"Rendezvous: every rank waits at start-up for the store at {address}"
+            title = _(
+                "Rendezvous: every rank waits at start-up for the store at {address}",
+                address=address,
+            )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85,
             title=title,
-            explanation=(
+            explanation=_(
                 "init_process_group waits until WORLD_SIZE ranks have joined through "
                 "the store at MASTER_ADDR:MASTER_PORT; some never did."
             ),
@@ -173,19 +203,30 @@ class Rendezvous(Rule):
             fixes=(
                 *(
                     (
-                        f"The code asks for {setting.name}={setting.value} at "
-                        f"{short_file(setting.file)}:{setting.line}, and {len(view.alive)} "
-                        "rank(s) started here: start the other node(s) with the same command "
-                        "and their node rank, or, for a run on this machine alone, set it to "
-                        "match what runs here.",
+                        _(
+                            "The code asks for {name}={value} at "
+                            "{where}, and {count} "
+                            "rank(s) started here: start the other node(s) with the same command "
+                            "and their node rank, or, for a run on this machine alone, set it to "
+                            "match what runs here.",
+                            name=setting.name,
+                            value=setting.value,
+                            where=_place(setting),
+                            count=len(view.alive),
+                        ),
                     )
                     if missing and setting is not None
                     else ()
                 ),
-                "Check that every node runs the same command with the same WORLD_SIZE / "
-                "--nnodes and --nproc_per_node, and that all of them started.",
-                f"Check that {address} is reachable from every node (firewall, the right "
-                "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
-                "Pass init_process_group(timeout=...) so a missing peer fails fast.",
+                _(
+                    "Check that every node runs the same command with the same WORLD_SIZE / "
+                    "--nnodes and --nproc_per_node, and that all of them started."
+                ),
+                _(
+                    "Check that {address} is reachable from every node (firewall, the right "
+                    "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
+                    address=address,
+                ),
+                _("Pass init_process_group(timeout=...) so a missing peer fails fast."),
             ),
         )

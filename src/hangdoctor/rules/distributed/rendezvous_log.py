@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
@@ -97,11 +98,12 @@ class RendezvousFailed(Rule):
         )
         connect = next((m for m in found if m.kind == "store_connect_timeout"), None)
         if joined is not None:
-            title = (
-                f"Rendezvous failed: only {joined.fields['joined']} of "
-                f"{joined.fields['world']} workers joined"
+            title = _(
+                "Rendezvous failed: only {joined} of {world} workers joined",
+                joined=joined.fields["joined"],
+                world=joined.fields["world"],
             )
-            explanation = (
+            explanation = _(
                 "The process group waited for all its workers and some never came: "
                 "a node that did not start (or crashed at start-up), a wrong world "
                 "size, or workers that cannot reach the store."
@@ -112,18 +114,23 @@ class RendezvousFailed(Rule):
                 if "host" in connect.fields
                 else connect.fields.get("address", "?")
             )
-            title = f"Rendezvous failed: could not reach the store at {address}"
-            explanation = (
-                f"This worker tried for {connect.fields['after']} to connect to the "
-                f"rendezvous store at {address} (MASTER_ADDR:MASTER_PORT or "
+            title = _("Rendezvous failed: could not reach the store at {address}", address=address)
+            explanation = _(
+                "This worker tried for {after} to connect to the "
+                "rendezvous store at {address} (MASTER_ADDR:MASTER_PORT or "
                 "--rdzv_endpoint) and never got through: the store's host did not "
                 "start it, the address is wrong or not reachable from here, or a "
-                "firewall blocks the port."
+                "firewall blocks the port.",
+                after=connect.fields["after"],
+                address=address,
             )
         else:
             first = (strong or retries)[0]
-            title = f"Rendezvous failed ({first.fields.get('error', 'store connection')})"
-            explanation = (
+            title = _(
+                "Rendezvous failed ({error})",
+                error=first.fields["error"] if "error" in first.fields else _("store connection"),
+            )
+            explanation = _(
                 "torchrun's rendezvous did not complete: not every node joined in "
                 "time, or the rendezvous endpoint could not be reached."
             )
@@ -136,15 +143,23 @@ class RendezvousFailed(Rule):
             explanation=explanation,
             evidence=tuple(cite(strong + retries)),
             fixes=(
-                "Check that every node started, and runs the same command with the same "
-                "--nnodes, --nproc_per_node and world size (a node that crashed or was never "
-                "scheduled leaves the others waiting).",
-                "From each worker, test the endpoint: `nc -zv MASTER_ADDR MASTER_PORT`; "
-                "MASTER_ADDR must be an address the other nodes can reach (not localhost), and "
-                "the port must be open in the firewall or security group.",
-                "A port still held by a previous run makes the store fail to start: pick another "
-                "MASTER_PORT or end the leftover processes.",
-                "Pin the network interface with NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when the "
-                "nodes have several.",
+                _(
+                    "Check that every node started, and runs the same command with the same "
+                    "--nnodes, --nproc_per_node and world size (a node that crashed or was never "
+                    "scheduled leaves the others waiting)."
+                ),
+                _(
+                    "From each worker, test the endpoint: `nc -zv MASTER_ADDR MASTER_PORT`; "
+                    "MASTER_ADDR must be an address the other nodes can reach (not localhost), "
+                    "and the port must be open in the firewall or security group."
+                ),
+                _(
+                    "A port still held by a previous run makes the store fail to start: pick "
+                    "another MASTER_PORT or end the leftover processes."
+                ),
+                _(
+                    "Pin the network interface with NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME when "
+                    "the nodes have several."
+                ),
             ),
         )

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import first_raised
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -54,10 +55,15 @@ class CollectiveSizeMismatch(Rule):
             return
         first = found[0]
         got, wanted = first.number("got"), first.number("wanted")
-        sizes = (
-            f": a rank received {got} bytes where it expected {wanted}"
+        title = (
+            _(
+                "Collective mismatch: ranks exchanged different sizes in one collective: a rank "
+                "received {got} bytes where it expected {wanted}",
+                got=got,
+                wanted=wanted,
+            )
             if got is not None and wanted is not None
-            else ""
+            else _("Collective mismatch: ranks exchanged different sizes in one collective")
         )
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
@@ -67,8 +73,8 @@ class CollectiveSizeMismatch(Rule):
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.85,
-            title=f"Collective mismatch: ranks exchanged different sizes in one collective{sizes}",
-            explanation=(
+            title=title,
+            explanation=_(
                 "Collectives pair up by order. Here the ranks' n-th collectives did "
                 "not agree on the data size: either they are different collectives "
                 "(one rank skipped or added one), or the same collective on tensors of "
@@ -84,19 +90,27 @@ class CollectiveSizeMismatch(Rule):
             evidence=tuple(cite(found, limit=2))
             + (
                 (
-                    f"faulthandler: the process aborted ({fatal or 'SIGABRT'}) in the collective "
-                    f"called at {short_location(aborted_at)}",
+                    _(
+                        "faulthandler: the process aborted ({fatal}) in the collective "
+                        "called at {where}",
+                        fatal=fatal or "SIGABRT",
+                        where=short_location(aborted_at),
+                    ),
                 )
                 if aborted_at is not None
                 else ()
             ),
             fixes=(
-                "Make every rank call the same collectives in the same order with tensors "
-                "of the same shape: look for a collective under an `if` on the rank, a loop "
-                "whose length differs per rank, or a tensor sized by local data (pad it, or "
-                "all_gather the sizes first).",
-                "Find the call with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run: it "
-                "checks every collective's fingerprint across ranks (slow: not for "
-                "production).",
+                _(
+                    "Make every rank call the same collectives in the same order with tensors "
+                    "of the same shape: look for a collective under an `if` on the rank, a loop "
+                    "whose length differs per rank, or a tensor sized by local data (pad it, or "
+                    "all_gather the sizes first)."
+                ),
+                _(
+                    "Find the call with TORCH_DISTRIBUTED_DEBUG=DETAIL on a small run: it "
+                    "checks every collective's fingerprint across ranks (slow: not for "
+                    "production)."
+                ),
             ),
         )

@@ -15,6 +15,7 @@ from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
@@ -24,7 +25,7 @@ from hangdoctor.rules.distributed._examples import (
     ranks_job,
     straggler_completion_not_yet_counted,
 )
-from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit, wait_words
+from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
@@ -55,7 +56,7 @@ def _majority_waiting(
     if not waiting:
         return None
     counts = Counter((s.call, s.seq) for s in waiting)
-    (call, seq), _ = counts.most_common(1)[0]
+    (call, seq), _count = counts.most_common(1)[0]
     return [s for s in waiting if (s.call, s.seq) == (call, seq)], (call, seq)
 
 
@@ -67,14 +68,26 @@ def _why_stuck(job: JobView, state: RankState) -> list[str]:
     lines = []
     chain = build_wait_graph(job).follow((state.process.pid, state.thread.tid))
     if chain.sink in (Sink.NOBODY, Sink.CYCLE):
-        lines.append(f"rank {state.rank} cannot go on by itself: {chain.reason}")
+        lines.append(
+            _("rank {rank} cannot go on by itself: {reason}", rank=state.rank, reason=chain.reason)
+        )
     death = died_in(thread_deaths(job), state.process.pid)
     if death is not None and death.raised.rank in (None, state.rank):
         raised = death.raised
+        died = {
+            "rank": state.rank,
+            "thread": raised.thread or _("a thread"),
+            "type": raised.short_type,
+            "message": raised.message,
+        }
         lines.append(
-            f"in rank {state.rank}, {raised.thread or 'a thread'} died of "
-            f"{raised.short_type}: {raised.message}"
-            + (f" at {at(raised.location)}" if raised.location else "")
+            _(
+                "in rank {rank}, {thread} died of {type}: {message} at {where}",
+                where=at(raised.location),
+                **died,
+            )
+            if raised.location
+            else _("in rank {rank}, {thread} died of {type}: {message}", **died)
         )
     return lines
 
@@ -126,7 +139,7 @@ class Straggler(Rule):
         majority = _majority_waiting(view)
         if majority is None:
             return
-        waiting, _ = majority
+        waiting, _call = majority
         outside = [s for s in view.alive if not s.in_collective and not s.in_start_up]
         if not outside or len(outside) > len(waiting):
             return
@@ -134,43 +147,85 @@ class Straggler(Rule):
             if state.process is None or state.thread is None:
                 continue
             wait = describe_wait(job, state.process, state.thread)
-            where = short_location(state.site) if state.site else "its current line"
+            where = short_location(state.site) if state.site else _("its current line")
             frames = state.thread.python.frames if state.thread.python else ()
             doing = (
-                "waiting for its next batch from the DataLoader"
+                _("waiting for its next batch from the DataLoader")
                 if dataloader_consumer(frames)
                 else wait.summary
             )
             evidence = [
                 describe_group(waiting),
-                f"rank {state.rank} is not in any collective: it is {doing} at {at(state.site)}",
+                _(
+                    "rank {rank} is not in any collective: it is {doing} at {where}",
+                    rank=state.rank,
+                    doing=doing,
+                    where=at(state.site),
+                ),
             ]
             if state.last_recorded is not None and waiting[0].seq is not None:
                 evidence.append(
-                    f"Flight Recorder: rank {state.rank}'s last collective is "
-                    f"#{state.last_recorded.seq} ({state.last_recorded.op}); the others are "
-                    f"blocked in #{waiting[0].seq}"
+                    _(
+                        "Flight Recorder: rank {rank}'s last collective is "
+                        "#{seq} ({op}); the others are blocked in #{other_seq}",
+                        rank=state.rank,
+                        seq=state.last_recorded.seq,
+                        op=state.last_recorded.op,
+                        other_seq=waiting[0].seq,
+                    )
                 )
             elif state.status is not None and waiting[0].seq is not None:
                 evidence.append(
-                    f"rank {state.rank} has started {state.status.collectives} collectives; the "
-                    f"others are blocked in #{waiting[0].seq}"
+                    _(
+                        "rank {rank} has started {collectives} collectives; the "
+                        "others are blocked in #{seq}",
+                        rank=state.rank,
+                        collectives=state.status.collectives,
+                        seq=waiting[0].seq,
+                    )
                 )
             evidence += _why_stuck(job, state)
             slow = wait.kind is WaitKind.RUNNING
+            fields = {
+                "rank": state.rank,
+                "where": where,
+                "waiting": rank_list(waiting),
+                "call": waiting[0].call,
+            }
             yield Finding(
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
                 confidence=0.7 if slow else 0.85,
-                title=f"Rank {state.rank} is {'busy' if slow else 'stuck'} outside any "
-                f"collective at {where} while {rank_list(waiting)} {wait_words(waiting)} in "
-                f"{waiting[0].call}",
-                explanation=(
+                title=_n(
+                    "Rank {rank} is busy outside any collective at {where} while {waiting} "
+                    "waits in {call}",
+                    "Rank {rank} is busy outside any collective at {where} while {waiting} "
+                    "wait in {call}",
+                    len(waiting),
+                    **fields,
+                )
+                if slow
+                else _n(
+                    "Rank {rank} is stuck outside any collective at {where} while {waiting} "
+                    "waits in {call}",
+                    "Rank {rank} is stuck outside any collective at {where} while {waiting} "
+                    "wait in {call}",
+                    len(waiting),
+                    **fields,
+                ),
+                explanation=_(
                     "Collectives complete only when every rank joins. The other ranks are "
-                    f"waiting for rank {state.rank}, which is "
-                    f"{'still computing' if slow else 'blocked'} elsewhere: it is the one to "
-                    "look at; the waiting ranks are its victims."
+                    "waiting for rank {rank}, which is still computing elsewhere: it is the one "
+                    "to look at; the waiting ranks are its victims.",
+                    rank=state.rank,
+                )
+                if slow
+                else _(
+                    "Collectives complete only when every rank joins. The other ranks are "
+                    "waiting for rank {rank}, which is blocked elsewhere: it is the one "
+                    "to look at; the waiting ranks are its victims.",
+                    rank=state.rank,
                 ),
                 culprit=rank_culprit(job, state),
                 related=tuple(rank_culprit(job, s) for s in waiting[:4]),

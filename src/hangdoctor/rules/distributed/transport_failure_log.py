@@ -12,9 +12,10 @@ from hangdoctor.analysis.logs import (
     torchrun_failures,
 )
 from hangdoctor.analysis.tracebacks import first_failure
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._logs import exit_text
+from hangdoctor.rules.distributed._logs import capital, exit_text
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -119,16 +120,25 @@ class TransportFailure(Rule):
         transport = (
             "gloo"
             if "gloo/" in first.line
-            else "the TCPStore"
+            else _("the TCPStore")
             if "DistNetworkError" in first.line
             else "NCCL"
         )
         peer = _PEER.search(first.detail or first.line)
-        where = f" with {peer[1]}:{peer[2]}" if peer else ""
-        title = f"Connection between ranks failed ({transport}{where})"
-        explanation = (
-            f"{transport[0].upper()}{transport[1:]} lost a connection to a peer: "
-            f"{clip(first.detail or first.line)}"
+        address = f"{peer[1]}:{peer[2]}" if peer else ""
+        title = (
+            _(
+                "Connection between ranks failed ({transport} with {peer})",
+                transport=transport,
+                peer=address,
+            )
+            if peer
+            else _("Connection between ranks failed ({transport})", transport=transport)
+        )
+        explanation = _(
+            "{transport} lost a connection to a peer: {line}",
+            transport=capital(transport),
+            line=clip(first.detail or first.line),
         )
         confidence = 0.75
         evidence = cite(errors, limit=4)
@@ -137,50 +147,82 @@ class TransportFailure(Rule):
         raised_first = own if own is not None and own.index < first.index else None
         severity = Severity.ERROR
         if dead is None and raised_first is not None:
-            title += ": a peer probably failed first"
-            explanation += (
-                f". Rank {raised_first.rank} raised {raised_first.short_type} "
+            title = _("{title}: a peer probably failed first", title=title)
+            explanation = _(
+                "{explanation}. Rank {rank} raised {type} "
                 "before the first connection error: its process ended and its "
-                "connections broke with it, so the network is probably fine."
+                "connections broke with it, so the network is probably fine.",
+                explanation=explanation,
+                rank=raised_first.rank,
+                type=raised_first.short_type,
             )
             evidence.append(
-                f"log: rank {raised_first.rank} raised "
-                f"{raised_first.short_type}: {clip(raised_first.message)}"
+                _(
+                    "log: rank {rank} raised {type}: {message}",
+                    rank=raised_first.rank,
+                    type=raised_first.short_type,
+                    message=clip(raised_first.message),
+                )
             )
             confidence, severity = 0.55, Severity.WARNING
         elif dead is not None or oom:
             severity = Severity.WARNING
             if dead is not None:
                 name = (
-                    f"rank {dead.rank}"
+                    _("rank {rank}", rank=dead.rank)
                     if dead.rank is not None
-                    else f"local rank {dead.local_rank}"
+                    else _("local rank {rank}", rank=dead.local_rank)
                     if dead.local_rank is not None
-                    else "a rank"
+                    else _("a rank")
                 )
-                timing = " before the first connection error" if dead in earlier else ""
-                how = (
-                    f"was {exit_text(dead)}"
-                    if dead.signal is not None
-                    else f"exited ({exit_text(dead)})"
-                )
-                explanation += (
-                    f". {name[0].upper()}{name[1:]} {how}{timing}:"
-                    " a peer probably died first and its connections broke with it, "
-                    "so the network is probably fine."
-                )
+                died = {
+                    "explanation": explanation,
+                    "name": capital(name),
+                    "exit": exit_text(dead),
+                }
+                if dead.signal is not None:
+                    explanation = (
+                        _(
+                            "{explanation}. {name} was {exit} before the first connection "
+                            "error: a peer probably died first and its connections broke with "
+                            "it, so the network is probably fine.",
+                            **died,
+                        )
+                        if dead in earlier
+                        else _(
+                            "{explanation}. {name} was {exit}: a peer probably died first and "
+                            "its connections broke with it, so the network is probably fine.",
+                            **died,
+                        )
+                    )
+                else:
+                    explanation = (
+                        _(
+                            "{explanation}. {name} exited ({exit}) before the first connection "
+                            "error: a peer probably died first and its connections broke with "
+                            "it, so the network is probably fine.",
+                            **died,
+                        )
+                        if dead in earlier
+                        else _(
+                            "{explanation}. {name} exited ({exit}): a peer probably died first "
+                            "and its connections broke with it, so the network is probably fine.",
+                            **died,
+                        )
+                    )
                 evidence.append(
-                    f"log: {clip(dead.line)}"
+                    _("log: {line}", line=clip(dead.line))
                     if dead.line
                     else f"torchrun: {name} {exit_text(dead)}"
                 )
             else:
-                explanation += (
-                    ". The kernel's OOM killer ended a process: a peer probably "
-                    "died first and its connections broke with it."
+                explanation = _(
+                    "{explanation}. The kernel's OOM killer ended a process: a peer probably "
+                    "died first and its connections broke with it.",
+                    explanation=explanation,
                 )
                 evidence += cite(oom, "kernel log", limit=1)
-            title += ": a peer probably died first"
+            title = _("{title}: a peer probably died first", title=title)
             confidence = 0.55
         yield Finding(
             id=self.id,
@@ -200,14 +242,22 @@ class TransportFailure(Rule):
             ),
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=(
-                "If a rank died first, read its own error (the first traceback or signal in the "
-                "log, `dmesg` for the OOM killer): that is the root cause.",
-                "Otherwise rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see which "
-                "interface and transport each rank uses, and pin the one that connects the "
-                "nodes with NCCL_SOCKET_IFNAME=<iface> (GLOO_SOCKET_IFNAME for gloo).",
-                "On InfiniBand, check the ports (`ibstat`, `ibv_devinfo`) and try "
-                "NCCL_IB_DISABLE=1 to tell an IB fault from a software one.",
-                "Check that firewalls allow all ports between the nodes (NCCL and gloo open "
-                "random ports, not only MASTER_PORT).",
+                _(
+                    "If a rank died first, read its own error (the first traceback or signal in "
+                    "the log, `dmesg` for the OOM killer): that is the root cause."
+                ),
+                _(
+                    "Otherwise rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see which "
+                    "interface and transport each rank uses, and pin the one that connects the "
+                    "nodes with NCCL_SOCKET_IFNAME=<iface> (GLOO_SOCKET_IFNAME for gloo)."
+                ),
+                _(
+                    "On InfiniBand, check the ports (`ibstat`, `ibv_devinfo`) and try "
+                    "NCCL_IB_DISABLE=1 to tell an IB fault from a software one."
+                ),
+                _(
+                    "Check that firewalls allow all ports between the nodes (NCCL and gloo open "
+                    "random ports, not only MASTER_PORT)."
+                ),
             ),
         )

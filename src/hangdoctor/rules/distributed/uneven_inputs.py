@@ -16,6 +16,7 @@ from hangdoctor.analysis.rank_blame import (
     user_frames,
 )
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
+from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._desync import extra_call_at_step_0, fewer_batches_on_rank_1
 from hangdoctor.rules.distributed._examples import (
@@ -29,7 +30,6 @@ from hangdoctor.rules.distributed._ranks import (
     describe_group,
     early_exit,
     rank_culprit,
-    wait_words,
 )
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
@@ -44,7 +44,9 @@ def _way_out(rest: list[RankState], loop: str) -> tuple[Location, str] | None:
     if looping is None or not looping.loop_exits:
         return None
     where, words, only = early_exit(looping, looping.loops.index(loop))
-    return where, words + (": it decided to stop on its own, the others did not" if only else "")
+    if only:
+        words = _("{exit}: it decided to stop on its own, the others did not", exit=words)
+    return where, words
 
 
 class UnevenInputs(Rule):
@@ -95,33 +97,61 @@ class UnevenInputs(Rule):
             return  # none left early, or a rank's extra call shifted the others out of step
         odd, rest = split
         state = odd[0]
-        where = short_location(state.site) if state.site else "its call site"
+        where = short_location(state.site) if state.site else _("its call site")
         loop = left_loop(odd, rest)
         evidence = [describe_group(odd), describe_group(rest)]
         if loop:
             evidence.append(
-                f"{rank_list(rest)} {'is' if len(rest) == 1 else 'are'} still "
-                f"inside `{loop}`; {rank_list(odd)} already left it"
+                _n(
+                    "{rest} is still inside `{loop}`; {odd} already left it",
+                    "{rest} are still inside `{loop}`; {odd} already left it",
+                    len(rest),
+                    rest=rank_list(rest),
+                    loop=loop,
+                    odd=rank_list(odd),
+                )
             )
         way_out = _way_out(rest, loop) if loop and not ran_out_first(odd, rest) else None
         if way_out is not None:
             evidence.append(way_out[1])
         if ran_out_first(odd, rest):
             evidence.append(
-                f"{rank_list(odd)}'s DataLoader ran out of data "
-                f"{state.ran_out_of_data} time(s), {rank_list(rest)}'s "
-                f"{rest[0].ran_out_of_data}: {rank_list(odd)} finished the epoch "
-                "first"
+                _(
+                    "{odd}'s DataLoader ran out of data {times} time(s), {rest}'s "
+                    "{rest_times}: {odd} finished the epoch first",
+                    odd=rank_list(odd),
+                    times=state.ran_out_of_data,
+                    rest=rank_list(rest),
+                    rest_times=rest[0].ran_out_of_data,
+                )
             )
         if state.steps is not None and rest[0].steps is not None:
             evidence.append(
-                f"{rank_list(odd)} took {state.steps} steps, {rank_list(rest)} {rest[0].steps}"
+                _(
+                    "{odd} took {steps} steps, {rest} {rest_steps}",
+                    odd=rank_list(odd),
+                    steps=state.steps,
+                    rest=rank_list(rest),
+                    rest_steps=rest[0].steps,
+                )
             )
         other = rest[0]
         still = (
-            f"still in its loop, in {other.doing} at {short_location(other.site)}"
+            _n(
+                "{ranks} is still in its loop, in {doing} at {where}",
+                "{ranks} are still in its loop, in {doing} at {where}",
+                len(rest),
+                ranks=rank_list(rest),
+                doing=other.doing,
+                where=short_location(other.site),
+            )
             if other.site is not None and other.doing
-            else "still in its loop"
+            else _n(
+                "{ranks} is still in its loop",
+                "{ranks} are still in its loop",
+                len(rest),
+                ranks=rank_list(rest),
+            )
         )
         uneven_setting = next(
             (c for c in job.bundle.code_settings if c.name == "even_batches" and c.value == 0), None
@@ -129,21 +159,30 @@ class UnevenInputs(Rule):
         fixes: tuple[str, ...] = ()
         if uneven_setting is not None:
             at_setting = f"{short_file(uneven_setting.file)}:{uneven_setting.line}"
-            evidence.append(f"the code sets even_batches=False at {at_setting}")
+            evidence.append(_("the code sets even_batches=False at {where}", where=at_setting))
             fixes = (
-                f"`even_batches=False` at {at_setting} lets ranks get different numbers "
-                "of batches: keep accelerate's default (True, which pads the last batch), "
-                "or run the loop inside `with accelerator.join_uneven_inputs([model]):` "
-                "and gather once after it.",
+                _(
+                    "`even_batches=False` at {where} lets ranks get different numbers "
+                    "of batches: keep accelerate's default (True, which pads the last batch), "
+                    "or run the loop inside `with accelerator.join_uneven_inputs([model]):` "
+                    "and gather once after it.",
+                    where=at_setting,
+                ),
             )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=f"Uneven inputs: {rank_list(odd)} finished early and {wait_words(odd)} at "
-            f"{where}; {rank_list(rest)} {'is' if len(rest) == 1 else 'are'} {still}",
-            explanation=(
+            title=_n(
+                "Uneven inputs: {odd} finished early and waits at {where}; {still}",
+                "Uneven inputs: {odd} finished early and wait at {where}; {still}",
+                len(odd),
+                odd=rank_list(odd),
+                where=where,
+                still=still,
+            ),
+            explanation=_(
                 "Ranks got different numbers of batches. The ones that finished "
                 "first wait in a collective after the loop, the others in the loop's "
                 "collective: they can never meet."
@@ -170,22 +209,28 @@ class UnevenInputs(Rule):
                 *fixes,
                 *(
                     (
-                        "Make the decision to leave the loop the same on every rank: "
-                        "all_reduce the stop flag (or the value it is decided on) "
-                        "before the `break`, so that every rank leaves at the same step.",
+                        _(
+                            "Make the decision to leave the loop the same on every rank: "
+                            "all_reduce the stop flag (or the value it is decided on) "
+                            "before the `break`, so that every rank leaves at the same step."
+                        ),
                     )
                     if way_out is not None
                     else ()
                 ),
-                "Give every rank the same number of synchronising steps: with a fixed "
-                "batch size, DistributedSampler(..., drop_last=True) or "
-                "DataLoader(drop_last=True); with batches built by a budget (dynamic "
-                "batching, bucketing) or gradient accumulation under `no_sync()`, the "
-                "counts differ anyway: all_reduce(MIN) each rank's batch count before the "
-                "epoch and stop every rank there.",
-                "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
-                "supports it) so ranks that finish early shadow the others' collectives.",
-                "Or all_reduce a 'has more data' flag every step and stop together.",
+                _(
+                    "Give every rank the same number of synchronising steps: with a fixed "
+                    "batch size, DistributedSampler(..., drop_last=True) or "
+                    "DataLoader(drop_last=True); with batches built by a budget (dynamic "
+                    "batching, bucketing) or gradient accumulation under `no_sync()`, the "
+                    "counts differ anyway: all_reduce(MIN) each rank's batch count before the "
+                    "epoch and stop every rank there."
+                ),
+                _(
+                    "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
+                    "supports it) so ranks that finish early shadow the others' collectives."
+                ),
+                _("Or all_reduce a 'has more data' flag every step and stop together."),
                 process_group_timeout(job),
             ),
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -78,44 +79,76 @@ class WatchdogStuck(Rule):
         seconds = next((m.fields["seconds"] for m in stuck if "seconds" in m.fields), None)
         pending = next((m.fields["pending"] for m in stuck if "pending" in m.fields), None)
         ranks = sorted({r for m in stuck if (r := m.number("rank")) is not None})
-        who = f"rank {rank}" if rank is not None else "a rank"
-        how_long = f" for {seconds} s" if seconds else ""
+        who = _("rank {rank}", rank=rank) if rank is not None else _("a rank")
         explanation = (
-            f"The NCCL watchdog thread of {who} made no progress{how_long}, so "
-            "ProcessGroupNCCL's heartbeat monitor ended the process (SIGABRT). The "
-            "watchdog was blocked in a NCCL or CUDA call: "
+            _(
+                "The NCCL watchdog thread of {who} made no progress for {seconds} s, so "
+                "ProcessGroupNCCL's heartbeat monitor ended the process (SIGABRT).",
+                who=who,
+                seconds=seconds,
+            )
+            if seconds
+            else _(
+                "The NCCL watchdog thread of {who} made no progress, so "
+                "ProcessGroupNCCL's heartbeat monitor ended the process (SIGABRT).",
+                who=who,
+            )
         )
         if timeouts:
-            explanation += (
+            explanation = _(
+                "{explanation} The watchdog was blocked in a NCCL or CUDA call: "
                 "here a collective had timed out first, and aborting its "
                 "communicator hung; the collective's timeout is the cause to "
-                "follow."
+                "follow.",
+                explanation=explanation,
             )
         else:
-            explanation += (
+            explanation = _(
+                "{explanation} The watchdog was blocked in a NCCL or CUDA call: "
                 "a kernel or collective that never completes on the device, or "
-                "another thread holding the GIL inside a CUDA call."
+                "another thread holding the GIL inside a CUDA call.",
+                explanation=explanation,
             )
         if pending:
-            explanation += f" {pending} collective(s) were still pending."
+            explanation = _(
+                "{explanation} {pending} collective(s) were still pending.",
+                explanation=explanation,
+                pending=pending,
+            )
+        title = (
+            _(
+                "NCCL watchdog of {who} stuck for {seconds} s; the heartbeat monitor ended it",
+                who=who,
+                seconds=seconds,
+            )
+            if seconds
+            else _("NCCL watchdog of {who} stuck; the heartbeat monitor ended it", who=who)
+        )
+        if len(ranks) > 1:
+            title = _("{title} (ranks {ranks})", title=title, ranks=", ".join(map(str, ranks)))
         # Above the SIGABRT it causes (torchrun reports that rank as failed).
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.92,
-            title=f"NCCL watchdog of {who} stuck{how_long}; the heartbeat monitor ended it"
-            + (f" (ranks {', '.join(map(str, ranks))})" if len(ranks) > 1 else ""),
+            title=title,
             explanation=explanation,
             culprit=Culprit(rank=rank, role="rank") if rank is not None else None,
             evidence=tuple(cite(stuck, limit=3) + cite(timeouts, limit=2)),
             fixes=(
-                "Find what the rank was doing: set TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and "
-                "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for Flight Recorder dumps, or `hangdoctor run` "
-                "the job to capture every rank's stack when it stops.",
-                "If a collective timed out first, the rank that never joined it is the cause "
-                "(a straggler, a rank in another collective).",
-                "Only if the job is slow rather than stuck: raise "
-                "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC.",
+                _(
+                    "Find what the rank was doing: set TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and "
+                    "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for Flight Recorder dumps, or `hangdoctor run` "
+                    "the job to capture every rank's stack when it stops."
+                ),
+                _(
+                    "If a collective timed out first, the rank that never joined it is the cause "
+                    "(a straggler, a rank in another collective)."
+                ),
+                _(
+                    "Only if the job is slow rather than stuck: raise "
+                    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC."
+                ),
             ),
         )
