@@ -50,3 +50,44 @@ def test_a_translation_that_cannot_be_filled_falls_back_to_english(
 
 def test_fields_of_a_message() -> None:
     assert catalogs.fields("rank {rank} at {share:.0%}, {{literal}}") == {"rank", "share"}
+
+
+def _cjk(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def test_a_real_report_in_chinese_keeps_its_contract_in_english() -> None:
+    """`analyze --lang zh --json` of a real NCCL timeout log: every sentence a user reads is
+    Chinese; the category, the rule id, the field names and the log's own line are not."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = Path(__file__).parents[1] / "fixtures" / "logs" / "torchrun_nccl_timeout.log"
+    english = subprocess.run(
+        [sys.executable, "-m", "hangdoctor", "analyze", "--lang", "en", "--json", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    chinese = subprocess.run(
+        [sys.executable, "-m", "hangdoctor", "analyze", "--lang", "zh", "--json", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    en, zh = json.loads(english.stdout), json.loads(chinese.stdout)
+    assert (en["language"], zh["language"]) == ("en", "zh")
+    assert en.keys() == zh.keys()
+    assert [f["id"] for f in en["findings"]] == [f["id"] for f in zh["findings"]]
+    assert [f["category"] for f in en["findings"]] == [f["category"] for f in zh["findings"]]
+    first = zh["findings"][0]
+    assert _cjk(first["title"]) and not _cjk(en["findings"][0]["title"])
+    assert all(_cjk(fix) for fix in first["fixes"])
+    assert all(_cjk(line) for line in first["evidence"])
+    assert first["culprit"]["rank"] == en["findings"][0]["culprit"]["rank"]
+    # The job's own words stay as it wrote them.
+    assert any("Watchdog caught collective operation timeout" in line for line in first["evidence"])
