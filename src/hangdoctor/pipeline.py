@@ -104,6 +104,9 @@ def diagnose(bundle: Bundle, context: Context | None = None) -> Report:
         )
     if context.report_dir is not None:
         report = write_report_dir(
-            context.report_dir, report, bundle if context.save_evidence else None
+            context.report_dir,
+            report,
+            bundle if context.save_evidence else None,
+            page_bundle=bundle,
         )
     return report

@@ -68,4 +68,7 @@ def test_a_run_with_secrets_everywhere_reports_none(tmp_path):
         leaked = [secret for secret in secrets if secret in text]
         assert not leaked, f"{path.relative_to(tmp_path)} holds {leaked}"
     assert not [secret for secret in secrets if secret in done.stderr]  # the summary printed
+    # report.html shows the command line, with the redactions report.json has.
+    page = (tmp_path / "hang-1" / "report.html").read_text()
+    assert "--token &lt;redacted&gt;" in page
     assert TOKENS["hugging face"] in (tmp_path / "output.log").read_text()  # the job's own bytes

@@ -20,6 +20,7 @@ COMMANDS = {
     "run": "hangdoctor.cli.run:run_command",
     "dump": "hangdoctor.cli.dump:dump_command",
     "analyze": "hangdoctor.cli.analyze:analyze_command",
+    "report": "hangdoctor.cli.report:report_command",
     "doctor": "hangdoctor.cli.doctor:doctor_command",
     "lint": "hangdoctor.cli.lint:lint_command",
 }

@@ -8,7 +8,13 @@ import click
 
 from hangdoctor.cli.language import language_option
 from hangdoctor.cli.output import prepare_report_dir, show
-from hangdoctor.cli.saved_report import REPORT_FILE, SavedReport, is_saved_report, read_saved_report
+from hangdoctor.cli.saved_report import (
+    REPORT_FILE,
+    SavedReport,
+    is_saved_report,
+    read_saved_report,
+    rediagnose,
+)
 from hangdoctor.errors import BadInputError, ExitCode
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID, LogFile, read_logs
 from hangdoctor.evidence.model import BUNDLE_FORMAT, Bundle
@@ -50,31 +56,6 @@ def _saved(paths: tuple[Path, ...]) -> SavedReport | None:
     if path.is_dir() and (path / REPORT_FILE).is_file():
         path = path / REPORT_FILE
     return read_saved_report(path) if is_saved_report(path) else None
-
-
-def _again(saved: SavedReport, report_dir: Path | None) -> Report:
-    """The saved evidence diagnosed again; a run that ended keeps how it ended."""
-    assert saved.evidence is not None
-    bundle = load_bundle(saved.evidence)
-    old = saved.report
-    ended = (bundle.job is not None and not bundle.snapshots) or old.verdict in (
-        "failed",
-        "completed",
-        "interrupted",
-    )
-    context = (
-        Context(
-            mode=Mode.ENDED,
-            verdict=old.verdict,
-            exit_code=old.exit_code,
-            hang=old.hang,
-            report_dir=report_dir,
-            save_evidence=False,
-        )
-        if ended
-        else Context(mode=Mode.LIVE, report_dir=report_dir, save_evidence=False)
-    )
-    return diagnose(bundle, context)
 
 
 def _sources(files: list[LogFile]) -> list[LogSource]:
@@ -131,7 +112,7 @@ def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: b
         prepare_report_dir(report_dir)
     if (saved := _saved(paths)) is not None:
         # hangdoctor's own report: its evidence diagnosed again, else the report as saved.
-        report = _again(saved, report_dir) if saved.evidence is not None else saved.report
+        report = rediagnose(saved, report_dir) if saved.evidence is not None else saved.report
         show(report, as_json, report_dir if saved.evidence is not None else None)
         return _exit_code(report)
     captures = [p for p in paths if is_bundle(p)]

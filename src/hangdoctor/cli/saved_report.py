@@ -13,8 +13,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from hangdoctor.errors import BadInputError
-from hangdoctor.evidence.store import BUNDLE_FILE
+from hangdoctor.evidence.model import Bundle
+from hangdoctor.evidence.store import BUNDLE_FILE, load_bundle
 from hangdoctor.i18n import _
+from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.report.model import Report
 
 REPORT_FILE = "report.json"
@@ -58,3 +60,30 @@ def read_saved_report(path: Path) -> SavedReport:
         ) from error
     evidence = path.parent / BUNDLE_FILE
     return SavedReport(path=path, report=report, evidence=evidence if evidence.is_file() else None)
+
+
+def rediagnose(saved: SavedReport, report_dir: Path | None, bundle: Bundle | None = None) -> Report:
+    """The saved evidence (`bundle`, else read from beside the report) diagnosed again; a run
+    that ended keeps how it ended."""
+    if bundle is None:
+        assert saved.evidence is not None
+        bundle = load_bundle(saved.evidence)
+    old = saved.report
+    ended = (bundle.job is not None and not bundle.snapshots) or old.verdict in (
+        "failed",
+        "completed",
+        "interrupted",
+    )
+    context = (
+        Context(
+            mode=Mode.ENDED,
+            verdict=old.verdict,
+            exit_code=old.exit_code,
+            hang=old.hang,
+            report_dir=report_dir,
+            save_evidence=False,
+        )
+        if ended
+        else Context(mode=Mode.LIVE, report_dir=report_dir, save_evidence=False)
+    )
+    return diagnose(bundle, context)

@@ -330,6 +330,18 @@ class ProcessSample(Evidence):
     write_bytes: int | None = Field(default=None, description="bytes sent towards storage")
 
 
+class RankSample(Evidence):
+    """One instrumented process's progress counters in one sample of the light timeline: the
+    sums alone cannot show which rank stopped first, nor how long each waited for data."""
+
+    pid: int
+    rank: int | None = None
+    steps: int = 0
+    batches: int = 0
+    collectives: int = 0
+    data_wait_s: float = Field(default=0.0, description="time spent waiting for batches so far")
+
+
 class TimelineSample(Evidence):
     """What the supervisor's light sampler saw about once a second."""
 
@@ -348,6 +360,9 @@ class TimelineSample(Evidence):
         "procs_running): how much of a core a computing process can get",
     )
     cores: int | None = Field(default=None, description="CPU cores the job may run on")
+    ranks: tuple[RankSample, ...] = Field(
+        default=(), description="each instrumented process's own counters, per rank"
+    )
 
 
 class CollectiveRecord(Evidence):

@@ -18,6 +18,7 @@ from hangdoctor.evidence.model import (
     ProbeError,
     ProcessSample,
     ProgressStatus,
+    RankSample,
     TimelineSample,
 )
 from hangdoctor.probes.gpu import GpuSampler
@@ -51,6 +52,17 @@ def _sample_process(process: psutil.Process) -> ProcessSample | None:
             )
     except psutil.Error:
         return None
+
+
+def _rank_sample(status: ProgressStatus) -> RankSample:
+    return RankSample(
+        pid=status.pid,
+        rank=status.rank,
+        steps=status.steps,
+        batches=status.batches,
+        collectives=status.collectives,
+        data_wait_s=round(status.data_wait_s, 3),
+    )
 
 
 def _io_counters(process: psutil.Process) -> object | None:
@@ -106,6 +118,7 @@ class TreeSampler:
             nonfinite_losses=sum(s.nonfinite_losses for s in self.statuses),
             runnable_tasks=runnable_tasks(),
             cores=self._cores,
+            ranks=tuple(_rank_sample(s) for s in self.statuses),
         )
         self.timeline.append(sample)
         return sample
