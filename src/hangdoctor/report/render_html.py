@@ -26,6 +26,7 @@ from hangdoctor.report.html_timeline import build_timeline
 from hangdoctor.report.model import ProcessReport, Report
 from hangdoctor.report.render_markdown import has_root_cause
 from hangdoctor.report.rule_docs import rule_doc
+from hangdoctor.report.stack_tree import build_stack_tree
 from hangdoctor.rules.finding import Culprit
 
 
@@ -124,9 +125,11 @@ def _ordered_processes(report: Report, named: Named) -> list[ProcessReport]:
     )
 
 
-def render_html(report: Report, bundle: Bundle | None = None, stack_tree: object = None) -> str:
-    """The whole page. `stack_tree` is the stack tree of the report's processes, given to the
-    template's stack-tree section as is (None: that section says there is none)."""
+def render_html(report: Report, bundle: Bundle | None = None) -> str:
+    """The whole page, from the report (and, for the timelines and the Flight Recorder, the
+    evidence beside it when there is some)."""
+    tree = build_stack_tree(report)
+    stack_tree = tree if any(node.frames for node in tree.walk()) else None
     timeline = build_timeline(report, bundle)
     named = _named(report)
     assets = chart_assets()

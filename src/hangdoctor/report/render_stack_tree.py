@@ -48,6 +48,7 @@ class Row:
     counts: str = ""
     odd: bool = False
     culprit: bool = False
+    minority: bool = False
     group: bool = False
     children: list[Row] = field(default_factory=list)
 
@@ -161,7 +162,13 @@ def _row(node: StackNode, tree: StackTree, budget: list[int]) -> Row:
     lines = _run_lines(chain)
     budget[0] -= len(lines)
     last = chain[-1]
-    row = Row(lines=lines, counts=counts_label(node), odd=node.odd, culprit=node.culprit)
+    row = Row(
+        lines=lines,
+        counts=counts_label(node),
+        odd=node.odd,
+        culprit=node.culprit,
+        minority=node.minority,
+    )
     row.children = _branches(last.children, tree, budget)
     return row
 
@@ -193,13 +200,15 @@ def _skipped(count: int) -> Line:
 
 
 def _odd_mark(row: Row, odd: str) -> str:
-    """An odd branch's mark: the odd one out, or, for the culprit's branch when the line the
-    root cause names is not in it (an earlier line of the program, long returned), that it is
-    the culprit's; where it is, that line carries the culprit's mark."""
+    """An odd branch's mark: a minority of the ranks is the odd one out; the culprit's branch,
+    when the line the root cause names is not in it (an earlier line, long returned from),
+    says it is the culprit's; where that line is in it, the line carries the mark."""
+    if row.minority:
+        return f"  ◀ {odd}"
     if row.culprit and not _holds_culprit_line(row):
         mark = _("culprit's branch")
         return f"  ◀ {mark}"
-    return f"  ◀ {odd}"
+    return ""
 
 
 def _holds_culprit_line(row: Row) -> bool:

@@ -51,6 +51,8 @@ class StackNode:
     children: tuple[StackNode, ...] = ()
     #: A minority branch among its siblings (in ranks), or the branch of the culprit.
     odd: bool = False
+    #: Of those, a minority: less than half the ranks of its largest sibling.
+    minority: bool = False
     #: The root cause's culprit thread goes through this node.
     culprit: bool = False
     #: This node holds the very line the root cause names.
@@ -394,9 +396,8 @@ def _mark_odd(children: list[StackNode], by_ranks: bool) -> list[StackNode]:
     one are the odd ones out (helper threads differ between ranks for good reasons: rank 0
     serves the store); the culprit's branch is always marked, whatever its size."""
     largest = max(len(c.ranks) for c in children)
-    return [
-        replace(c, odd=True)
-        if c.culprit or (by_ranks and c.ranks and 2 * len(c.ranks) < largest)
-        else c
-        for c in children
-    ]
+    marked = []
+    for c in children:
+        minority = bool(by_ranks and c.ranks and 2 * len(c.ranks) < largest)
+        marked.append(replace(c, odd=True, minority=minority) if c.culprit or minority else c)
+    return marked
