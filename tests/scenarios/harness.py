@@ -292,6 +292,8 @@ def _judge_unreported(outcome: Outcome, exit_code: int) -> None:
     outcome.verdict = "completed" if exit_code == 0 else "failed"
     outcome.verdict_ok = outcome.verdict == outcome.scenario.verdict
     outcome.category_ok = outcome.scenario.healthy
+    if not outcome.scenario.healthy:
+        outcome.problem = f"no report: the job ended with exit {exit_code}, not at a hang"
 
 
 def _judge(outcome: Outcome, report: dict) -> None:
