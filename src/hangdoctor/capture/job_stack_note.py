@@ -56,4 +56,6 @@ def job_stack_note(pids: Collection[int], kernel_hidden: bool) -> ProbeError:
             count,
             pids=listed,
         )
-    return ProbeError(probe=PROBE, pid=None, kind="unavailable", message=message, help=_(PTRACE_HELP))
+    return ProbeError(
+        probe=PROBE, pid=None, kind="unavailable", message=message, help=_(PTRACE_HELP)
+    )
