@@ -165,9 +165,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "(tests/scenarios; deselect with -m 'not scenario')",
     )
     if not hasattr(config, "workerinput"):  # the controlling process: start a fresh table
-        from tests.scenarios.harness import OUTCOMES_DIR
+        from tests.scenarios.harness import session_outcomes_dir
+        from tests.scenarios.modes import ModeError
 
-        shutil.rmtree(OUTCOMES_DIR, ignore_errors=True)
+        try:
+            shutil.rmtree(session_outcomes_dir(), ignore_errors=True)
+        except ModeError as error:
+            raise pytest.UsageError(str(error)) from None
 
 
 def pytest_terminal_summary(
@@ -176,9 +180,10 @@ def pytest_terminal_summary(
     if hasattr(config, "workerinput"):
         return
     from tests.scenarios.catalog import BY_NAME
-    from tests.scenarios.harness import OUTCOMES_DIR, load_outcomes, table
+    from tests.scenarios.harness import load_outcomes, session_outcomes_dir, table
 
-    outcomes = load_outcomes(OUTCOMES_DIR, BY_NAME) if OUTCOMES_DIR.is_dir() else []
+    kept = session_outcomes_dir()
+    outcomes = load_outcomes(kept, BY_NAME) if kept.is_dir() else []
     if outcomes:
         terminalreporter.section("hangdoctor scenario accuracy")
         terminalreporter.write_line(table(outcomes))

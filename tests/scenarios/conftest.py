@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.scenarios.harness import OUTCOMES_DIR
+from tests.scenarios.harness import session_outcomes_dir
 
 
 @pytest.fixture(scope="session")
 def outcomes_dir() -> Path:
-    """Where each scenario's outcome is kept for the table."""
-    return OUTCOMES_DIR
+    """Where each scenario's outcome is kept for the table (one folder per mode)."""
+    return session_outcomes_dir()

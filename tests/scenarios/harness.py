@@ -1,5 +1,5 @@
-"""Run one scenario under `hangdoctor run --on-hang kill`, judge the report, and always end every
-process of the job, whatever happened.
+"""Run one scenario under `hangdoctor run --on-hang kill` (or as another mode says: `modes`),
+judge the report, and always end every process of the job, whatever happened.
 
 Every process of a job carries HD_TEST_JOB=<report dir> in its environment (inherited from the
 hangdoctor command), so processes left behind are found by that marker, reported, and killed.
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 
+from tests.scenarios import modes
 from tests.scenarios.scenario import Scenario
 
 MARK = "HD_TEST_JOB"
@@ -29,6 +30,14 @@ MARK = "HD_TEST_JOB"
 #: write, the controlling process prints).
 OUTCOMES_DIR = Path(__file__).resolve().parents[2] / ".pytest_cache" / "hangdoctor-scenarios"
 KILL_GRACE_S = 2.0
+
+
+def session_outcomes_dir() -> Path:
+    """Where this session's outcomes go: OUTCOMES_DIR under `run`, a sibling per other mode
+    (HANGDOCTOR_SUITE_MODE), so that one mode's table never mixes with another's."""
+    return modes.outcomes_dir(OUTCOMES_DIR, modes.current_mode())
+
+
 _SEVERE = ("error", "critical")
 
 
@@ -192,19 +201,22 @@ def cores_kept_busy(enabled: bool):
             spinner.wait()
 
 
-def run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
-    """Run `scenario` under hangdoctor in `work_dir` (the job's cwd) and judge the report."""
+def run_scenario(scenario: Scenario, work_dir: Path, mode: str | None = None) -> Outcome:
+    """Run `scenario` under hangdoctor in `work_dir` (the job's cwd) and judge the report;
+    `mode` (`modes.MODES`) defaults to HANGDOCTOR_SUITE_MODE's, `run`."""
+    mode = modes.current_mode() if mode is None else mode
     with cores_kept_busy(scenario.loaded):
-        return _run_scenario(scenario, work_dir)
+        return _run_scenario(scenario, work_dir, mode)
 
 
-def _run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
+def _run_scenario(scenario: Scenario, work_dir: Path, mode: str) -> Outcome:
     work_dir.mkdir(parents=True, exist_ok=True)
     report_dir = work_dir / "report"
     if report_dir.exists():  # a kept run from before: judge this run, not that one
         shutil.rmtree(report_dir)
     outcome = Outcome(scenario, report_dir=report_dir)
-    command = [
+    job = scenario.command(sys.executable, free_port())
+    supervised = [
         sys.executable,
         "-m",
         "hangdoctor",
@@ -218,9 +230,11 @@ def _run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
         "--report-dir",
         str(report_dir),
         "--",
-        *scenario.command(sys.executable, free_port()),
+        *job,
     ]
+    command = modes.wrap(mode, job if mode == modes.WATCH_NOPTRACE else supervised)
     env = {**os.environ, **scenario.env, MARK: str(report_dir)}
+    env |= modes.mode_env(mode, env, report_dir, scenario.hang_timeout_s)
     started = time.monotonic()
     with open(work_dir / "stdout.log", "wb") as out, open(work_dir / "stderr.log", "wb") as err:
         proc = subprocess.Popen(
@@ -242,13 +256,44 @@ def _run_scenario(scenario: Scenario, work_dir: Path) -> Outcome:
                 proc.stdin.close()
     outcome.seconds = time.monotonic() - started
     outcome.exit_code = proc.returncode
-    report_file = report_dir / "report.json"
-    if outcome.problem is None and not report_file.exists():
+    reports = modes.find_reports(mode, report_dir)
+    if reports:
+        report = json.loads(reports[0].read_text())
+        _judge(outcome, report)
+        if modes.without_ptrace(mode) and outcome.problem is None:
+            outcome.problem = _ptrace_not_refused(report)
+    elif mode == modes.WATCH_NOPTRACE and outcome.problem is None and not _hung(proc):
+        _judge_unreported(outcome, proc.returncode)
+    elif outcome.problem is None:
         outcome.problem = "no report.json"
         outcome.stderr_tail = (work_dir / "stderr.log").read_text(errors="replace")[-600:]
-    if report_file.exists():
-        _judge(outcome, json.loads(report_file.read_text()))
     return outcome
+
+
+def _hung(proc: subprocess.Popen) -> bool:
+    """Whether the job ended as watch() ends it at a hang (or never ended)."""
+    return proc.returncode is None or proc.returncode == modes.HUNG_EXIT
+
+
+def _ptrace_not_refused(report: dict) -> str | None:
+    """Why a run meant to be without ptrace does not count (None: it does): stacks were read
+    and py-spy was never refused, so the mode did not take ptrace away."""
+    refused = any(
+        error.get("probe") == "py-spy" and error.get("kind") == "permission"
+        for error in (report.get("capture") or {}).get("errors") or []
+    )
+    read = any(process.get("stacks_read") for process in report.get("processes") or [])
+    return "py-spy was not refused: ptrace was not taken away" if read and not refused else None
+
+
+def _judge_unreported(outcome: Outcome, exit_code: int) -> None:
+    """Under watch, a job that ended without a hang leaves no report: judged by its exit code
+    alone (completed or failed, no finding), which is all such a run can tell."""
+    outcome.verdict = "completed" if exit_code == 0 else "failed"
+    outcome.verdict_ok = outcome.verdict == outcome.scenario.verdict
+    outcome.category_ok = outcome.scenario.healthy
+    if not outcome.scenario.healthy:
+        outcome.problem = f"no report: the job ended with exit {exit_code}, not at a hang"
 
 
 def _judge(outcome: Outcome, report: dict) -> None:

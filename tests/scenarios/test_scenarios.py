@@ -1,5 +1,8 @@
 """Every scenario of the catalog, run for real under `hangdoctor run --on-hang kill`: the verdict,
-the root cause's category, the culprit's rank and line, and no process left behind."""
+the root cause's category, the culprit's rank and line, and no process left behind.
+
+HANGDOCTOR_SUITE_MODE=run-noptrace or watch-noptrace runs them without ptrace (`modes`); the
+scenarios are skipped, with the reason, where that mode cannot run."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.scenarios import modes
 from tests.scenarios.catalog import CATALOG
 from tests.scenarios.harness import run_scenario, save_outcome
 from tests.scenarios.scenario import Scenario
@@ -27,6 +31,8 @@ def _param(scenario: Scenario):
 def test_scenario(scenario: Scenario, tmp_path: Path, outcomes_dir: Path) -> None:
     if scenario.needs_torch:
         pytest.importorskip("torch")
+    if (why := modes.unavailable(modes.current_mode())) is not None:
+        pytest.skip(why)
     outcome = run_scenario(scenario, tmp_path)
     save_outcome(outcome, outcomes_dir)
     why = outcome.explain()

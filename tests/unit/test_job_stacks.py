@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import hangdoctor.instrument
 from hangdoctor.probes.job_stacks import handles_signal, parse_dump
 from hangdoctor.probes.job_stacks import remove_stale as remove_stale_files
 
@@ -119,3 +122,32 @@ def test_the_job_tree_survives_a_process_that_exits_while_it_is_listed(monkeypat
 
     monkeypatch.setattr(terminate.os, "getpgid", gone)  # type: ignore[attr-defined]
     assert isinstance(terminate.tree(os.getpid(), pgid=12345), list)
+
+
+_FORKED_WORKER = """
+import json, os, sys, threading
+sys.path.insert(0, {bootstrap!r})
+import _hangdoctor_state as shared
+import _hangdoctor_stacks as stacks
+shared.probe.directory = {status_dir!r}
+stacks.register_stack_dump()
+os.register_at_fork(after_in_child=stacks.register_stack_dump)
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+print(child)
+"""
+
+
+def test_a_forked_workers_thread_map_names_its_own_thread(tmp_path):
+    """A DataLoader worker is forked: Python still gives its thread the parent's native_id, and
+    a map built from that would put the worker's stack on the parent's main thread."""
+    bootstrap = Path(hangdoctor.instrument.__file__).parent / "bootstrap"
+    script = _FORKED_WORKER.format(bootstrap=str(bootstrap), status_dir=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    child = int(done.stdout.strip())
+    thread_map = json.loads((tmp_path / f"threads-{child}.json").read_text())
+    assert list(thread_map["threads"].values()) == [child]

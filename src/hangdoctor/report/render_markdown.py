@@ -247,7 +247,9 @@ def render_markdown(report: Report) -> str:
     if errors:
         lines += [_("## Capture problems"), ""]
         lines += [
-            _(
+            _("- {probe}: {kind}: {message}", probe=e.probe, kind=e.kind, message=e.message)
+            if e.pid is None
+            else _(
                 "- {probe} (pid {pid}): {kind}: {message}",
                 probe=e.probe,
                 pid=e.pid,

@@ -323,7 +323,9 @@ def render_terminal(
     for error in errors[:CAPTURE_ERRORS_SHOWN]:
         out.add(
             _lead(_("capture:")),
-            _(
+            _("{probe}: {message}", probe=error.probe, message=error.message)
+            if error.pid is None
+            else _(
                 "{probe} pid {pid}: {message}",
                 probe=error.probe,
                 pid=error.pid,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from hangdoctor.capture.job_stack_note import job_stack_note, kernel_wait_hidden
 from hangdoctor.capture.tree import CaptureOptions, attach_stacks, capture_tree
 from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError
 from hangdoctor.pipeline import Context, Mode, diagnose
@@ -67,7 +68,7 @@ class HangCapture:
 def _stacks_from_the_job(bundle: Bundle, status_dir: Path) -> Bundle:
     """Where py-spy could not read a process (ptrace refused, py-spy missing or failing), ask
     the instrumented process for its own stacks (`probes.job_stacks`); the py-spy gap stays
-    stated in the errors."""
+    stated in the errors, first of them what such stacks lack (`job_stack_note`)."""
     if not bundle.snapshots:
         return bundle
     first = bundle.snapshots[0]
@@ -79,7 +80,10 @@ def _stacks_from_the_job(bundle: Bundle, status_dir: Path) -> Bundle:
         attach_stacks(p, found[p.pid]) if p.pid in found else p for p in first.processes
     )
     first = first.model_copy(update={"processes": processes})
-    return bundle.model_copy(update={"snapshots": (first, *bundle.snapshots[1:])})
+    note = job_stack_note(found, kernel_hidden=any(kernel_wait_hidden(pid) for pid in found))
+    return bundle.model_copy(
+        update={"snapshots": (first, *bundle.snapshots[1:]), "errors": (note, *bundle.errors)}
+    )
 
 
 def capture_hang(

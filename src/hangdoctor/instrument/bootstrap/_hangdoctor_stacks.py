@@ -132,10 +132,14 @@ def _note_thread_death(args: threading.ExceptHookArgs) -> None:
 STACK_SIGNAL_OFFSET = protocol.STACK_SIGNAL_OFFSET  # a real-time signal no common library uses
 _stack_file = None
 _thread_map_written = None
+# The kernel id of the thread that registered, by pthread id: in a forked child (a DataLoader
+# worker) `threading` still gives that thread the parent's `native_id` (Python 3.11), which would
+# place the worker's stack on the parent's main thread.
+_registered_native_ids = {}  # type: dict[int, int]
 
 
 def register_stack_dump() -> None:
-    global _stack_file, _thread_map_written
+    global _stack_file, _thread_map_written, _registered_native_ids
     try:
         import faulthandler
         import signal
@@ -153,6 +157,7 @@ def register_stack_dump() -> None:
             with contextlib.suppress(Exception):
                 previous.close()
         _thread_map_written = None
+        _registered_native_ids = {threading.get_ident(): threading.get_native_id()}
         write_thread_map()
     except Exception:
         pass
@@ -167,7 +172,8 @@ def write_thread_map() -> None:
     try:
         import signal
 
-        threads = {str(t.ident): t.native_id for t in threading.enumerate()
+        fixed = _registered_native_ids
+        threads = {str(t.ident): fixed.get(t.ident, t.native_id) for t in threading.enumerate()
                    if t.ident is not None and getattr(t, "native_id", None) is not None}
         if threads == _thread_map_written:
             return
