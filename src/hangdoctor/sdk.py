@@ -33,10 +33,11 @@ def _resolve() -> ModuleType | None:
     try:
         from hangdoctor.standalone.arming import armed_sdk
 
-        _sdk = armed_sdk()
+        found = armed_sdk()
     except Exception:
-        _sdk = None
-    return _sdk
+        found = None
+    _sdk = found
+    return found
 
 
 def heartbeat(step: int | None = None) -> None:
@@ -85,7 +86,7 @@ def mark(text: str) -> None:
         pass
 
 
-class phase:  # noqa: N801 -- used as a context manager, named like one
+class phase:
     """`with hangdoctor.phase("eval", budget_s=900):` the job is in a phase; one with a budget
     replaces the hang threshold while it runs (a long evaluation, a checkpoint). Phases nest;
     the report names the phase the job was in at a hang. Never raises, never swallows the
@@ -181,8 +182,12 @@ def watch(
             from hangdoctor.i18n import _
             from hangdoctor.standalone.options import warn
 
-            warn(_("warning: cannot watch this job ({error})",
-                   error=f"{type(error).__name__}: {error}"))
+            warn(
+                _(
+                    "warning: cannot watch this job ({error})",
+                    error=f"{type(error).__name__}: {error}",
+                )
+            )
         except Exception:
             pass
         return None

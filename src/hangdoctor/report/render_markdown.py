@@ -141,7 +141,11 @@ def _nodes(report: Report) -> list[str]:
 def _job_phase(report: Report) -> list[str]:
     """The phase the job said it was in at the hang (`hangdoctor.phase`)."""
     phase = report.hang.job_phase if report.hang else None
-    return [_("- **Phase:** `{phase}` (the job's own, hangdoctor.phase)", phase=phase)] if phase else []
+    return (
+        [_("- **Phase:** `{phase}` (the job's own, hangdoctor.phase)", phase=phase)]
+        if phase
+        else []
+    )
 
 
 def _marks(report: Report) -> list[str]:
@@ -153,16 +157,26 @@ def _marks(report: Report) -> list[str]:
         return []
     lines = [_("## Marks and heartbeats"), ""]
     for status in statuses:
-        who = _("pid {pid}", pid=status.pid) if status.rank is None else _(
-            "pid {pid} (rank {rank})", pid=status.pid, rank=status.rank
+        who = (
+            _("pid {pid}", pid=status.pid)
+            if status.rank is None
+            else _("pid {pid} (rank {rank})", pid=status.pid, rank=status.rank)
         )
         if status.heartbeats and status.last_heartbeat_at is not None:
-            step = "" if status.heartbeat_step is None else _(
-                ", step {step}", step=status.heartbeat_step
+            step = (
+                ""
+                if status.heartbeat_step is None
+                else _(", step {step}", step=status.heartbeat_step)
             )
-            lines.append(_("- {who}: {count} heartbeats, the last at {time}{step}",
-                           who=who, count=status.heartbeats,
-                           time=_clock(status.last_heartbeat_at), step=step))
+            lines.append(
+                _(
+                    "- {who}: {count} heartbeats, the last at {time}{step}",
+                    who=who,
+                    count=status.heartbeats,
+                    time=_clock(status.last_heartbeat_at),
+                    step=step,
+                )
+            )
         lines += [f"- {who}: {_clock(m.at)} `{m.text}`" for m in status.marks]
     return [*lines, ""]
 

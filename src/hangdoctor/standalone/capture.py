@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-
 LIMIT_S = 170  # seconds, all of it: more than the watchdog waits (watchdog.CAPTURE_LIMIT_S)
 
 
@@ -109,7 +108,9 @@ def capture(request: dict[str, object]) -> dict[str, object]:
     bundle, report = captured
     report = write_report_dir(hang_dir, report, bundle)
     try:
-        render_terminal(report, Console(stderr=True, highlight=False), str(hang_dir), max_findings=1)
+        render_terminal(
+            report, Console(stderr=True, highlight=False), str(hang_dir), max_findings=1
+        )
     except Exception:  # the summary is a courtesy: the report is written
         sys.stderr.write("hangdoctor: " + _("report: {path}", path=hang_dir / "report.md") + "\n")
     root = report.root_cause
@@ -131,8 +132,11 @@ def main(argv: list[str]) -> int:
     except (ValueError, KeyError, TypeError):
         answer = None
     if answer is None or not isinstance(request, dict):
-        sys.stderr.write("hangdoctor: " + _("this is the capture that watch() starts at a "
-                                            "hang; it takes one JSON request") + "\n")
+        sys.stderr.write(
+            "hangdoctor: "
+            + _("this is the capture that watch() starts at a hang; it takes one JSON request")
+            + "\n"
+        )
         return 2
     _detach()
     signal.alarm(LIMIT_S)  # the last bound: whatever stalls, the capture does not linger
@@ -145,7 +149,9 @@ def main(argv: list[str]) -> int:
 
             traceback.print_exc()
         body = {"written": False, "error": f"{type(error).__name__}: {error}"}
-        sys.stderr.write("hangdoctor: " + _("capture failed: {reason}", reason=body["error"]) + "\n")
+        sys.stderr.write(
+            "hangdoctor: " + _("capture failed: {reason}", reason=body["error"]) + "\n"
+        )
     body["seconds"] = round(time.monotonic() - began, 3)
     try:
         _answer(answer, body)

@@ -71,8 +71,14 @@ def _seconds(name: str, value: str | None) -> float | None:
     except ValueError:
         seconds = math.nan
     if not math.isfinite(seconds) or seconds < 0.1:
-        warn(_("warning: {name}='{value}' is not a number of seconds (at least 0.1); using the "
-               "default", name=name, value=value))
+        warn(
+            _(
+                "warning: {name}='{value}' is not a number of seconds (at least 0.1); using the "
+                "default",
+                name=name,
+                value=value,
+            )
+        )
         return None
     return seconds
 
@@ -85,12 +91,23 @@ def load_hook(value: str | None) -> HangHook | None:
     try:
         found = getattr(importlib.import_module(module_name), attribute)
     except Exception as error:
-        warn(_("warning: {name}='{value}' cannot be loaded ({error}); no hook will be called",
-               name=HOOK_ENV, value=value, error=f"{type(error).__name__}: {error}"))
+        warn(
+            _(
+                "warning: {name}='{value}' cannot be loaded ({error}); no hook will be called",
+                name=HOOK_ENV,
+                value=value,
+                error=f"{type(error).__name__}: {error}",
+            )
+        )
         return None
     if not callable(found):
-        warn(_("warning: {name}='{value}' is not a function; no hook will be called",
-               name=HOOK_ENV, value=value))
+        warn(
+            _(
+                "warning: {name}='{value}' is not a function; no hook will be called",
+                name=HOOK_ENV,
+                value=value,
+            )
+        )
         return None
     hook: HangHook = found
     return hook
@@ -111,15 +128,20 @@ def resolve(
     def given(value: object, name: str) -> str | None:
         return env.get(name) if value is None else str(value)
 
-    timeout = _seconds(HANG_TIMEOUT_ENV if hang_timeout_s is None else "hang_timeout_s",
-                       given(hang_timeout_s, HANG_TIMEOUT_ENV))
-    budget = _seconds(COMPILE_BUDGET_ENV if compile_budget_s is None else "compile_budget_s",
-                      given(compile_budget_s, COMPILE_BUDGET_ENV))
+    timeout = _seconds(
+        HANG_TIMEOUT_ENV if hang_timeout_s is None else "hang_timeout_s",
+        given(hang_timeout_s, HANG_TIMEOUT_ENV),
+    )
+    budget = _seconds(
+        COMPILE_BUDGET_ENV if compile_budget_s is None else "compile_budget_s",
+        given(compile_budget_s, COMPILE_BUDGET_ENV),
+    )
     directory = given(report_dir, REPORT_DIR_ENV)
     policy = (given(on_hang, ON_HANG_ENV) or "report").strip().lower()
     if policy not in ON_HANG_CHOICES:
-        warn(_("warning: on_hang '{value}' is not one of report, kill; reporting only",
-               value=policy))
+        warn(
+            _("warning: on_hang '{value}' is not one of report, kill; reporting only", value=policy)
+        )
         policy = "report"
     chosen: HangHook | str | None
     if hook is None:

@@ -81,10 +81,16 @@ def make_plan(
 #: Processes that `HANGDOCTOR_WATCH=1` leaves alone: launchers (their ranks watch), the worker
 #: processes multiprocessing starts (their parent's watchdog sees them), hangdoctor itself and
 #: package tools.
-_NOT_JOBS = ("torch.distributed.run", "torch.distributed.launch", "hangdoctor", "pip",
-             "py_spy", "ensurepip", "venv")
-_NOT_JOB_SCRIPTS = ("torchrun", "hangdoctor", "pip", "pip3", "py-spy", "accelerate",
-                    "deepspeed")
+_NOT_JOBS = (
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "hangdoctor",
+    "pip",
+    "py_spy",
+    "ensurepip",
+    "venv",
+)
+_NOT_JOB_SCRIPTS = ("torchrun", "hangdoctor", "pip", "pip3", "py-spy", "accelerate", "deepspeed")
 
 
 def is_a_job(argv: Sequence[str]) -> bool:

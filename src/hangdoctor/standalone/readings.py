@@ -76,8 +76,9 @@ def _phases(status: dict[str, object]) -> tuple[PhaseEntry, ...]:
             continue
         name, budget, entered = phase.get("name"), phase.get("budget_s"), phase.get("entered_at")
         if isinstance(name, str) and isinstance(entered, int | float):
-            entries.append((name, float(budget) if isinstance(budget, int | float) else None,
-                            float(entered)))
+            entries.append(
+                (name, float(budget) if isinstance(budget, int | float) else None, float(entered))
+            )
     return tuple(entries)
 
 
@@ -92,9 +93,11 @@ def tree(root_pid: int) -> list[int]:
         except OSError:
             continue
         for tid in tasks:
-            with contextlib.suppress(OSError, ValueError):
-                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as handle:
-                    pids += [int(child) for child in handle.read().split()]
+            with (
+                contextlib.suppress(OSError, ValueError),
+                open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as handle,
+            ):
+                pids += [int(child) for child in handle.read().split()]
     return pids
 
 
@@ -111,12 +114,11 @@ def _stat(pid: int) -> tuple[str, float] | None:
 def _io(pid: int) -> float:
     """Bytes written by any write call, and read from storage (as the sampler counts them)."""
     total = 0.0
-    with contextlib.suppress(OSError, ValueError):
-        with open(f"/proc/{pid}/io", encoding="ascii") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                if key in ("wchar", "read_bytes"):
-                    total += int(value)
+    with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/io", encoding="ascii") as io:
+        for line in io:
+            key, _, value = line.partition(":")
+            if key in ("wchar", "read_bytes"):
+                total += int(value)
     return total
 
 
@@ -125,8 +127,9 @@ def _share() -> float:
     try:
         cores = max(1, len(os.sched_getaffinity(0)))
         with open("/proc/stat", encoding="ascii") as handle:
-            running = next(int(line.split()[1]) for line in handle
-                           if line.startswith("procs_running "))
+            running = next(
+                int(line.split()[1]) for line in handle if line.startswith("procs_running ")
+            )
     except (OSError, ValueError, IndexError, StopIteration):
         return 1.0
     return min(1.0, cores / running) if running else 1.0

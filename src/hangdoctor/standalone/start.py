@@ -36,6 +36,11 @@ def start(
     if plan.watchdog:
         watchdog = Watchdog(options, plan)
         watchdog.start()
-        warn(_("watching this job (pid {pid}); a hang's report goes to {path}",
-               pid=plan.root_pid, path=plan.report_dir))
+        warn(
+            _(
+                "watching this job (pid {pid}); a hang's report goes to {path}",
+                pid=plan.root_pid,
+                path=plan.report_dir,
+            )
+        )
     return Watching(plan, watchdog, supervised=False)

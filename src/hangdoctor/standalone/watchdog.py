@@ -40,7 +40,9 @@ def next_hang_number(report_dir: Path) -> int:
     """The first N with no `hang-N` yet: a job restarted after a hang (exit 124) keeps its
     earlier reports."""
     number = 1
-    while (report_dir / f"hang-{number}").exists() or (report_dir / f".hang-{number}.json").exists():
+    while (report_dir / f"hang-{number}").exists() or (
+        report_dir / f".hang-{number}.json"
+    ).exists():
         number += 1
     return number
 
@@ -75,8 +77,12 @@ class Watchdog:
             while not self._stop.wait(TICK_S):
                 self.tick(time.monotonic() - self.started)
         except Exception as error:  # never into the job: say it once and stop watching
-            warn(_("warning: the watchdog stopped ({error}); the job goes on unwatched",
-                   error=f"{type(error).__name__}: {error}"))
+            warn(
+                _(
+                    "warning: the watchdog stopped ({error}); the job goes on unwatched",
+                    error=f"{type(error).__name__}: {error}",
+                )
+            )
 
     def tick(self, now: float) -> HangDecision | None:
         """One look at the job; the hang declared now, if any."""
@@ -88,8 +94,13 @@ class Watchdog:
         last, self._last = self._last, (now, reading.cpu_s, reading.io_bytes)
         if self.current is not None:
             if progressed:
-                warn(_("progress resumed {seconds:.0f} s after the hang was declared; watching "
-                       "again", seconds=now - self.current.declared_s))
+                warn(
+                    _(
+                        "progress resumed {seconds:.0f} s after the hang was declared; watching "
+                        "again",
+                        seconds=now - self.current.declared_s,
+                    )
+                )
                 self.current = None
             return None
         busy = reading.runnable
@@ -111,9 +122,18 @@ class Watchdog:
     # at a hang -------------------------------------------------------------------------------
     def _hang(self, decision: HangDecision, ranks: int) -> None:
         quiet = decision.declared_s - decision.last_progress_s
-        how = decision.kind if decision.job_phase is None else f"{decision.kind}, {decision.job_phase}"
-        warn(_("no progress for {seconds:.0f} s ({how}): hang declared, capturing every process",
-               seconds=quiet, how=how))
+        how = (
+            decision.kind
+            if decision.job_phase is None
+            else f"{decision.kind}, {decision.job_phase}"
+        )
+        warn(
+            _(
+                "no progress for {seconds:.0f} s ({how}): hang declared, capturing every process",
+                seconds=quiet,
+                how=how,
+            )
+        )
         number = next_hang_number(self.plan.report_dir)
         answer = self.plan.report_dir / f".hang-{number}.json"
         request = {
@@ -151,15 +171,22 @@ class Watchdog:
             try:
                 hook(info)
             except Exception as error:
-                warn(_("warning: the hang hook failed: {error}",
-                       error=f"{type(error).__name__}: {error}"))
+                warn(
+                    _(
+                        "warning: the hang hook failed: {error}",
+                        error=f"{type(error).__name__}: {error}",
+                    )
+                )
         if self.options.on_hang == "kill":
             self._end_job()
 
     def _capture(self, request: dict[str, object], answer: Path) -> dict[str, object]:
         """Run the capture process and wait for its answer (what it concluded)."""
-        env = {key: value for key, value in os.environ.items()
-               if key not in (WATCH_ENV, protocol.STATUS_DIR_ENV, protocol.SUPERVISED_ENV)}
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in (WATCH_ENV, protocol.STATUS_DIR_ENV, protocol.SUPERVISED_ENV)
+        }
         try:
             starter = subprocess.Popen(
                 [sys.executable, "-m", "hangdoctor.standalone.capture", json.dumps(request)],
