@@ -230,3 +230,28 @@ def test_without_ptrace_watch_still_diagnoses_the_deadlock(
     assert bool(py_spy_errors) == undumpable, report["capture"]["errors"]
     if undumpable:
         assert "py-spy" in (report_dir / "hang-1" / "report.md").read_text()
+
+
+def test_under_run_watch_starts_no_watchdog_and_the_phase_feeds_runs_supervisor(
+    tmp_path: Path,
+) -> None:
+    report_dir = tmp_path / "run-report"
+    env = _env(tmp_path / "not-used")
+    command = [
+        sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", "60", "--on-hang", "kill",
+        "--report-dir", str(report_dir), "--",
+        sys.executable, str(FIXTURES / "watch_phases.py"), "stuck",
+    ]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, timeout=120, check=False
+    )
+
+    assert done.returncode == 124, done.stderr.decode(errors="replace")
+    assert time.monotonic() - started < 50, "declared by the phase's budget, not the threshold"
+    hang = json.loads((report_dir / "hang-1" / "report.json").read_text())
+    assert hang["hang"]["job_phase"] == "checkpoint"
+    progress = hang["capture"]["job"]["progress"]
+    assert progress[0]["heartbeats"] == 10 and progress[0]["phases"][0]["name"] == "checkpoint"
+    assert not (tmp_path / "not-used").exists(), "watch() under run writes no report of its own"
+    assert b"watching this job" not in done.stderr

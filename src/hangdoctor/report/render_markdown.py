@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from hangdoctor.i18n import _
+from hangdoctor.i18n import _, _n
 from hangdoctor.report.model import Report
 from hangdoctor.report.rule_docs import rule_doc
 from hangdoctor.rules.finding import Culprit, Finding
@@ -169,10 +169,11 @@ def _marks(report: Report) -> list[str]:
                 else _(", step {step}", step=status.heartbeat_step)
             )
             lines.append(
-                _(
+                _n(
+                    "- {who}: {count} heartbeat, at {time}{step}",
                     "- {who}: {count} heartbeats, the last at {time}{step}",
+                    status.heartbeats,
                     who=who,
-                    count=status.heartbeats,
                     time=_clock(status.last_heartbeat_at),
                     step=step,
                 )

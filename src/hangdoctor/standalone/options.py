@@ -63,6 +63,11 @@ def warn(message: str) -> None:
         pass
 
 
+def described(error: BaseException) -> str:
+    """An exception in one line: its type and message."""
+    return f"{type(error).__name__}: {error}"
+
+
 def _seconds(name: str, value: str | None) -> float | None:
     if value is None or not value.strip():
         return None
@@ -96,7 +101,7 @@ def load_hook(value: str | None) -> HangHook | None:
                 "warning: {name}='{value}' cannot be loaded ({error}); no hook will be called",
                 name=HOOK_ENV,
                 value=value,
-                error=f"{type(error).__name__}: {error}",
+                error=described(error),
             )
         )
         return None

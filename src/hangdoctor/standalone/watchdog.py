@@ -25,7 +25,14 @@ from pathlib import Path
 from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.standalone import readings
-from hangdoctor.standalone.options import WATCH_ENV, HangInfo, WatchOptions, load_hook, warn
+from hangdoctor.standalone.options import (
+    WATCH_ENV,
+    HangInfo,
+    WatchOptions,
+    described,
+    load_hook,
+    warn,
+)
 from hangdoctor.standalone.plan import WatchPlan
 from hangdoctor.supervise.policy import HangDecision, HangPolicy, ProgressTracker, phase_in_force
 
@@ -80,7 +87,7 @@ class Watchdog:
             warn(
                 _(
                     "warning: the watchdog stopped ({error}); the job goes on unwatched",
-                    error=f"{type(error).__name__}: {error}",
+                    error=described(error),
                 )
             )
 
@@ -174,7 +181,7 @@ class Watchdog:
                 warn(
                     _(
                         "warning: the hang hook failed: {error}",
-                        error=f"{type(error).__name__}: {error}",
+                        error=described(error),
                     )
                 )
         if self.options.on_hang == "kill":
