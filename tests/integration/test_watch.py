@@ -255,3 +255,34 @@ def test_under_run_watch_starts_no_watchdog_and_the_phase_feeds_runs_supervisor(
     assert progress[0]["heartbeats"] == 10 and progress[0]["phases"][0]["name"] == "checkpoint"
     assert not (tmp_path / "not-used").exists(), "watch() under run writes no report of its own"
     assert b"watching this job" not in done.stderr
+
+
+@pytest.mark.torch
+def test_under_torchrun_local_rank_0_reports_the_node_with_every_rank(
+    tmp_path: Path, jobs: list[subprocess.Popen[bytes]]
+) -> None:
+    pytest.importorskip("torch")
+    python = _venv_with_the_hook(tmp_path)
+    report_dir = tmp_path / "reports"
+    env = _env(
+        report_dir, HANGDOCTOR_WATCH="1", HANGDOCTOR_HANG_TIMEOUT="10", HANGDOCTOR_ON_HANG="kill"
+    )
+    command = [
+        str(python), "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+        "torchrun_extra_collective.py",
+    ]  # fmt: skip
+    proc = _start(jobs, command, env, FIXTURES)
+    _, err = proc.communicate(timeout=300)
+
+    assert proc.returncode != 0, "rank 0 ended with 124: torchrun saw a failed rank"
+    assert err.count(b"watching this job") == 1, "only local rank 0 watches"
+    report = json.loads((report_dir / "hang-1" / "report.json").read_text())
+    root = report["findings"][0]
+    assert root["category"] == "distributed.collective_mismatch", root["title"]
+    assert root["culprit"]["rank"] == 0
+    assert root["culprit"]["location"]["line"] == hang_line(
+        "torchrun_extra_collective.py", "origin"
+    )
+    ranks = sorted(p["rank"] for p in report["processes"] if p["rank"] is not None)
+    assert ranks == [0, 1]
+    assert not list(report_dir.glob("hang-2"))
