@@ -229,3 +229,33 @@ def test_without_run_or_watch_the_sdk_does_nothing(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "0"
+
+
+def test_a_spawned_worker_reports_into_its_parents_folder_and_watches_nothing(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import multiprocessing as mp, sys\n"
+        "import hangdoctor\n"
+        f"watching = hangdoctor.watch(report_dir={str(tmp_path / 'r')!r})\n"
+        "def work(q):\n"
+        "    q.put(hangdoctor.watch().watchdog is None)\n"
+        "if __name__ == '__main__':\n"
+        "    q = mp.get_context('spawn').Queue()\n"
+        "    p = mp.get_context('spawn').Process(target=work, args=(q,))\n"
+        "    p.start(); print(q.get(timeout=60)); p.join()\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HANGDOCTOR_")}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env={**clean, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert done.stderr.count("watching this job") == 1
+    assert len(list((tmp_path / "r" / "progress").glob("status-*.json"))) == 2

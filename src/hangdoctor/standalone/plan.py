@@ -93,6 +93,14 @@ _NOT_JOBS = (
 _NOT_JOB_SCRIPTS = ("torchrun", "hangdoctor", "pip", "pip3", "py-spy", "accelerate", "deepspeed")
 
 
+def started_by_multiprocessing(argv: Sequence[str]) -> bool:
+    """Whether multiprocessing started the interpreter of `argv` (sys.orig_argv): a spawned or
+    forkserver worker, which runs the parent's main module again as `__mp_main__`."""
+    return "--multiprocessing-fork" in argv or any(
+        arg.startswith("from multiprocessing.") for arg in argv
+    )
+
+
 def is_a_job(argv: Sequence[str]) -> bool:
     """Whether the interpreter started with `argv` (sys.orig_argv) runs a job to watch."""
     args = list(argv[1:])
@@ -100,10 +108,10 @@ def is_a_job(argv: Sequence[str]) -> bool:
         args.pop(0)  # interpreter options: -u, -O, -X dev (its value is not an option: rare)
     if not args:
         return False  # an interactive interpreter
-    if "--multiprocessing-fork" in args:
+    if started_by_multiprocessing(argv):
         return False
     if args[0] == "-c":
-        return "multiprocessing" not in (args[1] if len(args) > 1 else "")
+        return True
     if args[0] == "-m":
         module = args[1] if len(args) > 1 else ""
         return not any(module == name or module.startswith(name + ".") for name in _NOT_JOBS)

@@ -5,6 +5,7 @@ and start the watchdog where the plan says so."""
 from __future__ import annotations
 
 import os
+import sys
 
 from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
@@ -12,8 +13,17 @@ from hangdoctor.private_files import make_dir
 from hangdoctor.sdk import Watching
 from hangdoctor.standalone import arming
 from hangdoctor.standalone.options import HangHook, resolve, warn
-from hangdoctor.standalone.plan import make_plan
+from hangdoctor.standalone.plan import make_plan, started_by_multiprocessing
 from hangdoctor.standalone.watchdog import Watchdog
+
+
+def _multiprocessing_child() -> bool:
+    """Whether multiprocessing started this process (a forked one has a parent process; a
+    spawned one says so on its command line, and runs the script's top level again)."""
+    if started_by_multiprocessing(getattr(sys, "orig_argv", sys.argv)):
+        return True
+    multiprocessing = sys.modules.get("multiprocessing")
+    return multiprocessing is not None and multiprocessing.parent_process() is not None
 
 
 def start(
@@ -27,6 +37,12 @@ def start(
     if os.environ.get(protocol.SUPERVISED_ENV) and os.environ.get(protocol.STATUS_DIR_ENV):
         arming.arm(None, supervised=True)
         return Watching(None, None, supervised=True)
+    if _multiprocessing_child():
+        # A worker that multiprocessing started (a spawned DataLoader worker runs the script's
+        # top level again): its parent's watchdog watches it; it only reports, as under `run`.
+        if os.environ.get(protocol.STATUS_DIR_ENV):
+            arming.arm(None, supervised=False)
+        return Watching(None, None, supervised=False)
     options = resolve(hang_timeout_s, compile_budget_s, report_dir, on_hang, hook)
     plan = make_plan(options.report_dir)
     make_dir(plan.report_dir)
