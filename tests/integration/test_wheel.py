@@ -47,6 +47,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheel = next((root / "dist").glob("hangdoctor-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "hangdoctor/py.typed" in names
+    assert "hangdoctor-watch.pth" in names  # HANGDOCTOR_WATCH=1, at the top of site-packages
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.startswith("tests/") for n in names)
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)

@@ -243,6 +243,23 @@ class CollectiveSite(Evidence):
     last_seq: int = Field(description="the number of the last")
 
 
+class JobPhase(Evidence):
+    """A phase the job said it was in (`with hangdoctor.phase(...)`), with its own budget."""
+
+    name: str
+    budget_s: float | None = Field(
+        default=None, description="seconds it may go without progress; None: the usual threshold"
+    )
+    entered_at: float = Field(description="Unix time")
+
+
+class JobMark(Evidence):
+    """A moment the job named (`hangdoctor.mark("after forward")`)."""
+
+    at: float = Field(description="Unix time")
+    text: str
+
+
 class ProgressStatus(Evidence):
     """Training progress one instrumented process reports about itself (hangdoctor.instrument).
 
@@ -304,6 +321,16 @@ class ProgressStatus(Evidence):
         description="per process group, operation and user call site, how many "
         "collectives it called there since it started (at most 64 sites)",
     )
+    heartbeats: int = Field(default=0, description="`hangdoctor.heartbeat()` calls")
+    last_heartbeat_at: float | None = None
+    heartbeat_step: int | None = Field(default=None, description="the step the last one named")
+    phase_moves: int = Field(default=0, description="phases entered and left")
+    phases: tuple[JobPhase, ...] = Field(
+        default=(), description="the phases it is in (`hangdoctor.phase`), outermost first"
+    )
+    marks: tuple[JobMark, ...] = Field(
+        default=(), description="its last marks (`hangdoctor.mark`, at most 32), oldest first"
+    )
 
 
 class ProcessSample(Evidence):
@@ -354,6 +381,8 @@ class TimelineSample(Evidence):
     collectives: int = 0
     losses: int = Field(default=0, description="losses the instrumentation saw, summed")
     nonfinite_losses: int = Field(default=0, description="of which NaN or Inf")
+    heartbeats: int = Field(default=0, description="`hangdoctor.heartbeat()` calls, summed")
+    phase_moves: int = Field(default=0, description="phases entered and left, summed")
     runnable_tasks: int | None = Field(
         default=None,
         description="tasks runnable on the whole machine (/proc/stat "
@@ -457,6 +486,11 @@ class JobRecord(Evidence):
         default=None,
         description="`compile` when the hang was declared while the job compiled "
         "(torch.compile, Triton, a C++ compiler in the tree), after the compile budget",
+    )
+    job_phase: str | None = Field(
+        default=None,
+        description="the phase the job said it was in at the hang (`hangdoctor.phase`), "
+        "nested ones joined by `/`",
     )
     progress: tuple[ProgressStatus, ...] = ()
     timeline: tuple[TimelineSample, ...] = ()

@@ -31,6 +31,7 @@ def instrumented_environment(env: Mapping[str, str], status_dir: Path) -> dict[s
     result = dict(env)
     result["PYTHONPATH"] = os.pathsep.join([ours, *theirs]) if any(theirs) else ours
     result[STATUS_DIR_ENV] = os.path.abspath(status_dir)
+    result[protocol.SUPERVISED_ENV] = "1"  # `hangdoctor.watch()` in the job: feed us, no watchdog
     # PyTorch's Flight Recorder: a small ring buffer of recent collectives per rank, read at a
     # hang to say which rank is missing from which collective. Kept if the user set a size.
     if not result.get("TORCH_FR_BUFFER_SIZE") and not result.get("TORCH_NCCL_TRACE_BUFFER_SIZE"):

@@ -37,7 +37,8 @@ def read_statuses(status_dir: Path) -> list[ProgressStatus]:
 def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     """The status with the user's frames of its last synchronisation read from the source
     (the loops around them and their early exits): what a rank that left leaves behind. The
-    call sites of its collectives get the same (the `if` around a call only some ranks make)."""
+    call sites of its collectives get the same (the `if` around a call only some ranks make).
+    Its marks are redacted."""
     from hangdoctor.analysis.frames import Origin, origin
     from hangdoctor.probes.sources import with_source
 
@@ -47,6 +48,10 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     ]
     mine = tuple(with_source(f) for f in frames if origin(f) is Origin.USER)
     update: dict[str, object] = {"last_sync": mine} if mine else {}
+    if status.marks:  # the job's own words: a mark may carry a token, as any output line may
+        update["marks"] = tuple(
+            m.model_copy(update={"text": redact_value(m.text)}) for m in status.marks
+        )
     if status.collective_calls:
         update["collective_calls"] = tuple(
             call.model_copy(

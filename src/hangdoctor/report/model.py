@@ -36,6 +36,7 @@ class Hang(ReportModel):
     last_progress_s: float | None = None
     declared_s: float | None = None
     phase: Literal["compile"] | None = None  # compiling when its compile budget ran out
+    job_phase: str | None = None  # the job's own phase (`hangdoctor.phase`), e.g. `train/eval`
 
     @model_serializer(mode="wrap")
     def _without_unknown_times(self, handler: Any) -> dict[str, Any]:

@@ -3,6 +3,8 @@ pasting into an issue or a chat."""
 
 from __future__ import annotations
 
+import time
+
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.report.model import Report
 from hangdoctor.report.render_stack_tree import stack_tree_section
@@ -200,6 +202,56 @@ def _nodes(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def _job_phase(report: Report) -> list[str]:
+    """The phase the job said it was in at the hang (`hangdoctor.phase`)."""
+    phase = report.hang.job_phase if report.hang else None
+    return (
+        [_("- **Phase:** `{phase}` (the job's own, hangdoctor.phase)", phase=phase)]
+        if phase
+        else []
+    )
+
+
+def _marks(report: Report) -> list[str]:
+    """What the job said along the way: its marks and last heartbeat (`hangdoctor.mark`,
+    `hangdoctor.heartbeat`), per process, times in UTC."""
+    job = report.capture.job
+    statuses = [s for s in job.progress if s.marks or s.heartbeats] if job else []
+    if not statuses:
+        return []
+    lines = [_("## Marks and heartbeats"), ""]
+    for status in statuses:
+        who = (
+            _("pid {pid}", pid=status.pid)
+            if status.rank is None
+            else _("pid {pid} (rank {rank})", pid=status.pid, rank=status.rank)
+        )
+        if status.heartbeats and status.last_heartbeat_at is not None:
+            step = (
+                ""
+                if status.heartbeat_step is None
+                else _(", step {step}", step=status.heartbeat_step)
+            )
+            lines.append(
+                _n(
+                    "- {who}: {count} heartbeat, at {time}{step}",
+                    "- {who}: {count} heartbeats, the last at {time}{step}",
+                    status.heartbeats,
+                    who=who,
+                    time=_clock(status.last_heartbeat_at),
+                    step=step,
+                )
+            )
+        lines += [f"- {who}: {_clock(m.at)} `{m.text}`" for m in status.marks]
+    return [*lines, ""]
+
+
+def _clock(unix_time: float) -> str:
+    """A Unix time as `HH:MM:SS.mmm` UTC: marks are seconds apart, the date is the report's."""
+    whole = time.strftime("%H:%M:%S", time.gmtime(unix_time))
+    return f"{whole}.{int(unix_time % 1 * 1000):03d}"
+
+
 def render_markdown(report: Report) -> str:
     """The whole report as Markdown."""
     lines = [_("# hangdoctor report"), ""]
@@ -215,6 +267,7 @@ def render_markdown(report: Report) -> str:
             )
         else:
             lines.append(_("- **Hang kind:** {kind}", kind=kind))
+        lines += _job_phase(report)
     if report.command:
         lines.append(_("- **Command:** `{command}`", command=" ".join(report.command)))
     if report.exit_code is not None:
@@ -262,6 +315,7 @@ def render_markdown(report: Report) -> str:
     if logs and not report.processes:
         return "\n".join(lines)
     lines += _wait_for(report)
+    lines += _marks(report)
     lines += _nodes(report)
     lines += stack_tree_section(report)
     lines += [

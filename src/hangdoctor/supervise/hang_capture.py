@@ -110,6 +110,7 @@ def capture_hang(
             "hang_declared_s": round(decision.declared_s, 3),
             "hang_kind": decision.kind,
             "hang_phase": decision.phase,
+            "job_phase": decision.job_phase,
             "kernel_log": tuple(kernel_lines),
         }
     )
@@ -122,5 +123,6 @@ def capture_hang(
         last_progress_s=round(decision.last_progress_s, 3),
         declared_s=round(decision.declared_s, 3),
         phase="compile" if decision.phase == "compile" else None,
+        job_phase=decision.job_phase,
     )
     return bundle, diagnose(bundle, Context(mode=Mode.HANG, hang=hang))

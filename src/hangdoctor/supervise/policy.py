@@ -35,6 +35,12 @@ on a machine where a task gets a third of a core is 27 s of wall time, in which 
 compute for 9 s on a core of its own. Waiting does not get slower with load, so an idle job's
 quiet time stays wall time.
 
+The job may say which phase it is in (`with hangdoctor.phase("eval", budget_s=900)`): a phase
+with a budget of its own replaces the threshold while it runs (`in_phase`), busy or idle, counted
+from when it was entered or the last progress, whichever came later. Entering or leaving a
+phase is progress (the job moved on), not a training event: it does not stretch the adaptive
+threshold, and the usual threshold after a long phase counts from its end.
+
 Without a fixed timeout the threshold adapts:
 - until the first training event: a generous start-up budget (model loading, compilation);
 - afterwards: `adaptive_factor` times the longest gap seen between training events, within
@@ -43,6 +49,7 @@ Without a fixed timeout the threshold adapts:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 #: The smallest share of a core a runnable task is taken to get: a busy job's threshold
@@ -77,11 +84,13 @@ class Counters:
     collectives: int = 0
     losses: int = 0
     nonfinite_losses: int = 0
+    heartbeats: int = 0  # `hangdoctor.heartbeat()`: the job's own training steps
+    phase_moves: int = 0  # `hangdoctor.phase()` entered or left
 
     @property
     def training_events(self) -> int:
         """Events that come from the training loop itself."""
-        return self.steps + self.batches + self.collectives
+        return self.steps + self.batches + self.collectives + self.heartbeats
 
     @property
     def finite_losses(self) -> int:
@@ -98,6 +107,16 @@ class HangDecision:
     declared_s: float
     threshold_s: float
     phase: str | None = None  # compile: declared while the job compiled, after its budget
+    job_phase: str | None = None  # the job's own phase in force (`hangdoctor.phase`), if any
+
+
+@dataclass(frozen=True)
+class PhaseBudget:
+    """The job's own phase with a budget (`hangdoctor.phase`), on the tracker's clock."""
+
+    name: str
+    budget_s: float
+    entered_s: float
 
 
 @dataclass
@@ -127,6 +146,10 @@ class ProgressTracker:
     last_elapsed_s: float = 0.0
     share_clock_at_progress_s: float = 0.0
     share_clock_at_moved_s: float = 0.0
+    #: The job's phase with a budget of its own, while it runs (`in_phase`).
+    phase: PhaseBudget | None = None
+    #: The phase the job is in, budget or not, to name in a decision.
+    phase_name: str | None = None
 
     def elapse(self, now_s: float, share: float) -> None:
         """Say what part of a core a runnable task gets now (1.0 on a machine with a core
@@ -137,6 +160,12 @@ class ProgressTracker:
     def _advance(self, now_s: float) -> None:
         self.share_clock_s += max(0.0, now_s - self.last_elapsed_s) * self.share
         self.last_elapsed_s = max(self.last_elapsed_s, now_s)
+
+    def in_phase(self, budget: PhaseBudget | None, name: str | None = None) -> None:
+        """Say which phase the job is in now: `budget` replaces the threshold while it is
+        given; `name` (the phase, budget or not) is named in a decision."""
+        self.phase = budget
+        self.phase_name = budget.name if budget is not None else name
 
     def computed(self, now_s: float) -> None:
         """Record that the job used the CPU just now (not progress, but not idle either)."""
@@ -186,6 +215,7 @@ class ProgressTracker:
         progressed = counters != self.last and (
             counters.output_bytes > self.last.output_bytes
             or counters.training_events > self.last.training_events
+            or counters.phase_moves > self.last.phase_moves
         )
         if counters.nonfinite_losses > self.last.nonfinite_losses:
             self.nonfinite_only = counters.finite_losses == self.last.finite_losses
@@ -239,6 +269,8 @@ class ProgressTracker:
     def check(self, now_s: float, busy: bool) -> HangDecision | None:
         """A hang, if the job has gone too long without progress."""
         self._advance(now_s)
+        if self.phase is not None:
+            return self._check_phase(now_s, busy, self.phase)
         waiting = busy and self.waiting_for_device  # spinning in CUDA's synchronisation
         spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
         computing = busy and not (waiting or spinning)
@@ -263,6 +295,21 @@ class ProgressTracker:
             declared_s=now_s,
             threshold_s=threshold,
             phase="compile" if compiling else None,
+            job_phase=self.phase_name,
+        )
+
+    def _check_phase(self, now_s: float, busy: bool, phase: PhaseBudget) -> HangDecision | None:
+        """Inside a phase with a budget: hung once the budget has passed, in wall time, since
+        the phase began or the job last showed progress."""
+        quiet_since = max(self.last_progress_s, phase.entered_s)
+        if now_s - quiet_since < phase.budget_s:
+            return None
+        return HangDecision(
+            kind="busy" if busy and not self.waiting_for_device else "idle",
+            last_progress_s=self.last_progress_s,
+            declared_s=now_s,
+            threshold_s=phase.budget_s,
+            job_phase=phase.name,
         )
 
 
@@ -298,3 +345,32 @@ class StillHungNotices:
         while age >= self.next_s():
             self.said += 1
         return age
+
+
+#: One phase a process says it is in: (name, budget_s or None, entered_at as Unix time).
+PhaseEntry = tuple[str, float | None, float]
+
+
+def phase_in_force(
+    processes: Iterable[Sequence[PhaseEntry]], now_wall: float, now_s: float
+) -> tuple[PhaseBudget | None, str | None]:
+    """The budget the job's phases set, and the phase to name, from each process's phases
+    (outermost first). A process's budget is that of its innermost phase that has one; across
+    processes the largest wins (a rank writing a checkpoint while the others wait for it). The
+    name is that process's path of phases (`train/eval`); without any budget, the first path."""
+    best: tuple[float, str, float] | None = None
+    first_name: str | None = None
+    for phases in processes:
+        if not phases:
+            continue
+        path = "/".join(name for name, _, _ in phases)
+        first_name = first_name or path
+        budgeted = [(budget, entered) for _, budget, entered in phases if budget is not None]
+        if budgeted:
+            budget, entered = budgeted[-1]
+            if best is None or budget > best[0]:
+                best = (budget, path, entered)
+    if best is None:
+        return None, first_name
+    budget, path, entered = best
+    return PhaseBudget(path, budget, now_s - max(0.0, now_wall - entered)), path

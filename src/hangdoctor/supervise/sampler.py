@@ -116,6 +116,8 @@ class TreeSampler:
             collectives=sum(s.collectives for s in self.statuses),
             losses=sum(s.losses_seen for s in self.statuses),
             nonfinite_losses=sum(s.nonfinite_losses for s in self.statuses),
+            heartbeats=sum(s.heartbeats for s in self.statuses),
+            phase_moves=sum(s.phase_moves for s in self.statuses),
             runnable_tasks=runnable_tasks(),
             cores=self._cores,
             ranks=tuple(_rank_sample(s) for s in self.statuses),

@@ -43,6 +43,7 @@ from hangdoctor.supervise.policy import (
     HangPolicy,
     ProgressTracker,
     StillHungNotices,
+    phase_in_force,
 )
 from hangdoctor.supervise.relay_process import RelayProcess, start_relay_process
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
@@ -349,12 +350,24 @@ class Supervisor:
             collectives=last.collectives if last else 0,
             losses=last.losses if last else 0,
             nonfinite_losses=last.nonfinite_losses if last else 0,
+            heartbeats=last.heartbeats if last else 0,
+            phase_moves=last.phase_moves if last else 0,
         )
+
+    def _note_phases(self, now: float) -> None:
+        """Tell the tracker the phase the job says it is in (`hangdoctor.phase`)."""
+        phases = (
+            [(p.name, p.budget_s, p.entered_at) for p in s.phases]
+            for s in self.sampler.statuses
+            if s.exiting_at is None
+        )
+        self.tracker.in_phase(*phase_in_force(phases, time.time(), now))
 
     def _check_progress(self, now: float) -> None:
         recent = self.sampler.activity(window_s=_SAMPLE_EVERY_S)
         self.tracker.elapse(now, recent.fair_share if recent is not None else 1.0)
         progressed = self.tracker.observe(now, self._counters())
+        self._note_phases(now)
         if self.current is not None:
             # What a job prints as a forwarded signal (Ctrl-C) ends it, its KeyboardInterrupt
             # traceback, is not the hang resolving: the final report keeps the hang.
@@ -493,6 +506,7 @@ class Supervisor:
             hang_declared_s=round(hang.declared_s, 3) if hang else None,
             hang_kind=hang.kind if hang else None,
             hang_phase=hang.phase if hang else None,
+            job_phase=hang.job_phase if hang else None,
             progress=tuple(with_sync_source(s) for s in self.sampler.statuses),
             timeline=tuple(self.sampler.timeline),
             output_bytes=self.log.total_bytes,

@@ -58,35 +58,40 @@ else:
 
 STATUS_DIR_ENV = protocol.STATUS_DIR_ENV
 probe = shared.probe
-_armed = False
+_armed = False  # reporting: the status folder, the stacks, the writer
+_hooked = False  # the torch hooks are in
 
 
 def arm() -> None:
-    """Install the hooks into the imported torch and start reporting. Idempotent."""
-    global _armed
-    torch = sys.modules.get("torch")
+    """Start reporting, and install the hooks into torch once it is imported. Idempotent: the
+    SDK arms a process that has no torch (a JAX loop calling `hangdoctor.heartbeat`), and
+    `sitecustomize` calls it again when torch arrives."""
+    global _armed, _hooked
     directory = os.environ.get(STATUS_DIR_ENV)
-    if _armed or torch is None or not directory:
+    if not directory:
         return
-    _armed = True
-    probe.directory = os.path.abspath(directory)
-    probe.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-    for install in (hooks.hook_optimizer, hooks.hook_dataloader, hooks.hook_distributed,
-                    hooks.hook_backward):
+    torch = sys.modules.get("torch")
+    if not _armed:
+        _armed = True
+        probe.directory = os.path.abspath(directory)
+        stacks.log_fatal_signals()
+        stacks.log_stop_signal()
+        stacks.log_thread_deaths()
+        stacks.register_stack_dump()
         with contextlib.suppress(Exception):
-            install(torch)
-    stacks.log_fatal_signals()
-    stacks.log_stop_signal()
-    stacks.log_thread_deaths()
-    stacks.register_stack_dump()
-    if "torch._dynamo" in sys.modules:
-        dynamo_loaded()
-    try:
-        os.register_at_fork(after_in_child=_after_fork_in_child)
-        atexit.register(writer.at_exit)
+            os.register_at_fork(after_in_child=_after_fork_in_child)
+            atexit.register(writer.at_exit)
+    if torch is not None and not _hooked:
+        _hooked = True
+        probe.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+        for install in (hooks.hook_optimizer, hooks.hook_dataloader, hooks.hook_distributed,
+                        hooks.hook_backward):
+            with contextlib.suppress(Exception):
+                install(torch)
+        if "torch._dynamo" in sys.modules:
+            dynamo_loaded()
+    with contextlib.suppress(Exception):
         writer.changed()  # write once now: the supervisor sees which processes are instrumented
-    except Exception:
-        pass
 
 
 def dynamo_loaded() -> None:

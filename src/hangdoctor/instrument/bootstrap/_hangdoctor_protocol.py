@@ -10,6 +10,9 @@ run at import), and hangdoctor itself (`instrument`, `probes/`, `analysis/`, `li
 
 #: The folder the probe writes into, set by `hangdoctor run` (instrument.instrumented_env).
 STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
+#: Set by `hangdoctor run` beside the status folder: the job is supervised, so `watch()` in it
+#: starts no watchdog of its own and the SDK's calls feed `run`'s supervisor instead.
+SUPERVISED_ENV = "HANGDOCTOR_SUPERVISED"
 #: The probe's module name, loaded by `sitecustomize` from beside it.
 PROBE_MODULE = "_hangdoctor_probe"
 #: The probe's parts, one job each, which it loads from beside it in this order (each imports
@@ -23,6 +26,7 @@ PROBE_PARTS = (
     "_hangdoctor_tasks",  # asyncio's tasks, on request
     "_hangdoctor_writer",  # the status writer thread
     "_hangdoctor_hooks",  # the torch hooks that count progress
+    "_hangdoctor_sdk",  # what the job says itself: heartbeats, phases, marks
 )
 #: Dropped by the supervisor at a hang: every instrumented process then answers it (its
 #: Flight Recorder, its asyncio tasks); its modification time tells one request from the next.

@@ -135,17 +135,23 @@ class Status:
         "group_seqs",
         "group_sites",
         "groups_created",
+        "heartbeat_step",
+        "heartbeats",
         "in_collective",
         "in_collective_seq",
         "in_collective_since",
         "last_batch_at",
         "last_collective",
+        "last_heartbeat_at",
         "last_loss",
         "last_nonfinite_at",
         "last_step_at",
         "last_sync_at",
         "losses_seen",
+        "marks",
         "nonfinite_losses",
+        "phase_moves",
+        "phases",
         "pid",
         "rank",
         "steps",
@@ -187,6 +193,14 @@ class Status:
         self.collective_calls: collections.deque[Call] = collections.deque(maxlen=_CALLS)
         self.collective_sites: dict[SiteKey, list[int]] = {}
         self.group_seqs: dict[str, int] = {}
+        # What the job says through the SDK (_hangdoctor_sdk): its own heartbeats, the phases
+        # it is in ([name, budget_s, entered_at], outermost first), its recent marks.
+        self.heartbeats = 0
+        self.last_heartbeat_at: float | None = None
+        self.heartbeat_step: int | None = None
+        self.phase_moves = 0  # phases entered and left: the job moved on, not a training event
+        self.phases: list[list[object]] = []
+        self.marks: collections.deque[tuple[float, str]] = collections.deque(maxlen=MARKS_KEPT)
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -221,6 +235,13 @@ class Status:
             "collective_calls": [_call_json(call) for call in list(self.collective_calls)],
             "collective_sites": [_site_json(key, counts)
                                  for key, counts in list(self.collective_sites.items())],
+            "heartbeats": self.heartbeats,
+            "last_heartbeat_at": self.last_heartbeat_at,
+            "heartbeat_step": self.heartbeat_step,
+            "phase_moves": self.phase_moves,
+            "phases": [{"name": name, "budget_s": budget, "entered_at": entered}
+                       for name, budget, entered in list(self.phases)],
+            "marks": [{"at": at, "text": text} for at, text in list(self.marks)],
         }, allow_nan=False)
 
 
@@ -232,6 +253,7 @@ if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript `
     Call = tuple[str, int, str, str | None, str | None, int, str, tuple[Place, ...]]
     SiteKey = tuple[str, str, str, int, str, tuple[Place, ...]]  # group, op, place, callers
 _CALLS = 64  # the most recent collective calls kept
+MARKS_KEPT = 32  # the most recent marks kept
 
 
 def _places_json(places: tuple[Place, ...]) -> list[dict[str, object]]:

@@ -201,4 +201,5 @@ def _chain_load() -> None:
 
 
 _install()
-_chain_load()
+if __name__ == "sitecustomize":  # not when `hangdoctor.watch()` loads this file by its path
+    _chain_load()
