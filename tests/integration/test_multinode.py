@@ -21,6 +21,9 @@ import pytest
 
 from tests.conftest import FIXTURES, hang_line
 
+#: Three nodes of two ranks each on two cores: CI runs them on their own.
+pytestmark = pytest.mark.alone
+
 pytestmark = pytest.mark.torch
 NODES = 3
 PROGRAM = "multinode_job.py"

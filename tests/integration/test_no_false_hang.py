@@ -15,6 +15,9 @@ import pytest
 
 from tests.integration.test_run import fixture, hd_run, leftovers
 
+#: These measure hangdoctor under a load they make themselves: CI runs them on their own.
+pytestmark = pytest.mark.alone
+
 
 @contextlib.contextmanager
 def cores_kept_busy() -> Iterator[None]:

@@ -18,6 +18,9 @@ import pytest
 
 from tests.conftest import FIXTURES
 
+#: These measure hangdoctor under a load they make themselves: CI runs them on their own.
+pytestmark = pytest.mark.alone
+
 MARK = "HD_TEST_JOB"
 LINES = 40
 EVERY_S = 0.05

@@ -23,6 +23,7 @@ class QuietSampler:
     """A job that shows nothing: no activity, no training events."""
 
     timeline: list[object] = field(default_factory=list)
+    statuses: list[object] = field(default_factory=list)  # no process says it is in a phase
 
     def activity(self, window_s: float | None = None) -> None:
         return None
