@@ -113,11 +113,11 @@ def find_reports(mode: str, report_dir: Path) -> list[Path]:
         kind, _, number = path.parent.name.partition("-")
         return (kind == "failure", int(number) if number.isdigit() else 0, str(path))
 
-    found = [
+    reports = [
         *report_dir.glob("**/hang-*/report.json"),
         *report_dir.glob("**/failure-*/report.json"),
     ]
-    return sorted(found, key=order)
+    return sorted(reports, key=order)
 
 
 #: The module of the process that writes watch's failure report once the job is gone.
