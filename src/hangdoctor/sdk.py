@@ -168,7 +168,8 @@ def watch(
     compile_budget_s: float | None = None,
 ) -> Watching | None:
     """Watch this job from inside it: `run`'s instrumentation and hang policy, and at a hang a
-    separate process that writes the usual report directory. Arguments left out come from
+    separate process that writes the usual report directory; when the job fails, a sidecar
+    that outlives it writes `failure-N/` (docs/watch.md). Arguments left out come from
     HANGDOCTOR_HANG_TIMEOUT, HANGDOCTOR_REPORT_DIR, HANGDOCTOR_ON_HANG (report, or kill: exit
     124 once reported), HANGDOCTOR_HOOK (module:function) and HANGDOCTOR_COMPILE_BUDGET.
     `hook(info)` is called after each hang's report. Under `hangdoctor run` it starts nothing

@@ -1,10 +1,12 @@
 """`hangdoctor.watch()` on real jobs started without `hangdoctor run`: in the script, or with
 `HANGDOCTOR_WATCH=1` and no code change (the .pth hook in a virtual environment of its own);
 the report directory, exit 124 when asked, the job kept otherwise, the user's hook, phases
-with budgets, and a job where ptrace is refused. Every job is killed at the end."""
+with budgets, a job where ptrace is refused, and the failure report its sidecar writes when
+the job fails. Every job, and every sidecar, is killed at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import FIXTURES, hang_line, kill_tree
@@ -32,12 +35,29 @@ def _env(report_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _sidecars(under: Path) -> list[psutil.Process]:
+    """The live sidecars (standalone.sidecar) of report directories under `under`."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        command = " ".join(process.info["cmdline"] or ())
+        if (
+            "hangdoctor.standalone.sidecar" in command
+            and str(under) in command
+            and process.info["status"] != psutil.STATUS_ZOMBIE
+        ):
+            found.append(process)
+    return found
+
+
 @pytest.fixture
-def jobs() -> Iterator[list[subprocess.Popen[bytes]]]:
+def jobs(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
     started: list[subprocess.Popen[bytes]] = []
     yield started
     for proc in started:
         kill_tree(proc, group=True)
+    for sidecar in _sidecars(tmp_path):  # detached from the job: out of reach of kill_tree
+        with contextlib.suppress(psutil.Error):
+            sidecar.kill()
 
 
 def _start(
@@ -150,6 +170,8 @@ def test_the_environment_variable_watches_a_script_without_a_change_and_ends_it_
     assert report["findings"][0]["category"] == "process.deadlock"
     assert _culprit_line(report)[0] == "watch_deadlock.py"
     assert b"hang declared" in err and b"ending the job (exit 124)" in err
+    _no_sidecar_left(report_dir)
+    assert not list(report_dir.glob("failure-*")), "a job ended at a hang has its hang report"
 
 
 def test_the_hook_does_nothing_when_the_variable_is_not_set(tmp_path: Path) -> None:
@@ -286,3 +308,116 @@ def test_under_torchrun_local_rank_0_reports_the_node_with_every_rank(
     ranks = sorted(p["rank"] for p in report["processes"] if p["rank"] is not None)
     assert ranks == [0, 1]
     assert not list(report_dir.glob("hang-2"))
+    _no_sidecar_left(report_dir)
+    assert not list(report_dir.glob("failure-*")), "rank 0 ended the job at the hang"
+
+
+# When the job fails: the sidecar's report ------------------------------------------------------
+
+
+def _wait_for_failure(report_dir: Path, timeout: float) -> dict:
+    """The failure report, once the sidecar that writes it has exited."""
+    path = report_dir / "failure-1" / "report.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and not _sidecars(report_dir):
+            return json.loads(path.read_text())
+        time.sleep(0.2)
+    raise AssertionError(f"no failure report in {timeout} s: {sorted(report_dir.rglob('*'))}")
+
+
+def _no_sidecar_left(report_dir: Path, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while _sidecars(report_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _sidecars(report_dir), "the sidecar outlived the job"
+
+
+def test_a_job_that_raises_in_its_loop_gets_a_failure_report_naming_the_line(
+    tmp_path: Path, jobs: list[subprocess.Popen[bytes]]
+) -> None:
+    report_dir = tmp_path / "reports"
+    command = [sys.executable, str(FIXTURES / "watch_fails.py"), "raise"]
+    proc = _start(jobs, command, _env(report_dir), tmp_path)
+    _, err = proc.communicate(timeout=60)
+    report = _wait_for_failure(report_dir, timeout=60)
+
+    assert proc.returncode == 1
+    assert b"ValueError: bad batch at step 3" in err, "the job's own traceback, printed as before"
+    assert report["verdict"] == "failed" and report["exit_code"] == 1
+    root = report["findings"][0]
+    assert root["title"].startswith("ValueError: bad batch at step 3")
+    assert _culprit_line(report) == ("watch_fails.py", hang_line("watch_fails.py", "raise"))
+    markdown = (report_dir / "failure-1" / "report.md").read_text()
+    assert "- **Verdict:** failed" in markdown and "ValueError: bad batch at step 3" in markdown
+    assert not list(report_dir.glob("hang-*"))
+
+
+def test_sys_exit_3_under_the_environment_variable_is_a_failure_with_exit_3(
+    tmp_path: Path, jobs: list[subprocess.Popen[bytes]]
+) -> None:
+    python = _venv_with_the_hook(tmp_path)
+    report_dir = tmp_path / "reports"
+    command = [str(python), str(FIXTURES / "watch_fails.py"), "exit3"]
+    proc = _start(jobs, command, _env(report_dir, HANGDOCTOR_WATCH="1"), tmp_path)
+    _, err = proc.communicate(timeout=60)
+    report = _wait_for_failure(report_dir, timeout=60)
+
+    assert proc.returncode == 3, err.decode(errors="replace")
+    assert report["verdict"] == "failed" and report["exit_code"] == 3
+    assert "exit 3" in report["findings"][0]["title"]
+
+
+def test_a_healthy_job_leaves_no_report_and_no_process(
+    tmp_path: Path, jobs: list[subprocess.Popen[bytes]]
+) -> None:
+    report_dir = tmp_path / "reports"
+    command = [sys.executable, str(FIXTURES / "watch_fails.py"), "healthy"]
+    proc = _start(jobs, command, _env(report_dir), tmp_path)
+    out, err = proc.communicate(timeout=60)
+
+    assert proc.returncode == 0 and b"DONE" in out, err.decode(errors="replace")
+    _no_sidecar_left(report_dir)
+    assert not list(report_dir.glob("failure-*")) and not list(report_dir.glob("hang-*"))
+    assert b"job failed" not in err
+
+
+def test_a_job_killed_by_sigkill_gets_a_report_that_says_so(
+    tmp_path: Path, jobs: list[subprocess.Popen[bytes]]
+) -> None:
+    report_dir = tmp_path / "reports"
+    command = [sys.executable, str(FIXTURES / "watch_fails.py"), "wait"]
+    proc = _start(jobs, command, _env(report_dir), tmp_path)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith(b"READY")
+    time.sleep(0.5)
+    proc.kill()  # as the OOM killer does: nothing in the process sees it coming
+    proc.wait(timeout=10)
+    report = _wait_for_failure(report_dir, timeout=60)
+
+    assert report["verdict"] == "failed" and report["exit_code"] == 128 + 9
+    assert "killed by SIGKILL" in report["findings"][0]["title"]
+    assert report["capture"]["job"]["signal"] == 9
+
+
+@pytest.mark.torch
+def test_under_torchrun_a_rank_that_raises_is_named_in_one_failure_report(
+    tmp_path: Path, jobs: list[subprocess.Popen[bytes]]
+) -> None:
+    pytest.importorskip("torch")
+    report_dir = tmp_path / "reports"
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+        "torchrun_rank_raises.py",
+    ]  # fmt: skip
+    proc = _start(jobs, command, _env(report_dir), FIXTURES)
+    _, err = proc.communicate(timeout=120)
+    report = _wait_for_failure(report_dir, timeout=60)
+
+    assert proc.returncode != 0, err.decode(errors="replace")
+    assert report["verdict"] == "failed"
+    root = report["findings"][0]
+    assert root["culprit"]["rank"] == 1, root["title"]
+    assert "RuntimeError: rank 1 lost its shard" in root["title"]
+    assert root["culprit"]["location"]["line"] == hang_line("torchrun_rank_raises.py", "raise")
+    assert [p.name for p in report_dir.glob("failure-*")] == ["failure-1"]

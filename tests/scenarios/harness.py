@@ -160,14 +160,28 @@ def _kill_all(processes: list[psutil.Process]) -> None:
     psutil.wait_procs(processes, timeout=5)
 
 
-def _end(proc: subprocess.Popen, report_dir: Path) -> list[int]:
+def _sidecar_running(report_dir: Path) -> bool:
+    """Whether watch's sidecar for `report_dir` still runs (writing a failure report)."""
+    for process in job_processes(report_dir):
+        with contextlib.suppress(psutil.Error):
+            if modes.SIDECAR_MODULE in process.cmdline():
+                return True
+    return False
+
+
+def _end(proc: subprocess.Popen, report_dir: Path, mode: str = modes.RUN) -> list[int]:
     """End hangdoctor (if still running) and everything of the job; return the pids of job
-    processes that were still alive after hangdoctor exited on its own."""
+    processes that were still alive after hangdoctor exited on its own. Under watch, the job's
+    sidecar is first given the time to write the report of a job that failed."""
     left: list[int] = []
     if proc.poll() is None:  # hangdoctor itself overran: kill its session and the job
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     else:
+        if mode == modes.WATCH_NOPTRACE:
+            deadline = time.monotonic() + modes.SIDECAR_WAIT_S
+            while _sidecar_running(report_dir) and time.monotonic() < deadline:
+                time.sleep(0.2)
         deadline = time.monotonic() + 2.0  # processes that are just exiting
         while (remaining := job_processes(report_dir)) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -251,7 +265,7 @@ def _run_scenario(scenario: Scenario, work_dir: Path, mode: str) -> Outcome:
         except subprocess.TimeoutExpired:
             outcome.problem = f"no result within {scenario.limit_s:.0f} s"
         finally:
-            outcome.leftovers = _end(proc, report_dir)
+            outcome.leftovers = _end(proc, report_dir, mode)
             if proc.stdin is not None:
                 proc.stdin.close()
     outcome.seconds = time.monotonic() - started
@@ -287,13 +301,14 @@ def _ptrace_not_refused(report: dict) -> str | None:
 
 
 def _judge_unreported(outcome: Outcome, exit_code: int) -> None:
-    """Under watch, a job that ended without a hang leaves no report: judged by its exit code
-    alone (completed or failed, no finding), which is all such a run can tell."""
+    """Under watch, a job that ended well leaves no report, and neither does one that failed
+    when its sidecar could not write one: judged by its exit code alone (completed, or failed
+    with no finding: a miss)."""
     outcome.verdict = "completed" if exit_code == 0 else "failed"
     outcome.verdict_ok = outcome.verdict == outcome.scenario.verdict
     outcome.category_ok = outcome.scenario.healthy
     if not outcome.scenario.healthy:
-        outcome.problem = f"no report: the job ended with exit {exit_code}, not at a hang"
+        outcome.problem = f"no report: the job ended with exit {exit_code} and none was written"
 
 
 def _judge(outcome: Outcome, report: dict) -> None:

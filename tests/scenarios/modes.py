@@ -10,7 +10,8 @@
 - `watch-noptrace`: no wrapper at all, as a managed launcher starts `python train.py` itself:
   the scenario's own command under the same setpriv, with `HANGDOCTOR_WATCH=1` and the hang
   threshold, report folder and `on hang: kill` (exit 124) in its environment; hangdoctor's
-  watchdog inside the job writes `hang-N/report.json` (under `node-N/` on several nodes).
+  watchdog inside the job writes `hang-N/report.json` (under `node-N/` on several nodes), and
+  its sidecar, once a job that failed is gone, `failure-N/report.json`.
 
 Each mode keeps its outcomes apart (`outcomes_dir`, `last_run_file`).
 """
@@ -102,16 +103,27 @@ def mode_env(
 
 def find_reports(mode: str, report_dir: Path) -> list[Path]:
     """The report(s) a run wrote, the one to judge first: `report.json` under `run`; under
-    watch, one `hang-N/report.json` per hang (per node: `node-N/hang-N/`), first hang first."""
+    watch, one `hang-N/report.json` per hang (per node: `node-N/hang-N/`), first hang first,
+    then the `failure-N/report.json` of a job that failed."""
     if mode != WATCH_NOPTRACE:
         found = report_dir / "report.json"
         return [found] if found.is_file() else []
 
-    def order(path: Path) -> tuple[int, str]:
-        hang = path.parent.name.removeprefix("hang-")
-        return (int(hang) if hang.isdigit() else 0, str(path))
+    def order(path: Path) -> tuple[int, int, str]:
+        kind, _, number = path.parent.name.partition("-")
+        return (kind == "failure", int(number) if number.isdigit() else 0, str(path))
 
-    return sorted(report_dir.glob("**/hang-*/report.json"), key=order)
+    reports = [
+        *report_dir.glob("**/hang-*/report.json"),
+        *report_dir.glob("**/failure-*/report.json"),
+    ]
+    return sorted(reports, key=order)
+
+
+#: The module of the process that writes watch's failure report once the job is gone.
+SIDECAR_MODULE = "hangdoctor.standalone.sidecar"
+#: How long it may take (its own alarm is 170 s).
+SIDECAR_WAIT_S = 180.0
 
 
 def outcomes_dir(base: Path, mode: str) -> Path:

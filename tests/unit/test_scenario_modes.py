@@ -83,6 +83,17 @@ def test_the_reports_each_mode_writes_are_found_first_hang_first(tmp_path):
     assert [p.parent.name for p in found] == ["hang-1", "hang-2", "hang-10"]
 
 
+def test_under_watch_a_failure_report_is_found_after_the_hangs(tmp_path):
+    for name in ("failure-1", "hang-1"):
+        (tmp_path / "node-0" / name).mkdir(parents=True)
+        (tmp_path / "node-0" / name / "report.json").write_text("{}")
+    found = modes.find_reports(modes.WATCH_NOPTRACE, tmp_path)
+    assert [p.parent.name for p in found] == ["hang-1", "failure-1"]
+    (tmp_path / "node-0" / "hang-1" / "report.json").unlink()
+    found = modes.find_reports(modes.WATCH_NOPTRACE, tmp_path)
+    assert [p.parent.name for p in found] == ["failure-1"]
+
+
 def test_each_mode_keeps_its_outcomes_and_record_apart():
     base = Path("/r/.pytest_cache/hangdoctor-scenarios")
     assert modes.outcomes_dir(base, modes.RUN) == base

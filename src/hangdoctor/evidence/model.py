@@ -293,6 +293,17 @@ class ProgressStatus(Evidence):
     exiting_at: float | None = Field(
         default=None, description="when the process began a normal exit (its atexit hooks)"
     )
+    records_exit: bool = Field(
+        default=False, description="watch() records how this process ends (the fields below)"
+    )
+    exit_code: int | None = Field(
+        default=None,
+        description="the exit code it was ending with: sys.exit's, 1 for an uncaught exception",
+    )
+    exit_traceback: str | None = Field(
+        default=None, description="the uncaught exception it ended with, as Python prints it"
+    )
+    exit_hung: bool = Field(default=False, description="watch() ended it at a hang (exit 124)")
     last_sync_at: tuple[tuple[str, int, str], ...] = Field(
         default=(),
         description="(file, line, function) of each frame, innermost first (at "

@@ -32,7 +32,7 @@ class WatchPlan:
     launched: bool  # a launcher (torchrun) started this process
 
 
-def _started_at(pid: int) -> float | None:
+def started_at(pid: int) -> float | None:
     """A process's start as a Unix time, from /proc (its start in ticks since boot)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
@@ -62,7 +62,7 @@ def make_plan(
     launched = _launched(env)
     root = ppid if launched else pid
     if report_dir is None:
-        started = _started_at(root)
+        started = started_at(root)
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started or time.time()))
         report_dir = DEFAULT_REPORTS / f"{stamp}-watch-{root}"
     groups = env.get("GROUP_WORLD_SIZE", "")

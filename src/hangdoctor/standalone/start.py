@@ -1,6 +1,7 @@
 """What `hangdoctor.watch()` does: under `hangdoctor run`, only arm the probe (its supervisor
 watches); otherwise plan who watches (`plan`), make the report folder, arm the probe into it,
-and start the watchdog where the plan says so."""
+record how the process will end (`exit_record`), and where the plan says so start the
+sidecar that reports a failure (`sidecar`) and the watchdog."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.private_files import make_dir
 from hangdoctor.sdk import Watching
-from hangdoctor.standalone import arming
+from hangdoctor.standalone import arming, exit_record, sidecar
 from hangdoctor.standalone.options import HangHook, resolve, warn
-from hangdoctor.standalone.plan import make_plan, started_by_multiprocessing
+from hangdoctor.standalone.plan import make_plan, started_at, started_by_multiprocessing
 from hangdoctor.standalone.watchdog import Watchdog
 
 
@@ -48,13 +49,16 @@ def start(
     make_dir(plan.report_dir)
     make_dir(plan.status_dir)
     arming.arm(plan.status_dir, supervised=False)
+    exit_record.install()
     watchdog = None
     if plan.watchdog:
         watchdog = Watchdog(options, plan)
+        since = started_at(plan.root_pid) or watchdog.started_wall
+        watchdog.sidecar = sidecar.launch(plan.root_pid, plan.report_dir, plan.status_dir, since)
         watchdog.start()
         warn(
             _(
-                "watching this job (pid {pid}); a hang's report goes to {path}",
+                "watching this job (pid {pid}); a hang's or a failure's report goes to {path}",
                 pid=plan.root_pid,
                 path=plan.report_dir,
             )

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
-from hangdoctor.standalone import readings
+from hangdoctor.standalone import exit_record, readings, sidecar
 from hangdoctor.standalone.options import (
     WATCH_ENV,
     HangInfo,
@@ -71,6 +71,9 @@ class Watchdog:
         self.reports: list[Path] = []
         self._stop = threading.Event()
         self._last: tuple[float, float, float] | None = None  # (at, cpu s, io bytes)
+        #: The starter of the sidecar that reports a failure (it forks the sidecar away and
+        #: exits): reaped by the thread, so that the job's start does not wait for it.
+        self.sidecar: subprocess.Popen[bytes] | None = None
         self.thread = threading.Thread(target=self._run, name="hangdoctor-watchdog", daemon=True)
 
     def start(self) -> None:
@@ -80,6 +83,7 @@ class Watchdog:
         self._stop.set()
 
     def _run(self) -> None:
+        sidecar.reap(self.sidecar)
         try:
             while not self._stop.wait(TICK_S):
                 self.tick(time.monotonic() - self.started)
@@ -220,6 +224,7 @@ class Watchdog:
     def _end_job(self) -> None:
         """End this process with 124 (its children first), as `run --on-hang kill` does."""
         warn(_("ending the job (exit {code})", code=HUNG_EXIT))
+        exit_record.note_hang_exit()  # the hang's report says it: no failure report
         me = os.getpid()
         for pid in readings.tree(me)[1:]:
             with contextlib.suppress(OSError):

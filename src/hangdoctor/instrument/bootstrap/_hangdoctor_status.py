@@ -131,6 +131,9 @@ class Status:
         "data_ends",
         "data_wait_s",
         "device_losses",
+        "exit_code",
+        "exit_hung",
+        "exit_traceback",
         "exiting_at",
         "group_seqs",
         "group_sites",
@@ -154,6 +157,7 @@ class Status:
         "phases",
         "pid",
         "rank",
+        "records_exit",
         "steps",
         "version",
         "world_size",
@@ -184,6 +188,12 @@ class Status:
         self.world_size: int | None = None
         self.device_losses = DeviceLosses()  # GPU losses, counted by the writer thread
         self.exiting_at: float | None = None  # when the interpreter began to exit normally
+        # How the process ends, where `watch()` records it (standalone.exit_record): its sidecar
+        # names a failure from these once the process is gone.
+        self.records_exit = False
+        self.exit_code: int | None = None
+        self.exit_traceback: str | None = None
+        self.exit_hung = False  # the watchdog ended it at a hang (exit 124)
         # where the job last synchronised (_hangdoctor_hooks._note_sync_site)
         self.last_sync_at: list[tuple[types.CodeType, int]] = []
         self.groups_created = 0  # torch.distributed.new_group calls (_hangdoctor_hooks)
@@ -227,6 +237,10 @@ class Status:
             "nonfinite_losses": self.nonfinite_losses + device.nonfinite,
             "last_nonfinite_at": last_nonfinite,
             "exiting_at": self.exiting_at,
+            "records_exit": self.records_exit,
+            "exit_code": self.exit_code,
+            "exit_traceback": self.exit_traceback,
+            "exit_hung": self.exit_hung,
             "limits": _limits(),
             "last_sync_at": [(code.co_filename, line, code.co_name)
                              for code, line in self.last_sync_at],

@@ -71,6 +71,24 @@ def at_exit() -> None:
     _flush()
 
 
+def write_now(wait_s: float = 2.0) -> None:
+    """Write the status at once, from any thread: how the process ends, just before it does.
+    The writer thread's lock is waited for at most `wait_s` (a signal handler may interrupt the
+    very thread that holds it), then the status is written anyway."""
+    if probe.disabled or probe.directory is None:
+        return
+    _status.version += 1
+    locked = probe.write_lock.acquire(timeout=wait_s)
+    try:
+        files.write_atomically(protocol.status_file(_status.pid), _status.as_json())
+        probe.written = _status.version
+    except Exception:
+        pass
+    finally:
+        if locked:
+            probe.write_lock.release()
+
+
 def _count_device_losses() -> None:
     try:
         if _status.device_losses.collect():
