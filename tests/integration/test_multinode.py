@@ -22,9 +22,7 @@ import pytest
 from tests.conftest import FIXTURES, hang_line
 
 #: Three nodes of two ranks each on two cores: CI runs them on their own.
-pytestmark = pytest.mark.alone
-
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.alone]
 NODES = 3
 PROGRAM = "multinode_job.py"
 LIMIT_S = 240
