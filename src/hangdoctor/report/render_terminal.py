@@ -339,7 +339,10 @@ def render_terminal(
     if report_dir:
         out.add(
             _lead(_("Report:")),
-            _("{path} (and report.json, evidence.json)", path=report_dir + "/report.md"),
+            _(
+                "{path} (and report.html, report.json, evidence.json)",
+                path=report_dir + "/report.md",
+            ),
             lead_style="bold",
         )
     if out.lines:
