@@ -158,13 +158,23 @@ def report_schema() -> dict:
 # summary only loads the root conftest.
 
 
+def _runs_scenarios(config: pytest.Config) -> bool:
+    """Whether this session may run the scenario suite (`-m scenario`, or tests/scenarios
+    named): only then is the last table started afresh, so that running a unit test beside a
+    suite in progress does not wipe the suite's outcomes."""
+    marks = str(config.getoption("markexpr", "") or "")
+    if "scenario" in marks and "not scenario" not in marks:
+        return True
+    return any("scenarios" in str(arg) for arg in config.args)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "scenario: a real training program run under `hangdoctor run` "
         "(tests/scenarios; deselect with -m 'not scenario')",
     )
-    if not hasattr(config, "workerinput"):  # the controlling process: start a fresh table
+    if not hasattr(config, "workerinput") and _runs_scenarios(config):  # a fresh table
         from tests.scenarios.harness import session_outcomes_dir
         from tests.scenarios.modes import ModeError
 

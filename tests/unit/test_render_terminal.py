@@ -164,3 +164,16 @@ def test_findings_after_the_root_cause_are_short(mismatch):
     after = text.split("Also found: a second finding", 1)[1]
     assert len(after.split("Also found:")[0].strip().splitlines()) <= 3  # rule, culprit
     assert "... and 1 more finding in the report." in text
+
+
+def test_in_chinese_no_line_is_wider_than_the_log(mismatch, monkeypatch):
+    """A Chinese character takes two cells: the summary and the tree wrap by cells."""
+    from rich.cells import cell_len
+
+    from hangdoctor import i18n
+
+    monkeypatch.setattr(i18n, "_active", "zh")
+    report = diagnosed(TWO_RANK_MISMATCH)  # diagnosed again: the findings' words in Chinese
+    text = rendered(report, 80, terminal=False)
+    assert "根因" in text and "调用栈树" in text
+    assert max(cell_len(line) for line in text.splitlines()) <= 80

@@ -9,7 +9,6 @@ report.md, and the summary says how much of it there is."""
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -254,20 +253,21 @@ def _ranks_tree(report: Report, console: Console) -> None:
         return
     console.print()
     for line in stack_tree_lines(tree):
-        for wrapped in _wrapped_tree_line(line, console.width):
+        for wrapped in _wrapped_tree_line(line, console):
             console.print(Text(wrapped), soft_wrap=True)
 
 
-def _wrapped_tree_line(line: str, width: int) -> list[str]:
-    """A text tree's line in ASCII, wrapped to `width` under its own text (the guides to its
-    left repeated, so the tree's shape survives in a log)."""
+def _wrapped_tree_line(line: str, console: Console) -> list[str]:
+    """A text tree's line in ASCII, wrapped to the console's width (in cells: a Chinese
+    character takes two) under its own text, the guides to its left repeated so that the
+    tree's shape survives in a log."""
     for guide, ascii_guide in _ASCII_GUIDES.items():
         line = line.replace(guide, ascii_guide)
     text = line.lstrip("|`- ")
     prefix = line[: len(line) - len(text)]
     hanging = prefix.replace("|-- ", "|   ").replace("`-- ", "    ")
-    room = max(width - len(prefix), 20)
-    pieces = textwrap.wrap(text, room, break_on_hyphens=False) or [""]
+    room = max(console.width - len(prefix), 20)
+    pieces = [piece.plain.rstrip() for piece in Text(text).wrap(console, room)] or [""]
     return [prefix + pieces[0], *(hanging + piece for piece in pieces[1:])]
 
 
