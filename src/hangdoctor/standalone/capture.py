@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from hangdoctor.standalone.sidecar import command_line
+
 LIMIT_S = 170  # seconds, all of it: more than the watchdog waits (watchdog.CAPTURE_LIMIT_S)
 
 
@@ -35,15 +37,6 @@ def _answer(path: Path, body: dict[str, object]) -> None:
     temporary = path.with_name(path.name + ".tmp")
     write_text(temporary, json.dumps(body))
     os.replace(temporary, path)
-
-
-def _command(pid: int) -> tuple[str, ...]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return ()
-    return tuple(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)
 
 
 def capture(request: dict[str, object]) -> dict[str, object]:
@@ -82,7 +75,7 @@ def capture(request: dict[str, object]) -> dict[str, object]:
     started = float(str(request["started_wall"]))
     statuses = read_statuses(status_dir)
     record = JobRecord(
-        command=redact_argv(_command(pid)),
+        command=redact_argv(command_line(pid)),
         started_at=started,
         hang_timeout_s=float(str(request["hang_timeout_s"])),
         last_progress_s=round(decision.last_progress_s, 3),

@@ -242,7 +242,7 @@ def main(argv: list[str]) -> int:
     if lock is None:
         return 0  # another sidecar watches this report directory
     job = _Job(root_pid, root_started if isinstance(root_started, int) else None, status_dir)
-    command = _command(root_pid)
+    command = command_line(root_pid)
     follow(job)
     from hangdoctor.standalone.job_end import judge
 
@@ -272,7 +272,9 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-def _command(pid: int) -> tuple[str, ...]:
+def command_line(pid: int) -> tuple[str, ...]:
+    """`pid`'s argv from /proc (empty when it is gone or hidden); stdlib only, shared with
+    the hang capture."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             raw = handle.read()
