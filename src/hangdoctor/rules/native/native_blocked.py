@@ -29,6 +29,24 @@ def _native_frames(thread: ThreadEvidence) -> list[Frame]:
     return frames
 
 
+# A thread blocked in the kernel uses no CPU; one that used more than this share of a core
+# between the snapshots was computing, however it looked at the one moment py-spy read it.
+_BLOCKED_MAX_SHARE = 0.1
+
+
+def _computing(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
+    """Caught asleep with the GIL between two bursts of work: torch's operators join their
+    intra-op threads on a futex with the GIL held, many times a second. A thread that used CPU
+    between the snapshots, or ran in one of them, computes; it is not blocked."""
+    share = job.thread_cpu_share(process.pid, thread.tid)
+    if share is not None and share >= _BLOCKED_MAX_SHARE:
+        return True
+    return any(
+        sample.kernel is not None and sample.kernel.state == "R"
+        for _elapsed, sample in job.samples(process.pid, thread.tid)
+    )
+
+
 def _first_python(thread: ThreadEvidence) -> Frame | None:
     return next((f for f in frames_of(thread) if not f.native), None)
 
@@ -103,6 +121,25 @@ def _sleep_without_gil() -> Bundle:
     )
 
 
+def _computing_with_the_gil() -> Bundle:
+    # Asleep with the GIL in one snapshot, yet a core's worth of CPU used between the two.
+    def at(cpu: float, state: str) -> ProcessEvidence:
+        return b.process(
+            88,
+            b.thread(
+                88,
+                b.frame("train.py", 22, "calibrate", code="scale = model(x).std().item()"),
+                name="MainThread",
+                state=state,
+                syscall="futex" if state == "S" else None,
+                owns_gil=True,
+                cpu=cpu,
+            ),
+        )
+
+    return b.bundle(at(10.0, "R"), later=[[at(10.45, "S")]])
+
+
 class NativeBlocked(Rule):
     id = "HD103"
     category = Category.NATIVE_BLOCKED
@@ -132,6 +169,7 @@ class NativeBlocked(Rule):
     quiet_on = (
         Example("Python code running with the GIL", _python_running_with_gil),
         Example("time.sleep releases the GIL", _sleep_without_gil),
+        Example("a thread computing, caught asleep with the GIL", _computing_with_the_gil),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -141,7 +179,7 @@ class NativeBlocked(Rule):
                 kernel = thread.kernel
                 if python is None or kernel is None or not python.owns_gil:
                     continue
-                if kernel.state not in ("S", "D"):
+                if kernel.state not in ("S", "D") or _computing(job, process, thread):
                     continue
                 # With the GIL taken, another Python thread found in a futex wait or on the CPU
                 # (take_gil wakes every switch interval to ask for it) is waiting for the GIL.
