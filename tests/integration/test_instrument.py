@@ -676,3 +676,108 @@ def test_group_creations_are_counted_with_where_they_were_made(jobs, tmp_path):
         if file == str(script)
     ]
     assert marks == ["first", "second"]
+
+
+SELF_READ = """
+import multiprocessing, os, signal, sys, time, torch
+
+def child(read_end):
+    os.read(read_end, 1)  # LINE: child-read
+
+read_end, write_end = os.pipe()
+worker = multiprocessing.get_context("fork").Process(target=child, args=(read_end,))
+worker.start()
+# A framework that restores "the handlers it saw" resets the stack signal (Lightning does).
+signal.signal(signal.SIGRTMIN + int(sys.argv[1]), signal.SIG_DFL)
+print("READY", worker.pid, flush=True)
+os.read(read_end, 1)  # LINE: parent-read
+"""
+
+
+@pytest.mark.torch
+def test_processes_read_their_own_waits_and_keep_the_stack_signal(jobs, tmp_path):
+    """On request, the parent (its writer thread) and a forked child (a thread of its own)
+    write their threads' system calls and their descriptors, which /proc hides from others
+    where ptrace is refused; a stack signal reset to its default is handled again."""
+    pytest.importorskip("torch")
+    from hangdoctor.probes.flight_recorder import request_dumps
+    from hangdoctor.probes.job_kernel import collect_kernel_states
+    from hangdoctor.probes.job_stacks import handles_signal, request_stacks
+
+    script = write_script(tmp_path, "reader.py", SELF_READ)
+    status = tmp_path / "status"
+    job = jobs(script, str(protocol.STACK_SIGNAL_OFFSET), env=instrumented(status))
+    assert job.proc.stdout is not None
+    parent, child = job.proc.pid, int(job.proc.stdout.readline().split()[1])
+    signum = signal.SIGRTMIN + protocol.STACK_SIGNAL_OFFSET
+    wait_for(lambda: handles_signal(parent, signum), timeout_s=10)  # put back by the writer
+
+    asked = request_dumps(status)
+    found = collect_kernel_states(status, asked, [parent, child], timeout_s=10)
+    lines = SELF_READ.splitlines()
+    for pid in (parent, child):
+        main = found[pid].threads[pid]
+        assert (main.state, main.syscall_name) == ("S", "read"), (pid, main)
+        fd = main.syscall_args[0]
+        assert any(f.fd == fd and f.target.startswith("pipe:") for f in found[pid].files)
+    stacks = request_stacks(status, [parent])
+    innermost = stacks[parent][parent].frames[0]
+    assert "LINE: parent-read" in lines[innermost.line - 1]
+
+
+JOINING = """
+import os, sys, torch
+import torch.distributed as dist
+
+os.environ.setdefault("WORLD_SIZE", "2")
+print("READY", flush=True)
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0)
+"""
+
+
+@pytest.mark.torch
+def test_a_rank_still_joining_says_its_rank_and_world_size(jobs, tmp_path):
+    """A rank waiting in init_process_group for a peer that is not coming has told its rank
+    and world size already (the world size from the environment it set itself)."""
+    pytest.importorskip("torch")
+    script = write_script(tmp_path, "join.py", JOINING)
+    status = tmp_path / "status"
+    job = jobs(script, str(free_port()), env=instrumented(status))
+    assert job.proc.stdout is not None
+    assert job.proc.stdout.readline().startswith("READY")
+    joined = wait_for(
+        lambda: [s for s in read_statuses(status) if s.rank is not None], timeout_s=30
+    )
+    assert (joined[0].pid, joined[0].rank, joined[0].world_size) == (job.proc.pid, 0, 2)
+
+
+WRITER = """
+import os, sys, time, torch
+
+print("READY", flush=True)
+with open(sys.argv[1], "wb") as shard:
+    for _ in range(40):
+        shard.write(os.urandom(64 * 1024))
+        shard.flush()
+        time.sleep(0.05)
+time.sleep(30)
+"""
+
+
+@pytest.mark.torch
+def test_a_process_notes_the_bytes_it_writes_for_a_supervisor_that_may_not_read_them(
+    jobs, tmp_path
+):
+    """/proc/PID/io is hidden where ptrace is refused: the process's own reading of it, in its
+    status, shows a job writing its shards at work."""
+    pytest.importorskip("torch")
+    script = write_script(tmp_path, "shards.py", WRITER)
+    status = tmp_path / "status"
+    job = jobs(script, str(tmp_path / "shard.bin"), env=instrumented(status))
+    assert job.proc.stdout is not None
+    assert job.proc.stdout.readline().startswith("READY")
+    written = wait_for(
+        lambda: [s for s in read_statuses(status) if (s.write_chars or 0) >= 2 * 2**20],
+        timeout_s=30,
+    )
+    assert written[0].pid == job.proc.pid

@@ -8,12 +8,12 @@ import os
 
 from rich.console import Console
 
+from hangdoctor.capture import from_the_job
 from hangdoctor.capture.job_stack_note import job_stack_note, kernel_wait_hidden
 from hangdoctor.evidence.model import Bundle, ProbeError
 from hangdoctor.pipeline import diagnose
 from hangdoctor.report.render_markdown import render_markdown
 from hangdoctor.report.render_terminal import render_terminal
-from hangdoctor.supervise import hang_capture
 from tests.conftest import FIXTURES
 
 RECORDED = FIXTURES / "torchrun_extra_collective.run.evidence.json"
@@ -48,9 +48,9 @@ def _without_py_spy(bundle: Bundle) -> tuple[Bundle, dict]:
 def test_stacks_from_the_job_come_with_what_they_lack(monkeypatch, tmp_path):
     bundle, own = _without_py_spy(Bundle.model_validate_json(RECORDED.read_text()))
     assert own, "the recording has Python processes"
-    monkeypatch.setattr(hang_capture, "request_stacks", lambda status_dir, pids: own)
-    monkeypatch.setattr(hang_capture, "kernel_wait_hidden", lambda pid: True)
-    patched = hang_capture._stacks_from_the_job(bundle, tmp_path)
+    monkeypatch.setattr(from_the_job, "request_stacks", lambda status_dir, pids: own)
+    monkeypatch.setattr(from_the_job, "kernel_wait_hidden", lambda pid: True)
+    patched = from_the_job.stacks_from_the_job(bundle, tmp_path, None)
     note = patched.errors[0]
     assert (note.probe, note.pid, note.kind) == ("stacks", None, "unavailable")
     assert [e.probe for e in patched.errors[1:]] == ["py-spy"] * len(own)

@@ -96,3 +96,30 @@ def test_guards_and_loops_around_a_collective():
     assert control_context(tree, line)[0] == ("not (rank == 0)",)
     last = len(RANKED.splitlines())
     assert control_context(tree, last) == ((), ())
+
+
+QUALIFIED = """
+class Event:
+    def wait(self, timeout=None):
+        return True  # line 4
+
+
+def main():
+    def worker():
+        return 1  # line 9
+
+    return worker
+"""
+
+
+def test_a_bare_function_name_gets_its_qualified_name(tmp_path):
+    """faulthandler names frames `wait`; py-spy, and the rules, `Event.wait`."""
+    from hangdoctor.probes.sources import qualified_name
+
+    path = tmp_path / "prims.py"
+    path.write_text(QUALIFIED)
+    assert qualified_name(str(path), 4, "wait") == "Event.wait"
+    assert qualified_name(str(path), 9, "worker") == "main.<locals>.worker"
+    assert qualified_name(str(path), 4, "Event.wait") == "Event.wait"  # py-spy's, as it is
+    assert qualified_name(str(path), 4, "other") == "other"  # not that line's function
+    assert qualified_name(str(tmp_path / "gone.py"), 4, "wait") == "wait"

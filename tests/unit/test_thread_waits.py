@@ -94,3 +94,25 @@ def test_a_condition_waits_for_a_notify_not_for_a_lock_someone_holds():
     assert lock_wait(waiting) is None
     wait = describe_wait(JobView(b.bundle(process)), process, waiting)
     assert wait.summary == "waiting in queue.Queue.get() without a timeout"
+
+
+def test_without_local_variables_the_callers_line_tells_whether_a_timeout_was_given():
+    """faulthandler's stacks have no locals: `done.wait()` gave no timeout; a call with more
+    arguments may have, and is taken to have."""
+    from hangdoctor.analysis.thread_waits import call_arguments, timeout_and_block
+
+    assert call_arguments("evaluator.done.wait()  # no timeout", "wait") == []
+    assert call_arguments("item = q.get(timeout=5)", "get") == ["timeout=5"]
+    assert call_arguments("q.put((a, b))", "put") == ["(a, b)"]
+    assert call_arguments("a = my_wait()", "wait") is None
+    assert call_arguments("q.get(", "get") is None  # the call goes on past this line
+
+    def waits(function: str, code: str) -> tuple[str, str]:
+        primitive = b.frame(f"{b.STDLIB}/queue.py", 171, function)
+        return timeout_and_block(primitive, b.frame("train.py", 9, "main", code=code))
+
+    assert waits("Queue.get", "batch = batches.get()") == ("None", "True")
+    assert waits("Queue.get", "batch = batches.get(timeout=30)")[0] == "?"
+    assert waits("Queue.get", "batch = batches.get(True, 30)")[0] == "?"
+    assert waits("Queue.put", "batches.put(batch)") == ("None", "True")
+    assert waits("Queue.put", "batches.put(batch, timeout=1)")[0] == "?"

@@ -101,11 +101,70 @@ def primitive_call(thread: ThreadEvidence, *, with_timeout: bool) -> tuple[Primi
                 caller = frames[index + 1] if index + 1 < len(frames) else None
                 if caller is None or origin(caller) is not Origin.USER:
                     return None
-                timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
-                block = next((v.repr for v in frame.locals if v.name == "block"), "True")
+                timeout, block = timeout_and_block(frame, caller)
                 if with_timeout or (timeout == "None" and block != "False"):
                     return primitive, frame
                 return None
+    return None
+
+
+#: Positional arguments of a blocking call that are not its `block` or `timeout`.
+_LEADING_ARGUMENTS = {"put": 1}
+
+
+def timeout_and_block(frame: Frame, caller: Frame) -> tuple[str, str]:
+    """The `timeout` and `block` arguments (as py-spy shows them) of the blocking call at
+    `frame`. Without local variables (stacks from faulthandler's dump), the caller's line
+    tells: `q.get()` gives none; a call with more arguments may have given a timeout, and is
+    taken to have (`?`)."""
+    if frame.locals:
+        timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
+        block = next((v.repr for v in frame.locals if v.name == "block"), "True")
+        return (timeout if timeout is not None else "?"), (block if block is not None else "?")
+    method = frame.function.rsplit(".", 1)[-1]
+    given = call_arguments(caller.code or "", method)
+    if given is None:
+        return "?", "True"
+    allowed = _LEADING_ARGUMENTS.get(method, 0)
+    if any(word in given for word in ("timeout", "block")) or len(given) > allowed:
+        return "?", "True"
+    return "None", "True"
+
+
+def given_timeout(thread: ThreadEvidence, frame: Frame) -> str:
+    """The timeout of the blocking call at `frame`, one of `thread`'s frames (`None`: none)."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    index = next((i for i, f in enumerate(frames) if f is frame), None)
+    if index is None or index + 1 >= len(frames):
+        return next((v.repr or "?" for v in frame.locals if v.name == "timeout"), "None")
+    return timeout_and_block(frame, frames[index + 1])[0]
+
+
+def call_arguments(code: str, method: str) -> list[str] | None:
+    """The arguments of the call `method(...)` on a line of code, as text (None when the line
+    holds no complete such call)."""
+    start = code.find(method + "(")
+    while start > 0 and (code[start - 1].isalnum() or code[start - 1] == "_"):
+        start = code.find(method + "(", start + 1)
+    if start < 0:
+        return None
+    depth, arguments, current = 0, [], ""
+    for char in code[start + len(method) :]:
+        if char in "([{":
+            depth += 1
+            if depth == 1:
+                continue
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                if current.strip():
+                    arguments.append(current.strip())
+                return arguments
+        elif char == "," and depth == 1:
+            arguments.append(current.strip())
+            current = ""
+            continue
+        current += char
     return None
 
 
@@ -265,8 +324,7 @@ def _mp_call(
             caller = frames[index + 1] if index + 1 < len(frames) else None
             if caller is None or origin(caller) is not Origin.USER:
                 return None
-            timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
-            block = next((v.repr for v in frame.locals if v.name == "block"), "True")
+            timeout, block = timeout_and_block(frame, caller)
             bounded = timeout != "None" or block == "False"
             return QueueRead(what, frame, caller, bounded) if any_timeout or not bounded else None
     return None

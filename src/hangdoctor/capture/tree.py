@@ -33,7 +33,7 @@ from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
 from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
 from hangdoctor.probes.sockets import read_sockets
-from hangdoctor.probes.sources import with_source
+from hangdoctor.probes.sources import qualified_name, with_source
 from hangdoctor.probes.system import read_system
 
 # A process is sampled again for stacks when it used this share of a CPU since the last snapshot.
@@ -115,10 +115,24 @@ def _enrich_bounded(
     return enriched
 
 
+def _qualified(frame: Frame) -> Frame:
+    """faulthandler names a frame by its function alone (`wait`); py-spy, and the rules, by
+    its qualified name (`Event.wait`), which the source file gives."""
+    if frame.native or frame.line <= 0:
+        return frame
+    name = qualified_name(frame.file, frame.line, frame.function)
+    return frame if name == frame.function else frame.model_copy(update={"function": name})
+
+
 def attach_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> ProcessEvidence:
     """`process` with Python stacks read some other way than py-spy (the job's own dump),
-    placed on their threads with their source lines."""
-    return _with_stacks(process, _enrich(dict(stacks), process.cwd))
+    placed on their threads with their source lines and py-spy's qualified names."""
+    enriched = _enrich(dict(stacks), process.cwd)
+    named = {
+        tid: thread.model_copy(update={"frames": tuple(_qualified(f) for f in thread.frames)})
+        for tid, thread in enriched.items()
+    }
+    return _with_stacks(process, named)
 
 
 def _busy(process: ProcessEvidence, before: ProcessEvidence | None, elapsed: float) -> bool:

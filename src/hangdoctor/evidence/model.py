@@ -270,6 +270,14 @@ class ProgressStatus(Evidence):
     rank: int | None = None
     world_size: int | None = Field(default=None, description="the process group's size")
     updated_at: float
+    write_chars: int | None = Field(
+        default=None,
+        description="bytes it wrote by any call, from its own /proc/self/io (which a supervisor "
+        "without ptrace may not read), noted in steps of 64 KiB",
+    )
+    read_bytes: int | None = Field(
+        default=None, description="bytes it read from storage, from its own /proc/self/io"
+    )
     steps: int = Field(default=0, description="optimizer steps taken")
     last_step_at: float | None = None
     batches: int = Field(default=0, description="batches received from DataLoaders")

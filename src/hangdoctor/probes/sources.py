@@ -29,6 +29,7 @@ class _SourceFile:
         ]
         # Later starts are nested deeper: the last range containing a line is the innermost.
         self.functions = sorted(functions, key=lambda node: node.lineno)
+        self.qualnames = _qualnames(tree)
 
     def scope_of(self, line: int) -> ast.AST:
         """The innermost function (or the module) whose body contains `line`."""
@@ -39,6 +40,21 @@ class _SourceFile:
             if line <= (node.end_lineno or node.lineno):
                 scope = node
         return scope
+
+
+def _qualnames(tree: ast.Module) -> dict[ast.AST, str]:
+    """Each def's qualified name as CPython builds it (`Event.wait`, `main.<locals>.worker`)."""
+    names: dict[ast.AST, str] = {}
+    stack: list[tuple[ast.AST, str]] = [(child, "") for child in ast.iter_child_nodes(tree)]
+    while stack:
+        node, prefix = stack.pop()
+        inner = prefix
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node] = prefix + node.name
+            local = ".<locals>." if not isinstance(node, ast.ClassDef) else "."
+            inner = prefix + node.name + local
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return names
 
 
 @functools.lru_cache(maxsize=256)
@@ -67,6 +83,22 @@ def function_at(path: str, line: int) -> str:
     source = _source(path)
     scope = source[0].scope_of(line) if source is not None else None
     return getattr(scope, "name", None) or "<module>"
+
+
+def qualified_name(path: str, line: int, function: str) -> str:
+    """The qualified name py-spy gives a frame (`Event.wait`), for one that carries only its
+    bare name (faulthandler's dumps): that of the innermost def named `function` whose body
+    holds `line`; `function` itself when there is none."""
+    source = _source(path)
+    if source is None or "." in function:
+        return function
+    parsed = source[0]
+    for node in reversed(parsed.functions):
+        if node.lineno <= line <= (node.end_lineno or node.lineno) and (
+            getattr(node, "name", None) == function
+        ):
+            return parsed.qualnames.get(node, function)
+    return function
 
 
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangdoctor.capture.job_stack_note import job_stack_note, kernel_wait_hidden
-from hangdoctor.capture.tree import CaptureOptions, attach_stacks, capture_tree
+from hangdoctor.capture.from_the_job import stacks_from_the_job
+from hangdoctor.capture.tree import CaptureOptions, capture_tree
 from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.probes.async_tasks import collect_tasks
 from hangdoctor.probes.flight_recorder import collect_dumps, request_dumps
 from hangdoctor.probes.gpu import GpuSampler
-from hangdoctor.probes.job_stacks import request_stacks
 from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.nccl_ras import with_nccl_ras
 from hangdoctor.probes.pystacks import StackOptions
@@ -65,27 +64,6 @@ class HangCapture:
     gaps: tuple[ProbeError, ...] = ()  # what the sampler could not observe (NVML)
 
 
-def _stacks_from_the_job(bundle: Bundle, status_dir: Path) -> Bundle:
-    """Where py-spy could not read a process (ptrace refused, py-spy missing or failing), ask
-    the instrumented process for its own stacks (`probes.job_stacks`); the py-spy gap stays
-    stated in the errors, first of them what such stacks lack (`job_stack_note`)."""
-    if not bundle.snapshots:
-        return bundle
-    first = bundle.snapshots[0]
-    missing = [p.pid for p in first.processes if not p.stacks_sampled and p.is_python is not False]
-    found = request_stacks(status_dir, missing) if missing else {}
-    if not found:
-        return bundle
-    processes = tuple(
-        attach_stacks(p, found[p.pid]) if p.pid in found else p for p in first.processes
-    )
-    first = first.model_copy(update={"processes": processes})
-    note = job_stack_note(found, kernel_hidden=any(kernel_wait_hidden(pid) for pid in found))
-    return bundle.model_copy(
-        update={"snapshots": (first, *bundle.snapshots[1:]), "errors": (note, *bundle.errors)}
-    )
-
-
 def capture_hang(
     job: HangCapture, decision: HangDecision, record: JobRecord
 ) -> tuple[Bundle, Report]:
@@ -96,7 +74,7 @@ def capture_hang(
         job.pid, CaptureOptions(stacks=StackOptions(native=job.native_stacks)), gpus=job.gpus
     )
     if job.status_dir is not None:
-        bundle = _stacks_from_the_job(bundle, job.status_dir)
+        bundle = stacks_from_the_job(bundle, job.status_dir, asked)
     if asked is not None and job.status_dir is not None and job.ranks:
         records = collect_dumps(job.status_dir, asked, expected=job.ranks)
         bundle = bundle.model_copy(update={"flight_records": tuple(records)})

@@ -65,6 +65,22 @@ def _rank_sample(status: ProgressStatus) -> RankSample:
     )
 
 
+def _with_own_io(
+    processes: list[ProcessSample], statuses: list[ProgressStatus]
+) -> list[ProcessSample]:
+    """Where /proc/PID/io was refused (ptrace refused), the counters the process noted of
+    itself in its status."""
+    own = {s.pid: s for s in statuses if s.write_chars is not None}
+    return [
+        p.model_copy(
+            update={"write_chars": own[p.pid].write_chars, "read_bytes": own[p.pid].read_bytes}
+        )
+        if p.write_chars is None and p.pid in own
+        else p
+        for p in processes
+    ]
+
+
 def _io_counters(process: psutil.Process) -> object | None:
     try:
         return process.io_counters()
@@ -106,6 +122,7 @@ class TreeSampler:
             if time.monotonic() >= self._next_cleanup:
                 remove_stale(self.status_dir)
                 self._next_cleanup = time.monotonic() + _CLEANUP_EVERY_S
+            processes = _with_own_io(processes, self.statuses)
         sample = TimelineSample(
             elapsed_s=round(time.monotonic() - self.started, 3),
             output_bytes=output_bytes,

@@ -136,17 +136,60 @@ def hook_distributed(torch: ModuleType) -> None:
     _learn_library_dirs(torch)
     wrappers: dict[int, object] = {}
     for module in (dist, c10d):
-        for name in (*COLLECTIVES, "new_group"):
+        for name in (*COLLECTIVES, "new_group", "init_process_group"):
             try:
                 function = getattr(module, name, None)
                 if function is None or shared.is_wrapper(function):
                     continue
                 if id(function) not in wrappers:
-                    wrappers[id(function)] = (_wrap_new_group(function) if name == "new_group"
-                                              else _wrap_collective(name, function))
+                    wrappers[id(function)] = (
+                        _wrap_new_group(function) if name == "new_group"
+                        else _wrap_init(function) if name == "init_process_group"
+                        else _wrap_collective(name, function))
                 setattr(module, name, wrappers[id(function)])
             except Exception:
                 pass
+
+
+def _wrap_init(function: Callable[..., object]) -> Callable[..., object]:
+    """Note the rank and world size a process joins with, as it starts to join: a process
+    that never gets through `init_process_group` (a peer that is not coming, a world size
+    that counts one rank too many) is otherwise a rank of unknown number, which only py-spy's
+    view of the call's local variables would tell."""
+
+    @functools.wraps(function)
+    def init_process_group(*args: object, **kwargs: object) -> object:
+        _note_joining(function, args, kwargs)
+        try:
+            return function(*args, **kwargs)
+        except BaseException as error:
+            _hide_wrapper_frame(error)
+            raise
+
+    shared.mark_wrapper(init_process_group)
+    return init_process_group
+
+
+def _note_joining(function: Callable[..., object], args: tuple[object, ...],
+                  kwargs: dict[str, object]) -> None:
+    """The rank and world size given to `init_process_group`, or (-1, the default) those it
+    reads from the environment, as the job sets it at that moment."""
+    try:
+        import inspect
+
+        given = inspect.signature(function).bind_partial(*args, **kwargs).arguments
+        rank, size = given.get("rank", -1), given.get("world_size", -1)
+        if not isinstance(rank, int) or rank < 0:
+            rank = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
+        if not isinstance(size, int) or size < 0:
+            size = (int(os.environ["WORLD_SIZE"])
+                    if os.environ.get("WORLD_SIZE", "").isdigit() else None)
+        if _status.rank is None and rank is not None:
+            _status.rank = rank
+            _status.world_size = size
+            _changed()
+    except Exception:
+        pass
 
 
 _GROUP_SITES = 16  # the most recent new_group calls kept, with their numbers

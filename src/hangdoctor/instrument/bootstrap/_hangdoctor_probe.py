@@ -140,7 +140,8 @@ def _own_code() -> list[types.CodeType]:
 
 def _after_fork_in_child() -> None:
     """A forked child (a DataLoader worker) reports for itself, from zero, and only if it makes
-    progress of its own; the parent's writer thread and lock state did not survive the fork."""
+    progress of its own; the parent's writer thread and lock state did not survive the fork.
+    Until then a thread of its own answers the supervisor's request for its kernel state."""
     try:
         probe.tls = threading.local()
         probe.write_lock = threading.Lock()
@@ -152,3 +153,4 @@ def _after_fork_in_child() -> None:
     except Exception:
         pass
     stacks.register_stack_dump()
+    writer.start_answering()

@@ -24,12 +24,13 @@ PROBE_PARTS = (
     "_hangdoctor_stacks",  # stacks without ptrace: faulthandler, dead threads
     "_hangdoctor_flight_recorder",  # torch's Flight Recorder, on request
     "_hangdoctor_tasks",  # asyncio's tasks, on request
+    "_hangdoctor_kernel",  # the kernel's view of its own threads, on request
     "_hangdoctor_writer",  # the status writer thread
     "_hangdoctor_hooks",  # the torch hooks that count progress
     "_hangdoctor_sdk",  # what the job says itself: heartbeats, phases, marks
 )
 #: Dropped by the supervisor at a hang: every instrumented process then answers it (its
-#: Flight Recorder, its asyncio tasks); its modification time tells one request from the next.
+#: Flight Recorder, its asyncio tasks, its threads' system calls); its modification time tells one request from the next.
 REQUEST_FILE = "flight-recorder.request"
 #: The real-time signal (SIGRTMIN + this) that makes faulthandler write a process's stacks.
 STACK_SIGNAL_OFFSET = 6
@@ -37,6 +38,7 @@ STACK_SIGNAL_OFFSET = 6
 STATUS_PREFIX, STATUS_SUFFIX = "status-", ".json"
 FLIGHT_RECORDER_PREFIX, FLIGHT_RECORDER_SUFFIX = "fr-", ".json"
 TASKS_PREFIX, TASKS_SUFFIX = "tasks-", ".json"
+KERNEL_PREFIX, KERNEL_SUFFIX = "kernel-", ".json"
 STACKS_PREFIX, STACKS_SUFFIX = "stacks-", ".txt"
 THREAD_MAP_PREFIX, THREAD_MAP_SUFFIX = "threads-", ".json"
 FAULT_PREFIX, FAULT_SUFFIX = "fault-", ".txt"
@@ -57,6 +59,11 @@ def flight_recorder_file(pid: int) -> str:
 def tasks_file(pid: int) -> str:
     """One process's asyncio tasks, written on request."""
     return TASKS_PREFIX + str(pid) + TASKS_SUFFIX
+
+
+def kernel_file(pid: int) -> str:
+    """One process's threads as the kernel shows them to the process itself, on request."""
+    return KERNEL_PREFIX + str(pid) + KERNEL_SUFFIX
 
 
 def stacks_file(pid: int) -> str:

@@ -163,6 +163,34 @@ def register_stack_dump() -> None:
         pass
 
 
+def keep_stack_dump() -> None:
+    """Put the stack signal's handler back where someone reset it to the default: a framework
+    that saves the handlers Python knows of and restores them later (PyTorch Lightning's signal
+    connector, at the end of `fit`) sees none for this signal, which faulthandler handles in C,
+    and restores "none". Nobody else then handles it, and its default would end the process."""
+    if _stack_file is None or probe.directory is None:
+        return
+    try:
+        import faulthandler
+        import signal
+
+        signum = signal.SIGRTMIN + STACK_SIGNAL_OFFSET
+        with open("/proc/self/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"SigCgt:"):
+                    if not int(line.split()[1], 16) >> (signum - 1) & 1:
+                        # faulthandler still counts itself registered and would not install
+                        # its handler again: unregister first (restoring the default, which is
+                        # what is there anyway; the supervisor sends the signal only where a
+                        # handler is installed).
+                        faulthandler.unregister(signum)
+                        faulthandler.register(signum, file=_stack_file, all_threads=True,
+                                              chain=False)
+                    return
+    except Exception:
+        pass
+
+
 def write_thread_map() -> None:
     """`threads-<pid>.json`: the signal to send and each thread's pthread id -> kernel id,
     rewritten when the threads change."""

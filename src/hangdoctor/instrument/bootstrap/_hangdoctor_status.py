@@ -157,10 +157,12 @@ class Status:
         "phases",
         "pid",
         "rank",
+        "read_bytes",
         "records_exit",
         "steps",
         "version",
         "world_size",
+        "write_chars",
     )
 
     def __init__(self) -> None:
@@ -186,6 +188,10 @@ class Status:
         self.last_nonfinite_at: float | None = None
         self.rank: int | None = None  # as the process group says, once it exists
         self.world_size: int | None = None
+        # This process's own /proc/self/io (bytes written by any call, read from storage), for a
+        # supervisor that may not read /proc/PID/io (ptrace refused): work it does.
+        self.write_chars: int | None = None
+        self.read_bytes: int | None = None
         self.device_losses = DeviceLosses()  # GPU losses, counted by the writer thread
         self.exiting_at: float | None = None  # when the interpreter began to exit normally
         # How the process ends, where `watch()` records it (standalone.exit_record): its sidecar
@@ -219,7 +225,9 @@ class Status:
         return json.dumps({
             "pid": self.pid,
             "rank": self.rank if self.rank is not None else env_int("RANK"),
-            "world_size": self.world_size,  # only as the process group says it
+            "world_size": self.world_size,  # as the process group says, or was asked to be
+            "write_chars": self.write_chars,
+            "read_bytes": self.read_bytes,
             "updated_at": time.time(),
             "steps": self.steps,
             "last_step_at": self.last_step_at,

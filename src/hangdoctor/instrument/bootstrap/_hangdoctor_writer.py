@@ -1,7 +1,7 @@
 """The status writer: a daemon thread that writes `status-<pid>.json` (the fields of
 hangdoctor's `ProgressStatus`) atomically, at most every 0.5 s and only when something changed,
 for the supervisor that polls the folder; between writes it answers the supervisor's requests
-(the Flight Recorder, asyncio's tasks) and keeps the thread map of the stack signal current.
+(the Flight Recorder, asyncio's tasks, its threads' system calls) and keeps the thread map of the stack signal current.
 
 It starts with the first change a process makes: a process that never counts anything (a
 DataLoader worker) writes nothing."""
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hangdoctor.instrument.bootstrap import _hangdoctor_files as files
     from hangdoctor.instrument.bootstrap import _hangdoctor_flight_recorder as flight_recorder
+    from hangdoctor.instrument.bootstrap import _hangdoctor_kernel as kernel
     from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
     from hangdoctor.instrument.bootstrap import _hangdoctor_stacks as stacks
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 else:
     import _hangdoctor_files as files
     import _hangdoctor_flight_recorder as flight_recorder
+    import _hangdoctor_kernel as kernel
     import _hangdoctor_protocol as protocol
     import _hangdoctor_stacks as stacks
     import _hangdoctor_state as shared
@@ -52,10 +54,32 @@ def _write_loop() -> None:
     while not probe.disabled:
         _learn_identity()
         _count_device_losses()
+        _note_own_io()
         _flush()
         flight_recorder.answer_flight_recorder_request()
         tasks.answer_task_request()
+        kernel.answer_kernel_request()
         stacks.write_thread_map()
+        stacks.keep_stack_dump()
+        time.sleep(WRITE_INTERVAL_S)
+
+
+def start_answering() -> None:
+    """A forked child (a DataLoader or pool worker) counts nothing of its own, so it has no
+    writer; it gets a thread that only answers the supervisor's request for its threads'
+    system calls, which /proc hides from every other process where ptrace is refused. It
+    writes nothing else, and stops if the child starts a writer of its own."""
+    if probe.disabled or probe.directory is None:
+        return
+    with contextlib.suppress(Exception):
+        threading.Thread(target=_answer_loop, name="hangdoctor-answer", daemon=True).start()
+
+
+def _answer_loop() -> None:
+    while not probe.disabled and not probe.writer_started:
+        kernel.answer_kernel_request()
+        stacks.write_thread_map()
+        stacks.keep_stack_dump()
         time.sleep(WRITE_INTERVAL_S)
 
 
@@ -92,6 +116,25 @@ def write_now(wait_s: float = 2.0) -> None:
 def _count_device_losses() -> None:
     try:
         if _status.device_losses.collect():
+            changed()
+    except Exception:
+        pass
+
+
+_IO_STEP = 64 * 1024  # the supervisor's bar for data work is 64 KiB/s; finer is noise
+
+
+def _note_own_io() -> None:
+    """This process's bytes written and read from storage, from its own /proc/self/io: a
+    supervisor that may not read /proc/PID/io (ptrace refused) still sees a job that writes
+    its shards or checkpoints at work. Noted when it moved by 64 KiB or more."""
+    try:
+        with open("/proc/self/io", "rb") as handle:
+            fields = dict(line.split(b":", 1) for line in handle.read().splitlines() if b":" in line)
+        written, read = int(fields[b"wchar"]), int(fields[b"read_bytes"])
+        before = (_status.write_chars or 0) + (_status.read_bytes or 0)
+        if _status.write_chars is None or written + read - before >= _IO_STEP:
+            _status.write_chars, _status.read_bytes = written, read
             changed()
     except Exception:
         pass

@@ -19,7 +19,7 @@ from hangdoctor.analysis.frames import (
 )
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import lock_wait
-from hangdoctor.analysis.thread_waits import at_exit, joined_thread, primitive_call
+from hangdoctor.analysis.thread_waits import at_exit, given_timeout, joined_thread, primitive_call
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, JobRecord, ProcessEvidence, ThreadEvidence
@@ -48,7 +48,7 @@ def _timed_loop(thread: ThreadEvidence) -> _Parked | None:
     mine = innermost_user_frame(frames_of(thread))
     if found is None or mine is None or not mine.loop_lines:
         return None
-    if next((v.repr for v in found[1].locals if v.name == "timeout"), "None") == "None":
+    if given_timeout(thread, found[1]) == "None":
         return None  # no timeout: it does not go round, it waits for good (see _parked)
     return _again_and_again(found[0].what)
 
@@ -81,8 +81,7 @@ def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> _
     found = primitive_call(thread, with_timeout=True)
     if found is not None:
         primitive, frame = found
-        timeout = next((v.repr for v in frame.locals if v.name == "timeout"), "None")
-        if timeout == "None":
+        if given_timeout(thread, frame) == "None":
             return _Parked(
                 _("waits in {what} without a timeout", what=primitive.what), forever=True
             )

@@ -1,0 +1,19 @@
+"""Where /proc/PID/io is refused, the light timeline takes the counters the process noted of
+itself in its status; where it is readable, its own reading stands."""
+
+from __future__ import annotations
+
+from hangdoctor.evidence.model import ProcessSample, ProgressStatus
+from hangdoctor.supervise.sampler import _with_own_io
+
+
+def test_hidden_counters_come_from_the_status_and_readable_ones_stay() -> None:
+    hidden = ProcessSample(pid=10, cpu_seconds=1.0)
+    readable = ProcessSample(pid=11, cpu_seconds=1.0, write_chars=5, read_bytes=0)
+    statuses = [
+        ProgressStatus(pid=10, updated_at=0.0, write_chars=2**20, read_bytes=4096),
+        ProgressStatus(pid=11, updated_at=0.0, write_chars=2**30, read_bytes=0),
+    ]
+    filled = {p.pid: p for p in _with_own_io([hidden, readable], statuses)}
+    assert (filled[10].write_chars, filled[10].read_bytes) == (2**20, 4096)
+    assert filled[11].write_chars == 5
