@@ -14,6 +14,7 @@ from types import MappingProxyType
 from tests.scenarios.catalog_ddp import USERS_DDP
 from tests.scenarios.catalog_frameworks import USERS_FRAMEWORKS
 from tests.scenarios.catalog_round6 import ROUND6
+from tests.scenarios.catalog_round7 import ROUND7
 from tests.scenarios.scenario import HEALTHY, Scenario
 
 
@@ -106,7 +107,7 @@ CATALOG: tuple[Scenario, ...] = (
 
 # Programs written the way users write training code, each from a public report (issue 10);
 # every one was run before any rule was changed for it, and its first try is recorded.
-CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6
+CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6 + ROUND7
 
 # Healthy controls run a second time while another load keeps every core busy: a healthy job
 # must never be declared hung, on a quiet node or a busy one (issue 17). One of each kind (a
