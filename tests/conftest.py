@@ -64,6 +64,20 @@ def kill_tree(proc: subprocess.Popen, group: bool = False) -> None:
         proc.wait(timeout=10)
 
 
+def ptrace_can_be_dropped() -> bool:
+    """Whether a test can run a command without CAP_SYS_PTRACE (`setpriv --bounding-set
+    -sys_ptrace`): root with setpriv installed."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        return False
+    done = subprocess.run(
+        ["setpriv", "--bounding-set", "-sys_ptrace", "--", "true"],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    return done.returncode == 0
+
+
 def start_fixture(
     name: str,
     *args: str,

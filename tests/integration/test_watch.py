@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import FIXTURES, hang_line, kill_tree
+from tests.conftest import FIXTURES, hang_line, kill_tree, ptrace_can_be_dropped
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PTH = SRC / "hangdoctor-watch.pth"
@@ -215,19 +215,9 @@ def test_a_phase_whose_budget_runs_out_is_named_in_the_report(
     assert report["processes"][0]["pid"] == proc.pid
 
 
-def _ptrace_refused() -> bool:
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        return False
-    done = subprocess.run(
-        ["setpriv", "--bounding-set", "-sys_ptrace", "--", "true"],
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
-    return done.returncode == 0
-
-
-@pytest.mark.skipif(not _ptrace_refused(), reason="needs root and setpriv to drop CAP_SYS_PTRACE")
+@pytest.mark.skipif(
+    not ptrace_can_be_dropped(), reason="needs root and setpriv to drop CAP_SYS_PTRACE"
+)
 @pytest.mark.parametrize("undumpable", [False, True], ids=["setpriv", "setpriv+undumpable"])
 def test_without_ptrace_watch_still_diagnoses_the_deadlock(
     tmp_path: Path, jobs: list[subprocess.Popen[bytes]], undumpable: bool

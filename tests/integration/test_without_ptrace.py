@@ -8,31 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, hang_line
+from tests.conftest import FIXTURES, hang_line, ptrace_can_be_dropped
 
 pytestmark = pytest.mark.torch
 
 UNDUMPABLE = Path(__file__).resolve().parents[1] / "scenarios" / "undumpable"
 PROGRAM = FIXTURES / "forked_pipe_join.py"
-
-
-def _ptrace_refused() -> bool:
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        return False
-    done = subprocess.run(
-        ["setpriv", "--bounding-set", "-sys_ptrace", "--", "true"],
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
-    return done.returncode == 0
 
 
 def _run(tmp_path: Path, *, ptrace: bool) -> dict:
@@ -61,7 +48,9 @@ def _thread(report: dict, role: str) -> dict:
     return next(t for t in process["threads"] if t["tid"] == process["pid"])
 
 
-@pytest.mark.skipif(not _ptrace_refused(), reason="needs root and setpriv to drop CAP_SYS_PTRACE")
+@pytest.mark.skipif(
+    not ptrace_can_be_dropped(), reason="needs root and setpriv to drop CAP_SYS_PTRACE"
+)
 def test_without_ptrace_the_waits_come_from_the_processes_themselves(tmp_path: Path) -> None:
     without = _run(tmp_path, ptrace=False)
     errors = {(e["probe"], e["kind"]) for e in without["capture"]["errors"]}
