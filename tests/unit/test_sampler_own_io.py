@@ -17,3 +17,15 @@ def test_hidden_counters_come_from_the_status_and_readable_ones_stay() -> None:
     filled = {p.pid: p for p in _with_own_io([hidden, readable], statuses)}
     assert (filled[10].write_chars, filled[10].read_bytes) == (2**20, 4096)
     assert filled[11].write_chars == 5
+
+
+def test_the_watchdog_takes_them_from_the_status_too() -> None:
+    """watch()'s own readings: /proc/PID/io when readable, else the process's own note."""
+    import os
+
+    from hangdoctor.standalone.readings import _io
+
+    noted = {"write_chars": 3 * 2**20, "read_bytes": 4096}
+    assert _io(2**22 + 12345, noted) == 3 * 2**20 + 4096  # no such /proc entry: refused alike
+    assert _io(2**22 + 12345, None) == 0.0
+    assert _io(os.getpid(), {"write_chars": 1, "read_bytes": 1}) >= 0  # its own, readable

@@ -111,14 +111,21 @@ def _stat(pid: int) -> tuple[str, float] | None:
         return None
 
 
-def _io(pid: int) -> float:
-    """Bytes written by any write call, and read from storage (as the sampler counts them)."""
+def _io(pid: int, status: dict[str, object] | None) -> float:
+    """Bytes written by any write call, and read from storage (as the sampler counts them);
+    where /proc/PID/io is refused (ptrace refused), what the process noted of itself."""
     total = 0.0
-    with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/io", encoding="ascii") as io:
-        for line in io:
-            key, _, value = line.partition(":")
-            if key in ("wchar", "read_bytes"):
-                total += int(value)
+    try:
+        with open(f"/proc/{pid}/io", encoding="ascii") as io:
+            for line in io:
+                key, _, value = line.partition(":")
+                if key in ("wchar", "read_bytes"):
+                    total += int(value)
+    except OSError:
+        own = [(status or {}).get(key) for key in ("write_chars", "read_bytes")]
+        return float(sum(value for value in own if isinstance(value, int)))
+    except ValueError:
+        pass
     return total
 
 
@@ -138,13 +145,14 @@ def _share() -> float:
 def read(root_pid: int, status_dir: Path) -> Reading:
     """Look at the job once."""
     statuses = read_statuses(status_dir)
+    by_pid = {s.get("pid"): s for s in statuses}
     states, cpu, io = [], 0.0, 0.0
     for pid in tree(root_pid):
         stat = _stat(pid)
         if stat is not None:
             states.append(stat[0])
             cpu += stat[1]
-            io += _io(pid)
+            io += _io(pid, by_pid.get(pid))
     return Reading(
         counters=Counters(
             steps=sum(_count(s, "steps") for s in statuses),
