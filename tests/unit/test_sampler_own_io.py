@@ -25,7 +25,7 @@ def test_the_watchdog_takes_them_from_the_status_too() -> None:
 
     from hangdoctor.standalone.readings import _io
 
-    noted = {"write_chars": 3 * 2**20, "read_bytes": 4096}
+    noted: dict[str, object] = {"write_chars": 3 * 2**20, "read_bytes": 4096}
     assert _io(2**22 + 12345, noted) == 3 * 2**20 + 4096  # no such /proc entry: refused alike
     assert _io(2**22 + 12345, None) == 0.0
     readable = _io(os.getpid(), {"write_chars": 10**15, "read_bytes": 0})

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from hangdoctor.evidence.model import Frame, PythonThread
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+from hangdoctor.probes.stack_signal import safe_target, send
 
 _HEADER = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+) \(most recent call first\):")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
@@ -87,15 +88,28 @@ def request_dumps(
     """faulthandler's text that each process (of those able to) writes on request, with its
     map from pthread ids to kernel thread ids, keyed by pid."""
     asked: dict[int, tuple[Path, int, dict[int, int]]] = {}
+    pending: dict[int, tuple[int, dict[int, int]]] = {}
     for pid in pids:
         known = _thread_map(status_dir, pid)
-        if known is None or not handles_signal(pid, known[0]):
-            continue
-        path = status_dir / protocol.stacks_file(pid)
-        offset = _size(path)
-        with contextlib.suppress(OSError):
-            os.kill(pid, known[0])
-            asked[pid] = (path, offset, known[1])
+        if known is not None and handles_signal(pid, known[0]):
+            pending[pid] = known
+    # Sent only where it cannot harm the process (`stack_signal`): a process whose threads
+    # keep running Python side by side is waited for a little, then left without a dump.
+    send_by = time.monotonic() + min(1.0, timeout_s / 2)
+    while pending:
+        for pid in list(pending):
+            target = safe_target(pid)
+            if target is None:
+                continue
+            signum, thread_ids = pending.pop(pid)
+            path = status_dir / protocol.stacks_file(pid)
+            offset = _size(path)
+            with contextlib.suppress(OSError):
+                if send(pid, target, signum):
+                    asked[pid] = (path, offset, thread_ids)
+        if not pending or time.monotonic() >= send_by:
+            break
+        time.sleep(0.02)
     deadline = time.monotonic() + timeout_s
     sizes = {pid: -1 for pid in asked}
     settled_at = dict.fromkeys(asked, 0.0)

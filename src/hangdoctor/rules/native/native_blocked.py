@@ -37,7 +37,12 @@ _BLOCKED_MAX_SHARE = 0.1
 def _computing(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
     """Caught asleep with the GIL between two bursts of work: torch's operators join their
     intra-op threads on a futex with the GIL held, many times a second. A thread that used CPU
-    between the snapshots, or ran in one of them, computes; it is not blocked."""
+    between the snapshots, or ran in one of them, computes; it is not blocked. So does one that
+    py-spy found running (active) as it read the stack: /proc's state was read a moment
+    earlier, and a loop that sleeps between bursts of Python (a launcher's monitor) is caught
+    asleep there and holding the GIL here."""
+    if thread.python is not None and thread.python.active:
+        return True
     share = job.thread_cpu_share(process.pid, thread.tid)
     if share is not None and share >= _BLOCKED_MAX_SHARE:
         return True
