@@ -712,8 +712,10 @@ def test_processes_read_their_own_waits_and_keep_the_stack_signal(jobs, tmp_path
     signum = signal.SIGRTMIN + protocol.STACK_SIGNAL_OFFSET
     wait_for(lambda: handles_signal(parent, signum), timeout_s=10)  # put back by the writer
 
+    for pid in (parent, child):  # both are instrumented: each has its thread map
+        wait_for(lambda pid=pid: (status / protocol.thread_map_file(pid)).exists(), timeout_s=10)
     asked = request_dumps(status)
-    found = collect_kernel_states(status, asked, [parent, child], timeout_s=10)
+    found = collect_kernel_states(status, asked, [parent, child], timeout_s=20)
     lines = SELF_READ.splitlines()
     for pid in (parent, child):
         main = found[pid].threads[pid]
