@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hangdoctor.capture.job_stack_note import job_stack_note, kernel_wait_hidden
-from hangdoctor.capture.tree import attach_stacks
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, PythonThread, Snapshot
+from hangdoctor.capture.tree import attach_stacks, busy
+from hangdoctor.evidence.model import Bundle, PythonThread, Snapshot
 from hangdoctor.probes.code_review import review
 from hangdoctor.probes.job_kernel import (
     collect_kernel_states,
@@ -20,25 +20,12 @@ from hangdoctor.probes.job_kernel import (
 )
 from hangdoctor.probes.job_stacks import request_stacks
 
-#: A process that used this share of a core between the first and last snapshot computes: its
-#: stack is read a second time, so that a spinning loop is seen twice in the same place, as
-#: py-spy sees it in every snapshot of a busy process.
-_BUSY_SHARE = 0.2
-
 
 def _attached(snapshot: Snapshot, found: dict[int, dict[int, PythonThread]]) -> Snapshot:
     processes = tuple(
         attach_stacks(p, found[p.pid]) if p.pid in found else p for p in snapshot.processes
     )
     return snapshot.model_copy(update={"processes": processes})
-
-
-def _busy(first: ProcessEvidence, last: ProcessEvidence, span_s: float) -> bool:
-    if any(t.kernel is not None and t.kernel.state == "R" for t in last.threads):
-        return True
-    if first.cpu_seconds is None or last.cpu_seconds is None or span_s <= 0:
-        return False
-    return (last.cpu_seconds - first.cpu_seconds) / span_s >= _BUSY_SHARE
 
 
 def stacks_from_the_job(bundle: Bundle, status_dir: Path, asked: float | None) -> Bundle:
@@ -52,16 +39,18 @@ def stacks_from_the_job(bundle: Bundle, status_dir: Path, asked: float | None) -
         return bundle
     found = request_stacks(status_dir, missing)
     snapshots = [_attached(first, found), *later]
-    if later and found:  # a second look at the busy ones, for the last snapshot
+    # A second look at the busy ones, for the last snapshot, as py-spy reads a busy process
+    # in every snapshot: a spinning loop is then seen twice in the same place.
+    if later and found:
         last = later[-1]
         before = {p.pid: p for p in first.processes}
         span = last.elapsed_s - first.elapsed_s
-        busy = [
+        computing = [
             p.pid
             for p in last.processes
-            if p.pid in found and p.pid in before and _busy(before[p.pid], p, span)
+            if p.pid in found and p.pid in before and busy(p, before[p.pid], span)
         ]
-        again = request_stacks(status_dir, busy) if busy else {}
+        again = request_stacks(status_dir, computing) if computing else {}
         snapshots[-1] = _attached(last, again) if again else last
     hidden = [pid for pid in missing if kernel_wait_hidden(pid)]
     self_read = collect_kernel_states(status_dir, asked, hidden) if asked and hidden else {}

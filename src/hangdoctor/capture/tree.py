@@ -32,7 +32,7 @@ from hangdoctor.probes.code_review import review
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
 from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
-from hangdoctor.probes.sockets import read_sockets
+from hangdoctor.probes.sockets import read_sockets, socket_inodes
 from hangdoctor.probes.sources import qualified_name, with_source
 from hangdoctor.probes.system import read_system
 
@@ -135,7 +135,9 @@ def attach_stacks(process: ProcessEvidence, stacks: dict[int, PythonThread]) -> 
     return _with_stacks(process, named)
 
 
-def _busy(process: ProcessEvidence, before: ProcessEvidence | None, elapsed: float) -> bool:
+def busy(process: ProcessEvidence, before: ProcessEvidence | None, elapsed: float) -> bool:
+    """Whether the process computed since `before` (a runnable thread, or CPU used): its
+    stacks are worth reading again."""
     if any(t.kernel is not None and t.kernel.state == "R" for t in process.threads):
         return True
     if before is None or process.cpu_seconds is None or before.cpu_seconds is None:
@@ -216,7 +218,7 @@ def _take_snapshot(
     targets = [
         p
         for p in processes
-        if p.is_python is not False and (index == 0 or _busy(p, before.get(p.pid), since))
+        if p.is_python is not False and (index == 0 or busy(p, before.get(p.pid), since))
     ]
     with timer.measure("py-spy"):
         workers = max(1, min(8, len(targets)))
@@ -301,13 +303,7 @@ def capture_tree(
             _("process {pid} exited before it could be captured", pid=root_pid)
         )
     with timer.measure("sockets"):
-        inodes = {
-            int(f.target[len("socket:[") : -1])
-            for p in snapshots[0].processes
-            for f in p.open_files
-            if f.target.startswith("socket:[")
-        }
-        sockets = read_sockets(root_pid, inodes)
+        sockets = read_sockets(root_pid, socket_inodes(snapshots[0].processes))
     with timer.measure("system"):
         system = read_system(py_spy_version(py_spy))
     with timer.measure("code review"):

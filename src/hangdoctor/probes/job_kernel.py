@@ -23,7 +23,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.probes.procfs import parse_fdinfo_mode, parse_stat, parse_syscall
-from hangdoctor.probes.sockets import read_sockets
+from hangdoctor.probes.sockets import read_sockets, socket_inodes
 from hangdoctor.probes.syscalls import syscall_name
 
 _MAX_BYTES = 4 * 1024 * 1024
@@ -162,13 +162,8 @@ def with_their_sockets(bundle: Bundle) -> Bundle:
     """`bundle` with the endpoints of sockets that only the processes' own reading listed
     (the network namespace's tables stay readable where ptrace is refused)."""
     known = {s.inode for s in bundle.sockets}
-    inodes = {
-        int(f.target[len("socket:[") : -1])
-        for snapshot in bundle.snapshots[:1]
-        for p in snapshot.processes
-        for f in p.open_files
-        if f.target.startswith("socket:[") and f.target.endswith("]")
-    } - known
+    processes = bundle.snapshots[0].processes if bundle.snapshots else ()
+    inodes = socket_inodes(processes) - known
     if not inodes:
         return bundle
     found = read_sockets(bundle.target_pid, inodes)

@@ -7,9 +7,10 @@ Line formats: https://www.kernel.org/doc/html/latest/networking/proc_net_tcp.htm
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 from pathlib import Path
 
-from hangdoctor.evidence.model import SocketEndpoint
+from hangdoctor.evidence.model import ProcessEvidence, SocketEndpoint
 
 _TCP_STATES = {
     "01": "ESTABLISHED",
@@ -77,6 +78,16 @@ def _unix(path: Path, wanted: set[int]) -> list[SocketEndpoint]:
             )
         )
     return found
+
+
+def socket_inodes(processes: Iterable[ProcessEvidence]) -> set[int]:
+    """The inodes of the sockets these processes hold open (`socket:[N]` descriptors)."""
+    return {
+        int(f.target[len("socket:[") : -1])
+        for p in processes
+        for f in p.open_files
+        if f.target.startswith("socket:[") and f.target.endswith("]")
+    }
 
 
 def read_sockets(pid: int, inodes: set[int]) -> list[SocketEndpoint]:

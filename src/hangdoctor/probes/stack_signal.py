@@ -12,6 +12,8 @@ import functools
 import os
 from collections.abc import Callable
 
+from hangdoctor.probes.procfs import parse_stat
+
 
 def _states(pid: int) -> dict[int, str] | None:
     """Each thread's state letter, from /proc/PID/task/TID/stat (None: the process is gone)."""
@@ -22,11 +24,12 @@ def _states(pid: int) -> dict[int, str] | None:
     states: dict[int, str] = {}
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as handle:
-                text = handle.read().decode("ascii", "replace")
-            states[int(tid)] = text[text.rfind(")") + 2 :].split()[0]
-        except (OSError, ValueError, IndexError):
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii", errors="replace") as f:
+                parsed = parse_stat(f.read())
+        except OSError:
             continue
+        if parsed is not None and tid.isdecimal():
+            states[int(tid)] = parsed[0]
     return states
 
 
