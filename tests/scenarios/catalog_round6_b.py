@@ -93,6 +93,7 @@ ROUND6_B: tuple[Scenario, ...] = (
     _b(
         "r6b_prefetch_fork_openmp",
         "data.pipeline_stall",
+        env={"OMP_NUM_THREADS": "2"},  # the mechanism needs OpenMP's thread pool
         markers=("child-op", "fork-after-omp"),
         source="https://github.com/pytorch/pytorch/issues/41197",
         first_try="wrong: process.blocked_io / rank None / r6b_prefetch_fork_openmp.py:79 / "

@@ -6,6 +6,8 @@ without ptrace. No rule was changed for any of them: the whole round is blind.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.scenarios.scenario import HEALTHY, Scenario
 
 HANG_TIMEOUT_S = 10.0
@@ -19,7 +21,7 @@ def _r7(name: str, category: str | None, **kwargs) -> Scenario:
     return Scenario(name=name, program=f"{name}.py", category=category, blind=True, **kwargs)
 
 
-ROUND7: tuple[Scenario, ...] = (
+_ROUND7: tuple[Scenario, ...] = (
     # The parent reads the child's stdout line by line; the child's warnings fill the unread
     # stderr pipe.
     _r7(
@@ -40,7 +42,8 @@ ROUND7: tuple[Scenario, ...] = (
     # DataLoader workers forked while a cache-warmer thread holds the dataset's lock. (Its
     # first run did not hang: the workers were forked before the warmer thread had taken the
     # lock. `__init__` now waits until the warmer holds it, as its docstring says the design
-    # intends; the run after that is its first try.)
+    # intends; the run after that is its first try. In CI the warmer once finished its 0.7 s
+    # pass before the fork; it now paces its reads, so that the pass lasts about 3 s.)
     _r7(
         "r7a_loader_fork_cache_lock",
         _STALL,
@@ -111,4 +114,19 @@ ROUND7: tuple[Scenario, ...] = (
         limit_s=150.0,
         first_try="right",
     ),
+)
+
+#: The round's misses, still wrong at its end: known misses (non-strict xfail), untouched, so
+#: that no rule is tuned to them; the next round may look (CORPUS_ROUND7.md).
+BLIND_MISSES: dict[str, str] = {
+    "r7a_async_console_executor": "named process.unexplained, not the executor's shutdown wait",
+    "r7b_shard_pipe_no_eof": "named the dead tokenizer, not the write end the trainer kept",
+    "r7b_exit_dashboard_thread": "named process.unexplained, not the non-daemon thread at exit",
+}
+
+ROUND7 = tuple(
+    replace(s, xfail=f"blind-set miss, left untouched: {BLIND_MISSES[s.name]}")
+    if s.name in BLIND_MISSES
+    else s
+    for s in _ROUND7
 )

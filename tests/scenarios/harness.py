@@ -247,7 +247,10 @@ def _run_scenario(scenario: Scenario, work_dir: Path, mode: str) -> Outcome:
         *job,
     ]
     command = modes.wrap(mode, job if mode == modes.WATCH_NOPTRACE else supervised)
-    env = {**os.environ, **scenario.env, MARK: str(report_dir)}
+    # Two jobs share the two cores: each gets one intra-op thread, as torchrun gives each rank
+    # (OMP_NUM_THREADS=1), unless the scenario or the caller says otherwise; two jobs of
+    # two spinning OpenMP threads each once took 55 s for a 10 s job.
+    env = {"OMP_NUM_THREADS": "1", **os.environ, **scenario.env, MARK: str(report_dir)}
     env |= modes.mode_env(mode, env, report_dir, scenario.hang_timeout_s)
     started = time.monotonic()
     with open(work_dir / "stdout.log", "wb") as out, open(work_dir / "stderr.log", "wb") as err:

@@ -18,6 +18,7 @@ import argparse
 import os
 import tempfile
 import threading
+import time
 
 import torch
 from torch import nn
@@ -44,6 +45,7 @@ class ShardedImages(Dataset):
                 # normalise once per shard, so that workers only slice
                 shard["images"] = (shard["images"].float() / 255 - 0.5) / 0.25
                 self._cache[i] = shard
+                time.sleep(0.02)  # pace the reads: the shared disk also serves the first batches
 
     def _shard(self, i: int) -> dict:
         with self._lock:  # HANG: worker-lock
