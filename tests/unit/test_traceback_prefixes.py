@@ -94,3 +94,40 @@ def test_a_chained_exception_keeps_its_cause():
     first, second = tracebacks(lines)
     assert second.cause is first and second.root is first
     assert first.cause is None
+
+
+def test_a_traceback_split_by_an_unfinished_line_of_the_other_stream():
+    """`print()` writes its text and its newline apart: a child's traceback on stderr can land
+    between them, so its header or a frame line follows the parent's unfinished stdout line,
+    in a terminal as in hangdoctor's log (a tokeniser process that died on a bad byte)."""
+    mp = "/usr/lib/python3.11/multiprocessing/process.py"
+    lines = [
+        "Process Process-4:",
+        "Traceback (most recent call last):",
+        f'  File "{mp}", line 314, in _bootstrap',
+        "    self.run()",
+        f'  File "{mp}", line 108, in run',
+        "    self._target(*self._args, **self._kwargs)",
+        f'tokenizing 6 shards  File "{USER}", line 40, in tokenize_shard',
+        '    ids.append(tokenize(raw.decode("utf-8")))',
+        "                        ^^^^^^^^^^^^^^^^^^^",
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 20",
+        "",
+        "shard 0 done (200 rows)",
+    ]
+    [raised] = tracebacks(lines)
+    assert raised.type == "UnicodeDecodeError"
+    assert raised.in_user_code
+    assert raised.location is not None
+    assert (raised.location.file, raised.location.line) == (USER, 40)
+    assert raised.location.code == 'ids.append(tokenize(raw.decode("utf-8")))'
+    assert raised.frames[-1].function == "_bootstrap"
+
+    behind_header = ["epoch 3 loss 0.41Traceback (most recent call last):", *traceback("")[1:]]
+    [raised] = tracebacks(behind_header)
+    assert raised.location is not None and raised.location.line == 88
+
+
+def test_a_printed_file_line_outside_a_traceback_is_not_a_frame():
+    lines = ['copying  File "data.csv", line 3, in shard', "ValueError: not raised"]
+    assert tracebacks(lines) == []

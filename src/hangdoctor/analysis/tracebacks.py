@@ -18,6 +18,12 @@ from hangdoctor.i18n import _, active_language
 
 _START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
+# The same frame line behind another stream's unfinished line: `print()` writes its text and
+# its newline apart, so a child's stderr can land between them, in a terminal as in the log
+# ("tokenizing 6 shards  File ..., line 40, in tokenize_shard").
+_FRAME_AFTER_OTHER = re.compile(
+    r'\S\s{2,}File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$'
+)
 _EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following error:")
 # threading.excepthook's header before the traceback of a thread that died of an exception;
@@ -110,7 +116,7 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
         if match := _THREAD_DIED.search(line.strip()):
             died[stream] = (index, match["name"])
             continue
-        if line.strip() == _START:
+        if line.rstrip().endswith(_START):  # (maybe behind another stream's unfinished line)
             open_tracebacks[stream] = []
             foreign[stream] = 0
             header = died.pop(stream, None)
@@ -119,7 +125,7 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
         frames = open_tracebacks.get(stream)
         if frames is None:
             continue
-        if match := _FRAME.match(line):
+        if match := _FRAME.match(line) or _FRAME_AFTER_OTHER.search(line):
             frames.insert(
                 0,
                 Frame(
@@ -288,7 +294,7 @@ def forward_trace(lines: Sequence[str]) -> tuple[Frame, ...]:
         frames: list[Frame] = []
         for following in lines[start + 1 : start + 200]:
             line = split_prefix(following).text.rstrip("\n")
-            if match := _FRAME.match(line):
+            if match := _FRAME.match(line) or _FRAME_AFTER_OTHER.search(line):
                 frames.insert(
                     0,
                     Frame(
