@@ -131,3 +131,18 @@ def test_a_traceback_split_by_an_unfinished_line_of_the_other_stream():
 def test_a_printed_file_line_outside_a_traceback_is_not_a_frame():
     lines = ['copying  File "data.csv", line 3, in shard', "ValueError: not raised"]
     assert tracebacks(lines) == []
+
+
+def test_anomaly_modes_forward_trace_split_by_a_stdout_line_keeps_the_users_frame():
+    from hangdoctor.analysis.tracebacks import forward_trace
+
+    lines = [
+        "UserWarning: Error detected in DivBackward0. Traceback of forward call that caused "
+        "the error:",
+        f'step 12 loss 0.31  File "{USER}", line 51, in smape',
+        "    return (pred - y).abs() / (pred.abs() + y.abs())",
+        "RuntimeError: Function 'DivBackward0' returned nan values in its 0th output.",
+    ]
+    [frame] = forward_trace(lines)
+    assert (frame.file, frame.line) == (USER, 51)
+    assert frame.code == "return (pred - y).abs() / (pred.abs() + y.abs())"

@@ -92,6 +92,15 @@ class Raised:
         return any(origin(frame) is Origin.USER for frame in self.frames)
 
 
+def _frame_line(line: str) -> Frame | None:
+    """The frame of a traceback's `File "...", line N, in f` line, also behind another
+    stream's unfinished line."""
+    match = _FRAME.match(line) or _FRAME_AFTER_OTHER.search(line)
+    if match is None:
+        return None
+    return Frame(file=match["file"], line=int(match["line"]), function=match["function"].strip())
+
+
 @lru_cache(maxsize=8)
 def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
     """The tracebacks of `lines`, with their words (a thread's) in `language`: cached per
@@ -125,13 +134,8 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
         frames = open_tracebacks.get(stream)
         if frames is None:
             continue
-        if match := _FRAME.match(line) or _FRAME_AFTER_OTHER.search(line):
-            frames.insert(
-                0,
-                Frame(
-                    file=match["file"], line=int(match["line"]), function=match["function"].strip()
-                ),
-            )
+        if frame := _frame_line(line):
+            frames.insert(0, frame)
         elif line.startswith("   ") and frames and frames[0].code is None:
             # (three spaces: a prefix such as torchrun's `[default0]:` may have taken one)
             if not _MARKERS.match(line):
@@ -294,15 +298,8 @@ def forward_trace(lines: Sequence[str]) -> tuple[Frame, ...]:
         frames: list[Frame] = []
         for following in lines[start + 1 : start + 200]:
             line = split_prefix(following).text.rstrip("\n")
-            if match := _FRAME.match(line) or _FRAME_AFTER_OTHER.search(line):
-                frames.insert(
-                    0,
-                    Frame(
-                        file=match["file"],
-                        line=int(match["line"]),
-                        function=match["function"].strip(),
-                    ),
-                )
+            if frame := _frame_line(line):
+                frames.insert(0, frame)
             elif line.startswith("    ") and frames and frames[0].code is None:
                 if not _MARKERS.match(line):
                     frames[0] = frames[0].model_copy(update={"code": line.strip()})
