@@ -179,7 +179,7 @@ def _runs_scenarios(config: pytest.Config) -> bool:
     marks = str(config.getoption("markexpr", "") or "")
     if "scenario" in marks and "not scenario" not in marks:
         return True
-    return any("scenarios" in str(arg) for arg in config.args)
+    return any("scenarios" in str(arg) and "test_replay" not in str(arg) for arg in config.args)
 
 
 def pytest_configure(config: pytest.Config) -> None:

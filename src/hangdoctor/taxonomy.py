@@ -30,6 +30,7 @@ class Category(str, Enum):
     PROCESS_DEADLOCK = "process.deadlock"
     PROCESS_BUSY_LOOP = "process.busy_loop"
     PROCESS_BLOCKED_IO = "process.blocked_io"
+    PROCESS_EXCEPTION = "process.exception"
     PROCESS_UNEXPLAINED = "process.unexplained"
 
     @property

@@ -39,6 +39,9 @@ CATALOG: tuple[Scenario, ...] = (
     _s("pretrained_download", "process.blocked_io", markers=("download",)),
     _s("confirm_prompt", "process.blocked_io", markers=("prompt",), stdin_pipe=True),
     _s("cache_file_lock", "process.blocked_io", markers=("lock",)),
+    # A Ray task (in a worker process under the raylet that ray.init started) that reads without
+    # a timeout; the driver waits in ray.get. Ray's daemons keep running beside it.
+    _s("ray_task_remote_read", "process.blocked_io", markers=("read",), limit_s=150.0),
     # --- native.blocked, process.busy_loop -------------------------------------------------------
     _s("native_device_wait", "native.blocked", markers=("device",)),
     _s("eval_flag_spin", "process.busy_loop", markers=("poll",)),

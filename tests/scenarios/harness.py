@@ -193,9 +193,10 @@ def _end(proc: subprocess.Popen, report_dir: Path, mode: str = modes.RUN) -> lis
 
 
 @contextlib.contextmanager
-def cores_kept_busy(enabled: bool):
-    """While the block runs, one spinning process per core (another user's job on the node):
-    the load a healthy control must survive without being declared hung. Always ended."""
+def cores_kept_busy(enabled: bool, count: int | None = None):
+    """While the block runs, one spinning process per core (another user's job on the node), or
+    `count` of them: the load a healthy control must survive without being declared hung.
+    Always ended."""
     spinners: list[subprocess.Popen] = []
     try:
         if enabled:
@@ -205,7 +206,7 @@ def cores_kept_busy(enabled: bool):
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                 )
-                for _ in range(os.cpu_count() or 2)
+                for _ in range(count or os.cpu_count() or 2)
             ]
         yield
     finally:
@@ -276,7 +277,7 @@ def _run_scenario(scenario: Scenario, work_dir: Path, mode: str) -> Outcome:
     reports = modes.find_reports(mode, report_dir)
     if reports:
         report = json.loads(reports[0].read_text())
-        _judge(outcome, report)
+        judge_report(outcome, report)
         if modes.without_ptrace(mode) and outcome.problem is None:
             outcome.problem = _ptrace_not_refused(report)
     elif mode == modes.WATCH_NOPTRACE and outcome.problem is None and not _hung(proc):
@@ -314,7 +315,9 @@ def _judge_unreported(outcome: Outcome, exit_code: int) -> None:
         outcome.problem = f"no report: the job ended with exit {exit_code} and none was written"
 
 
-def _judge(outcome: Outcome, report: dict) -> None:
+def judge_report(outcome: Outcome, report: dict) -> None:
+    """Fill `outcome` from a report.json's content, compared with what the scenario expects
+    (the live suite and the replay of recordings judge alike)."""
     scenario = outcome.scenario
     findings = report.get("findings") or []
     root = findings[0] if findings else None

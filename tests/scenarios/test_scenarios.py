@@ -6,6 +6,7 @@ scenarios are skipped, with the reason, where that mode cannot run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from tests.scenarios import modes
 from tests.scenarios.catalog import CATALOG
 from tests.scenarios.harness import run_scenario, save_outcome
+from tests.scenarios.sample import LIVE_SAMPLE, MARGIN, SampleJob, measured_seconds
 from tests.scenarios.scenario import Scenario
 
 
@@ -45,3 +47,29 @@ def test_scenario(scenario: Scenario, tmp_path: Path, outcomes_dir: Path) -> Non
     assert outcome.category == scenario.category, why
     assert outcome.rank_ok is not False, why
     assert outcome.location_ok is not False, why
+
+
+def _sample_param(job: SampleJob):
+    marks = [pytest.mark.sample]
+    if job.scenario.needs_torch:
+        marks.append(pytest.mark.torch)
+    return pytest.param(job, id=job.id, marks=marks)
+
+
+@pytest.mark.parametrize("job", [_sample_param(j) for j in LIVE_SAMPLE])
+def test_live_sample(job: SampleJob, tmp_path: Path) -> None:
+    """CI's live sample (`sample.py`), one job at a time: the same judgement as the whole
+    suite's, each job given at least three times its measured wall time on a loaded machine."""
+    scenario = job.scenario
+    if scenario.needs_torch:
+        pytest.importorskip("torch")
+    if (why := modes.unavailable(job.mode)) is not None:
+        pytest.skip(why)
+    measured = measured_seconds().get(job.id)
+    assert measured is not None, (
+        f"{job.id} has no measured wall time: python tests/scenarios/measure_sample.py {job.id}"
+    )
+    limit = max(scenario.limit_s, MARGIN * measured)
+    outcome = run_scenario(replace(scenario, limit_s=limit), tmp_path, job.mode)
+    why = outcome.explain()
+    assert outcome.correct, why

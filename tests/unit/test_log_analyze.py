@@ -218,3 +218,17 @@ def test_only_the_tail_of_a_big_file_is_read(tmp_path):
     assert read.output[-1] == "RuntimeError: DataLoader timed out after 60 seconds"
     assert "survives" in read.output[-2] and "\ufffd" in read.output[-2]
     assert all("cut" in line for line in read.output[:-2])  # no half line at the start
+
+
+def test_a_rank_torchrun_only_ended_is_not_the_first_failure():
+    """torchrun's summary lists rank 0, ended by its closing SIGTERM before it could raise, as
+    the root cause of rank 1's exception (both in one second, the summary's order a race). The
+    log is a real run of u_ddp_modality_router, rank 0's traceback taken out and its summary
+    entry written as torchrun writes a SIGTERM: rank 1's raise is the cause."""
+    report, done = analyze(LOGS / "torchrun_sigterm_listed_first.log")
+    assert done.returncode == 1
+    root = report["findings"][0]
+    assert root["category"] == "distributed.rank_exited"
+    assert root["culprit"]["rank"] == 1
+    assert root["culprit"]["location"]["line"] == 61
+    assert "Expected to have finished reduction" in root["title"]

@@ -80,3 +80,33 @@ def test_the_rank_that_left_first_points_at_the_break_it_took(tmp_path: Path):
     assert root.culprit.location is not None
     assert (root.culprit.location.line, root.culprit.location.code) == (11, "break")
     assert any("stopper.should_stop(loss)" in line for line in root.evidence)
+
+
+def test_the_rank_that_left_first_with_an_error_of_its_own_is_named_at_its_raise(tmp_path: Path):
+    """Both ranks failed within an instant; torchrun's summary put rank 0 first, whose error is
+    only the lost connection, while rank 1 (gone first) raised its own error: that raise is the
+    cause, whatever order the summary took (u_ddp_modality_router came out either way)."""
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN)
+    bundle = _job(
+        path,
+        [
+            "[rank1]: Traceback (most recent call last):",
+            f'[rank1]:   File "{path}", line 4, in train',
+            "[rank1]:     loss = model(x, y)",
+            "[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration "
+            "before starting a new one.",
+            "[rank0]: Traceback (most recent call last):",
+            f'[rank0]:   File "{path}", line {BACKWARD_LINE}, in train',
+            "[rank0]:     loss.backward()",
+            "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+            "Connection closed by peer [127.0.0.1]:2365",
+            *_SUMMARY.format(rank=0, code=1, cause="To enable traceback see: ...").splitlines(),
+        ],
+    )
+    root = run_rules(JobView(bundle)).findings[0]
+    assert root.category.value == "distributed.rank_exited"
+    assert root.culprit is not None and root.culprit.rank == 1
+    assert root.culprit.location is not None and root.culprit.location.line == 4
+    assert "Expected to have finished reduction" in root.title + root.explanation
+    assert not any("no error of its own" in line for line in (root.explanation, *root.evidence))

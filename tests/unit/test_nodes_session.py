@@ -123,8 +123,10 @@ def test_a_silent_node_is_not_waited_for_and_a_node_that_never_joined_is_named(
         time.sleep(2.5)
         epoch = a.declare()
         started = time.monotonic()
-        received, nodes = a.exchange(epoch, b"mine", wait_s=20)
-        assert time.monotonic() - started < 5, "a silent node is not waited for"
+        received, nodes = a.exchange(epoch, b"mine", wait_s=60)
+        # Waiting for it would take the whole 60 s; half of that tells the two apart on any
+        # machine, however loaded.
+        assert time.monotonic() - started < 30, "a silent node is not waited for"
         assert received == {}
         states = {n.node: (n.joined, n.answered) for n in nodes.nodes}
         assert states == {"0": (True, True), "1": (True, False), "2": (False, False)}
@@ -158,6 +160,6 @@ def test_when_the_merging_node_goes_silent_the_next_one_merges(
         zero.stop()
         time.sleep(2.5)
         started = time.monotonic()
-        assert one.await_merged(1, wait_s=20) is None
-        assert time.monotonic() - started < 2, "it does not wait for a node that is gone"
+        assert one.await_merged(1, wait_s=60) is None
+        assert time.monotonic() - started < 30, "it does not wait for a node that is gone"
         assert one.merges()

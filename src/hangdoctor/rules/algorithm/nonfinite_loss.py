@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, loop_header
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence.model import JobRecord, ProgressStatus
+from hangdoctor.evidence.model import Frame, JobRecord, ProgressStatus
 from hangdoctor.i18n import _
 from hangdoctor.rules._progress_examples import progress_job, progress_status
 from hangdoctor.rules.base import Example, Rule
@@ -36,6 +36,15 @@ def _spinning_on_nonfinite(record: JobRecord) -> bool:
         last.nonfinite_losses > before.nonfinite_losses
         and last.losses - last.nonfinite_losses == before.losses - before.nonfinite_losses
     )
+
+
+def _retry_loop(status: ProgressStatus, sampled: Frame | None) -> Frame | None:
+    """The loop that keeps stepping on non-finite losses: the one around the backward() the
+    instrumentation saw last, the same at any moment, rather than wherever the stack sample
+    caught the spinning thread (inside a data generator's own `while True`, say); the sampled
+    frame's loop when the instrumentation noted no backward()."""
+    stepping = blame_frame(status.last_sync) if status.last_sync else None
+    return loop_header(stepping if stepping is not None and stepping.loops else sampled)
 
 
 class NonFiniteLoss(Rule):
@@ -129,7 +138,7 @@ class NonFiniteLoss(Rule):
                 "diverge: one rank skips a collective the others wait in."
             ),
             culprit=(
-                culprit(job, process, thread, loop_header(frame) if spinning else frame)
+                culprit(job, process, thread, _retry_loop(first, frame) if spinning else frame)
                 if process is not None
                 else Culprit(pid=first.pid, rank=first.rank)
             ),

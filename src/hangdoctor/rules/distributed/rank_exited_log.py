@@ -4,6 +4,7 @@ rank that failed and how."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -144,6 +145,21 @@ def _left_first(job: JobView, failed_rank: int | None) -> _Left | None:
     if not gone or (failed_seen is not None and gone[0].last_seen_s >= failed_seen):
         return None
     return _Left(rank=ranks[gone[0].pid], pid=gone[0].pid, last_seen_s=gone[0].last_seen_s)
+
+
+def _first_failure(failures: list[RankFailure]) -> RankFailure:
+    """The failure to explain: torchrun's root cause (else the first listed), unless that rank
+    was only ended by SIGTERM while another exited with an error of its own. torchrun sends
+    SIGTERM to every rank once one has failed, and its summary orders failures that fall in the
+    same second as it pleases (u_ddp_modality_router's rank 0, killed before it could raise,
+    was once the "root cause" of rank 1's exception)."""
+    first = next((f for f in failures if f.root_cause), None) or min(
+        failures, key=lambda f: f.index
+    )
+    if first.signal != signal.SIGTERM:
+        return first
+    errored = [f for f in failures if f.signal is None and f.exitcode not in (None, 0)]
+    return min(errored, key=lambda f: f.index) if errored else first
 
 
 def _way_out(job: JobView, pid: int) -> tuple[Location, list[str]] | None:
@@ -289,9 +305,7 @@ class RankExitedFromLog(Rule):
                     line=lines[raised_first.index],
                 )
             ]
-        first = next((f for f in failures if f.root_cause), None) or min(
-            failures, key=lambda f: f.index
-        )
+        first = _first_failure(failures)
         timeouts = matches_of(job, "nccl_timeout", "gloo_timeout")
         if first.signal == 6 and timeouts:
             return  # the watchdog took it down: the collective timeout is the finding
@@ -351,6 +365,23 @@ class RankExitedFromLog(Rule):
                 if raised is not None and is_consequence(raised)
                 else None
             )
+            own = first_raised(lines, left.rank) if left is not None else None
+            if left is not None and own is not None and not is_consequence(own):
+                # The rank that was gone first raised an error of its own: that error is the
+                # cause, whichever rank the launcher's summary happened to put first (both
+                # failed within the same instant; the summary's order is a race).
+                first = next(
+                    (f for f in failures if f.rank == left.rank),
+                    RankFailure(
+                        rank=left.rank,
+                        local_rank=None,
+                        exitcode=1,  # an uncaught exception ends Python with 1
+                        pid=left.pid,
+                        index=own.index,
+                        line=lines[own.index],
+                    ),
+                )
+                raised, left = own, None
             if left is not None:
                 # It lost its peer: the rank whose process was gone first is where to look.
                 lost_peer = (
