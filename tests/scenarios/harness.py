@@ -99,6 +99,23 @@ class Outcome:
         )
 
 
+def assert_diagnosed_as_expected(outcome: Outcome, context: str = "") -> None:
+    """The suite's judgement as assertions, one a point, so that a failure says which point:
+    the verdict, then (a healthy control) no error-level finding, or the category, the rank and
+    the line; the run's own problems (no report, processes left) first."""
+    why = outcome.explain() + context
+    scenario = outcome.scenario
+    assert outcome.problem is None, why
+    assert outcome.leftovers == [], why
+    assert outcome.verdict == scenario.verdict, why
+    if scenario.healthy:
+        assert outcome.severe == [], why
+        return
+    assert outcome.category == scenario.category, why
+    assert outcome.rank_ok is not False, why
+    assert outcome.location_ok is not False, why
+
+
 def free_port() -> int:
     """A TCP port nobody listens on now (for launchers that would take a fixed one)."""
     with socket.socket() as probe:

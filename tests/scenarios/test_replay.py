@@ -18,7 +18,7 @@ from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.registry import ALL_RULES
 from hangdoctor.taxonomy import Category
 from tests.scenarios.catalog import BY_NAME, CATALOG
-from tests.scenarios.harness import Outcome
+from tests.scenarios.harness import Outcome, assert_diagnosed_as_expected
 from tests.scenarios.recording import (
     RECORDINGS,
     Recording,
@@ -55,14 +55,7 @@ def _recording(scenario: Scenario, tmp_path: Path) -> Recording:
 def test_recorded_capture_is_diagnosed_as_expected(scenario: Scenario, tmp_path: Path) -> None:
     recording = _recording(scenario, tmp_path)
     outcome = judge(scenario, replay(recording))
-    why = outcome.explain() + f"; recorded {recording.recorded_at}"
-    assert outcome.verdict == scenario.verdict, why
-    if scenario.healthy:
-        assert outcome.severe == [], why
-        return
-    assert outcome.category == scenario.category, why
-    assert outcome.rank_ok is not False, why
-    assert outcome.location_ok is not False, why
+    assert_diagnosed_as_expected(outcome, f"; recorded {recording.recorded_at}")
 
 
 def test_every_recording_is_as_new_as_its_program(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.scenarios import modes
 from tests.scenarios.catalog import CATALOG
-from tests.scenarios.harness import run_scenario, save_outcome
+from tests.scenarios.harness import assert_diagnosed_as_expected, run_scenario, save_outcome
 from tests.scenarios.sample import LIVE_SAMPLE, MARGIN, SampleJob, measured_seconds
 from tests.scenarios.scenario import Scenario
 
@@ -37,16 +37,7 @@ def test_scenario(scenario: Scenario, tmp_path: Path, outcomes_dir: Path) -> Non
         pytest.skip(why)
     outcome = run_scenario(scenario, tmp_path)
     save_outcome(outcome, outcomes_dir)
-    why = outcome.explain()
-    assert outcome.problem is None, why
-    assert outcome.leftovers == [], why
-    assert outcome.verdict == scenario.verdict, why
-    if scenario.healthy:
-        assert outcome.severe == [], why
-        return
-    assert outcome.category == scenario.category, why
-    assert outcome.rank_ok is not False, why
-    assert outcome.location_ok is not False, why
+    assert_diagnosed_as_expected(outcome)
 
 
 def _sample_param(job: SampleJob):
@@ -71,5 +62,4 @@ def test_live_sample(job: SampleJob, tmp_path: Path) -> None:
     )
     limit = max(scenario.limit_s, MARGIN * measured)
     outcome = run_scenario(replace(scenario, limit_s=limit), tmp_path, job.mode)
-    why = outcome.explain()
-    assert outcome.correct, why
+    assert_diagnosed_as_expected(outcome)
