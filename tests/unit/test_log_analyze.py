@@ -232,3 +232,19 @@ def test_a_rank_torchrun_only_ended_is_not_the_first_failure():
     assert root["culprit"]["rank"] == 1
     assert root["culprit"]["location"]["line"] == 61
     assert "Expected to have finished reduction" in root["title"]
+
+
+def test_a_traceback_header_behind_another_ranks_unfinished_line_is_that_ranks():
+    """A real run of u_ddp_modality_router (CI's live suite once failed on it): rank 1's
+    `print()` wrote its text, rank 0's `[rank0]: Traceback (most recent call last):` landed
+    before rank 1's newline, so the header's prefix stood mid-line and rank 0's traceback was
+    lost: the report named rank 0 at no line. The header belongs to the prefix behind the text."""
+    log = LOGS / "torchrun_header_behind_unfinished_line.log"
+    assert "2.2993[rank0]: Traceback (most recent call last):" in log.read_text()
+    report, done = analyze(log)
+    assert done.returncode == 1
+    root = report["findings"][0]
+    assert root["category"] == "distributed.rank_exited"
+    assert root["culprit"]["rank"] == 0
+    assert root["culprit"]["location"]["line"] == 61
+    assert "Expected to have finished reduction" in root["title"]

@@ -126,6 +126,8 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
             died[stream] = (index, match["name"])
             continue
         if line.rstrip().endswith(_START):  # (maybe behind another stream's unfinished line)
+            if stream is None and not line.lstrip().startswith(_START):
+                stream = _stream_behind(line)
             open_tracebacks[stream] = []
             foreign[stream] = 0
             header = died.pop(stream, None)
@@ -171,6 +173,20 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
         else:
             del open_tracebacks[stream]  # not a traceback after all
     return tuple(found)
+
+
+def _stream_behind(line: str) -> str | None:
+    """The stream of a traceback header written behind another stream's unfinished line: one
+    rank's `print()` writes its text and its newline apart, and the other rank's
+    `[rank0]: Traceback (most recent call last):` can land between them, so the header's
+    launcher prefix stands in the middle of the line (None: no prefix there)."""
+    head = line[: line.rfind(_START)]
+    for at in range(len(head) - 1, -1, -1):
+        if head[at] in "[(":
+            piece = split_prefix(head[at:] + _START)
+            if piece.stream is not None and piece.text.strip() == _START:
+                return piece.stream
+    return None
 
 
 def _thread_of(frames: Sequence[Frame]) -> str | None:
