@@ -179,7 +179,14 @@ def _runs_scenarios(config: pytest.Config) -> bool:
     marks = str(config.getoption("markexpr", "") or "")
     if "scenario" in marks and "not scenario" not in marks:
         return True
-    return any("scenarios" in str(arg) and "test_replay" not in str(arg) for arg in config.args)
+    return any(_names_live_scenarios(str(arg)) for arg in config.args)
+
+
+def _names_live_scenarios(arg: str) -> bool:
+    """Whether a command-line path runs the live scenarios: their folder or their test file
+    (not the replay, the sample's checks or another file beside them)."""
+    path = arg.split("::")[0].rstrip("/")
+    return path.endswith("scenarios") or path.endswith("test_scenarios.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -40,16 +40,12 @@ def record_one(scenario: Scenario, scratch: Path, tries: int, directory: Path) -
         outcome = run_scenario(scenario, work_dir, modes.RUN)
         if attempt == 1:  # the first try is a live run of the suite's: its table row
             save_outcome(outcome, session_outcomes_dir())
-        elif not outcome.correct:
-            print(f"    {scenario.name}: try {attempt} missed too", file=sys.stderr, flush=True)
         report_dir = work_dir / "report"
-        if not (report_dir / "evidence.json").is_file():
-            why = outcome.problem or "the run left no evidence.json"
-            continue
-        if outcome.correct or scenario.xfail:
+        captured = (report_dir / "evidence.json").is_file()
+        if captured and (outcome.correct or scenario.xfail):
             save(scenario, report_dir, work_dir, outcome, directory)
             return None
-        why = outcome.explain()
+        why = outcome.explain() if captured else outcome.problem or "no evidence.json was left"
         if attempt < tries:
             print(f"    {scenario.name}: try {attempt} missed, again: {why}", file=sys.stderr)
     return why

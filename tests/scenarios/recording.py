@@ -162,7 +162,7 @@ def replay(recording: Recording, rules: Sequence[type[Rule]] = ALL_RULES) -> Rep
 def judge(scenario: Scenario, report: Report) -> Outcome:
     """The replayed report judged as the live suite judges a run's report.json."""
     outcome = Outcome(scenario)
-    judge_report(outcome, json.loads(report.model_dump_json()))
+    judge_report(outcome, report.model_dump(mode="json"))
     return outcome
 
 
