@@ -57,17 +57,21 @@ def _innermost(pid: int) -> tuple[list[str], str | None]:
 
 
 def kill_tree(proc: subprocess.Popen[str]) -> None:
-    """Kill `proc`, its descendants and its process group; wait for it."""
+    """Kill `proc`, its descendants and its process group, and wait until they are gone: a
+    killed process lingers until the scheduler runs it, longer on a loaded machine."""
+    descendants: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
-        for child in psutil.Process(proc.pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                child.kill()
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+    psutil.wait_procs(descendants, timeout=5)
 
 
 def _parse(stdout: str) -> dict[str, object]:
