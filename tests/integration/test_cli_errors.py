@@ -130,6 +130,38 @@ def test_analyze_a_binary_file_is_not_a_healthy_log(tmp_path, content, why):
     _no_traceback(done)
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("train.py", "print('epoch 1')\n"),
+        ("train_copy.txt", "import torch\n\n\ndef main():\n    torch.zeros(1)\n"),
+    ],
+)
+def test_analyze_a_program_instead_of_its_output_is_refused(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_text(content)
+    done = run_cli("analyze", str(path))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        f"hangdoctor: error: {path} is not a log file or report "
+        "(Python source code: pass the output it printed)"
+    )
+    _no_traceback(done)
+
+
+def test_analyze_reads_a_log_that_holds_a_traceback_of_a_py_file(tmp_path):
+    path = tmp_path / "crash.py.log"
+    path.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/home/ml/train.py", line 3, in <module>\n'
+        "    import missing_module\n"
+        "ModuleNotFoundError: No module named 'missing_module'\n"
+    )
+    done = run_cli("analyze", str(path))
+    assert done.returncode == 1, done.stderr
+    assert "train.py:3" in done.stdout
+
+
 def test_analyze_an_empty_file(tmp_path):
     path = tmp_path / "train.log"
     path.write_bytes(b"")

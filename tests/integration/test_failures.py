@@ -51,7 +51,7 @@ def fail_line(text: str) -> int:
 @pytest.mark.parametrize(
     ("text", "category", "error"),
     [
-        (MISSING_FILE, "process.unexplained", "FileNotFoundError"),
+        (MISSING_FILE, "process.exception", "FileNotFoundError"),
         (FILE_TOO_LARGE, "env.os_limits", "File too large"),
     ],
 )

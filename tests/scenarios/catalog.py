@@ -15,6 +15,8 @@ from tests.scenarios.catalog_ddp import USERS_DDP
 from tests.scenarios.catalog_frameworks import USERS_FRAMEWORKS
 from tests.scenarios.catalog_round6 import ROUND6
 from tests.scenarios.catalog_round7 import ROUND7
+from tests.scenarios.catalog_round8 import ROUND8
+from tests.scenarios.exception_matrix import scenarios as exception_matrix
 from tests.scenarios.scenario import HEALTHY, Scenario
 
 
@@ -110,7 +112,31 @@ CATALOG: tuple[Scenario, ...] = (
 
 # Programs written the way users write training code, each from a public report (issue 10);
 # every one was run before any rule was changed for it, and its first try is recorded.
-CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6 + ROUND7
+CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6 + ROUND7 + ROUND8
+
+# Issue 26: a rank that died of an exception of its own code is named `process.exception` (or
+# its known error's category) at its origin, on its rank. These programs were written when
+# `distributed.rank_exited` was the only category for it; rank and line are judged as before.
+_OWN_EXCEPTION_ON_A_RANK = frozenset(
+    {
+        "ddp_rank_raises",
+        "u_ddp_rank_raises",
+        "u_ddp_modality_router",
+        "u_lightning_child_raises",
+        "u_fsdp_rank_shape_error",
+        "u_trainer_missing_file",
+        "r6c_lightning_step_raises",
+        "r6c_accelerate_bad_annotation",
+        "r6c_trainer_collator_padding",
+    }
+)
+CATALOG = tuple(
+    replace(s, category="process.exception") if s.name in _OWN_EXCEPTION_ON_A_RANK else s
+    for s in CATALOG
+)
+
+# Every raise site x every wrapping (issue 26): generated programs, each with its origin line.
+CATALOG = CATALOG + exception_matrix()
 
 # Healthy controls run a second time while another load keeps every core busy: a healthy job
 # must never be declared hung, on a quiet node or a busy one (issue 17). One of each kind (a

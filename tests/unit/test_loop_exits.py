@@ -105,7 +105,7 @@ def test_the_rank_that_left_first_with_an_error_of_its_own_is_named_at_its_raise
         ],
     )
     root = run_rules(JobView(bundle)).findings[0]
-    assert root.category.value == "distributed.rank_exited"
+    assert root.category.value == "process.exception"  # its own exception, on its rank
     assert root.culprit is not None and root.culprit.rank == 1
     assert root.culprit.location is not None and root.culprit.location.line == 4
     assert "Expected to have finished reduction" in root.title + root.explanation

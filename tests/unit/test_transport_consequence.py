@@ -38,7 +38,7 @@ def test_a_broken_connection_alone_stays_an_error():
 
 
 def test_ddps_unused_parameter_error_gets_advice_about_the_branch():
-    from hangdoctor.rules.distributed.rank_exited_log import RankExitedFromLog
+    from hangdoctor.rules.engine import run_rules
 
     lines = [
         "[rank0]: Traceback (most recent call last):",
@@ -48,6 +48,8 @@ def test_ddps_unused_parameter_error_gets_advice_about_the_branch():
         "before starting a new one. This error indicates that your module has parameters "
         "that were not used in producing loss.",
     ]
-    (finding,) = RankExitedFromLog().check(JobView(logs_bundle(lines)))
+    finding = run_rules(JobView(logs_bundle(lines))).findings[0]
+    assert finding.category.value == "process.exception"  # rank 0's own exception
     assert finding.culprit is not None and finding.culprit.rank == 0
-    assert any("find_unused_parameters=True" in fix and "branch" in fix for fix in finding.fixes)
+    assert finding.culprit.location is not None and finding.culprit.location.line == 62
+    assert any("find_unused_parameters=True" in fix for fix in finding.fixes)

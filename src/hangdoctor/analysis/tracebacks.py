@@ -2,7 +2,15 @@
 message, raised at which line. Launchers prefix each process's lines (torchrun's `[rank1]:`,
 Ray's `(RayTrainWorker pid=N)`, timestamps, colours: `logs.split_prefix`), and
 torch.multiprocessing.spawn quotes a child's traceback after `-- Process N terminated with the
-following error:`; both tell whose traceback it is."""
+following error:`; both tell whose traceback it is.
+
+Frameworks re-raise a worker's exception with its traceback as text in the message: torch's
+DataLoader (`Caught KeyError in DataLoader worker process 1.` and an `Original Traceback`),
+mp.spawn's `ProcessRaisedException`, Ray's `RayTaskError(KeyError): ray::f() (pid=N, ...)`
+followed by the remote frames, or user code that raises `RuntimeError(traceback.format_exc())`.
+A traceback that starts right after an exception's line is quoted in that exception's message:
+it is what the exception wraps (`Raised.wrapped`), and `Raised.origin` follows wrappers and
+chains down to the exception that started it all."""
 
 from __future__ import annotations
 
@@ -24,7 +32,20 @@ _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fun
 _FRAME_AFTER_OTHER = re.compile(
     r'\S\s{2,}File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$'
 )
-_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+# (Ray names the wrapped type in brackets: `ray.exceptions.RayTaskError(KeyError): ...`.)
+_EXCEPTION = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:\([A-Za-z_][\w.]*\))?)(?::\s?(?P<message>.*))?$"
+)
+# Where Ray's remote traceback starts: `ray::label_of() (pid=19927, ip=192.0.2.2)` in place of
+# `Traceback (most recent call last):`, at the end of the exception's line or on its own line.
+_RAY_REMOTE = re.compile(r"ray::(?P<task>[\w.<>]+)\(\)\s+\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s*$")
+# Lines between an exception's line and the traceback its message quotes.
+_QUOTE_LEADS = re.compile(r'^(?:-- Process \d+ terminated with the following error:|"""|)$')
+# Which process raised a quoted traceback, as the wrapper's message says.
+_QUOTED_PROCESS = (
+    re.compile(r"in (?P<process>DataLoader worker process \d+)"),
+    re.compile(r"(?P<process>ray::[\w.<>]+\(\)\s+\(pid=\d+)"),
+)
 _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following error:")
 # threading.excepthook's header before the traceback of a thread that died of an exception;
 # searched anywhere in the line: on stderr it may follow a stdout line that had no newline yet.
@@ -37,6 +58,7 @@ _CHAINING = (
 # Lines of other output a traceback may hold (a job's stdout between the pieces of a traceback
 # written to stderr, both in one log), and how the exception's name must then look.
 _FOREIGN_LINES = 12
+_DETAIL_LINES = 6  # lines of a multi-line message kept
 _EXCEPTION_NAME = re.compile(r"(Error|Exception|Interrupt|Exit|Warning|Failure)$|\.")
 
 
@@ -54,6 +76,35 @@ class Raised:
     #: The exception being handled when this one was raised (Python's "During handling of the
     #: above exception" or "The above exception was the direct cause"), printed before it.
     cause: Raised | None = None
+    #: The exception this one's message quotes with its traceback (a worker's, a remote
+    #: task's): what it re-raised. Set by the parser when the quoted traceback ends.
+    wrapped: Raised | None = None
+    #: Whether this traceback is quoted in another exception's message.
+    quoted: bool = False
+    #: The process that raised it, when a wrapper's message says (`DataLoader worker process 1`).
+    process: str | None = None
+    #: The lines that followed the exception's line before a blank one: the rest of a
+    #: multi-line message (NCCL's `Last error:`, load_state_dict's `Missing key(s)`), at most
+    #: a few, set by the parser as it reads them.
+    details: tuple[str, ...] = ()
+
+    @property
+    def origin(self) -> Raised:
+        """Where it all started: through what each exception wraps (a quoted traceback) and the
+        chain of exceptions raised while handling others, the first one raised."""
+        raised, seen = self, {id(self)}
+        while True:
+            following = raised.wrapped or raised.cause
+            if following is None or id(following) in seen:
+                return raised
+            raised = following
+            seen.add(id(raised))
+
+    @property
+    def unwrapped(self) -> Raised:
+        """What a wrapper quotes, to its origin (a chain quoted in one message included); an
+        exception that quotes nothing is itself."""
+        return self if self.wrapped is None else self.origin
 
     @property
     def root(self) -> Raised:
@@ -68,13 +119,7 @@ class Raised:
         """Whether nothing caught it: its traceback reaches a module's top level (a script's
         `<module>`, `python -m`'s runpy), as Python prints it when the process dies of it.
         A traceback logged by an `except` block starts at the function that caught it."""
-        if not self.frames:
-            return False
-        outermost = self.frames[-1]
-        return outermost.function == "<module>" or outermost.function.split(".")[-1] in (
-            "_run_module_as_main",
-            "_run_code",
-        )
+        return _reaches_top(self.frames)
 
     @property
     def short_type(self) -> str:
@@ -92,6 +137,17 @@ class Raised:
         return any(origin(frame) is Origin.USER for frame in self.frames)
 
 
+def _reaches_top(frames: Sequence[Frame]) -> bool:
+    """Whether the outermost frame (the last, innermost first) is a module's top level."""
+    if not frames:
+        return False
+    outermost = frames[-1]
+    return outermost.function == "<module>" or outermost.function.split(".")[-1] in (
+        "_run_module_as_main",
+        "_run_code",
+    )
+
+
 def _frame_line(line: str) -> Frame | None:
     """The frame of a traceback's `File "...", line N, in f` line, also behind another
     stream's unfinished line."""
@@ -99,6 +155,16 @@ def _frame_line(line: str) -> Frame | None:
     if match is None:
         return None
     return Frame(file=match["file"], line=int(match["line"]), function=match["function"].strip())
+
+
+@dataclass
+class _Quote:
+    """Where a stream stands after an exception's line: a traceback starting now is quoted in
+    that exception's message (`lines` of other text since then end that)."""
+
+    outer: Raised
+    lines: int = 0
+    details: int = 0  # of those lines, how many continue its message (-1: no more)
 
 
 @lru_cache(maxsize=8)
@@ -113,28 +179,62 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
     foreign: dict[str | None, int] = {}  # lines of other output inside an open traceback
     threads: dict[str | None, str | None] = {}
     chained: set[str | None] = set()  # streams whose next traceback was raised handling the last
+    after: dict[str | None, _Quote] = {}  # the last exception's line of each stream
+    quoting: dict[str | None, Raised | None] = {}  # the exception an open traceback is quoted in
+    # Whether the quote is announced (`Original Traceback`, Ray's `ray::f() (pid=N)`, mp.spawn's
+    # `-- Process N terminated`) rather than only adjacent to the exception's line.
+    explicit: dict[str | None, bool] = {}
+    spawned_lead: set[str | None] = set()
+
+    def begin(stream: str | None, index: int, outer: Raised | None) -> None:
+        open_tracebacks[stream] = []
+        foreign[stream] = 0
+        header = died.pop(stream, None)
+        threads[stream] = header[1] if header and header[0] == index - 1 else None
+        quoting[stream] = outer
+
     for index, raw in enumerate(lines):
         prefixed = split_prefix(raw)
         stream, line = prefixed.stream, prefixed.text.rstrip("\n")
+        quote = after.get(stream)
+        quote_lead = False
         if line.strip() in _CHAINING and stream not in open_tracebacks:
             chained.add(stream)
             continue
         if match := _SPAWNED.match(line.strip()):
             spawned_rank = int(match["index"])
+            spawned_lead.add(stream)
             continue
         if match := _THREAD_DIED.search(line.strip()):
             died[stream] = (index, match["name"])
             continue
-        if line.rstrip().endswith(_START):  # (maybe behind another stream's unfinished line)
-            if stream is None and not line.lstrip().startswith(_START):
+        ray_remote = stream not in open_tracebacks and _RAY_REMOTE.search(line.strip())
+        header = line.lstrip().removeprefix("Original ")  # (the DataLoader's quote)
+        if line.rstrip().endswith(_START) or ray_remote:
+            quote_lead = stream in spawned_lead
+            spawned_lead.discard(stream)
+        if line.rstrip().endswith(_START) or ray_remote:  # (maybe behind another's line)
+            if stream is None and line.rstrip().endswith(_START) and not header.startswith(_START):
                 stream = _stream_behind(line)
-            open_tracebacks[stream] = []
-            foreign[stream] = 0
-            header = died.pop(stream, None)
-            threads[stream] = header[1] if header and header[0] == index - 1 else None
+                quote = after.get(stream)
+            outer = None
+            if quote is not None and quote.lines == 0:
+                # Right after an exception's line: its message quotes this traceback; after a
+                # chaining line, the next exception of a chain quoted in the same message.
+                outer = quote.outer if stream not in chained else _quoted_in(found, quote.outer)
+            explicit[stream] = bool(ray_remote) or header.startswith("Original ") or quote_lead
+            begin(stream, index, outer)
+            after.pop(stream, None)
             continue
         frames = open_tracebacks.get(stream)
         if frames is None:
+            if quote is not None and not _QUOTE_LEADS.match(line.strip()):
+                if quote.lines == quote.details and quote.lines < _DETAIL_LINES:
+                    quote.details += 1  # still the message: no blank line since
+                    object.__setattr__(quote.outer, "details", (*quote.outer.details, line.strip()))
+                quote.lines += 1
+            elif quote is not None and not line.strip():
+                quote.details = -1  # a blank line ends the message
             continue
         if frame := _frame_line(line):
             frames.insert(0, frame)
@@ -147,24 +247,41 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
         elif (match := _EXCEPTION.match(line.strip())) and (
             not foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])
         ):
+            outer = quoting.pop(stream, None)
+            if outer is not None and not explicit.get(stream) and _reaches_top(frames):
+                # Two tracebacks back to back (a thread's death, then the main thread's): one
+                # that reaches a module's top level ended its process; it is not quoted text.
+                outer = None
             rank = prefixed.rank if prefixed.rank is not None else spawned_rank
+            if rank is None and outer is not None:
+                rank = outer.rank
             cause = (
                 found[-1] if stream in chained and found and found[-1].stream == stream else None
             )
             chained.discard(stream)
-            found.append(
-                Raised(
-                    rank=rank,
-                    frames=tuple(frames),
-                    type=match["type"],
-                    message=(match["message"] or "").strip(),
-                    index=index,
-                    thread=threads.get(stream) or _thread_of(frames),
-                    stream=stream,
-                    cause=cause,
-                )
+            raised = Raised(
+                rank=rank,
+                frames=tuple(frames),
+                type=match["type"],
+                message=(match["message"] or "").strip(),
+                index=index,
+                thread=threads.get(stream) or _thread_of(frames),
+                stream=stream,
+                cause=cause,
+                quoted=outer is not None,
+                process=_process_of(outer) if outer is not None else None,
             )
+            if outer is not None:
+                # The parser's own objects until it returns them: the outer exception learns
+                # what it wraps once the quoted traceback has ended.
+                object.__setattr__(outer, "wrapped", raised)
+            found.append(raised)
             del open_tracebacks[stream]
+            after[stream] = _Quote(raised)
+            if _RAY_REMOTE.search(raised.message):
+                begin(stream, index, raised)  # Ray's remote frames follow on the next lines
+                explicit[stream] = True
+                after.pop(stream, None)
         elif frames and foreign.get(stream, 0) < _FOREIGN_LINES:
             # Another stream's lines inside it (stdout between the pieces of a traceback
             # written to stderr): skipped; then only a name that looks like an exception
@@ -172,7 +289,24 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
             foreign[stream] = foreign.get(stream, 0) + 1
         else:
             del open_tracebacks[stream]  # not a traceback after all
+            quoting.pop(stream, None)
     return tuple(found)
+
+
+def _quoted_in(found: Sequence[Raised], last: Raised) -> Raised | None:
+    """The exception whose message quotes `last` (None: `last` is not quoted): the next one of
+    its chain is quoted in the same message."""
+    if not last.quoted:
+        return None
+    return next((r for r in reversed(found) if r.wrapped is last), None)
+
+
+def _process_of(outer: Raised) -> str | None:
+    """The process a wrapper's message names as the one that raised what it quotes."""
+    for pattern in _QUOTED_PROCESS:
+        if match := pattern.search(outer.message):
+            return " ".join(match["process"].split()) + (")" if "(pid=" in match["process"] else "")
+    return outer.process
 
 
 def _stream_behind(line: str) -> str | None:
@@ -215,8 +349,12 @@ def tracebacks(lines: Sequence[str]) -> list[Raised]:
 
 def first_raised(lines: Sequence[str], rank: int | None) -> Raised | None:
     """The first exception a rank (or, with None, the job) raised in its own code, else its
-    first exception of any kind."""
-    mine = [r for r in tracebacks(lines) if rank is None or r.rank == rank]
+    first exception of any kind; what a wrapper quotes rather than the wrapper."""
+    mine = [
+        r.unwrapped
+        for r in tracebacks(lines)
+        if not r.quoted and (rank is None or r.unwrapped.rank == rank)
+    ]
     return next((r for r in mine if r.in_user_code), mine[0] if mine else None)
 
 
@@ -240,8 +378,12 @@ def is_consequence(raised: Raised) -> bool:
 def first_failure(lines: Sequence[str]) -> Raised | None:
     """The first exception a rank raised of its own (not a lost peer, not the launcher's
     summary), as PyTorch prints it with a `[rankN]:` prefix once the process group exists."""
-    own = [r for r in tracebacks(lines) if r.rank is not None and not is_consequence(r)]
-    return min(own, key=lambda r: r.index) if own else None
+    own = [
+        r
+        for r in tracebacks(lines)
+        if r.unwrapped.rank is not None and not r.quoted and not is_consequence(r.unwrapped)
+    ]
+    return min(own, key=lambda r: r.index).unwrapped if own else None
 
 
 _FATAL = re.compile(r"^Fatal Python error: (?P<what>.+)$", re.MULTILINE)

@@ -9,6 +9,7 @@ bars redrawn with `\\r` collapsed, secrets redacted before anything is stored.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -134,6 +135,29 @@ def binary_kind(data: bytes) -> str | None:
     return None
 
 
+_SOURCE_SUFFIXES = {".py": "Python", ".pyx": "Cython", ".ipynb": "a Jupyter notebook's"}
+
+
+def source_kind(path: Path, data: bytes) -> str | None:
+    """What `data` is when it is a program rather than its output (None otherwise): a file
+    named as source, or text that Python compiles with imports or definitions in it, and no
+    traceback. `hangdoctor analyze train.py` is a slip for the log of train.py."""
+    text = data.decode("utf-8", errors="replace")
+    if "Traceback (most recent call last):" in text:
+        return None
+    language = _SOURCE_SUFFIXES.get(path.suffix.lower())
+    if language is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        defines = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)
+        if not any(isinstance(node, defines) for node in tree.body):
+            return None
+        language = "Python"
+    return _("{language} source code: pass the output it printed", language=language)
+
+
 def decode_lines(data: bytes) -> list[str]:
     """Decode any bytes (invalid UTF-8 replaced) into redacted lines, redraws collapsed."""
     text = data.decode("utf-8", errors="replace").replace("\x00", "")
@@ -167,6 +191,8 @@ def read_log_file(path: Path, tail_bytes: int = TAIL_BYTES) -> LogFile:
     if not data.strip():
         raise BadInputError(_("{path} is empty: not a log file or report", path=path))
     kind = binary_kind(data)
+    if kind is None and not truncated:
+        kind = source_kind(path, data)
     if kind is not None:
         raise BadInputError(
             _("{path} is not a log file or report ({kind})", path=path, kind=kind),

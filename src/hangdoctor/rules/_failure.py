@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_file
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import SIGNAL_NAMES, split_prefix
-from hangdoctor.analysis.tracebacks import Raised, is_consequence, tracebacks
+from hangdoctor.analysis.tracebacks import Raised, first_failure, is_consequence, tracebacks
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
 from hangdoctor.evidence.model import Bundle, Frame
 from hangdoctor.i18n import N_, _
+from hangdoctor.knowledge.errors import explain
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -84,8 +85,21 @@ class Failure:
 
 
 def _own(lines: tuple[str, ...]) -> list[Raised]:
+    """The job's own failures: each traceback that no other exception quotes, judged by its
+    origin (a DataLoader's `Caught KeyError` by the worker's KeyError), without the lost
+    connections and launcher summaries that other processes' failures cause."""
     found = tracebacks(lines)
-    return [r for r in found if not is_consequence(r) and not _WRAPPER.search(r.type)]
+    return [
+        r
+        for r in found
+        if not r.quoted and not is_consequence(r.origin) and not _WRAPPER.search(r.origin.type)
+    ]
+
+
+def _fatal(raised: Raised) -> bool:
+    """Whether the traceback ended a process or a thread: it reaches a module's top level, it
+    is a thread's death, or a launcher's rank printed it."""
+    return raised.uncaught or raised.thread is not None or raised.rank is not None
 
 
 def failure_of(job: JobView) -> Failure | None:
@@ -100,17 +114,23 @@ def failure_of(job: JobView) -> Failure | None:
     ):
         return None
     lines = output_lines(job)
-    own = _own(lines)
+    # Without a failure of its own (a rendezvous that timed out, an actor that died), the job
+    # failed of what it was told: that exception is still the one to explain.
+    own = _own(lines) or [r for r in tracebacks(lines) if not r.quoted]
     if record.exit_code is None:
-        # Logs alone: the job failed when a traceback reaches a module's top level.
-        if job.bundle.target_pid != LOGS_ONLY_PID or not any(r.uncaught for r in tracebacks(lines)):
+        # Logs alone: the job failed when a traceback reaches a module's top level, or a
+        # rank's own exception ended it (PyTorch prefixes it with the rank).
+        if job.bundle.target_pid != LOGS_ONLY_PID or not (
+            any(r.uncaught for r in tracebacks(lines)) or first_failure(lines) is not None
+        ):
             return None
     elif record.exit_code == 0:
         return None
-    first = next(
-        (r for r in own if r.in_user_code and r.thread is None),
-        next((r for r in own if r.in_user_code), own[0] if own else None),
-    )
+    # The first failure that ended a process or a thread, in the user's code: a thread that
+    # died before the main thread noticed is where it started, a child's traceback comes before
+    # the CalledProcessError of its parent.
+    mine = [r for r in own if r.in_user_code or r.origin.in_user_code]
+    first = next((r for r in mine if _fatal(r)), mine[0] if mine else own[0] if own else None)
     last = tuple(clip(split_prefix(line).text.rstrip()) for line in lines if line.strip())[
         -_LAST_LINES:
     ]
@@ -118,7 +138,7 @@ def failure_of(job: JobView) -> Failure | None:
     for status in record.progress:
         limits.update(status.limits)
     return Failure(
-        raised=first.root if first is not None else None,
+        raised=first.origin if first is not None else None,
         exit_code=record.exit_code,
         signal=record.signal,
         last_lines=last,
@@ -138,16 +158,21 @@ _WRITE_FAILED = re.compile(
 
 
 def category_of(raised: Raised | None, limits: dict[str, int] | None = None) -> Category:
-    """The category an exception's type and message name, else process.unexplained."""
+    """The category an exception's type and message name: a known error's (the knowledge
+    base), a mechanism's, else process.exception (the job's own code raised it); without an
+    exception, process.unexplained."""
     if raised is None:
         return Category.PROCESS_UNEXPLAINED
+    known = explain(raised.short_type, raised.message, raised.details)
+    if known is not None:
+        return known.error.category
     text = f"{raised.short_type}: {raised.message}"
     named = next(
         (category for category, pattern in _MECHANISMS if pattern.search(text)),
-        Category.PROCESS_UNEXPLAINED,
+        Category.PROCESS_EXCEPTION,
     )
     if (
-        named is Category.PROCESS_UNEXPLAINED
+        named is Category.PROCESS_EXCEPTION
         and limits
         and "file_size" in limits
         and _WRITE_FAILED.search(text)
@@ -206,6 +231,13 @@ _FIXES: dict[Category, tuple[str, ...]] = {
     Category.PROCESS_UNEXPLAINED: (
         N_("Fix the error at the line named: the exception's message says what was wrong there."),
     ),
+    Category.PROCESS_EXCEPTION: (
+        N_(
+            "Reproduce it alone: run that line with the same input (the record, batch or "
+            "argument it had) in one process, without the launcher or DataLoader workers "
+            "(`num_workers=0`), and fix the input or the code there."
+        ),
+    ),
 }
 
 
@@ -235,11 +267,7 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
                 _("For a native crash, run with `python -X faulthandler` to get the stack."),
             ),
         )
-    shown = (
-        raised
-        if innermost_user_frame(raised.frames) is not None or failure.surfaced is None
-        else failure.surfaced
-    )
+    shown = _nearest_with_user_frame(raised, failure.surfaced)
     user = innermost_user_frame(shown.frames)
     call = library_call(shown)
     where = (
@@ -249,8 +277,12 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
     )
     rank = _(" on rank {rank}", rank=raised.rank) if raised.rank is not None else ""
     thread = _(" in {thread}", thread=raised.thread) if raised.thread else ""
+    process = _(" in {process}", process=raised.process) if raised.process else ""
     message = f": {clip(raised.message)}" if raised.message else ""
+    known = explain(raised.short_type, raised.message, raised.details)
     evidence: list[str] = [f"{raised.type}{message}"]
+    if known is not None:
+        evidence.append(_("what it means: {meaning}", meaning=known.meaning))
     if user is not None:
         code = f" `{user.code}`" if user.code else ""
         evidence.append(
@@ -279,6 +311,18 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
                 function=inner.function,
                 file=short_file(inner.file),
                 line=inner.line,
+            )
+        )
+    if (
+        failure.surfaced is not None
+        and failure.surfaced.origin is raised
+        and (failure.surfaced is not raised)
+    ):
+        evidence.append(
+            _(
+                "re-raised as {type} at {where}: the path it took, not its origin",
+                type=failure.surfaced.short_type,
+                where=_where(failure.surfaced),
             )
         )
     if shown is not raised:
@@ -310,7 +354,30 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
             count=failure.count,
         )
     )
-    fixes = tuple(_(fix) for fix in _FIXES[category])
+    at = (
+        _(
+            "At {file}:{line}{code}: ",
+            file=short_file(user.file),
+            line=user.line,
+            code=(f" (`{user.code}`)" if user.code else ""),
+        )
+        if user is not None
+        else ""
+    )
+    fixes: tuple[str, ...] = ()
+    if known is not None:
+        fixes += (at + known.fix, _("More: {link}", link=known.error.link))
+    elif category is Category.PROCESS_EXCEPTION:
+        fixes += (
+            at
+            + _(
+                "{type} says: {message}",
+                type=raised.short_type,
+                message=clip(raised.message) or _("(no message)"),
+            ),
+        )
+    if known is None or category is not Category.PROCESS_EXCEPTION:
+        fixes += tuple(_(fix) for fix in _FIXES.get(category, ()))
     if user is None:
         fixes += (
             _(
@@ -323,8 +390,14 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
         id=rule_id,
         category=category,
         severity=Severity.ERROR,
-        confidence=0.6 if category is not Category.PROCESS_UNEXPLAINED else 0.5,
-        title=f"{raised.short_type}{message}{where}{title_call}{rank}{thread}",
+        confidence=(
+            0.7
+            if known is not None and user is not None
+            else 0.6
+            if category is not Category.PROCESS_UNEXPLAINED
+            else 0.5
+        ),
+        title=f"{raised.short_type}{message}{where}{title_call}{rank}{process}{thread}",
         explanation=_(
             "The job failed of this exception (the first one of its own in the "
             "output; what was raised while handling it, and other ranks' lost "
@@ -339,6 +412,30 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
         evidence=tuple(evidence),
         fixes=fixes,
     )
+
+
+def _nearest_with_user_frame(origin: Raised, surfaced: Raised | None) -> Raised:
+    """The exception to show the user's line of: the origin when its traceback has one, else
+    the one closest to it on the way it surfaced (Ray drops the frames of a remote chain's
+    first exception; a library's error is re-raised in the user's code)."""
+    if innermost_user_frame(origin.frames) is not None or surfaced is None:
+        return origin
+    path: list[Raised] = []
+    step: Raised | None = surfaced
+    seen: set[int] = set()
+    while step is not None and id(step) not in seen:
+        seen.add(id(step))
+        path.append(step)
+        if step is origin:
+            break
+        step = step.wrapped or step.cause
+    return next((r for r in reversed(path) if innermost_user_frame(r.frames)), surfaced)
+
+
+def _where(raised: Raised) -> str:
+    """`file:line` of a traceback's innermost frame in the user's code (else its innermost)."""
+    frame = raised.location
+    return f"{short_file(frame.file)}:{frame.line}" if frame is not None else "?"
 
 
 def check_failure(job: JobView, rule_id: str, category: Category) -> list[Finding]:

@@ -85,7 +85,7 @@ def arm() -> None:
         _hooked = True
         probe.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
         for install in (hooks.hook_optimizer, hooks.hook_dataloader, hooks.hook_distributed,
-                        hooks.hook_backward):
+                        hooks.hook_backward, stacks.keep_fatal_signals_in_loader_workers):
             with contextlib.suppress(Exception):
                 install(torch)
         if "torch._dynamo" in sys.modules:

@@ -49,6 +49,42 @@ def log_fatal_signals() -> None:
         pass
 
 
+def keep_fatal_signals_in_loader_workers(torch: object) -> None:
+    """A DataLoader worker installs torch's own SIGSEGV/SIGBUS/SIGFPE handlers as it starts
+    (they print `Unexpected segmentation fault encountered in worker`), replacing faulthandler's:
+    the worker's Python stack would be lost. After torch's handlers are in, faulthandler is
+    armed again on top of them: it writes the worker's stack to its `fault-<pid>.txt`, then
+    hands the signal to torch's handler, which reports it to the main process as before."""
+    try:
+        import importlib
+
+        signal_handling = importlib.import_module("torch.utils.data._utils.signal_handling")
+        original = signal_handling._set_worker_signal_handlers
+        if getattr(original, "_hangdoctor_rearms", False):
+            return
+
+        def _set_worker_signal_handlers(*args: object) -> object:
+            import faulthandler
+
+            fault_file = _fault_file
+            rearm = fault_file is not None and faulthandler.is_enabled()
+            if rearm:
+                # enable() is a no-op while enabled: disabled first, torch's handlers go in
+                # over the ones from before faulthandler, and faulthandler over torch's, which
+                # it calls after writing the stack.
+                faulthandler.disable()
+            result = original(*args)
+            if rearm and fault_file is not None:
+                with contextlib.suppress(Exception):
+                    faulthandler.enable(file=fault_file, all_threads=True)
+            return result
+
+        _set_worker_signal_handlers._hangdoctor_rearms = True  # type: ignore[attr-defined]
+        setattr(signal_handling, "_set_worker_signal_handlers", _set_worker_signal_handlers)  # noqa: B010
+    except Exception:
+        pass
+
+
 _stop_file: IO[str] | None = None  # kept open: faulthandler writes to it when SIGTERM comes
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import in_function, innermost_user_frame
+from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
@@ -13,6 +13,7 @@ from hangdoctor.rules._failure import traceback_lines
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import fault_of
 from hangdoctor.taxonomy import Category
 
 _LOST_HANDOVER = (
@@ -180,7 +181,39 @@ class WorkerKilled(Rule):
                 "The worker died; the error inside it is lost because it happened in a subprocess."
             )
             fixes = (_("Rerun with num_workers=0 to see the error in the main process."),)
-        evidence = [_("job output: {line}", line=m.line) for m in matches[:3]]
+        # The in-job hooks keep faulthandler armed in each worker: a worker that died of a fatal
+        # signal left its Python stack, so the line of the dataset code it died at is known.
+        fatal, crashed_at = fault_of(job, pid=best.pids[0]) if best.pids else (None, None)
+        died_at: list[str] = []
+        if crashed_at is not None:
+            where = short_location(crashed_at)
+            explanation = _(
+                "{explanation} Python's faulthandler saw it die ({fatal}) at {where}: the call "
+                "made there crashed in native code (a bad pointer or buffer, a C extension).",
+                explanation=explanation,
+                fatal=fatal or signal_name or _("fatal signal"),
+                where=where,
+            )
+            code = f" `{crashed_at.code}`" if crashed_at.code else ""
+            died_at.append(
+                _(
+                    "faulthandler: worker pid {pid} died at {where}{code}",
+                    pid=best.pids[0],
+                    where=where,
+                    code=code,
+                )
+            )
+            fixes = (
+                _(
+                    "At {where}: check what this call is given for the record that crashed "
+                    "(a null or freed pointer, a buffer shorter than the size passed, a "
+                    "tensor that is not contiguous); reproduce with num_workers=0 under "
+                    "`python -X faulthandler`.",
+                    where=where,
+                ),
+                *fixes,
+            )
+        evidence = [*died_at, *(_("job output: {line}", line=m.line) for m in matches[:3])]
         evidence += [_("kernel log: {line}", line=m.line) for m in oom[:2]]
         yield Finding(
             id=self.id,
@@ -195,7 +228,11 @@ class WorkerKilled(Rule):
             if signal_name
             else _("DataLoader worker pid {pids} died", pids=", ".join(map(str, best.pids))),
             explanation=explanation,
-            culprit=Culprit(pid=best.pids[0] if best.pids else None, role="dataloader_worker"),
+            culprit=Culprit(
+                pid=best.pids[0] if best.pids else None,
+                role="dataloader_worker",
+                location=Location.of(crashed_at),
+            ),
             evidence=tuple(evidence),
             fixes=fixes,
         )

@@ -196,7 +196,8 @@ class RankExitedFromLog(Rule):
     summary = "a rank exited and the job failed with it"
     fires_when = (
         "torchrun's failure summary (or `torch.multiprocessing.spawn`'s): the first rank that "
-        "failed, and what its signal or exit code means"
+        "failed, and what its signal or exit code means; a rank that died of an exception of "
+        "its own code is left to the failure rules, which name that exception at its origin"
     )
     why = (
         "When one rank dies (an exception, a signal, the OOM killer) or returns early, the "
@@ -239,8 +240,10 @@ class RankExitedFromLog(Rule):
                 ]
             ),
         ),
+    )
+    quiet_on = (
         Example(
-            "a rank's own traceback, no launcher summary (Lightning)",
+            "a rank died of its own exception (the failure rules name it at its origin)",
             lambda: logs_bundle(
                 [
                     "[rank1]: Traceback (most recent call last):",
@@ -255,8 +258,6 @@ class RankExitedFromLog(Rule):
                 ]
             ),
         ),
-    )
-    quiet_on = (
         Example(
             "the watchdog aborted the rank after a collective timeout",
             lambda: logs_bundle(
@@ -434,6 +435,11 @@ class RankExitedFromLog(Rule):
                         rank=left.rank,
                     )
                 )
+            elif raised is not None and raised.in_user_code and not is_consequence(raised):
+                # It died of an exception of its own code: that exception is the cause, and
+                # its category (process.exception, or a known error's) the one to name; the
+                # failure rules name it at its origin, on this rank (see rules/_failure.py).
+                return
             elif raised is not None:
                 explanation = _(
                     "It raised {error} and exited with code {code}.",

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.log_helpers import cite, matches_of
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import cite, matches_of, output_lines
 from hangdoctor.taxonomy import Category
+
+_EMFILE = "Too many open files"
 
 
 class OpenFilesLimit(Rule):
@@ -57,12 +61,35 @@ class OpenFilesLimit(Rule):
         found = matches_of(job, "too_many_open_files")
         if not found:
             return
+        # The line of the user's code that failed to open one more (an `open()` per sample).
+        raised = next(
+            (
+                r.origin
+                for r in tracebacks(output_lines(job))
+                if _EMFILE in r.origin.message and r.origin.location is not None
+            ),
+            None,
+        )
+        frame = raised.location if raised is not None else None
+        opened: tuple[str, ...] = ()
+        title = _("The job ran out of file descriptors (ulimit -n)")
+        if frame is not None:
+            where = f"{short_file(frame.file)}:{frame.line}"
+            title = _("The job ran out of file descriptors (ulimit -n) at {where}", where=where)
+            opened = (
+                _(
+                    "At {where}: this line could not open one more; if it opens a file per "
+                    "sample or step, close it (`with open(...)`) or keep one handle per file.",
+                    where=where,
+                ),
+            )
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=0.9,
-            title=_("The job ran out of file descriptors (ulimit -n)"),
+            title=title,
+            culprit=Culprit(location=Location.of(frame)) if frame is not None else None,
             explanation=_(
                 "The process hit its limit on open files. DataLoader workers send "
                 "each tensor to the main process as a file descriptor, so many workers "
@@ -70,6 +97,7 @@ class OpenFilesLimit(Rule):
             ),
             evidence=tuple(cite(found)),
             fixes=(
+                *opened,
                 _(
                     "Raise the limit before launching: `ulimit -n 65536` (Docker: `--ulimit "
                     "nofile=65536:65536`; systemd: LimitNOFILE=; Slurm: check "

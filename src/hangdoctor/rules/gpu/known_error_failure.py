@@ -1,0 +1,24 @@
+"""Failures the knowledge base files under this family's categories (see
+rules/_known_failure.py): named at the user's line with what the known error means."""
+
+from __future__ import annotations
+
+from hangdoctor.rules._known_failure import KnownErrorFailure, examples_of
+from hangdoctor.taxonomy import Category
+
+
+class KnownDeviceFaultFailure(KnownErrorFailure):
+    id = "HD497"
+    category = Category.GPU_DEVICE_FAULT
+    summary = "the job failed of a known error of a faulting GPU"
+    fires_when = (
+        "the job failed and its exception is a known CUDA error of a device fault (an illegal "
+        "memory access, an unspecified launch failure): names it at your line, with what it means"
+        " and the fix"
+    )
+    why = (
+        "A device fault is reported asynchronously, at a later CUDA call than the kernel that "
+        "caused it; the known error says what it means and how to find the kernel "
+        "(`CUDA_LAUNCH_BLOCKING=1`)."
+    )
+    fires_on = examples_of(Category.GPU_DEVICE_FAULT)
