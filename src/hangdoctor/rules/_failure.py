@@ -82,6 +82,8 @@ class Failure:
     surfaced: Raised | None = None
     #: Finite limits the job's processes ran under (the instrumentation's status files).
     limits: dict[str, int] = field(default_factory=dict)
+    #: Other ranks whose tracebacks only say they lost a peer (consequences of this failure).
+    lost_peers: tuple[int, ...] = ()
 
 
 def _own(lines: tuple[str, ...]) -> list[Raised]:
@@ -139,6 +141,18 @@ def failure_of(job: JobView) -> Failure | None:
         limits.update(status.limits)
     return Failure(
         raised=first.origin if first is not None else None,
+        lost_peers=tuple(
+            sorted(
+                {
+                    r.rank
+                    for r in tracebacks(lines)
+                    if r.rank is not None
+                    and first is not None
+                    and r.rank != first.origin.rank
+                    and is_consequence(r.unwrapped)
+                }
+            )
+        ),
         exit_code=record.exit_code,
         signal=record.signal,
         last_lines=last,
@@ -344,6 +358,13 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
                 "{limit} bytes (RLIMIT_FSIZE, `ulimit -f`): a "
                 "write past it fails",
                 limit=failure.limits["file_size"],
+            )
+        )
+    if raised.rank is not None and failure.lost_peers:
+        evidence.append(
+            _(
+                "rank(s) {ranks} failed after it, of lost connections: they lost their peer",
+                ranks=", ".join(map(str, failure.lost_peers)),
             )
         )
     evidence.append(
