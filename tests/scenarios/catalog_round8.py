@@ -1,8 +1,8 @@
 """Round 8 (issue 26): twelve programs of jobs that FAILED, written from public reports by two
 helpers that had not read hangdoctor's code (catalog_round8_a.py, catalog_round8_b.py, kept as
 they wrote them), two of them healthy controls that log caught tracebacks. Each ran once under
-the session's code before anything was changed for it (the commit before issue 26's work); that
-result is its `first_try`. The blind third, chosen by position before any ran (each helper's
+the session's code before anything was changed for it (the commit before issue 26's work,
+`dfd7812`); that result is its `first_try`. The blind third, chosen by position before any ran (each helper's
 3rd and 6th program), was never looked at for a rule change."""
 
 from __future__ import annotations

@@ -83,6 +83,25 @@ class OpenFilesLimit(Rule):
                     where=where,
                 ),
             )
+        limit = next(
+            (
+                status.limits["open_files"]
+                for status in (job.record.progress if job.record is not None else ())
+                if "open_files" in status.limits
+            ),
+            None,
+        )
+        limit_evidence = (
+            (
+                _(
+                    "the process ran with at most {limit} open files (RLIMIT_NOFILE, "
+                    "`ulimit -n`)",
+                    limit=limit,
+                ),
+            )
+            if limit is not None
+            else ()
+        )
         yield Finding(
             id=self.id,
             category=self.category,
@@ -95,7 +114,7 @@ class OpenFilesLimit(Rule):
                 "each tensor to the main process as a file descriptor, so many workers "
                 "or large batches exhaust a low limit (often 1024)."
             ),
-            evidence=tuple(cite(found)),
+            evidence=(*limit_evidence, *cite(found)),
             fixes=(
                 *opened,
                 _(
