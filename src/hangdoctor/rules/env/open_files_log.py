@@ -94,8 +94,7 @@ class OpenFilesLimit(Rule):
         limit_evidence = (
             (
                 _(
-                    "the process ran with at most {limit} open files (RLIMIT_NOFILE, "
-                    "`ulimit -n`)",
+                    "the process ran with at most {limit} open files (RLIMIT_NOFILE, `ulimit -n`)",
                     limit=limit,
                 ),
             )
