@@ -89,16 +89,21 @@ class Raised:
     details: tuple[str, ...] = ()
 
     @property
+    def path(self) -> tuple[Raised, ...]:
+        """This exception, then what it wraps (a quoted traceback) or was raised while handling
+        (its chain), down to the first one raised: the way the origin surfaced, reversed."""
+        found: list[Raised] = []
+        step: Raised | None = self
+        while step is not None and all(step is not seen for seen in found):
+            found.append(step)
+            step = step.wrapped or step.cause
+        return tuple(found)
+
+    @property
     def origin(self) -> Raised:
         """Where it all started: through what each exception wraps (a quoted traceback) and the
         chain of exceptions raised while handling others, the first one raised."""
-        raised, seen = self, {id(self)}
-        while True:
-            following = raised.wrapped or raised.cause
-            if following is None or id(following) in seen:
-                return raised
-            raised = following
-            seen.add(id(raised))
+        return self.path[-1]
 
     @property
     def unwrapped(self) -> Raised:

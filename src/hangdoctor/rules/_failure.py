@@ -10,6 +10,7 @@ failed without a traceback still gets its exit status and last lines of output.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_file
@@ -86,11 +87,10 @@ class Failure:
     lost_peers: tuple[int, ...] = ()
 
 
-def _own(lines: tuple[str, ...]) -> list[Raised]:
+def _own(found: Sequence[Raised]) -> list[Raised]:
     """The job's own failures: each traceback that no other exception quotes, judged by its
     origin (a DataLoader's `Caught KeyError` by the worker's KeyError), without the lost
     connections and launcher summaries that other processes' failures cause."""
-    found = tracebacks(lines)
     return [
         r
         for r in found
@@ -118,12 +118,13 @@ def failure_of(job: JobView) -> Failure | None:
     lines = output_lines(job)
     # Without a failure of its own (a rendezvous that timed out, an actor that died), the job
     # failed of what it was told: that exception is still the one to explain.
-    own = _own(lines) or [r for r in tracebacks(lines) if not r.quoted]
+    found = tracebacks(lines)
+    own = _own(found) or [r for r in found if not r.quoted]
     if record.exit_code is None:
         # Logs alone: the job failed when a traceback reaches a module's top level, or a
         # rank's own exception ended it (PyTorch prefixes it with the rank).
         if job.bundle.target_pid != LOGS_ONLY_PID or not (
-            any(r.uncaught for r in tracebacks(lines)) or first_failure(lines) is not None
+            any(r.uncaught for r in found) or first_failure(lines) is not None
         ):
             return None
     elif record.exit_code == 0:
@@ -136,16 +137,13 @@ def failure_of(job: JobView) -> Failure | None:
     last = tuple(clip(split_prefix(line).text.rstrip()) for line in lines if line.strip())[
         -_LAST_LINES:
     ]
-    limits: dict[str, int] = {}
-    for status in record.progress:
-        limits.update(status.limits)
     return Failure(
         raised=first.origin if first is not None else None,
         lost_peers=tuple(
             sorted(
                 {
                     r.rank
-                    for r in tracebacks(lines)
+                    for r in found
                     if r.rank is not None
                     and first is not None
                     and r.rank != first.origin.rank
@@ -158,7 +156,7 @@ def failure_of(job: JobView) -> Failure | None:
         last_lines=last,
         count=len(own),
         surfaced=first,
-        limits=limits,
+        limits=job_limits(job),
     )
 
 
@@ -169,6 +167,15 @@ _WRITE_FAILED = re.compile(
     r"PytorchStreamWriter failed",
     re.IGNORECASE,
 )
+
+
+def job_limits(job: JobView) -> dict[str, int]:
+    """The finite limits the job's processes ran under, as the in-job hooks reported them
+    (`file_size`, `open_files`, ...)."""
+    limits: dict[str, int] = {}
+    for status in job.record.progress if job.record is not None else ():
+        limits.update(status.limits)
+    return limits
 
 
 def category_of(raised: Raised | None, limits: dict[str, int] | None = None) -> Category:
@@ -441,15 +448,9 @@ def _nearest_with_user_frame(origin: Raised, surfaced: Raised | None) -> Raised:
     first exception; a library's error is re-raised in the user's code)."""
     if innermost_user_frame(origin.frames) is not None or surfaced is None:
         return origin
-    path: list[Raised] = []
-    step: Raised | None = surfaced
-    seen: set[int] = set()
-    while step is not None and id(step) not in seen:
-        seen.add(id(step))
-        path.append(step)
-        if step is origin:
-            break
-        step = step.wrapped or step.cause
+    path = surfaced.path
+    end = next((i for i, r in enumerate(path) if r is origin), len(path) - 1)
+    path = path[: end + 1]
     return next((r for r in reversed(path) if innermost_user_frame(r.frames)), surfaced)
 
 

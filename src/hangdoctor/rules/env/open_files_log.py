@@ -9,6 +9,7 @@ from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
+from hangdoctor.rules._failure import job_limits
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -83,14 +84,7 @@ class OpenFilesLimit(Rule):
                     where=where,
                 ),
             )
-        limit = next(
-            (
-                status.limits["open_files"]
-                for status in (job.record.progress if job.record is not None else ())
-                if "open_files" in status.limits
-            ),
-            None,
-        )
+        limit = job_limits(job).get("open_files")
         limit_evidence = (
             (
                 _(
