@@ -18,6 +18,7 @@ from tests.scenarios.catalog_round7 import ROUND7
 from tests.scenarios.catalog_round8 import ROUND8
 from tests.scenarios.exception_matrix import scenarios as exception_matrix
 from tests.scenarios.scenario import HEALTHY, Scenario
+from tests.scenarios.wait_matrix import scenarios as wait_matrix
 
 
 def _s(name: str, category: str | None, **kwargs) -> Scenario:
@@ -137,6 +138,10 @@ CATALOG = tuple(
 
 # Every raise site x every wrapping (issue 26): generated programs, each with its origin line.
 CATALOG = CATALOG + exception_matrix()
+
+# Every waiting primitive x every fate of its provider (issue 27): generated programs, each with
+# its waiter's and its sink's lines.
+CATALOG = CATALOG + wait_matrix()
 
 # Healthy controls run a second time while another load keeps every core busy: a healthy job
 # must never be declared hung, on a quiet node or a busy one (issue 17). One of each kind (a

@@ -18,13 +18,13 @@ The programs live in `programs/matrix/` (generated, committed, recorded like any
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.scenarios.generated import write_or_check
 from tests.scenarios.scenario import PROGRAMS, Scenario
 
 FOLDER = PROGRAMS / "matrix"
@@ -508,23 +508,7 @@ def expected_files() -> dict[Path, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only say whether files are current")
-    args = parser.parse_args()
-    expected = expected_files()
-    stale = [p for p, text in expected.items() if not p.exists() or p.read_text() != text]
-    extra = [p for p in FOLDER.glob("*.py") if p not in expected]
-    if args.check:
-        for path in stale + extra:
-            print(f"out of date: {path.relative_to(PROGRAMS)}")
-        return 1 if stale or extra else 0
-    FOLDER.mkdir(exist_ok=True)
-    for path in extra:
-        path.unlink()
-    for path, text in expected.items():
-        path.write_text(text)
-    print(f"wrote {len(expected)} programs to {FOLDER}")
-    return 0
+    return write_or_check(__doc__.splitlines()[0], FOLDER, expected_files())
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.pipeline import Context, Mode, diagnose
 from tests.scenarios.exception_matrix import FOLDER, expected_files, scenarios
+from tests.scenarios.generated import out_of_date
 from tests.scenarios.recording import RECORDINGS, load, recording_path, replay
 
 pytestmark = pytest.mark.replay
@@ -18,10 +19,9 @@ CELLS = scenarios()
 
 
 def test_the_programs_are_what_the_generator_writes():
-    expected = expected_files()
-    stale = [p.name for p, text in expected.items() if not p.exists() or p.read_text() != text]
-    extra = [p.name for p in FOLDER.glob("*.py") if p not in expected]
-    assert stale == [] and extra == [], "run `python tests/scenarios/exception_matrix.py`"
+    assert out_of_date(FOLDER, expected_files()) == [], (
+        "run `python tests/scenarios/exception_matrix.py`"
+    )
 
 
 def test_every_raise_site_meets_every_form():

@@ -237,6 +237,8 @@ class JobView:
             return _("launcher (pid {pid})", pid=pid)
         process = self.process(pid)
         name = process.name if process and process.name else _("process")
+        if process is not None and process.outside_job:
+            return _("{name} (pid {pid}), outside the job's tree", name=name, pid=pid)
         return f"{name} (pid {pid})"
 
 

@@ -203,7 +203,9 @@ def assign_roles(
         rank = ranks[pid]
         parent = processes.get(process.ppid) if process.ppid is not None else None
         parent_rank = ranks.get(parent.pid) if parent is not None else None
-        if is_dataloader_worker(process):
+        if process.outside_job:
+            roles[pid] = (Role.OTHER, None)  # not the job's, though it waits on it
+        elif is_dataloader_worker(process):
             roles[pid] = (Role.DATALOADER_WORKER, rank_of_ancestors(pid))
         elif rank is not None and (parent is None or parent_rank != rank):
             roles[pid] = (Role.RANK, rank)

@@ -70,6 +70,13 @@ PRIMITIVES = (
         "threading.Semaphore.acquire()",
         N_("release the semaphore"),
     ),
+    # wait_for before wait: the user's code calls wait_for, which calls wait.
+    Primitive(
+        "threading.py",
+        "Condition.wait_for",
+        "threading.Condition.wait_for()",
+        N_("notify the condition"),
+    ),
     Primitive(
         "threading.py", "Condition.wait", "threading.Condition.wait()", N_("notify the condition")
     ),
@@ -77,6 +84,52 @@ PRIMITIVES = (
 
 
 _PRIMITIVE_FUNCTIONS = frozenset(p.function for p in PRIMITIVES)
+
+#: Blocking calls on objects that processes share (created before a fork, or passed to a
+#: child): another process of the job, not another thread, is the one to end the wait.
+SHARED_PRIMITIVES = (
+    Primitive(
+        "multiprocessing/synchronize.py",
+        "Event.wait",
+        "multiprocessing.Event.wait()",
+        N_("set the event"),
+    ),
+    Primitive(
+        "multiprocessing/synchronize.py",
+        "Barrier.wait",
+        "multiprocessing.Barrier.wait()",
+        N_("reach the barrier"),
+    ),
+    Primitive(
+        "multiprocessing/synchronize.py",
+        "Condition.wait_for",
+        "multiprocessing.Condition.wait_for()",
+        N_("notify the condition"),
+    ),
+    Primitive(
+        "multiprocessing/synchronize.py",
+        "Condition.wait",
+        "multiprocessing.Condition.wait()",
+        N_("notify the condition"),
+    ),
+)
+
+
+def shared_call(thread: ThreadEvidence) -> tuple[Primitive, Frame] | None:
+    """The blocking call on a process-shared object that the user's own code made, without a
+    timeout."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    for primitive in SHARED_PRIMITIVES:
+        for index, frame in enumerate(frames):
+            path = frame.file.replace("\\", "/")
+            if frame.function != primitive.function or not path.endswith("/" + primitive.file):
+                continue
+            caller = frames[index + 1] if index + 1 < len(frames) else None
+            if caller is None or origin(caller) is not Origin.USER:
+                break
+            timeout, _block = timeout_and_block(frame, caller)
+            return (primitive, frame) if timeout == "None" else None
+    return None
 
 
 def blocking_call(thread: ThreadEvidence) -> tuple[Primitive, Frame] | None:

@@ -14,21 +14,28 @@ explains the sink when no rule does.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
+from hangdoctor.analysis.deaths import Death, process_deaths, thread_deaths
 from hangdoctor.analysis.device import device_wait, process_uses_gpu
-from hangdoctor.analysis.frames import in_function, python_frames, runs_python_of_its_own
+from hangdoctor.analysis.frames import (
+    in_function,
+    innermost_user_frame,
+    python_frames,
+    runs_python_of_its_own,
+)
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import lock_holds, lock_wait
 from hangdoctor.analysis.ranks import RankState, rank_view
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.thread_waits import (
+    Primitive,
     at_exit,
     blocking_call,
     joined_thread,
     manager_call,
+    shared_call,
     thread_object,
     waits_for_end_of,
 )
@@ -48,6 +55,7 @@ class Sink(str, Enum):
     UNKNOWN = "unknown"  # the evidence does not say what would end it
     MAYBE = "maybe"  # only threads that might act later could end it
     CYCLE = "cycle"  # the chain came back to a party already on it
+    DEAD = "dead"  # only a thread or process that died could have ended its wait
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,10 @@ class WaitGraph:
     outside: dict[Party, str] = field(default_factory=dict)
     #: Parties whose wait nothing could end, and why.
     nobody: dict[Party, str] = field(default_factory=dict)
+    #: Parties in `nobody` because no other thread of their process is left (one may have died).
+    no_waker_left: set[Party] = field(default_factory=set)
+    #: Parties whose wait only a thread or process that died would have ended, and that death.
+    dead: dict[Party, Death] = field(default_factory=dict)
 
     def add(self, waiter: Party, waited: Party, why: str, *, certain: bool = True) -> None:
         """One edge (self-edges are dropped: a thread does not wake itself)."""
@@ -120,6 +132,8 @@ class WaitGraph:
 
     def _sink(self, party: Party) -> tuple[Sink, str]:
         wait = self.waits.get(party)
+        if party in self.dead:
+            return Sink.DEAD, _("the one that would have ended it is gone")
         if party in self.nobody:
             return Sink.NOBODY, self.nobody[party]
         if party in self.outside:
@@ -134,10 +148,6 @@ class WaitGraph:
                 why=maybe[0].why,
             )
         return Sink.UNKNOWN, _("the capture does not show what would end this wait")
-
-    def waiters_on(self, party: Party) -> list[Party]:
-        """The parties with an edge to `party`."""
-        return [w for w, out in self.edges.items() if any(e.waited == party for e in out)]
 
 
 def _user_threads(process: ProcessEvidence, but: ThreadEvidence) -> list[ThreadEvidence]:
@@ -211,6 +221,10 @@ def _thread_edges(
             )
         if holders or me in graph.nobody:
             return
+    shared = shared_call(thread)
+    if shared is not None:
+        _shared_edges(job, graph, me, shared[0])
+        return
     primitive = blocking_call(thread)
     if primitive is not None:
         wakers = [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
@@ -222,6 +236,7 @@ def _thread_edges(
                 certain=False,
             )
         if not wakers:
+            graph.no_waker_left.add(me)
             graph.nobody[me] = _(
                 "it waits in {call} without a timeout, and no other thread of its process is "
                 "left that could {action}",
@@ -302,6 +317,29 @@ def _thread_edges(
             graph.add(me, (process.pid, gil), _("holds the GIL"), certain=False)
 
 
+def _shared_edges(job: JobView, graph: WaitGraph, me: Party, primitive: Primitive) -> None:
+    """A wait on an object processes share: any other process of the job running code of its
+    own could end it; when none is left, nothing can (unless one died: `_death_edges`)."""
+    wakers = [
+        (other.pid, thread.tid)
+        for other in job.processes
+        if other.pid != me[0] and not other.outside_job
+        for thread in other.threads
+        if runs_python_of_its_own(thread)
+        and innermost_user_frame(thread.python.frames if thread.python else ()) is not None
+    ]
+    for waker in wakers:
+        graph.add(me, waker, _("could {action}", action=primitive.waker), certain=False)
+    if not wakers:
+        graph.no_waker_left.add(me)
+        graph.nobody[me] = _(
+            "it waits in {call} without a timeout, and no other process of the job is left "
+            "that could {action}",
+            call=primitive.what,
+            action=primitive.waker,
+        )
+
+
 #: Peers a rank in a collective is drawn waiting for, at most: those outside any collective
 #: first (the ones that can end the wait), then those in another. A job of thousands of ranks
 #: split between two collectives would otherwise have millions of edges.
@@ -351,15 +389,48 @@ def _build(job: JobView) -> WaitGraph:
         except (ValueError, KeyError, IndexError):
             continue  # one odd thread does not keep the rest of the graph from being built
     _rank_edges(job, graph)
+    _death_edges(job, graph)
     return graph
 
 
-def sinks(job: JobView) -> Iterator[tuple[Party, Chain]]:
-    """Each party that others wait for and that waits for no one in the job."""
-    graph = build_wait_graph(job)
-    seen: set[Party] = set()
-    for waiter in graph.edges:
-        chain = graph.follow(waiter)
-        if chain.end not in seen:
-            seen.add(chain.end)
-            yield chain.end, chain
+#: Waits that a death cannot explain: they end by themselves, or something else ends them.
+_NOT_FOR_THE_DEAD = frozenset({WaitKind.RUNNING, WaitKind.SLEEP, WaitKind.STOPPED})
+
+
+def _death_edges(job: JobView, graph: WaitGraph) -> None:
+    """A waiter that no live party is known to end, in a job where a provider died, waits for
+    the dead one: a thread that died in its own process first, else a process of the job that
+    died (of an exception, then one that simply ended)."""
+    threads = thread_deaths(job)
+    processes = process_deaths(job)
+    if not threads and not processes:
+        return
+    for party, wait in graph.waits.items():
+        if wait.kind in _NOT_FOR_THE_DEAD or party in graph.outside:
+            continue
+        if any(e.certain for e in graph.edges.get(party, ())):
+            continue
+        if party in graph.nobody and party not in graph.no_waker_left:
+            continue
+        pid = party[0]
+        death = next((d for d in threads if d.pid == pid), None) or next(
+            (d for d in threads if d.pid is None), None
+        )
+        if death is None:
+            death = next(
+                (d for d in processes if d.raised is not None),
+                next((d for d in processes if d.pid in _descendants(job, pid)), None),
+            )
+        if death is not None:
+            graph.dead[party] = death
+
+
+def _descendants(job: JobView, pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in job.children(todo.pop()):
+            if child.pid not in found:
+                found.add(child.pid)
+                todo.append(child.pid)
+    return found

@@ -29,6 +29,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.probes.code_review import review
+from hangdoctor.probes.fd_holders import outside_holders
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
 from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
@@ -157,6 +158,53 @@ def _job_pids(root_pid: int, also: tuple[int, ...]) -> list[int]:
     return pids
 
 
+def _read_all(pids: list[int], errors: list[ProbeError]) -> list[ProcessEvidence]:
+    """/proc of each process; one that cannot be read is left out and said to be."""
+    processes: list[ProcessEvidence] = []
+    # A /proc read can block in the kernel (cmdline and environ wait for the memory map's
+    # lock, which a process stuck in a page fault holds): such a process is left out and
+    # said to be, the others are read. Several at a time: a big tree has thousands of
+    # threads, and the reads wait on the kernel, not on the GIL.
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(pids)))) as pool:
+        reads = list(
+            pool.map(
+                lambda pid: bounded.call(
+                    "procfs", functools.partial(read_process, pid), _PROCFS_TIMEOUT_S, pid=pid
+                ),
+                pids,
+            )
+        )
+    for pid, (read, failure) in zip(pids, reads, strict=True):
+        if read is None:
+            errors.append(
+                failure
+                or ProbeError(probe="procfs", pid=pid, kind="failed", message=_("no result"))
+            )
+            continue
+        process, problems = read
+        errors.extend(problems)
+        if process is not None:
+            processes.append(process)
+    return processes
+
+
+def _outside(
+    processes: list[ProcessEvidence], known: list[int] | None, errors: list[ProbeError]
+) -> tuple[list[ProcessEvidence], list[int]]:
+    """The processes outside the job's tree that hold the other end of what it waits on (found
+    at the first snapshot, read again at the others), marked as outside the job."""
+    if known is None:
+        known, failure = bounded.call(
+            "fd holders", functools.partial(outside_holders, processes), _PROCFS_TIMEOUT_S
+        )
+        if known is None:
+            if failure is not None:
+                errors.append(failure)
+            known = []
+    found = _read_all([pid for pid in known if pid not in {p.pid for p in processes}], errors)
+    return [p.model_copy(update={"outside_job": True}) for p in found], known
+
+
 def _take_snapshot(
     root_pid: int,
     also: tuple[int, ...],
@@ -168,6 +216,7 @@ def _take_snapshot(
     gpus: GpuSampler,
     timer: _Timer,
     errors: list[ProbeError],
+    outside: list[list[int]],
 ) -> Snapshot | None:
     elapsed = time.monotonic() - started
     with timer.measure("process tree"):
@@ -183,32 +232,12 @@ def _take_snapshot(
                 )
             )
             return None
-    processes: list[ProcessEvidence] = []
     with timer.measure("procfs"):
-        # A /proc read can block in the kernel (cmdline and environ wait for the memory map's
-        # lock, which a process stuck in a page fault holds): such a process is left out and
-        # said to be, the others are read. Several at a time: a big tree has thousands of
-        # threads, and the reads wait on the kernel, not on the GIL.
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(pids)))) as pool:
-            reads = list(
-                pool.map(
-                    lambda pid: bounded.call(
-                        "procfs", functools.partial(read_process, pid), _PROCFS_TIMEOUT_S, pid=pid
-                    ),
-                    pids,
-                )
-            )
-        for pid, (read, failure) in zip(pids, reads, strict=True):
-            if read is None:
-                errors.append(
-                    failure
-                    or ProbeError(probe="procfs", pid=pid, kind="failed", message=_("no result"))
-                )
-                continue
-            process, problems = read
-            errors.extend(problems)
-            if process is not None:
-                processes.append(process)
+        processes = _read_all(pids, errors)
+    with timer.measure("fd holders"):
+        found, known = _outside(processes, outside[0] if outside else None, errors)
+        processes += found
+        outside[:] = [known]
     gpu_samples: tuple[GpuSample, ...] = ()
     if gpus.available:
         with timer.measure("nvml"):
@@ -272,6 +301,7 @@ def capture_tree(
         sampler = GpuSampler() if gpus is None else gpus
         sampler.wait_opened()
     snapshots: list[Snapshot] = []
+    outside: list[list[int]] = []  # the pids found outside the tree at the first snapshot
     try:
         for index in range(max(1, options.samples)):
             if snapshots:
@@ -289,6 +319,7 @@ def capture_tree(
                 sampler,
                 timer,
                 errors,
+                outside,
             )
             if snapshot is None:
                 break

@@ -135,6 +135,11 @@ class ProcessEvidence(Evidence):
     stacks_sampled: bool = Field(
         default=False, description="whether Python stacks were read in this snapshot"
     )
+    outside_job: bool = Field(
+        default=False,
+        description="no descendant of the job's root, but holding the other end of a pipe, "
+        "FIFO or connection that a job thread waits on (a daemon the job left, say)",
+    )
     host: str | None = Field(
         default=None, description="the node it runs on, in a view merged from several nodes"
     )

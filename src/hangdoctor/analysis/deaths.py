@@ -1,0 +1,122 @@
+"""Threads and processes of the job that died: nodes of the wait-for graph.
+
+A wait that only a dead thread or process would have ended never ends, and the dead party is
+absent from any capture: it is known only from what it left (a traceback the instrumentation
+recorded or the output holds, a zombie, a child the timeline saw go). Deaths are collected here
+so that the graph can link a waiter to the provider that died (issue 27).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.i18n import N_, _
+
+_ZOMBIE = {"Z", "zombie"}
+
+
+@dataclass(frozen=True)
+class Death:
+    """A thread or process of the job that is gone."""
+
+    thread: bool  # a thread (its process lives on), else a whole process
+    raised: Raised | None  # the exception it died of, when one is known
+    pid: int | None  # a thread's process, or the process that died; None: not known
+    #: Where it was read, in English (marked for translation: `_(death.source)` where shown).
+    source: str
+
+    def words(self, job: JobView) -> str:
+        """`thread writer died of KeyError: 'label'`, `child process 42 is gone`."""
+        if self.raised is not None:
+            who = (
+                _("thread {name}", name=self.raised.thread)
+                if self.thread and self.raised.thread
+                else _("a child process")
+                if not self.thread
+                else _("a thread")
+            )
+            return _(
+                "{who} died of {type}: {message}",
+                who=who,
+                type=self.raised.short_type,
+                message=self.raised.message,
+            )
+        return _("{process} ended without doing it", process=job.describe_process(self.pid or 0))
+
+
+def _thread_deaths(job: JobView) -> list[Death]:
+    """Threads (not a main one) that died in the user's code: those the instrumentation
+    recorded whole first, then those parsed from the output."""
+    record = job.bundle.job
+    recorded = [
+        Death(True, r, death.pid, N_("recorded by the instrumentation"))
+        for death in (record.thread_deaths if record else ())
+        for r in tracebacks(tuple(death.text.splitlines()))
+        if r.thread is not None and r.in_user_code
+    ]
+    logged = [
+        Death(True, r, None, N_("log"))
+        for r in tracebacks(_output(job))
+        if r.thread is not None and r.in_user_code
+    ]
+    return recorded + logged
+
+
+def _output(job: JobView) -> tuple[str, ...]:
+    return job.bundle.job.output_tail if job.bundle.job else ()
+
+
+def in_multiprocessing_child(raised: Raised) -> bool:
+    """A traceback that `multiprocessing.Process` printed as its child died of it."""
+    outermost = raised.frames[-1] if raised.frames else None
+    return (
+        outermost is not None
+        and outermost.file.replace("\\", "/").endswith("/multiprocessing/process.py")
+        and outermost.function.split(".")[-1] == "_bootstrap"
+    )
+
+
+def process_tracebacks(job: JobView) -> list[Raised]:
+    """Tracebacks of multiprocessing child processes that died in the user's code."""
+    return [r for r in tracebacks(_output(job)) if r.in_user_code and in_multiprocessing_child(r)]
+
+
+def exited_children(job: JobView, pid: int) -> list[int]:
+    """Children of `pid` that ended: a zombie in the capture, or one the timeline saw end."""
+    gone = {p.pid for p in job.children(pid) if p.state in _ZOMBIE}
+    record = job.bundle.job
+    seen: dict[int, str | None] = {}
+    for sample in record.timeline if record else ():
+        present = set()
+        for process in sample.processes:
+            if process.ppid == pid:
+                seen[process.pid] = process.state
+                present.add(process.pid)
+        for child in seen:
+            if child not in present:
+                seen[child] = "gone"
+    gone |= {child for child, state in seen.items() if state in (*_ZOMBIE, "gone")}
+    return sorted(gone)
+
+
+def thread_deaths(job: JobView) -> list[Death]:
+    """Threads of the job that died of an exception in the user's code (cached per job)."""
+    return job.derived("thread_deaths", _thread_deaths)
+
+
+def process_deaths(job: JobView) -> list[Death]:
+    """Processes of the job that died: of an exception (their traceback), else ended without
+    a traceback (a signal, an exit) as their parent's children."""
+    return job.derived("process_deaths", _process_deaths)
+
+
+def _process_deaths(job: JobView) -> list[Death]:
+    found = [Death(False, r, None, N_("log")) for r in process_tracebacks(job)]
+    quiet = [
+        Death(False, None, child, N_("capture"))
+        for process in job.processes
+        for child in exited_children(job, process.pid)
+    ]
+    return found + quiet if found else quiet

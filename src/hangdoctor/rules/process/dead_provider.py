@@ -1,0 +1,182 @@
+"""HD115 process.deadlock: the wait-for graph ends at a thread or process that died: only it
+would have ended the wait (set the event, released the lock, put into the queue, answered
+on the pipe), and it is gone.
+
+The sink of the graph decides (issue 27): the culprit is the dead provider, at the line that
+raised when its exception is known, with the waiter and the chain that led there as evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.deaths import Death
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
+from hangdoctor.analysis.waits import describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, JobRecord, ThreadDeath
+from hangdoctor.i18n import _
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of
+from hangdoctor.taxonomy import Category
+
+_DIED = (
+    "Exception in thread writer:\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
+    "    self.run()\n"
+    '  File "train.py", line 12, in write\n'
+    '    raise KeyError("label")\n'
+    "KeyError: 'label'"
+)
+
+
+def _waits_for_dead_writer(*, died: bool = True) -> Bundle:
+    main = b.thread(
+        10,
+        b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait"),
+        b.frame("train.py", 30, "main", code="done.wait()"),
+        name="MainThread",
+        syscall="futex",
+    )
+    job = b.bundle(b.process(10, main))
+    deaths = (ThreadDeath(pid=10, text=_DIED),) if died else ()
+    return job.model_copy(
+        update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0, thread_deaths=deaths)}
+    )
+
+
+def _dead_culprit(job: JobView, death: Death) -> Culprit:
+    raised = death.raised
+    pid = death.pid
+    return Culprit(
+        pid=pid,
+        rank=job.rank(pid) if pid is not None else None,
+        role=job.role(pid).value if pid is not None and job.process(pid) else None,
+        thread=raised.thread if raised is not None and death.thread else None,
+        location=Location.of(raised.location) if raised is not None else None,
+    )
+
+
+class DeadProvider(Rule):
+    id = "HD115"
+    category = Category.PROCESS_DEADLOCK
+    summary = "a wait that only a thread or process that died would have ended"
+    fires_when = (
+        "following the job's wait-for graph from a waiting thread ends at a thread or process "
+        "that died (its traceback recorded or in the output, a zombie child, a child that "
+        "ended) and no live party is known to end the wait; names the line that raised"
+    )
+    why = (
+        "An event, lock, queue, pipe or result that one thread or process was to provide is "
+        "never provided when that provider dies first: nothing tells the waiter, which waits "
+        "without a timeout forever. The root cause is the death, not the wait."
+    )
+    instead = (
+        "Catch exceptions in the provider and hand them to the waiter (put the error on the "
+        "queue, set a failure flag, use `concurrent.futures`, whose `result()` re-raises); give "
+        "the wait a timeout that checks whether the provider is still alive."
+    )
+    reads = "capture"
+    specificity = 85
+    fires_on = (
+        Example("waits for an event a dead writer thread would set", _waits_for_dead_writer),
+    )
+    quiet_on = (
+        Example("the same wait, no thread died", lambda: _waits_for_dead_writer(died=False)),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        graph = build_wait_graph(job)
+        named: set[int] = set()
+        for party in list(graph.waits):
+            chain = graph.follow(party)
+            if chain.sink is not Sink.DEAD:
+                continue
+            death = graph.dead[chain.end]
+            if id(death) in named:
+                continue
+            process, thread = job.process(party[0]), job.thread(*party)
+            if process is None or thread is None:
+                continue
+            frame = blame_frame(frames_of(thread))
+            if frame is None:
+                continue
+            named.add(id(death))
+            yield self._finding(job, death, culprit(job, process, thread, frame), party)
+
+    def _finding(
+        self, job: JobView, death: Death, waiter: Culprit, party: tuple[int, int]
+    ) -> Finding:
+        process, thread = job.process(party[0]), job.thread(*party)
+        assert process is not None and thread is not None
+        frame = blame_frame(frames_of(thread))
+        assert frame is not None  # check() names only waiters with a line of their own
+        wait = describe_wait(job, process, thread)
+        raised = death.raised
+        died_at = short_location(raised.location) if raised and raised.location else None
+        gone = death.words(job)
+        evidence = [
+            _(
+                "{thread} of {process} waits at {place}: {wait}",
+                thread=thread_label(thread),
+                process=job.describe_process(process.pid),
+                place=at(frame),
+                wait=wait.summary,
+            ),
+            _("{gone} ({source})", gone=gone, source=_(death.source)),
+        ]
+        if died_at is not None:
+            title = _(
+                "Waits forever at {waits}: {gone}, at {where}, before it could end the wait",
+                waits=short_location(frame),
+                gone=gone,
+                where=died_at,
+            )
+            fixes: tuple[str, ...] = (
+                _("Fix the error at {where}.", where=died_at),
+                _(
+                    "Make the provider's failure reach the waiter at {waits}: catch the "
+                    "exception and pass it on (put it on the queue, set a failure flag), or run "
+                    "the work through `concurrent.futures`, whose `result()` re-raises it.",
+                    waits=short_location(frame),
+                ),
+            )
+            found = _dead_culprit(job, death)
+        else:
+            title = _(
+                "Waits forever at {waits}: {gone}",
+                waits=short_location(frame),
+                gone=gone,
+            )
+            fixes = (
+                _(
+                    "Find out why the provider ended (its exit code, a signal, the kernel log "
+                    "for the OOM killer), and give the wait at {waits} a timeout that checks "
+                    "whether the provider is alive.",
+                    waits=short_location(frame),
+                ),
+            )
+            found = waiter
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=0.85,
+            title=title,
+            explanation=_(
+                "Following who could end each wait leads to a provider that is gone: "
+                "{gone}. It was the one to end the wait at {waits} ({wait}), and "
+                "nothing tells the waiter that it never will.",
+                gone=gone,
+                waits=short_location(frame),
+                wait=wait.summary,
+            ),
+            culprit=found,
+            related=(waiter,) if found is not waiter else (),
+            evidence=tuple(evidence),
+            fixes=fixes,
+        )

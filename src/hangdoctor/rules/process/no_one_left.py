@@ -1,0 +1,158 @@
+"""HD117 process.deadlock: following the job's wait-for graph ends at a wait that nothing in the
+job can end (no thread or process is left that could) or at a cycle of waits. The sink decides
+(issue 27): whatever the primitive is called, the mechanism is a wait for no one, and the
+culprit is where the chain stops; rules that know the primitive name it more precisely."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
+from hangdoctor.analysis.waits import describe_wait
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle, JobRecord
+from hangdoctor.i18n import _
+from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of
+from hangdoctor.taxonomy import Category
+
+
+def _lone_shared_event(*, sibling: bool = False) -> Bundle:
+    waiting = b.thread(
+        10,
+        b.frame(
+            f"{b.STDLIB}/multiprocessing/synchronize.py",
+            356,
+            "Event.wait",
+            local_vars={"timeout": ("None", None)},
+        ),
+        b.frame("train.py", 17, "main", code="ready.wait()"),
+        name="MainThread",
+        syscall="futex",
+    )
+    processes = [b.process(10, waiting)]
+    if sibling:
+        worker = b.thread(11, b.frame("train.py", 9, "prepare", code="load()"), state="R")
+        processes.append(b.process(11, worker, ppid=10))
+    job = b.bundle(*processes, target_pid=10)
+    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
+
+
+class NoOneLeft(Rule):
+    id = "HD117"
+    category = Category.PROCESS_DEADLOCK
+    summary = "a wait that nothing left in the job can end, or a cycle of waits"
+    fires_when = (
+        "the job hung and following its wait-for graph from a waiting thread ends at a wait "
+        "that no thread or process of the job is left to end, or comes back to a thread "
+        "already on the chain; names where the chain stops"
+    )
+    why = (
+        "A wait without a timeout ends only when some other party acts. When the graph of who "
+        "could act shows nobody (the provider was never started, or already ended), or each "
+        "party waits for the next and the last for the first, the wait can never end, whatever "
+        "the primitive is called."
+    )
+    instead = (
+        "Make sure the party that ends the wait exists and cannot block on the waiter: start "
+        "it before waiting, release what it needs first; give the wait a timeout that raises."
+    )
+    reads = "capture"
+    specificity = 40
+    fires_on = (
+        Example("an event of processes that no other process is left to set", _lone_shared_event),
+    )
+    quiet_on = (
+        Example(
+            "the same wait while another process runs", lambda: _lone_shared_event(sibling=True)
+        ),
+    )
+
+    def check(self, job: JobView) -> Iterable[Finding]:
+        record = job.record
+        if record is None or record.hang_declared_s is None:
+            return
+        graph = build_wait_graph(job)
+        named: set[tuple[int, int]] = set()
+        for party in list(graph.waits):
+            chain = graph.follow(party)
+            if chain.sink not in (Sink.NOBODY, Sink.CYCLE) or chain.end in named:
+                continue
+            process, thread = job.process(chain.end[0]), job.thread(*chain.end)
+            if process is None or thread is None or process.outside_job:
+                continue
+            frame = blame_frame(frames_of(thread))
+            if frame is None:
+                continue
+            named.add(chain.end)
+            wait = describe_wait(job, process, thread)
+            on_chain = [
+                (p, t)
+                for step in chain.parties[:-1]
+                if (p := job.process(step[0])) is not None and (t := job.thread(*step)) is not None
+            ]
+            yield Finding(
+                id=self.id,
+                category=self.category,
+                severity=Severity.ERROR,
+                confidence=0.6,
+                title=(
+                    _(
+                        "Waits for no one at {where}: {reason}",
+                        where=short_location(frame),
+                        reason=chain.reason,
+                    )
+                    if chain.sink is Sink.NOBODY
+                    else _(
+                        "A cycle of waits closes at {where}: {reason}",
+                        where=short_location(frame),
+                        reason=chain.reason,
+                    )
+                ),
+                explanation=_(
+                    "Following each wait to whoever could end it leads to {thread} of "
+                    "{process} ({wait}), and {reason}. Nothing will change that: the job "
+                    "waits forever.",
+                    thread=thread_label(thread),
+                    process=job.describe_process(process.pid),
+                    wait=wait.summary,
+                    reason=chain.reason,
+                ),
+                culprit=culprit(job, process, thread, frame),
+                related=tuple(culprit(job, p, t) for p, t in on_chain[:3]),
+                evidence=(
+                    *(
+                        _(
+                            "{waiter} waits for {waited}, which {why}",
+                            waiter=_label(job, e.waiter),
+                            waited=_label(job, e.waited),
+                            why=e.why,
+                        )
+                        for e in chain.edges
+                    ),
+                    _(
+                        "{thread} of {process} waits at {place}: {wait}",
+                        thread=thread_label(thread),
+                        process=job.describe_process(process.pid),
+                        place=at(frame),
+                        wait=wait.summary,
+                    ),
+                ),
+                fixes=(
+                    _(
+                        "Look at who should end the wait at {where}: start it before waiting, "
+                        "or keep it from waiting on this thread; give the wait a timeout that "
+                        "raises.",
+                        where=short_location(frame),
+                    ),
+                ),
+            )
+
+
+def _label(job: JobView, party: tuple[int, int]) -> str:
+    thread = job.thread(*party)
+    name = thread_label(thread) if thread is not None else _("thread {tid}", tid=party[1])
+    return _("{thread} of {process}", thread=name, process=job.describe_process(party[0]))

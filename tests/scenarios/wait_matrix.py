@@ -1,0 +1,570 @@
+"""The wait matrix (issue 27): one generated program per waiting primitive x fate of whoever
+should end the wait, with the expected verdict, category and lines generated with it.
+
+The main thread waits on one primitive (the line marked `# HANG: waiter`); a provider (a thread,
+a process, a pool's worker, a child program) should end the wait, and meets one fate first:
+
+- exception: it dies of an exception (`# HANG: sink`, the raise);
+- signal: it is killed by SIGKILL (`# HANG: sink`, the kill; a SIGKILL leaves no trace of its
+  line, so the waiter's line is right too);
+- exit: it returns without providing (`# HANG: sink`, the return; likewise);
+- chain: it waits for a third party, which dies of an exception (`# HANG: sink`, the raise);
+- cycle: it waits for a lock that the waiter holds while waiting (`# HANG: sink`, its wait);
+- never_started: it was created and never started (`# HANG: sink`, its creation);
+- outside: it left a process running outside the job's tree that holds the other end
+  (`# HANG: sink`, where the orphan sleeps).
+
+Whoever ends the wait decides the category, by the table `EXPECTED`; a primitive whose wait ends
+anyway when its provider ends (a join, an exception carried back, a lock the kernel releases)
+makes no hang there, and `IMPOSSIBLE` says why for each such cell.
+
+    python tests/scenarios/wait_matrix.py          # write the programs again
+    python tests/scenarios/wait_matrix.py --check  # exit 1 when one is out of date
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.scenarios.generated import write_or_check
+from tests.scenarios.scenario import PROGRAMS, Scenario
+
+FOLDER = PROGRAMS / "waits"
+HANG_TIMEOUT_S = 3.0
+
+FATES = ("exception", "signal", "exit", "chain", "cycle", "never_started", "outside")
+
+#: What a hang of each fate is, and which marked lines the culprit may point at.
+EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "exception": ("process.deadlock", ("sink",)),
+    "signal": ("process.deadlock", ("sink", "waiter")),
+    "exit": ("process.deadlock", ("sink", "waiter")),
+    "chain": ("process.deadlock", ("sink",)),
+    "cycle": ("process.deadlock", ("sink", "waiter")),
+    "never_started": ("process.deadlock", ("sink", "waiter")),
+    "outside": ("process.blocked_io", ("sink", "waiter")),
+}
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One way to wait, and what ends it.
+
+    `setup` runs in main before the provider starts (module globals, inherited by forked
+    children); `hold` is the provider's first act (taking what it will release), `provide`
+    what ends the wait; `wait` is the main thread's waiting statement, `after_start` what main
+    does between starting the provider and waiting."""
+
+    name: str
+    kind: str  # thread, process, pool, executor, child
+    imports: tuple[str, ...]
+    setup: str
+    provide: str
+    wait: str
+    hold: str = ""
+    after_start: str = ""
+    #: fate -> why that fate cannot make this wait hang (the cell does not exist)
+    impossible: tuple[tuple[str, str], ...] = ()
+    #: fate -> (verdict, category, markers) where the fate is not a hang of this primitive
+    outcome: tuple[tuple[str, tuple[str, str, tuple[str, ...]]], ...] = ()
+    #: what the orphan of the `outside` fate opens before it sleeps (beyond what it inherits)
+    orphan_keeps: str = ""
+
+
+_ENDS_WITH_THREAD = "the wait ends when the thread ends, however it ends"
+_ENDS_WITH_PROCESS = "the wait ends when the process ends, however it ends"
+_NO_ORPHAN_FOR_THREADS = "a thread cannot outlive its process or leave the job's tree"
+_NO_SIGNAL_FOR_THREADS = "a signal kills a whole process, not one thread"
+_CARRIED = "failed", "process.exception", ("sink",)
+_EOF = "the other end closes when its last holder ends: the read sees EOF"
+_NO_EOF = "a queue, event or lock does not end with its holders: an orphan changes nothing"
+_FLOCK = "the kernel releases a flock when its last holder ends"
+_POOL_STARTS = "the pool starts its own workers"
+
+_THREAD_COMMON = (("signal", _NO_SIGNAL_FOR_THREADS), ("outside", _NO_ORPHAN_FOR_THREADS))
+
+PRIMITIVES: tuple[Primitive, ...] = (
+    Primitive(
+        "lock",
+        "thread",
+        ("threading",),
+        "    global LOCK\n    LOCK = threading.Lock()\n    LOCK.acquire()\n",
+        "LOCK.release()",
+        "LOCK.acquire()",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "rlock",
+        "thread",
+        ("threading",),
+        "    global LOCK\n    LOCK = threading.RLock()\n",
+        "LOCK.release()",
+        "LOCK.acquire()",
+        hold="LOCK.acquire()",
+        after_start="    time.sleep(0.5)  # the provider takes the lock first\n",
+        impossible=(
+            *_THREAD_COMMON,
+            ("never_started", "an RLock is released only by the thread that holds it"),
+        ),
+    ),
+    Primitive(
+        "condition",
+        "thread",
+        ("threading",),
+        "    global COND, DONE\n    COND = threading.Condition()\n    DONE = []\n",
+        "with COND:\n        DONE.append(1)\n        COND.notify_all()",
+        "with COND:\n        COND.wait_for(lambda: DONE)",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "event",
+        "thread",
+        ("threading",),
+        "    global EVENT\n    EVENT = threading.Event()\n",
+        "EVENT.set()",
+        "EVENT.wait()",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "semaphore",
+        "thread",
+        ("threading",),
+        "    global SEM\n    SEM = threading.Semaphore(0)\n",
+        "SEM.release()",
+        "SEM.acquire()",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "barrier",
+        "thread",
+        ("threading",),
+        "    global BARRIER\n    BARRIER = threading.Barrier(2)\n",
+        "BARRIER.wait()",
+        "BARRIER.wait()",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "thread_join",
+        "thread",
+        ("threading",),
+        "",
+        "pass",
+        "provider_thread.join()",
+        impossible=(*_THREAD_COMMON, ("exception", _ENDS_WITH_THREAD), ("exit", _ENDS_WITH_THREAD)),
+        outcome=(("never_started", ("failed", "process.exception", ("waiter",))),),
+    ),
+    Primitive(
+        "queue_get",
+        "thread",
+        ("queue", "threading"),
+        "    global QUEUE\n    QUEUE = queue.Queue()\n",
+        "QUEUE.put(1)",
+        "QUEUE.get()",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "queue_join",
+        "thread",
+        ("queue", "threading"),
+        "    global QUEUE\n    QUEUE = queue.Queue()\n    QUEUE.put(1)\n",
+        "QUEUE.task_done()",
+        "QUEUE.join()",
+        hold="QUEUE.get()",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "future_result",
+        "executor",
+        ("concurrent.futures", "threading"),
+        "    global POOL\n    POOL = concurrent.futures.ThreadPoolExecutor(1)\n",
+        "return 1",
+        "future.result()",
+        impossible=(
+            *_THREAD_COMMON,
+            ("exit", "a return is the result: the wait ends"),
+            ("never_started", "the executor starts its own threads"),
+        ),
+        outcome=(("exception", _CARRIED),),
+    ),
+    Primitive(
+        "mp_queue_get",
+        "process",
+        ("multiprocessing",),
+        "    global QUEUE\n    QUEUE = multiprocessing.Queue()\n",
+        "QUEUE.put(1)",
+        "QUEUE.get()",
+        impossible=(("outside", _NO_EOF),),
+    ),
+    Primitive(
+        "mp_simplequeue_get",
+        "process",
+        ("multiprocessing",),
+        "    global QUEUE\n    QUEUE = multiprocessing.SimpleQueue()\n",
+        "QUEUE.put(1)",
+        "QUEUE.get()",
+        impossible=(("outside", _NO_EOF),),
+    ),
+    Primitive(
+        "mp_pipe_recv",
+        "process",
+        ("multiprocessing",),
+        "    global RECV, SEND\n    RECV, SEND = multiprocessing.Pipe()\n",
+        "SEND.send(1)",
+        "RECV.recv()",
+        impossible=(("outside", "main keeps its own end of a duplex Pipe: no EOF either way"),),
+    ),
+    Primitive(
+        "mp_event",
+        "process",
+        ("multiprocessing",),
+        "    global EVENT\n    EVENT = multiprocessing.Event()\n",
+        "EVENT.set()",
+        "EVENT.wait()",
+        impossible=(("outside", _NO_EOF),),
+    ),
+    Primitive(
+        "mp_lock",
+        "process",
+        ("multiprocessing",),
+        "    global LOCK\n    LOCK = multiprocessing.Lock()\n    LOCK.acquire()\n",
+        "LOCK.release()",
+        "LOCK.acquire()",
+        impossible=(("outside", _NO_EOF),),
+    ),
+    Primitive(
+        "process_join",
+        "process",
+        ("multiprocessing",),
+        "",
+        "pass",
+        "provider_process.join()",
+        impossible=(
+            ("exception", _ENDS_WITH_PROCESS),
+            ("signal", _ENDS_WITH_PROCESS),
+            ("exit", _ENDS_WITH_PROCESS),
+            ("outside", _ENDS_WITH_PROCESS),
+        ),
+        outcome=(("never_started", ("failed", "process.exception", ("waiter",))),),
+    ),
+    Primitive(
+        "pool_apply_get",
+        "pool",
+        ("multiprocessing",),
+        "    global POOL\n    POOL = multiprocessing.Pool(1)\n",
+        "return 1",
+        "result.get()",
+        impossible=(
+            ("exit", "a return is the result: the wait ends"),
+            ("never_started", _POOL_STARTS),
+            ("outside", _NO_EOF),
+        ),
+        outcome=(
+            ("exception", _CARRIED),
+            ("signal", ("hung", "data.worker_killed", ("sink", "waiter"))),
+        ),
+    ),
+    Primitive(
+        "procpool_result",
+        "executor",
+        ("concurrent.futures", "multiprocessing"),
+        "    global POOL\n    POOL = concurrent.futures.ProcessPoolExecutor(1)\n",
+        "return 1",
+        "future.result()",
+        impossible=(
+            ("exit", "a return is the result: the wait ends"),
+            ("never_started", _POOL_STARTS),
+            ("outside", _NO_EOF),
+        ),
+        outcome=(
+            ("exception", _CARRIED),
+            ("signal", ("failed", "data.worker_killed", ("sink", "waiter"))),
+        ),
+    ),
+    Primitive(
+        "fifo_read",
+        "process",
+        ("multiprocessing", "os", "tempfile"),
+        "    global FIFO\n    FIFO = os.path.join(tempfile.mkdtemp(), 'fifo')\n"
+        "    os.mkfifo(FIFO)\n",
+        "with open(FIFO, 'w') as out:\n        out.write('1')",
+        "with open(FIFO) as fifo:\n        fifo.read()",
+        impossible=(
+            (
+                "never_started",
+                "nothing holds the FIFO: an unstarted provider is an open() "
+                "that nobody will answer, the same cell as exit",
+            ),
+        ),
+        orphan_keeps="open(FIFO, 'w')",
+    ),
+    Primitive(
+        "os_pipe_read",
+        "process",
+        ("multiprocessing", "os"),
+        "    global READ, WRITE\n    READ, WRITE = os.pipe()\n",
+        "os.write(WRITE, b'1')",
+        "os.read(READ, 1)",
+        after_start="    os.close(WRITE)\n",
+        impossible=(
+            ("exception", _EOF),
+            ("signal", _EOF),
+            ("exit", _EOF),
+            ("never_started", _EOF),
+        ),
+    ),
+    Primitive(
+        "socket_recv",
+        "process",
+        ("multiprocessing", "socket"),
+        "    global SERVER\n    SERVER = socket.create_server(('127.0.0.1', 0))\n",
+        "conn, _ = SERVER.accept()\n    conn.sendall(b'1')",
+        "client.recv(1)",
+        after_start="    client = socket.create_connection(SERVER.getsockname())\n"
+        "    SERVER.close()\n",
+        impossible=(
+            ("exception", _EOF),
+            ("signal", _EOF),
+            ("exit", _EOF),
+            ("never_started", "main closes the only listening socket: the connection is refused"),
+        ),
+    ),
+    Primitive(
+        "flock",
+        "process",
+        ("fcntl", "multiprocessing", "os", "tempfile", "time"),
+        "    global PATH\n    PATH = os.path.join(tempfile.mkdtemp(), 'lock')\n",
+        "fcntl.flock(held, fcntl.LOCK_UN)",
+        "with open(PATH, 'w') as mine:\n        fcntl.flock(mine, fcntl.LOCK_EX)",
+        hold="held = open(PATH, 'w')\n    fcntl.flock(held, fcntl.LOCK_EX)",
+        after_start="    time.sleep(0.5)  # the provider takes the lock first\n",
+        impossible=(
+            ("exception", _FLOCK),
+            ("signal", _FLOCK),
+            ("exit", _FLOCK),
+            ("never_started", "nobody holds the lock: it is granted"),
+        ),
+    ),
+)
+
+
+def _fate_line(fate: str) -> str:
+    """The provider's act, in its function's body, before it would provide."""
+    return {
+        "exception": 'raise KeyError("label")  # HANG: sink',
+        "signal": "os.kill(os.getpid(), signal.SIGKILL)  # HANG: sink",
+        "exit": "return  # HANG: sink",
+        "chain": "READY.wait()  # the preparer never gets there",
+        "cycle": "GUARD.acquire()  # HANG: sink",
+        "outside": "leave_an_orphan()\n    return",
+    }.get(fate, "")
+
+
+def _guard_kind(primitive: Primitive) -> str:
+    return (
+        "threading"
+        if primitive.kind in ("thread", "executor") and ("multiprocessing" not in primitive.imports)
+        else "multiprocessing"
+    )
+
+
+def _orphan(keeps: str) -> str:
+    kept = f"            kept = {keeps}\n" if keeps else ""
+    return (
+        "\n\ndef leave_an_orphan():\n"
+        "    # A grandchild that keeps every inherited descriptor open and lives on after its\n"
+        "    # parent returns: a daemon outside the job's tree.\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n" + kept + "            time.sleep(3600)  # HANG: sink\n"
+        "        os._exit(0)\n"
+        "    time.sleep(0.5)\n"
+    )
+
+
+def _preparer() -> str:
+    return (
+        "\n\ndef prepare():\n"
+        '    """Should set READY; dies first."""\n'
+        '    raise KeyError("label")  # HANG: sink\n'
+        "    READY.set()\n"
+    )
+
+
+def program_text(primitive: Primitive, fate: str) -> str:
+    """The program of one cell of the matrix."""
+    uses = _guard_kind(primitive)
+    imports = {*primitive.imports, "time"}
+    if fate in ("signal", "outside"):
+        imports |= {"os", "signal"}
+    if fate in ("chain", "cycle"):
+        imports.add(uses)
+    header = (
+        f'"""Wait matrix, cell {primitive.name} x {fate} (generated by '
+        "tests/scenarios/wait_matrix.py: do not\nedit, generate again). The main thread waits "
+        f"on {primitive.name}; its provider ({primitive.kind}) meets\nthe fate '{fate}' "
+        'first. The report must name the line marked as `wait_matrix.EXPECTED` says."""\n\n'
+    )
+    lines = "\n".join(f"import {n}" for n in sorted(imports))
+    body = []
+    if primitive.hold:
+        body.append(f"    {primitive.hold}")
+    fate_line = _fate_line(fate)
+    if fate_line:
+        body.append(f"    {fate_line}")
+    provide = primitive.provide
+    body.append(f"    {provide}")
+    provider = "\n\ndef provider():\n" + "\n".join(body) + "\n"
+    extra = ""
+    if fate == "outside":
+        extra += _orphan(primitive.orphan_keeps)
+    if fate == "chain":
+        extra += _preparer()
+    setup = ""  # what the provider's fate uses first: a pool's workers inherit it
+    if fate == "chain":
+        setup += f"    global READY\n    READY = {uses}.Event()\n"
+    if fate == "cycle":
+        setup += f"    global GUARD\n    GUARD = {uses}.Lock()\n    GUARD.acquire()\n"
+    setup += primitive.setup
+    start = _start(primitive, fate, uses)
+    main = (
+        "\n\ndef main():\n"
+        + setup
+        + start
+        + primitive.after_start
+        + _indent_wait(primitive.wait)
+        + '    print("the wait ended", flush=True)\n'
+    )
+    tail = '\n\nif __name__ == "__main__":\n    main()\n'
+    return header + lines + "\n" + extra + provider + main + tail
+
+
+def _indent_wait(wait: str) -> str:
+    first, *rest = wait.split("\n")
+    if rest:
+        return f"    {first}\n" + "\n".join(f"{r}  # HANG: waiter" for r in rest) + "\n"
+    return f"    {first}  # HANG: waiter\n"
+
+
+def _start(primitive: Primitive, fate: str, uses: str) -> str:
+    """Main's lines that start the provider (and the preparer of a chain)."""
+    text = ""
+    if fate == "chain":
+        text += (
+            f"    {uses}.{'Thread' if uses == 'threading' else 'Process'}(target=prepare).start()\n"
+        )
+    if primitive.kind == "pool":
+        return text + "    result = POOL.apply_async(provider)\n"
+    if primitive.kind == "executor":
+        return text + "    future = POOL.submit(provider)\n"
+    if primitive.kind == "thread":
+        name = "provider_thread"
+        create = f"    {name} = threading.Thread(target=provider)"
+    else:
+        name = "provider_process"
+        create = f"    {name} = multiprocessing.Process(target=provider)"
+    if fate == "never_started":
+        return text + create + "  # HANG: sink\n"
+    return text + create + f"\n    {name}.start()\n"
+
+
+def cells() -> list[tuple[Primitive, str]]:
+    """Every (primitive, fate) that can exist."""
+    return [(p, fate) for p in PRIMITIVES for fate in FATES if fate not in dict(p.impossible)]
+
+
+def impossible_cells() -> list[tuple[str, str, str]]:
+    """(primitive, fate, why) for each cell that cannot exist."""
+    return [(p.name, fate, why) for p in PRIMITIVES for fate, why in p.impossible]
+
+
+def cell_name(primitive: Primitive, fate: str) -> str:
+    return f"w_{primitive.name}_{fate}"
+
+
+def expectation(primitive: Primitive, fate: str) -> tuple[str, str, tuple[str, ...]]:
+    """(verdict, category, markers) of one cell."""
+    special = dict(primitive.outcome)
+    if fate in special:
+        return special[fate]
+    category, markers = EXPECTED[fate]
+    return "hung", category, markers
+
+
+FIRST_TRIES = Path(__file__).parent / "wait_matrix_first_try.json"
+
+#: Cells still wrong after issue 27's first changes, with what hangdoctor says of them. Most name
+#: the right line under another category (HD102 and HD206 name a dead queue writer by the
+#: medium, blocked I/O or a data stall; the table above names it by the sink, a dead provider);
+#: the rest are waits whose waker the capture cannot see (a Condition or Event with a cycle
+#: through a lock taken without `with`, a lock whose holder died).
+KNOWN_MISSES: dict[str, str] = {
+    "w_lock_exception": "process.deadlock at w_lock_exception.py:20 (verdict hung)",
+    "w_rlock_exit": "process.unexplained at w_rlock_exit.py:21 (verdict hung)",
+    "w_mp_queue_get_exception": "data.pipeline_stall at w_mp_queue_get_exception.py:10 (verdict hung)",
+    "w_mp_queue_get_signal": "process.blocked_io at w_mp_queue_get_signal.py:21 (verdict hung)",
+    "w_mp_queue_get_exit": "process.blocked_io at w_mp_queue_get_exit.py:19 (verdict hung)",
+    "w_mp_queue_get_never_started": "process.blocked_io at w_mp_queue_get_never_started.py:17 (verdict hung)",
+    "w_mp_simplequeue_get_exception": "data.pipeline_stall at w_mp_simplequeue_get_exception.py:10 (verdict hung)",
+    "w_mp_simplequeue_get_signal": "process.blocked_io at w_mp_simplequeue_get_signal.py:21 (verdict hung)",
+    "w_mp_simplequeue_get_exit": "process.blocked_io at w_mp_simplequeue_get_exit.py:19 (verdict hung)",
+    "w_mp_queue_get_chain": "data.pipeline_stall at w_mp_queue_get_chain.py:11 (verdict hung)",
+    "w_mp_simplequeue_get_chain": "data.pipeline_stall at w_mp_simplequeue_get_chain.py:11 (verdict hung)",
+    "w_mp_simplequeue_get_never_started": "process.blocked_io at w_mp_simplequeue_get_never_started.py:17 (verdict hung)",
+    "w_mp_pipe_recv_exception": "data.pipeline_stall at w_mp_pipe_recv_exception.py:10 (verdict hung)",
+    "w_mp_pipe_recv_signal": "process.blocked_io at w_mp_pipe_recv_signal.py:21 (verdict hung)",
+    "w_mp_pipe_recv_exit": "process.blocked_io at w_mp_pipe_recv_exit.py:19 (verdict hung)",
+    "w_mp_pipe_recv_chain": "data.pipeline_stall at w_mp_pipe_recv_chain.py:11 (verdict hung)",
+    "w_mp_pipe_recv_never_started": "process.blocked_io at w_mp_pipe_recv_never_started.py:17 (verdict hung)",
+    "w_mp_lock_exception": "process.deadlock at w_mp_lock_exception.py:20 (verdict hung)",
+    "w_mp_lock_chain": "process.deadlock at w_mp_lock_chain.py:29 (verdict hung)",
+    "w_procpool_result_signal": "process.exception at w_procpool_result_signal.py:21 (verdict failed)",
+    "w_fifo_read_signal": "process.blocked_io at w_fifo_read_signal.py:24 (verdict hung)",
+    "w_fifo_read_exit": "process.blocked_io at w_fifo_read_exit.py:23 (verdict hung)",
+}
+
+
+def first_tries() -> dict[str, str]:
+    """What hangdoctor said of each cell the first time it ran (before issue 27's changes)."""
+    loaded: dict[str, str] = json.loads(FIRST_TRIES.read_text())
+    return loaded
+
+
+def scenarios() -> tuple[Scenario, ...]:
+    """Every cell of the matrix as a scenario of the catalogue; the cells still wrong are known
+    misses, with what hangdoctor says of them."""
+    found = []
+    tries = first_tries()
+    for primitive, fate in cells():
+        verdict, category, markers = expectation(primitive, fate)
+        name = cell_name(primitive, fate)
+        found.append(
+            Scenario(
+                name=name,
+                program=f"waits/{name}.py",
+                category=category,
+                verdict=verdict,
+                markers=markers,
+                hang_timeout_s=HANG_TIMEOUT_S,
+                needs_torch=False,
+                first_try=tries.get(name),
+                xfail=f"known miss: {KNOWN_MISSES[name]}" if name in KNOWN_MISSES else None,
+            )
+        )
+    return tuple(found)
+
+
+def expected_files() -> dict[Path, str]:
+    return {FOLDER / f"{cell_name(p, fate)}.py": program_text(p, fate) for p, fate in cells()}
+
+
+def main() -> int:
+    return write_or_check(__doc__.splitlines()[0], FOLDER, expected_files())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
