@@ -30,6 +30,14 @@ _MAX_SAMPLES = 900  # the last 15 minutes at one sample a second
 _CLEANUP_EVERY_S = 30.0  # stack files of exited processes (probes.job_stacks) go this often
 
 
+def _only(sample: TimelineSample, pids: set[int] | None) -> TimelineSample:
+    """The sample with only these processes (all of them when `pids` is None)."""
+    if pids is None:
+        return sample
+    kept = tuple(p for p in sample.processes if p.pid in pids)
+    return sample.model_copy(update={"processes": kept})
+
+
 def _sample_process(process: psutil.Process) -> ProcessSample | None:
     """One process's cheap readings; None when it has gone. Its I/O counters may be refused
     (another user's process) without losing the rest."""
@@ -160,21 +168,54 @@ class TreeSampler:
         if self.status_dir is not None:
             self.statuses = read_statuses(self.status_dir)
 
-    def activity(self, window_s: float = 3.0) -> TreeActivity | None:
+    def activity(self, window_s: float = 3.0, *, training: bool = False) -> TreeActivity | None:
         """What the whole tree did over about the last `window_s` seconds: CPU of processes
-        that came and went included, I/O beyond the job's output, compilers seen."""
+        that came and went included, I/O beyond the job's output, compilers seen. With
+        `training`, only what the training processes and their descendants did."""
         if len(self.timeline) < 2:
             return None
         last = self.timeline[-1]
         recent = [s for s in self.timeline if last.elapsed_s - s.elapsed_s <= window_s]
-        return tree_activity(recent if len(recent) > 1 else [self.timeline[-2], last])
+        window = recent if len(recent) > 1 else [self.timeline[-2], last]
+        if training:
+            window = [_only(sample, self.training_pids()) for sample in window]
+        return tree_activity(window)
 
-    def runnable(self) -> bool:
-        """Whether a process of the job was runnable (state R) at the last sample: it computes,
-        even when a loaded machine gives it little of a core."""
+    def runnable(self, *, training: bool = False) -> bool:
+        """Whether a process of the job (with `training`, a training process or one of its
+        descendants) was runnable (state R) at the last sample: it computes, even when a
+        loaded machine gives it little of a core."""
         if not self.timeline:
             return False
-        return any(p.state == psutil.STATUS_RUNNING for p in self.timeline[-1].processes)
+        wanted = self.training_pids() if training else None
+        return any(
+            p.state == psutil.STATUS_RUNNING
+            for p in self.timeline[-1].processes
+            if wanted is None or p.pid in wanted
+        )
+
+    def training_pids(self) -> set[int] | None:
+        """The processes that do the training work (they reported steps, batches or
+        collectives) and their descendants; None when none has reported any: then the whole
+        tree counts. A framework's daemons (Ray's raylet and monitors, a launcher) are no
+        descendants of its ranks, and their CPU is not the job's work (issue 27)."""
+        working = {
+            s.pid for s in self.statuses if s.steps or s.batches or s.collectives or s.heartbeats
+        }
+        if not working or not self.timeline:
+            return None
+        children: dict[int, list[int]] = {}
+        for process in self.timeline[-1].processes:
+            if process.ppid is not None:
+                children.setdefault(process.ppid, []).append(process.pid)
+        found = set(working)
+        todo = list(working)
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return found
 
     def gaps(self) -> tuple[ProbeError, ...]:
         """What the sampler could not observe, for the report (a wedged or missing NVML)."""

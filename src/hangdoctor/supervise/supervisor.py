@@ -36,6 +36,7 @@ from hangdoctor.supervise.launch import (
     launch,
     take_terminal_back,
 )
+from hangdoctor.supervise.novel_output import NovelOutput
 from hangdoctor.supervise.output import Channel, LogView, open_channels, resize
 from hangdoctor.supervise.policy import (
     Counters,
@@ -119,6 +120,9 @@ class Supervisor:
         self.session: NodeSession | None = None  # a job of several nodes (nodes/)
 
     # signals ---------------------------------------------------------------------------------
+        # What of the output counts as progress: lines not seen before (novel_output).
+        self.novel = NovelOutput(lambda offset, count: self.log.read_range(offset, count))
+
     def _forward(self, signum: int, _frame: object) -> None:
         first = not self.received
         self.received.append(signum)
@@ -344,7 +348,7 @@ class Supervisor:
     def _counters(self) -> Counters:
         last = self.sampler.timeline[-1] if self.sampler.timeline else None
         return Counters(
-            output_bytes=self.log.total_bytes,
+            output_bytes=self.novel.update(self.log.total_bytes),
             steps=last.steps if last else 0,
             batches=last.batches if last else 0,
             collectives=last.collectives if last else 0,
@@ -475,8 +479,8 @@ class Supervisor:
         """Tell the tracker what the whole tree did (computing, moving data, compiling);
         True when it is busy: a process runnable, or the tree computing over the last
         seconds, on whatever share of the machine it gets."""
-        runnable = self.sampler.runnable()
-        recent = self.sampler.activity(window_s=_SAMPLE_EVERY_S)
+        runnable = self.sampler.runnable(training=True)
+        recent = self.sampler.activity(window_s=_SAMPLE_EVERY_S, training=True)
         if runnable or (recent is not None and recent.computing):
             self.tracker.computed(now)
         activity = self.sampler.activity()
@@ -484,7 +488,8 @@ class Supervisor:
             self.tracker.moved(now)
         if activity is not None and activity.compilers:
             self.tracker.compiled(now)
-        return runnable or (activity is not None and activity.computing)
+        working = self.sampler.activity(training=True)
+        return runnable or (working is not None and working.computing)
 
     # capture and reports ---------------------------------------------------------------------
     def _record(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
@@ -84,9 +84,9 @@ class NoOneLeft(Rule):
             process, thread = job.process(chain.end[0]), job.thread(*chain.end)
             if process is None or thread is None or process.outside_job:
                 continue
-            frame = blame_frame(frames_of(thread))
+            frame = innermost_user_frame(frames_of(thread))
             if frame is None:
-                continue
+                continue  # a framework's own loop (Ray's worker): not where the user can look
             named.add(chain.end)
             wait = describe_wait(job, process, thread)
             on_chain = [

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.frames import (
+    blame_frame,
+    innermost_user_frame,
+    runs_python_of_its_own,
+    short_location,
+)
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.waitgraph import Chain, Party, Sink, build_wait_graph
@@ -85,11 +90,20 @@ def _sink_words(chain: Chain) -> str:
 
 
 def _start(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence] | None:
+    """Where to start following waits: the first process's main thread when it runs the
+    user's code, else its thread that does (a framework may run the training function in a
+    thread of its own: Ray Train's workers do), else the first main thread with Python."""
+    fallback = None
     for process in _candidates(job):
-        thread = main_thread(process)
-        if thread is not None and blame_frame(frames_of(thread)) is not None:
-            return process, thread
-    return None
+        main = main_thread(process)
+        threads = [main] if main is not None else []
+        threads += [t for t in process.threads if t is not main and runs_python_of_its_own(t)]
+        for thread in threads:
+            if innermost_user_frame(frames_of(thread)) is not None:
+                return process, thread
+        if fallback is None and main is not None and blame_frame(frames_of(main)) is not None:
+            fallback = process, main
+    return fallback
 
 
 def _stuck_queue_get() -> Bundle:
