@@ -783,3 +783,37 @@ def test_a_process_notes_the_bytes_it_writes_for_a_supervisor_that_may_not_read_
         timeout_s=30,
     )
     assert written[0].pid == job.proc.pid
+
+
+PROCESS_ENDED = """
+import multiprocessing, sys, time
+
+
+def serve():
+    time.sleep(60)
+
+
+if __name__ == "__main__":
+    child = multiprocessing.Process(target=serve)
+    child.start()
+    child.terminate()  # LINE: terminate
+    child.join()
+    print("CHILD", child.pid, child.exitcode, flush=True)
+"""
+
+
+def test_a_process_the_job_terminates_is_noted_with_the_line_that_did(jobs, tmp_path):
+    """`Process.terminate()` still ends the child as before (exit code -15), and the call is
+    noted: the child's pid, the signal, and the job's line that made it."""
+    from hangdoctor.probes.progress import read_process_ends
+
+    script = write_script(tmp_path, "ends.py", PROCESS_ENDED)
+    job = jobs(script, env=instrumented(tmp_path / "status"))
+    code, out, _err = job.finish()
+    assert code == 0
+    child, exit_code = out.split()[1:3]
+    assert exit_code == "-15"
+    (end,) = read_process_ends(tmp_path / "status")
+    assert (end.pid, end.signal, end.by_pid) == (int(child), "SIGTERM", job.proc.pid)
+    assert end.file == str(script) and end.function == "<module>"
+    assert "LINE: terminate" in PROCESS_ENDED.splitlines()[end.line - 1]

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hangdoctor.analysis.frames import Origin, origin
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.evidence.model import Frame, ProcessEnd
 from hangdoctor.i18n import N_, _
 
 _ZOMBIE = {"Z", "zombie"}
+_CALLS = {"SIGTERM": "terminate", "SIGKILL": "kill"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class Death:
     pid: int | None  # a thread's process, or the process that died; None: not known
     #: Where it was read, in English (marked for translation: `_(death.source)` where shown).
     source: str
+    #: The job's own call that ended it (`Process.terminate()` at train.py:40), when noted.
+    ended_by: ProcessEnd | None = None
 
     def words(self, job: JobView) -> str:
         """`thread writer died of KeyError: 'label'`, `child process 42 is gone`."""
@@ -42,6 +47,13 @@ class Death:
                 who=who,
                 type=self.raised.short_type,
                 message=self.raised.message,
+            )
+        if self.ended_by is not None:
+            return _(
+                "process {pid} was ended by {call}() ({signal}) before doing it",
+                pid=self.pid,
+                call=_CALLS.get(self.ended_by.signal, "terminate"),
+                signal=self.ended_by.signal,
             )
         return _("{process} ended without doing it", process=job.describe_process(self.pid or 0))
 
@@ -101,6 +113,16 @@ def exited_children(job: JobView, pid: int) -> list[int]:
     return sorted(gone)
 
 
+def ended_at(end: ProcessEnd) -> Frame:
+    """The line of the job's code that called terminate() or kill()."""
+    return Frame(file=end.file, line=end.line, function=end.function)
+
+
+def _by_the_user(end: ProcessEnd) -> bool:
+    """Ended by the user's own call (not by a library's cleanup: Pool.terminate, exit)."""
+    return origin(ended_at(end)) is Origin.USER
+
+
 def thread_deaths(job: JobView) -> list[Death]:
     """Threads of the job that died of an exception in the user's code (cached per job)."""
     return job.derived("thread_deaths", _thread_deaths)
@@ -113,10 +135,19 @@ def process_deaths(job: JobView) -> list[Death]:
 
 
 def _process_deaths(job: JobView) -> list[Death]:
+    """Those the job ended itself (terminate() or kill(), where it called it) first: the call
+    is the answer, whatever the process printed as it died; then tracebacks; then the rest."""
+    record = job.bundle.job
+    ends = {e.pid: e for e in (record.process_ends if record else ()) if _by_the_user(e)}
+    ended = [
+        Death(False, None, end.pid, N_("recorded by the instrumentation"), ended_by=end)
+        for end in ends.values()
+    ]
     found = [Death(False, r, None, N_("log")) for r in process_tracebacks(job)]
     quiet = [
         Death(False, None, child, N_("capture"))
         for process in job.processes
         for child in exited_children(job, process.pid)
+        if child not in ends
     ]
-    return found + quiet if found else quiet
+    return ended + found + quiet

@@ -436,3 +436,45 @@ def manager_call(job: JobView, thread: ThreadEvidence) -> ManagerCall | None:
         )
     )
     return ManagerCall(proxy, server.pid if server else None, words)
+
+
+#: A wait inside the first method that only the second, on the same object, ends by
+#: returning: called from within the second (on the thread that runs it), it waits for itself.
+#: socketserver documents it: shutdown() "must be called while serve_forever() is running in a
+#: different thread otherwise it will deadlock"
+#: (https://docs.python.org/3/library/socketserver.html#socketserver.BaseServer.shutdown).
+_WAITS_FOR_OWN_CALLER = (
+    (("socketserver.py", "BaseServer.shutdown"), ("socketserver.py", "BaseServer.serve_forever")),
+)
+
+
+@dataclass(frozen=True)
+class OwnCallerWait:
+    """A thread that waits for a call further up its own stack to return."""
+
+    waiting: Frame  # the library method that waits (`BaseServer.shutdown`)
+    outer: Frame  # the call it waits for, on the same object (`BaseServer.serve_forever`)
+
+
+def _self_address(frame: Frame) -> int | None:
+    return next((v.addr for v in frame.locals if v.name == "self" and v.addr), None)
+
+
+def waits_for_own_caller(thread: ThreadEvidence) -> OwnCallerWait | None:
+    """The wait, if the thread waits for a call on its own stack to return (the same object,
+    told by its address, in both frames)."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    for (inner_file, inner), (outer_file, outer) in _WAITS_FOR_OWN_CALLER:
+        for index, frame in enumerate(frames):
+            if frame.function != inner or not frame.file.endswith(inner_file):
+                continue
+            address = _self_address(frame)
+            for above in frames[index + 1 :]:
+                if (
+                    above.function == outer
+                    and above.file.endswith(outer_file)
+                    and address is not None
+                    and _self_address(above) == address
+                ):
+                    return OwnCallerWait(frame, above)
+    return None

@@ -38,6 +38,7 @@ from hangdoctor.analysis.thread_waits import (
     shared_call,
     thread_object,
     waits_for_end_of,
+    waits_for_own_caller,
 )
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
@@ -191,6 +192,15 @@ def _thread_edges(
 
     if wait.kind is WaitKind.RUNNING:
         return
+    own = waits_for_own_caller(thread)
+    if own is not None:
+        graph.nobody[me] = _(
+            "it waits in {inner}() for {outer}() on the same object to return, and "
+            "{outer}() is further up its own stack: it waits for itself",
+            inner=own.waiting.function.rsplit(".", 1)[-1],
+            outer=own.outer.function.rsplit(".", 1)[-1],
+        )
+        return
     joined = joined_thread(thread)
     if joined is not None:
         target = next((t for t in process.threads if thread_object(t) == joined), None)
@@ -280,6 +290,8 @@ def _thread_edges(
                 "the peer at {remote}", remote=wait.remote or _("the other end of a socket")
             )
         return
+    if wait.kind is WaitKind.POLL and _polled_pipe_edges(job, graph, me, process):
+        return
     if in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
         workers = [
             c for c in job.children(process.pid) if job.role(c.pid) is Role.DATALOADER_WORKER
@@ -315,6 +327,26 @@ def _thread_edges(
         )
         if gil is not None:
             graph.add(me, (process.pid, gil), _("holds the GIL"), certain=False)
+
+
+def _polled_pipe_edges(job: JobView, graph: WaitGraph, me: Party, process: ProcessEvidence) -> bool:
+    """A thread polling (`subprocess.communicate`, a selector) waits for data or end-of-file
+    on the pipes its process reads: for whoever else holds their write ends. True when some
+    process does."""
+    writers = {
+        end.pid
+        for opened in process.open_files
+        if opened.target.startswith("pipe:") and opened.mode == "r"
+        for end in job.pipe_ends(opened.target)
+        if end.pid != process.pid and end.mode in ("w", "rw")
+    }
+    for pid in sorted(writers):
+        peer = job.process(pid)
+        if peer is None:
+            continue
+        for party in _process_parties(peer):
+            graph.add(me, party, _("holds the write end of a pipe it polls"))
+    return bool(writers)
 
 
 def _shared_edges(job: JobView, graph: WaitGraph, me: Party, primitive: Primitive) -> None:
@@ -418,7 +450,7 @@ def _death_edges(job: JobView, graph: WaitGraph) -> None:
         )
         if death is None:
             death = next(
-                (d for d in processes if d.raised is not None),
+                (d for d in processes if d.ended_by is not None or d.raised is not None),
                 next((d for d in processes if d.pid in _descendants(job, pid)), None),
             )
         if death is not None:

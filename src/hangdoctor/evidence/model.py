@@ -483,6 +483,18 @@ class FaultLog(Evidence):
     )
 
 
+class ProcessEnd(Evidence):
+    """A process the job ended itself with `Process.terminate()` or `kill()`, as the
+    instrumentation noted the call."""
+
+    pid: int = Field(description="the process ended")
+    signal: str
+    by_pid: int = Field(description="the process that called terminate() or kill()")
+    file: str
+    line: int
+    function: str
+
+
 class ThreadDeath(Evidence):
     """A thread of the job that died of an exception, as the instrumentation recorded it: the
     traceback whole, as threading prints it (in the job's output, its other lines can land
@@ -534,6 +546,11 @@ class JobRecord(Evidence):
         default=(),
         description="threads that died of an exception, recorded whole by the "
         "instrumentation (`hangdoctor run` only)",
+    )
+    process_ends: tuple[ProcessEnd, ...] = Field(
+        default=(),
+        description="processes the job ended with terminate() or kill(), and where "
+        "(`hangdoctor run` only)",
     )
 
 

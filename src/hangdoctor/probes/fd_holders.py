@@ -91,6 +91,13 @@ def holders(wanted: set[str], exclude: Iterable[int]) -> list[int]:
     return found
 
 
+_POLLS = {"poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2"}
+
+
+def _read_pipe(target: str, mode: str | None) -> bool:
+    return target.startswith("pipe:") and mode == "r"
+
+
 _READS_WRITES = {"read", "readv", "pread64", "recvfrom", "recvmsg", "write", "writev", "sendto"}
 
 
@@ -102,9 +109,16 @@ def waited_targets(processes: Iterable[ProcessEvidence]) -> dict[int, set[str]]:
         by_fd = {f.fd: f.target for f in process.open_files}
         for thread in process.threads:
             kernel = thread.kernel
-            if kernel is None or kernel.syscall_name not in _READS_WRITES:
+            if kernel is None or kernel.state == "R":
                 continue
-            if not kernel.syscall_args or kernel.state == "R":
+            if kernel.syscall_name in _POLLS:
+                # The descriptors polled are in user memory, out of reach: every pipe the
+                # process reads from may be one (`subprocess.communicate` polls its pipes).
+                found.setdefault(process.pid, set()).update(
+                    f.target for f in process.open_files if _read_pipe(f.target, f.mode)
+                )
+                continue
+            if kernel.syscall_name not in _READS_WRITES or not kernel.syscall_args:
                 continue
             target = by_fd.get(int(kernel.syscall_args[0]))
             if target is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hangdoctor.evidence.model import FaultLog, Frame, ProgressStatus, ThreadDeath
+from hangdoctor.evidence.model import FaultLog, Frame, ProcessEnd, ProgressStatus, ThreadDeath
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.redact import redact_value
 
@@ -93,6 +93,31 @@ def read_fault_logs(
         FaultLog(pid=pid, when=when, text=text)
         for pid, text in _per_process_tails(status_dir, pattern)
     ]
+
+
+ENDED_GLOB = protocol.glob_of(protocol.ENDED_PREFIX, protocol.ENDED_SUFFIX)
+
+
+def read_process_ends(status_dir: Path) -> list[ProcessEnd]:
+    """The processes the job ended with terminate() or kill() (`ended-<pid>.txt`)."""
+    found: list[ProcessEnd] = []
+    for by_pid, text in _per_process_tails(status_dir, ENDED_GLOB):
+        for line in text.splitlines():
+            fields = line.split("\t")
+            if len(fields) != 5 or not fields[0].isdecimal() or not fields[3].isdecimal():
+                continue
+            pid, signal, file, number, function = fields
+            found.append(
+                ProcessEnd(
+                    pid=int(pid),
+                    signal=signal,
+                    by_pid=by_pid,
+                    file=file,
+                    line=int(number),
+                    function=function,
+                )
+            )
+    return found
 
 
 def read_thread_deaths(status_dir: Path) -> list[ThreadDeath]:

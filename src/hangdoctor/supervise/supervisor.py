@@ -25,6 +25,7 @@ from hangdoctor.private_files import make_dir, open_log
 from hangdoctor.probes.progress import (
     STOPPED_GLOB,
     read_fault_logs,
+    read_process_ends,
     read_thread_deaths,
     with_sync_source,
 )
@@ -119,7 +120,7 @@ class Supervisor:
         self.interrupted_capture: Bundle | None = None
         self.session: NodeSession | None = None  # a job of several nodes (nodes/)
 
-    # signals ---------------------------------------------------------------------------------
+        # signals ---------------------------------------------------------------------------------
         # What of the output counts as progress: lines not seen before (novel_output).
         self.novel = NovelOutput(lambda offset, count: self.log.read_range(offset, count))
 
@@ -519,6 +520,7 @@ class Supervisor:
             faults=tuple(read_fault_logs(self.status_dir)) if self.status_dir else (),
             stopped=self._stopped_stacks(),
             thread_deaths=tuple(read_thread_deaths(self.status_dir)) if self.status_dir else (),
+            process_ends=tuple(read_process_ends(self.status_dir)) if self.status_dir else (),
         )
 
     def _stopped_stacks(self) -> tuple[FaultLog, ...]:

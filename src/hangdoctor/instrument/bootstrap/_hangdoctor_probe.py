@@ -77,6 +77,7 @@ def arm() -> None:
         stacks.log_fatal_signals()
         stacks.log_stop_signal()
         stacks.log_thread_deaths()
+        stacks.log_process_ends()
         stacks.register_stack_dump()
         with contextlib.suppress(Exception):
             os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -92,6 +93,17 @@ def arm() -> None:
             dynamo_loaded()
     with contextlib.suppress(Exception):
         writer.changed()  # write once now: the supervisor sees which processes are instrumented
+
+
+def watch_process_ends() -> None:
+    """Note the processes the job ends with terminate() or kill(): cheap (a wrapper on two
+    methods), so it is done in every process that imports multiprocessing, torch or not."""
+    directory = os.environ.get(STATUS_DIR_ENV)
+    if not directory:
+        return
+    if probe.directory is None:
+        probe.directory = os.path.abspath(directory)
+    stacks.log_process_ends()
 
 
 def dynamo_loaded() -> None:

@@ -44,6 +44,7 @@ THREAD_MAP_PREFIX, THREAD_MAP_SUFFIX = "threads-", ".json"
 FAULT_PREFIX, FAULT_SUFFIX = "fault-", ".txt"
 STOPPED_PREFIX, STOPPED_SUFFIX = "stopped-", ".txt"
 DIED_PREFIX, DIED_SUFFIX = "died-", ".txt"
+ENDED_PREFIX, ENDED_SUFFIX = "ended-", ".txt"
 
 
 def status_file(pid: int) -> str:
@@ -84,6 +85,12 @@ def fault_file(pid: int) -> str:
 def stopped_file(pid: int) -> str:
     """Where faulthandler writes the stacks of a process stopped by SIGTERM."""
     return STOPPED_PREFIX + str(pid) + STOPPED_SUFFIX
+
+
+def ended_file(pid: int) -> str:
+    """The processes this one ended with `Process.terminate()` or `kill()`: a line each,
+    `<pid>\t<signal>\t<file>\t<line>\t<function>` of the call in the job's code."""
+    return ENDED_PREFIX + str(pid) + ENDED_SUFFIX
 
 
 def died_file(pid: int) -> str:

@@ -248,3 +248,55 @@ def write_thread_map() -> None:
         _thread_map_written = threads
     except Exception:
         pass
+
+
+def log_process_ends() -> None:
+    """A process ended with `Process.terminate()` or `kill()` while it held a shared lock, sat
+    in a barrier or was to put a result leaves the others waiting for it forever, and the line
+    that ended it is the answer; by the time of the hang that call has long returned. So
+    multiprocessing's `terminate` and `kill` are wrapped: the call is noted (target pid, signal,
+    the caller's file and line) in `ended-<pid>.txt`, then made exactly as before."""
+    try:
+        from multiprocessing import process as mp_process
+
+        base = mp_process.BaseProcess
+        for name, signal_name in (("terminate", "SIGTERM"), ("kill", "SIGKILL")):
+            original = getattr(base, name, None)
+            if original is None or shared.is_wrapper(original):
+                continue
+            setattr(base, name, _ending(original, signal_name))
+    except Exception:
+        pass
+
+
+def _ending(original, signal_name: str):  # type: ignore[no-untyped-def]
+    def ending(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        _note_process_end(self, signal_name)
+        return original(self, *args, **kwargs)
+
+    ending.__name__ = original.__name__
+    ending.__qualname__ = original.__qualname__
+    ending.__doc__ = original.__doc__
+    shared.mark_wrapper(ending)
+    return ending
+
+
+def _note_process_end(target: object, signal_name: str) -> None:
+    try:
+        import sys
+
+        pid = getattr(target, "pid", None)
+        if probe.directory is None or pid is None:
+            return
+        caller = sys._getframe(2)  # 0: this, 1: the wrapper, 2: who called terminate()
+        code = caller.f_code
+        name = getattr(code, "co_qualname", code.co_name)
+        line = f"{pid}\t{signal_name}\t{code.co_filename}\t{caller.f_lineno}\t{name}\n"
+        path = os.path.join(probe.directory, protocol.ended_file(os.getpid()))
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, files.FILE_MODE)
+        try:
+            os.write(descriptor, line.encode("utf-8", errors="replace"))
+        finally:
+            os.close(descriptor)
+    except Exception:
+        pass

@@ -67,8 +67,20 @@ def _dynamo_loaded() -> None:
         pass
 
 
+def _process_ends() -> None:
+    """multiprocessing is imported: note the processes the job ends (torch or not)."""
+    try:  # noqa: SIM105
+        _probe().watch_process_ends()
+    except Exception:
+        pass
+
+
 # Modules whose import completing the probe must hear of, and what to call then.
-_WATCHED = {"torch": _arm, "torch._dynamo": _dynamo_loaded}
+_WATCHED = {
+    "torch": _arm,
+    "torch._dynamo": _dynamo_loaded,
+    "multiprocessing.process": _process_ends,
+}
 
 
 class _ArmingLoader(_LoaderBase):
@@ -159,6 +171,8 @@ def _install() -> None:
     try:
         if "torch" in sys.modules:
             _arm()  # which also handles a torch._dynamo already imported
+        if "multiprocessing.process" in sys.modules:
+            _process_ends()
         if not all(watched in sys.modules for watched in _WATCHED):
             sys.meta_path.insert(0, _TorchImportWatcher())
     except Exception:

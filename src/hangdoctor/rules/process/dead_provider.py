@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.deaths import Death
+from hangdoctor.analysis.deaths import Death, ended_at
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
@@ -51,13 +51,18 @@ def _waits_for_dead_writer(*, died: bool = True) -> Bundle:
 
 def _dead_culprit(job: JobView, death: Death) -> Culprit:
     raised = death.raised
-    pid = death.pid
+    if death.ended_by is not None:  # the culprit is the call that ended it, in its caller
+        pid: int | None = death.ended_by.by_pid
+        location = Location.of(ended_at(death.ended_by))
+    else:
+        pid = death.pid
+        location = Location.of(raised.location) if raised is not None else None
     return Culprit(
         pid=pid,
         rank=job.rank(pid) if pid is not None else None,
         role=job.role(pid).value if pid is not None and job.process(pid) else None,
         thread=raised.thread if raised is not None and death.thread else None,
-        location=Location.of(raised.location) if raised is not None else None,
+        location=location,
     )
 
 
@@ -118,6 +123,8 @@ class DeadProvider(Rule):
         wait = describe_wait(job, process, thread)
         raised = death.raised
         died_at = short_location(raised.location) if raised and raised.location else None
+        if death.ended_by is not None:
+            died_at = short_location(ended_at(death.ended_by))
         gone = death.words(job)
         evidence = [
             _(
@@ -136,8 +143,19 @@ class DeadProvider(Rule):
                 gone=gone,
                 where=died_at,
             )
+            first = (
+                _(
+                    "Do not end a process with terminate() or kill() at {where} while it may "
+                    "hold a lock or queue it shares, or sit at a barrier: ask it to stop (a "
+                    "sentinel on its queue, an event) and join it; the documentation warns "
+                    "that terminating such a process can leave the others deadlocked.",
+                    where=died_at,
+                )
+                if death.ended_by is not None
+                else _("Fix the error at {where}.", where=died_at)
+            )
             fixes: tuple[str, ...] = (
-                _("Fix the error at {where}.", where=died_at),
+                first,
                 _(
                     "Make the provider's failure reach the waiter at {waits}: catch the "
                     "exception and pass it on (put it on the queue, set a failure flag), or run "

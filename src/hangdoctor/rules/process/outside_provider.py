@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.frames import blame_frame, innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
@@ -90,7 +90,7 @@ class OutsideProvider(Rule):
                 continue
             named.add(holder.pid)
             held = job.thread(*chain.end) or main_thread(holder)
-            held_at = blame_frame(frames_of(held)) if held is not None else None
+            held_at = innermost_user_frame(frames_of(held)) if held is not None else None
             command = " ".join(holder.cmdline) or holder.name or "?"
             wait = describe_wait(job, waiter_process, waiter)
             yield Finding(
@@ -113,8 +113,18 @@ class OutsideProvider(Rule):
                     waiter=thread_label(waiter),
                     wait=wait.summary,
                 ),
-                culprit=culprit(job, holder, held, held_at),
-                related=(culprit(job, waiter_process, waiter, frame),),
+                # The holder's own line when it runs the user's Python, else the user's line
+                # that waits on it (a `tail` or a server binary has none of the user's code).
+                culprit=(
+                    culprit(job, holder, held, held_at)
+                    if held_at is not None
+                    else culprit(job, waiter_process, waiter, frame)
+                ),
+                related=(
+                    (culprit(job, waiter_process, waiter, frame),)
+                    if held_at is not None
+                    else (culprit(job, holder, held),)
+                ),
                 evidence=(
                     _(
                         "{thread} of {process} waits at {place}: {wait}",
