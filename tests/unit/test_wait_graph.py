@@ -235,3 +235,36 @@ def test_hangdoctors_own_writer_thread_is_never_a_culprit():
     place = Location(file=f"{b.STDLIB}/json/decoder.py", line=353, function="raw_decode")
     assert blames_hangdoctor(job, _finding(Culprit(pid=80, tid=81, location=place)))
     assert not blames_hangdoctor(job, _finding(Culprit(pid=80, tid=80, location=place)))
+
+
+def _reads_own_pipe(tid: int) -> ThreadEvidence:
+    """A multiprocessing queue's reader: blocked in read(3) on the pipe its process created."""
+    return b.thread(
+        tid,
+        b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 395, "Connection._recv"),
+        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 103, "Queue.get"),
+        b.frame("train.py", 19, "main", code="item = results.get()"),
+        name="MainThread",
+        syscall="read",
+        args=(3,),
+    )
+
+
+def _queue_owner(*threads: ThreadEvidence) -> JobView:
+    files = {3: ("pipe:[77]", "r"), 4: ("pipe:[77]", "w")}
+    return JobView(b.bundle(b.process(10, *threads, files=files)))
+
+
+def test_a_pipe_only_its_own_process_holds_waits_for_no_one_when_no_other_thread_is_left():
+    graph = build_wait_graph(_queue_owner(_reads_own_pipe(10)))
+    chain = graph.follow((10, 10))
+    assert chain.sink is Sink.NOBODY
+    assert "no other thread of its own is left" in chain.reason
+    assert (10, 10) in graph.no_waker_left  # so a provider's death can be linked to it
+
+
+def test_another_thread_of_the_pipes_own_process_could_still_write_to_it():
+    writer = b.thread(11, b.frame("loader.py", 12, "produce", code="time.sleep(1)"), state="R")
+    graph = build_wait_graph(_queue_owner(_reads_own_pipe(10), writer))
+    assert [(e.waited, e.certain) for e in graph.edges[(10, 10)]] == [((10, 11), False)]
+    assert (10, 10) not in graph.no_waker_left

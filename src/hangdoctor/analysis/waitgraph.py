@@ -274,7 +274,7 @@ def _thread_edges(
             for party in _process_parties(peer):
                 graph.add(me, party, _("holds the pipe's other end"))
         else:
-            graph.nobody[me] = _("no captured process holds the pipe's other end")
+            _own_pipe_edges(graph, me, process, thread)
         return
     if wait.kind in (WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT):
         peer = _loopback_peer(job, wait.remote) if wait.remote else None
@@ -327,6 +327,27 @@ def _thread_edges(
         )
         if gil is not None:
             graph.add(me, (process.pid, gil), _("holds the GIL"), certain=False)
+
+
+def _own_pipe_edges(
+    graph: WaitGraph, me: Party, process: ProcessEvidence, thread: ThreadEvidence
+) -> None:
+    """A pipe whose other end no other process holds (a multiprocessing Queue or Pipe whose
+    writer is gone: the parent keeps both ends) can be ended only by another thread of the
+    waiter's own process; with none left, by nobody, unless a provider died (`_death_edges`)."""
+    wakers = [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
+    for waker in wakers:
+        graph.add(
+            me,
+            (process.pid, waker.tid),
+            _("could write to the pipe, whose other end only its own process holds"),
+            certain=False,
+        )
+    if not wakers:
+        graph.no_waker_left.add(me)
+        graph.nobody[me] = _(
+            "no other process holds the pipe's other end, and no other thread of its own is left"
+        )
 
 
 def _polled_pipe_edges(job: JobView, graph: WaitGraph, me: Party, process: ProcessEvidence) -> bool:
