@@ -48,7 +48,8 @@ CATALOG: tuple[Scenario, ...] = (
     _s("ray_task_remote_read", "process.blocked_io", markers=("read",), limit_s=150.0),
     # Ray Train, two workers: rank 0 all-reduces one metric more than rank 1, and both wait in
     # collectives that never match, while Ray's monitors print the same line every second and
-    # its daemons compute (issue 27: such a job ran 400 s undeclared; now it is declared).
+    # its daemons compute (issue 27: such a job ran 400 s undeclared; now it is declared). Both
+    # ranks wait at one line; the instrumentation's numbered calls show where they parted.
     _s(
         "ray_train_extra_collective",
         "distributed.collective_mismatch",
@@ -56,9 +57,6 @@ CATALOG: tuple[Scenario, ...] = (
         markers=("metric",),
         hang_timeout_s=10.0,
         limit_s=240.0,
-        xfail="known miss: declared hung, but named process.unexplained at rank 0's waiting "
-        "all_reduce (train_loop line 20): Ray's ranks give no Flight Recorder dump and both wait "
-        "at the same line",
     ),
     # --- native.blocked, process.busy_loop -------------------------------------------------------
     _s("native_device_wait", "native.blocked", markers=("device",)),

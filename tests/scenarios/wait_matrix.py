@@ -503,8 +503,6 @@ FIRST_TRIES = Path(__file__).parent / "wait_matrix_first_try.json"
 #: the rest are waits whose waker the capture cannot see (a Condition or Event with a cycle
 #: through a lock taken without `with`, a lock whose holder died).
 KNOWN_MISSES: dict[str, str] = {
-    "w_lock_exception": "process.deadlock at w_lock_exception.py:20 (verdict hung)",
-    "w_rlock_exit": "process.unexplained at w_rlock_exit.py:21 (verdict hung)",
     "w_mp_queue_get_exception": "data.pipeline_stall at w_mp_queue_get_exception.py:10 (verdict hung)",
     "w_mp_queue_get_signal": "process.blocked_io at w_mp_queue_get_signal.py:21 (verdict hung)",
     "w_mp_queue_get_exit": "process.blocked_io at w_mp_queue_get_exit.py:19 (verdict hung)",
@@ -520,8 +518,6 @@ KNOWN_MISSES: dict[str, str] = {
     "w_mp_pipe_recv_exit": "process.blocked_io at w_mp_pipe_recv_exit.py:19 (verdict hung)",
     "w_mp_pipe_recv_chain": "data.pipeline_stall at w_mp_pipe_recv_chain.py:11 (verdict hung)",
     "w_mp_pipe_recv_never_started": "process.blocked_io at w_mp_pipe_recv_never_started.py:17 (verdict hung)",
-    "w_mp_lock_exception": "process.deadlock at w_mp_lock_exception.py:20 (verdict hung)",
-    "w_mp_lock_chain": "process.deadlock at w_mp_lock_chain.py:29 (verdict hung)",
     "w_procpool_result_signal": "process.exception at w_procpool_result_signal.py:21 (verdict failed)",
     "w_fifo_read_signal": "process.blocked_io at w_fifo_read_signal.py:24 (verdict hung)",
     "w_fifo_read_exit": "process.blocked_io at w_fifo_read_exit.py:23 (verdict hung)",

@@ -268,3 +268,27 @@ def test_another_thread_of_the_pipes_own_process_could_still_write_to_it():
     graph = build_wait_graph(_queue_owner(_reads_own_pipe(10), writer))
     assert [(e.waited, e.certain) for e in graph.edges[(10, 10)]] == [((10, 11), False)]
     assert (10, 10) not in graph.no_waker_left
+
+
+def _acquires_a_lock_no_one_holds(tid: int) -> ThreadEvidence:
+    return b.thread(
+        tid,
+        b.frame("train.py", 21, "main", code="LOCK.acquire()", acquiring=("LOCK",)),
+        name="MainThread",
+        syscall="futex",
+    )
+
+
+def test_a_lock_that_no_running_code_holds_and_no_one_is_left_to_release_waits_for_no_one():
+    graph = build_wait_graph(JobView(b.bundle(b.process(10, _acquires_a_lock_no_one_holds(10)))))
+    chain = graph.follow((10, 10))
+    assert chain.sink is Sink.NOBODY
+    assert "ended without releasing it" in chain.reason
+
+
+def test_a_lock_no_thread_holds_may_be_released_by_another_process_of_the_job():
+    # a multiprocessing lock is acquired from the user's line as well: another process that
+    # still runs could release it
+    other = b.process(11, b.thread(11, b.frame("worker.py", 5, "work"), state="R"), ppid=10)
+    job = JobView(b.bundle(b.process(10, _acquires_a_lock_no_one_holds(10)), other))
+    assert build_wait_graph(job).follow((10, 10)).sink is not Sink.NOBODY

@@ -163,9 +163,17 @@ def _main(process: ProcessEvidence) -> ThreadEvidence | None:
 
 
 def _process_parties(process: ProcessEvidence) -> list[Party]:
-    """Who in a process could act for it: its threads running Python of their own, else its
-    main thread."""
-    threads = [t for t in process.threads if runs_python_of_its_own(t)]
+    """Who in a process could act for it: its threads running the user's code (a library's
+    helper, such as a multiprocessing queue's feeder thread, acts only for them), else its
+    threads running Python of their own, else its main thread."""
+    threads = [
+        t
+        for t in process.threads
+        if runs_python_of_its_own(t)
+        and innermost_user_frame(t.python.frames if t.python else ()) is not None
+    ]
+    if not threads:
+        threads = [t for t in process.threads if runs_python_of_its_own(t)]
     if not threads and (main := _main(process)) is not None:
         threads = [main]
     return [(process.pid, t.tid) for t in threads]
@@ -229,7 +237,19 @@ def _thread_edges(
                 "it already holds {lock} itself, and the lock is not reentrant",
                 lock=locked.expression,
             )
+            # A plain lock may be released by any thread (a multiprocessing one by any
+            # process): one taken to be released by another that then died is a handoff that
+            # never came, so a death in the job may be what it waits for.
+            graph.no_waker_left.add(me)
         if holders or me in graph.nobody:
+            return
+        if _no_releaser_left(job, process, thread):
+            graph.no_waker_left.add(me)
+            graph.nobody[me] = _(
+                "no thread holds {lock} in its code, and no other thread or process is left "
+                "that could release it: whoever took it ended without releasing it",
+                lock=locked.expression,
+            )
             return
     shared = shared_call(thread)
     if shared is not None:
@@ -327,6 +347,20 @@ def _thread_edges(
         )
         if gil is not None:
             graph.add(me, (process.pid, gil), _("holds the GIL"), certain=False)
+
+
+def _no_releaser_left(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
+    """Whether nothing could release a lock the thread waits for and no live thread holds: no
+    other thread of its process, and no other process of the job, runs code of its own (the
+    lock may be a multiprocessing one, which another process releases)."""
+    if any(not waits_for_end_of(t, thread) for t in _user_threads(process, thread)):
+        return False
+    return not any(
+        runs_python_of_its_own(t)
+        for other in job.processes
+        if other.pid != process.pid and not other.outside_job
+        for t in other.threads
+    )
 
 
 def _own_pipe_edges(

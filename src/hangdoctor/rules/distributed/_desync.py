@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, CollectiveCall, CollectiveSite, Frame
+from hangdoctor.evidence.model import (
+    Bundle,
+    CollectiveCall,
+    CollectiveSite,
+    Frame,
+    ProcessEvidence,
+)
 from hangdoctor.rules.distributed._examples import (
     collective_frames,
     rank_process,
@@ -114,3 +120,27 @@ def fewer_batches_on_rank_1() -> Bundle:
     """Rank 1 got one batch fewer: the same calls from the same lines, one fewer of them."""
     loop = [("all_reduce", loop_site())]
     return _job(calls(*loop * 20), calls(*loop * 19, ("barrier", end_site())))
+
+
+def extra_call_both_waiting_in_the_loop() -> Bundle:
+    """Rank 0 made one all_reduce more, mid-run; the transport paired it with rank 1's next
+    one, and both now wait in the loop's all_reduce, at one line, one collective apart."""
+    loop = [("all_reduce", loop_site())] * 10
+    zero = calls(*loop[:5], ("all_reduce", extra_site()), *loop[5:])
+    one = calls(*loop)
+
+    def waiting(rank: int) -> ProcessEvidence:
+        return rank_process(
+            rank,
+            *collective_frames("all_reduce", 17, "dist.all_reduce(loss.detach())", loops=(LOOP,)),
+            world=2,
+            syscall="futex",
+        )
+
+    statuses = tuple(
+        rank_status(rank, 10, len(mine), mine[-1].op).model_copy(
+            update={"collective_calls": mine, "collective_sites": per_site(mine)}
+        )
+        for rank, mine in ((0, zero), (1, one))
+    )
+    return ranks_job(waiting(0), waiting(1), progress=statuses)

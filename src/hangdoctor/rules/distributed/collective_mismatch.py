@@ -17,7 +17,7 @@ from hangdoctor.analysis.rank_blame import (
     rank_guard,
     split_groups,
 )
-from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
+from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CodeFinding, Frame
 from hangdoctor.i18n import N_, _, _n
@@ -25,6 +25,7 @@ from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.distributed._desync import (
     extra_call_at_step_0,
     extra_call_before_the_ring,
+    extra_call_both_waiting_in_the_loop,
     fewer_batches_on_rank_1,
 )
 from hangdoctor.rules.distributed._examples import (
@@ -143,6 +144,16 @@ def _pipeline_stages() -> Bundle:
     return ranks_job(first, last)
 
 
+def _apart_from(
+    view: RankView, origin: DesyncOrigin
+) -> tuple[list[RankState], list[RankState]] | None:
+    """Ranks that all wait at the same line can still be out of step: the instrumentation saw
+    one of them make an earlier collective the others did not. It stands apart from them."""
+    odd = view.ranks.get(origin.rank)
+    rest = [s for s in view.alive if s.rank != origin.rank]
+    return ([odd], rest) if odd is not None and rest else None
+
+
 class CollectiveMismatch(Rule):
     id = "HD311"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
@@ -178,6 +189,10 @@ class CollectiveMismatch(Rule):
             _deferred_sync,
         ),
         Example("an evaluation only rank 0's schedule triggers", evaluation_on_one_schedule),
+        Example(
+            "every rank waits at one line, one collective apart: rank 0 made one more earlier",
+            extra_call_both_waiting_in_the_loop,
+        ),
         Example("pipeline stages whose sends and receives do not pair up", _pipeline_stages),
         Example(
             "an extra all_reduce on rank 0 at step 0; the ranks stop at the end",
@@ -209,6 +224,8 @@ class CollectiveMismatch(Rule):
         view = rank_view(job)
         split = split_groups(view)
         origin = view.earlier_desync
+        if split is None and origin is not None:
+            split = _apart_from(view, origin)
         if split is None or (origin is None and is_uneven(*split)):
             return
         if origin is not None and origin.rank in view.ranks:
@@ -407,6 +424,12 @@ class CollectiveMismatch(Rule):
         culprit = rank_culprit(job, state)
         if site is not None:
             culprit = culprit.model_copy(update={"location": Location.of(site)})
+        stuck = [s for group in split for s in group]
+        now = (
+            _("the ranks now wait at one line, out of step")
+            if all(s.call == stuck[0].call and s.site == stuck[0].site for s in stuck)
+            else _("the ranks now wait in different places")
+        )
         if skipped:
             return Finding(
                 id=self.id,
@@ -416,8 +439,8 @@ class CollectiveMismatch(Rule):
                 title=_(
                     "Collective mismatch: rank {rank} skipped the {op} at "
                     "{where}{under} that rank {other} made (collective "
-                    "#{seq}); every later collective was one apart, and the ranks "
-                    "now wait in different places",
+                    "#{seq}); every later collective was one apart, and {now}",
+                    now=now,
                     rank=state.rank,
                     op=origin.op,
                     where=where,
@@ -482,7 +505,8 @@ class CollectiveMismatch(Rule):
             title=_(
                 "Collective mismatch: rank {rank} called {op} at {where}"
                 "{under}, {what} (collective #{seq}); every later collective was "
-                "one apart, and the ranks now wait in different places",
+                "one apart, and {now}",
+                now=now,
                 rank=origin.rank,
                 op=origin.op,
                 where=where,

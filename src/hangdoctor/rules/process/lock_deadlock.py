@@ -8,8 +8,16 @@ from dataclasses import dataclass
 from hangdoctor.analysis.frames import python_frames, short_file, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import Cycle, find_lock_cycles, lock_name
+from hangdoctor.analysis.waitgraph import Sink, WaitGraph, build_wait_graph
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import (
+    Bundle,
+    Frame,
+    JobRecord,
+    ProcessEvidence,
+    ThreadDeath,
+    ThreadEvidence,
+)
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding, Severity
@@ -250,6 +258,37 @@ def _acquired_then_taken_again(*, with_helper_thread: bool) -> Bundle:
     return b.bundle(b.process(800, main, *((helper,) if with_helper_thread else ())))
 
 
+def _released_by_a_thread_that_died() -> Bundle:
+    # `ready.acquire()` twice: the second waits for a worker meant to release it, which died
+    # of an exception first (a lock used as a one-shot signal).
+    main = b.thread(
+        900,
+        b.frame(
+            "prep.py",
+            31,
+            "main",
+            code="ready.acquire()",
+            acquiring=("ready",),
+            held=[("ready", 27, "acquire")],
+        ),
+        name="MainThread",
+        syscall="futex",
+    )
+    died = ThreadDeath(
+        pid=900,
+        text=(
+            "Exception in thread loader:\n"
+            "Traceback (most recent call last):\n"
+            '  File "prep.py", line 14, in load\n'
+            '    raise KeyError("label")\n'
+            "KeyError: 'label'"
+        ),
+    )
+    job = b.bundle(b.process(900, main))
+    record = JobRecord(started_at=0.0, hang_declared_s=20.0, thread_deaths=(died,))
+    return job.model_copy(update={"job": record})
+
+
 def _condition_wait() -> Bundle:
     # threading.Condition acquires its waiter twice on purpose: notify() releases it.
     return b.bundle(
@@ -326,6 +365,15 @@ def _same_code_different_objects() -> Bundle:
     )
 
 
+def _handoff_from_the_dead(graph: WaitGraph, process: ProcessEvidence, cycle: Cycle) -> bool:
+    """A thread waiting for a plain lock it holds itself is no self-deadlock when the lock was
+    to be released by another thread or process that died (the graph's sink is that death):
+    the wait is a handoff that never came, and the death is the cause (HD115 names it)."""
+    if len({wait.tid for wait in cycle.waits}) != 1:
+        return False
+    return graph.follow((process.pid, cycle.waits[0].tid)).sink is Sink.DEAD
+
+
 class LockDeadlock(Rule):
     id = "HD101"
     category = Category.PROCESS_DEADLOCK
@@ -376,12 +424,19 @@ class LockDeadlock(Rule):
             "lock.acquire() then `with lock:` while another thread may release it",
             lambda: _acquired_then_taken_again(with_helper_thread=True),
         ),
+        Example(
+            "a lock taken twice, the second time for a thread that died before releasing it",
+            _released_by_a_thread_that_died,
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
+        graph = build_wait_graph(job)
         for process in job.processes:
             threads = {t.tid: t for t in process.threads}
             for cycle in find_lock_cycles(process):
+                if _handoff_from_the_dead(graph, process, cycle):
+                    continue
                 yield self._finding(job, process, threads, cycle)
 
     def _finding(
