@@ -817,3 +817,41 @@ def test_a_process_the_job_terminates_is_noted_with_the_line_that_did(jobs, tmp_
     assert (end.pid, end.signal, end.by_pid) == (int(child), "SIGTERM", job.proc.pid)
     assert end.file == str(script) and end.function == "<module>"
     assert "LINE: terminate" in PROCESS_ENDED.splitlines()[end.line - 1]
+
+
+OFF_LOOP = """\
+import asyncio
+import threading
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    safe = loop.create_future()
+
+    def other_thread():
+        loop.call_soon_threadsafe(safe.set_result, 1)  # thread-safe: not noted
+        done.set_result(2)  # LINE: off-loop
+
+    threading.Thread(target=other_thread, name="helper").start()
+    # a timer keeps waking the loop, so the unsafe call's callback still runs here
+    print("RESULTS", await asyncio.wait_for(done, 5), await safe, flush=True)
+
+
+asyncio.run(main())
+"""
+
+
+def test_work_scheduled_on_an_event_loop_from_another_thread_is_noted_with_its_line(jobs, tmp_path):
+    """`Future.set_result` from another thread still completes the future as before, and the
+    call is noted (the thread, the job's line); `call_soon_threadsafe` is not."""
+    from hangdoctor.probes.progress import read_offloop_calls
+
+    script = write_script(tmp_path, "offloop.py", OFF_LOOP)
+    job = jobs(script, env=instrumented(tmp_path / "status"))
+    code, out, _err = job.finish()
+    assert code == 0
+    assert out.split() == ["RESULTS", "2", "1"]
+    (call,) = read_offloop_calls(tmp_path / "status")
+    assert (call.pid, call.thread, call.file) == (job.proc.pid, "helper", str(script))
+    assert "LINE: off-loop" in OFF_LOOP.splitlines()[call.line - 1]

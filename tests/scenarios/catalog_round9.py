@@ -36,7 +36,6 @@ KNOWN_MISSES: dict[str, str] = {
     "r9a_tokenize_pool_shard_error": "blind-set miss, left untouched: process.unexplained at r9a_tokenize_pool_shard_error.py:52 (verdict hung)",
     "r9a_prefetch_queue_span_generator": "known miss: process.blocked_io (HD113, the two processes' pipe waits as a cycle) at r9a_prefetch_queue_span_generator.py:62 (verdict hung); the item the feeder thread could not pickle and dropped is not linked",
     "r9a_metrics_sidecar_no_newline": "blind-set miss, left untouched: process.blocked_io at r9a_metrics_sidecar_no_newline.py:26 (verdict hung)",
-    "r9b_async_microbatch_future": "known miss: process.unexplained at r9b_async_microbatch_future.py:81 (verdict hung)",
     "r9b_manifest_sqlite_uncommitted": "blind-set miss, left untouched: process.unexplained at r9b_manifest_sqlite_uncommitted.py:42 (verdict hung)",
 }
 

@@ -495,6 +495,18 @@ class ProcessEnd(Evidence):
     function: str
 
 
+class OffLoopCall(Evidence):
+    """A place where the job scheduled work on an asyncio event loop from a thread other than
+    the loop's own (`loop.call_soon`, or `Future.set_result`, which calls it): not thread-safe,
+    the loop is not woken. As the instrumentation noted it, once per line."""
+
+    pid: int
+    thread: str = Field(description="the name of the thread that made the call")
+    file: str
+    line: int
+    function: str
+
+
 class ThreadDeath(Evidence):
     """A thread of the job that died of an exception, as the instrumentation recorded it: the
     traceback whole, as threading prints it (in the job's output, its other lines can land
@@ -550,6 +562,11 @@ class JobRecord(Evidence):
     process_ends: tuple[ProcessEnd, ...] = Field(
         default=(),
         description="processes the job ended with terminate() or kill(), and where "
+        "(`hangdoctor run` only)",
+    )
+    offloop_calls: tuple[OffLoopCall, ...] = Field(
+        default=(),
+        description="asyncio work scheduled from a thread other than its loop's "
         "(`hangdoctor run` only)",
     )
 

@@ -11,7 +11,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hangdoctor.evidence.model import FaultLog, Frame, ProcessEnd, ProgressStatus, ThreadDeath
+from hangdoctor.evidence.model import (
+    FaultLog,
+    Frame,
+    OffLoopCall,
+    ProcessEnd,
+    ProgressStatus,
+    ThreadDeath,
+)
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.redact import redact_value
 
@@ -116,6 +123,25 @@ def read_process_ends(status_dir: Path) -> list[ProcessEnd]:
                     line=int(number),
                     function=function,
                 )
+            )
+    return found
+
+
+OFFLOOP_GLOB = protocol.glob_of(protocol.OFFLOOP_PREFIX, protocol.OFFLOOP_SUFFIX)
+
+
+def read_offloop_calls(status_dir: Path) -> list[OffLoopCall]:
+    """Where the job's threads scheduled asyncio work off the loop's thread
+    (`offloop-<pid>.txt`)."""
+    found: list[OffLoopCall] = []
+    for pid, text in _per_process_tails(status_dir, OFFLOOP_GLOB):
+        for line in text.splitlines():
+            fields = line.split("\t")
+            if len(fields) != 4 or not fields[2].isdecimal():
+                continue
+            thread, file, number, function = fields
+            found.append(
+                OffLoopCall(pid=pid, thread=thread, file=file, line=int(number), function=function)
             )
     return found
 

@@ -25,6 +25,7 @@ from hangdoctor.private_files import make_dir, open_log
 from hangdoctor.probes.progress import (
     STOPPED_GLOB,
     read_fault_logs,
+    read_offloop_calls,
     read_process_ends,
     read_thread_deaths,
     with_sync_source,
@@ -521,6 +522,7 @@ class Supervisor:
             stopped=self._stopped_stacks(),
             thread_deaths=tuple(read_thread_deaths(self.status_dir)) if self.status_dir else (),
             process_ends=tuple(read_process_ends(self.status_dir)) if self.status_dir else (),
+            offloop_calls=tuple(read_offloop_calls(self.status_dir)) if self.status_dir else (),
         )
 
     def _stopped_stacks(self) -> tuple[FaultLog, ...]:

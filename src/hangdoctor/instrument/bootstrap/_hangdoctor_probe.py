@@ -106,6 +106,17 @@ def watch_process_ends() -> None:
     stacks.log_process_ends()
 
 
+def watch_offloop_calls() -> None:
+    """Note where the job schedules asyncio work from a thread other than the loop's: cheap (a
+    thread-id comparison per `call_soon`), in every process that imports asyncio."""
+    directory = os.environ.get(STATUS_DIR_ENV)
+    if not directory:
+        return
+    if probe.directory is None:
+        probe.directory = os.path.abspath(directory)
+    stacks.log_offloop_calls()
+
+
 def dynamo_loaded() -> None:
     """torch._dynamo was just imported (torch.compile): keep the compiler off our code.
 

@@ -45,6 +45,7 @@ FAULT_PREFIX, FAULT_SUFFIX = "fault-", ".txt"
 STOPPED_PREFIX, STOPPED_SUFFIX = "stopped-", ".txt"
 DIED_PREFIX, DIED_SUFFIX = "died-", ".txt"
 ENDED_PREFIX, ENDED_SUFFIX = "ended-", ".txt"
+OFFLOOP_PREFIX, OFFLOOP_SUFFIX = "offloop-", ".txt"
 
 
 def status_file(pid: int) -> str:
@@ -85,6 +86,13 @@ def fault_file(pid: int) -> str:
 def stopped_file(pid: int) -> str:
     """Where faulthandler writes the stacks of a process stopped by SIGTERM."""
     return STOPPED_PREFIX + str(pid) + STOPPED_SUFFIX
+
+
+def offloop_file(pid: int) -> str:
+    """Where this process scheduled work on an asyncio event loop from a thread other than the
+    loop's own (`call_soon`, which `Future.set_result` uses, is not thread-safe): a line each,
+    `<thread name>\t<file>\t<line>\t<function>` of the call in the job's code."""
+    return OFFLOOP_PREFIX + str(pid) + OFFLOOP_SUFFIX
 
 
 def ended_file(pid: int) -> str:

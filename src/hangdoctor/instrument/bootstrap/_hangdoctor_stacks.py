@@ -300,3 +300,66 @@ def _note_process_end(target: object, signal_name: str) -> None:
             os.close(descriptor)
     except Exception:
         pass
+
+
+#: Off-loop call sites noted, at most: each is written once, so a hot loop costs one write.
+_MAX_OFFLOOP_SITES = 16
+_offloop_seen: set[tuple[str, int]] = set()
+
+
+def log_offloop_calls() -> None:
+    """A thread that completes an asyncio future (`set_result`) or calls `loop.call_soon`
+    from outside the loop's thread schedules the wake-up without waking the loop: a loop
+    asleep in its selector with no timer left never runs it, and the awaiting task waits for
+    ever. Only `call_soon_threadsafe` wakes it. By the hang the call has long returned, so
+    `BaseEventLoop.call_soon` is wrapped: a call from a thread that is not the running loop's
+    is noted once per line (`offloop-<pid>.txt`), then made exactly as before."""
+    try:
+        import sys
+
+        base_events = sys.modules.get("asyncio.base_events")
+        if base_events is None:
+            return
+        original = base_events.BaseEventLoop.call_soon
+        if shared.is_wrapper(original):
+            return
+        get_ident = threading.get_ident
+
+        def call_soon(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            owner = getattr(self, "_thread_id", None)
+            if owner is not None and owner != get_ident():
+                _note_offloop_call()
+            return original(self, *args, **kwargs)
+
+        call_soon.__name__ = original.__name__
+        call_soon.__qualname__ = original.__qualname__
+        call_soon.__doc__ = original.__doc__
+        shared.mark_wrapper(call_soon)
+        base_events.BaseEventLoop.call_soon = call_soon
+    except Exception:
+        pass
+
+
+def _note_offloop_call() -> None:
+    try:
+        import sys
+
+        if probe.directory is None or len(_offloop_seen) >= _MAX_OFFLOOP_SITES:
+            return
+        caller = sys._getframe(2)  # 0: this, 1: the wrapper, 2: who called call_soon()
+        code = caller.f_code
+        site = (code.co_filename, caller.f_lineno)
+        if site in _offloop_seen:
+            return
+        _offloop_seen.add(site)
+        name = getattr(code, "co_qualname", code.co_name)
+        thread = threading.current_thread().name.replace("\t", " ")
+        line = f"{thread}\t{code.co_filename}\t{caller.f_lineno}\t{name}\n"
+        path = os.path.join(probe.directory, protocol.offloop_file(os.getpid()))
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, files.FILE_MODE)
+        try:
+            os.write(descriptor, line.encode("utf-8", errors="replace"))
+        finally:
+            os.close(descriptor)
+    except Exception:
+        pass

@@ -75,11 +75,20 @@ def _process_ends() -> None:
         pass
 
 
+def _asyncio_loaded() -> None:
+    """asyncio is imported: note work scheduled on a loop from another thread (torch or not)."""
+    try:  # noqa: SIM105
+        _probe().watch_offloop_calls()
+    except Exception:
+        pass
+
+
 # Modules whose import completing the probe must hear of, and what to call then.
 _WATCHED = {
     "torch": _arm,
     "torch._dynamo": _dynamo_loaded,
     "multiprocessing.process": _process_ends,
+    "asyncio.base_events": _asyncio_loaded,
 }
 
 
@@ -173,6 +182,8 @@ def _install() -> None:
             _arm()  # which also handles a torch._dynamo already imported
         if "multiprocessing.process" in sys.modules:
             _process_ends()
+        if "asyncio.base_events" in sys.modules:
+            _asyncio_loaded()
         if not all(watched in sys.modules for watched in _WATCHED):
             sys.meta_path.insert(0, _TorchImportWatcher())
     except Exception:
