@@ -828,14 +828,16 @@ async def main():
     loop = asyncio.get_running_loop()
     done = loop.create_future()
     safe = loop.create_future()
+    awaiting = threading.Event()
 
     def other_thread():
-        loop.call_soon_threadsafe(safe.set_result, 1)  # thread-safe: not noted
+        awaiting.wait(5)  # set once main awaits `done`: set_result then has a callback to schedule
         done.set_result(2)  # LINE: off-loop
+        loop.call_soon_threadsafe(safe.set_result, 1)  # thread-safe: not noted; wakes the loop
 
     threading.Thread(target=other_thread, name="helper").start()
-    # a timer keeps waking the loop, so the unsafe call's callback still runs here
-    print("RESULTS", await asyncio.wait_for(done, 5), await safe, flush=True)
+    loop.call_soon(awaiting.set)  # runs on the loop's next turn, with main suspended below
+    print("RESULTS", await done, await safe, flush=True)
 
 
 asyncio.run(main())
