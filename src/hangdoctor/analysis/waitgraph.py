@@ -155,6 +155,19 @@ def _user_threads(process: ProcessEvidence, but: ThreadEvidence) -> list[ThreadE
     return [t for t in process.threads if t.tid != but.tid and runs_python_of_its_own(t)]
 
 
+def _wakers(process: ProcessEvidence, thread: ThreadEvidence) -> list[ThreadEvidence]:
+    """The other threads of its process that could end `thread`'s wait: those running Python
+    of their own that do not themselves wait for it to end."""
+    return [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
+
+
+def _runs_user_code(thread: ThreadEvidence) -> bool:
+    return (
+        runs_python_of_its_own(thread)
+        and innermost_user_frame(thread.python.frames if thread.python else ()) is not None
+    )
+
+
 def _main(process: ProcessEvidence) -> ThreadEvidence | None:
     return next(
         (t for t in process.threads if t.tid == process.pid),
@@ -166,12 +179,7 @@ def _process_parties(process: ProcessEvidence) -> list[Party]:
     """Who in a process could act for it: its threads running the user's code (a library's
     helper, such as a multiprocessing queue's feeder thread, acts only for them), else its
     threads running Python of their own, else its main thread."""
-    threads = [
-        t
-        for t in process.threads
-        if runs_python_of_its_own(t)
-        and innermost_user_frame(t.python.frames if t.python else ()) is not None
-    ]
+    threads = [t for t in process.threads if _runs_user_code(t)]
     if not threads:
         threads = [t for t in process.threads if runs_python_of_its_own(t)]
     if not threads and (main := _main(process)) is not None:
@@ -257,7 +265,7 @@ def _thread_edges(
         return
     primitive = blocking_call(thread)
     if primitive is not None:
-        wakers = [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
+        wakers = _wakers(process, thread)
         for waker in wakers:
             graph.add(
                 me,
@@ -353,7 +361,7 @@ def _no_releaser_left(job: JobView, process: ProcessEvidence, thread: ThreadEvid
     """Whether nothing could release a lock the thread waits for and no live thread holds: no
     other thread of its process, and no other process of the job, runs code of its own (the
     lock may be a multiprocessing one, which another process releases)."""
-    if any(not waits_for_end_of(t, thread) for t in _user_threads(process, thread)):
+    if _wakers(process, thread):
         return False
     return not any(
         runs_python_of_its_own(t)
@@ -369,7 +377,7 @@ def _own_pipe_edges(
     """A pipe whose other end no other process holds (a multiprocessing Queue or Pipe whose
     writer is gone: the parent keeps both ends) can be ended only by another thread of the
     waiter's own process; with none left, by nobody, unless a provider died (`_death_edges`)."""
-    wakers = [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
+    wakers = _wakers(process, thread)
     for waker in wakers:
         graph.add(
             me,
@@ -412,8 +420,7 @@ def _shared_edges(job: JobView, graph: WaitGraph, me: Party, primitive: Primitiv
         for other in job.processes
         if other.pid != me[0] and not other.outside_job
         for thread in other.threads
-        if runs_python_of_its_own(thread)
-        and innermost_user_frame(thread.python.frames if thread.python else ()) is not None
+        if _runs_user_code(thread)
     ]
     for waker in wakers:
         graph.add(me, waker, _("could {action}", action=primitive.waker), certain=False)
@@ -505,9 +512,11 @@ def _death_edges(job: JobView, graph: WaitGraph) -> None:
         )
         if death is None:
             death = next(
-                (d for d in processes if d.ended_by is not None or d.raised is not None),
-                next((d for d in processes if d.pid in _descendants(job, pid)), None),
+                (d for d in processes if d.ended_by is not None or d.raised is not None), None
             )
+        if death is None and processes:
+            descendants = _descendants(job, pid)
+            death = next((d for d in processes if d.pid in descendants), None)
         if death is not None:
             graph.dead[party] = death
 

@@ -292,14 +292,21 @@ def _note_process_end(target: object, signal_name: str) -> None:
         code = caller.f_code
         name = getattr(code, "co_qualname", code.co_name)
         line = f"{pid}\t{signal_name}\t{code.co_filename}\t{caller.f_lineno}\t{name}\n"
-        path = os.path.join(probe.directory, protocol.ended_file(os.getpid()))
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, files.FILE_MODE)
-        try:
-            os.write(descriptor, line.encode("utf-8", errors="replace"))
-        finally:
-            os.close(descriptor)
+        _append_line(protocol.ended_file(os.getpid()), line)
     except Exception:
         pass
+
+
+def _append_line(name: str, line: str) -> None:
+    """Append one line to the status directory's file `name` (one write, so lines from
+    several threads do not interleave)."""
+    assert probe.directory is not None
+    path = os.path.join(probe.directory, name)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, files.FILE_MODE)
+    try:
+        os.write(descriptor, line.encode("utf-8", errors="replace"))
+    finally:
+        os.close(descriptor)
 
 
 #: Off-loop call sites noted, at most: each is written once, so a hot loop costs one write.
@@ -355,11 +362,6 @@ def _note_offloop_call() -> None:
         name = getattr(code, "co_qualname", code.co_name)
         thread = threading.current_thread().name.replace("\t", " ")
         line = f"{thread}\t{code.co_filename}\t{caller.f_lineno}\t{name}\n"
-        path = os.path.join(probe.directory, protocol.offloop_file(os.getpid()))
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, files.FILE_MODE)
-        try:
-            os.write(descriptor, line.encode("utf-8", errors="replace"))
-        finally:
-            os.close(descriptor)
+        _append_line(protocol.offloop_file(os.getpid()), line)
     except Exception:
         pass
