@@ -17,6 +17,7 @@ from tests.scenarios.catalog_round6 import ROUND6
 from tests.scenarios.catalog_round7 import ROUND7
 from tests.scenarios.catalog_round8 import ROUND8
 from tests.scenarios.catalog_round9 import ROUND9
+from tests.scenarios.catalog_round10 import ROUND10
 from tests.scenarios.exception_matrix import scenarios as exception_matrix
 from tests.scenarios.scenario import HEALTHY, Scenario
 from tests.scenarios.wait_matrix import scenarios as wait_matrix
@@ -126,7 +127,7 @@ CATALOG: tuple[Scenario, ...] = (
 
 # Programs written the way users write training code, each from a public report (issue 10);
 # every one was run before any rule was changed for it, and its first try is recorded.
-CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6 + ROUND7 + ROUND8 + ROUND9
+CATALOG = CATALOG + USERS_DDP + USERS_FRAMEWORKS + ROUND6 + ROUND7 + ROUND8 + ROUND9 + ROUND10
 
 # Issue 26: a rank that died of an exception of its own code is named `process.exception` (or
 # its known error's category) at its origin, on its rank. These programs were written when

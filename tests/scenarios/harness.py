@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -61,6 +62,8 @@ class Outcome:
     problem: str | None = None  # the run itself went wrong (timeout, no report)
     stderr_tail: str = ""  # hangdoctor's last words, when it wrote no report
     report_dir: Path | None = None
+    #: report.json's `hang` (when it was declared, after what progress, whether proven)
+    hang: dict[str, Any] | None = None
 
     @property
     def correct(self) -> bool:
@@ -141,6 +144,7 @@ def save_outcome(outcome: Outcome, directory: Path) -> None:
         "location_ok": outcome.location_ok,
         "leftovers": outcome.leftovers,
         "problem": outcome.problem,
+        "hang": outcome.hang,
     }
     (directory / f"{outcome.scenario.name}.json").write_text(json.dumps(row))
 
@@ -341,6 +345,7 @@ def judge_report(outcome: Outcome, report: dict) -> None:
     culprit = (root or {}).get("culprit") or {}
     location = culprit.get("location") or {}
     outcome.verdict = report.get("verdict")
+    outcome.hang = report.get("hang")
     outcome.category = root["category"] if root else None
     outcome.rank = culprit.get("rank")
     if location:

@@ -14,7 +14,9 @@ a process, a pool's worker, a child program) should end the wait, and meets one 
 - outside: it left a process running outside the job's tree that holds the other end
   (`# HANG: sink`, where the orphan sleeps).
 
-Whoever ends the wait decides the category, by the table `EXPECTED`; a primitive whose wait ends
+Whoever ends the wait decides the category, by the table `EXPECTED` (hangdoctor's own table is
+`hangdoctor.analysis.sink_category`): a wait through a pipe, FIFO or socket whose provider is
+gone is blocked I/O (`THROUGH_A_MEDIUM`), a wait on anything else a deadlock; a primitive whose wait ends
 anyway when its provider ends (a join, an exception carried back, a lock the kernel releases)
 makes no hang there, and `IMPOSSIBLE` says why for each such cell.
 
@@ -50,6 +52,17 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "outside": ("process.blocked_io", ("sink", "waiter")),
 }
 
+#: The same, for a primitive that waits through a pipe, FIFO or socket (`Primitive.medium`):
+#: users name such a wait by its medium ("recv() hangs"), whoever should have answered. In a
+#: chain the last wait is the provider's own, on a `multiprocessing.Event`: a deadlock.
+THROUGH_A_MEDIUM: dict[str, tuple[str, tuple[str, ...]]] = {
+    **EXPECTED,
+    **{
+        fate: ("process.blocked_io", EXPECTED[fate][1])
+        for fate in ("exception", "signal", "exit", "never_started")
+    },
+}
+
 
 @dataclass(frozen=True)
 class Primitive:
@@ -74,6 +87,8 @@ class Primitive:
     outcome: tuple[tuple[str, tuple[str, str, tuple[str, ...]]], ...] = ()
     #: what the orphan of the `outside` fate opens before it sleeps (beyond what it inherits)
     orphan_keeps: str = ""
+    #: whether the wait goes through a pipe, FIFO or socket (`THROUGH_A_MEDIUM`)
+    medium: bool = False
 
 
 _ENDS_WITH_THREAD = "the wait ends when the thread ends, however it ends"
@@ -199,6 +214,7 @@ PRIMITIVES: tuple[Primitive, ...] = (
         "QUEUE.put(1)",
         "QUEUE.get()",
         impossible=(("outside", _NO_EOF),),
+        medium=True,
     ),
     Primitive(
         "mp_simplequeue_get",
@@ -208,6 +224,7 @@ PRIMITIVES: tuple[Primitive, ...] = (
         "QUEUE.put(1)",
         "QUEUE.get()",
         impossible=(("outside", _NO_EOF),),
+        medium=True,
     ),
     Primitive(
         "mp_pipe_recv",
@@ -217,6 +234,7 @@ PRIMITIVES: tuple[Primitive, ...] = (
         "SEND.send(1)",
         "RECV.recv()",
         impossible=(("outside", "main keeps its own end of a duplex Pipe: no EOF either way"),),
+        medium=True,
     ),
     Primitive(
         "mp_event",
@@ -292,7 +310,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
         "    global FIFO\n    FIFO = os.path.join(tempfile.mkdtemp(), 'fifo')\n"
         "    os.mkfifo(FIFO)\n",
         "with open(FIFO, 'w') as out:\n        out.write('1')",
-        "with open(FIFO) as fifo:\n        fifo.read()",
+        # open() blocks until a writer opens the other end: the wait may be either line
+        "with open(FIFO) as fifo:  # HANG: waiter\n        fifo.read()",
         impossible=(
             (
                 "never_started",
@@ -301,6 +320,7 @@ PRIMITIVES: tuple[Primitive, ...] = (
             ),
         ),
         orphan_keeps="open(FIFO, 'w')",
+        medium=True,
     ),
     Primitive(
         "os_pipe_read",
@@ -316,6 +336,7 @@ PRIMITIVES: tuple[Primitive, ...] = (
             ("exit", _EOF),
             ("never_started", _EOF),
         ),
+        medium=True,
     ),
     Primitive(
         "socket_recv",
@@ -332,6 +353,7 @@ PRIMITIVES: tuple[Primitive, ...] = (
             ("exit", _EOF),
             ("never_started", "main closes the only listening socket: the connection is refused"),
         ),
+        medium=True,
     ),
     Primitive(
         "flock",
@@ -491,37 +513,14 @@ def expectation(primitive: Primitive, fate: str) -> tuple[str, str, tuple[str, .
     special = dict(primitive.outcome)
     if fate in special:
         return special[fate]
-    category, markers = EXPECTED[fate]
+    category, markers = (THROUGH_A_MEDIUM if primitive.medium else EXPECTED)[fate]
     return "hung", category, markers
 
 
 FIRST_TRIES = Path(__file__).parent / "wait_matrix_first_try.json"
 
-#: Cells still wrong after issue 27's first changes, with what hangdoctor says of them. Most name
-#: the right line under another category (HD102 and HD206 name a dead queue writer by the
-#: medium, blocked I/O or a data stall; the table above names it by the sink, a dead provider);
-#: the rest are waits whose waker the capture cannot see (a Condition or Event with a cycle
-#: through a lock taken without `with`, a lock whose holder died).
-KNOWN_MISSES: dict[str, str] = {
-    "w_mp_queue_get_exception": "data.pipeline_stall at w_mp_queue_get_exception.py:10 (verdict hung)",
-    "w_mp_queue_get_signal": "process.blocked_io at w_mp_queue_get_signal.py:21 (verdict hung)",
-    "w_mp_queue_get_exit": "process.blocked_io at w_mp_queue_get_exit.py:19 (verdict hung)",
-    "w_mp_queue_get_never_started": "process.blocked_io at w_mp_queue_get_never_started.py:17 (verdict hung)",
-    "w_mp_simplequeue_get_exception": "data.pipeline_stall at w_mp_simplequeue_get_exception.py:10 (verdict hung)",
-    "w_mp_simplequeue_get_signal": "process.blocked_io at w_mp_simplequeue_get_signal.py:21 (verdict hung)",
-    "w_mp_simplequeue_get_exit": "process.blocked_io at w_mp_simplequeue_get_exit.py:19 (verdict hung)",
-    "w_mp_queue_get_chain": "data.pipeline_stall at w_mp_queue_get_chain.py:11 (verdict hung)",
-    "w_mp_simplequeue_get_chain": "data.pipeline_stall at w_mp_simplequeue_get_chain.py:11 (verdict hung)",
-    "w_mp_simplequeue_get_never_started": "process.blocked_io at w_mp_simplequeue_get_never_started.py:17 (verdict hung)",
-    "w_mp_pipe_recv_exception": "data.pipeline_stall at w_mp_pipe_recv_exception.py:10 (verdict hung)",
-    "w_mp_pipe_recv_signal": "process.blocked_io at w_mp_pipe_recv_signal.py:21 (verdict hung)",
-    "w_mp_pipe_recv_exit": "process.blocked_io at w_mp_pipe_recv_exit.py:19 (verdict hung)",
-    "w_mp_pipe_recv_chain": "data.pipeline_stall at w_mp_pipe_recv_chain.py:11 (verdict hung)",
-    "w_mp_pipe_recv_never_started": "process.blocked_io at w_mp_pipe_recv_never_started.py:17 (verdict hung)",
-    "w_procpool_result_signal": "process.exception at w_procpool_result_signal.py:21 (verdict failed)",
-    "w_fifo_read_signal": "process.blocked_io at w_fifo_read_signal.py:24 (verdict hung)",
-    "w_fifo_read_exit": "process.blocked_io at w_fifo_read_exit.py:23 (verdict hung)",
-}
+#: Cells still wrong, with what hangdoctor says of them.
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def first_tries() -> dict[str, str]:

@@ -19,7 +19,9 @@ def test_the_split_traceback_still_names_the_child_that_died_and_its_line():
     ), "the recording no longer holds the split line"
     report = diagnose(bundle)
     top = report.findings[0]
-    assert top.category == "data.pipeline_stall"
+    # A multiprocessing.Queue is a pipe: the sink table names a pipe whose writer died blocked
+    # I/O (`analysis.sink_category`).
+    assert top.category == "process.blocked_io"
     assert "UnicodeDecodeError" in top.title
     assert top.culprit is not None and top.culprit.location is not None
     assert top.culprit.location.file.endswith("u_mp_tokenizer_bad_record.py")

@@ -174,6 +174,31 @@ def test_a_traceback_with_stdout_lines_inside_is_still_read():
     assert raised.location is not None and raised.location.line == 34
 
 
+def test_stdout_lines_right_after_a_tracebacks_header_are_skipped_too():
+    """A child's stderr header can arrive before the stdout lines it printed first."""
+    from hangdoctor.analysis.tracebacks import tracebacks
+
+    lines = [
+        "label 0",
+        "Traceback (most recent call last):",
+        "label 1",
+        "label 0",
+        '  File "/home/ml/labels.py", line 19, in read_label',
+        '    return record["label"]',
+        "KeyError: 'label'",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/home/ml/labels.py", line 21, in read_label',
+        '    raise ValueError(f"bad record {record!r}") from missing',
+        "ValueError: bad record {'x': 0.75}",
+    ]
+    first, second = tracebacks(lines)
+    assert (first.type, first.frames[0].line) == ("KeyError", 19)
+    assert second.origin is first
+
+
 def test_a_log_line_that_only_mentions_a_traceback_opens_nothing_for_long():
     from hangdoctor.analysis.tracebacks import tracebacks
 

@@ -201,14 +201,14 @@ class JobView:
         index: dict[str, list[PipeEnd]] = {}
         for process in self._processes.values():
             for opened in process.open_files:
-                if opened.target.startswith("pipe:"):
+                if opened.target.startswith(("pipe:", "socket:")):
                     index.setdefault(opened.target, []).append(
                         PipeEnd(pid=process.pid, fd=opened.fd, mode=opened.mode)
                     )
         return index
 
     def pipe_ends(self, target: str) -> list[PipeEnd]:
-        """Every captured descriptor on the pipe `pipe:[inode]`."""
+        """Every captured descriptor on the pipe `pipe:[inode]` (or socket `socket:[inode]`)."""
         return self._pipe_ends.get(target, [])
 
     @cached_property

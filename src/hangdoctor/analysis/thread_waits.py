@@ -193,6 +193,23 @@ def given_timeout(thread: ThreadEvidence, frame: Frame) -> str:
     return timeout_and_block(frame, frames[index + 1])[0]
 
 
+#: What a `timeout` argument is when the wait has none (`Thread.join` passes -1 down to the lock).
+_FOREVER = frozenset({"None", "-1", "-1.0"})
+
+
+def waits_with_timeout(thread: ThreadEvidence) -> bool:
+    """Whether the thread's wait may end by itself: some frame of its stack was given a
+    timeout (a `get(timeout=5)` whose caller then raises, an event loop with a timer due), or
+    its blocking call may have been given one where the stack has no local variables."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    for frame in frames:
+        for variable in frame.locals:
+            if variable.name == "timeout" and variable.repr not in _FOREVER:
+                return True
+    call = primitive_call(thread, with_timeout=True)
+    return call is not None and given_timeout(thread, call[1]) not in _FOREVER
+
+
 def call_arguments(code: str, method: str) -> list[str] | None:
     """The arguments of the call `method(...)` on a line of code, as text (None when the line
     holds no complete such call)."""

@@ -287,10 +287,10 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
                 begin(stream, index, raised)  # Ray's remote frames follow on the next lines
                 explicit[stream] = True
                 after.pop(stream, None)
-        elif frames and foreign.get(stream, 0) < _FOREIGN_LINES:
+        elif foreign.get(stream, 0) < _FOREIGN_LINES:
             # Another stream's lines inside it (stdout between the pieces of a traceback
-            # written to stderr): skipped; then only a name that looks like an exception
-            # (not `epoch: 3`) ends it.
+            # written to stderr, even right after its header): skipped; then only a name that
+            # looks like an exception (not `epoch: 3`) ends it.
             foreign[stream] = foreign.get(stream, 0) + 1
         else:
             del open_tracebacks[stream]  # not a traceback after all

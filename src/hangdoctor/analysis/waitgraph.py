@@ -39,8 +39,9 @@ from hangdoctor.analysis.thread_waits import (
     thread_object,
     waits_for_end_of,
     waits_for_own_caller,
+    waits_with_timeout,
 )
-from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
+from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait, opening_fifo
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 
@@ -69,6 +70,9 @@ class Edge:
     #: False for a thread that merely could end the wait (any thread of the process could
     #: put into a queue): followed only when nothing surer is known.
     certain: bool = True
+    #: False where the waited party may yet act on its own in time (a rank not yet at the
+    #: collective): the edge explains a wait but proves no hang (`analysis.proof`).
+    lasting: bool = True
 
 
 @dataclass(frozen=True)
@@ -100,11 +104,22 @@ class WaitGraph:
     no_waker_left: set[Party] = field(default_factory=set)
     #: Parties whose wait only a thread or process that died would have ended, and that death.
     dead: dict[Party, Death] = field(default_factory=dict)
+    #: Parties in `nobody` whose wait a process outside the job could still end (anyone on the
+    #: host may open a FIFO by its path): no proof of a hang.
+    unprovable: set[Party] = field(default_factory=set)
 
-    def add(self, waiter: Party, waited: Party, why: str, *, certain: bool = True) -> None:
+    def add(
+        self,
+        waiter: Party,
+        waited: Party,
+        why: str,
+        *,
+        certain: bool = True,
+        lasting: bool = True,
+    ) -> None:
         """One edge (self-edges are dropped: a thread does not wake itself)."""
         if waiter != waited:
-            self.edges.setdefault(waiter, []).append(Edge(waiter, waited, why, certain))
+            self.edges.setdefault(waiter, []).append(Edge(waiter, waited, why, certain, lasting))
 
     def follow(self, start: Party, limit: int = 16) -> Chain:
         """The chain of waits from `start`: each hop takes the first party that could end the
@@ -157,8 +172,32 @@ def _user_threads(process: ProcessEvidence, but: ThreadEvidence) -> list[ThreadE
 
 def _wakers(process: ProcessEvidence, thread: ThreadEvidence) -> list[ThreadEvidence]:
     """The other threads of its process that could end `thread`'s wait: those running Python
-    of their own that do not themselves wait for it to end."""
-    return [t for t in _user_threads(process, thread) if not waits_for_end_of(t, thread)]
+    of their own that do not themselves wait for it to end, nor idle as a library's helper."""
+    return [
+        t
+        for t in _user_threads(process, thread)
+        if not waits_for_end_of(t, thread) and not _idle_helper(t)
+    ]
+
+
+#: Where a thread waits on an object of its own process (a lock, condition, event, queue).
+_IN_PROCESS = ("/threading.py", "/queue.py")
+
+
+def _idle_helper(thread: ThreadEvidence) -> bool:
+    """A library's helper thread (no frame of the user's code) asleep on an object of its own
+    process without a timeout (a multiprocessing queue's feeder waiting for items to send): it
+    acts only when a thread of the job hands it work, never on its own. One waiting on I/O or
+    with a timeout (a server's loop, a timer) may act on its own, and stays a possible waker."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    return (
+        bool(frames)
+        and innermost_user_frame(frames) is None
+        and thread.kernel is not None
+        and thread.kernel.state == "S"
+        and frames[0].file.replace("\\", "/").endswith(_IN_PROCESS)
+        and not waits_with_timeout(thread)
+    )
 
 
 def _runs_user_code(thread: ThreadEvidence) -> bool:
@@ -301,10 +340,20 @@ def _thread_edges(
         if peer is not None:
             for party in _process_parties(peer):
                 graph.add(me, party, _("holds the pipe's other end"))
-        else:
+        elif _holds_other_end(job, process, wait):
             _own_pipe_edges(graph, me, process, thread)
+        else:
+            graph.outside[me] = (
+                _("whoever feeds the job's standard input, outside the capture")
+                if wait.fd == 0
+                else _("a process outside the capture that holds the pipe's other end")
+            )
         return
     if wait.kind in (WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT):
+        endpoint = job.socket(wait.target) if wait.target else None
+        if endpoint is not None and endpoint.peer is not None:
+            _socket_pair_edges(job, graph, me, (process, thread), endpoint.peer)
+            return
         peer = _loopback_peer(job, wait.remote) if wait.remote else None
         if peer is not None and peer.pid != process.pid:
             for party in _process_parties(peer):
@@ -319,6 +368,9 @@ def _thread_edges(
             )
         return
     if wait.kind is WaitKind.POLL and _polled_pipe_edges(job, graph, me, process):
+        return
+    if opening_fifo(thread):
+        _fifo_open_edges(job, graph, me, (process, thread))
         return
     if in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
         workers = [
@@ -369,6 +421,65 @@ def _no_releaser_left(job: JobView, process: ProcessEvidence, thread: ThreadEvid
         if other.pid != process.pid and not other.outside_job
         for t in other.threads
     )
+
+
+def _holds_other_end(job: JobView, process: ProcessEvidence, wait: Wait) -> bool:
+    """Whether the waiter's own process holds the end of the pipe it waits for the other side
+    of. A read blocks only while some writer exists: when no captured process holds the write
+    end, one outside the capture does (the shell or supervisor feeding standard input)."""
+    wanted = "w" if wait.kind is WaitKind.PIPE_READ else "r"
+    ends = job.pipe_ends(wait.target) if wait.target else []
+    if not ends:
+        return True  # descriptors not captured: nothing says otherwise
+    return any(e.pid == process.pid and e.mode in (wanted, "rw") for e in ends)
+
+
+def _socket_pair_edges(
+    job: JobView,
+    graph: WaitGraph,
+    me: Party,
+    waiter: tuple[ProcessEvidence, ThreadEvidence],
+    peer_inode: int,
+) -> None:
+    """A connected unix socket (a `socketpair`, a duplex `multiprocessing.Pipe`) waits for
+    whoever holds its peer: another process of the job, or its own process (the parent keeps
+    both ends), or, when no captured process holds it, one outside the capture."""
+    process, thread = waiter
+    holders = {end.pid for end in job.pipe_ends(f"socket:[{peer_inode}]")}
+    others = [p for pid in sorted(holders - {process.pid}) if (p := job.process(pid)) is not None]
+    for other in others:
+        for party in _process_parties(other):
+            graph.add(me, party, _("holds the other end of the socket pair"))
+    if others:
+        return
+    if process.pid in holders:
+        _own_pipe_edges(graph, me, process, thread)
+        return
+    graph.outside[me] = _("a process outside the capture that holds the socket's other end")
+
+
+def _fifo_open_edges(
+    job: JobView, graph: WaitGraph, me: Party, waiter: tuple[ProcessEvidence, ThreadEvidence]
+) -> None:
+    """Opening a FIFO waits until another process opens its other end: any thread of the job
+    running code of its own could; with none left, nobody will (unless one died)."""
+    process, thread = waiter
+    wakers = [(process.pid, t.tid) for t in _wakers(process, thread)] + [
+        (other.pid, t.tid)
+        for other in job.processes
+        if other.pid != process.pid and not other.outside_job
+        for t in other.threads
+        if _runs_user_code(t)
+    ]
+    for waker in wakers:
+        graph.add(me, waker, _("could open the FIFO's other end"), certain=False)
+    if not wakers:
+        graph.no_waker_left.add(me)
+        graph.unprovable.add(me)
+        graph.nobody[me] = _(
+            "it waits for another process to open the FIFO's other end, and no thread or "
+            "process of the job is left that could"
+        )
 
 
 def _own_pipe_edges(
@@ -467,6 +578,7 @@ def _rank_edges(job: JobView, graph: WaitGraph) -> None:
                     me,
                     (peer.process.pid, peer.thread.tid),  # type: ignore[union-attr]
                     why,
+                    lasting=False,
                 )
 
 

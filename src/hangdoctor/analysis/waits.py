@@ -173,6 +173,21 @@ def _stack_hint(thread: ThreadEvidence) -> str | None:
     return None
 
 
+#: Where the kernel parks an open() of a FIFO until the other end is opened.
+_FIFO_OPEN_WCHANS = frozenset({"wait_for_partner", "fifo_open"})
+
+
+def opening_fifo(thread: ThreadEvidence) -> bool:
+    """Whether the thread is in open() of a FIFO, waiting for a process to open its other end
+    (the kernel's `wait_for_partner`)."""
+    kernel = thread.kernel
+    return (
+        kernel is not None
+        and kernel.syscall_name in ("open", "openat")
+        and (kernel.wchan or "") in _FIFO_OPEN_WCHANS
+    )
+
+
 def describe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> Wait:
     """Classify what `thread` waits on; once per thread and job (several rules ask about the
     same rank's thread)."""
@@ -275,6 +290,14 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
         return Wait(WaitKind.FILE_LOCK, _("waiting for a file lock ({call})", call=name))
     if name in _SIGNAL_WAITS:
         return Wait(WaitKind.SIGNAL, _("waiting for a signal ({call})", call=name))
+    if opening_fifo(thread):
+        return Wait(
+            WaitKind.FILE_IO,
+            _(
+                "blocked opening a FIFO until another process opens its other end ({call})",
+                call=name,
+            ),
+        )
     if name in ("open", "openat"):
         return Wait(
             WaitKind.FILE_IO,

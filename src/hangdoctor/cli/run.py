@@ -63,6 +63,12 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 )
 @click.option("--native", is_flag=True, help="Also capture native frames when a hang is declared.")
 @click.option(
+    "--no-proof",
+    is_flag=True,
+    help="Declare a hang only at the threshold: do not look at an idle job's stacks for a wait "
+    "that can never end (a lock its own thread holds, a provider that died) to declare it sooner.",
+)
+@click.option(
     "--coordinator",
     metavar="HOST:PORT",
     default=None,
@@ -99,6 +105,7 @@ def run_command(
     no_instrument: bool,
     kill_grace: float,
     native: bool,
+    no_proof: bool,
     coordinator: str | None,
     single_node: bool,
     metrics_port: int,
@@ -129,6 +136,7 @@ def run_command(
         instrument=not no_instrument,
         kill_grace_s=kill_grace,
         native_stacks=native,
+        prove=not no_proof,
         compile_budget_s=compile_budget,
         coordinator=meet,
         join_nodes=not single_node,

@@ -182,6 +182,9 @@ class SocketEndpoint(Evidence):
     remote: str | None = None
     state: str | None = None
     path: str | None = None
+    peer: int | None = Field(
+        default=None, description="a connected unix socket: its peer's inode (`ss -x`)"
+    )
 
 
 class ProbeError(Evidence):

@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+import psutil
+
 from hangdoctor.evidence.model import ProcessEvidence
 from hangdoctor.probes.sockets import _address, _rows
 
@@ -79,7 +81,7 @@ def holders(wanted: set[str], exclude: Iterable[int]) -> list[int]:
     """Pids of the processes, not in `exclude`, that hold a descriptor in `wanted`."""
     if not wanted:
         return []
-    skip = set(exclude) | {os.getpid()}
+    skip = set(exclude) | {os.getpid()} | _own_ancestors()
     found = []
     try:
         pids = sorted(int(n) for n in os.listdir("/proc") if n.isdecimal())
@@ -89,6 +91,16 @@ def holders(wanted: set[str], exclude: Iterable[int]) -> list[int]:
         if pid not in skip and _links(pid) & wanted:
             found.append(pid)
     return found
+
+
+def _own_ancestors() -> set[int]:
+    """hangdoctor's own parents (the shell, terminal, CI runner or test harness that started
+    it): they hold the job's standard input and output, and are the user's session, not
+    something the job left behind."""
+    try:
+        return {p.pid for p in psutil.Process().parents()}
+    except psutil.Error:
+        return set()
 
 
 _POLLS = {"poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2"}

@@ -24,7 +24,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.probes.procfs import parse_fdinfo_mode, parse_stat, parse_syscall
 from hangdoctor.probes.sockets import read_sockets, socket_inodes
-from hangdoctor.probes.syscalls import syscall_name
+from hangdoctor.probes.syscalls import named_syscall
 
 _MAX_BYTES = 4 * 1024 * 1024
 _SLEEPING = ("S", "D")
@@ -72,7 +72,9 @@ def parse_kernel_file(text: str) -> SelfRead:
             state=parsed[0],
             wchan=None if wchan == "0" else wchan,
             syscall=number,
-            syscall_name=syscall_name(number) if number is not None else None,
+            syscall_name=named_syscall(number, None if wchan == "0" else wchan)
+            if number is not None
+            else None,
             syscall_args=args,
             cpu_seconds=parsed[1],
         )

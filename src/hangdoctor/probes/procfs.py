@@ -17,7 +17,7 @@ from hangdoctor.evidence.model import (
     ThreadEvidence,
 )
 from hangdoctor.i18n import _
-from hangdoctor.probes.syscalls import syscall_name
+from hangdoctor.probes.syscalls import named_syscall
 from hangdoctor.redact import redact_argv, select_environment
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -75,7 +75,7 @@ def read_thread_state(task_dir: Path) -> KernelThreadState | None:
         state=state,
         wchan=wchan,
         syscall=number,
-        syscall_name=syscall_name(number) if number is not None else None,
+        syscall_name=named_syscall(number, wchan) if number is not None else None,
         syscall_args=args,
         cpu_seconds=cpu_seconds,
     )

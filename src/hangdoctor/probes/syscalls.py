@@ -97,3 +97,26 @@ def syscall_name(number: int, machine: str | None = None) -> str | None:
     """The name of syscall `number` on `machine` (this host's by default), if we know it."""
     table = _TABLES.get((machine or platform.machine()).lower(), {})
     return table.get(number)
+
+
+#: Where the kernel parks a thread, for the syscalls it resumes with `restart_syscall` (a
+#: timed poll, futex or sleep interrupted by a signal or by a ptrace attach, such as a stack
+#: dump's) and which it was: https://man7.org/linux/man-pages/man2/restart_syscall.2.html
+_RESUMED_BY_WCHAN = (
+    ("poll_schedule_timeout", "poll"),
+    ("do_sys_poll", "poll"),
+    ("do_poll", "poll"),
+    ("futex", "futex"),
+    ("hrtimer_nanosleep", "clock_nanosleep"),
+    ("do_nanosleep", "clock_nanosleep"),
+)
+
+
+def named_syscall(number: int, wchan: str | None, machine: str | None = None) -> str | None:
+    """`syscall_name`, except that a `restart_syscall` is named for the call it resumes, told
+    from where the kernel parks the thread: after hangdoctor's own stack dump a thread blocked
+    in a timed poll reads as `restart_syscall`, and is still polling."""
+    name = syscall_name(number, machine)
+    if name != "restart_syscall" or not wchan:
+        return name
+    return next((resumed for part, resumed in _RESUMED_BY_WCHAN if part in wchan), name)

@@ -37,6 +37,8 @@ class Hang(ReportModel):
     declared_s: float | None = None
     phase: Literal["compile"] | None = None  # compiling when its compile budget ran out
     job_phase: str | None = None  # the job's own phase (`hangdoctor.phase`), e.g. `train/eval`
+    #: declared before the threshold because the stacks proved it: why (`analysis.proof`)
+    proven: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_unknown_times(self, handler: Any) -> dict[str, Any]:

@@ -267,6 +267,13 @@ def render_markdown(report: Report) -> str:
             )
         else:
             lines.append(_("- **Hang kind:** {kind}", kind=kind))
+        if report.hang.proven:
+            lines.append(
+                _(
+                    "- **Proven before the threshold:** {why}",
+                    why=report.hang.proven,
+                )
+            )
         lines += _job_phase(report)
     if report.command:
         lines.append(_("- **Command:** `{command}`", command=" ".join(report.command)))

@@ -132,6 +132,8 @@ def _header(report: Report, out: _Lines) -> None:
         kind = _(_HANG_KINDS.get(report.hang.kind, report.hang.kind))
         if report.hang.phase == "compile":
             line.append(" " + _("({kind}, while compiling)", kind=kind))
+        elif report.hang.proven:
+            line.append(" " + _("({kind}, proven before the threshold)", kind=kind))
         else:
             line.append(f" ({kind})")
     roles: dict[str, int] = {}

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.sink_category import contradicts_sink
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.registry import ALL_RULES
 from hangdoctor.rules.user_code import blames_hangdoctor, in_user_code
 
-_RankKey = tuple[int, float, int, str, str]
+_RankKey = tuple[int, bool, float, int, str, str]
 _ThreadKey = tuple[int, int | None]
 
 
@@ -23,14 +24,24 @@ class Diagnosis:
     rule_errors: tuple[str, ...] = ()
 
 
-def _rank_key(finding: Finding, specificity: dict[str, int]) -> _RankKey:
+def _rank_key(finding: Finding, specificity: dict[str, int], job: JobView) -> _RankKey:
+    """Severity first; then a finding the sink of its wait contradicts goes after one it does
+    not (`analysis.sink_category`); then confidence and specificity."""
+    parties = [k for c in (finding.culprit, *finding.related) if (k := _party(c))]
     return (
         -finding.severity.weight,
+        contradicts_sink(job, finding.category, parties),
         -finding.confidence,
         -specificity.get(finding.id, 0),
         finding.id,
         finding.title,
     )
+
+
+def _party(culprit: Culprit | None) -> tuple[int, int] | None:
+    if culprit is None or culprit.pid is None or culprit.tid is None:
+        return None
+    return (culprit.pid, culprit.tid)
 
 
 def _thread_key(culprit: Culprit | None) -> _ThreadKey | None:
@@ -55,7 +66,7 @@ def run_rules(job: JobView, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosi
                 )
             except Exception as error:
                 errors.append(f"{rule.id}: {type(error).__name__}: {error}")
-    found.sort(key=lambda f: _rank_key(f, specificity))
+    found.sort(key=lambda f: _rank_key(f, specificity, job))
     kept: list[Finding] = []
     seen: set[_ThreadKey] = set()
     for finding in found:

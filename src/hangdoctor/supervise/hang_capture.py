@@ -102,5 +102,6 @@ def capture_hang(
         declared_s=round(decision.declared_s, 3),
         phase="compile" if decision.phase == "compile" else None,
         job_phase=decision.job_phase,
+        proven=decision.proven,
     )
     return bundle, diagnose(bundle, Context(mode=Mode.HANG, hang=hang))

@@ -108,6 +108,7 @@ class HangDecision:
     threshold_s: float
     phase: str | None = None  # compile: declared while the job compiled, after its budget
     job_phase: str | None = None  # the job's own phase in force (`hangdoctor.phase`), if any
+    proven: str | None = None  # declared before the threshold: why the stacks prove it
 
 
 @dataclass(frozen=True)
@@ -296,6 +297,23 @@ class ProgressTracker:
             threshold_s=threshold,
             phase="compile" if compiling else None,
             job_phase=self.phase_name,
+        )
+
+    @property
+    def idle_since_s(self) -> float:
+        """Since when an idle job has shown neither progress, nor work on data, nor CPU use."""
+        return max(self.quiet_since_s, self.last_computed_s)
+
+    def proven(self, now_s: float, why: str) -> HangDecision:
+        """An idle hang declared before the threshold, because the stacks prove it
+        (`analysis.proof`)."""
+        return HangDecision(
+            kind="idle",
+            last_progress_s=self.last_progress_s,
+            declared_s=now_s,
+            threshold_s=now_s - self.idle_since_s,
+            job_phase=self.phase_name,
+            proven=why,
         )
 
     def _check_phase(self, now_s: float, busy: bool, phase: PhaseBudget) -> HangDecision | None:

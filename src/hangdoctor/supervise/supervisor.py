@@ -48,6 +48,7 @@ from hangdoctor.supervise.policy import (
     StillHungNotices,
     phase_in_force,
 )
+from hangdoctor.supervise.proof_watch import ProofWatch
 from hangdoctor.supervise.relay_process import RelayProcess, start_relay_process
 from hangdoctor.supervise.terminate import reap_orphans, terminate_tree
 
@@ -69,6 +70,7 @@ _BUSY_CORES = 0.3  # a process looked at for a device wait uses more than this s
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 _CAPTURE_LIMIT_S = 120.0  # a whole hang capture, all probes together, plus per process:
 _CAPTURE_LIMIT_PER_PROCESS_S = 0.5
+_PROOF_LIMIT_S = 10.0  # one look at an idle job's stacks for a proof (proof_peek)
 _DRAIN_S = 5.0  # after the job exits, how long its leftover children may keep the output open
 _HANG_KINDS = {"idle": N_("idle"), "busy": N_("busy")}
 
@@ -84,6 +86,7 @@ class RunOptions:
     instrument: bool = True
     kill_grace_s: float = 10.0
     native_stacks: bool = False
+    prove: bool = True  # declare an idle hang as soon as its stacks prove it (analysis.proof)
     compile_budget_s: float | None = None  # default: HangPolicy.compile_factor x the timeout
     coordinator: tuple[str, int] | None = None  # `--coordinator`: where the nodes meet
     join_nodes: bool = True  # a job of several nodes: meet the other nodes' hangdoctor
@@ -120,6 +123,7 @@ class Supervisor:
         self.interrupt_held = False
         self.interrupted_capture: Bundle | None = None
         self.session: NodeSession | None = None  # a job of several nodes (nodes/)
+        self.proofs = ProofWatch()  # looks at an idle job's stacks before the threshold
 
         # signals ---------------------------------------------------------------------------------
         # What of the output counts as progress: lines not seen before (novel_output).
@@ -404,11 +408,30 @@ class Supervisor:
                 compiling=not waits
                 and compiling(self.sampler.live_pids(), self.sampler.compiler_pids()),
             )
-        decision = self.tracker.check(now, busy=busy)
+        decision = self._proven(now) if not busy else None
+        decision = decision or self.tracker.check(now, busy=busy)
         if decision is None:
             return
         self._capture(decision, now, again=False)
         self._end_if_asked()
+
+    def _proven(self, now: float) -> HangDecision | None:
+        """A hang declared now because two looks at the idle job's stacks prove it
+        (`supervise.proof_watch`), else None."""
+        tracker = self.tracker
+        if not self.options.prove or tracker.phase is not None:
+            return None
+        if not self.proofs.due(now, tracker.idle_since_s, tracker.timeout_s):
+            return None
+        from hangdoctor.supervise.proof_peek import prove
+
+        assert self.launched is not None
+        pid, record = self.launched.process.pid, self._record(None, None, None, False)
+        gpus = self.sampler.gpus
+        found, _failure = bounded.call("proof", lambda: prove(pid, record, gpus), _PROOF_LIMIT_S)
+        now = time.monotonic() - self.started
+        proof = self.proofs.saw(now, found)
+        return tracker.proven(now, proof) if proof is not None else None
 
     def _say_still_hung(self, now: float) -> None:
         """Say that the hang holds, backing off (StillHungNotices): a job kept hung for hours
@@ -559,6 +582,15 @@ class Supervisor:
             how = f"{how}, {decision.phase}"
         if peer:
             _say(_("captured with the other nodes ({how} here)", how=how))
+        elif not again and decision.proven is not None:
+            _say(
+                _(
+                    "no progress for {seconds:.0f} s, and the stacks prove that none can come: "
+                    "{why}; hang declared before the threshold, capturing every process",
+                    seconds=decision.declared_s - decision.last_progress_s,
+                    why=decision.proven,
+                )
+            )
         elif not again:  # a hang that holds is said apart, backing off (_say_still_hung)
             _say(
                 _(

@@ -5,13 +5,19 @@ rank that failed and how."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import RankFailure, torchrun_failures
-from hangdoctor.analysis.tracebacks import Raised, first_failure, first_raised, is_consequence
+from hangdoctor.analysis.tracebacks import (
+    Raised,
+    first_failure,
+    first_raised,
+    is_consequence,
+    tracebacks,
+)
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -145,6 +151,19 @@ def _left_first(job: JobView, failed_rank: int | None) -> _Left | None:
     if not gone or (failed_seen is not None and gone[0].last_seen_s >= failed_seen):
         return None
     return _Left(rank=ranks[gone[0].pid], pid=gone[0].pid, last_seen_s=gone[0].last_seen_s)
+
+
+def _aborted_after_its_own_error(lines: Sequence[str], failure: RankFailure) -> bool:
+    """Whether the rank printed an uncaught exception of its own code before it aborted."""
+    return failure.rank is not None and any(
+        r.rank == failure.rank
+        and not r.quoted
+        and r.uncaught
+        and r.index < failure.index
+        and r.unwrapped.in_user_code
+        and not is_consequence(r.unwrapped)
+        for r in tracebacks(lines)
+    )
 
 
 def _first_failure(failures: list[RankFailure]) -> RankFailure:
@@ -325,6 +344,11 @@ class RankExitedFromLog(Rule):
         raised: Raised | None = None
         location: Location | None = None
         fault_evidence: list[str] = []
+        if first.signal == signal.SIGABRT and _aborted_after_its_own_error(lines, first):
+            # An uncaught exception of its own, then an abort as the process tore down (a
+            # C++ thread still running at exit: "terminate called without an active
+            # exception"): the exception is the cause, named at its origin by the failure rules.
+            return
         if first.signal is not None:
             advice = _SIGNAL_ADVICE.get(first.signal)
             if advice is not None:

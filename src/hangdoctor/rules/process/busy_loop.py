@@ -16,6 +16,7 @@ from hangdoctor.evidence.model import (
     Frame,
     JobRecord,
     ProcessEvidence,
+    ProgressStatus,
     ThreadEvidence,
     TimelineSample,
 )
@@ -31,6 +32,47 @@ _BUSY_SHARE = 0.8
 def _signature(frames: tuple[Frame, ...]) -> tuple[tuple[str, str], ...]:
     """The call chain without line numbers: a loop moves between lines, not functions."""
     return tuple((f.file, f.function) for f in frames if not f.native)
+
+
+def loop_frame(stacks: Sequence[tuple[Frame, ...]]) -> Frame | None:
+    """Where a thread that moves between calls keeps coming back: the deepest frame every
+    sample shares (the same function, reached by the same lines above it), in the user's code,
+    whose lines in every sample lie inside one loop; given at that loop's header. None when
+    the samples share no such loop (a thread moving on through its work)."""
+    chains = [tuple(reversed([f for f in stack if not f.native])) for stack in stacks]
+    for depth in range(min(len(chain) for chain in chains)):
+        here = [chain[depth] for chain in chains]
+        if len({(f.file, f.function) for f in here}) != 1:
+            return None
+        if len({f.line for f in here}) == 1:
+            continue  # the same line in every sample: the loop is deeper
+        if origin(here[0]) is not Origin.USER:
+            return None
+        common = set(here[0].loop_lines).intersection(*(f.loop_lines for f in here[1:]))
+        if not common:
+            return None
+        header = max(common)  # nested loops: the innermost starts last
+        first = here[0]
+        code = (
+            first.loops[first.loop_lines.index(header)]
+            if len(first.loops) == len(first.loop_lines)
+            else None
+        )
+        return first.model_copy(update={"line": header, "code": code})
+    return None
+
+
+def _progressed(job: JobView, pid: int) -> bool:
+    """Whether the process took a step or a batch while it was sampled."""
+    record = job.bundle.job
+    if record is None or not job.bundle.snapshots:
+        return False
+    since = job.bundle.snapshots[0].wall_time
+    return any(
+        max(status.last_step_at or 0.0, status.last_batch_at or 0.0) >= since
+        for status in record.progress
+        if status.pid == pid
+    )
 
 
 def _spin(cpu_after: float, second_frame_line: int) -> Callable[[], Bundle]:
@@ -101,6 +143,38 @@ def _waits_in_item(on_gpu: bool) -> Callable[[], Bundle]:
     return build
 
 
+def _retrying(*, batches_done: bool) -> Callable[[], Bundle]:
+    """A dataset whose retry loop never finds a usable sample: between samples the thread
+    moves between the loop's lines and the calls it makes, always inside `while True:`."""
+
+    def looping(frame: Frame) -> Frame:
+        return frame.model_copy(update={"loops": ("while True:",), "loop_lines": (51,)})
+
+    def sample(line: int, code: str, cpu: float, *inner: Frame) -> ProcessEvidence:
+        frames = (
+            *inner,
+            looping(b.frame("data.py", line, "Patches.__getitem__", code=code)),
+            b.frame("train.py", 77, "main", code="for batch in loader:"),
+        )
+        return b.process(
+            93,
+            b.thread(93, *frames, name="MainThread", state="R", cpu=cpu, owns_gil=True),
+        )
+
+    def build() -> Bundle:
+        usable = b.frame("data.py", 44, "Patches.usable", code="if mask.mean() < 0.1:")
+        bundle = b.bundle(
+            sample(52, "sample = self.usable(patch)", 10.0, usable),
+            later=[[sample(56, "rng = random.Random(SEED + index)", 10.49)]],
+        )
+        if not batches_done:
+            return bundle
+        status = ProgressStatus(pid=93, updated_at=0.5, batches=40, last_batch_at=0.4)
+        return bundle.model_copy(update={"job": JobRecord(started_at=0.0, progress=(status,))})
+
+    return build
+
+
 def _moving_on() -> Bundle:
     before = b.process(91, b.thread(91, b.frame("train.py", 7, "forward"), state="R", cpu=3.0))
     after = b.process(91, b.thread(91, b.frame("train.py", 30, "backward"), state="R", cpu=3.5))
@@ -134,10 +208,14 @@ class BusyLoop(Rule):
         Example("a polling loop sharing its core on a loaded machine", _spin(0.2, 8)),
         Example("a polling loop on a machine with six runnable tasks a core", _spin_crowded),
         Example("a CPU job computing in one line", _waits_in_item(on_gpu=False)),
+        Example(
+            "a retry loop that moves between its lines and calls", _retrying(batches_done=False)
+        ),
     )
     quiet_on = (
         Example("the same frames but little CPU", _spin(0.05, 8)),
         Example("a thread moving through different code", _moving_on),
+        Example("the same loop while batches still arrive", _retrying(batches_done=True)),
         Example(
             "a single sample",
             lambda: b.bundle(
@@ -167,11 +245,16 @@ class BusyLoop(Rule):
                     for _, sample in job.samples(process.pid, thread.tid)
                     if sample.python is not None and sample.python.frames
                 ]
-                if len(stacks) < 2 or len({_signature(s) for s in stacks}) != 1:
+                if len(stacks) < 2:
                     continue
+                loop: Frame | None = None
+                if len({_signature(s) for s in stacks}) != 1:
+                    loop = loop_frame(stacks)
+                    if loop is None or _progressed(job, process.pid):
+                        continue
                 if device_wait(stacks[-1], gpu=process_uses_gpu(process)) is not None:
                     continue  # spinning in CUDA's synchronisation: waiting for the device
-                yield self._finding(job, process, thread, stacks, share)
+                yield self._finding(job, process, thread, stacks, share, loop)
 
     def _finding(
         self,
@@ -180,13 +263,36 @@ class BusyLoop(Rule):
         thread: ThreadEvidence,
         stacks: Sequence[tuple[Frame, ...]],
         share: float,
+        loop: Frame | None = None,
     ) -> Finding:
         frames = stacks[-1]
-        place = innermost_user_frame(frames)
+        place = loop or innermost_user_frame(frames)
         innermost = next((f for f in frames if not f.native), None)
-        in_user_code = innermost is not None and origin(innermost) is Origin.USER
+        in_user_code = loop is not None or (
+            innermost is not None and origin(innermost) is Origin.USER
+        )
         lines = sorted({f.line for s in stacks for f in s[:1]})
         where = short_location(place) if place else _("its current line")
+        how = (
+            _(
+                "Over {span:.1f} s the thread used {share:.0%} of a CPU and "
+                "stayed in the same call chain in all {count} samples. A dump cannot see "
+                "progress: if this code should have finished, it is looping without an exit.",
+                span=job.sampled_span_s,
+                share=share,
+                count=len(stacks),
+            )
+            if loop is None
+            else _(
+                "Over {span:.1f} s the thread used {share:.0%} of a CPU, and in all {count} "
+                "samples it was inside the loop at {where}, at different lines of it, with "
+                "no step or batch done: the loop goes round without reaching its exit.",
+                span=job.sampled_span_s,
+                share=share,
+                count=len(stacks),
+                where=where,
+            )
+        )
         return Finding(
             id=self.id,
             category=self.category,
@@ -198,15 +304,8 @@ class BusyLoop(Rule):
                 share=share,
                 where=where,
             ),
-            explanation=_(
-                "Over {span:.1f} s the thread used {share:.0%} of a CPU and "
-                "stayed in the same call chain in all {count} samples. A dump cannot see "
-                "progress: if this code should have finished, it is looping without an exit.",
-                span=job.sampled_span_s,
-                share=share,
-                count=len(stacks),
-            ),
-            culprit=culprit(job, process, thread),
+            explanation=how,
+            culprit=culprit(job, process, thread, loop),
             evidence=(
                 _(
                     "CPU {share:.0%} over {span:.1f} s in {count} samples, "

@@ -1,9 +1,12 @@
-"""HD115 process.deadlock: the wait-for graph ends at a thread or process that died: only it
-would have ended the wait (set the event, released the lock, put into the queue, answered
-on the pipe), and it is gone.
+"""HD115 process.deadlock (or the category its sink decides): the wait-for graph ends at a
+thread or process that died: only it would have ended the wait (set the event, released the
+lock, put into the queue, answered on the pipe), and it is gone.
 
 The sink of the graph decides (issue 27): the culprit is the dead provider, at the line that
 raised when its exception is known, with the waiter and the chain that led there as evidence.
+Its category comes from the sink table (`analysis.sink_category`): a deadlock when the last
+wait of the chain is on a lock, event, queue or join; blocked I/O when it goes through a pipe,
+FIFO or socket; a data stall when the training loop's input is what waits.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.deaths import Death, ended_at
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence import build as b
@@ -181,7 +185,7 @@ class DeadProvider(Rule):
             found = waiter
         return Finding(
             id=self.id,
-            category=self.category,
+            category=sink_category(job, party) or self.category,
             severity=Severity.ERROR,
             confidence=0.85,
             title=title,

@@ -1,7 +1,12 @@
-"""HD117 process.deadlock: following the job's wait-for graph ends at a wait that nothing in the
-job can end (no thread or process is left that could) or at a cycle of waits. The sink decides
-(issue 27): whatever the primitive is called, the mechanism is a wait for no one, and the
-culprit is where the chain stops; rules that know the primitive name it more precisely."""
+"""HD117 process.deadlock (or the category its sink decides): following the job's wait-for
+graph ends at a wait that nothing in the job can end (no thread or process is left that could)
+or at a cycle of waits. The sink decides (issue 27): whatever the primitive is called, the
+mechanism is a wait for no one, and the culprit is where the chain stops; rules that know the
+primitive name it more precisely.
+
+Its category comes from the sink table (`analysis.sink_category`): a deadlock when the last
+wait of the chain is on a lock, event, queue or join; blocked I/O when it goes through a pipe,
+FIFO or socket; a data stall when the training loop's input is what waits."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence import build as b
@@ -96,7 +102,7 @@ class NoOneLeft(Rule):
             ]
             yield Finding(
                 id=self.id,
-                category=self.category,
+                category=sink_category(job, party) or self.category,
                 severity=Severity.ERROR,
                 confidence=0.6,
                 title=(

@@ -29,7 +29,7 @@ def main():
     multiprocessing.Process(target=prepare).start()
     provider_process = multiprocessing.Process(target=provider)
     provider_process.start()
-    with open(FIFO) as fifo:
+    with open(FIFO) as fifo:  # HANG: waiter
         fifo.read()  # HANG: waiter
     print("the wait ended", flush=True)
 

@@ -23,7 +23,7 @@ def main():
     os.mkfifo(FIFO)
     provider_process = multiprocessing.Process(target=provider)
     provider_process.start()
-    with open(FIFO) as fifo:
+    with open(FIFO) as fifo:  # HANG: waiter
         fifo.read()  # HANG: waiter
     print("the wait ended", flush=True)
 
