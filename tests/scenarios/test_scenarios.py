@@ -36,8 +36,19 @@ def test_scenario(scenario: Scenario, tmp_path: Path, outcomes_dir: Path) -> Non
     if (why := modes.unavailable(modes.current_mode())) is not None:
         pytest.skip(why)
     outcome = run_scenario(scenario, tmp_path)
+    if _crashed_by_itself(scenario, outcome.verdict):
+        outcome = run_scenario(scenario, tmp_path / "again")
     save_outcome(outcome, outcomes_dir)
     assert_diagnosed_as_expected(outcome)
+
+
+def _crashed_by_itself(scenario: Scenario, verdict: str | None) -> bool:
+    """A healthy control whose job failed by itself, with no hang declared: torch's own
+    teardown aborts a gloo rank now and then at interpreter exit, with or without hangdoctor
+    (SIGABRT, "terminate called without an active exception"; pytorch/pytorch#179291). The
+    judgement is of hangdoctor's verdict, so such a run is tried once more; a healthy job
+    declared hung is never tried again."""
+    return scenario.healthy and verdict == "failed"
 
 
 def _sample_param(job: SampleJob):
@@ -62,4 +73,6 @@ def test_live_sample(job: SampleJob, tmp_path: Path) -> None:
     )
     limit = max(scenario.limit_s, MARGIN * measured)
     outcome = run_scenario(replace(scenario, limit_s=limit), tmp_path, job.mode)
+    if _crashed_by_itself(scenario, outcome.verdict):
+        outcome = run_scenario(replace(scenario, limit_s=limit), tmp_path / "again", job.mode)
     assert_diagnosed_as_expected(outcome)
