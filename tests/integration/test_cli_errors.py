@@ -227,3 +227,11 @@ def test_run_with_a_report_dir_that_cannot_be_made_still_runs_the_job(tmp_path):
     finally:
         shutil.rmtree(fallback, ignore_errors=True)
     _no_traceback(done)
+
+
+def test_an_unknown_option_of_run_is_a_usage_error_not_a_command():
+    """`run --bogus -- CMD` used to run `--bogus` as the command (exit 127)."""
+    done = run_cli("run", "--hang-timeout", "10", "--bogus", "--", sys.executable, "-c", "pass")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[0] == "hangdoctor: error: no such option: --bogus"
+    _no_traceback(done)

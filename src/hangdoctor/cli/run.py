@@ -120,6 +120,13 @@ def run_command(
     """
     if command and command[0] == "--":
         command = command[1:]
+    elif command and command[0].startswith("-"):
+        # Options of our own stop at the first word that is not one, which must then be the
+        # command: a word that looks like an option is one of ours, misspelt.
+        raise BadInputError(
+            _("no such option: {option}", option=command[0]),
+            help=_("usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]..."),
+        )
     if not command:
         raise BadInputError(
             _("no command to run"), help=_("usage: hangdoctor run [OPTIONS] -- COMMAND [ARGS]...")
