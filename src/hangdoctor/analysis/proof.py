@@ -39,15 +39,11 @@ def top_level(job: JobView) -> list[Party]:
     whose parent does not (the script under `python`, each rank under a launcher), not the
     workers and helpers they started."""
     users = {
-        p.pid: party
+        p.pid: (p, party)
         for p in job.processes
         if not p.outside_job and (party := _main_thread_party(p)) is not None
     }
-    return [
-        party
-        for pid, party in users.items()
-        if (process := job.process(pid)) is not None and process.ppid not in users
-    ]
+    return [party for process, party in users.values() if process.ppid not in users]
 
 
 def _holds(job: JobView, graph: WaitGraph, chain: Chain) -> bool:

@@ -207,6 +207,18 @@ def _runs_user_code(thread: ThreadEvidence) -> bool:
     )
 
 
+def _users_elsewhere(job: JobView, pid: int) -> list[Party]:
+    """The threads running the user's code in the job's other processes (not those outside
+    the job's tree): any of them could act on an object the processes share."""
+    return [
+        (other.pid, thread.tid)
+        for other in job.processes
+        if other.pid != pid and not other.outside_job
+        for thread in other.threads
+        if _runs_user_code(thread)
+    ]
+
+
 def _main(process: ProcessEvidence) -> ThreadEvidence | None:
     return next(
         (t for t in process.threads if t.tid == process.pid),
@@ -464,13 +476,8 @@ def _fifo_open_edges(
     """Opening a FIFO waits until another process opens its other end: any thread of the job
     running code of its own could; with none left, nobody will (unless one died)."""
     process, thread = waiter
-    wakers = [(process.pid, t.tid) for t in _wakers(process, thread)] + [
-        (other.pid, t.tid)
-        for other in job.processes
-        if other.pid != process.pid and not other.outside_job
-        for t in other.threads
-        if _runs_user_code(t)
-    ]
+    wakers = [(process.pid, t.tid) for t in _wakers(process, thread)]
+    wakers += _users_elsewhere(job, process.pid)
     for waker in wakers:
         graph.add(me, waker, _("could open the FIFO's other end"), certain=False)
     if not wakers:
@@ -526,13 +533,7 @@ def _polled_pipe_edges(job: JobView, graph: WaitGraph, me: Party, process: Proce
 def _shared_edges(job: JobView, graph: WaitGraph, me: Party, primitive: Primitive) -> None:
     """A wait on an object processes share: any other process of the job running code of its
     own could end it; when none is left, nothing can (unless one died: `_death_edges`)."""
-    wakers = [
-        (other.pid, thread.tid)
-        for other in job.processes
-        if other.pid != me[0] and not other.outside_job
-        for thread in other.threads
-        if _runs_user_code(thread)
-    ]
+    wakers = _users_elsewhere(job, me[0])
     for waker in wakers:
         graph.add(me, waker, _("could {action}", action=primitive.waker), certain=False)
     if not wakers:

@@ -34,7 +34,7 @@ def _signature(frames: tuple[Frame, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((f.file, f.function) for f in frames if not f.native)
 
 
-def loop_frame(stacks: Sequence[tuple[Frame, ...]]) -> Frame | None:
+def _loop_frame(stacks: Sequence[tuple[Frame, ...]]) -> Frame | None:
     """Where a thread that moves between calls keeps coming back: the deepest frame every
     sample shares (the same function, reached by the same lines above it), in the user's code,
     whose lines in every sample lie inside one loop; given at that loop's header. None when
@@ -249,7 +249,7 @@ class BusyLoop(Rule):
                     continue
                 loop: Frame | None = None
                 if len({_signature(s) for s in stacks}) != 1:
-                    loop = loop_frame(stacks)
+                    loop = _loop_frame(stacks)
                     if loop is None or _progressed(job, process.pid):
                         continue
                 if device_wait(stacks[-1], gpu=process_uses_gpu(process)) is not None:
