@@ -44,3 +44,23 @@ def test_a_wait_that_a_sleeping_thread_will_end_is_no_proof(tmp_path):
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert report["verdict"] == "completed" and report["hang"] is None
     assert done.stdout == b"got batch 0\ngot batch 1\n"
+
+
+def test_a_cycle_through_an_attribute_and_a_local_is_proven_by_identity(tmp_path):
+    """The two locks go by different names in the two threads (`self.guard` is the loop's
+    `weights_lock`): the processes' own answer about which object an attribute is closes the
+    cycle, certain enough to declare it before the threshold."""
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "60",
+        "--on-hang",
+        "kill",
+        *fixture("attribute_lock_deadlock.py"),
+    )
+    assert done.returncode == 124, done.stderr.decode(errors="replace")
+    assert report["hang"]["proven"] and report["hang"]["declared_s"] < 30
+    finding = report["findings"][0]
+    assert finding["category"] == "process.deadlock"
+    assert finding["culprit"]["location"]["line"] == 32
+    assert leftovers(tmp_path) == []

@@ -30,3 +30,22 @@ def test_the_watchdog_takes_them_from_the_status_too() -> None:
     assert _io(2**22 + 12345, None) == 0.0
     readable = _io(os.getpid(), {"write_chars": 10**15, "read_bytes": 0})
     assert 0 < readable < 10**15  # its own /proc entry is read, not the note
+
+
+def test_the_time_data_last_moved_is_the_samples_not_the_askings() -> None:
+    """A job that wrote a checkpoint until 2 s and nothing since has been quiet since 2 s: the
+    sampler says when the work was seen, however late it is asked (issue 27: a hang is
+    declared S after the last progress, not S after the last sample window that held it)."""
+    from hangdoctor.evidence.model import TimelineSample
+    from hangdoctor.supervise.sampler import TreeSampler
+
+    sampler = TreeSampler(root_pid=2**22 + 1, started=0.0, status_dir=None)
+    written = [0, 1_000_000, 2_000_000, 2_000_000, 2_000_000]
+    for second, chars in enumerate(written):
+        process = ProcessSample(pid=10, cpu_seconds=0.0, write_chars=chars, read_bytes=0)
+        sampler.timeline.append(TimelineSample(elapsed_s=float(second), processes=(process,)))
+        if second == 2:
+            assert sampler.moved_at_s() == 2.0
+    assert sampler.moved_at_s(window_s=3.0) == 2.0  # still moving over 3 s, but not since 2 s
+    assert sampler.moved_at_s(window_s=1.0) is None
+    assert sampler.sampled_at_s == 4.0

@@ -2,8 +2,9 @@
 
 Python's locks record no owner, so ownership is read from the code: a thread holds the locks
 of the `with` blocks (and unreleased `acquire()` calls) that enclose the lines its frames are on.
-A lock is identified by the object address py-spy reports for a local (`first`), by its owner's
-address for an attribute (`self.lock`), or by module and name for a global.
+A lock is identified by the object address py-spy reports for a local (`first`) or the process
+named for an attribute (`self.lock`, `capture.object_identity`), else by its owner's address and
+the attribute's name, or by module and name for a global.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ def lock_identity(expression: str, frame: Frame) -> tuple[LockId, bool]:
 
     `exact` is True when the identity comes from an object address rather than from text.
     """
+    named = next((a.addr for a in frame.attributes if a.name == expression), None)
+    if named is not None:  # the process named the attribute's object (`capture.object_identity`)
+        return ("object", str(named)), True
     root, _, rest = expression.partition(".")
     addresses = {v.name: v.addr for v in frame.locals if v.addr is not None}
     if _NAME.match(root) and root in addresses:

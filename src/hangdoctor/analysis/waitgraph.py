@@ -42,7 +42,7 @@ from hangdoctor.analysis.thread_waits import (
     waits_with_timeout,
 )
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait, opening_fifo
-from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 
 Party = tuple[int, int]  # (pid, tid)
@@ -316,12 +316,22 @@ def _thread_edges(
         return
     primitive = blocking_call(thread)
     if primitive is not None:
-        wakers = _wakers(process, thread)
+        waited = _self_address(primitive[1])
+        holding = {t.tid: _held_as(t, waited) for t in _wakers(process, thread)}
+        # Those that hold the very object first: a queue's producers before the bystanders.
+        wakers = sorted(_wakers(process, thread), key=lambda t: holding[t.tid] is None)
         for waker in wakers:
+            name = holding[waker.tid]
             graph.add(
                 me,
                 (process.pid, waker.tid),
-                _("could {action}", action=primitive[0].waker),
+                _("could {action}", action=primitive[0].waker)
+                if name is None
+                else _(
+                    "could {action}: it holds the same object, as {name}",
+                    action=primitive[0].waker,
+                    name=name,
+                ),
                 certain=False,
             )
         if not wakers:
@@ -419,6 +429,23 @@ def _thread_edges(
         )
         if gil is not None:
             graph.add(me, (process.pid, gil), _("holds the GIL"), certain=False)
+
+
+def _self_address(frame: Frame) -> int | None:
+    """The object a method frame runs on (`self` of `Queue.get`), by address."""
+    return next((v.addr for v in frame.locals if v.name == "self"), None)
+
+
+def _held_as(thread: ThreadEvidence, address: int | None) -> str | None:
+    """The name by which one of the thread's frames holds the object at `address` (a local,
+    or an attribute its process named), innermost first; None when none does."""
+    if address is None:
+        return None
+    for frame in python_frames(thread.python.frames if thread.python else ()):
+        for variable in (*frame.attributes, *frame.locals):
+            if variable.addr == address and variable.name != "self":
+                return variable.name
+    return None
 
 
 def _no_releaser_left(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:

@@ -51,6 +51,11 @@ class Frame(Evidence):
     native: bool = Field(default=False, description="a native (C/C++) frame from --native")
     code: str | None = Field(default=None, description="the source line, when it could be read")
     locals: tuple[LocalVariable, ...] = ()
+    attributes: tuple[LocalVariable, ...] = Field(
+        default=(),
+        description="synchronisation objects that the locals hold as attributes (`self.lock`), "
+        "with their addresses, as the process itself named them at the capture",
+    )
     held: tuple[HeldContext, ...] = Field(
         default=(),
         description="expressions of context managers entered and locks acquired, still open at "

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hangdoctor.capture.from_the_job import stacks_from_the_job
+from hangdoctor.capture.object_identity import identify_objects
 from hangdoctor.capture.tree import CaptureOptions, capture_tree
 from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError
 from hangdoctor.pipeline import Context, Mode, diagnose
@@ -79,6 +80,7 @@ def capture_hang(
         records = collect_dumps(job.status_dir, asked, expected=job.ranks)
         bundle = bundle.model_copy(update={"flight_records": tuple(records)})
     if asked is not None and job.status_dir is not None:  # answered while the tree was read
+        bundle = identify_objects(bundle, job.status_dir, asked)
         tasks = collect_tasks(job.status_dir, asked, bundle)
         bundle = bundle.model_copy(update={"async_tasks": tasks})
     bundle = with_nccl_ras(bundle)  # NCCL's own view of the whole job, every node included

@@ -177,7 +177,9 @@ class ProgressTracker:
         self._advance(now_s)
         if now_s >= self.last_moved_s:
             self.last_moved_s = now_s
-            self.share_clock_at_moved_s = self.share_clock_s
+            # `now_s` may be a sample's time, before the clock's last advance
+            behind_s = max(0.0, self.last_elapsed_s - now_s) * self.share
+            self.share_clock_at_moved_s = self.share_clock_s - behind_s
 
     def compiled(self, now_s: float) -> None:
         """Record that the job compiled just now (a compiler process, a compiling stack)."""

@@ -7,6 +7,7 @@ thread last took (`probes.gpu`)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from pathlib import Path
@@ -180,6 +181,28 @@ class TreeSampler:
         if training:
             window = [_only(sample, self.training_pids()) for sample in window]
         return tree_activity(window)
+
+    def moved_at_s(self, window_s: float = 3.0) -> float | None:
+        """When the tree last read or wrote data, if it moved data at the rate of real work
+        over about the last `window_s` seconds: the end of the last sample interval that moved
+        any. Not the time it is asked: a job whose last write came 3 s ago has been quiet
+        3 s, not 0 (issue 27: a hang declared within S + 2 s of its last progress)."""
+        activity = self.activity(window_s)
+        if activity is None or not activity.moving_data:
+            return None
+        last = self.timeline[-1]
+        recent = [s for s in self.timeline if last.elapsed_s - s.elapsed_s <= window_s]
+        pairs = list(itertools.pairwise(recent)) or [(self.timeline[-2], last)]
+        for before, after in reversed(pairs):
+            step = tree_activity([before, after])
+            if step is not None and step.io_bytes_per_s > 0:
+                return after.elapsed_s
+        return last.elapsed_s
+
+    @property
+    def sampled_at_s(self) -> float | None:
+        """When the last sample was taken (seconds since the supervisor started)."""
+        return self.timeline[-1].elapsed_s if self.timeline else None
 
     def runnable(self, *, training: bool = False) -> bool:
         """Whether a process of the job (with `training`, a training process or one of its

@@ -427,8 +427,10 @@ class Supervisor:
 
         assert self.launched is not None
         pid, record = self.launched.process.pid, self._record(None, None, None, False)
-        gpus = self.sampler.gpus
-        found, _failure = bounded.call("proof", lambda: prove(pid, record, gpus), _PROOF_LIMIT_S)
+        gpus, status_dir = self.sampler.gpus, self.status_dir
+        found, _failure = bounded.call(
+            "proof", lambda: prove(pid, record, gpus, status_dir), _PROOF_LIMIT_S
+        )
         now = time.monotonic() - self.started
         proof = self.proofs.saw(now, found)
         return tracker.proven(now, proof) if proof is not None else None
@@ -504,13 +506,16 @@ class Supervisor:
         """Tell the tracker what the whole tree did (computing, moving data, compiling);
         True when it is busy: a process runnable, or the tree computing over the last
         seconds, on whatever share of the machine it gets."""
+        # The times are the samples' (when the work was seen), not this tick's.
+        sampled_at = self.sampler.sampled_at_s
         runnable = self.sampler.runnable(training=True)
         recent = self.sampler.activity(window_s=_SAMPLE_EVERY_S, training=True)
         if runnable or (recent is not None and recent.computing):
-            self.tracker.computed(now)
+            self.tracker.computed(sampled_at if sampled_at is not None else now)
+        moved_at = self.sampler.moved_at_s()
+        if moved_at is not None:
+            self.tracker.moved(moved_at)
         activity = self.sampler.activity()
-        if activity is not None and activity.moving_data:
-            self.tracker.moved(now)
         if activity is not None and activity.compilers:
             self.tracker.compiled(now)
         working = self.sampler.activity(training=True)

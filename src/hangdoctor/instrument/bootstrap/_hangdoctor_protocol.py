@@ -25,12 +25,14 @@ PROBE_PARTS = (
     "_hangdoctor_flight_recorder",  # torch's Flight Recorder, on request
     "_hangdoctor_tasks",  # asyncio's tasks, on request
     "_hangdoctor_kernel",  # the kernel's view of its own threads, on request
+    "_hangdoctor_objects",  # which object `self.lock` is, on request
     "_hangdoctor_writer",  # the status writer thread
     "_hangdoctor_hooks",  # the torch hooks that count progress
     "_hangdoctor_sdk",  # what the job says itself: heartbeats, phases, marks
 )
 #: Dropped by the supervisor at a hang: every instrumented process then answers it (its
-#: Flight Recorder, its asyncio tasks, its threads' system calls); its modification time tells one request from the next.
+#: Flight Recorder, its asyncio tasks, its threads' system calls, its frames' objects); its
+#: modification time tells one request from the next.
 REQUEST_FILE = "flight-recorder.request"
 #: The real-time signal (SIGRTMIN + this) that makes faulthandler write a process's stacks.
 STACK_SIGNAL_OFFSET = 6
@@ -39,6 +41,7 @@ STATUS_PREFIX, STATUS_SUFFIX = "status-", ".json"
 FLIGHT_RECORDER_PREFIX, FLIGHT_RECORDER_SUFFIX = "fr-", ".json"
 TASKS_PREFIX, TASKS_SUFFIX = "tasks-", ".json"
 KERNEL_PREFIX, KERNEL_SUFFIX = "kernel-", ".json"
+OBJECTS_PREFIX, OBJECTS_SUFFIX = "objects-", ".json"
 STACKS_PREFIX, STACKS_SUFFIX = "stacks-", ".txt"
 THREAD_MAP_PREFIX, THREAD_MAP_SUFFIX = "threads-", ".json"
 FAULT_PREFIX, FAULT_SUFFIX = "fault-", ".txt"
@@ -66,6 +69,11 @@ def tasks_file(pid: int) -> str:
 def kernel_file(pid: int) -> str:
     """One process's threads as the kernel shows them to the process itself, on request."""
     return KERNEL_PREFIX + str(pid) + KERNEL_SUFFIX
+
+
+def objects_file(pid: int) -> str:
+    """The synchronisation objects one process's frames hold as attributes, on request."""
+    return OBJECTS_PREFIX + str(pid) + OBJECTS_SUFFIX
 
 
 def stacks_file(pid: int) -> str:

@@ -1,7 +1,7 @@
 """The status writer: a daemon thread that writes `status-<pid>.json` (the fields of
 hangdoctor's `ProgressStatus`) atomically, at most every 0.5 s and only when something changed,
 for the supervisor that polls the folder; between writes it answers the supervisor's requests
-(the Flight Recorder, asyncio's tasks, its threads' system calls) and keeps the thread map of the stack signal current.
+(the Flight Recorder, asyncio's tasks, its threads' system calls, its frames' objects) and keeps the thread map of the stack signal current.
 
 It starts with the first change a process makes: a process that never counts anything (a
 DataLoader worker) writes nothing."""
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from hangdoctor.instrument.bootstrap import _hangdoctor_files as files
     from hangdoctor.instrument.bootstrap import _hangdoctor_flight_recorder as flight_recorder
     from hangdoctor.instrument.bootstrap import _hangdoctor_kernel as kernel
+    from hangdoctor.instrument.bootstrap import _hangdoctor_objects as objects
     from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
     from hangdoctor.instrument.bootstrap import _hangdoctor_stacks as stacks
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
@@ -25,6 +26,7 @@ else:
     import _hangdoctor_files as files
     import _hangdoctor_flight_recorder as flight_recorder
     import _hangdoctor_kernel as kernel
+    import _hangdoctor_objects as objects
     import _hangdoctor_protocol as protocol
     import _hangdoctor_stacks as stacks
     import _hangdoctor_state as shared
@@ -59,6 +61,7 @@ def _write_loop() -> None:
         flight_recorder.answer_flight_recorder_request()
         tasks.answer_task_request()
         kernel.answer_kernel_request()
+        objects.answer_object_request()
         stacks.write_thread_map()
         stacks.keep_stack_dump()
         time.sleep(WRITE_INTERVAL_S)
@@ -78,6 +81,7 @@ def start_answering() -> None:
 def _answer_loop() -> None:
     while not probe.disabled and not probe.writer_started:
         kernel.answer_kernel_request()
+        objects.answer_object_request()
         stacks.write_thread_map()
         stacks.keep_stack_dump()
         time.sleep(WRITE_INTERVAL_S)

@@ -1,0 +1,114 @@
+"""Which object `self.lock` is, on request (issue 27: objects have identity).
+
+py-spy shows the address of each local (`model_lock`, `self`), never of an attribute: a thread
+in `with self.model_lock:` and another in `with model_lock:` may hold and want one lock, and
+only the process itself can say so. When the supervisor asks (the request file of the Flight
+Recorder), the writer thread lists, for the locals of every thread's frames, their attributes
+that are synchronisation objects (locks, conditions, events, semaphores, barriers, queues,
+futures, threads, pipes), as `[owner address, attribute, value address, type]`, into
+`objects-<pid>.json`. Read only: an instance's `__dict__` is read only where the class keeps
+it the ordinary way (no property runs, no `__getattr__`), and nothing is called on a value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from hangdoctor.instrument.bootstrap import _hangdoctor_files as files
+    from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+    from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+else:
+    import _hangdoctor_files as files
+    import _hangdoctor_protocol as protocol
+    import _hangdoctor_state as shared
+
+probe = shared.probe
+_answered = None  # type: int | None
+_MAX_DEPTH = 64  # frames per thread
+_MAX_ENTRIES = 2048
+#: Modules whose classes are objects a thread waits on (their own module, not a subclass's).
+_SYNC_MODULES = frozenset({
+    "_thread", "threading", "queue", "_queue", "multiprocessing.synchronize",
+    "multiprocessing.queues", "multiprocessing.connection", "multiprocessing.pool",
+    "multiprocessing.managers", "concurrent.futures._base", "concurrent.futures.thread",
+    "concurrent.futures.process", "asyncio.locks", "asyncio.queues", "asyncio.futures",
+    "subprocess",
+})
+
+
+def answer_object_request() -> None:
+    """Write the synchronisation objects the locals of every thread's frames hold as
+    attributes, once per request."""
+    global _answered
+    if probe.directory is None:
+        return
+    try:
+        stamp = files.request_stamp()
+        if stamp in (None, _answered):
+            return
+        _answered = stamp
+        entries = []  # type: list[list[object]]
+        seen = set()  # type: set[int]
+        for top in list(sys._current_frames().values()):
+            for frame in _outward(top):
+                for value in list(frame.f_locals.values()):
+                    if id(value) not in seen and len(entries) < _MAX_ENTRIES:
+                        seen.add(id(value))
+                        entries += _sync_attributes(value)
+        body = json.dumps({"pid": os.getpid(), "attributes": entries[:_MAX_ENTRIES]})
+        files.write_atomically(protocol.objects_file(os.getpid()), body)
+    except Exception:
+        pass
+
+
+def _outward(frame: FrameType) -> list[FrameType]:
+    """A thread's frames from the innermost out, at most `_MAX_DEPTH`."""
+    frames: list[FrameType] = []
+    current: FrameType | None = frame
+    while current is not None and len(frames) < _MAX_DEPTH:
+        frames.append(current)
+        current = current.f_back
+    return frames
+
+
+def _sync_type(value: Any) -> str | None:
+    """`module.Class` of a synchronisation object, else None."""
+    kind = type(value)
+    for klass in kind.__mro__:
+        if getattr(klass, "__module__", None) in _SYNC_MODULES:
+            return f"{kind.__module__}.{kind.__qualname__}"
+    return None
+
+
+def _plain_dict(value: Any) -> dict[str, Any] | None:
+    """An instance's `__dict__` where the class keeps it the ordinary way, else None."""
+    kind = type(value)
+    for klass in kind.__mro__:
+        descriptor = klass.__dict__.get("__dict__")
+        if descriptor is not None:
+            if type(descriptor).__name__ != "getset_descriptor":
+                return None
+            found = descriptor.__get__(value, kind)
+            return found if type(found) is dict else None
+    return None
+
+
+def _sync_attributes(value: Any) -> list[list[object]]:
+    if isinstance(value, type) or type(value).__module__ in ("builtins", "types"):
+        return []
+    attributes = _plain_dict(value)
+    if not attributes:
+        return []
+    found = []  # type: list[list[object]]
+    for name, item in list(attributes.items())[:256]:
+        if isinstance(name, str):
+            kind = _sync_type(item)
+            if kind is not None:
+                found.append([id(value), name, id(item), kind])
+    return found
