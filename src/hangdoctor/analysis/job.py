@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
 
+from hangdoctor.analysis.rank_sets import spans_text
 from hangdoctor.analysis.roles import Role, assign_roles
 from hangdoctor.evidence.model import (
     Bundle,
@@ -223,7 +224,29 @@ class JobView:
 
     # naming ----------------------------------------------------------------------------------
     def describe_process(self, pid: int) -> str:
-        """`rank 1 (pid 4242)`, `DataLoader worker of rank 0 (pid 4250)`, `main process (pid 7)`."""
+        """`rank 1 (pid 4242)`, `DataLoader worker of rank 0 (pid 4250)`, `main process (pid 7)`;
+        in a job analysed by class, with the processes it stands for (`nodes.classes`)."""
+        alone = self._describe_one(pid)
+        process = self.process(pid)
+        found = process.rank_class if process is not None else None
+        if found is None or found.size <= 1:
+            return alone
+        if found.ranks:
+            return _(
+                "{process} and {more} more like it (ranks {ranks}, on {nodes} nodes)",
+                process=alone,
+                more=found.size - 1,
+                ranks=spans_text(found.ranks),
+                nodes=found.nodes,
+            )
+        return _(
+            "{process} and {more} more like it (on {nodes} nodes)",
+            process=alone,
+            more=found.size - 1,
+            nodes=found.nodes,
+        )
+
+    def _describe_one(self, pid: int) -> str:
         role, rank = self.role(pid), self.rank(pid)
         if role is Role.RANK:
             return _("rank {rank} (pid {pid})", rank=rank, pid=pid)

@@ -4,7 +4,7 @@ the caller's to translate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def rank_spans(ranks: Iterable[int], limit: int | None = None) -> str:
@@ -24,3 +24,31 @@ def rank_spans(ranks: Iterable[int], limit: int | None = None) -> str:
             spans.append("…")
             break
     return ",".join(spans)
+
+
+#: Ranks as inclusive runs: (0, 6), (8, 15).
+Spans = tuple[tuple[int, int], ...]
+
+
+def rank_ranges(ranks: Iterable[int]) -> Spans:
+    """Ranks as inclusive runs: 0, 1, 2, 5 -> (0, 2), (5, 5)."""
+    return union_ranges([(rank, rank) for rank in ranks])
+
+
+def union_ranges(spans: Iterable[tuple[int, int]]) -> Spans:
+    """Runs, overlapping or touching ones joined, in order."""
+    out: list[list[int]] = []
+    for low, high in sorted(spans):
+        if out and low <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], high)
+        else:
+            out.append([low, high])
+    return tuple((low, high) for low, high in out)
+
+
+def spans_text(spans: Sequence[tuple[int, int]], limit: int = 6) -> str:
+    """`0-43689,43691-131071`, as `rank_spans` writes them, at most `limit` runs then `,…`."""
+    parts = [str(low) if low == high else f"{low}-{high}" for low, high in spans[:limit]]
+    if len(spans) > limit:
+        parts.append("…")
+    return ",".join(parts)

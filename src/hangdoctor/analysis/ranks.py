@@ -251,7 +251,7 @@ class RankView:
             call = status.in_collective if status and status.in_collective else None
             call = call or distributed_call(frames, _idle(thread))
             site = blame_frame(frames) if frames else None
-            by_rank[rank] = RankState(
+            state = by_rank[rank] = RankState(
                 rank=rank,
                 process=process,
                 thread=thread,
@@ -261,6 +261,12 @@ class RankView:
                 site=site,
                 distance=_distance(frames, site) if call else None,
             )
+            # A process that stands for a class of ranks (`nodes.classes`) is where each of
+            # them is: they showed the same threads, progress and Flight Recorder.
+            for low, high in process.rank_class.ranks if process.rank_class else ():
+                for member in range(low, high + 1):
+                    if member != rank:
+                        by_rank[member] = _as_rank(state, member)
         for rank, status in statuses.items():
             if rank not in by_rank:  # reported progress once, not found alive now
                 by_rank[rank] = RankState(rank, None, None, status, None, None, None)
@@ -356,18 +362,21 @@ class RankView:
     def world_size(self) -> int | None:
         """The world size as the ranks' process groups reported it, else WORLD_SIZE in their
         environments (the most common value)."""
-        reported = Counter(
-            s.status.world_size
-            for s in self.ranks.values()
-            if s.status is not None and s.status.world_size is not None
+        # Once per process: the ranks of a class (`nodes.classes`) share their process.
+        states = list(
+            {id(s.process) if s.process else id(s): s for s in self.ranks.values()}.values()
         )
+        weight = {id(s): _class_size(s) for s in states}
+        reported: Counter[int] = Counter()
+        for s in states:
+            if s.status is not None and s.status.world_size is not None:
+                reported[s.status.world_size] += weight[id(s)]
         if reported:
             return reported.most_common(1)[0][0]
-        sizes = Counter(
-            size
-            for s in self.ranks.values()
-            if s.process is not None and (size := world_size_of(s.process)) is not None
-        )
+        sizes: Counter[int] = Counter()
+        for s in states:
+            if s.process is not None and (size := world_size_of(s.process)) is not None:
+                sizes[size] += weight[id(s)]
         return sizes.most_common(1)[0][0] if sizes else None
 
     @cached_property
@@ -460,10 +469,26 @@ class RankView:
             grouped[state.signature].append(state)
         return sorted(grouped.values(), key=lambda g: (-len(g), g[0].rank))
 
-    @property
+    @cached_property
     def alive(self) -> list[RankState]:
         """Ranks whose process is alive."""
         return [s for s in self.ranks.values() if s.alive]
+
+
+def _as_rank(state: RankState, rank: int) -> RankState:
+    """The same state for another rank of its class (`dataclasses.replace` re-runs __init__,
+    too slow for 131,072 ranks)."""
+    twin = object.__new__(RankState)
+    twin.__dict__.update(state.__dict__)
+    twin.__dict__["rank"] = rank
+    return twin
+
+
+def _class_size(state: RankState) -> int:
+    """How many ranks a state's process stands for (1 outside a job analysed by class)."""
+    if state.process is None or state.process.rank_class is None:
+        return 1
+    return max(1, sum(high - low + 1 for low, high in state.process.rank_class.ranks))
 
 
 def _pending(

@@ -582,7 +582,12 @@ MAX_PEER_EDGES = 16
 def _rank_edges(job: JobView, graph: WaitGraph) -> None:
     """A rank waiting inside a collective waits for the peers that are not in it."""
     view = rank_view(job)
-    states = [s for s in view.ranks.values() if s.process is not None and s.thread is not None]
+    # One state per party: the ranks of a class (`nodes.classes`) share their process.
+    parties: dict[Party, RankState] = {}
+    for state in view.ranks.values():
+        if state.process is not None and state.thread is not None:
+            parties.setdefault((state.process.pid, state.thread.tid), state)
+    states = list(parties.values())
     outside = [s for s in states if not s.in_collective]
     inside: dict[tuple[object, object], list[RankState]] = {}
     for state in states:

@@ -118,6 +118,18 @@ class OpenFile(Evidence):
     mode: str | None = Field(default=None, description="r, w or rw, from fdinfo flags")
 
 
+class RankClass(Evidence):
+    """The processes one process stands for, in a job analysed by class (`nodes.classes`):
+    those whose threads, progress and Flight Recorder showed the same as its own."""
+
+    key: str = Field(description="what the class shares, as a digest")
+    size: int = Field(default=1, description="how many processes it stands for, itself included")
+    ranks: tuple[tuple[int, int], ...] = Field(
+        default=(), description="the ranks of those processes, as inclusive ranges"
+    )
+    nodes: int = Field(default=1, description="how many nodes they run on")
+
+
 class ProcessEvidence(Evidence):
     """One process of the job's tree at one moment."""
 
@@ -155,6 +167,10 @@ class ProcessEvidence(Evidence):
         default=None,
         description="its pid on that node, when the merged view renumbered it (pids of two "
         "nodes can be the same)",
+    )
+    rank_class: RankClass | None = Field(
+        default=None,
+        description="in a job analysed by class, the processes this one stands for",
     )
 
 
@@ -634,12 +650,17 @@ class NodesEvidence(Evidence):
     transport: str | None = Field(
         default=None, description="how the nodes met: the job's store, a coordinator, a directory"
     )
+    omitted: int = Field(
+        default=0,
+        description="nodes that answered and hold no culprit, left out of the list in a report "
+        "of a large job (counted, not listed)",
+    )
 
     @property
     def partial(self) -> bool:
         """Whether some node of the job is not in the merged view."""
-        answered = sum(1 for n in self.nodes if n.answered)
-        return answered < max(self.expected or 0, len(self.nodes))
+        answered = sum(1 for n in self.nodes if n.answered) + self.omitted
+        return answered < max(self.expected or 0, len(self.nodes) + self.omitted)
 
 
 class RasRank(Evidence):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import zlib
 
 from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, Snapshot
+from hangdoctor.nodes.classes import CLASS_FROM_RANKS, reduce_to_classes
 
 #: Lines of a node's output kept: the last collective timeout or traceback is near the end.
 OUTPUT_LINES = 60
@@ -47,10 +48,22 @@ def _record(record: JobRecord | None, nodes: int) -> JobRecord | None:
     )
 
 
+def _world_size(bundle: Bundle) -> int:
+    """The job's size as its ranks were told it (WORLD_SIZE), 0 when unknown."""
+    for snapshot in bundle.snapshots[:1]:
+        for process in snapshot.processes:
+            size = process.environ.get("WORLD_SIZE", "")
+            if size.isdigit():
+                return int(size)
+    return 0
+
+
 def compact(bundle: Bundle) -> Bundle:
     """The node's capture as the others need it: its first snapshot only, no sockets, no
     timeline. A view already merged from several nodes keeps the lines of each."""
     nodes = len(bundle.nodes.nodes) if bundle.nodes is not None else 1
+    if _world_size(bundle) > CLASS_FROM_RANKS:
+        bundle = reduce_to_classes(bundle)  # what a node sends is bounded by its classes
     return bundle.model_copy(
         update={
             "snapshots": tuple(_snapshot(s) for s in bundle.snapshots[:1]),

@@ -10,7 +10,7 @@ Flight Recorder, tracebacks) follows it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -24,6 +24,7 @@ from hangdoctor.evidence.model import (
     Snapshot,
 )
 from hangdoctor.i18n import _
+from hangdoctor.nodes.classes import by_class, fold_bundles, reduce_to_classes
 
 #: Above Linux's largest pid_max (4194304): a renumbered pid never meets a real one.
 PID_SPACE = 2**22
@@ -109,10 +110,23 @@ def _job(
     )
 
 
+def _with_kernel_lines(record: JobRecord | None, lines: list[str]) -> JobRecord | None:
+    if record is None or not lines:
+        return record
+    return record.model_copy(update={"kernel_log": (*record.kernel_log, *lines)})
+
+
 def merge(
     local: Bundle, local_host: str | None, peers: Sequence[PeerCapture], nodes: NodesEvidence
 ) -> Bundle:
-    """This node's capture and its peers' as one bundle (see the module's docstring)."""
+    """This node's capture and its peers' as one bundle (see the module's docstring). A large
+    job's processes are folded into classes first (`classes`): one process for each."""
+    away: list[Bundle] = []  # peers whose every process a class of another node stands for
+    if by_class([local, *(peer.bundle for peer in peers)]):
+        folded = fold_bundles([reduce_to_classes(local), *(peer.bundle for peer in peers)])
+        local = folded[0] or local  # the first bundle's processes begin every class they are in
+        away = [p.bundle for p, b in zip(peers, folded[1:], strict=True) if b is None]
+        peers = [replace(p, bundle=b) for p, b in zip(peers, folded[1:], strict=True) if b]
     taken = _pids(local)
     placed: list[tuple[PeerCapture, dict[int, int]]] = []
     for index, peer in enumerate(peers, start=1):
@@ -141,6 +155,15 @@ def merge(
         errors += _moved_pid(bundle.errors, moved)
         findings.update({(f.rule_id, f.file, f.line): f for f in bundle.code_findings})
         settings.update({(s.name, s.file, s.line): s for s in bundle.code_settings})
+    # What a folded-away node still says of itself: its kernel's lines and what could not be
+    # observed there (once per kind of gap).
+    seen_errors = {(e.probe, e.kind, e.message) for e in errors}
+    kernel_lines = [line for bundle in away if bundle.job for line in bundle.job.kernel_log]
+    for bundle in away:
+        for error in bundle.errors:
+            if (error.probe, error.kind, error.message) not in seen_errors:
+                seen_errors.add((error.probe, error.kind, error.message))
+                errors.append(error)
     if nodes.partial:
         absent = [n.node for n in nodes.nodes if not n.answered]
         missing = (nodes.expected or 0) - len(nodes.nodes)
@@ -165,7 +188,7 @@ def merge(
     return local.model_copy(
         update={
             "snapshots": (snapshot, *local.snapshots[1:]),
-            "job": _job(local.job, placed),
+            "job": _with_kernel_lines(_job(local.job, placed), kernel_lines),
             "flight_records": tuple(flight),
             "async_tasks": tuple(tasks),
             "errors": tuple(errors),

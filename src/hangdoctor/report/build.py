@@ -12,7 +12,7 @@ from hangdoctor.analysis.activity import hang_kind
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import Bundle, NodesEvidence, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _, active_language
 from hangdoctor.report.model import (
     CaptureInfo,
@@ -77,6 +77,9 @@ def _processes(job: JobView) -> list[ProcessReport]:
                 "threads": [_thread(job, process, thread) for thread in process.threads],
                 "host": process.host,
                 "node": process.node,
+                "stands_for": process.rank_class
+                if process.rank_class is not None and process.rank_class.size > 1
+                else None,
             }
             for process in job.processes
         ]
@@ -178,9 +181,35 @@ def build_report(
         ),
         artifacts=dict(artifacts or {}),
         wait_for=_wait_for(job) if verdict in ("hung", "running") else [],
-        nodes=bundle.nodes,
+        nodes=_listed_nodes(bundle.nodes, findings),
         language=active_language(),
     )
+
+
+#: A report lists every node up to this many; beyond, those that matter and a count.
+LISTED_NODES = 64
+
+
+def _listed_nodes(nodes: NodesEvidence | None, findings: Sequence[Finding]) -> NodesEvidence | None:
+    """The nodes a reader needs, in a report that stays readable at 16,384 nodes: all of them
+    in a small job; else this node, the first few, those that did not answer and those that
+    hold a culprit, with how many others answered."""
+    if nodes is None or len(nodes.nodes) <= LISTED_NODES:
+        return nodes
+    culprits = {
+        c.node
+        for f in findings
+        for c in (f.culprit, *f.related)
+        if c is not None and c.node is not None
+    }
+    first = {n.node for n in nodes.nodes[:8]}
+    listed = tuple(
+        n
+        for n in nodes.nodes
+        if not n.answered or n.node in culprits or n.node == nodes.this_node or n.node in first
+    )
+    omitted = len(nodes.nodes) - len(listed)
+    return nodes.model_copy(update={"nodes": listed, "omitted": nodes.omitted + omitted})
 
 
 def _on_its_node(job: JobView, finding: Finding) -> Finding:
@@ -197,6 +226,7 @@ def _on_its_node(job: JobView, finding: Finding) -> Finding:
     return finding.model_copy(
         update={
             "culprit": placed(finding.culprit) if finding.culprit is not None else None,
-            "related": tuple(placed(c) for c in finding.related),
+            # once each: the ranks of a class (`nodes.classes`) share their process
+            "related": tuple(dict.fromkeys(placed(c) for c in finding.related)),
         }
     )

@@ -9,7 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from hangdoctor import __version__
 from hangdoctor.analysis.roles import Role
-from hangdoctor.evidence.model import NodesEvidence, ProbeError, ProgressStatus, SystemInfo
+from hangdoctor.evidence.model import (
+    NodesEvidence,
+    ProbeError,
+    ProgressStatus,
+    RankClass,
+    SystemInfo,
+)
 from hangdoctor.i18n import Language
 from hangdoctor.rules.finding import Finding
 
@@ -88,6 +94,8 @@ class ProcessReport(ReportModel):
     threads: list[ThreadReport] = []
     host: str | None = None  # a report of several nodes: the node it runs on
     node: str | None = None  # and that node's rank (or name) in the job
+    #: In a job analysed by class (`nodes.classes`): the processes it stands for.
+    stands_for: RankClass | None = None
 
 
 class JobSummary(ReportModel):

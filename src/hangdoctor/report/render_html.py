@@ -19,6 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from hangdoctor import __version__
+from hangdoctor.analysis.rank_sets import spans_text
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.i18n import _, _n, active_language
 from hangdoctor.report.html_flight import build_flight_tables
@@ -66,7 +67,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         extensions=["jinja2.ext.do"],
     )
-    environment.globals.update(_=_, _n=_n, rule_doc=rule_doc)
+    environment.globals.update(_=_, _n=_n, rule_doc=rule_doc, spans_text=spans_text)
     return environment
 
 

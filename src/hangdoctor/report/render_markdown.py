@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from hangdoctor.analysis.rank_sets import spans_text
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.report.model import Report
 from hangdoctor.report.render_stack_tree import stack_tree_section
@@ -199,6 +200,14 @@ def _nodes(report: Report) -> list[str]:
         ranks = ", ".join(map(str, node.ranks)) if node.ranks else ""
         here = _(" (this node)") if node.node == nodes.this_node else ""
         lines.append(f"| {node.node}{here} | {node.host or ''} | {ranks} | {state} |")
+    if nodes.omitted:
+        lines += [
+            "",
+            _(
+                "{count} more nodes answered and hold no culprit: not listed.",
+                count=nodes.omitted,
+            ),
+        ]
     return [*lines, ""]
 
 
@@ -334,9 +343,19 @@ def render_markdown(report: Report) -> str:
     for p in report.processes:
         rss = f"{p.rss_bytes / 2**20:.0f}" if p.rss_bytes else ""
         cpu = p.cpu_percent
+        rank = "" if p.rank is None else str(p.rank)
+        if p.stands_for is not None:  # a job analysed by class: the others it stands for
+            rank += " " + (
+                _(
+                    "(and {more} more like it: {ranks})",
+                    more=p.stands_for.size - 1,
+                    ranks=spans_text(p.stands_for.ranks),
+                )
+                if p.stands_for.ranks
+                else _("(and {more} more like it)", more=p.stands_for.size - 1)
+            )
         lines.append(
-            f"| {p.pid} | {p.ppid or ''} | {p.role.value} | "
-            f"{'' if p.rank is None else p.rank} | {p.state} | "
+            f"| {p.pid} | {p.ppid or ''} | {p.role.value} | {rank.strip()} | {p.state} | "
             f"{'' if cpu is None else cpu} | {rss} | {len(p.threads)} |"
         )
     lines.append("")

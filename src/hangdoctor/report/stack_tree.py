@@ -218,6 +218,13 @@ def _ranks_of(processes: list[ProcessReport]) -> list[int | None]:
     return ranks
 
 
+def _members(process: ProcessReport, rank: int | None) -> set[int]:
+    """The ranks a process is, serves or stands for."""
+    if process.stands_for is not None and process.stands_for.ranks:
+        return {r for low, high in process.stands_for.ranks for r in range(low, high + 1)}
+    return {rank} if rank is not None else set()
+
+
 def _culprit_thread(report: Report) -> tuple[Culprit, str, tuple[str | None, int], int] | None:
     """The culprit of the report's first finding, and the process and thread it names."""
     finding = report.root_cause
@@ -264,8 +271,10 @@ def build_stack_tree(report: Report) -> StackTree:
     omitted = 0
     all_ranks: set[int] = set()
     for process, rank in zip(report.processes, _ranks_of(report.processes), strict=True):
-        if rank is not None:
-            all_ranks.add(rank)
+        # a process that stands for a class (`nodes.classes`) counts as all of them
+        members = _members(process, rank)
+        weight = process.stands_for.size if process.stands_for is not None else 1
+        all_ranks |= members
         for thread in process.threads:
             if _own(thread):
                 omitted += 1
@@ -278,9 +287,8 @@ def build_stack_tree(report: Report) -> StackTree:
             entry = same.get((_group_of(process, thread), keys))
             if entry is None:
                 entry = same[_group_of(process, thread), keys] = _Stack(thread.stack[::-1])
-            entry.threads += 1
-            if rank is not None:
-                entry.ranks.add(rank)
+            entry.threads += weight
+            entry.ranks |= members
             entry.pids.add(process.pid)
             entry.culprit = entry.culprit or (
                 culprit_process == (process.host, process.pid) and thread.tid == culprit_tid
@@ -305,7 +313,7 @@ def build_stack_tree(report: Report) -> StackTree:
         groups=groups,
         threads=sum(g.threads for g in groups),
         ranks=tuple(sorted(all_ranks)),
-        processes=len(report.processes),
+        processes=sum(p.stands_for.size if p.stands_for else 1 for p in report.processes),
         culprit=culprit if in_tree else None,
         culprit_finding=culprit_finding if in_tree else None,
         omitted_threads=omitted,
