@@ -15,6 +15,7 @@ compiled .mo and the standard library's gettext."""
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import re
 import sys
@@ -66,7 +67,34 @@ def extract() -> dict[str | tuple[str, str], list[tuple[str, int]]]:
         else:
             continue
         found.setdefault(key, []).append((filename, line))
+    for key, place in _nested_messages():
+        if key not in found:
+            found[key] = [place]
     return found
+
+
+def _nested_messages() -> Iterator[tuple[str | tuple[str, str], tuple[str, int]]]:
+    """Messages that Babel's extractor misses: a `_()` inside the arguments of another (the
+    words of a list joined into a sentence), which a Chinese report would then show in
+    English (issue 29, item 9)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("_", "_n", "N_")
+                and node.args
+            ):
+                continue
+            texts = [a.value for a in node.args[:2] if isinstance(a, ast.Constant)]
+            if not texts or not all(isinstance(t, str) for t in texts):
+                continue
+            where = (str(path.relative_to(PACKAGE)), node.lineno)
+            if node.func.id == "_n" and len(texts) == 2:
+                yield (texts[0], texts[1]), where
+            elif node.func.id != "_n":
+                yield texts[0], where
 
 
 def po_path(language: str) -> Path:

@@ -235,3 +235,30 @@ def test_an_unknown_option_of_run_is_a_usage_error_not_a_command():
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[0] == "hangdoctor: error: no such option: --bogus"
     _no_traceback(done)
+
+
+def test_run_reads_the_hang_threshold_from_the_environment_as_watch_does(tmp_path):
+    """HANGDOCTOR_HANG_TIMEOUT is the threshold of `run` too (issue 29, item 4); an option given
+    wins, and a value that is no number of seconds is a usage error naming the variable."""
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    done = run_cli(
+        "run",
+        "--report-dir",
+        str(tmp_path / "env"),
+        "--on-hang",
+        "kill",
+        "--",
+        *sleeper,
+        env={"HANGDOCTOR_HANG_TIMEOUT": "1.5"},
+    )
+    # hung and ended: under the default threshold (300 s until a first training event) the
+    # sleep would have run its minute and completed
+    assert done.returncode == 124, done.stderr
+    report = json.loads((tmp_path / "env" / "report.json").read_text())
+    assert report["verdict"] == "hung"
+    done = run_cli(
+        "run", "--", sys.executable, "-c", "pass", env={"HANGDOCTOR_HANG_TIMEOUT": "soon"}
+    )
+    assert done.returncode == 2
+    assert "HANGDOCTOR_HANG_TIMEOUT" in done.stderr.strip().splitlines()[-1]
+    _no_traceback(done)

@@ -186,8 +186,13 @@ def test_dataloader_stall_page(open_page, tmp_path):
         {"chart-progress", "chart-data_wait", "chart-cpu", "chart-rss"},
         culprit_in={"chart-rss"},
     )
-    # A single process job has no Flight Recorder: the section says so.
-    assert "No Flight Recorder data" in opened.text("#flight-recorder")
+    # A job of one process (and its workers) has no Flight Recorder: no empty section for it,
+    # and no link to one (issue 29, item 10).
+    assert opened.page.locator("#flight-recorder").count() == 0
+    assert opened.page.locator('a[href="#flight-recorder"]').count() == 0
+    # The charts' legends name their series, with no "--" where a value would follow a cursor.
+    legends = opened.page.locator(".u-legend").all_inner_texts()
+    assert legends and not any("--" in text for text in legends)
 
 
 def test_64_rank_page_stays_small_and_names_the_straggler(open_page, tmp_path):

@@ -40,3 +40,17 @@ def test_quickstart_demo_diagnoses_the_stuck_training_job(tmp_path):
         if any("stuck_training/train.py" in part for part in p.info["cmdline"] or ())
     ]
     assert leftover == []
+
+
+def test_the_readme_says_how_to_call_the_hangdoctor_the_quick_start_installed():
+    """After the Quick start, `hangdoctor` lives in .venv/bin, not on PATH (issue 29, item 8):
+    the README says so, and the command it names is there and runs."""
+    from pathlib import Path
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "source .venv/bin/activate" in readme and ".venv/bin/hangdoctor" in readme
+    command = Path(sys.executable).parent / "hangdoctor"  # this venv's, as .venv/bin/hangdoctor
+    done = subprocess.run(
+        [str(command), "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0 and "hangdoctor" in done.stdout

@@ -163,3 +163,43 @@ def test_when_the_merging_node_goes_silent_the_next_one_merges(
         assert one.await_merged(1, wait_s=60) is None
         assert time.monotonic() - started < 30, "it does not wait for a node that is gone"
         assert one.merges()
+
+
+class _CountingBoard(StoreBoard):
+    """A real TCPStore board that counts what a node reads (issue 28: the session at scale)."""
+
+    reads = 0
+
+    def get(self, key: str) -> bytes | None:
+        _CountingBoard.reads += 1
+        return super().get(key)
+
+
+@pytest.mark.torch
+def test_at_a_thousand_nodes_a_node_reads_a_few_keys_to_know_who_merges():
+    """Each of a thousand nodes asks every quarter second whether it merges: it reads node 0's
+    beat, not every node's, and the member list is read once, then only its new entries."""
+    import json as json_module
+
+    pytest.importorskip("torch")
+
+    port = _free_port()
+    host = StoreBoard("127.0.0.1", port, "scale", serve=True)
+    try:
+        for node in range(1000):
+            host.join(str(node))
+            beat = {"host": f"host-{node}", "ranks": [node], "at": time.time()}
+            host.put(f"beat/{node}", json_module.dumps(beat).encode())
+        board = _CountingBoard("127.0.0.1", port, "scale")
+        plan = SessionPlan("617", "host-617", 1000, "test", lambda: board)
+        node = NodeSession(plan, lambda: (617,))
+        node._board = board  # as the session's thread leaves it once it joined
+        assert len(board.members()) == 1000
+        _CountingBoard.reads = 0
+        assert not node.merges()
+        assert _CountingBoard.reads <= 2  # node 0's beat (and nothing more)
+        host.join("1000")
+        _CountingBoard.reads = 0
+        assert len(board.members()) == 1001 and _CountingBoard.reads == 1  # the new one only
+    finally:
+        host.close()

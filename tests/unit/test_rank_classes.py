@@ -28,7 +28,9 @@ LOADER = f"{b.SITE}/torch/utils/data/_utils/worker.py"
 PER_NODE = 8
 
 
-def _rank(node: int, local: int, world: int, straggler: int, launcher: int) -> list[ProcessEvidence]:
+def _rank(
+    node: int, local: int, world: int, straggler: int, launcher: int
+) -> list[ProcessEvidence]:
     rank = node * PER_NODE + local
     pid = 10 + local
     if rank == straggler:

@@ -78,19 +78,20 @@ def test_reports_link_each_finding_to_its_rules_page() -> None:
     report = diagnose(rule.fires_on[0].build())
     finding = report.findings[0]
     doc = rule_doc(finding.id)
-    assert doc is not None and (REPO / doc).is_file()
-    assert f"[{finding.id}]({doc})" in render_markdown(report)
+    assert doc == f"hangdoctor explain {finding.id}"
+    assert (REPO / "docs" / "rules" / f"{finding.id}.md").is_file()
+    assert f"{finding.id}: `{doc}`" in render_markdown(report)
     out = io.StringIO()
     render_terminal(report, Console(file=out, width=200, highlight=False))
     assert doc in out.getvalue()
     # report.json's contract is unchanged: no link in it.
-    assert "docs/rules" not in render_json(report)
+    assert "hangdoctor explain" not in render_json(report)
     assert "doc" not in json.loads(render_json(report))["findings"][0]
 
 
 def test_an_id_without_a_page_gets_no_link() -> None:
     assert rule_doc("HL000") is None
-    assert rule_doc("HD201") == "docs/rules/HD201.md"
+    assert rule_doc("HD201") == "hangdoctor explain HD201"
 
 
 def test_check_mode_reports_a_drifted_page(tmp_path) -> None:
@@ -150,3 +151,17 @@ def test_a_rule_describes_itself_once() -> None:
         module_doc = " ".join((sys.modules[cls.__module__].__doc__ or "").split())
         own = " ".join((cls.__dict__.get("__doc__") or "").split())
         assert not own or own not in module_doc, f"{rule_id} repeats its module docstring"
+
+
+def test_explain_shows_the_rules_page_wherever_hangdoctor_is_installed() -> None:
+    """`hangdoctor explain HD201`, which every report names, writes the very page of
+    docs/rules/ from the rule itself (issue 29, item 10); an unknown id is a usage error."""
+    from click.testing import CliRunner
+
+    from hangdoctor.cli.explain import explain_command
+
+    runner = CliRunner()
+    shown = runner.invoke(explain_command, ["hd201"])
+    assert shown.exit_code == 0
+    assert shown.output == (RULE_PAGES / "HD201.md").read_text(encoding="utf-8")
+    assert runner.invoke(explain_command, ["HD999"]).exit_code != 0

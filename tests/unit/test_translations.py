@@ -91,3 +91,21 @@ def test_a_real_report_in_chinese_keeps_its_contract_in_english() -> None:
     assert first["culprit"]["rank"] == en["findings"][0]["culprit"]["rank"]
     # The job's own words stay as it wrote them.
     assert any("Watchdog caught collective operation timeout" in line for line in first["evidence"])
+
+
+def test_a_chinese_lock_order_report_has_no_english_fragment() -> None:
+    """The words of a list joined into a sentence (`_()` inside another's arguments) used to be
+    missed by the catalog and stayed English in a Chinese report (issue 29, item 9)."""
+    from hangdoctor.analysis.job import JobView
+    from hangdoctor.rules.process.lock_deadlock import LockDeadlock
+
+    example = next(e for e in LockDeadlock.fires_on if e.name == "lock-order deadlock on globals")
+    before = i18n.active_language()
+    i18n.set_language("zh")
+    try:
+        [finding] = list(LockDeadlock().check(JobView(example.build())))
+    finally:
+        i18n.set_language(before)
+    said = " ".join([finding.title, *finding.evidence, *finding.fixes])
+    assert "taken at line" not in said and "while holding" not in said
+    assert _cjk(finding.fixes[0])

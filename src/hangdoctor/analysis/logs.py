@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import lru_cache
 
 # PyTorch 2.13 (torch/csrc/DataLoader.cpp, torch/utils/data/dataloader.py) and the Linux OOM
@@ -31,20 +32,78 @@ _HOST_ALLOC = re.compile(
 _PG_RANK = r"\[(?:PG (?:ID )?(?P<pg>\d+)[^\]]*? )?Rank (?P<rank>\d+)\]"
 
 
+class LogKind(str, Enum):
+    """What a recognised log line says: `matches_of(job, LogKind.NCCL_TIMEOUT)`. A name, not a
+    string, so that a misspelt kind fails type-checking instead of matching nothing. (A str, as
+    its value: `enum.StrEnum` is Python 3.11+.)"""
+
+    def __str__(self) -> str:
+        return self.value
+
+    NCCL_TIMEOUT = "nccl_timeout"
+    NCCL_PROGRESS = "nccl_progress"
+    GLOO_TIMEOUT = "gloo_timeout"
+    TRANSPORT_ERROR = "transport_error"
+    NCCL_WATCHDOG_STUCK = "nccl_watchdog_stuck"
+    FR_MISSING_RANKS = "fr_missing_ranks"
+    CGROUP_OOM = "cgroup_oom"
+    CGROUP_OOM_TASK = "cgroup_oom_task"
+    RANK_EXIT = "rank_exit"
+    COLLECTIVE_SIZE_MISMATCH = "collective_size_mismatch"
+    NCCL_DUPLICATE_GPU = "nccl_duplicate_gpu"
+    NCCL_INVALID_USAGE = "nccl_invalid_usage"
+    CUDA_KERNEL_ERROR = "cuda_kernel_error"
+    RENDEZVOUS_ERROR = "rendezvous_error"
+    STORE_CONNECT_TIMEOUT = "store_connect_timeout"
+    STORE_CONNECT_FAILED = "store_connect_failed"
+    STORE_BARRIER_TIMEOUT = "store_barrier_timeout"
+    STORE_CLIENTS_TIMEOUT = "store_clients_timeout"
+    XID = "xid"
+    GPU_LOST = "gpu_lost"
+    PCIE_ERROR = "pcie_error"
+    HUNG_TASK = "hung_task"
+    NO_KERNEL_IMAGE = "no_kernel_image"
+    ARCH_UNSUPPORTED = "arch_unsupported"
+    ARCH_SUPPORTED = "arch_supported"
+    DRIVER_INSUFFICIENT = "driver_insufficient"
+    DRIVER_TOO_OLD = "driver_too_old"
+    SYMBOL_VERSION_MISSING = "symbol_version_missing"
+    UNDEFINED_SYMBOL = "undefined_symbol"
+    SHARED_OBJECT_MISSING = "shared_object_missing"
+    TOO_MANY_OPEN_FILES = "too_many_open_files"
+    SHM_EXHAUSTED = "shm_exhausted"
+    BUS_ERROR = "bus_error"
+    DATALOADER_TIMEOUT = "dataloader_timeout"
+    NONFINITE_VALUE = "nonfinite_value"
+    NONFINITE_SKIPPED = "nonfinite_skipped"
+    LOSS_SCALE_OVERFLOW = "loss_scale_overflow"
+    LOSS_SCALE_COLLAPSED = "loss_scale_collapsed"
+    NONFINITE_DETECTED = "nonfinite_detected"
+    WORKER_KILLED = "worker_killed"
+    WORKER_EXITED = "worker_exited"
+    OOM_KILLED = "oom_killed"
+    CUDA_OOM = "cuda_oom"
+    HOST_ALLOC_FAILED = "host_alloc_failed"
+
+
 @dataclass(frozen=True)
 class _Pattern:
     """A message to recognise. `needle` is a literal it always contains, a cheap pre-check (a
     log holds hundreds of thousands of lines); `quick`, for the case-insensitive ones, is a
     cheap test it must pass before the full regex is tried."""
 
-    kind: str
+    kind: LogKind
     needle: str
     regex: re.Pattern[str]
     quick: Callable[[str], bool] | None = None
 
 
 def _p(
-    kind: str, needle: str, pattern: str, flags: int = 0, quick: Callable[[str], bool] | None = None
+    kind: LogKind,
+    needle: str,
+    pattern: str,
+    flags: int = 0,
+    quick: Callable[[str], bool] | None = None,
 ) -> _Pattern:
     return _Pattern(kind, needle, re.compile(pattern, flags), quick)
 
@@ -69,14 +128,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # "[PG ID 0 PG GUID 0(default_pg) Rank 1]" in newer versions:
     # https://github.com/XPixelGroup/BasicSR/issues/737
     _p(
-        "nccl_timeout",
+        LogKind.NCCL_TIMEOUT,
         "Watchdog caught collective operation timeout",
         _PG_RANK + r" Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+),"
         r" OpType=(?P<op>\w+)(?P<rest>.*?)\) ran for (?P<ran_ms>\d+) milliseconds",
     ),
     # The watchdog's follow-up line with the rank's own progress (torch >= 2.3), same sources.
     _p(
-        "nccl_progress",
+        LogKind.NCCL_PROGRESS,
         "detected by watchdog at work",
         _PG_RANK + r" Exception \(either an error or timeout\) detected by watchdog at work: "
         r"(?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), last completed NCCL work: "
@@ -85,20 +144,20 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # gloo's per-operation timeout (gloo/transport/tcp/unbound_buffer.cc), e.g.
     # https://github.com/meta-pytorch/torchtune/issues/2676
     _p(
-        "gloo_timeout",
+        LogKind.GLOO_TIMEOUT,
         "Timed out waiting",
         r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>recv|send) operation to complete",
     ),
     # gloo's wording when a pair's own timeout expires mid-operation (gloo/transport/tcp/pair.cc)
     _p(
-        "gloo_timeout",
+        LogKind.GLOO_TIMEOUT,
         "Application timeout caused pair closure",
         r"Application timeout caused pair closure",
     ),
     # gloo's socket errors (gloo/transport/tcp/pair.cc), e.g.
     # https://github.com/RVC-Project/Retrieval-based-Voice-Conversion-WebUI/issues/1882
     _p(
-        "transport_error",
+        LogKind.TRANSPORT_ERROR,
         "gloo/transport",
         r"gloo/transport/[\w/]+\.cc:\d+\] (?P<message>(?:Connection closed by peer|Read error|"
         r"Write error|Connection reset by peer|Connection refused|Connect timeout|Broken pipe)"
@@ -108,7 +167,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # https://github.com/NVIDIA/nccl/issues/795, https://github.com/NVIDIA/nccl/issues/2076,
     # https://github.com/tatsu-lab/stanford_alpaca/issues/207
     _p(
-        "transport_error",
+        LogKind.TRANSPORT_ERROR,
         "peer",
         r"(?P<message>(?:Net|socketProgress\w*) ?: Connection closed by remote peer.*|"
         r"Call to (?:recv|send|connect) (?:from|to)? ?\S* ?failed ?: "
@@ -120,7 +179,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # Connection refused) and https://github.com/NVIDIA/nccl-tests/issues/166
     # (socketStartConnect: Connect to ... failed : Software caused connection abort)
     _p(
-        "transport_error",
+        LogKind.TRANSPORT_ERROR,
         "Connect",
         r"(?P<message>socket(?:Poll|Start)?Connect: [Cc]onnect to \S+ (?:returned|failed ?:) ?"
         r"(?:Connection refused|Software caused connection abort|Connection timed out|"
@@ -130,52 +189,52 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # e.g. https://github.com/vllm-project/vllm/issues/10523,
     # https://github.com/zai-org/CogVLM2/issues/178
     _p(
-        "transport_error",
+        LogKind.TRANSPORT_ERROR,
         "unhandled system error",
         r"NCCL error.*?(?P<message>unhandled system error.*)",
     ),
     # ProcessGroupNCCL's heartbeat monitor ending a process whose watchdog is stuck, e.g.
     # https://github.com/hiyouga/LlamaFactory/issues/6953
     _p(
-        "nccl_watchdog_stuck",
+        LogKind.NCCL_WATCHDOG_STUCK,
         "Heartbeat monitor timed out",
         _PG_RANK + r" Heartbeat monitor timed out!.*?(?:workMetaList_\.size\(\)\s*=\s*"
         r"(?P<pending>\d+))?$",
     ),
     _p(
-        "nccl_watchdog_stuck",
+        LogKind.NCCL_WATCHDOG_STUCK,
         "watchdog got stuck",
         _PG_RANK + r".*watchdog got stuck for (?P<seconds>\d+) seconds",
     ),
     # PyTorch's Flight Recorder analyzer (torch.distributed.flight_recorder.fr_trace,
     # `torchfrtrace`), e.g. https://github.com/pytorch/pytorch/pull/140969
     _p(
-        "fr_missing_ranks",
+        LogKind.FR_MISSING_RANKS,
         "Not all ranks joining collective",
         r"Not all ranks joining collective: sequence number: (?P<seq>\d+)",
     ),
     # Slurm's cgroup OOM report (slurmstepd, both wordings) and srun's per-task summary, e.g.
     # https://github.com/chrisknewman/tusas/issues/149, https://github.com/hafs-community/HAFS/issues/101
     _p(
-        "cgroup_oom",
+        LogKind.CGROUP_OOM,
         "oom",
         r"slurmstepd: error: Detected (?P<count>\d+) oom[-_]kill events? ?(?:\(s\))? in "
         r"(?:StepId=(?P<step>[\w.]*\w)|step (?P<step2>[\w.]*\w))",
     ),
     _p(
-        "cgroup_oom_task",
+        LogKind.CGROUP_OOM_TASK,
         "Out Of Memory",
         r"srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,-]+): Out Of Memory",
     ),
     _p(
-        "transport_error",
+        LogKind.TRANSPORT_ERROR,
         "remote process",
         r"(?P<message>remote process exited or there was a network error.*|ncclRemoteError: .*)",
     ),
     # The TCPStore during training (torch/csrc/distributed/c10d/TCPStore.cpp): the store lives
     # in rank 0's launcher, so these often mean that host went away.
     _p(
-        "transport_error",
+        LogKind.TRANSPORT_ERROR,
         "DistNetworkError",
         r"DistNetworkError: (?!The client socket has (?:timed out|failed to connect))"
         r"(?P<message>.*)",
@@ -183,14 +242,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # torchrun's agent when a worker dies (torch/distributed/elastic/multiprocessing/api.py), e.g.
     # https://github.com/showlab/EgoVLP/issues/21
     _p(
-        "rank_exit",
+        LogKind.RANK_EXIT,
         "failed (exitcode:",
         r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) "
         r"\(pid: (?P<pid>\d+)\) of binary",
     ),
     # torch.multiprocessing.spawn's ProcessExitedException (torch/multiprocessing/spawn.py).
     _p(
-        "rank_exit",
+        LogKind.RANK_EXIT,
         "terminated with",
         r"process (?P<rank>\d+) terminated with (?:signal (?P<signal>SIG\w+)|"
         r"exit code (?P<exitcode>-?\d+))",
@@ -202,33 +261,37 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # op.nbytes. 8 vs 4. Received data size doesn't match expected size. Is there a
     # distributed collective mismatch in your code?" (gloo/transport/tcp/pair.cc)
     _p(
-        "collective_size_mismatch",
+        LogKind.COLLECTIVE_SIZE_MISMATCH,
         "collective mismatch",
         r"(?:(?P<got>\d+) vs (?P<wanted>\d+)\.\s*)?(?:Received data size doesn't match expected "
         r"size\.\s*)?Is there a distributed collective mismatch in your code\?",
     ),
     # TORCH_DISTRIBUTED_DEBUG=DETAIL's own check of collective fingerprints.
-    _p("collective_size_mismatch", "mismatch", r"Detected mismatch between collectives on ranks"),
+    _p(
+        LogKind.COLLECTIVE_SIZE_MISMATCH,
+        "mismatch",
+        r"Detected mismatch between collectives on ranks",
+    ),
     # NCCL refusing two ranks on one GPU: "NCCL error ... invalid usage ... Last error:
     # Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60"
     _p(
-        "nccl_duplicate_gpu",
+        LogKind.NCCL_DUPLICATE_GPU,
         "Duplicate GPU detected",
         r"Duplicate GPU detected\s*:\s*rank (?P<rank>\d+) and rank (?P<other>\d+) both on CUDA "
         r"device (?P<device>\w+)",
     ),
-    _p("nccl_invalid_usage", "invalid usage", r"NCCL error.*invalid usage"),
+    _p(LogKind.NCCL_INVALID_USAGE, "invalid usage", r"NCCL error.*invalid usage"),
     # CUDA errors raised in the job: a kernel's assert or an illegal address (the
     # application's fault, as Xid 13/31 in the kernel log).
     _p(
-        "cuda_kernel_error",
+        LogKind.CUDA_KERNEL_ERROR,
         "CUDA error",
         r"CUDA error: (?P<message>device-side assert triggered|an illegal memory access was "
         r"encountered|misaligned address|an illegal instruction was encountered|unspecified "
         r"launch failure)",
     ),
     _p(
-        "rendezvous_error",
+        LogKind.RENDEZVOUS_ERROR,
         "Rendezvous",
         r"(?P<error>Rendezvous(?:Timeout|Connection|Closed)Error)(?::\s*(?P<message>.*))?",
     ),
@@ -236,14 +299,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # address: https://github.com/lllyasviel/ControlNet/issues/382 and
     # https://github.com/pytorch/pytorch/issues/107021
     _p(
-        "store_connect_timeout",
+        LogKind.STORE_CONNECT_TIMEOUT,
         "The client socket has timed out",
         r"The client socket has timed out after (?P<after>\S+?) while trying to connect to "
         r"(?:\((?P<host>[^,()]+), (?P<port>\d+)\)|(?P<address>[^\s()]+?))\.?(?:\s|$)",
     ),
     # The retry warning before that: https://github.com/gensyn-ai/rl-swarm/issues/197
     _p(
-        "store_connect_failed",
+        LogKind.STORE_CONNECT_FAILED,
         "The client socket has failed to connect",
         r"The client socket has failed to connect to (?P<address>\S+) "
         r"\(errno: (?P<errno>\d+) - (?P<reason>[^)]*)\)",
@@ -251,7 +314,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # init_process_group's store-based barrier (torch/distributed/distributed_c10d.py, both
     # versions of the wording).
     _p(
-        "store_barrier_timeout",
+        LogKind.STORE_BARRIER_TIMEOUT,
         "store based barrier",
         r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), "
         r"for key: (?P<key>\S+) \(world_size=(?P<world>\d+), "
@@ -259,7 +322,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     # The TCPStore server waiting for its clients (torch/csrc/distributed/c10d/TCPStore.cpp).
     _p(
-        "store_clients_timeout",
+        LogKind.STORE_CLIENTS_TIMEOUT,
         "waiting for clients",
         r"Timed out after (?P<seconds>\d+) seconds waiting for clients\. "
         r"(?P<joined>\d+)/(?P<world>\d+) clients joined",
@@ -268,7 +331,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # NVIDIA's Xid line: https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html,
     # e.g. "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
     _p(
-        "xid",
+        LogKind.XID,
         "NVRM: Xid",
         r"NVRM: Xid \((?:PCI:)?(?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}[.\d]*)\): "
         r"(?P<xid>\d+),\s*(?P<message>.*)",
@@ -276,7 +339,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # The same event without an Xid, printed by newer drivers:
     # https://github.com/NVIDIA/NVSentinel/issues/155
     _p(
-        "gpu_lost",
+        LogKind.GPU_LOST,
         "fallen off the bus",
         r"NVRM: (?!Xid).*?(?:GPU (?:at )?(?:PCI:)?(?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:"
         r"[0-9A-Fa-f]{2}[.\d]*))?.*fallen off the bus",
@@ -284,7 +347,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # PCIe Advanced Error Reporting (drivers/pci/pcie/aer.c), e.g.
     # https://github.com/rwth-i6/returnn/issues/1500
     _p(
-        "pcie_error",
+        LogKind.PCIE_ERROR,
         "PCIe Bus Error",
         r"(?P<driver>[\w-]+) (?P<device>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): "
         r"(?:AER: )?PCIe Bus Error: severity=(?P<severity>[^,]+), type=(?P<type>[^,]+)",
@@ -292,7 +355,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # The hung-task detector (kernel/hung_task.c), e.g.
     # https://github.com/gluster/gluster-health-report/pull/19
     _p(
-        "hung_task",
+        LogKind.HUNG_TASK,
         "blocked for more than",
         r"INFO: task (?P<comm>[^:\s][^:]*?):(?P<pid>\d+) blocked for more than "
         r"(?P<seconds>\d+) seconds",
@@ -300,66 +363,66 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # --- environment --------------------------------------------------------------------------
     # CUDA's message for a binary without code for this GPU, and torch's warning naming the
     # architectures: https://github.com/Turoad/CLRNet/issues/83
-    _p("no_kernel_image", "no kernel image", r"no kernel image is available for execution"),
+    _p(LogKind.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
     _p(
-        "arch_unsupported",
+        LogKind.ARCH_UNSUPPORTED,
         "is not compatible with the current PyTorch installation",
         r"(?P<gpu>[^:\s][^:]*?) with CUDA capability (?P<arch>sm_\d+) is not compatible with the "
         r"current PyTorch installation",
     ),
     _p(
-        "arch_supported",
+        LogKind.ARCH_SUPPORTED,
         "install supports CUDA capabilities",
         r"install supports CUDA capabilities (?P<archs>sm_[\w ]+)",
     ),
     # cudaErrorInsufficientDriver's text (CUDA runtime API, cudaGetErrorString).
     _p(
-        "driver_insufficient",
+        LogKind.DRIVER_INSUFFICIENT,
         "CUDA driver version is insufficient",
         r"CUDA driver version is insufficient for CUDA runtime version",
     ),
     # torch/cuda/__init__.py (_check_driver / the CUDA initialization warning), e.g.
     # https://github.com/lllyasviel/Fooocus/issues/1313
     _p(
-        "driver_too_old",
+        LogKind.DRIVER_TOO_OLD,
         "driver on your system is too old",
         r"The NVIDIA driver on your system is too old \(found version (?P<found>\d+)\)",
     ),
     # The dynamic loader (glibc's dl-version.c), e.g.
     # https://github.com/SkyworkAI/SkyReels-V2/issues/105
     _p(
-        "symbol_version_missing",
+        LogKind.SYMBOL_VERSION_MISSING,
         "not found",
         r"(?P<library>/?[\w./+-]+\.so[\w.]*): version [`'](?P<version>[^'`]+)' not found"
         r"(?: \(required by (?P<required_by>[^)]+)\))?",
     ),
     # e.g. https://github.com/Dao-AILab/flash-attention/issues/1691
     _p(
-        "undefined_symbol",
+        LogKind.UNDEFINED_SYMBOL,
         "undefined symbol",
         r"(?P<library>/?[\w./+-]+\.so[\w.]*): undefined symbol: (?P<symbol>\S+)",
     ),
     _p(
-        "shared_object_missing",
+        LogKind.SHARED_OBJECT_MISSING,
         "cannot open shared object file",
         r"(?P<library>[\w./+-]+\.so[\w.]*): cannot open shared object file",
     ),
     # EMFILE, and what multiprocessing says when file descriptors run out while DataLoader
     # workers pass tensors: https://github.com/pytorch/pytorch/issues/973
-    _p("too_many_open_files", "open files", r"Too many open files"),
-    _p("too_many_open_files", "ancdata", r"received 0 items of ancdata"),
+    _p(LogKind.TOO_MANY_OPEN_FILES, "open files", r"Too many open files"),
+    _p(LogKind.TOO_MANY_OPEN_FILES, "ancdata", r"received 0 items of ancdata"),
     # --- data ---------------------------------------------------------------------------------
     # Shared memory (/dev/shm) full while workers pass tensors
     # (torch/multiprocessing/reductions.py, aten's MapAllocator), e.g.
     # https://github.com/donydchen/mvsplat/issues/17, https://github.com/MIC-DKFZ/nnUNet/issues/294
     _p(
-        "shm_exhausted",
+        LogKind.SHM_EXHAUSTED,
         "</torch_",
         r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file) "
         r"<(?P<file>/torch_[\d_]+)>",
     ),
     _p(
-        "shm_exhausted",
+        LogKind.SHM_EXHAUSTED,
         "/dev/shm",
         r"/dev/shm.*No space left on device|"
         r"No space left on device.*/dev/shm",
@@ -367,16 +430,16 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # torch/csrc/DataLoader.cpp's SIGBUS handler in a worker, e.g.
     # https://github.com/DengpanFu/LUPerson/issues/20
     _p(
-        "shm_exhausted",
+        LogKind.SHM_EXHAUSTED,
         "insufficient shared memory",
         r"Unexpected bus error encountered in worker\. This might be caused by insufficient "
         r"shared memory",
     ),
     # The shell's report of a process killed by SIGBUS.
-    _p("bus_error", "Bus error", r"Bus error \(core dumped\)"),
+    _p(LogKind.BUS_ERROR, "Bus error", r"Bus error \(core dumped\)"),
     # DataLoader(timeout=...) expiring (torch/utils/data/dataloader.py).
     _p(
-        "dataloader_timeout",
+        LogKind.DATALOADER_TIMEOUT,
         "DataLoader timed out",
         r"DataLoader timed out after (?P<seconds>\d+) seconds",
     ),
@@ -384,7 +447,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # A logged loss or gradient norm that is NaN or Inf, in the usual shapes: "loss: nan",
     # "loss=inf", "{'loss': nan, 'grad_norm': nan}" (Hugging Face Trainer), "loss tensor(nan".
     _p(
-        "nonfinite_value",
+        LogKind.NONFINITE_VALUE,
         "",
         r"(?P<key>[\w./-]*loss[\w./-]*|grad_norm|grad-norm|gnorm)['\"]?(?:\s*[:=]\s*|\s+)"
         r"(?:tensor\()?['\"]?(?P<value>[-+]?(?:nan|inf(?:inity)?))\b",
@@ -394,7 +457,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # A training loop's own skip of a non-finite batch ("non-finite loss, skipping batch",
     # "NaN loss detected, skipping step"): harmless once, a livelock when every batch is.
     _p(
-        "nonfinite_skipped",
+        LogKind.NONFINITE_SKIPPED,
         "",
         r"(?:non-?finite|\bnan\b|\binf\b)[^\n]{0,60}\bskip|\bskip\w*[^\n]{0,60}"
         r"(?:non-?finite|\bnan\b)",
@@ -405,7 +468,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # (https://github.com/NVIDIA/apex/issues/318) and DeepSpeed
     # (https://github.com/zai-org/CogVideo/issues/233).
     _p(
-        "loss_scale_overflow",
+        LogKind.LOSS_SCALE_OVERFLOW,
         "Skipping step",
         r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
         r"(?P<scale>[\d.e+-]+)|OVERFLOW! Rank (?P<rank>\d+) Skipping step\. Attempted loss "
@@ -414,14 +477,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # Loss scaling gave up: DeepSpeed (https://github.com/ymcui/Chinese-LLaMA-Alpaca/issues/534)
     # and fairseq's dynamic loss scaler.
     _p(
-        "loss_scale_collapsed",
+        LogKind.LOSS_SCALE_COLLAPSED,
         "loss scale",
         r"Current loss scale already at minimum|Minimum loss scale reached",
     ),
     # Autograd's anomaly mode (torch/csrc/autograd/engine.cpp) and Lightning's
     # detect_nan_parameters; torch.nn.utils.clip_grad_norm_(error_if_nonfinite=True).
     _p(
-        "nonfinite_detected",
+        LogKind.NONFINITE_DETECTED,
         "",
         r"Function '(?P<function>\w+)' returned nan values in its \d+\w* output|"
         r"Detected (?:a )?(?:nan|NaN|NAN)\b.*|"
@@ -508,7 +571,7 @@ def split_prefix(line: str) -> Prefixed:
 class LogMatch:
     """One recognised line."""
 
-    kind: str
+    kind: LogKind
     line: str
     pids: tuple[int, ...] = ()
     detail: str | None = None
@@ -556,15 +619,17 @@ def _classic(line: str, index: int) -> LogMatch | None:
     if not any(needle in line for needle in _CLASSIC_NEEDLES):
         return None
     if match := _WORKER_KILLED.search(line):
-        return LogMatch("worker_killed", line.strip(), _pids(match[1]), match[2].strip(), index)
+        return LogMatch(
+            LogKind.WORKER_KILLED, line.strip(), _pids(match[1]), match[2].strip(), index
+        )
     if match := _WORKER_EXITED.search(line):
-        return LogMatch("worker_exited", line.strip(), _pids(match[1]), match[2], index)
+        return LogMatch(LogKind.WORKER_EXITED, line.strip(), _pids(match[1]), match[2], index)
     if match := _OOM_KILLED.search(line):
-        return LogMatch("oom_killed", line.strip(), (int(match[1]),), match[2], index)
+        return LogMatch(LogKind.OOM_KILLED, line.strip(), (int(match[1]),), match[2], index)
     if _CUDA_OOM.search(line):
-        return LogMatch("cuda_oom", line.strip(), index=index)
+        return LogMatch(LogKind.CUDA_OOM, line.strip(), index=index)
     if _HOST_ALLOC.search(line):
-        return LogMatch("host_alloc_failed", line.strip(), index=index)
+        return LogMatch(LogKind.HOST_ALLOC_FAILED, line.strip(), index=index)
     return None
 
 
@@ -589,7 +654,7 @@ def _matches(line: str, index: int) -> list[LogMatch]:
         if "rank" not in fields and (rank := line_rank(line)) is not None:
             fields["rank"] = str(rank)
         pids = (int(fields["pid"]),) if "pid" in fields else ()
-        if pattern.kind == "xid" and (pid := re.search(r"pid=['\"]?(\d+)", line)):
+        if pattern.kind == LogKind.XID and (pid := re.search(r"pid=['\"]?(\d+)", line)):
             pids = (int(pid[1]),)
         found.append(
             LogMatch(pattern.kind, line.strip(), pids, fields.get("message"), index, fields)
@@ -692,7 +757,7 @@ def torchrun_failures(lines: tuple[str, ...]) -> list[RankFailure]:
     if failures:
         return failures
     for match in scan(lines):
-        if match.kind == "rank_exit":
+        if match.kind == LogKind.RANK_EXIT:
             signal = match.fields.get("signal")
             code = match.number("exitcode")
             if code is None and signal:

@@ -23,6 +23,7 @@ COMMANDS = {
     "report": "hangdoctor.cli.report:report_command",
     "doctor": "hangdoctor.cli.doctor:doctor_command",
     "lint": "hangdoctor.cli.lint:lint_command",
+    "explain": "hangdoctor.cli.explain:explain_command",
 }
 
 

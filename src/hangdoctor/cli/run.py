@@ -10,6 +10,7 @@ import click
 from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError
 from hangdoctor.i18n import _
+from hangdoctor.standalone.options import COMPILE_BUDGET_ENV, HANG_TIMEOUT_ENV
 from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 
 
@@ -22,15 +23,20 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
     type=click.FloatRange(min=0.1),
     default=None,
     metavar="S",
+    envvar=HANG_TIMEOUT_ENV,
+    show_envvar=True,
     help="Declare a hang S seconds after the last progress when nothing computes "
-    "(3*S when something does). Default: adaptive, 300 s until the first training "
-    "event, then 5x the longest gap seen between events, within 60-1800 s.",
+    "(3*S when something does). Default: $HANGDOCTOR_HANG_TIMEOUT (as watch() reads it), "
+    "else adaptive, 300 s until the first training event, then 5x the longest gap seen "
+    "between events, within 60-1800 s.",
 )
 @click.option(
     "--compile-budget",
     type=click.FloatRange(min=0.1),
     default=None,
     metavar="S",
+    envvar=COMPILE_BUDGET_ENV,
+    show_envvar=True,
     help="Seconds a job that compiles (torch.compile, Triton, a C++ compiler in its "
     "process tree) may go without progress. Default: 10 times the hang "
     "timeout.",

@@ -59,6 +59,7 @@ class StoreBoard:
         self._store: Any = TCPStore(
             host, port, is_master=serve, timeout=timeout, wait_for_workers=False
         )
+        self._known: dict[int, str] = {}  # member index -> member, as read so far
 
     def put(self, key: str, value: bytes) -> None:
         self._store.set(self._prefix + key, value)
@@ -79,13 +80,16 @@ class StoreBoard:
         self._store.set(f"{self._prefix}member/{index}", member.encode())
 
     def members(self) -> list[str]:
+        # Members only join: each is read once (a thousand nodes asking every quarter second
+        # for every member would be millions of reads); an index counted but not yet written
+        # (a node between its two calls in `join`) is read again next time.
         count = int(self._store.add(self._prefix + "members", 0))
-        found = []
         for index in range(1, count + 1):
-            value = self.get(f"member/{index}")
-            if value is not None:
-                found.append(value.decode(errors="replace"))
-        return sorted(set(found))
+            if index not in self._known:
+                value = self.get(f"member/{index}")
+                if value is not None:
+                    self._known[index] = value.decode(errors="replace")
+        return sorted(set(self._known.values()))
 
     def close(self) -> None:
         self._store = None

@@ -137,17 +137,19 @@ class NodeSession:
         board = self._board
         if board is None:
             return True
+        me = _node_order(self.plan.me)
         try:
-            members = [m for m in board.members() if m != self.plan.me]
+            # Only the nodes before this one matter, the first of them alive settles it: one
+            # read of node 0's beat, normally, however many nodes the job has.
+            before = sorted((m for m in board.members() if _node_order(m) < me), key=_node_order)
             now = time.time()
-            alive = [
-                m
-                for m in members
-                if (beat := _read_beat(board, m)) is not None and now - beat.at < SILENT_S
-            ]
+            for member in before:
+                beat = _read_beat(board, member)
+                if beat is not None and now - beat.at < SILENT_S:
+                    return False
         except Exception:
             return True
-        return min([self.plan.me, *alive], key=_node_order) == self.plan.me
+        return True
 
     def gather(
         self, epoch: int, wait_s: float = EXCHANGE_S
@@ -162,12 +164,17 @@ class NodeSession:
         while board is not None:
             with contextlib.suppress(Exception):
                 members = [m for m in board.members() if m != self.plan.me]
-                beats = {m: b for m in members if (b := _read_beat(board, m)) is not None}
                 for member in members:
                     if member not in received:
                         value = board.get(f"evidence/{epoch}/{member}")
                         if value is not None:
                             received[member] = value
+                # a beat is read again only while its node's evidence is awaited
+                for member in members:
+                    if member not in received or member not in beats:
+                        beat = _read_beat(board, member)
+                        if beat is not None:
+                            beats[member] = beat
             now = time.time()
             alive = [m for m in members if m in beats and now - beats[m].at < SILENT_S]
             if all(m in received for m in alive) or time.monotonic() >= deadline:

@@ -192,9 +192,11 @@ def _progress_charts(
             )
             for (pid, _rank), series in zip(keys, per_rank, strict=True)
         ]
-        charts.append(
-            Chart("data_wait", _("Share of time waiting for data, per rank"), "%", x, waits)
-        )
+        if any(v is not None for series in waits for v in series.values):
+            # a rate needs two readings: a job that failed after one has none to draw
+            charts.append(
+                Chart("data_wait", _("Share of time waiting for data, per rank"), "%", x, waits)
+            )
     return charts
 
 

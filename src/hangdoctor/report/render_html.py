@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from hangdoctor import __version__
 from hangdoctor.analysis.rank_sets import spans_text
+from hangdoctor.analysis.roles import Role
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.i18n import _, _n, active_language
 from hangdoctor.report.html_flight import build_flight_tables
@@ -132,6 +133,7 @@ def render_html(report: Report, bundle: Bundle | None = None) -> str:
     tree = build_stack_tree(report)
     stack_tree = tree if any(node.frames for node in tree.walk()) else None
     timeline = build_timeline(report, bundle)
+    flight_tables = build_flight_tables(bundle)
     named = _named(report)
     assets = chart_assets()
     chart_data = {
@@ -158,7 +160,9 @@ def render_html(report: Report, bundle: Bundle | None = None) -> str:
         timeline=timeline,
         chart_data=chart_data,
         assets=assets,
-        flight_tables=build_flight_tables(bundle),
+        flight_tables=flight_tables,
+        # a job of one process has no Flight Recorder to speak of: no section for it
+        distributed=bool(flight_tables) or any(p.role is Role.RANK for p in report.processes),
         stack_tree=stack_tree,
         output_tail=list(bundle.job.output_tail) if bundle and bundle.job else [],
     )

@@ -123,9 +123,9 @@ def no_python_line(report: Report) -> str | None:
 
 
 def _rule(rule_id: str) -> str:
-    """The rule's id, linked to its documentation page where it has one."""
+    """The rule's id, with the command that shows its page where it has one."""
     doc = rule_doc(rule_id)
-    return f"[{rule_id}]({doc})" if doc else rule_id
+    return f"{rule_id}: `{doc}`" if doc else rule_id
 
 
 def _finding(finding: Finding, heading: str) -> list[str]:

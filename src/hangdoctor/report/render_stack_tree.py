@@ -50,6 +50,7 @@ class Row:
     culprit: bool = False
     minority: bool = False
     group: bool = False
+    holds_culprit_line: bool = False  # the root cause's line is in this branch
     children: list[Row] = field(default_factory=list)
 
 
@@ -168,6 +169,7 @@ def _row(node: StackNode, tree: StackTree, budget: list[int]) -> Row:
         odd=node.odd,
         culprit=node.culprit,
         minority=node.minority,
+        holds_culprit_line=node.holds_culprit_line,
     )
     row.children = _branches(last.children, tree, budget)
     return row
@@ -205,16 +207,10 @@ def _odd_mark(row: Row, odd: str) -> str:
     says it is the culprit's; where that line is in it, the line carries the mark."""
     if row.minority:
         return f"  ◀ {odd}"
-    if row.culprit and not _holds_culprit_line(row):
+    if row.culprit and not row.holds_culprit_line:
         mark = _("culprit's branch")
         return f"  ◀ {mark}"
     return ""
-
-
-def _holds_culprit_line(row: Row) -> bool:
-    return any(line.culprit_line for line in row.lines) or any(
-        _holds_culprit_line(child) for child in row.children
-    )
 
 
 # --- the terminal ------------------------------------------------------------------------------

@@ -87,6 +87,11 @@ class StackNode:
             nodes.append(nodes[-1].children[0])
         return tuple(nodes)
 
+    @property
+    def holds_culprit_line(self) -> bool:
+        """Whether the line the root cause names is at this node or below it."""
+        return any(node.culprit_line for node in self.walk())
+
     def walk(self) -> Iterator[StackNode]:
         """This node and every node below it, depth first."""
         pending = [self]
@@ -115,7 +120,7 @@ class StackTree:
     def holds_culprit_line(self) -> bool:
         """Whether the line the root cause names is on some thread's stack now (it may be an
         earlier line of the program, long returned from)."""
-        return any(node.culprit_line for node in self.walk())
+        return any(group.holds_culprit_line for group in self.groups)
 
     def walk(self) -> Iterator[StackNode]:
         """Every node, group by group, depth first."""

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogMatch, scan
+from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.analysis.ranks import distributed_call
 from hangdoctor.analysis.tracebacks import Raised, fault_stack, main_thread_stack
 from hangdoctor.evidence.model import Frame, JobRecord
@@ -28,7 +28,7 @@ def kernel_lines(job: JobView) -> tuple[str, ...]:
     return job.bundle.job.kernel_log if job.bundle.job else ()
 
 
-def matches_of(job: JobView, *kinds: str, kernel: bool = False) -> list[LogMatch]:
+def matches_of(job: JobView, *kinds: LogKind, kernel: bool = False) -> list[LogMatch]:
     lines = kernel_lines(job) if kernel else output_lines(job)
     return [m for m in scan(lines) if m.kind in kinds]
 

@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 
-from hangdoctor.analysis.logs import LogMatch, scan
+from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.doctor.check import Check, Example
 from hangdoctor.doctor.examples import node
 from hangdoctor.doctor.facts import Facts, KernelLog
@@ -32,7 +32,13 @@ UNKNOWN_XID = Xid(
     N_("Look it up in NVIDIA's Xid catalogue and follow its resolution."),
 )
 #: The kinds of line these checks report; a log without any of them is clean.
-REPORTED = ("xid", "gpu_lost", "pcie_error", "oom_killed", "hung_task")
+REPORTED = (
+    LogKind.XID,
+    LogKind.GPU_LOST,
+    LogKind.PCIE_ERROR,
+    LogKind.OOM_KILLED,
+    LogKind.HUNG_TASK,
+)
 _QUOTE = 160
 
 # Lines in the wording of NVIDIA's driver and the kernel (see hangdoctor.analysis.logs), for the
@@ -174,8 +180,8 @@ class XidErrors(Check):
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         by_code: dict[int, list[LogMatch]] = defaultdict(list)
-        for match in _by_kind(facts.kernel_log)["xid"]:
-            if (code := match.number("xid")) is not None:
+        for match in _by_kind(facts.kernel_log)[LogKind.XID]:
+            if (code := match.number(LogKind.XID)) is not None:
                 by_code[code].append(match)
         for code in sorted(by_code):
             xid = XIDS.get(code, UNKNOWN_XID)
@@ -238,7 +244,7 @@ class PcieErrors(Check):
     quiet_on = (Example("no AER lines", lambda: _log(XID_13, OOM_KILL), None),)
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        pcie = _by_kind(facts.kernel_log)["pcie_error"]
+        pcie = _by_kind(facts.kernel_log)[LogKind.PCIE_ERROR]
         if not pcie:
             return
         fatal = [m for m in pcie if re.search(r"Uncorrect", m.fields.get("severity", ""), re.I)]
@@ -290,7 +296,7 @@ class OomKills(Check):
     quiet_on = (Example("no OOM kill", lambda: _log(HUNG_TASK), None),)
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        oom = _by_kind(facts.kernel_log)["oom_killed"]
+        oom = _by_kind(facts.kernel_log)[LogKind.OOM_KILLED]
         if not oom:
             return
         names = sorted({m.detail or "?" for m in oom})
@@ -332,7 +338,7 @@ class HungTasks(Check):
     quiet_on = (Example("no hung task", lambda: _log(OOM_KILL), None),)
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
-        hung = _by_kind(facts.kernel_log)["hung_task"]
+        hung = _by_kind(facts.kernel_log)[LogKind.HUNG_TASK]
         if not hung:
             return
         names = sorted({m.fields.get("comm", "?") for m in hung})
@@ -374,12 +380,14 @@ class GpuFellOffTheBus(Check):
 
     def check(self, facts: Facts) -> Iterator[CheckResult]:
         kinds = _by_kind(facts.kernel_log)
-        if not kinds["gpu_lost"] or any(m.number("xid") == 79 for m in kinds["xid"]):
+        if not kinds[LogKind.GPU_LOST] or any(
+            m.number(LogKind.XID) == 79 for m in kinds[LogKind.XID]
+        ):
             return
         yield self.result(
             "problem",
             _("A GPU fell off the bus"),
-            found=_last(kinds["gpu_lost"]),
+            found=_last(kinds[LogKind.GPU_LOST]),
             wanted=_("no such line"),
             why=_(
                 "The GPU no longer answers on PCIe: every process using it hangs or fails, and "

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, loop_header, origin
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import scan, step_near
+from hangdoctor.analysis.logs import LogKind, scan, step_near
 from hangdoctor.analysis.tracebacks import first_raised, forward_trace
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, JobRecord
@@ -161,7 +161,7 @@ class NonFiniteFromLog(Rule):
         values = [
             m
             for m in found
-            if m.kind == "nonfinite_value"
+            if m.kind == LogKind.NONFINITE_VALUE
             and not _NOT_A_TRAINING_VALUE.search(m.fields.get("key", ""))
         ]
         # A non-finite gradient norm next to a finite loss is a step the grad scaler skipped.
@@ -174,12 +174,13 @@ class NonFiniteFromLog(Rule):
         bad = [
             m
             for m in found
-            if m.kind in ("nonfinite_detected", "loss_scale_collapsed") or id(m) in counted
+            if m.kind in (LogKind.NONFINITE_DETECTED, LogKind.LOSS_SCALE_COLLAPSED)
+            or id(m) in counted
         ]
         hung = record is not None and record.hang_declared_s is not None
         # The loop's own skips of non-finite batches: a livelock when the job then hung.
-        bad += [m for m in found if m.kind == "nonfinite_skipped"] if hung else []
-        overflows = [m for m in found if m.kind == "loss_scale_overflow"] + skipped
+        bad += [m for m in found if m.kind == LogKind.NONFINITE_SKIPPED] if hung else []
+        overflows = [m for m in found if m.kind == LogKind.LOSS_SCALE_OVERFLOW] + skipped
         scales = [float(m.fields["scale"]) for m in overflows if _is_number(m.fields.get("scale"))]
         collapsed = bool(scales) and min(scales) < _COLLAPSED_SCALE
         if not bad and not collapsed and len(overflows) < _OVERFLOWS_WORTH_A_WARNING:
@@ -220,9 +221,9 @@ class NonFiniteFromLog(Rule):
                 else _("{count} step(s) skipped for gradient overflow", count=len(overflows))
             )
         if bad:
-            if first.kind == "loss_scale_collapsed":
+            if first.kind == LogKind.LOSS_SCALE_COLLAPSED:
                 title = _("Loss scaling gave up: gradients stayed non-finite{at}", at=at)
-            elif first.kind == "nonfinite_detected":
+            elif first.kind == LogKind.NONFINITE_DETECTED:
                 function = first.fields.get("function")
                 title = (
                     _("{function} produced NaN in the backward pass{at}", function=function, at=at)
@@ -249,8 +250,8 @@ class NonFiniteFromLog(Rule):
             title = _("Gradients overflowed {count} times (steps skipped)", count=len(overflows))
             severity, confidence = Severity.WARNING, 0.6
         rank = first.number("rank")
-        location = _nan_source(lines, rank) if first.kind == "nonfinite_detected" else None
-        if first.kind == "nonfinite_skipped":
+        location = _nan_source(lines, rank) if first.kind == LogKind.NONFINITE_DETECTED else None
+        if first.kind == LogKind.NONFINITE_SKIPPED:
             location = _retry_loop(job)
             title = (
                 _(
@@ -267,7 +268,7 @@ class NonFiniteFromLog(Rule):
                     "loop kept drawing batches and skipping them"
                 ),
             )
-        if location is not None and first.kind == "nonfinite_detected":
+        if location is not None and first.kind == LogKind.NONFINITE_DETECTED:
             evidence.insert(1, _("the operation that made it: {place}", place=place_of(location)))
         yield Finding(
             id=self.id,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -54,7 +55,7 @@ class DataLoaderTimeout(Rule):
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "dataloader_timeout")
+        found = matches_of(job, LogKind.DATALOADER_TIMEOUT)
         if not found:
             return
         seconds = found[0].fields["seconds"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -81,13 +82,14 @@ class SharedMemoryExhausted(Rule):
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "shm_exhausted", "bus_error", "worker_killed")
+        found = matches_of(job, LogKind.SHM_EXHAUSTED, LogKind.BUS_ERROR, LogKind.WORKER_KILLED)
         if any(
-            m.kind == "worker_killed" and (m.detail or "").strip() == "Bus error" for m in found
+            m.kind == LogKind.WORKER_KILLED and (m.detail or "").strip() == "Bus error"
+            for m in found
         ):
             return  # HD202 names the worker and gives the same advice
-        shm = [m for m in found if m.kind == "shm_exhausted"]
-        bus = [m for m in found if m.kind == "bus_error"]
+        shm = [m for m in found if m.kind == LogKind.SHM_EXHAUSTED]
+        bus = [m for m in found if m.kind == LogKind.BUS_ERROR]
         if not shm and not bus:
             return
         yield Finding(

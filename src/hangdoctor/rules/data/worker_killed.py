@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import scan
+from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._failure import traceback_lines
@@ -130,18 +130,20 @@ class WorkerKilled(Rule):
         if record is None:
             return
         matches = [
-            m for m in scan(record.output_tail) if m.kind in ("worker_killed", "worker_exited")
+            m
+            for m in scan(record.output_tail)
+            if m.kind in (LogKind.WORKER_KILLED, LogKind.WORKER_EXITED)
         ]
         if not matches:
             lost = next((r for r in tracebacks(record.output_tail) if _lost_handover(r)), None)
             if lost is not None:
                 yield self._handover(lost, self._gone_worker(job))
             return
-        best = next((m for m in matches if m.kind == "worker_killed"), matches[0])
+        best = next((m for m in matches if m.kind == LogKind.WORKER_KILLED), matches[0])
         oom = [
             m
             for m in scan(record.kernel_log)
-            if m.kind == "oom_killed" and set(m.pids) & set(best.pids)
+            if m.kind == LogKind.OOM_KILLED and set(m.pids) & set(best.pids)
         ]
         signal_name = (best.detail or "").strip()
         fixes: tuple[str, ...]

@@ -10,11 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import (
-    LogMatch,
-    line_rank,
-    scan,
-)
+from hangdoctor.analysis.logs import LogKind, LogMatch, line_rank, scan
 from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules._log_examples import logs_bundle
@@ -224,7 +220,7 @@ class CollectiveTimeoutFromLog(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)
         found = scan(lines)
-        nccl = [m for m in found if m.kind == "nccl_timeout" and "rank" in m.fields]
+        nccl = [m for m in found if m.kind == LogKind.NCCL_TIMEOUT and "rank" in m.fields]
         if nccl:
             reporting = {r for m in nccl if (r := m.number("rank")) is not None}
             yield _where_stopped(
@@ -232,13 +228,13 @@ class CollectiveTimeoutFromLog(Rule):
                 self._nccl(
                     lines,
                     nccl,
-                    [m for m in found if m.kind == "nccl_progress"],
+                    [m for m in found if m.kind == LogKind.NCCL_PROGRESS],
                     supervised=job.record is not None,
                 ),
                 reporting,
             )
             return
-        gloo = [m for m in found if m.kind == "gloo_timeout"]
+        gloo = [m for m in found if m.kind == LogKind.GLOO_TIMEOUT]
         if gloo:
             reporting = {r for m in gloo if (r := m.number("rank")) is not None}
             yield _where_stopped(job, self._gloo(job, lines, gloo), reporting)

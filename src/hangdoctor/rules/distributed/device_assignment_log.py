@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
@@ -50,8 +51,8 @@ class DuplicateGpu(Rule):
     quiet_on = (Example("a clean run", lambda: logs_bundle(["[rank0]: epoch 3 done"])),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        duplicate = matches_of(job, "nccl_duplicate_gpu")
-        invalid = matches_of(job, "nccl_invalid_usage")
+        duplicate = matches_of(job, LogKind.NCCL_DUPLICATE_GPU)
+        invalid = matches_of(job, LogKind.NCCL_INVALID_USAGE)
         if not duplicate and not invalid:
             return
         first = (duplicate or invalid)[0]

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules._log_examples import logs_bundle
@@ -84,7 +85,7 @@ class FlightRecorderMissingRanks(Rule):
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "fr_missing_ranks")
+        found = matches_of(job, LogKind.FR_MISSING_RANKS)
         if not found:
             return
         first = found[0]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import RankFailure, torchrun_failures
+from hangdoctor.analysis.logs import LogKind, RankFailure, torchrun_failures
 from hangdoctor.analysis.tracebacks import (
     Raised,
     first_failure,
@@ -326,10 +326,10 @@ class RankExitedFromLog(Rule):
                 )
             ]
         first = _first_failure(failures)
-        timeouts = matches_of(job, "nccl_timeout", "gloo_timeout")
+        timeouts = matches_of(job, LogKind.NCCL_TIMEOUT, LogKind.GLOO_TIMEOUT)
         if first.signal == 6 and timeouts:
             return  # the watchdog took it down: the collective timeout is the finding
-        if first.signal == 6 and matches_of(job, "collective_size_mismatch"):
+        if first.signal == 6 and matches_of(job, LogKind.COLLECTIVE_SIZE_MISMATCH):
             return  # gloo aborted it on a size mismatch: the mismatch is the finding
         name = (
             _("rank {rank}", rank=first.rank)
@@ -499,7 +499,7 @@ class RankExitedFromLog(Rule):
             # Its own exception is not a lost connection, while its peers' are: it failed first
             # and the peers' connection errors are the consequence, not the cause.
             prefix = f"[rank{first.rank}]:" if first.rank is not None else None
-            transport = matches_of(job, "transport_error")
+            transport = matches_of(job, LogKind.TRANSPORT_ERROR)
             lost = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
             if prefix and transport and not lost:
                 confidence = 0.85
@@ -518,7 +518,7 @@ class RankExitedFromLog(Rule):
             evidence.append(f"torchrun: {first.cause}")
         oom = [
             m
-            for m in matches_of(job, "oom_killed", kernel=True)
+            for m in matches_of(job, LogKind.OOM_KILLED, kernel=True)
             if first.pid is not None and first.pid in m.pids
         ]
         if oom:

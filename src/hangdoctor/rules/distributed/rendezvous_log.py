@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -83,20 +84,25 @@ class RendezvousFailed(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(
             job,
-            "rendezvous_error",
-            "store_connect_timeout",
-            "store_barrier_timeout",
-            "store_clients_timeout",
-            "store_connect_failed",
+            LogKind.RENDEZVOUS_ERROR,
+            LogKind.STORE_CONNECT_TIMEOUT,
+            LogKind.STORE_BARRIER_TIMEOUT,
+            LogKind.STORE_CLIENTS_TIMEOUT,
+            LogKind.STORE_CONNECT_FAILED,
         )
-        strong = [m for m in found if m.kind != "store_connect_failed"]
-        retries = [m for m in found if m.kind == "store_connect_failed"]
+        strong = [m for m in found if m.kind != LogKind.STORE_CONNECT_FAILED]
+        retries = [m for m in found if m.kind == LogKind.STORE_CONNECT_FAILED]
         if not strong and len(retries) < 3:
             return
         joined = next(
-            (m for m in found if m.kind in ("store_barrier_timeout", "store_clients_timeout")), None
+            (
+                m
+                for m in found
+                if m.kind in (LogKind.STORE_BARRIER_TIMEOUT, LogKind.STORE_CLIENTS_TIMEOUT)
+            ),
+            None,
         )
-        connect = next((m for m in found if m.kind == "store_connect_timeout"), None)
+        connect = next((m for m in found if m.kind == LogKind.STORE_CONNECT_TIMEOUT), None)
         if joined is not None:
             title = _(
                 "Rendezvous failed: only {joined} of {world} workers joined",

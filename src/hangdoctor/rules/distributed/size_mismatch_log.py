@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
@@ -50,7 +51,7 @@ class CollectiveSizeMismatch(Rule):
     quiet_on = (Example("a clean run", lambda: logs_bundle(["[rank0]: epoch 3 done"])),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "collective_size_mismatch")
+        found = matches_of(job, LogKind.COLLECTIVE_SIZE_MISMATCH)
         if not found:
             return
         first = found[0]

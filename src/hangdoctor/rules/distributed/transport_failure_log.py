@@ -8,9 +8,7 @@ import re
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import (
-    torchrun_failures,
-)
+from hangdoctor.analysis.logs import LogKind, torchrun_failures
 from hangdoctor.analysis.tracebacks import first_failure
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
@@ -109,12 +107,12 @@ class TransportFailure(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)
-        errors = matches_of(job, "transport_error")
+        errors = matches_of(job, LogKind.TRANSPORT_ERROR)
         if not errors:
             return
         first = errors[0]
         failures = torchrun_failures(lines)
-        oom = matches_of(job, "oom_killed", kernel=True)
+        oom = matches_of(job, LogKind.OOM_KILLED, kernel=True)
         earlier = [f for f in failures if 0 <= f.index < first.index]
         violent = [f for f in failures if f.signal not in (None, 6, 15)]
         transport = (

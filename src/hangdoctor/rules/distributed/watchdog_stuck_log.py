@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -70,10 +71,10 @@ class WatchdogStuck(Rule):
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        stuck = matches_of(job, "nccl_watchdog_stuck")
+        stuck = matches_of(job, LogKind.NCCL_WATCHDOG_STUCK)
         if not stuck:
             return
-        timeouts = matches_of(job, "nccl_timeout")
+        timeouts = matches_of(job, LogKind.NCCL_TIMEOUT)
         first = stuck[0]
         rank = first.number("rank")
         seconds = next((m.fields["seconds"] for m in stuck if "seconds" in m.fields), None)

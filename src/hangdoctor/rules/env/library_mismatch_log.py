@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -100,13 +101,16 @@ class LibraryMismatch(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(
-            job, "symbol_version_missing", "undefined_symbol", "shared_object_missing"
+            job,
+            LogKind.SYMBOL_VERSION_MISSING,
+            LogKind.UNDEFINED_SYMBOL,
+            LogKind.SHARED_OBJECT_MISSING,
         )
         if not found:
             return
         first = found[0]
         fields = first.fields
-        if first.kind == "symbol_version_missing":
+        if first.kind == LogKind.SYMBOL_VERSION_MISSING:
             version, library = fields["version"], fields["library"]
             needed_by = fields.get("required_by")
             who = f"`{_module(needed_by)}`" if needed_by else _("a binary")
@@ -150,7 +154,7 @@ class LibraryMismatch(Rule):
                         "glibc 2.35)."
                     ),
                 )
-        elif first.kind == "undefined_symbol":
+        elif first.kind == LogKind.UNDEFINED_SYMBOL:
             module = _module(fields["library"])
             owner = _symbol_owner(fields["symbol"])
             title = _(

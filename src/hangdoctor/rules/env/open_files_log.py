@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._failure import job_limits
@@ -59,7 +60,7 @@ class OpenFilesLimit(Rule):
     quiet_on = (Example("nothing about descriptors", lambda: logs_bundle(["epoch 2 done"])),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "too_many_open_files")
+        found = matches_of(job, LogKind.TOO_MANY_OPEN_FILES)
         if not found:
             return
         # The line of the user's code that failed to open one more (an `open()` per sample).

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -87,19 +88,19 @@ class VersionIncompatible(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(
             job,
-            "no_kernel_image",
-            "arch_unsupported",
-            "arch_supported",
-            "driver_insufficient",
-            "driver_too_old",
+            LogKind.NO_KERNEL_IMAGE,
+            LogKind.ARCH_UNSUPPORTED,
+            LogKind.ARCH_SUPPORTED,
+            LogKind.DRIVER_INSUFFICIENT,
+            LogKind.DRIVER_TOO_OLD,
         )
         if not found:
             return
         kinds = {m.kind for m in found}
-        arch = next((m for m in found if m.kind == "arch_unsupported"), None)
-        supported = next((m for m in found if m.kind == "arch_supported"), None)
-        old = next((m for m in found if m.kind == "driver_too_old"), None)
-        if kinds & {"no_kernel_image", "arch_unsupported"}:
+        arch = next((m for m in found if m.kind == LogKind.ARCH_UNSUPPORTED), None)
+        supported = next((m for m in found if m.kind == LogKind.ARCH_SUPPORTED), None)
+        old = next((m for m in found if m.kind == LogKind.DRIVER_TOO_OLD), None)
+        if kinds & {LogKind.NO_KERNEL_IMAGE, LogKind.ARCH_UNSUPPORTED}:
             gpu = f" ({arch.fields['gpu']}, {arch.fields['arch']})" if arch else ""
             title = _("This PyTorch build has no code for this GPU{gpu}", gpu=gpu)
             explanation = (

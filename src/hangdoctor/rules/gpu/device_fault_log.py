@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import scan
+from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
 from hangdoctor.rules._log_examples import logs_bundle
@@ -93,14 +93,14 @@ class GpuDeviceFault(Rule):
             m
             for lines in (kernel_lines(job), output_lines(job))
             for m in scan(lines)
-            if m.kind in ("xid", "gpu_lost", "pcie_error")
+            if m.kind in (LogKind.XID, LogKind.GPU_LOST, LogKind.PCIE_ERROR)
         ]
         if not matches:
             return
-        xids = [m for m in matches if m.kind == "xid"]
-        lost = [m for m in matches if m.kind == "gpu_lost"]
-        pcie = [m for m in matches if m.kind == "pcie_error"]
-        codes = sorted({int(m.fields["xid"]) for m in xids})
+        xids = [m for m in matches if m.kind == LogKind.XID]
+        lost = [m for m in matches if m.kind == LogKind.GPU_LOST]
+        pcie = [m for m in matches if m.kind == LogKind.PCIE_ERROR]
+        codes = sorted({int(m.fields[LogKind.XID]) for m in xids})
         node = [c for c in codes if XIDS.get(c, ("", NODE, ""))[1] == NODE]
         fatal = [m for m in pcie if _FATAL_AER.search(m.fields.get("severity", ""))]
         if node or lost or fatal:
@@ -190,7 +190,9 @@ class GpuDeviceFault(Rule):
                 )
             )
         culprit_pid = next((m.pids[0] for m in xids if m.pids), None)
-        evidence = cite(sorted(matches, key=lambda m: (m.kind != "xid", m.index)), "kernel log")
+        evidence = cite(
+            sorted(matches, key=lambda m: (m.kind != LogKind.XID, m.index)), "kernel log"
+        )
         yield Finding(
             id=self.id,
             category=self.category,

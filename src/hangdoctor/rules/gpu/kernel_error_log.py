@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
@@ -52,7 +53,7 @@ class CudaKernelError(Rule):
     quiet_on = (Example("a clean run", lambda: logs_bundle(["epoch 3 done"])),)
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, "cuda_kernel_error")
+        found = matches_of(job, LogKind.CUDA_KERNEL_ERROR)
         if not found:
             return
         fields = found[0].fields

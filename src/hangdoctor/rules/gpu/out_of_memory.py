@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import scan
+from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._job_examples import failed_job
@@ -81,7 +81,7 @@ class GpuMemoryExhausted(Rule):
         record = job.bundle.job
         if record is None:
             return
-        matches = [m for m in scan(record.output_tail) if m.kind == "cuda_oom"]
+        matches = [m for m in scan(record.output_tail) if m.kind == LogKind.CUDA_OOM]
         raised = next((r for r in tracebacks(output_lines(job)) if _out_of_memory(r)), None)
         if not matches and raised is None:
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -67,10 +68,10 @@ class CgroupOutOfMemory(Rule):
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        events = matches_of(job, "cgroup_oom")
+        events = matches_of(job, LogKind.CGROUP_OOM)
         if not events:
             return
-        tasks = matches_of(job, "cgroup_oom_task")
+        tasks = matches_of(job, LogKind.CGROUP_OOM_TASK)
         step = events[0].fields.get("step") or events[0].fields.get("step2")
         on = (
             _(

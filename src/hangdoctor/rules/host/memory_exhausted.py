@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import scan
+from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.evidence.model import Frame, JobRecord, ProcessSample, TimelineSample
 from hangdoctor.i18n import _
@@ -117,12 +117,12 @@ class HostMemoryExhausted(Rule):
         evidence: list[str] = []
         culprit_pid = None
         for match in scan(record.kernel_log):
-            if match.kind == "oom_killed":
+            if match.kind == LogKind.OOM_KILLED:
                 evidence.append(_("kernel log: {line}", line=match.line))
                 culprit_pid = culprit_pid or match.pids[0]
         where = None
         for match in scan(record.output_tail):
-            if match.kind == "host_alloc_failed":
+            if match.kind == LogKind.HOST_ALLOC_FAILED:
                 evidence.append(_("job output: {line}", line=match.line))
                 where = where or _allocating_line(record.output_tail, match.line)
         growth = _largest_growth(record, job.bundle.system.memory_total_bytes)

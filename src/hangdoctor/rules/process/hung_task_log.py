@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogMatch, scan
+from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
@@ -115,7 +115,7 @@ class HungTaskInKernelLog(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         kernel = kernel_lines(job)
-        hung = [m for m in scan(kernel) if m.kind == "hung_task"]
+        hung = [m for m in scan(kernel) if m.kind == LogKind.HUNG_TASK]
         if not hung:
             return
         tasks: dict[int, LogMatch] = {}

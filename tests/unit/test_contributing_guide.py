@@ -1,0 +1,37 @@
+"""docs/contributing.md is true: the rule it shows as the example of adding one is valid code
+that fires on its `fires_on` evidence, stays quiet on its `quiet_on`, and gets a page."""
+
+from __future__ import annotations
+
+import re
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.docs import diagnosis_page, render_page
+from hangdoctor.rules.base import Rule
+from tests.conftest import REPO
+
+
+def _example_rule() -> type[Rule]:
+    guide = (REPO / "docs" / "contributing.md").read_text(encoding="utf-8")
+    [code] = re.findall(r"```python\n(.*?)```", guide, flags=re.S)[:1]
+    namespace: dict[str, object] = {"__name__": "contributed_rule"}
+    exec(compile(code, "docs/contributing.md", "exec"), namespace)
+    found = [
+        value
+        for value in namespace.values()
+        if isinstance(value, type) and issubclass(value, Rule) and value is not Rule
+    ]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_the_guides_example_rule_fires_where_it_says_and_gets_a_page() -> None:
+    rule = _example_rule()
+    assert rule.id == "HD180"
+    for example in rule.fires_on:
+        findings = list(rule().check(JobView(example.build())))
+        assert findings and findings[0].category == rule.category, example.name
+    for example in rule.quiet_on:
+        assert not list(rule().check(JobView(example.build()))), example.name
+    page = render_page(diagnosis_page(rule))
+    assert page.startswith("# HD180: ") and rule.why in page.replace("\n", " ")
