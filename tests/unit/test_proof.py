@@ -147,3 +147,15 @@ def test_a_different_proof_on_the_second_look_is_no_confirmation():
     watch.saw(2.0, "one chain")
     assert watch.saw(3.0, "another chain") is None
     assert watch.saw(4.0, "another chain") == "another chain"
+
+
+def test_what_follows_a_look_may_be_the_looks_own_doing():
+    """A look makes the job answer (which objects its frames hold) and py-spy attaches: the
+    CPU and I/O that shows right after is not taken for the job's work, or each look would
+    restart the quiet spell that called for it (FSDP jobs were never declared that way)."""
+    watch = ProofWatch()
+    assert not watch.echoes(100.0)  # no look yet
+    assert watch.due(3.0, idle_since_s=0.0, threshold_s=10.0)
+    watch.saw(3.5, None)
+    assert watch.echoes(4.0) and watch.echoes(6.9)
+    assert not watch.echoes(7.1)

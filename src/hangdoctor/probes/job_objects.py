@@ -10,12 +10,21 @@ import time
 from pathlib import Path
 
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+from hangdoctor.private_files import write_text
 
 _GLOB = protocol.glob_of(protocol.OBJECTS_PREFIX, protocol.OBJECTS_SUFFIX)
 _MAX_BYTES = 4 * 1024 * 1024
 
 #: (owner's address, attribute name) -> (the value's address, its type), per pid.
 Attributes = dict[tuple[int, str], tuple[int, str]]
+
+
+def request_objects(status_dir: Path) -> float:
+    """Ask the instrumented processes for their frames' objects alone (a look for a proof:
+    nothing else they would answer, which costs them work); returns the request's time."""
+    path = status_dir / protocol.OBJECTS_REQUEST_FILE
+    write_text(path, str(time.time()))
+    return path.stat().st_mtime
 
 
 def parse_objects(text: str) -> tuple[int, Attributes] | None:

@@ -16,7 +16,7 @@ from hangdoctor.analysis.proof import proven_hang
 from hangdoctor.capture.object_identity import identify_objects
 from hangdoctor.capture.tree import CaptureOptions, capture_tree
 from hangdoctor.evidence.model import JobRecord
-from hangdoctor.probes.flight_recorder import request_dumps
+from hangdoctor.probes.job_objects import request_objects
 
 if TYPE_CHECKING:
     from hangdoctor.probes.gpu import GpuSampler
@@ -29,7 +29,7 @@ def prove(
     `gpus`: the supervisor's NVML sampler, already open (a wedged driver must not hold up the
     look, which opening NVML again could); `status_dir`: the instrumentation's folder, where
     the processes are asked which objects their frames' attributes are."""
-    asked = request_dumps(status_dir) if status_dir is not None else None
+    asked = request_objects(status_dir) if status_dir is not None else None
     bundle = capture_tree(pid, CaptureOptions(samples=1), gpus=gpus)
     if status_dir is not None and asked is not None:
         bundle = identify_objects(bundle, status_dir, asked)

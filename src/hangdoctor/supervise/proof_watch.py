@@ -24,6 +24,11 @@ LOOKS_PER_SPELL = 3
 #: About what one look takes (a stack dump of a few processes): no look is begun so late that
 #: its proof could not be confirmed before the threshold.
 LOOK_TAKES_S = 1.0
+#: How long after a look the job's CPU and I/O may still be the look's own doing (py-spy's
+#: attach, the processes answering which objects their frames hold: the sampler's windows
+#: reach 3 s back): not taken for the job's work, or each look would restart the quiet spell
+#: that called for it, and the threshold would never come.
+ECHO_S = 3.5
 
 
 @dataclass
@@ -53,6 +58,10 @@ class ProofWatch:
         if self.last_look_s is None:
             return True
         return now_s - self.last_look_s >= (CONFIRM_AFTER_S if self.seen else first)
+
+    def echoes(self, now_s: float) -> bool:
+        """Whether activity seen now may be the last look's own."""
+        return self.last_look_s is not None and now_s - self.last_look_s < ECHO_S
 
     def saw(self, now_s: float, proof: str | None) -> str | None:
         """Record what a look showed; the proof, once two looks in a row showed it."""

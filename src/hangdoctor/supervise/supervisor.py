@@ -506,14 +506,16 @@ class Supervisor:
         """Tell the tracker what the whole tree did (computing, moving data, compiling);
         True when it is busy: a process runnable, or the tree computing over the last
         seconds, on whatever share of the machine it gets."""
-        # The times are the samples' (when the work was seen), not this tick's.
+        # The times are the samples' (when the work was seen), not this tick's; what follows a
+        # look for a proof may be the look's own doing (`ProofWatch.echoes`).
         sampled_at = self.sampler.sampled_at_s
         runnable = self.sampler.runnable(training=True)
         recent = self.sampler.activity(window_s=_SAMPLE_EVERY_S, training=True)
-        if runnable or (recent is not None and recent.computing):
+        echo = self.proofs.echoes(now)
+        if (runnable or (recent is not None and recent.computing)) and not echo:
             self.tracker.computed(sampled_at if sampled_at is not None else now)
         moved_at = self.sampler.moved_at_s()
-        if moved_at is not None:
+        if moved_at is not None and not echo:
             self.tracker.moved(moved_at)
         activity = self.sampler.activity()
         if activity is not None and activity.compilers:

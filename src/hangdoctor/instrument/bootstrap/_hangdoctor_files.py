@@ -33,9 +33,9 @@ def write_atomically(name: str, body: str) -> None:
     os.replace(temporary, os.path.join(probe.directory, name))
 
 
-def request_stamp() -> int | None:
+def request_stamp(name: str = FLIGHT_RECORDER_REQUEST) -> int | None:
     """When the supervisor last asked (the request file's time), or None: never."""
     if probe.directory is None:
         return None
-    request = os.path.join(probe.directory, FLIGHT_RECORDER_REQUEST)
+    request = os.path.join(probe.directory, name)
     return os.stat(request).st_mtime_ns if os.path.exists(request) else None

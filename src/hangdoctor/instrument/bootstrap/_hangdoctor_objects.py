@@ -3,7 +3,7 @@
 py-spy shows the address of each local (`model_lock`, `self`), never of an attribute: a thread
 in `with self.model_lock:` and another in `with model_lock:` may hold and want one lock, and
 only the process itself can say so. When the supervisor asks (the request file of the Flight
-Recorder), the writer thread lists, for the locals of every thread's frames, their attributes
+Recorder at a capture, its own at a look for a proof), the writer thread lists, for the locals of every thread's frames, their attributes
 that are synchronisation objects (locks, conditions, events, semaphores, barriers, queues,
 futures, threads, pipes), as `[owner address, attribute, value address, type]`, into
 `objects-<pid>.json`. Read only: an instance's `__dict__` is read only where the class keeps
@@ -49,7 +49,9 @@ def answer_object_request() -> None:
     if probe.directory is None:
         return
     try:
-        stamp = files.request_stamp()
+        # the capture's request (every answer) or a proof's look (this one alone)
+        stamps = [files.request_stamp(), files.request_stamp(protocol.OBJECTS_REQUEST_FILE)]
+        stamp = max((s for s in stamps if s is not None), default=None)
         if stamp in (None, _answered):
             return
         _answered = stamp

@@ -34,6 +34,10 @@ PROBE_PARTS = (
 #: Flight Recorder, its asyncio tasks, its threads' system calls, its frames' objects); its
 #: modification time tells one request from the next.
 REQUEST_FILE = "flight-recorder.request"
+#: Dropped by `run` when it looks at an idle job for a proof that it is hung: only the
+#: frames' objects are asked for (`_hangdoctor_objects`), nothing that costs the job work
+#: (a Flight Recorder dump computes and writes, and would pass for the job's own activity).
+OBJECTS_REQUEST_FILE = "objects.request"
 #: The real-time signal (SIGRTMIN + this) that makes faulthandler write a process's stacks.
 STACK_SIGNAL_OFFSET = 6
 
