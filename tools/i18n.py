@@ -87,8 +87,12 @@ def _nested_messages() -> Iterator[tuple[str | tuple[str, str], tuple[str, int]]
                 and node.args
             ):
                 continue
-            texts = [a.value for a in node.args[:2] if isinstance(a, ast.Constant)]
-            if not texts or not all(isinstance(t, str) for t in texts):
+            texts = [
+                a.value
+                for a in node.args[:2]
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
+            if not texts:
                 continue
             where = (str(path.relative_to(PACKAGE)), node.lineno)
             if node.func.id == "_n" and len(texts) == 2:

@@ -192,11 +192,11 @@ def test_at_a_thousand_nodes_a_node_reads_a_few_keys_to_know_who_merges():
             host.put(f"beat/{node}", json_module.dumps(beat).encode())
         board = _CountingBoard("127.0.0.1", port, "scale")
         plan = SessionPlan("617", "host-617", 1000, "test", lambda: board)
-        node = NodeSession(plan, lambda: (617,))
-        node._board = board  # as the session's thread leaves it once it joined
+        session = NodeSession(plan, lambda: (617,))
+        session._board = board  # as the session's thread leaves it once it joined
         assert len(board.members()) == 1000
         _CountingBoard.reads = 0
-        assert not node.merges()
+        assert not session.merges()
         assert _CountingBoard.reads <= 2  # node 0's beat (and nothing more)
         host.join("1000")
         _CountingBoard.reads = 0

@@ -120,7 +120,7 @@ def test_a_node_reduces_its_ranks_to_classes_and_keeps_the_one_that_differs():
     assert straggler.rank_class is not None and straggler.rank_class.size == 1
     # each worker class stays with the class of its parent, the straggler's worker with it
     assert processes[103].ppid == 13 and processes[100].ppid == 10
-    assert {s.pid for s in node.job.progress} == {10, 13}  # type: ignore[union-attr]
+    assert {s.pid for s in node.job.progress} == {10, 13}
 
 
 def test_a_job_of_1024_ranks_is_diagnosed_by_class_with_the_straggler_by_name():
@@ -133,7 +133,7 @@ def test_a_job_of_1024_ranks_is_diagnosed_by_class_with_the_straggler_by_name():
     finding = run_rules(job).findings[0]
     assert finding.category == "distributed.straggler"
     assert finding.culprit is not None and finding.culprit.rank == straggler
-    assert job.process(finding.culprit.pid).node == str(straggler // PER_NODE)  # type: ignore[union-attr]
+    assert job.process(finding.culprit.pid).node == str(straggler // PER_NODE)
     assert "1015 more" in finding.title
     waiting = next(p for p in merged.snapshots[0].processes if p.environ.get("RANK") == "0")
     said = job.describe_process(waiting.pid)
