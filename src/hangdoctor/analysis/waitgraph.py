@@ -317,9 +317,10 @@ def _thread_edges(
     primitive = blocking_call(thread)
     if primitive is not None:
         waited = _self_address(primitive[1])
-        holding = {t.tid: _held_as(t, waited) for t in _wakers(process, thread)}
+        candidates = _wakers(process, thread)
+        holding = {t.tid: _held_as(t, waited) for t in candidates}
         # Those that hold the very object first: a queue's producers before the bystanders.
-        wakers = sorted(_wakers(process, thread), key=lambda t: holding[t.tid] is None)
+        wakers = sorted(candidates, key=lambda t: holding[t.tid] is None)
         for waker in wakers:
             name = holding[waker.tid]
             graph.add(
