@@ -441,6 +441,22 @@ def test_failure_is_diagnosed_from_the_log(tmp_path):
 
 
 @pytest.mark.torch
+def test_an_exception_python_could_not_print_is_named_at_its_origin(tmp_path):
+    """The job closed its stderr, so the traceback that ends it is never printed; the one the
+    instrumentation recorded names the worker's raise, through DataLoader's re-raise."""
+    pytest.importorskip("torch")
+    done, report = hd_run(tmp_path, *fixture("run_traceback_lost.py"))
+    assert done.returncode == 1
+    printed = (tmp_path / "output.log").read_text().splitlines()
+    assert not any(line.startswith("ValueError:") for line in printed)  # Python could not
+    root = report["findings"][0]
+    assert root["category"] == "process.exception", root
+    location = root["culprit"]["location"]
+    assert (Path(location["file"]).name, location["line"]) == ("run_traceback_lost.py", 16)
+    assert "record 9 has no label" in root["title"]
+
+
+@pytest.mark.torch
 def test_collective_mismatch_named_by_flight_recorder(tmp_path):
     pytest.importorskip("torch")
     done, report = hd_run(

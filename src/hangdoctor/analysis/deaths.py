@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import Origin, origin
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.job_output import job_output
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.evidence.model import Frame, ProcessEnd
 from hangdoctor.i18n import N_, _
@@ -77,7 +78,7 @@ def _thread_deaths(job: JobView) -> list[Death]:
 
 
 def _output(job: JobView) -> tuple[str, ...]:
-    return job.bundle.job.output_tail if job.bundle.job else ()
+    return job_output(job.bundle.job)
 
 
 def in_multiprocessing_child(raised: Raised) -> bool:

@@ -540,6 +540,15 @@ class ThreadDeath(Evidence):
     text: str = Field(description="`Exception in thread NAME:` and its traceback, redacted")
 
 
+class UncaughtException(Evidence):
+    """The exception that ended a process of the job, as the instrumentation recorded it before
+    Python printed it: whole, where the printed one may be torn (a signal handler raising
+    while it prints) or lost (stderr closed)."""
+
+    pid: int
+    text: str = Field(description="the traceback as Python formats it, redacted")
+
+
 class JobRecord(Evidence):
     """A supervised job's life: how it ran, how it ended, what it printed last."""
 
@@ -582,6 +591,11 @@ class JobRecord(Evidence):
         default=(),
         description="threads that died of an exception, recorded whole by the "
         "instrumentation (`hangdoctor run` only)",
+    )
+    uncaught: tuple[UncaughtException, ...] = Field(
+        default=(),
+        description="uncaught exceptions that ended processes of the job, recorded whole by "
+        "the instrumentation (`hangdoctor run` only)",
     )
     process_ends: tuple[ProcessEnd, ...] = Field(
         default=(),

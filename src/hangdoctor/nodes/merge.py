@@ -88,6 +88,7 @@ def _job(
     stopped = list(local.stopped)
     faults = list(local.faults)
     deaths = list(local.thread_deaths)
+    uncaught = list(local.uncaught)
     for peer, moved in peers:
         record = peer.bundle.job
         if record is None:
@@ -98,6 +99,7 @@ def _job(
         stopped += _moved_pid(record.stopped, moved)
         faults += _moved_pid(record.faults, moved)
         deaths += _moved_pid(record.thread_deaths, moved)
+        uncaught += _moved_pid(record.uncaught, moved)
     return local.model_copy(
         update={
             "progress": tuple(progress),
@@ -106,6 +108,7 @@ def _job(
             "stopped": tuple(stopped),
             "faults": tuple(faults),
             "thread_deaths": tuple(deaths),
+            "uncaught": tuple(uncaught),
         }
     )
 

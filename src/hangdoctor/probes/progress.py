@@ -18,6 +18,7 @@ from hangdoctor.evidence.model import (
     ProcessEnd,
     ProgressStatus,
     ThreadDeath,
+    UncaughtException,
 )
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.redact import redact_value
@@ -171,3 +172,14 @@ def _per_process_tails(status_dir: Path, pattern: str) -> list[tuple[int, str]]:
         if text.strip():
             found.append((pid, "\n".join(redact_value(line) for line in text.splitlines())))
     return found
+
+
+RAISED_GLOB = protocol.glob_of(protocol.RAISED_PREFIX, protocol.RAISED_SUFFIX)
+
+
+def read_uncaught(status_dir: Path) -> list[UncaughtException]:
+    """The uncaught exceptions that ended the job's processes (`raised-<pid>.txt`)."""
+    return [
+        UncaughtException(pid=pid, text=text)
+        for pid, text in _per_process_tails(status_dir, RAISED_GLOB)
+    ]

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.job_output import job_output
 from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.analysis.ranks import distributed_call
 from hangdoctor.analysis.tracebacks import Raised, fault_stack, main_thread_stack
@@ -21,7 +22,9 @@ _SOURCES = (N_("log"), N_("kernel log"))
 
 
 def output_lines(job: JobView) -> tuple[str, ...]:
-    return job.bundle.job.output_tail if job.bundle.job else ()
+    """The job's output, with the uncaught exceptions it did not print whole
+    (`analysis.job_output`)."""
+    return job_output(job.bundle.job)
 
 
 def kernel_lines(job: JobView) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from hangdoctor.probes.progress import (
     read_offloop_calls,
     read_process_ends,
     read_thread_deaths,
+    read_uncaught,
     with_sync_source,
 )
 from hangdoctor.redact import redact_argv, redact_value
@@ -551,6 +552,7 @@ class Supervisor:
             faults=tuple(read_fault_logs(self.status_dir)) if self.status_dir else (),
             stopped=self._stopped_stacks(),
             thread_deaths=tuple(read_thread_deaths(self.status_dir)) if self.status_dir else (),
+            uncaught=tuple(read_uncaught(self.status_dir)) if self.status_dir else (),
             process_ends=tuple(read_process_ends(self.status_dir)) if self.status_dir else (),
             offloop_calls=tuple(read_offloop_calls(self.status_dir)) if self.status_dir else (),
         )

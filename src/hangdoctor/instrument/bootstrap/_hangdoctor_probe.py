@@ -77,6 +77,7 @@ def arm() -> None:
         stacks.log_fatal_signals()
         stacks.log_stop_signal()
         stacks.log_thread_deaths()
+        stacks.log_uncaught_exception()
         stacks.log_process_ends()
         stacks.register_stack_dump()
         with contextlib.suppress(Exception):

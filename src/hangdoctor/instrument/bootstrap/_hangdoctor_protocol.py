@@ -51,6 +51,7 @@ THREAD_MAP_PREFIX, THREAD_MAP_SUFFIX = "threads-", ".json"
 FAULT_PREFIX, FAULT_SUFFIX = "fault-", ".txt"
 STOPPED_PREFIX, STOPPED_SUFFIX = "stopped-", ".txt"
 DIED_PREFIX, DIED_SUFFIX = "died-", ".txt"
+RAISED_PREFIX, RAISED_SUFFIX = "raised-", ".txt"
 ENDED_PREFIX, ENDED_SUFFIX = "ended-", ".txt"
 OFFLOOP_PREFIX, OFFLOOP_SUFFIX = "offloop-", ".txt"
 
@@ -98,6 +99,12 @@ def fault_file(pid: int) -> str:
 def stopped_file(pid: int) -> str:
     """Where faulthandler writes the stacks of a process stopped by SIGTERM."""
     return STOPPED_PREFIX + str(pid) + STOPPED_SUFFIX
+
+
+def raised_file(pid: int) -> str:
+    """Where a process writes the uncaught exception that ends it, whole, before Python prints
+    it (the printed one can be torn or lost)."""
+    return RAISED_PREFIX + str(pid) + RAISED_SUFFIX
 
 
 def offloop_file(pid: int) -> str:

@@ -5,6 +5,8 @@ faulthandler (no GIL needed) and threading's excepthook, into the status folder.
 - `stopped-<pid>.txt`: every thread's stack when SIGTERM ends it (the launcher ending the
   ranks that survived one that failed);
 - `died-<pid>.txt`: the traceback of a thread that died of an exception, written whole;
+- `raised-<pid>.txt`: the uncaught exception that ends the process, written whole before Python
+  prints it;
 - `stacks-<pid>.txt` and `threads-<pid>.json`: every thread's stack on the supervisor's stack
   signal, where py-spy may not read the process.
 """
@@ -155,6 +157,59 @@ def _note_thread_death(args: threading.ExceptHookArgs) -> None:
         finally:
             os.close(descriptor)
     except Exception:
+        pass
+
+
+def log_uncaught_exception() -> None:
+    """The exception that ends a process is the answer to why the job failed, but what Python
+    prints of it can be lost: a signal handler that raises while the traceback is printed
+    (PyTorch's SIGCHLD handler, when a DataLoader worker dies) tears it after its first line,
+    and a job that closed or replaced stderr prints nothing. So `sys.excepthook` is wrapped:
+    the traceback is written whole into `raised-<pid>.txt`, then the hook that was there runs
+    exactly as before. Only in the process that installed it (a forked child is its parent's)."""
+    import sys
+
+    try:
+        previous = sys.excepthook
+        if shared.is_wrapper(previous):
+            return
+        owner = os.getpid()
+
+        def excepthook(kind, value, tb):  # type: ignore[no-untyped-def]
+            if os.getpid() == owner:
+                _note_uncaught(kind, value, tb)
+            previous(kind, value, tb)
+
+        shared.mark_wrapper(excepthook)
+        sys.excepthook = excepthook
+    except Exception:
+        pass
+
+
+def _note_uncaught(kind, value, tb) -> None:  # type: ignore[no-untyped-def]
+    """Write the traceback in one write; an exception that a signal handler raises while it is
+    formatted (the one that names the dead worker) is written after it, as Python chains."""
+    try:
+        if probe.directory is None or kind is SystemExit or kind is KeyboardInterrupt:
+            return
+        import traceback
+
+        try:
+            text = "".join(traceback.format_exception(kind, value, tb))
+        except BaseException as interrupting:  # a signal handler raised: keep both
+            text = "".join(traceback.format_exception(kind, value, tb)) + (
+                "\nDuring handling of the above exception, another exception occurred:\n\n"
+                + "".join(traceback.format_exception(
+                    type(interrupting), interrupting, interrupting.__traceback__))
+            )
+        data = text.encode("utf-8", errors="replace")[-_DEATH_BYTES:]
+        path = os.path.join(probe.directory, protocol.raised_file(os.getpid()))
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, files.FILE_MODE)
+        try:
+            os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
+    except BaseException:
         pass
 
 

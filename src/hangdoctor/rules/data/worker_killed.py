@@ -13,7 +13,7 @@ from hangdoctor.rules._failure import traceback_lines
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import fault_of
+from hangdoctor.rules.log_helpers import fault_of, output_lines
 from hangdoctor.taxonomy import Category
 
 _LOST_HANDOVER = (
@@ -131,11 +131,11 @@ class WorkerKilled(Rule):
             return
         matches = [
             m
-            for m in scan(record.output_tail)
+            for m in scan(output_lines(job))
             if m.kind in (LogKind.WORKER_KILLED, LogKind.WORKER_EXITED)
         ]
         if not matches:
-            lost = next((r for r in tracebacks(record.output_tail) if _lost_handover(r)), None)
+            lost = next((r for r in tracebacks(output_lines(job)) if _lost_handover(r)), None)
             if lost is not None:
                 yield self._handover(lost, self._gone_worker(job))
             return

@@ -81,7 +81,7 @@ class GpuMemoryExhausted(Rule):
         record = job.bundle.job
         if record is None:
             return
-        matches = [m for m in scan(record.output_tail) if m.kind == LogKind.CUDA_OOM]
+        matches = [m for m in scan(output_lines(job)) if m.kind == LogKind.CUDA_OOM]
         raised = next((r for r in tracebacks(output_lines(job)) if _out_of_memory(r)), None)
         if not matches and raised is None:
             return

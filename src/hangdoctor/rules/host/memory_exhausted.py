@@ -16,6 +16,7 @@ from hangdoctor.i18n import _
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.log_helpers import output_lines
 from hangdoctor.taxonomy import Category
 
 _GIB = 2**30
@@ -121,10 +122,10 @@ class HostMemoryExhausted(Rule):
                 evidence.append(_("kernel log: {line}", line=match.line))
                 culprit_pid = culprit_pid or match.pids[0]
         where = None
-        for match in scan(record.output_tail):
+        for match in scan(output_lines(job)):
             if match.kind == LogKind.HOST_ALLOC_FAILED:
                 evidence.append(_("job output: {line}", line=match.line))
-                where = where or _allocating_line(record.output_tail, match.line)
+                where = where or _allocating_line(output_lines(job), match.line)
         growth = _largest_growth(record, job.bundle.system.memory_total_bytes)
         climbing = False
         if growth is not None:

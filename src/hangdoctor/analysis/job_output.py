@@ -1,0 +1,37 @@
+"""What the job printed, as the rules read it: the output's tail, and after it each uncaught
+exception that a process recorded as it ended (`JobRecord.uncaught`) where the output does
+not show it whole.
+
+The printed traceback of the exception that ended a process can be torn (a signal handler that
+raises while Python prints it: PyTorch's, when a DataLoader worker dies) or lost (stderr closed
+or replaced); the recorded one is whole. It is read as the process would have printed it, its
+lines prefixed with the rank as torchrun prefixes a rank's output.
+"""
+
+from __future__ import annotations
+
+from hangdoctor.evidence.model import JobRecord, UncaughtException
+
+
+def job_output(record: JobRecord | None) -> tuple[str, ...]:
+    """The output's tail, then each recorded exception the tail does not end with."""
+    if record is None:
+        return ()
+    output = record.output_tail
+    missing = [u for u in record.uncaught if not _printed(u, output)]
+    if not missing:
+        return output
+    ranks = {s.pid: s.rank for s in record.progress}
+    lines = list(output)
+    for uncaught in missing:
+        rank = ranks.get(uncaught.pid)
+        prefix = f"[rank{rank}]: " if rank is not None else ""
+        lines += [prefix + line for line in uncaught.text.splitlines()]
+    return tuple(lines)
+
+
+def _printed(uncaught: UncaughtException, output: tuple[str, ...]) -> bool:
+    """Whether the output holds the exception's last line (`Kind: message`), as printed."""
+    last = next((line for line in reversed(uncaught.text.splitlines()) if line.strip()), "")
+    last = last.strip()
+    return not last or any(line.rstrip().endswith(last) for line in output)
