@@ -6,9 +6,12 @@
    than real ones, which differ in their locals and line numbers; the JSON size bounds both).
 2. Merge and diagnose: synthetic nodes of 8 ranks each (every rank in all_reduce #41, one rank
    of one node blocked reading a socket), each reduced to its classes as a node does before it
-   sends (`nodes.classes`; timed per node: the nodes do it at once), merged as the merging node
-   does, then every rule run on the whole job. Targets (issue 28): <= 2 s at 131,072 ranks
-   (16,384 nodes), and at most 4x the time of 1,024 ranks, in the same run.
+   sends (`nodes.classes`; timed per node: the nodes do it at once), merged up the merge tree
+   (`nodes.tree`: blocks of 64 nodes, then blocks of 64 blocks; each block's view packed for
+   the level above and unpacked there, as on the board), then every rule run on the whole job.
+   The blocks of one level merge at once on their leaders, so the time of a level is that of
+   its slowest block; the merge time is the sum over the levels. Targets (issue 28): <= 2 s at
+   131,072 ranks (16,384 nodes), and at most 4x the time of 1,024 ranks, in the same run.
 
     python benchmarks/bench_nodes.py [--nodes 128 1024 16384] [--runs 1]
 """
@@ -32,8 +35,9 @@ from hangdoctor.evidence.model import (
     ProgressStatus,
 )
 from hangdoctor.nodes.classes import reduce_to_classes
-from hangdoctor.nodes.compact import compact, pack
+from hangdoctor.nodes.compact import compact, pack, unpack
 from hangdoctor.nodes.merge import PeerCapture, merge
+from hangdoctor.nodes.tree import FAN_IN, levels
 from hangdoctor.pipeline import gc_paused
 from hangdoctor.rules.engine import run_rules
 
@@ -122,6 +126,49 @@ def synthetic_node(node: int, straggler: int) -> Bundle:
     return bundle.model_copy(update={"job": JobRecord(started_at=0.0, progress=tuple(statuses))})
 
 
+def _seen(nodes: range, lower: list[Bundle]) -> NodesEvidence:
+    known = [n for view in lower if view.nodes for n in view.nodes.nodes]
+    listed = {n.node for n in known}
+    known += [
+        NodeSeen(node=str(n), host=f"gpu{n:05d}", answered=True)
+        for n in nodes
+        if str(n) not in listed
+    ]
+    return NodesEvidence(this_node=str(nodes.start), expected=None, nodes=tuple(known))
+
+
+def tree_merge(own: Bundle, packed: list[bytes]) -> tuple[Bundle, list[float]]:
+    """The whole job's view as the merge tree builds it, and each level's time (its slowest
+    block: the blocks of a level merge at once, each on its leader)."""
+    views: list[Bundle | bytes] = list(packed)
+    views[0] = own  # node 0 leads every block it is in, with its own capture whole
+    per_level: list[float] = []
+    top = levels(len(packed))
+    for level in range(1, top + 1):
+        span = FAN_IN ** (level - 1)
+        merged_views: list[Bundle | bytes] = []
+        slowest = 0.0
+        for first in range(0, len(views), FAN_IN):
+            started = time.perf_counter()
+            group = [
+                v if isinstance(v, Bundle) else unpack(v) for v in views[first : first + FAN_IN]
+            ]
+            peers = [
+                PeerCapture(str((first + i) * span), f"gpu{(first + i) * span:05d}", view)
+                for i, view in enumerate(group[1:], start=1)
+            ]
+            nodes = range(first * span, min(len(packed), (first + FAN_IN) * span))
+            view = merge(group[0], f"gpu{first * span:05d}", peers, _seen(nodes, group))
+            out: Bundle | bytes = view if level == top or first == 0 else pack(view)
+            merged_views.append(out)
+            slowest = max(slowest, time.perf_counter() - started)
+        views = merged_views
+        per_level.append(slowest)
+    final = views[0]
+    assert isinstance(final, Bundle)
+    return final, per_level
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, nargs="+", default=[128, 1024, 16384])
@@ -142,10 +189,10 @@ def main() -> int:
         )
     print()
     print(
-        "| nodes | ranks | node reduce ms | merge median s | diagnose median s | total s "
-        "| x 1,024 ranks | culprit rank, node | target |"
+        "| nodes | ranks | node reduce ms | levels (s each) | merge median s "
+        "| diagnose median s | total s | x 1,024 ranks | culprit rank, node | target |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    print("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |")
     base: float | None = None
     for count in args.nodes:
         straggler = (count * RANKS_PER_NODE) // 3
@@ -153,20 +200,13 @@ def main() -> int:
         started = time.perf_counter()
         reduced = [reduce_to_classes(bundle) for bundle in bundles]
         reduce_ms = (time.perf_counter() - started) / count * 1000
-        seen = NodesEvidence(
-            this_node="0",
-            expected=count,
-            nodes=tuple(
-                NodeSeen(node=str(n), host=f"gpu{n:05d}", answered=True) for n in range(count)
-            ),
-        )
-        peers = [PeerCapture(str(n), f"gpu{n:05d}", reduced[n]) for n in range(1, count)]
-        merge_times, diagnose_times = [], []
+        packed = [pack(bundle) for bundle in reduced]  # what each node leaves on the board
+        merge_times, diagnose_times, level_times = [], [], []
         for _ in range(args.runs):
             with gc_paused():
-                started = time.perf_counter()
-                merged = merge(bundles[0], "gpu00000", peers, seen)
-                merge_times.append(time.perf_counter() - started)
+                merged, per_level = tree_merge(bundles[0], packed)
+                merge_times.append(sum(per_level))
+                level_times.append(per_level)
                 started = time.perf_counter()
                 diagnosis = run_rules(JobView(merged))
                 diagnose_times.append(time.perf_counter() - started)
@@ -180,6 +220,7 @@ def main() -> int:
         ratio = f"{total / base:.1f}" if base else "-"
         print(
             f"| {count} | {count * RANKS_PER_NODE} | {reduce_ms:.2f} | "
+            f"{' + '.join(f'{t:.3f}' for t in level_times[-1])} | "
             f"{statistics.median(merge_times):.2f} | {statistics.median(diagnose_times):.2f} | "
             f"{total:.2f} | {ratio} | {rank}, node {process.node if process else '-'} | "
             f"{'<= 2 s, <= 4x' if count == 16384 else ''} |",

@@ -5,16 +5,22 @@ silent is not waited for, and is named."""
 
 from __future__ import annotations
 
+import json
 import socket
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import Bundle
+from hangdoctor.nodes import exchange as exchange_module
 from hangdoctor.nodes import session as session_module
 from hangdoctor.nodes.board import Board, DirectoryBoard, StoreBoard
+from hangdoctor.nodes.exchange import Me, TreeExchange
 from hangdoctor.nodes.session import NodeSession, SessionPlan
 
 
@@ -57,6 +63,37 @@ def _wait_for_peer_hang(node: NodeSession, limit_s: float = 3.0) -> tuple[int | 
     return None, limit_s
 
 
+def _capture(node: int) -> Bundle:
+    """A node's capture: its two ranks, each a process with pid 100 (as in two containers)."""
+    return b.bundle(
+        *(
+            b.process(100 + rank % 2, b.thread(100 + rank % 2), env={"RANK": str(rank)})
+            for rank in (2 * node, 2 * node + 1)
+        )
+    )
+
+
+def _whole_jobs(nodes: Sequence[NodeSession], epoch: int) -> dict[str, Bundle]:
+    views: dict[str, Bundle] = {}
+
+    def exchange(node: NodeSession) -> None:
+        views[node.plan.me] = node.whole_job(epoch, _capture(int(node.plan.me)))
+
+    threads = [threading.Thread(target=exchange, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return views
+
+
+def _ranks_by_node(view: Bundle) -> dict[str | None, list[str]]:
+    found: dict[str | None, list[str]] = {}
+    for process in view.snapshots[0].processes:
+        found.setdefault(process.node, []).append(process.environ["RANK"])
+    return {node: sorted(ranks) for node, ranks in found.items()}
+
+
 def _a_hang_on_one_node_is_a_hang_on_all(boards: list[Callable[[], Board]]) -> None:
     with _sessions(boards, expected=3) as (zero, one, two):
         epoch = one.declare()
@@ -67,29 +104,19 @@ def _a_hang_on_one_node_is_a_hang_on_all(boards: list[Callable[[], Board]]) -> N
             assert after_s < 1.5
             other.took(seen)
         assert one.peer_hang() is None  # its own hang is not news to it
-        results = {}
-        import threading
-
-        def exchange(node: NodeSession) -> None:
-            results[node.plan.me] = node.exchange(epoch, f"capture of {node.plan.me}".encode(), 10)
-
-        threads = [threading.Thread(target=exchange, args=(n,)) for n in (zero, one, two)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(15)
-        received, nodes = results["2"]
-        assert received == {"0": b"capture of 0", "1": b"capture of 1"}
-        assert [(n.node, n.host, n.ranks, n.answered) for n in nodes.nodes] == [
-            ("0", "host-0", (0, 1), True),
-            ("1", "host-1", (2, 3), True),
-            ("2", "host-2", (4, 5), True),
-        ]
-        assert not nodes.partial
-        # Node 0 merges; the others take its merged view instead of merging themselves.
-        assert zero.merges() and not one.merges() and not two.merges()
-        zero.publish(epoch, b"the whole job")
-        assert two.await_merged(epoch, wait_s=2) == b"the whole job"
+        views = _whole_jobs((zero, one, two), epoch)
+        assert sorted(views) == ["0", "1", "2"]
+        for view in views.values():  # every node holds the whole job's view
+            assert _ranks_by_node(view) == {"0": ["0", "1"], "1": ["2", "3"], "2": ["4", "5"]}
+            assert view.nodes is not None and not view.nodes.partial
+            assert [(n.node, n.host, n.ranks, n.answered) for n in view.nodes.nodes] == [
+                ("0", "host-0", (0, 1), True),
+                ("1", "host-1", (2, 3), True),
+                ("2", "host-2", (4, 5), True),
+            ]
+        # the pids that met are told apart, each keeping its own
+        pids = [p.pid for p in views["2"].snapshots[0].processes]
+        assert len(set(pids)) == 6
 
 
 def test_a_hang_on_one_node_is_a_hang_on_all_through_a_shared_directory(tmp_path: Path):
@@ -117,22 +144,24 @@ def test_nodes_that_declare_at_once_agree_on_one_hang(tmp_path: Path):
 def test_a_silent_node_is_not_waited_for_and_a_node_that_never_joined_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(session_module, "SILENT_S", 2.0)
+    monkeypatch.setattr(exchange_module, "SILENT_S", 2.0)
+    monkeypatch.setattr(exchange_module, "EXCHANGE_S", 60.0)
     with _sessions([lambda: DirectoryBoard(tmp_path / "board")] * 2, expected=3) as (a, b):
         b.stop()  # its hangdoctor was killed: no more beats, no evidence
         time.sleep(2.5)
         epoch = a.declare()
         started = time.monotonic()
-        received, nodes = a.exchange(epoch, b"mine", wait_s=60)
+        view = a.whole_job(epoch, _capture(0))
         # Waiting for it would take the whole 60 s; half of that tells the two apart on any
         # machine, however loaded.
         assert time.monotonic() - started < 30, "a silent node is not waited for"
-        assert received == {}
-        states = {n.node: (n.joined, n.answered) for n in nodes.nodes}
+        assert _ranks_by_node(view) == {"0": ["0", "1"]}
+        assert view.nodes is not None
+        states = {n.node: (n.joined, n.answered) for n in view.nodes.nodes}
         assert states == {"0": (True, True), "1": (True, False), "2": (False, False)}
-        silent = next(n for n in nodes.nodes if n.node == "1")
+        silent = next(n for n in view.nodes.nodes if n.node == "1")
         assert silent.silent_s is not None and silent.silent_s >= 2
-        assert nodes.partial
+        assert view.nodes.partial
 
 
 def test_an_unreachable_board_leaves_the_session_unconnected_and_the_job_alone():
@@ -146,23 +175,26 @@ def test_an_unreachable_board_leaves_the_session_unconnected_and_the_job_alone()
     time.sleep(0.3)
     assert not node.connected and node.problem is not None and "127.0.0.1:1" in node.problem
     assert node.declare() == 1  # a local number: the hang is still this node's to report
-    received, nodes = node.exchange(1, b"x", wait_s=1)
-    assert received == {} and nodes.transport is not None and "not reached" in nodes.transport
+    view = node.whole_job(1, _capture(0))
+    assert _ranks_by_node(view) == {"0": ["0", "1"]}
+    assert view.nodes is not None and view.nodes.transport is not None
+    assert "not reached" in view.nodes.transport
     node.stop()
 
 
 def test_when_the_merging_node_goes_silent_the_next_one_merges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(session_module, "SILENT_S", 2.0)
+    monkeypatch.setattr(exchange_module, "SILENT_S", 2.0)
+    monkeypatch.setattr(exchange_module, "EXCHANGE_S", 60.0)
     with _sessions([lambda: DirectoryBoard(tmp_path / "board")] * 2, expected=2) as (zero, one):
-        assert not one.merges()
         zero.stop()
         time.sleep(2.5)
         started = time.monotonic()
-        assert one.await_merged(1, wait_s=60) is None
+        view = one.whole_job(1, _capture(1))
         assert time.monotonic() - started < 30, "it does not wait for a node that is gone"
-        assert one.merges()
+        assert _ranks_by_node(view) == {"1": ["2", "3"]}
+        assert view.nodes is not None and view.nodes.declared_by is None
 
 
 class _CountingBoard(StoreBoard):
@@ -176,9 +208,10 @@ class _CountingBoard(StoreBoard):
 
 
 @pytest.mark.torch
-def test_at_a_thousand_nodes_a_node_reads_a_few_keys_to_know_who_merges():
-    """Each of a thousand nodes asks every quarter second whether it merges: it reads node 0's
-    beat, not every node's, and the member list is read once, then only its new entries."""
+def test_at_a_thousand_nodes_a_node_reads_a_few_keys_to_know_whether_it_leads():
+    """Each of a thousand nodes asks whether it leads its block of the merge tree: it reads the
+    beat of its block's first node, not every node's, and the member list is read once, then
+    only its new entries."""
     import json as json_module
 
     pytest.importorskip("torch")
@@ -191,15 +224,73 @@ def test_at_a_thousand_nodes_a_node_reads_a_few_keys_to_know_who_merges():
             beat = {"host": f"host-{node}", "ranks": [node], "at": time.time()}
             host.put(f"beat/{node}", json_module.dumps(beat).encode())
         board = _CountingBoard("127.0.0.1", port, "scale")
-        plan = SessionPlan("617", "host-617", 1000, "test", lambda: board)
-        session = NodeSession(plan, lambda: (617,))
-        session._board = board  # as the session's thread leaves it once it joined
         assert len(board.members()) == 1000
-        _CountingBoard.reads = 0
-        assert not session.merges()
-        assert _CountingBoard.reads <= 2  # node 0's beat (and nothing more)
+        for name, leads in (("617", (False,)), ("640", (True, False)), ("0", (True, True))):
+            me = Me(name, f"host-{name}", (int(name),), 1000, "test", declared=False)
+            exchange = TreeExchange(board, me, epoch=1)
+            exchange._place_members(board.members())
+            _CountingBoard.reads = 0
+            assert tuple(exchange.leads(level) for level in range(1, len(leads) + 1)) == leads
+            assert _CountingBoard.reads <= 1, name  # its block's first node's beat, at most
         host.join("1000")
         _CountingBoard.reads = 0
         assert len(board.members()) == 1001 and _CountingBoard.reads == 1  # the new one only
     finally:
         host.close()
+
+
+class _ReadsOfCaptures(DirectoryBoard):
+    """A directory board that notes which captures and block views each node reads."""
+
+    def __init__(self, directory: Path, log: set[str]) -> None:
+        super().__init__(directory)
+        self.log = log
+
+    def get(self, key: str) -> bytes | None:
+        value = super().get(key)
+        if value is not None and key.split("/")[0] in ("evidence", "part"):
+            self.log.add(key)
+        return value
+
+
+def test_a_merge_tree_gives_every_node_the_whole_job_and_replaces_a_silent_leader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Seven nodes, blocks of two: three levels. Node 2, which would lead its block, is gone:
+    node 3 leads it instead. Every node ends with one view of the six that answered, and no
+    node reads more than one capture or view a level (the blocks hold two)."""
+    monkeypatch.setattr(exchange_module, "EXCHANGE_S", 60.0)
+    root = tmp_path / "board"
+    setup = DirectoryBoard(root)
+    for node in range(7):
+        setup.join(str(node))
+        if node != 2:
+            beat = {"host": f"host-{node}", "ranks": [2 * node, 2 * node + 1], "at": 1e12}
+            setup.put(f"beat/{node}", json.dumps(beat).encode())
+    reads: dict[str, set[str]] = {}
+    views: dict[str, Bundle] = {}
+
+    def run(node: int) -> None:
+        log = reads.setdefault(str(node), set())
+        me = Me(str(node), f"host-{node}", (2 * node, 2 * node + 1), 7, "test", node == 5)
+        exchange = TreeExchange(_ReadsOfCaptures(root, log), me, epoch=1, fan_in=2)
+        views[str(node)] = exchange.whole_job(_capture(node))
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(7) if n != 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert time.monotonic() - started < 30, "the silent leader is not waited for"
+    whole = {str(n): [str(2 * n), str(2 * n + 1)] for n in range(7) if n != 2}
+    for name, view in views.items():
+        assert _ranks_by_node(view) == whole, name
+        assert view.nodes is not None
+        states = {n.node: n.answered for n in view.nodes.nodes}
+        assert states == {str(n): n != 2 for n in range(7)}, name
+        assert view.nodes.declared_by == "5"
+        assert sum(e.kind == "partial" for e in view.errors) == 1  # said once, at the top
+    for name, log in reads.items():
+        assert len(log) <= 3, (name, sorted(log))  # one a level, three levels
+    assert "part/1/1/1" in reads["0"] or "part/1/2/0" in reads["0"]

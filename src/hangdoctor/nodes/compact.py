@@ -8,6 +8,7 @@ import zlib
 
 from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, Snapshot
 from hangdoctor.nodes.classes import CLASS_FROM_RANKS, reduce_to_classes
+from hangdoctor.nodes.tree import FAN_IN
 
 #: Lines of a node's output kept: the last collective timeout or traceback is near the end.
 OUTPUT_LINES = 60
@@ -60,7 +61,8 @@ def _world_size(bundle: Bundle) -> int:
 
 def compact(bundle: Bundle) -> Bundle:
     """The node's capture as the others need it: its first snapshot only, no sockets, no
-    timeline. A view already merged from several nodes keeps the lines of each."""
+    timeline. A view already merged from several nodes keeps the lines of each, up to the
+    nodes of one block of the merge tree."""
     nodes = len(bundle.nodes.nodes) if bundle.nodes is not None else 1
     if _world_size(bundle) > CLASS_FROM_RANKS:
         bundle = reduce_to_classes(bundle)  # what a node sends is bounded by its classes
@@ -69,7 +71,7 @@ def compact(bundle: Bundle) -> Bundle:
             "snapshots": tuple(_snapshot(s) for s in bundle.snapshots[:1]),
             "sockets": (),
             "timings_s": {},
-            "job": _record(bundle.job, max(1, nodes)),
+            "job": _record(bundle.job, max(1, min(nodes, FAN_IN))),
         }
     )
 

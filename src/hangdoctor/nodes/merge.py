@@ -48,13 +48,24 @@ def _pids(bundle: Bundle) -> set[int]:
 
 
 def _renumbered(bundle: Bundle, taken: set[int], offset: int) -> dict[int, int]:
-    return {pid: pid + offset for pid in _pids(bundle) if pid in taken}
+    """A new pid for each of the bundle's that the view holds already; a view merged before
+    (a block of the merge tree) may hold renumbered pids, so a new one is checked too."""
+    moved: dict[int, int] = {}
+    used = set(taken)
+    for pid in sorted(_pids(bundle) & taken):
+        target = pid + offset
+        while target in used:
+            target += offset
+        moved[pid] = target
+        used.add(target)
+    return moved
 
 
 def _process(
     process: ProcessEvidence, node: str, host: str | None, moved: dict[int, int]
 ) -> ProcessEvidence:
-    update: dict[str, object] = {"host": host, "node": node}
+    # A process of a view merged before (a block of the merge tree) keeps its node.
+    update: dict[str, object] = {} if process.node is not None else {"host": host, "node": node}
     if process.pid in moved:
         # Its threads move with it: the main thread is known by its tid being the pid.
         offset = moved[process.pid] - process.pid
@@ -167,6 +178,8 @@ def merge(
             if (error.probe, error.kind, error.message) not in seen_errors:
                 seen_errors.add((error.probe, error.kind, error.message))
                 errors.append(error)
+    # This view's account of missing nodes replaces those of the views it merges.
+    errors = [e for e in errors if not (e.probe == "nodes" and e.kind == "partial")]
     if nodes.partial:
         absent = [n.node for n in nodes.nodes if not n.answered]
         missing = (nodes.expected or 0) - len(nodes.nodes)

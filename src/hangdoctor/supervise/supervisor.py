@@ -674,36 +674,12 @@ class Supervisor:
     ) -> tuple[Bundle, Report]:
         """Send this node's capture to the other nodes, take theirs, and diagnose the whole
         job; this node's own report goes to `this-node/` beside the job's."""
-        from hangdoctor.nodes.compact import pack, unpack
-        from hangdoctor.nodes.merge import PeerCapture, merge
         from hangdoctor.pipeline import Context, Mode, diagnose
         from hangdoctor.report.directory import write_report_dir
 
         with contextlib.suppress(OSError):
             write_report_dir(directory / "this-node", report, bundle)
-        session.send(epoch, pack(bundle))
-        merged = None
-        if not session.merges():
-            packed = session.await_merged(epoch)
-            with contextlib.suppress(ValueError):
-                merged = unpack(packed) if packed is not None else None
-        if merged is None:  # this node merges: the first alive, or the one that merged is gone
-            received, nodes = session.gather(epoch)
-            hosts = {n.node: n.host for n in nodes.nodes}
-            peers = []
-            for node, data in received.items():
-                try:
-                    peers.append(PeerCapture(node, hosts.get(node), unpack(data)))
-                except ValueError as error:
-                    _say(
-                        _(
-                            "warning: node {node} sent evidence that cannot be read ({error})",
-                            node=node,
-                            error=error,
-                        )
-                    )
-            merged = merge(bundle, session.plan.host, peers, nodes)
-            session.publish(epoch, pack(merged))
+        merged = session.whole_job(epoch, bundle)
         if merged.nodes is not None:
             nodes = merged.nodes.model_copy(update={"this_node": session.plan.me})
             merged = merged.model_copy(update={"nodes": nodes})

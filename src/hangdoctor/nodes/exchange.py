@@ -1,0 +1,311 @@
+"""A hang's exchange of captures up the merge tree (`nodes.tree`), over the session's board.
+
+On the board, for hang E:
+- `evidence/E/N`: node N's packed capture (level 0), left by every node;
+- `declared/E`: the node that declared the hang, left by that node;
+- `part/E/L/B`: the merged view of block B at level L, left by its leader for the level above;
+- `merged/E`: the whole job's view, left by the leader of the top block (node 0, normally),
+  which every other node takes instead of merging anything itself.
+
+A leader waits for the blocks below it until each that has a node alive has answered, or until
+its level's deadline: each level waits `LEVEL_GRACE_S` longer than the one below, so a late
+block reaches the top. Every read may block on the network; the supervisor calls this at a hang
+only, on its own thread, and every wait has a deadline."""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hangdoctor.evidence.model import Bundle, NodeSeen, NodesEvidence
+from hangdoctor.nodes.board import Board
+from hangdoctor.nodes.compact import pack, unpack
+from hangdoctor.nodes.merge import PeerCapture, merge
+from hangdoctor.nodes.tree import (
+    FAN_IN,
+    block,
+    block_places,
+    first_alive,
+    levels,
+    node_order,
+    places,
+    sub_blocks,
+)
+
+#: How often a node looks again for what it waits for.
+POLL_S = 0.25
+#: How long after its last beat a node counts as gone.
+SILENT_S = 6.0
+#: How long the first level waits for the captures of nodes that are alive.
+EXCHANGE_S = 20.0
+#: How much longer each level above waits than the one below it.
+LEVEL_GRACE_S = 2.0
+#: How much longer than the top leader a node waits for the job's view before using its own.
+MERGED_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class Beat:
+    """What a node last said of itself on the board (`beat/N`)."""
+
+    host: str | None
+    ranks: tuple[int, ...]
+    at: float
+
+
+def read_beat(board: Board, member: str) -> Beat | None:
+    value = board.get(f"beat/{member}")
+    if value is None:
+        return None
+    try:
+        data = json.loads(value)
+        return Beat(
+            host=data.get("host"),
+            ranks=tuple(int(r) for r in data.get("ranks", ())),
+            at=float(data["at"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Me:
+    """This node, as the exchange needs it."""
+
+    node: str
+    host: str
+    ranks: tuple[int, ...]
+    expected: int | None
+    transport: str
+    declared: bool  # this node declared the hang
+
+
+class TreeExchange:
+    """One node's part in the exchange of hang `epoch` (see the module's docstring)."""
+
+    def __init__(
+        self,
+        board: Board,
+        me: Me,
+        epoch: int,
+        fan_in: int = FAN_IN,
+        wait_s: float | None = None,
+    ) -> None:
+        self.board = board
+        self.me = me
+        self.epoch = epoch
+        self.fan_in = fan_in
+        self.wait_s = EXCHANGE_S if wait_s is None else wait_s
+        self._beats: dict[str, tuple[Beat | None, float]] = {}  # member -> beat, when read
+        self._places: list[int] = []
+        self._member_at: dict[int, str] = {}
+        self._place = 0
+        self._started = time.monotonic()
+
+    # what the supervisor calls ---------------------------------------------------------------
+    def whole_job(self, bundle: Bundle) -> Bundle:
+        """This node's capture sent; the whole job's view, merged here where this node leads
+        (the top block's leader publishes it) or taken from the board."""
+        members = self.board.members()
+        self._place_members([*members, self.me.node])
+        top = levels(max(self._size(), 2), self.fan_in)
+        if self.me.declared:  # before its capture: the top has it once it has the capture
+            self.board.put(f"declared/{self.epoch}", self.me.node.encode())
+        self.board.put(f"evidence/{self.epoch}/{self.me.node}", pack(bundle))
+        view, level = bundle, 0
+        give_up = self._deadline(top) + MERGED_GRACE_S
+        while True:
+            while level < top and self.leads(level + 1):
+                level += 1
+                view = self._merge_level(level, view)
+                key = f"merged/{self.epoch}" if level == top else self._part_key(level)
+                self.board.put(key, pack(view))
+            if level == top:
+                return view
+            with contextlib.suppress(ValueError):
+                value = self.board.get(f"merged/{self.epoch}")
+                if value is not None:
+                    return unpack(value)
+            if time.monotonic() >= give_up:
+                return view
+            time.sleep(POLL_S)
+
+    # who leads -------------------------------------------------------------------------------
+    def _place_members(self, members: Sequence[str]) -> None:
+        by_place = places(members)
+        self._member_at = {place: member for member, place in by_place.items()}
+        self._places = sorted(self._member_at)
+        self._place = by_place[self.me.node]
+
+    def _size(self) -> int:
+        return max(self._places[-1] + 1, self.me.expected or 0)
+
+    def _members_in(self, places_range: range) -> list[str]:
+        """The members whose places fall in `places_range`, in place order."""
+        low = bisect.bisect_left(self._places, places_range.start)
+        high = bisect.bisect_left(self._places, places_range.stop)
+        return [self._member_at[place] for place in self._places[low:high]]
+
+    def leads(self, level: int) -> bool:
+        """Whether no node before this one in its block at `level` is alive."""
+        index = block(self._place, level, self.fan_in)
+        before = self._members_in(range(block_places(index, level, self.fan_in).start, self._place))
+        return first_alive(before, self._alive) is None
+
+    def _beat(self, member: str) -> Beat | None:
+        known = self._beats.get(member)
+        if known is not None and time.monotonic() - known[1] < POLL_S:
+            return known[0]
+        beat = None
+        with contextlib.suppress(Exception):
+            beat = read_beat(self.board, member)
+        self._beats[member] = (beat, time.monotonic())
+        return beat
+
+    def _alive(self, member: str) -> bool:
+        if member == self.me.node:
+            return True
+        beat = self._beat(member)
+        return beat is not None and time.time() - beat.at < SILENT_S
+
+    # merging a level -------------------------------------------------------------------------
+    def _deadline(self, level: int) -> float:
+        return self._started + self.wait_s + (level - 1) * LEVEL_GRACE_S
+
+    def _part_key(self, level: int, index: int | None = None) -> str:
+        index = block(self._place, level, self.fan_in) if index is None else index
+        return f"part/{self.epoch}/{level}/{index}"
+
+    def _below_key(self, level: int, index: int) -> str:
+        """Where the block `index` of the level below `level` leaves its view."""
+        if level == 1:
+            return f"evidence/{self.epoch}/{self._member_at[index]}"
+        return self._part_key(level - 1, index)
+
+    def _merge_level(self, level: int, view: Bundle) -> Bundle:
+        """`view` (this node's block one level down) merged with the other blocks of this
+        node's block at `level`, waiting for those that have a node alive."""
+        mine = block(self._place, level - 1, self.fan_in)
+        below = [
+            index
+            for index in sub_blocks(block(self._place, level, self.fan_in), level, self.fan_in)
+            if index != mine and self._members_in(block_places(index, level - 1, self.fan_in))
+        ]
+        received = self._receive(level, below)
+        peers: list[PeerCapture] = []
+        for index, data in received.items():
+            with contextlib.suppress(ValueError):
+                first = self._members_in(block_places(index, level - 1, self.fan_in))[0]
+                beat = self._beats.get(first, (None, 0.0))[0]
+                peers.append(PeerCapture(first, beat.host if beat else None, unpack(data)))
+        nodes = self._nodes_seen(level, view, below, peers)
+        return merge(view, self.me.host, peers, nodes)
+
+    def _receive(self, level: int, below: list[int]) -> dict[int, bytes]:
+        received: dict[int, bytes] = {}
+        deadline = self._deadline(level)
+        while True:
+            for index in below:
+                if index not in received:
+                    with contextlib.suppress(Exception):
+                        value = self.board.get(self._below_key(level, index))
+                        if value is not None:
+                            received[index] = value
+            awaited = [
+                index
+                for index in below
+                if index not in received
+                and first_alive(
+                    self._members_in(block_places(index, level - 1, self.fan_in)), self._alive
+                )
+                is not None
+            ]
+            if not awaited or time.monotonic() >= deadline:
+                return received
+            time.sleep(POLL_S)
+
+    def _nodes_seen(
+        self, level: int, view: Bundle, below: list[int], peers: list[PeerCapture]
+    ) -> NodesEvidence:
+        """Every node of this block as the exchange saw it: those below that sent their view
+        say which of theirs answered; a block that did not answer is listed node by node."""
+        seen: dict[str, NodeSeen] = {}
+        if view.nodes is not None:
+            seen |= {n.node: n for n in view.nodes.nodes}
+        else:
+            seen[self.me.node] = NodeSeen(
+                node=self.me.node,
+                host=self.me.host,
+                ranks=tuple(sorted(self.me.ranks)),
+                answered=True,
+                silent_s=0.0,
+            )
+        answered = {peer.node for peer in peers}
+        declared_by = self.me.node if self.me.declared else None
+        if view.nodes is not None:
+            declared_by = declared_by or view.nodes.declared_by
+        for peer in peers:
+            if level > 1 and peer.bundle.nodes is not None:
+                seen |= {n.node: n for n in peer.bundle.nodes.nodes}
+                declared_by = declared_by or peer.bundle.nodes.declared_by
+        now = time.time()
+        for index in below:
+            for member in self._members_in(block_places(index, level - 1, self.fan_in)):
+                if member in seen:
+                    continue
+                # a node of this block is read (63 at most); those of a block above, as known
+                beat = self._beat(member) if level == 1 else self._beats.get(member, (None, 0))[0]
+                seen[member] = NodeSeen(
+                    node=member,
+                    host=beat.host if beat else None,
+                    ranks=beat.ranks if beat else (),
+                    answered=level == 1 and member in answered,
+                    silent_s=round(now - beat.at, 1) if beat else None,
+                )
+        top = level == levels(max(self._size(), 2), self.fan_in)
+        if top and declared_by is None:
+            with contextlib.suppress(Exception):
+                value = self.board.get(f"declared/{self.epoch}")
+                declared_by = value.decode(errors="replace") if value else None
+        expected = self.me.expected
+        if top and expected is not None and all(node.isdigit() for node in seen):
+            seen |= {
+                str(i): NodeSeen(node=str(i), joined=False)
+                for i in range(expected)
+                if str(i) not in seen
+            }
+        return NodesEvidence(
+            this_node=self.me.node,
+            expected=expected,
+            nodes=tuple(sorted(seen.values(), key=lambda n: node_order(n.node))),
+            declared_by=declared_by,
+            transport=self.me.transport,
+        )
+
+
+def own_view(bundle: Bundle, me: Me, problem: str | None) -> Bundle:
+    """This node's capture as the whole job's view, where the board was never reached."""
+    from hangdoctor.i18n import _
+
+    nodes = NodesEvidence(
+        this_node=me.node,
+        expected=me.expected,
+        nodes=(
+            NodeSeen(
+                node=me.node,
+                host=me.host,
+                ranks=tuple(sorted(me.ranks)),
+                answered=True,
+                silent_s=0.0,
+            ),
+        ),
+        declared_by=me.node if me.declared else None,
+        transport=_("{transport} (not reached: {problem})", transport=me.transport, problem=problem)
+        if problem
+        else me.transport,
+    )
+    return merge(bundle, me.host, [], nodes)
