@@ -110,8 +110,7 @@ class TreeExchange:
     def whole_job(self, bundle: Bundle) -> Bundle:
         """This node's capture sent; the whole job's view, merged here where this node leads
         (the top block's leader publishes it) or taken from the board."""
-        members = self.board.members()
-        self._place_members([*members, self.me.node])
+        self._place_members([*self._members(), self.me.node])
         top = levels(max(self._size(), 2), self.fan_in)
         if self.me.declared:  # before its capture: the top has it once it has the capture
             self.board.put(f"declared/{self.epoch}", self.me.node.encode())
@@ -135,6 +134,16 @@ class TreeExchange:
             time.sleep(POLL_S)
 
     # who leads -------------------------------------------------------------------------------
+    def _members(self) -> list[str]:
+        """The job's nodes: where they are numbered and their number known, 0 to N-1 without a
+        read (a node that never joined is then one whose beat is never seen); else the
+        board's member list (each node reading every member's key would cost the store N^2
+        reads in a job of N nodes)."""
+        expected = self.me.expected
+        if expected is not None and self.me.node.isdigit() and int(self.me.node) < expected:
+            return [str(i) for i in range(expected)]
+        return self.board.members()
+
     def _place_members(self, members: Sequence[str]) -> None:
         by_place = places(members)
         self._member_at = {place: member for member, place in by_place.items()}
@@ -258,11 +267,15 @@ class TreeExchange:
                 if member in seen:
                     continue
                 # a node of this block is read (63 at most); those of a block above, as known
-                beat = self._beat(member) if level == 1 else self._beats.get(member, (None, 0))[0]
+                if level == 1:
+                    self._beat(member)
+                looked = member in self._beats
+                beat = self._beats[member][0] if looked else None
                 seen[member] = NodeSeen(
                     node=member,
                     host=beat.host if beat else None,
                     ranks=beat.ranks if beat else (),
+                    joined=beat is not None or not looked,  # never a beat: never joined
                     answered=level == 1 and member in answered,
                     silent_s=round(now - beat.at, 1) if beat else None,
                 )
