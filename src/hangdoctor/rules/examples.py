@@ -134,7 +134,7 @@ def bundle_of(table: Table, where: str = "example") -> Bundle:
     """The bundle an example's table describes (see the module's docstring)."""
     try:
         return Bundle.model_validate(_bundle(dict(table)))
-    except (ValidationError, TypeError, KeyError) as error:
+    except (ValidationError, ExampleError, TypeError, KeyError) as error:
         raise ExampleError(f"{where}: {error}") from error
 
 
