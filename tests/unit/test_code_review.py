@@ -61,9 +61,11 @@ def test_the_size_setting_is_found_as_a_keyword_or_a_dict_entry(tmp_path: Path):
 
 def test_missing_ranks_point_at_the_node_count_the_code_asks_for():
     from hangdoctor.analysis.job import JobView
-    from hangdoctor.rules.distributed.rendezvous import Rendezvous, _two_nodes_asked
+    from hangdoctor.rules.distributed.rendezvous import Rendezvous
+    from hangdoctor.rules.examples import example
 
-    finding = next(iter(Rendezvous().check(JobView(_two_nodes_asked()))))
+    two_nodes = example(Rendezvous.id, "half the ranks never started: the code asks for two nodes")
+    finding = next(iter(Rendezvous().check(JobView(two_nodes))))
     assert finding.culprit is not None and finding.culprit.location is not None
     assert (finding.culprit.location.file, finding.culprit.location.line) == ("train.py", 29)
     assert "num_nodes=2" in finding.fixes[0]
@@ -72,7 +74,8 @@ def test_missing_ranks_point_at_the_node_count_the_code_asks_for():
 def test_a_queue_join_deadlock_points_at_the_loop_that_stopped_reading():
     from hangdoctor.analysis.job import JobView
     from hangdoctor.evidence.model import CodeFinding
-    from hangdoctor.rules.process.queue_join_deadlock import QueueJoinDeadlock, _exit_join
+    from hangdoctor.rules.examples import example
+    from hangdoctor.rules.process.queue_join_deadlock import QueueJoinDeadlock
 
     loop = CodeFinding(
         rule_id="HL403",
@@ -83,7 +86,7 @@ def test_a_queue_join_deadlock_points_at_the_loop_that_stopped_reading():
         code="for step in range(args.max_steps):",
         message="this loop reads the worker's queue a fixed number of times",
     )
-    job = _exit_join(feeder_blocked=True)
+    job = example(QueueJoinDeadlock.id, "the parent joins a child whose queue feeder is blocked")
     finding = next(
         iter(QueueJoinDeadlock().check(JobView(job.model_copy(update={"code_findings": (loop,)}))))
     )

@@ -4,20 +4,84 @@ of the place where the ranks stopped."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hangdoctor.analysis.desync import desync_origin
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import CollectiveCall, CollectiveRecord, FlightRecord
-from hangdoctor.pipeline import diagnose
-from hangdoctor.rules.distributed._desync import (
-    calls,
-    end_site,
-    extra_call_at_step_0,
-    extra_call_before_the_ring,
-    extra_site,
-    fewer_batches_on_rank_1,
-    loop_site,
-    per_site,
+from hangdoctor.evidence.model import (
+    Bundle,
+    CollectiveCall,
+    CollectiveRecord,
+    CollectiveSite,
+    FlightRecord,
+    Frame,
 )
+from hangdoctor.pipeline import diagnose
+from hangdoctor.rules.examples import example
+
+STEPS = "for step in range(20)"
+
+
+def loop_site() -> Frame:
+    return b.frame("train.py", 17, "train", code="dist.all_reduce(loss.detach())", loops=(STEPS,))
+
+
+def extra_site() -> Frame:
+    code, guard = "dist.all_reduce(torch.zeros(()))", "step == 0 and rank == 0"
+    return b.frame("train.py", 11, "train", code=code, loops=(STEPS,), guards=(guard,))
+
+
+def end_site() -> Frame:
+    return b.frame("train.py", 19, "train", code="dist.barrier()")
+
+
+def calls(
+    *sites: tuple[str, Frame] | tuple[str, Frame, tuple[Frame, ...]],
+) -> tuple[CollectiveCall, ...]:
+    """Calls numbered from 1 on the default group: (op, site[, callers]) each."""
+    return tuple(
+        CollectiveCall(
+            group="0",
+            seq=n,
+            op=one[0],
+            sizes="[]" if one[0] == "all_reduce" else None,
+            site=one[1],
+            callers=one[2] if len(one) > 2 else (),
+        )
+        for n, one in enumerate(sites, start=1)
+    )
+
+
+def per_site(recorded: Sequence[CollectiveCall]) -> tuple[CollectiveSite, ...]:
+    """The calls counted per line, as the instrumentation keeps them."""
+    table: dict[tuple[str, tuple[int, ...]], CollectiveSite] = {}
+    for call in recorded:
+        assert call.site is not None
+        key = (call.op, (call.site.line, *(f.line for f in call.callers)))
+        known = table.get(key)
+        table[key] = CollectiveSite(
+            group=call.group,
+            op=call.op,
+            site=call.site,
+            callers=call.callers,
+            calls=known.calls + 1 if known else 1,
+            first_seq=known.first_seq if known else call.seq,
+            last_seq=call.seq,
+        )
+    return tuple(table.values())
+
+
+def extra_call_at_step_0() -> Bundle:
+    return example("HD311", "an extra all_reduce on rank 0 at step 0; the ranks stop at the end")
+
+
+def extra_call_before_the_ring() -> Bundle:
+    return example("HD311", "the same, the extra call no longer in the ring of recent calls")
+
+
+def fewer_batches_on_rank_1() -> Bundle:
+    return example("HD311", "a rank with one batch fewer, its calls recorded")
+
 
 LOOP = [("all_reduce", loop_site())]
 

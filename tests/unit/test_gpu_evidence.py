@@ -20,7 +20,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.probes.pystacks import parse_py_spy_json
 from hangdoctor.probes.sources import with_source
 from hangdoctor.rules.engine import run_rules
-from hangdoctor.rules.gpu.memory_full import _full_job
+from hangdoctor.rules.examples import example
 from hangdoctor.taxonomy import Category
 from tests.conftest import FIXTURES, hang_line
 
@@ -167,7 +167,7 @@ def test_a_wait_on_an_idle_gpu_is_still_named():
 
 
 def test_full_gpu_memory_is_context_behind_a_blocked_queue_get():
-    root, findings = root_cause(_full_job(allocating=False))
+    root, findings = root_cause(example("HD403", "memory full, the main thread waits on a queue"))
     assert root.category == Category.PROCESS_DEADLOCK  # the queue nothing will fill
     assert root.culprit is not None and root.culprit.location is not None
     assert root.culprit.location.code == "batch = batches.get()"
@@ -176,7 +176,9 @@ def test_full_gpu_memory_is_context_behind_a_blocked_queue_get():
 
 
 def test_full_gpu_memory_is_the_cause_when_the_thread_is_in_the_allocator():
-    root, _ = root_cause(_full_job(allocating=True))
+    root, _ = root_cause(
+        example("HD403", "memory full and the stuck thread waits in the allocator")
+    )
     assert root.id == "HD403" and root.severity == "error"
     assert root.culprit is not None and root.culprit.pid == 7
 

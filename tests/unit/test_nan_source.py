@@ -4,7 +4,7 @@ anomaly mode prints before the backward pass fails), not only as a log line."""
 from __future__ import annotations
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._log_examples import logs_bundle
+from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.rules.algorithm.nonfinite_log import NonFiniteFromLog
 
 _ANOMALY = [
@@ -26,7 +26,7 @@ _ANOMALY = [
 
 
 def _finding(lines: list[str]):
-    return next(iter(NonFiniteFromLog().check(JobView(logs_bundle(lines)))))
+    return next(iter(NonFiniteFromLog().check(JobView(log_bundle(lines)))))
 
 
 def test_the_culprit_is_the_forward_operation_anomaly_mode_names():

@@ -5,14 +5,23 @@ node, host and the pid it has there."""
 from __future__ import annotations
 
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, NodeSeen, NodesEvidence, ProcessEvidence
+from hangdoctor.evidence.model import Bundle, Frame, NodeSeen, NodesEvidence, ProcessEvidence
 from hangdoctor.nodes.compact import pack, unpack
 from hangdoctor.nodes.merge import PID_SPACE, PeerCapture, merge
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.report.render_markdown import render_markdown
-from hangdoctor.rules.distributed._examples import collective_frames
 
 WORLD = 4
+
+
+def collective_frames(
+    call: str, line: int, code: str, guards: tuple[str, ...] = ()
+) -> tuple[Frame, Frame]:
+    """A rank inside torch.distributed's `call`, from `code` at train.py:`line`."""
+    return (
+        b.frame(f"{b.SITE}/torch/distributed/distributed_c10d.py", 2500, call),
+        b.frame("train.py", line, "train", code=code, guards=guards),
+    )
 
 
 def _rank(rank: int, pid: int, *, barrier: bool = False) -> ProcessEvidence:

@@ -5,7 +5,7 @@ PyTorch's (DDP's unused parameters) brings the advice that fits it."""
 from __future__ import annotations
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._log_examples import logs_bundle
+from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.rules.distributed.transport_failure_log import TransportFailure
 
 CLOSED = (
@@ -21,7 +21,7 @@ RAISED = (
 
 
 def _finding(lines: list[str]):
-    (finding,) = TransportFailure().check(JobView(logs_bundle(lines)))
+    (finding,) = TransportFailure().check(JobView(log_bundle(lines)))
     return finding
 
 
@@ -48,7 +48,7 @@ def test_ddps_unused_parameter_error_gets_advice_about_the_branch():
         "before starting a new one. This error indicates that your module has parameters "
         "that were not used in producing loss.",
     ]
-    finding = run_rules(JobView(logs_bundle(lines))).findings[0]
+    finding = run_rules(JobView(log_bundle(lines))).findings[0]
     assert finding.category.value == "process.exception"  # rank 0's own exception
     assert finding.culprit is not None and finding.culprit.rank == 0
     assert finding.culprit.location is not None and finding.culprit.location.line == 62

@@ -8,10 +8,13 @@ anything that does not parse or validate is skipped.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import ValidationError
 
 from hangdoctor.evidence.model import (
+    CollectiveCall,
+    CollectiveSite,
     FaultLog,
     Frame,
     OffLoopCall,
@@ -26,14 +29,18 @@ from hangdoctor.redact import redact_value
 STATUS_GLOB = protocol.glob_of(protocol.STATUS_PREFIX, protocol.STATUS_SUFFIX)
 
 
+def _files(status_dir: Path, pattern: str) -> list[Path]:
+    """The files of the status dir that match `pattern`, sorted; none when it cannot be read."""
+    try:
+        return sorted(Path(status_dir).glob(pattern))
+    except OSError:
+        return []
+
+
 def read_statuses(status_dir: Path) -> list[ProgressStatus]:
     """Every valid `status-<pid>.json` in `status_dir`, by pid; an empty list without the dir."""
     statuses: list[ProgressStatus] = []
-    try:
-        paths = sorted(Path(status_dir).glob(STATUS_GLOB))
-    except OSError:
-        return statuses
-    for path in paths:
+    for path in _files(status_dir, STATUS_GLOB):
         try:
             statuses.append(ProgressStatus.model_validate_json(path.read_bytes()))
         except (OSError, ValidationError):
@@ -61,28 +68,23 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
             m.model_copy(update={"text": redact_value(m.text)}) for m in status.marks
         )
     if status.collective_calls:
-        update["collective_calls"] = tuple(
-            call.model_copy(
-                update={
-                    "site": with_source(call.site),
-                    "callers": tuple(with_source(f) for f in call.callers),
-                }
-            )
-            if call.site
-            else call
-            for call in status.collective_calls
-        )
+        update["collective_calls"] = tuple(_sourced(call) for call in status.collective_calls)
     if status.collective_sites:
-        update["collective_sites"] = tuple(
-            site.model_copy(
-                update={
-                    "site": with_source(site.site),
-                    "callers": tuple(with_source(f) for f in site.callers),
-                }
-            )
-            for site in status.collective_sites
-        )
+        update["collective_sites"] = tuple(_sourced(site) for site in status.collective_sites)
     return status.model_copy(update=update) if update else status
+
+
+_Located = TypeVar("_Located", CollectiveCall, CollectiveSite)
+
+
+def _sourced(located: _Located) -> _Located:
+    """A collective call, or a call site, with the source of its line and of its callers'."""
+    from hangdoctor.probes.sources import with_source
+
+    if located.site is None:
+        return located
+    lines = {"site": with_source(located.site), "callers": tuple(map(with_source, located.callers))}
+    return located.model_copy(update=lines)
 
 
 FAULT_GLOB = protocol.glob_of(protocol.FAULT_PREFIX, protocol.FAULT_SUFFIX)
@@ -157,11 +159,7 @@ def read_thread_deaths(status_dir: Path) -> list[ThreadDeath]:
 def _per_process_tails(status_dir: Path, pattern: str) -> list[tuple[int, str]]:
     """(pid, the file's last 16 KiB, redacted) of each non-empty `<kind>-<pid>.txt`."""
     found: list[tuple[int, str]] = []
-    try:
-        paths = sorted(Path(status_dir).glob(pattern))
-    except OSError:
-        return found
-    for path in paths:
+    for path in _files(status_dir, pattern):
         try:
             pid = int(path.stem.split("-", 1)[1])
             with path.open("rb") as handle:

@@ -108,24 +108,13 @@ def _wait_for(job: JobView) -> list[WaitFor]:
                     certain=edge.certain,
                 )
             )
+        # No thread of the job to wait for: what outside it could end the wait, or nothing.
+        ends = []
         if party in graph.outside:
-            edges.append(
-                WaitFor(
-                    pid=pid,
-                    tid=tid,
-                    waits_in=wait.summary,
-                    why=_("only this can end it: {what}", what=graph.outside[party]),
-                )
-            )
+            ends.append(_("only this can end it: {what}", what=graph.outside[party]))
         if party in graph.nobody:
-            edges.append(
-                WaitFor(
-                    pid=pid,
-                    tid=tid,
-                    waits_in=wait.summary,
-                    why=_("nothing can end it: {why}", why=graph.nobody[party]),
-                )
-            )
+            ends.append(_("nothing can end it: {why}", why=graph.nobody[party]))
+        edges += (WaitFor(pid=pid, tid=tid, waits_in=wait.summary, why=why) for why in ends)
     return edges
 
 

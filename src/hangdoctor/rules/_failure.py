@@ -18,11 +18,9 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import SIGNAL_NAMES, split_prefix
 from hangdoctor.analysis.tracebacks import Raised, first_failure, is_consequence, tracebacks
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
-from hangdoctor.evidence.model import Bundle, Frame
+from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.errors import explain
-from hangdoctor.rules._job_examples import failed_job
-from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import clip, output_lines
 from hangdoctor.taxonomy import Category
@@ -466,23 +464,3 @@ def check_failure(job: JobView, rule_id: str, category: Category) -> list[Findin
     if failure is None or category_of(failure.raised, failure.limits) is not category:
         return []
     return [failure_finding(rule_id, category, failure)]
-
-
-def traceback_lines(
-    error: str, *frames: tuple[str, int, str, str], prefix: str = ""
-) -> tuple[str, ...]:
-    """A traceback as Python prints it (outermost frame first), for the rules' examples."""
-    lines = [f"{prefix}Traceback (most recent call last):"]
-    for file, line, function, code in frames:
-        lines += [f'{prefix}  File "{file}", line {line}, in {function}', f"{prefix}    {code}"]
-    return (*lines, f"{prefix}{error}")
-
-
-def failed_with(error: str, *frames: tuple[str, int, str, str], exit_code: int = 1) -> Bundle:
-    """A job that `run` saw exit with `exit_code` after printing this traceback."""
-    return failed_job(traceback_lines(error, *frames), exit_code=exit_code)
-
-
-def logged_failure(error: str, *frames: tuple[str, int, str, str]) -> Bundle:
-    """The log of a job (`analyze`) that printed this traceback."""
-    return logs_bundle(traceback_lines(error, *frames))

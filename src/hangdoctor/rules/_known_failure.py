@@ -8,15 +8,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hangdoctor import __version__
 from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.knowledge.errors import known_errors
-from hangdoctor.rules._failure import check_failure, failed_with
-from hangdoctor.rules._job_examples import failed_job
+from hangdoctor.rules._failure import check_failure
 from hangdoctor.rules.base import Example, Rule
 from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
 _USER_FRAME = ("/home/ml/train.py", 42, "<module>", "main()")
+
+
+def failed_job(output: tuple[str, ...], exit_code: int = 1) -> Bundle:
+    """A job that `run` saw end with `exit_code` after printing `output`."""
+    record = JobRecord(
+        command=("python", "train.py"),
+        started_at=0.0,
+        ended_at=60.0,
+        exit_code=exit_code,
+        output_tail=output,
+    )
+    return Bundle(tool_version=__version__, created_at=0.0, target_pid=1, job=record)
+
+
+def failed_with(error: str, *frames: tuple[str, int, str, str]) -> Bundle:
+    """A job that failed after printing this traceback (outermost frame first)."""
+    lines = ["Traceback (most recent call last):"]
+    for file, line, function, code in frames:
+        lines += [f'  File "{file}", line {line}, in {function}', f"    {code}"]
+    return failed_job((*lines, error))
 
 
 def examples_of(category: Category, count: int = 2) -> tuple[Example, ...]:

@@ -1,13 +1,14 @@
 """The rule interface: an id, a category, a check, and the examples that prove it.
 
-Each rule carries evidence on which it must fire and evidence on which it must stay quiet; the
-test suite is generated from these (tests/unit/test_rule_examples.py).
+Each rule carries evidence on which it must fire and evidence on which it must stay quiet (written
+in its family's `examples.toml`, see `rules/examples.py`); the test suite is generated from these
+(tests/unit/test_rule_examples.py).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -49,8 +50,8 @@ class Rule(ABC):
     fallback: ClassVar[bool] = False
     #: Whether every finding names a culprit process (rules over logs may not know one).
     names_culprit: ClassVar[bool] = True
-    fires_on: ClassVar[tuple[Example, ...]] = ()
-    quiet_on: ClassVar[tuple[Example, ...]] = ()
+    fires_on: ClassVar[Sequence[Example]] = ()
+    quiet_on: ClassVar[Sequence[Example]] = ()
 
     @abstractmethod
     def check(self, job: JobView) -> Iterable[Finding]:

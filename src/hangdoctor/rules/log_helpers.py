@@ -1,6 +1,6 @@
 """What several log rules share: the lines they read (the job's output, the kernel log), the
 matches of given kinds in them, and those matches cited as evidence, clipped and without
-repeats (the log-only bundle their examples run on is in `_log_examples.py`)."""
+repeats (their examples are log-only bundles, in each family's `examples.toml`)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure, failed_with
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules._failure import check_failure
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
@@ -38,24 +39,7 @@ class NonfiniteFailure(Rule):
     fallback = True
     specificity = 5
     names_culprit = False
-    fires_on = (
-        Example(
-            "anomaly mode in backward",
-            lambda: failed_with(
-                "RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.",
-                ("/home/ml/train.py", 44, "<module>", "loss.backward()"),
-                (f"{SITE}/torch/_tensor.py", 626, "backward", "torch.autograd.backward("),
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "another failure",
-            lambda: failed_with(
-                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD651")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         return check_failure(job, self.id, self.category)

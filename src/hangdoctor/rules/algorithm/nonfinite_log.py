@@ -10,11 +10,10 @@ from hangdoctor.analysis.frames import Origin, innermost_user_frame, loop_header
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, scan, step_near
 from hangdoctor.analysis.tracebacks import first_raised, forward_trace
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, JobRecord
+from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at as place_of
 from hangdoctor.rules.helpers import main_thread
@@ -30,34 +29,6 @@ _NOT_A_TRAINING_VALUE = re.compile(r"best|min|prev|scale", re.IGNORECASE)
 #: or a scale driven down to almost nothing, say the gradients are really non-finite.
 _OVERFLOWS_WORTH_A_WARNING = 20
 _COLLAPSED_SCALE = 1.0
-
-
-def _skipping(*, hung: bool) -> Bundle:
-    """A loop that skips a batch whose loss is not finite (`continue` before backward())."""
-    loop = b.frame(
-        "train.py", 50, "train_epoch", code="x, y = next(batches)", loops=("while done < steps:",)
-    ).model_copy(update={"loop_lines": (49,)})
-    main = b.thread(
-        10,
-        b.frame("model.py", 44, "Net.forward", code="return self.net(x)"),
-        loop,
-        name="MainThread",
-        state="R",
-    )
-    job = b.bundle(b.process(10, main))
-    return job.model_copy(
-        update={
-            "job": JobRecord(
-                started_at=0.0,
-                hang_declared_s=30.0 if hung else None,
-                exit_code=None if hung else 0,
-                output_tail=(
-                    "update 50/50: loss 1.851e+13",
-                    "train.py:54: UserWarning: non-finite loss, skipping batch",
-                ),
-            )
-        }
-    )
 
 
 class NonFiniteFromLog(Rule):
@@ -83,74 +54,7 @@ class NonFiniteFromLog(Rule):
     reads = "logs"
     specificity = 60
     names_culprit = False
-    fires_on = (
-        Example("a hung loop that skips every non-finite batch", lambda: _skipping(hung=True)),
-        Example(
-            "loss turns nan",
-            lambda: logs_bundle(
-                [
-                    "step 1200 | loss 2.3141 | lr 3.0e-04",
-                    "step 1210 | loss 2.9876 | lr 3.0e-04",
-                    "step 1220 | loss nan | lr 3.0e-04",
-                ]
-            ),
-        ),
-        Example(
-            "Hugging Face Trainer",
-            lambda: logs_bundle(
-                [
-                    "{'loss': 1.2032, 'grad_norm': 3.1, 'learning_rate': 1.9e-05, 'epoch': 0.41}",
-                    "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1.9e-05, 'epoch': 0.42}",
-                ]
-            ),
-        ),
-        Example(
-            "loss scale collapsed",
-            lambda: logs_bundle(
-                [
-                    *(
-                        f"[2026-02-01 10:{i:02d}:00,000] [INFO] [loss_scaler.py:183:update_scale] "
-                        f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2.0**-i}, "
-                        f"reducing to {2.0 ** -(i + 1)}"
-                        for i in range(3)
-                    ),
-                    "Exception: Current loss scale already at minimum - cannot decrease scale anymore. "
-                    "Exiting run.",
-                ]
-            ),
-        ),
-        Example(
-            "anomaly mode names the op",
-            lambda: logs_bundle(
-                [
-                    "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th "
-                    "output."
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "one skipped non-finite batch in a job that went on", lambda: _skipping(hung=False)
-        ),
-        Example(
-            "finite losses, INFO lines",
-            lambda: logs_bundle(
-                ["INFO step 10 loss: 0.5213", "INFO step 20 loss: 0.4980 (inference skipped)"]
-            ),
-        ),
-        Example(
-            "a few overflows while the loss scale settles",
-            lambda: logs_bundle(
-                [
-                    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",
-                    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0",
-                    "{'loss': 4.2113, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}",
-                    "step 10 loss 4.21 best_loss=inf",
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD650")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record

@@ -10,8 +10,8 @@ from hangdoctor.analysis.frames import blame_frame, loop_header
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame, JobRecord, ProgressStatus
 from hangdoctor.i18n import _
-from hangdoctor.rules._progress_examples import progress_job, progress_status
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
@@ -69,17 +69,7 @@ class NonFiniteLoss(Rule):
     )
     reads = "capture"
     specificity = 95
-    fires_on = (
-        Example(
-            "rank 1's loss went NaN before the hang",
-            lambda: progress_job(
-                progress_status(0), progress_status(1, nonfinite=3, last_loss=None)
-            ),
-        ),
-    )
-    quiet_on = (
-        Example("finite losses", lambda: progress_job(progress_status(0), progress_status(1))),
-    )
+    fires_on, quiet_on = examples("HD601")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record

@@ -21,65 +21,15 @@ from hangdoctor.analysis.frames import (
 )
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import waits_in_iterator
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import AsyncTask, Bundle, Frame, ThreadEvidence
+from hangdoctor.evidence.model import AsyncTask, Frame, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
 
-ASYNCIO = f"{b.STDLIB}/asyncio"
 _PRIMITIVES = ("queues.py", "locks.py", "tasks.py", "futures.py")  # what a task awaits in
-
-
-def _loader(*, died: bool = True, iterated: bool = True, retrieved: bool = False) -> Bundle:
-    outer = (
-        b.frame(
-            "loader.py",
-            52,
-            "Loader.__iter__",
-            code="yield self.loop.run_until_complete(self._next_batch())",
-        )
-        if iterated
-        else b.frame("serve.py", 20, "main", code="loop.run_until_complete(consumer())")
-    )
-    main = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/selectors.py", 468, "EpollSelector.select"),
-        b.frame(f"{ASYNCIO}/base_events.py", 1898, "BaseEventLoop._run_once"),
-        b.frame(f"{ASYNCIO}/base_events.py", 607, "BaseEventLoop.run_forever"),
-        b.frame(f"{ASYNCIO}/base_events.py", 640, "BaseEventLoop.run_until_complete"),
-        outer,
-        b.frame("train.py", 60, "main", code="for step, (x, y) in enumerate(loader):"),
-        name="MainThread",
-        syscall="epoll_wait",
-    )
-    pending = AsyncTask(
-        pid=10,
-        name="Task-16",
-        awaiting=(
-            b.frame(f"{ASYNCIO}/queues.py", 158, "Queue.get"),
-            b.frame(
-                "loader.py", 46, "Loader._next_batch", code="items.append(await self.queue.get())"
-            ),
-        ),
-    )
-    failed = AsyncTask(
-        pid=10,
-        name="Task-1",
-        done=True,
-        retrieved=retrieved,
-        exception="JSONDecodeError: Expecting ',' delimiter",
-        raised=(
-            b.frame(f"{b.STDLIB}/json/decoder.py", 353, "raw_decode"),
-            b.frame(
-                "loader.py", 40, "Loader._fetch_shard", code="record = json.loads(await fetch(i))"
-            ),
-        ),
-    )
-    tasks = (pending, failed) if died else (pending,)
-    return b.bundle(b.process(10, main)).model_copy(update={"async_tasks": tasks})
 
 
 def _event_loop_frame(thread: ThreadEvidence) -> Frame | None:
@@ -138,14 +88,7 @@ class AsyncProducerDied(Rule):
     )
     reads = "capture"
     specificity = 89
-    fires_on = (
-        Example("async batch loader: every fetch task died on a bad record", _loader),
-        Example("a consumer outside any data loop", lambda: _loader(iterated=False)),
-    )
-    quiet_on = (
-        Example("the consumer waits, no task died", lambda: _loader(died=False)),
-        Example("the exception was retrieved (handled)", lambda: _loader(retrieved=True)),
-    )
+    fires_on, quiet_on = examples("HD207")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         tasks = job.bundle.async_tasks

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.i18n import _
-from hangdoctor.rules._progress_examples import progress_job, progress_status
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -34,22 +34,7 @@ class InputBound(Rule):
     default_severity = Severity.WARNING
     specificity = 10
     names_culprit = True
-    fires_on = (
-        Example(
-            "70% of the time waits for data",
-            lambda: progress_job(
-                progress_status(0, wait=70.0, batches=200), hung=False, exit_code=0
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "compute-bound",
-            lambda: progress_job(
-                progress_status(0, wait=5.0, batches=200), hung=False, exit_code=0
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD203")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -35,24 +35,7 @@ class DataLoaderTimeout(Rule):
     reads = "logs"
     specificity = 75
     names_culprit = False
-    fires_on = (
-        Example(
-            "DataLoader timed out",
-            lambda: logs_bundle(
-                [
-                    '  File "/opt/venv/lib/python3.10/site-packages/torch/utils/data/dataloader.py", '
-                    "line 1150, in _get_data",
-                    "RuntimeError: DataLoader timed out after 120 seconds",
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a slow but progressing loader",
-            lambda: logs_bundle(["step 10 data_time 2.1s", "step 11 data_time 2.3s"]),
-        ),
-    )
+    fires_on, quiet_on = examples("HD251")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, LogKind.DATALOADER_TIMEOUT)

@@ -4,14 +4,11 @@ is not running."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import wait_fixes
 from hangdoctor.analysis.frames import blame_frame, in_function, short_file, short_location
 from hangdoctor.analysis.frameworks import (
-    DATALOADER,
-    FETCH,
-    WORKER,
     dataloader_consumer,
     in_dataset_code,
 )
@@ -20,114 +17,13 @@ from hangdoctor.analysis.locks import LockHold, lock_holds, lock_wait
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.thread_waits import ManagerCall, manager_call
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, SocketEndpoint, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
-
-
-def _consumer(tid: int) -> ThreadEvidence:
-    return b.thread(
-        tid,
-        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
-        b.frame(f"{b.SITE}/{DATALOADER}", 1133, "_MultiProcessingDataLoaderIter._try_get_data"),
-        b.frame(f"{b.SITE}/{DATALOADER}", 1295, "_MultiProcessingDataLoaderIter._get_data"),
-        b.frame(f"{b.SITE}/{DATALOADER}", 1329, "_MultiProcessingDataLoaderIter._next_data"),
-        b.frame(f"{b.SITE}/{DATALOADER}", 631, "_BaseDataLoaderIter.__next__"),
-        b.frame("train.py", 40, "train", code="for batch in loader:"),
-        name="MainThread",
-        syscall="poll",
-    )
-
-
-def _idle_worker(pid: int, ppid: int) -> ProcessEvidence:
-    return b.process(
-        pid,
-        b.thread(
-            pid,
-            b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 113, "Queue.get"),
-            b.frame(f"{b.SITE}/{WORKER}", 309, "_worker_loop"),
-            name="MainThread",
-            syscall="poll",
-        ),
-        ppid=ppid,
-    )
-
-
-def _busy_worker(
-    pid: int, ppid: int, state: str = "S", syscall: str | None = None, args: Sequence[int] = ()
-) -> ProcessEvidence:
-    return b.process(
-        pid,
-        b.thread(
-            pid,
-            b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-            b.frame("data.py", 25, "ShardDataset.__getitem__", code="blob = urlopen(url).read()"),
-            b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
-            b.frame(f"{b.SITE}/{WORKER}", 349, "_worker_loop"),
-            name="MainThread",
-            state=state,
-            syscall=syscall,
-            args=args,
-        ),
-        ppid=ppid,
-        files={9: ("socket:[55]", "rw")},
-    )
-
-
-def _worker_blocked_on_network() -> Bundle:
-    return b.bundle(
-        b.process(1, _consumer(1), ppid=None),
-        _idle_worker(2, 1),
-        _busy_worker(3, 1, syscall="recvfrom", args=(9,)),
-        sockets=[
-            SocketEndpoint(
-                inode=55,
-                protocol="tcp",
-                local="127.0.0.1:40000",
-                remote="10.1.1.1:9000",
-                state="ESTABLISHED",
-            )
-        ],
-    )
-
-
-def _in_process_reader_blocked() -> Bundle:
-    return b.bundle(
-        b.process(
-            5,
-            b.thread(
-                5,
-                b.frame(
-                    "data.py",
-                    12,
-                    "LmdbDataset.__getitem__",
-                    code="self.lock.acquire()",
-                    acquiring=("self.lock",),
-                ),
-                b.frame(f"{b.SITE}/{FETCH}", 52, "_MapDatasetFetcher.fetch"),
-                b.frame(f"{b.SITE}/{DATALOADER}", 675, "_SingleProcessDataLoaderIter._next_data"),
-                b.frame(f"{b.SITE}/{DATALOADER}", 631, "_BaseDataLoaderIter.__next__"),
-                b.frame("train.py", 40, "train", code="for batch in loader:"),
-                name="MainThread",
-                syscall="futex",
-            ),
-            ppid=None,
-        )
-    )
-
-
-def _workers_idle() -> Bundle:
-    return b.bundle(b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1), _idle_worker(3, 1))
-
-
-def _worker_computing() -> Bundle:
-    return b.bundle(
-        b.process(1, _consumer(1), ppid=None), _idle_worker(2, 1), _busy_worker(3, 1, state="R")
-    )
 
 
 class DataPipelineStall(Rule):
@@ -154,14 +50,7 @@ class DataPipelineStall(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (
-        Example("worker blocked on a network read", _worker_blocked_on_network),
-        Example("single-process loader blocked in the dataset", _in_process_reader_blocked),
-    )
-    quiet_on = (
-        Example("all workers idle", _workers_idle),
-        Example("a worker still computing", _worker_computing),
-    )
+    fires_on, quiet_on = examples("HD201")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

@@ -14,16 +14,12 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import (
-    Bundle,
-    JobRecord,
     ProcessEvidence,
-    ProcessSample,
-    TimelineSample,
 )
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, main_thread
 from hangdoctor.taxonomy import Category
@@ -56,58 +52,6 @@ def _replacements(job: JobView, parent: ProcessEvidence) -> list[ProcessEvidence
     return found
 
 
-def _replacement_worker(*, maxtasksperchild: str) -> Bundle:
-    job = _pool_job(worker_vanished=False)
-    assert job.job is not None
-    started_by_pool = b.thread(
-        13,
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"),
-        b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
-        b.frame(
-            f"{b.STDLIB}/multiprocessing/pool.py",
-            329,
-            "Pool._repopulate_pool_static",
-            local_vars={"maxtasksperchild": (maxtasksperchild, None)},
-        ),
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 340, "Pool._maintain_pool"),
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 516, "Pool._handle_workers"),
-        b.frame(f"{b.STDLIB}/threading.py", 982, "Thread.run"),
-        syscall="read",
-        args=(3,),
-    )
-    processes = (*job.snapshots[0].processes, b.process(13, started_by_pool, ppid=10))
-    return b.bundle(*processes).model_copy(
-        update={"job": job.job.model_copy(update={"timeline": ()})}
-    )
-
-
-def _pool_job(*, worker_vanished: bool) -> Bundle:
-    main = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait"),
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 765, "ApplyResult.wait"),
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
-        b.frame("prep.py", 45, "main", code="ids = pool.map(tokenize, corpus)"),
-        name="MainThread",
-        syscall="futex",
-    )
-    worker = b.thread(
-        12, b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 114, "worker"), syscall="read", args=(3,)
-    )
-    workers = [ProcessSample(pid=11, ppid=10), ProcessSample(pid=12, ppid=10)]
-    timeline = (
-        TimelineSample(elapsed_s=1.0, processes=(ProcessSample(pid=10), *workers)),
-        TimelineSample(
-            elapsed_s=2.0,
-            processes=(ProcessSample(pid=10), *(workers[1:] if worker_vanished else workers)),
-        ),
-    )
-    job = b.bundle(b.process(10, main), b.process(12, worker, ppid=10))
-    return job.model_copy(
-        update={"job": JobRecord(started_at=0.0, timeline=timeline, hang_declared_s=9.0)}
-    )
-
-
 class PoolWorkerLost(Rule):
     id = "HD204"
     category = Category.DATA_WORKER_KILLED
@@ -131,20 +75,7 @@ class PoolWorkerLost(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (
-        Example("a pool worker gone, map waiting", lambda: _pool_job(worker_vanished=True)),
-        Example(
-            "map waiting, a worker the pool started to replace one that exited",
-            lambda: _replacement_worker(maxtasksperchild="None"),
-        ),
-    )
-    quiet_on = (
-        Example("map waiting, every worker alive", lambda: _pool_job(worker_vanished=False)),
-        Example(
-            "map waiting, a worker replacing one retired by maxtasksperchild",
-            lambda: _replacement_worker(maxtasksperchild="100"),
-        ),
-    )
+    fires_on, quiet_on = examples("HD204")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

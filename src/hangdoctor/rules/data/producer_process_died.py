@@ -16,67 +16,17 @@ from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_read
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.evidence.model import (
-    Bundle,
-    JobRecord,
     ProcessEvidence,
-    ProcessSample,
     ThreadEvidence,
-    TimelineSample,
 )
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
-
-MP = f"{b.STDLIB}/multiprocessing"
-
-_DIED = (
-    "Process Process-4:",
-    "Traceback (most recent call last):",
-    f'  File "{MP}/process.py", line 314, in _bootstrap',
-    "    self.run()",
-    f'  File "{MP}/process.py", line 108, in run',
-    "    self._target(*self._args, **self._kwargs)",
-    '  File "prep.py", line 40, in tokenize_shard',
-    '    ids.append(tokenize(raw.decode("utf-8")))',
-    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 20",
-    "shard 0 done (200 rows)",
-)
-
-
-def _reader(*, timeout: str = "None", died: bool = True) -> Bundle:
-    main = b.thread(
-        20,
-        b.frame(f"{MP}/connection.py", 395, "Connection._recv"),
-        b.frame(f"{MP}/connection.py", 430, "Connection._recv_bytes"),
-        b.frame(f"{MP}/connection.py", 216, "_ConnectionBase.recv_bytes"),
-        b.frame(
-            f"{MP}/queues.py",
-            103,
-            "Queue.get",
-            local_vars={"block": ("True", None), "timeout": (timeout, None)},
-        ),
-        b.frame("prep.py", 62, "main", code="shard, ids = out.get()"),
-        name="MainThread",
-        syscall="read",
-    )
-    timeline = (
-        TimelineSample(
-            elapsed_s=2.0,
-            processes=(
-                ProcessSample(pid=20, ppid=1, cpu_seconds=1.0, rss_bytes=1, state="sleeping"),
-                ProcessSample(pid=24, ppid=20, cpu_seconds=0.0, rss_bytes=0, state="zombie"),
-            ),
-        ),
-    )
-    job = b.bundle(b.process(20, main))
-    job = job.model_copy(update={"job": JobRecord(started_at=0.0, timeline=timeline)})
-    return log_bundle(_DIED if died else _DIED[-1:], base=job)
 
 
 def process_deaths(job: JobView) -> list[Raised]:
@@ -141,11 +91,7 @@ class ProducerProcessDied(Rule):
     )
     reads = "capture"
     specificity = 89
-    fires_on = (Example("a tokeniser process died on a bad byte", _reader),)
-    quiet_on = (
-        Example("the same wait, no process died", lambda: _reader(died=False)),
-        Example("a get() with a timeout", lambda: _reader(timeout="30")),
-    )
+    fires_on, quiet_on = examples("HD206")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = process_deaths(job)

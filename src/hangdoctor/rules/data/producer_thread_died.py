@@ -14,90 +14,14 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import lone_waits, waits_in_iterator
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.logfiles import log_bundle
-from hangdoctor.evidence.model import Bundle, ThreadDeath
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.rules.log_helpers import raised_words
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
-
-_DIED = (
-    "Exception in thread Thread-1 (_fill):",
-    "Traceback (most recent call last):",
-    f'  File "{b.STDLIB}/threading.py", line 1045, in _bootstrap_inner',
-    '  File "loader.py", line 34, in _fill',
-    "    batch.append(json.loads(line))",
-    "json.decoder.JSONDecodeError: Unterminated string starting at: line 1 column 43",
-)
-
-
-def _consumer(*, iterated: bool) -> Bundle:
-    outer = (
-        b.frame("train.py", 50, "main", code="for x, y in Prefetcher(lines):")
-        if iterated
-        else b.frame("train.py", 50, "main", code="item = prefetcher.take()")
-    )
-    main = b.thread(
-        10,
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            327,
-            "Condition.wait",
-            local_vars={"timeout": ("None", None)},
-        ),
-        b.frame(
-            f"{b.STDLIB}/queue.py",
-            171,
-            "Queue.get",
-            local_vars={"block": ("True", None), "timeout": ("None", None)},
-        ),
-        b.frame(
-            "loader.py",
-            42,
-            "Prefetcher.__iter__" if iterated else "Prefetcher.take",
-            code="while (item := self.queue.get()) is not None:",
-        ),
-        outer,
-        name="MainThread",
-        syscall="futex",
-    )
-    return log_bundle(_DIED, base=b.bundle(b.process(10, main)))
-
-
-def _consumer_without_traceback() -> Bundle:
-    job = _consumer(iterated=True)
-    assert job.job is not None
-    return job.model_copy(update={"job": job.job.model_copy(update={"output_tail": ()})})
-
-
-def _interleaved() -> Bundle:
-    """The traceback in the output torn apart by the job's other lines (stdout and stderr share
-    the log), and recorded whole by the instrumentation."""
-    job = _consumer(iterated=True)
-    assert job.job is not None
-    torn = tuple(
-        line
-        for pair in zip(_DIED, (f"step {n} loss 0.4{n}" for n in range(40)), strict=False)
-        for line in pair
-    )
-    deaths = (ThreadDeath(pid=10, text="\n".join(_DIED)),)
-    return job.model_copy(
-        update={"job": job.job.model_copy(update={"output_tail": torn, "thread_deaths": deaths})}
-    )
-
-
-def _died_elsewhere() -> Bundle:
-    """Recorded whole, but in another process than the waiting thread's."""
-    job = _interleaved()
-    assert job.job is not None
-    deaths = (ThreadDeath(pid=99, text="\n".join(_DIED)),)
-    return job.model_copy(
-        update={"job": job.job.model_copy(update={"output_tail": (), "thread_deaths": deaths})}
-    )
 
 
 class ProducerThreadDied(Rule):
@@ -123,15 +47,7 @@ class ProducerThreadDied(Rule):
     )
     reads = "capture"
     specificity = 88
-    fires_on = (
-        Example("a prefetch thread died parsing a record", lambda: _consumer(iterated=True)),
-        Example("its traceback torn apart in the output, recorded whole", _interleaved),
-    )
-    quiet_on = (
-        Example("the same wait, no thread died", _consumer_without_traceback),
-        Example("a wait outside any data iterator", lambda: _consumer(iterated=False)),
-        Example("the thread that died was another process's", _died_elsewhere),
-    )
+    fires_on, quiet_on = examples("HD205")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = thread_deaths(job)

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -38,48 +38,7 @@ class SharedMemoryExhausted(Rule):
     reads = "logs"
     specificity = 80
     names_culprit = False
-    fires_on = (
-        Example(
-            "no space for a shared tensor",
-            lambda: logs_bundle(
-                [
-                    "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on "
-                    "device (28)",
-                    "ERROR: Unexpected bus error encountered in worker. This might be caused by "
-                    "insufficient shared memory (shm).",
-                ]
-            ),
-        ),
-        Example(
-            "a bus error with DataLoader workers",
-            lambda: logs_bundle(
-                [
-                    "epoch 0:  31%|###       | 310/1000 [02:11<04:52,  2.36it/s]",
-                    "Bus error (core dumped)",
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a full data disk, not /dev/shm",
-            lambda: logs_bundle(
-                ["OSError: [Errno 28] No space left on device: '/ckpt/step_1000.pt'"]
-            ),
-        ),
-        Example(
-            "HD202 already explains the worker's SIGBUS",
-            lambda: logs_bundle(
-                [
-                    "ERROR: Unexpected bus error encountered in worker. This might be caused by "
-                    "insufficient shared memory (shm).",
-                    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
-                    "possible that dataloader's workers are out of shared memory. Please try to raise "
-                    "your shared memory limit.",
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD250")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, LogKind.SHM_EXHAUSTED, LogKind.BUS_ERROR, LogKind.WORKER_KILLED)

@@ -9,9 +9,8 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
-from hangdoctor.rules._failure import traceback_lines
-from hangdoctor.rules._job_examples import failed_job
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import fault_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -23,8 +22,6 @@ _LOST_HANDOVER = (
     "BrokenPipeError",
     "FileNotFoundError",
 )
-_SITE = "/usr/lib/python3.11/site-packages"
-_STDLIB = "/usr/lib/python3.11"
 
 
 def _lost_handover(raised: Raised) -> bool:
@@ -46,31 +43,6 @@ def _lost_handover(raised: Raised) -> bool:
                 {"rebuild_storage_fd", "rebuild_storage_filename"},
             )
         )
-    )
-
-
-def _handover_example() -> tuple[str, ...]:
-    return traceback_lines(
-        "ConnectionResetError: [Errno 104] Connection reset by peer",
-        ("/home/ml/train.py", 22, "<module>", "for batch in loader:"),
-        (
-            f"{_SITE}/torch/utils/data/dataloader.py",
-            1291,
-            "_try_get_data",
-            "data = self._data_queue.get(timeout=timeout)",
-        ),
-        (
-            f"{_SITE}/torch/multiprocessing/reductions.py",
-            538,
-            "rebuild_storage_fd",
-            "fd = df.detach()",
-        ),
-        (
-            f"{_STDLIB}/multiprocessing/resource_sharer.py",
-            86,
-            "get_connection",
-            "c = Client(address, authkey=process.current_process().authkey)",
-        ),
     )
 
 
@@ -99,31 +71,7 @@ class WorkerKilled(Rule):
     # A worker that died while its batch was fetched is not named in the error: its pid is
     # known only when `run`'s timeline saw it leave.
     names_culprit = False
-    fires_on = (
-        Example(
-            "worker killed by SIGBUS (full /dev/shm)",
-            lambda: failed_job(
-                (
-                    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
-                    "possible that dataloader's workers are out of shared memory. Please try to raise "
-                    "your shared memory limit.",
-                )
-            ),
-        ),
-        Example(
-            "worker killed by SIGKILL",
-            lambda: failed_job(
-                (
-                    "RuntimeError: DataLoader worker (pid(s) 51, 52) exited unexpectedly",
-                    "RuntimeError: DataLoader worker (pid 51) is killed by signal: Killed. ",
-                )
-            ),
-        ),
-        Example(
-            "a worker died while handing a batch over", lambda: failed_job(_handover_example())
-        ),
-    )
-    quiet_on = (Example("a clean run", lambda: failed_job(("epoch 1 done",), exit_code=0)),)
+    fires_on, quiet_on = examples("HD202")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job

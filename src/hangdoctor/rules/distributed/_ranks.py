@@ -1,6 +1,6 @@
 """What the cross-rank rules share beyond the blame itself (`analysis/rank_blame.py`): the
 words for a group of ranks, the culprit of a rank, and how a loop was left early (their
-examples' evidence is in `_examples.py`)."""
+examples' evidence is in `examples.toml`)."""
 
 from __future__ import annotations
 

@@ -18,30 +18,12 @@ from hangdoctor.analysis.rank_blame import (
     split_groups,
 )
 from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, CodeFinding, Frame
+from hangdoctor.evidence.model import CodeFinding, Frame
 from hangdoctor.i18n import N_, _, _n
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._desync import (
-    extra_call_at_step_0,
-    extra_call_before_the_ring,
-    extra_call_both_waiting_in_the_loop,
-    fewer_batches_on_rank_1,
-)
-from hangdoctor.rules.distributed._examples import (
-    all_in_the_same_collective,
-    barrier_only_on_rank_0,
-    collective_frames,
-    epoch_helper_ran_out_of_data,
-    evaluation_on_one_schedule,
-    guarded_barrier_beside_a_helper,
-    rank_process,
-    rank_ran_out_of_data,
-    ranks_job,
-    straggler_completion_not_yet_counted,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
@@ -76,72 +58,9 @@ def _guarded_in_code(job: JobView, states: list[RankState]) -> tuple[CodeFinding
     return None
 
 
-def _deferred_sync() -> Bundle:
-    """Lightning: rank 0 logged with sync_dist=True under is_global_zero; the all_reduce runs
-    later, inside trainer.fit, while rank 1 waits in the next barrier there."""
-    fit = b.frame("train.py", 55, "main", code="trainer.fit(model, train, val)")
-    lightning = f"{b.SITE}/lightning/pytorch"
-    zero = rank_process(
-        0,
-        *collective_frames("all_reduce", 55, "trainer.fit(model, train, val)")[:1],
-        b.frame(
-            f"{lightning}/trainer/connectors/logger_connector/result.py",
-            470,
-            "_ResultCollection.sync",
-        ),
-        fit,
-        world=2,
-        syscall="futex",
-    )
-    one = rank_process(
-        1,
-        *collective_frames("barrier", 55, "trainer.fit(model, train, val)")[:1],
-        b.frame(f"{lightning}/strategies/ddp.py", 302, "DDPStrategy.barrier"),
-        fit,
-        world=2,
-        syscall="futex",
-    )
-    job = ranks_job(zero, one)
-    return job.model_copy(
-        update={
-            "code_findings": (
-                CodeFinding(
-                    rule_id="HL101",
-                    category=Category.DISTRIBUTED_COLLECTIVE_MISMATCH.value,
-                    file="train.py",
-                    line=36,
-                    function="on_validation_epoch_end",
-                    code='self.log("val_accuracy", accuracy, sync_dist=True)',
-                    message="`log(sync_dist=True)` is called only on the ranks where "
-                    "`self.trainer.is_global_zero`; the others never join it",
-                    ranks="main",
-                ),
-            )
-        }
-    )
-
-
 POINT_TO_POINT = frozenset(
     {"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list", "recv_object_list"}
 )
-
-
-def _pipeline_stages() -> Bundle:
-    """Two pipeline stages: the last waits for a fourth micro-batch the first never sends, the
-    first for gradients; their receives sit under the usual rank branch."""
-    last = rank_process(
-        1,
-        *collective_frames("recv", 83, "dist.recv(h, src=0)", guards=("not (rank == 0)",)),
-        world=2,
-        syscall="futex",
-    )
-    first = rank_process(
-        0,
-        *collective_frames("recv", 68, "dist.recv(grad, src=1)", guards=("rank == 0",)),
-        world=2,
-        syscall="futex",
-    )
-    return ranks_job(first, last)
 
 
 def _apart_from(
@@ -178,47 +97,7 @@ class CollectiveMismatch(Rule):
     )
     reads = "ranks"
     specificity = 85
-    fires_on = (
-        Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
-        Example(
-            "a barrier only rank 0 calls, beside a helper's all_reduce",
-            guarded_barrier_beside_a_helper,
-        ),
-        Example(
-            "a metric synced on rank 0 only, waited for later inside the framework's loop",
-            _deferred_sync,
-        ),
-        Example("an evaluation only rank 0's schedule triggers", evaluation_on_one_schedule),
-        Example(
-            "every rank waits at one line, one collective apart: rank 0 made one more earlier",
-            extra_call_both_waiting_in_the_loop,
-        ),
-        Example("pipeline stages whose sends and receives do not pair up", _pipeline_stages),
-        Example(
-            "an extra all_reduce on rank 0 at step 0; the ranks stop at the end",
-            extra_call_at_step_0,
-        ),
-        Example(
-            "the same, the extra call no longer in the ring of recent calls",
-            extra_call_before_the_ring,
-        ),
-    )
-    quiet_on = (
-        Example("every rank in the same collective", all_in_the_same_collective),
-        Example("a rank that ran out of data", rank_ran_out_of_data),
-        Example("a rank that returned from its epoch helper first", epoch_helper_ran_out_of_data),
-        Example("a rank with one batch fewer, its calls recorded", fewer_batches_on_rank_1),
-        Example(
-            "a rank reading a socket whose last collective's completion the "
-            "Flight Recorder has not counted yet",
-            straggler_completion_not_yet_counted,
-        ),
-        Example(
-            "a rank computing whose last collectives' completions the Flight "
-            "Recorder has not counted yet",
-            lambda: straggler_completion_not_yet_counted(computing=True),
-        ),
-    )
+    fires_on, quiet_on = examples("HD311")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

@@ -13,9 +13,9 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch, line_rank, scan
 from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.i18n import N_, _, _n
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._logs import capital, nccl_line, ranks_text
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.distributed._logs import capital, ranks_text
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
@@ -170,52 +170,7 @@ class CollectiveTimeoutFromLog(Rule):
     reads = "logs"
     specificity = 55
     names_culprit = False
-    fires_on = (
-        Example(
-            "every rank timed out in the same collective",
-            lambda: logs_bundle([nccl_line(rank, 808, "ALLREDUCE", 9801523) for rank in range(4)]),
-        ),
-        Example(
-            "rank 3 is behind the others",
-            lambda: logs_bundle(
-                [
-                    *(nccl_line(rank, 2041, "ALLREDUCE") for rank in range(3)),
-                    nccl_line(3, 2039, "BROADCAST", 1),
-                ]
-            ),
-        ),
-        Example(
-            "rank 2 never reported a timeout",
-            lambda: logs_bundle(
-                [
-                    "[rank2]: step 1200 loss 2.31",
-                    *(nccl_line(rank, 412, "ALLREDUCE") for rank in (0, 1, 3)),
-                ]
-            ),
-        ),
-        Example(
-            "a gloo recv timed out",
-            lambda: logs_bundle(
-                [
-                    "[rank1]: Traceback (most recent call last):",
-                    "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81]"
-                    " Timed out waiting 1800000ms for recv operation to complete",
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a healthy distributed run",
-            lambda: logs_bundle(
-                [
-                    "[rank0]: step 100 loss 2.1",
-                    "[rank1]: step 100 loss 2.1",
-                    "NCCL INFO comm 0x5581 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD350")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)

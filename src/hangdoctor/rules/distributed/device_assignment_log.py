@@ -9,21 +9,11 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of, output_lines
 from hangdoctor.taxonomy import Category
-
-# As torchrun printed it on an H200 (torch 2.11, NCCL 2.28.9), see shared FACTS.
-_DUPLICATE = (
-    "[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/"
-    "distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), "
-    "NCCL version 2.28.9",
-    "[rank1]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
-    "[rank1]: Last error:",
-    "[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60",
-)
 
 
 class DuplicateGpu(Rule):
@@ -47,8 +37,7 @@ class DuplicateGpu(Rule):
     reads = "logs"
     specificity = 90
     names_culprit = False
-    fires_on = (Example("two ranks on CUDA device 60", lambda: logs_bundle(list(_DUPLICATE))),)
-    quiet_on = (Example("a clean run", lambda: logs_bundle(["[rank0]: epoch 3 done"])),)
+    fires_on, quiet_on = examples("HD355")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         duplicate = matches_of(job, LogKind.NCCL_DUPLICATE_GPU)

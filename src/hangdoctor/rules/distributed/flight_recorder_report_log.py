@@ -12,9 +12,9 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._logs import capital
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, clip, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -22,19 +22,6 @@ from hangdoctor.taxonomy import Category
 _FIELD = re.compile(r"^\s*(?P<key>[a-z][a-z ]+): (?P<value>.*)$")
 _STACK = re.compile(r"^\s*(?P<function>\S+) at (?P<file>.+):(?P<line>\d+)\s*$")
 _BLOCK = 40
-
-_REPORT = (
-    "Not all ranks joining collective: sequence number: 4812",
-    "internal record id: 4811",
-    "group info: 0:default_pg",
-    "collective: nccl:all_reduce",
-    "missing ranks: {2}",
-    "world size: 4",
-    "collective stack trace:",
-    " all_reduce at /opt/venv/lib/python3.11/site-packages/torch/distributed/"
-    "distributed_c10d.py:2707",
-    "sync_metrics at /home/ml/proj/train.py:214",
-)
 
 
 def _block(lines: tuple[str, ...], start: int) -> tuple[dict[str, str], list[Frame]]:
@@ -76,13 +63,7 @@ class FlightRecorderMissingRanks(Rule):
     reads = "logs"
     specificity = 80
     names_culprit = False
-    fires_on = (Example("fr_trace's report", lambda: logs_bundle(list(_REPORT))),)
-    quiet_on = (
-        Example(
-            "fr_trace with nothing to report",
-            lambda: logs_bundle(["loaded 4 files in 0.3s", "built groups, memberships"]),
-        ),
-    )
+    fires_on, quiet_on = examples("HD357")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, LogKind.FR_MISSING_RANKS)

@@ -16,59 +16,16 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProgressStatus
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._examples import (
-    collective_frames,
-    rank_process,
-    rank_status,
-    ranks_job,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import rank_culprit
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
 
 _Site = tuple[str, int, str]  # file, line, function
-
-
-def _status(rank: int, sites: tuple[tuple[int, str, int, str], ...]) -> ProgressStatus:
-    return rank_status(rank, 30, 40).model_copy(
-        update={"groups_created": len(sites), "group_sites": sites}
-    )
-
-
-def _validation_group_on_rank_0(*, same_count: bool = False) -> Bundle:
-    """Rank 0 created a validation group on its own, then both create the stats group; rank
-    1's creation went through, rank 0's waits."""
-    zero = rank_process(
-        0, *collective_frames("new_group", 81, "stats = dist.new_group()"), world=2, syscall="poll"
-    )
-    one = rank_process(
-        1,
-        *collective_frames(
-            "all_gather_object", 83, "dist.all_gather_object(rates, rate, group=stats)"
-        ),
-        world=2,
-        syscall="futex",
-    )
-    val = (1, "train.py", 75, "train")
-    stats = (2 if not same_count else 1, "train.py", 81, "train")
-    zero_sites = (val, stats) if not same_count else (stats,)
-    return ranks_job(
-        zero, one, progress=(_status(0, zero_sites), _status(1, ((1, "train.py", 81, "train"),)))
-    )
-
-
-def _behind_still_computing() -> Bundle:
-    job = _validation_group_on_rank_0()
-    computing = rank_process(1, b.frame("train.py", 70, "train", code="loss.backward()"), world=2)
-    processes = tuple(computing if p.pid == 101 else p for p in job.snapshots[0].processes)
-    first = job.snapshots[0].model_copy(update={"processes": processes})
-    return job.model_copy(update={"snapshots": (first,)})
 
 
 def _creations(state: RankState) -> Counter[_Site]:
@@ -118,14 +75,7 @@ class GroupCreationMismatch(Rule):
     )
     reads = "ranks"
     specificity = 87
-    fires_on = (Example("a validation group created on rank 0 only", _validation_group_on_rank_0),)
-    quiet_on = (
-        Example(
-            "every rank created the same groups",
-            lambda: _validation_group_on_rank_0(same_count=True),
-        ),
-        Example("the rank behind is still computing", _behind_still_computing),
-    )
+    fires_on, quiet_on = examples("HD317")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

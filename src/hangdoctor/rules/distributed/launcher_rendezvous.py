@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.roles import Role
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence
+from hangdoctor.evidence.model import ProcessEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import culprit, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
@@ -52,55 +52,6 @@ def _options(cmdline: tuple[str, ...]) -> list[str]:
     return shown
 
 
-def _torchrun_waiting_for_node_1() -> Bundle:
-    rendezvous = f"{b.SITE}/torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py"
-    agent = b.thread(
-        50,
-        b.frame(rendezvous, 67, "StaticTCPRendezvous.next_rendezvous"),
-        b.frame(
-            f"{b.SITE}/torch/distributed/elastic/agent/server/api.py",
-            528,
-            "SimpleElasticAgent._rendezvous",
-        ),
-        name="MainThread",
-        syscall="futex",
-    )
-    return b.bundle(
-        b.process(
-            50,
-            agent,
-            cmdline=(
-                "python",
-                "-m",
-                "torch.distributed.run",
-                "--nnodes",
-                "2",
-                "--node-rank",
-                "0",
-                "--master-addr",
-                "10.0.0.1",
-                "--nproc-per-node",
-                "8",
-                "train.py",
-            ),
-        )
-    )
-
-
-def _torchrun_running_ranks() -> Bundle:
-    agent = b.thread(
-        60,
-        b.frame(
-            f"{b.SITE}/torch/distributed/elastic/agent/server/api.py",
-            916,
-            "SimpleElasticAgent._invoke_run",
-        ),
-        name="MainThread",
-        syscall="clock_nanosleep",
-    )
-    return b.bundle(b.process(60, agent, cmdline=("torchrun", "--nproc-per-node", "2", "train.py")))
-
-
 class LauncherRendezvous(Rule):
     id = "HD316"
     category = Category.DISTRIBUTED_RENDEZVOUS
@@ -123,8 +74,7 @@ class LauncherRendezvous(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("torchrun --nnodes 2 on node 0 alone", _torchrun_waiting_for_node_1),)
-    quiet_on = (Example("torchrun supervising its ranks", _torchrun_running_ranks),)
+    fires_on, quiet_on = examples("HD316")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         if any(job.role(p.pid) is Role.RANK for p in job.processes):

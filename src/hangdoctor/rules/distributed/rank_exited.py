@@ -7,39 +7,12 @@ from collections.abc import Iterable
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._examples import (
-    all_in_the_same_collective,
-    collective_frames,
-    rank_process,
-    rank_status,
-    ranks_job,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
-
-
-def _rank_gone() -> Bundle:
-    waiting = [
-        rank_process(
-            r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"), syscall="futex"
-        )
-        for r in (0, 1, 3)
-    ]
-    progress = (*(rank_status(r, 12, 13, "all_reduce") for r in (0, 1, 3)), rank_status(2, 12, 12))
-    return ranks_job(*waiting, progress=progress)
-
-
-def _one_rank_alone() -> Bundle:
-    """`dump` of rank 1's pid alone: no launcher, no progress reports, rank 0 simply absent."""
-    waiting = rank_process(
-        1, *collective_frames("barrier", 30, "dist.barrier()"), world=2, syscall="futex"
-    )
-    return b.bundle(waiting)
 
 
 class RankExited(Rule):
@@ -63,13 +36,7 @@ class RankExited(Rule):
     )
     reads = "ranks"
     specificity = 90
-    fires_on = (Example("a rank that is gone", _rank_gone),)
-    quiet_on = (
-        Example("every rank in the same collective", all_in_the_same_collective),
-        Example(
-            "one rank's tree dumped alone: its peer is not captured, not gone", _one_rank_alone
-        ),
-    )
+    fires_on, quiet_on = examples("HD313")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

@@ -19,10 +19,10 @@ from hangdoctor.analysis.tracebacks import (
     tracebacks,
 )
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._logs import capital, exit_text, nccl_line, ranks_text
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.distributed._logs import capital, exit_text, ranks_text
 from hangdoctor.rules.distributed._ranks import early_exit
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
@@ -232,79 +232,7 @@ class RankExitedFromLog(Rule):
     reads = "logs"
     specificity = 80
     names_culprit = False
-    fires_on = (
-        Example(
-            "rank 4 killed by SIGKILL",
-            lambda: logs_bundle(
-                _SUMMARY.format(
-                    rank=4, code=-9, cause="Signal 9 (SIGKILL) received by PID 48213"
-                ).splitlines()
-            ),
-        ),
-        Example(
-            "agent line only",
-            lambda: logs_bundle(
-                [
-                    "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
-                    "failed (exitcode: -11) local_rank: 5 (pid: 2630) of binary: /usr/bin/python3"
-                ]
-            ),
-        ),
-        Example(
-            "spawned process killed",
-            lambda: logs_bundle(
-                [
-                    "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
-                    "signal SIGKILL"
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a rank died of its own exception (the failure rules name it at its origin)",
-            lambda: logs_bundle(
-                [
-                    "[rank1]: Traceback (most recent call last):",
-                    '[rank1]:   File "/home/me/train.py", line 40, in validation_step',
-                    "[rank1]:     raise ValueError('bad batch')",
-                    "[rank1]: ValueError: bad batch",
-                    "[rank0]: Traceback (most recent call last):",
-                    '[rank0]:   File "/home/me/train.py", line 30, in training_step',
-                    "[rank0]:     loss.backward()",
-                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-                    "Connection closed by peer [127.0.0.1]:2365",
-                ]
-            ),
-        ),
-        Example(
-            "the watchdog aborted the rank after a collective timeout",
-            lambda: logs_bundle(
-                [
-                    nccl_line(2, 77, "ALLREDUCE"),
-                    *_SUMMARY.format(
-                        rank=2, code=-6, cause="Signal 6 (SIGABRT) received by PID 48213"
-                    ).splitlines(),
-                ]
-            ),
-        ),
-        Example(
-            "a clean torchrun run",
-            lambda: logs_bundle(["[rank0]: epoch 3 done", "[rank1]: epoch 3 done"]),
-        ),
-        Example(
-            "only lost connections, nobody's own failure",
-            lambda: logs_bundle(
-                [
-                    "[rank0]: Traceback (most recent call last):",
-                    '[rank0]:   File "/home/me/train.py", line 30, in training_step',
-                    "[rank0]:     loss.backward()",
-                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-                    "Connection closed by peer [127.0.0.1]:2365",
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD352")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)

@@ -10,20 +10,15 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_view
 from hangdoctor.evidence.model import (
-    Bundle,
     RasCommunicator,
     RasLaunchCount,
     RasRank,
     RasReport,
 )
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._examples import (
-    collective_frames,
-    rank_process,
-    ranks_job,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._logs import capital, ranks_text
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -117,55 +112,6 @@ def _context(report: RasReport) -> list[str]:
     return lines
 
 
-def _report(
-    *,
-    missing: tuple[RasRank, ...] = (),
-    dead: tuple[RasRank, ...] = (),
-    launches: tuple[RasLaunchCount, ...] = (),
-    same_job: bool | None = None,
-) -> RasReport:
-    comm = RasCommunicator(hash="9f3c2a1b7e5d4c08", size=8, missing=missing, launches=launches)
-    return RasReport(
-        nccl_version="2.24.3+cuda12.6",
-        unresponsive=tuple(r.model_copy(update={"rank": None}) for r in missing if not r.dead),
-        unresponsive_count=sum(not r.dead for r in missing),
-        dead=dead,
-        dead_count=len(dead),
-        communicators=(comm,),
-        same_job=same_job,
-    )
-
-
-def _node_zero_waits(report: RasReport | None) -> Bundle:
-    """Node 0 (ranks 0-3) of a 2-node job waits in all_reduce; RAS says `report`."""
-    frames = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
-    ranks = [rank_process(r, *frames, world=8, syscall="futex") for r in range(4)]
-    return ranks_job(*ranks).model_copy(update={"nccl_ras": report})
-
-
-_RANK_6 = RasRank(rank=6, host="10.0.0.12", pid=48213, cuda_devices=(2,))
-
-
-def _rank_behind_here() -> Bundle:
-    """Rank 1 of this node launched one all_reduce fewer than the others."""
-    frames = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
-    ranks = [rank_process(r, *frames, syscall="futex") for r in (0, 2, 3)]
-    busy = rank_process(1, *collective_frames("all_reduce", 44, "loss = model(batch)"))
-    report = _report(
-        launches=(
-            RasLaunchCount(operation="AllReduce", launched=812, rank_count=3),
-            RasLaunchCount(
-                operation="AllReduce",
-                launched=811,
-                rank_count=1,
-                ranks=(RasRank(rank=1, host="10.0.0.11", pid=101, cuda_devices=(1,)),),
-            ),
-        ),
-        same_job=True,
-    )
-    return ranks_job(*ranks, busy).model_copy(update={"nccl_ras": report})
-
-
 class RasMissingRanks(Rule):
     id = "HD318"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
@@ -192,30 +138,7 @@ class RasMissingRanks(Rule):
     reads = "ranks"
     specificity = 35
     names_culprit = False  # the rank RAS names may run on another node
-    fires_on = (
-        Example(
-            "rank 6, on another node, sends RAS no data",
-            lambda: _node_zero_waits(_report(missing=(_RANK_6,))),
-        ),
-        Example(
-            "RAS considers rank 6's process dead",
-            lambda: _node_zero_waits(
-                _report(
-                    missing=(_RANK_6.model_copy(update={"dead": True}),),
-                    dead=(_RANK_6.model_copy(update={"rank": None, "dead": True}),),
-                )
-            ),
-        ),
-        Example("rank 1 launched one all_reduce fewer", _rank_behind_here),
-    )
-    quiet_on = (
-        Example("every rank answered RAS, same counts", lambda: _node_zero_waits(_report())),
-        Example(
-            "another job's RAS service answered",
-            lambda: _node_zero_waits(_report(missing=(_RANK_6,), same_job=False)),
-        ),
-        Example("no RAS report", lambda: _node_zero_waits(None)),
-    )
+    fires_on, quiet_on = examples("HD318")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         report = job.bundle.nccl_ras

@@ -9,16 +9,11 @@ from collections.abc import Iterable
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_view
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, NodesEvidence
+from hangdoctor.evidence.model import NodesEvidence
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._examples import (
-    all_in_the_same_collective,
-    collective_frames,
-    ranks_job,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -51,26 +46,6 @@ def _absent_nodes(nodes: NodesEvidence, ranks: list[int]) -> str:
     return "; ".join(words)
 
 
-def _first_node_of_two(*, every_rank_waits: bool) -> Bundle:
-    """Node 0 of a 2-node job, 4 ranks each; its ranks wait in all_reduce."""
-    processes = []
-    for rank in range(4):
-        environ = {
-            "RANK": str(rank),
-            "WORLD_SIZE": "8",
-            "LOCAL_WORLD_SIZE": "4",
-            "GROUP_RANK": "0",
-            "LOCAL_RANK": str(rank),
-        }
-        frames: tuple[Frame, ...] = collective_frames("all_reduce", 50, "dist.all_reduce(loss)")
-        if not every_rank_waits and rank == 3:
-            frames = (b.frame("train.py", 30, "main", code="batch = next(it)"),)
-        processes.append(
-            b.process(100 + rank, b.thread(100 + rank, *frames, syscall="futex"), env=environ)
-        )
-    return ranks_job(*processes)
-
-
 class RemoteRanks(Rule):
     id = "HD315"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
@@ -93,15 +68,7 @@ class RemoteRanks(Rule):
     )
     reads = "ranks"
     specificity = 40
-    fires_on = (
-        Example("node 0 of two, all waiting", lambda: _first_node_of_two(every_rank_waits=True)),
-    )
-    quiet_on = (
-        Example(
-            "one rank of this node is elsewhere", lambda: _first_node_of_two(every_rank_waits=False)
-        ),
-        Example("one node, all waiting", all_in_the_same_collective),
-    )
+    fires_on, quiet_on = examples("HD315")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

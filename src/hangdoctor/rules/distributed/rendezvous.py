@@ -9,11 +9,11 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.analysis.roles import init_method, rendezvous_address
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence.model import Bundle, CodeSetting
+from hangdoctor.evidence.model import CodeSetting
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._examples import all_in_the_same_collective, never_joined
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._ranks import rank_culprit
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
@@ -41,23 +41,6 @@ def _place(setting: CodeSetting) -> str:
     return f"{short_file(setting.file)}:{setting.line}"
 
 
-def _two_nodes_asked() -> Bundle:
-    job = never_joined()
-    return job.model_copy(
-        update={
-            "code_settings": (
-                CodeSetting(
-                    name="num_nodes",
-                    value=2,
-                    file="train.py",
-                    line=29,
-                    code='CLUSTER = {"num_nodes": 2}',
-                ),
-            )
-        }
-    )
-
-
 class Rendezvous(Rule):
     id = "HD314"
     category = Category.DISTRIBUTED_RENDEZVOUS
@@ -78,11 +61,7 @@ class Rendezvous(Rule):
     reads = "ranks"
     specificity = 85
     names_culprit = False  # a rank that never started has no process to point at
-    fires_on = (
-        Example("rank 2 never joined", never_joined),
-        Example("half the ranks never started: the code asks for two nodes", _two_nodes_asked),
-    )
-    quiet_on = (Example("every rank in the same collective", all_in_the_same_collective),)
+    fires_on, quiet_on = examples("HD314")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

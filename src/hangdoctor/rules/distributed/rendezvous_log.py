@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -38,48 +38,7 @@ class RendezvousFailed(Rule):
     reads = "logs"
     specificity = 70
     names_culprit = False
-    fires_on = (
-        Example(
-            "store not reachable",
-            lambda: logs_bundle(
-                [
-                    "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms "
-                    "while trying to connect to (10.10.12.11, 25000)."
-                ]
-            ),
-        ),
-        Example(
-            "not every worker joined",
-            lambda: logs_bundle(
-                [
-                    "RuntimeError: Timed out initializing process group in store based barrier on rank: "
-                    "0, for key: store_based_barrier_key:1 (world_size=8, worker_count=7, "
-                    "timeout=0:30:00)"
-                ]
-            ),
-        ),
-        Example(
-            "elastic rendezvous timed out",
-            lambda: logs_bundle(
-                [
-                    "    raise RendezvousTimeoutError()",
-                    "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "one retried connection, then training",
-            lambda: logs_bundle(
-                [
-                    "[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to "
-                    "connect to [::ffff:10.0.0.1]:29500 (errno: 111 - Connection refused).",
-                    "[rank0]: step 1 loss 7.1",
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD353")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(

@@ -11,17 +11,11 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, fault_of, matches_of, output_lines
 from hangdoctor.taxonomy import Category
-
-_GLOO = (
-    "  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
-    "op.preamble.length <= op.nbytes. 8 vs 4. Received data size doesn't match expected "
-    "size. Is there a distributed collective mismatch in your code?"
-)
 
 
 class CollectiveSizeMismatch(Rule):
@@ -47,8 +41,7 @@ class CollectiveSizeMismatch(Rule):
     reads = "logs"
     specificity = 85
     names_culprit = False
-    fires_on = (Example("gloo size check", lambda: logs_bundle([_GLOO])),)
-    quiet_on = (Example("a clean run", lambda: logs_bundle(["[rank0]: epoch 3 done"])),)
+    fires_on, quiet_on = examples("HD354")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, LogKind.COLLECTIVE_SIZE_MISMATCH)

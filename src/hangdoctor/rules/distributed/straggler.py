@@ -13,40 +13,14 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._examples import (
-    all_in_the_same_collective,
-    collective_frames,
-    never_joined,
-    rank_process,
-    ranks_job,
-    straggler_completion_not_yet_counted,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
-
-
-def _straggler_in_io() -> Bundle:
-    waiting = [
-        rank_process(
-            r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"), syscall="futex"
-        )
-        for r in (0, 2, 3)
-    ]
-    stuck = rank_process(
-        1,
-        b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-        b.frame("train.py", 44, "train", code="blob = fetch(url)"),
-        syscall="recvfrom",
-        args=(7,),
-    )
-    return ranks_job(*waiting, stuck)
 
 
 def _majority_waiting(
@@ -116,23 +90,7 @@ class Straggler(Rule):
     # in a distributed job the other ranks are its victims, and the rank is the news; the
     # mechanism is told in this finding's evidence.
     specificity = 90
-    fires_on = (
-        Example("a rank blocked on a network read", _straggler_in_io),
-        Example(
-            "a rank blocked on a network read, its last collective's completion "
-            "not yet counted in the Flight Recorder",
-            straggler_completion_not_yet_counted,
-        ),
-        Example(
-            "a rank computing, its last collectives' completions not yet counted "
-            "on a loaded machine",
-            lambda: straggler_completion_not_yet_counted(computing=True),
-        ),
-    )
-    quiet_on = (
-        Example("every rank in the same collective", all_in_the_same_collective),
-        Example("ranks still joining", never_joined),
-    )
+    fires_on, quiet_on = examples("HD310")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

@@ -19,34 +19,16 @@ from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, RankView, rank_view
-from hangdoctor.evidence.model import Bundle, FlightRecord
+from hangdoctor.evidence.model import FlightRecord
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._examples import (
-    all_in_the_same_collective,
-    collective_frames,
-    rank_process,
-    ranks_job,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._ranks import describe_group
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
 #: Entering the collective this much apart is said: the last to enter was the slow one.
 _SPREAD_WORTH_SAYING_S = 1.0
-
-
-def _one_straggling_rank() -> Bundle:
-    waiting = [
-        rank_process(
-            r, *collective_frames("all_reduce", 50, "dist.all_reduce(loss)"), syscall="futex"
-        )
-        for r in (0, 1, 2)
-    ]
-    return ranks_job(
-        *waiting,
-        rank_process(3, *collective_frames("barrier", 61, "dist.barrier()"), syscall="futex"),
-    )
 
 
 def _symmetric(view: RankView) -> list[RankState] | None:
@@ -131,8 +113,7 @@ class SymmetricHang(Rule):
     # Below any rule that names a cause: a device fault, NCCL's RAS, a transport error in the
     # log say more than the symmetry does.
     specificity = 20
-    fires_on = (Example("every rank in the same collective", all_in_the_same_collective),)
-    quiet_on = (Example("one rank in another collective", _one_straggling_rank),)
+    fires_on, quiet_on = examples("HD319")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

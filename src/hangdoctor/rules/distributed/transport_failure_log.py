@@ -11,9 +11,9 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, torchrun_failures
 from hangdoctor.analysis.tracebacks import first_failure
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._logs import capital, exit_text
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -45,65 +45,7 @@ class TransportFailure(Rule):
     reads = "logs"
     specificity = 50
     names_culprit = False
-    fires_on = (
-        Example(
-            "gloo connection closed by peer",
-            lambda: logs_bundle(
-                [
-                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-                    "Connection closed by peer [10.0.0.12]:20331"
-                ]
-            ),
-        ),
-        Example(
-            "NCCL remote error after a rank was killed",
-            lambda: logs_bundle(
-                [
-                    "E0325 20:57:27.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
-                    "failed (exitcode: -9) local_rank: 1 (pid: 2630) of binary: /usr/bin/python3",
-                    "[rank0]: torch.distributed.DistBackendError: NCCL error in: "
-                    "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or "
-                    "there was a network error, NCCL version 2.21.5",
-                    "[rank0]: ncclRemoteError: A call failed possibly due to a network error or a "
-                    "remote process exiting prematurely.",
-                ]
-            ),
-        ),
-        Example(
-            "a peer's own exception first, then its connections broke",
-            lambda: logs_bundle(
-                [
-                    "[rank1]: Traceback (most recent call last):",
-                    '[rank1]:   File "/home/ml/train.py", line 67, in forward',
-                    "[rank1]:     x = self.tokens(tokens) + self.positions[:, :length]",
-                    "[rank1]: RuntimeError: The size of tensor a (95) must match the size of tensor b "
-                    "(64) at non-singleton dimension 1",
-                    "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
-                    "Connection closed by peer [127.0.0.1]:3222",
-                ]
-            ),
-        ),
-        Example(
-            "InfiniBand completion error",
-            lambda: logs_bundle(
-                [
-                    "node2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from "
-                    "peer 10.0.35.1<49189> with error 12, opcode 0, len 0, vendor err 129"
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a download that was reset",
-            lambda: logs_bundle(
-                [
-                    "ConnectionResetError: [Errno 104] Connection reset by peer",
-                    "Retrying download of shard 3",
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD351")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)

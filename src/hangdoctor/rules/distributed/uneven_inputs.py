@@ -17,20 +17,13 @@ from hangdoctor.analysis.rank_blame import (
 )
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.distributed._desync import extra_call_at_step_0, fewer_batches_on_rank_1
-from hangdoctor.rules.distributed._examples import (
-    barrier_only_on_rank_0,
-    epoch_helper_ran_out_of_data,
-    evaluation_on_one_schedule,
-    guarded_barrier_beside_a_helper,
-    rank_ran_out_of_data,
-)
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.distributed._ranks import (
     describe_group,
     early_exit,
     rank_culprit,
 )
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
@@ -71,24 +64,7 @@ class UnevenInputs(Rule):
     )
     reads = "ranks"
     specificity = 88
-    fires_on = (
-        Example("a rank that ran out of data", rank_ran_out_of_data),
-        Example("a rank that returned from its epoch helper first", epoch_helper_ran_out_of_data),
-        Example("a rank with one batch fewer, its calls recorded", fewer_batches_on_rank_1),
-    )
-    quiet_on = (
-        Example("a barrier only rank 0 calls", barrier_only_on_rank_0),
-        Example(
-            "a barrier only rank 0 calls, beside a helper's all_reduce",
-            guarded_barrier_beside_a_helper,
-        ),
-        Example("an evaluation only rank 0's schedule triggers", evaluation_on_one_schedule),
-        Example(
-            "a rank that left the loop one collective early because the other "
-            "made an extra call at step 0",
-            extra_call_at_step_0,
-        ),
-    )
+    fires_on, quiet_on = examples("HD312")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)

@@ -9,17 +9,11 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
-
-_STUCK = (
-    "[rank3]:[F1203 11:02:44.551612871 ProcessGroupNCCL.cpp:1169] [PG ID 0 PG GUID "
-    "0(default_pg) Rank 3] ProcessGroupNCCL's watchdog got stuck for 600 seconds without "
-    "making progress in monitoring enqueued collectives."
-)
 
 
 class WatchdogStuck(Rule):
@@ -45,30 +39,7 @@ class WatchdogStuck(Rule):
     reads = "logs"
     specificity = 70
     names_culprit = False
-    fires_on = (
-        Example(
-            "the heartbeat monitor's abort",
-            lambda: logs_bundle(
-                [
-                    "[rank3]:[E1203 11:02:44.551207843 ProcessGroupNCCL.cpp:1316] [PG ID 0 PG GUID "
-                    "0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated "
-                    "after dumping debug info. workMetaList_.size()=2",
-                    _STUCK,
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "monitor joined at a normal exit",
-            lambda: logs_bundle(
-                [
-                    "[rank0]:[I323 21:57:08.461980659 ProcessGroupNCCL.cpp:1538] [PG ID 0 PG GUID "
-                    "0(default_pg) Rank 0] ProcessGroupNCCL heart beat monitor thread joined."
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD356")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         stuck = matches_of(job, LogKind.NCCL_WATCHDOG_STUCK)

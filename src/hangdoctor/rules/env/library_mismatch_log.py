@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, clip, matches_of
 from hangdoctor.taxonomy import Category
@@ -60,44 +60,7 @@ class LibraryMismatch(Rule):
     reads = "logs"
     specificity = 85
     names_culprit = False
-    fires_on = (
-        Example(
-            "extension needs a newer glibc",
-            lambda: logs_bundle(
-                [
-                    "ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by "
-                    "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
-                    "linux-gnu.so)"
-                ]
-            ),
-        ),
-        Example(
-            "extension built for another torch",
-            lambda: logs_bundle(
-                [
-                    "    import flash_attn_2_cuda as flash_attn_gpu",
-                    "ImportError: /opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-"
-                    "x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__"
-                    "cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
-                ]
-            ),
-        ),
-        Example(
-            "missing CUDA runtime library",
-            lambda: logs_bundle(
-                [
-                    "OSError: libcudart.so.11.0: cannot open shared object file: No such file or "
-                    "directory"
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "an ordinary ImportError",
-            lambda: logs_bundle(["ModuleNotFoundError: No module named 'wandb'"]),
-        ),
-    )
+    fires_on, quiet_on = examples("HD551")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(

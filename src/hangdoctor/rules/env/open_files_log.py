@@ -11,8 +11,8 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._failure import job_limits
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -40,24 +40,7 @@ class OpenFilesLimit(Rule):
     reads = "logs"
     specificity = 70
     names_culprit = False
-    fires_on = (
-        Example(
-            "EMFILE",
-            lambda: logs_bundle(
-                ["OSError: [Errno 24] Too many open files: '/data/shards/train-00042.tar'"]
-            ),
-        ),
-        Example(
-            "descriptors lost between DataLoader workers",
-            lambda: logs_bundle(
-                [
-                    '  File "/usr/lib/python3.10/multiprocessing/reduction.py", line 164, in recvfds',
-                    "RuntimeError: received 0 items of ancdata",
-                ]
-            ),
-        ),
-    )
-    quiet_on = (Example("nothing about descriptors", lambda: logs_bundle(["epoch 2 done"])),)
+    fires_on, quiet_on = examples("HD552")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, LogKind.TOO_MANY_OPEN_FILES)

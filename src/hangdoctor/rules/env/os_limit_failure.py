@@ -7,28 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence.model import Bundle, ProgressStatus
-from hangdoctor.rules._failure import check_failure, failed_with
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules._failure import check_failure
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
 SITE = "/usr/lib/python3.11/site-packages"
-
-
-def _stream_error(*, limited: bool) -> Bundle:
-    """torch.save's C++ writer fails with no errno; the script had capped the file size."""
-    job = failed_with(
-        "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 13390400",
-        ("/home/ml/train.py", 90, "main", "ckpt.save(epoch, model)"),
-        ("/home/ml/train.py", 59, "save", "torch.save(state, path)"),
-        (f"{SITE}/torch/serialization.py", 1002, "save", "with _open_zipfile_writer(f):"),
-    )
-    status = ProgressStatus(
-        pid=1, updated_at=0.0, limits={"file_size": 16 << 20} if limited else {}
-    )
-    assert job.job is not None
-    return job.model_copy(update={"job": job.job.model_copy(update={"progress": (status,)})})
 
 
 class OsLimitFailure(Rule):
@@ -55,32 +40,7 @@ class OsLimitFailure(Rule):
     fallback = True
     specificity = 5
     names_culprit = False
-    fires_on = (
-        Example(
-            "a checkpoint larger than ulimit -f",
-            lambda: failed_with(
-                "OSError: [Errno 27] File too large",
-                ("/home/ml/train.py", 50, "<module>", "save(model)"),
-                ("/home/ml/train.py", 20, "save", "torch.save(model.state_dict(), path)"),
-                (f"{SITE}/torch/serialization.py", 652, "save", "_save(obj, f)"),
-            ),
-        ),
-        Example(
-            "a checkpoint's stream write fails under a file-size limit the script set",
-            lambda: _stream_error(limited=True),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "another failure",
-            lambda: failed_with(
-                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
-            ),
-        ),
-        Example(
-            "the same stream error with no file-size limit", lambda: _stream_error(limited=False)
-        ),
-    )
+    fires_on, quiet_on = examples("HD598")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         return check_failure(job, self.id, self.category)

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame, python_frames, short_file
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, CodeSetting, ThreadEvidence
+from hangdoctor.evidence.model import CodeSetting, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -55,35 +55,6 @@ def _waits_on_a_future(thread: ThreadEvidence) -> bool:
     )
 
 
-def _pool(*, workers: str, python: str = "3.11.7") -> Bundle:
-    main = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
-        b.frame("prep.py", 26, "main", code="ids = [f.result() for f in futures]"),
-        name="MainThread",
-        syscall="futex",
-    )
-    manager = b.thread(
-        11,
-        b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 947, "wait"),
-        b.frame(
-            f"{b.STDLIB}/concurrent/futures/process.py",
-            417,
-            "_ExecutorManagerThread.wait_result_broken_or_wakeup",
-            local_vars={"worker_sentinels": (workers, None)},
-        ),
-        b.frame(
-            f"{b.STDLIB}/concurrent/futures/process.py",
-            344,
-            "_ExecutorManagerThread.run",
-            local_vars={"is_broken": ("False", None), "process_exited": ("True", None)},
-        ),
-        syscall="poll",
-    )
-    job = b.bundle(b.process(10, main, manager))
-    return job.model_copy(update={"system": job.system.model_copy(update={"python": python})})
-
-
 class ProcessPoolWithoutWorkers(Rule):
     id = "HD553"
     category = Category.ENV_VERSION_INCOMPATIBLE
@@ -106,15 +77,7 @@ class ProcessPoolWithoutWorkers(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (
-        Example("work pending, no worker, the pool not broken", lambda: _pool(workers="[]")),
-    )
-    quiet_on = (
-        Example(
-            "work pending with a worker running it",
-            lambda: _pool(workers="[<Connection at 0x7f22268f4090>]"),
-        ),
-    )
+    fires_on, quiet_on = examples("HD553")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

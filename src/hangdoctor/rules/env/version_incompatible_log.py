@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -43,47 +43,7 @@ class VersionIncompatible(Rule):
     reads = "logs"
     specificity = 85
     names_culprit = False
-    fires_on = (
-        Example(
-            "no kernel image for this GPU",
-            lambda: logs_bundle(
-                [
-                    "UserWarning: NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible "
-                    "with the current PyTorch installation.",
-                    "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
-                    "RuntimeError: CUDA error: no kernel image is available for execution on the "
-                    "device",
-                ]
-            ),
-        ),
-        Example(
-            "driver too old",
-            lambda: logs_bundle(
-                [
-                    "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). "
-                    "Please update your GPU driver by downloading and installing a new version from "
-                    "the URL: http://www.nvidia.com/Download/index.aspx"
-                ]
-            ),
-        ),
-        Example(
-            "driver insufficient for the runtime",
-            lambda: logs_bundle(
-                [
-                    "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime "
-                    "version"
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a CUDA out-of-memory error",
-            lambda: logs_bundle(
-                ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD550")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(

@@ -1,6 +1,6 @@
 """What the GPU rules share: the NVML readings taken while the job was stuck (the supervisor's
 timeline since the last progress, and the capture's own snapshots) and the threads that wait for
-the device (their examples' evidence is in `_examples.py`)."""
+the device (their examples' evidence is in `examples.toml`)."""
 
 from __future__ import annotations
 

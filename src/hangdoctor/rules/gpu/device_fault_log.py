@@ -11,8 +11,8 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines, output_lines
 from hangdoctor.taxonomy import Category
@@ -43,50 +43,7 @@ class GpuDeviceFault(Rule):
     reads = "logs"
     specificity = 90
     names_culprit = False
-    fires_on = (
-        Example(
-            "GPU fell off the bus",
-            lambda: logs_bundle(
-                kernel=[
-                    "[1375242.518414] NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python, "
-                    "GPU has fallen off the bus.",
-                    "[1375242.518421] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
-                ]
-            ),
-        ),
-        Example(
-            "an application's page fault",
-            lambda: logs_bundle(
-                kernel=[
-                    "[ 5310.113210] NVRM: Xid (PCI:0000:65:00): 31, pid=9120, name=python3, Ch 00000010, "
-                    "intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1_2c000000."
-                    " Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"
-                ]
-            ),
-        ),
-        Example(
-            "fatal PCIe error on the GPU",
-            lambda: logs_bundle(
-                kernel=[
-                    "[ 9120.2] pcieport 0000:3a:00.0: AER: Uncorrected (Fatal) error received: "
-                    "0000:3b:00.0",
-                    "[ 9120.3] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
-                    "type=Transaction Layer, (Receiver ID)",
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "ordinary driver messages",
-            lambda: logs_bundle(
-                kernel=[
-                    "[   12.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
-                    "[   13.0] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver",
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD450")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         matches = [

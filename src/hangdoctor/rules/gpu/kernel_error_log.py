@@ -9,20 +9,11 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of, output_lines, raised_words
 from hangdoctor.taxonomy import Category
-
-_ASSERT = (
-    "Traceback (most recent call last):",
-    '  File "/home/me/train.py", line 41, in <module>',
-    "    loss = criterion(logits, labels)",
-    "RuntimeError: CUDA error: device-side assert triggered",
-    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
-    "stacktrace below might be incorrect.",
-)
 
 
 class CudaKernelError(Rule):
@@ -49,8 +40,7 @@ class CudaKernelError(Rule):
     reads = "logs"
     specificity = 80
     names_culprit = False
-    fires_on = (Example("a device-side assert", lambda: logs_bundle(list(_ASSERT))),)
-    quiet_on = (Example("a clean run", lambda: logs_bundle(["epoch 3 done"])),)
+    fires_on, quiet_on = examples("HD404")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         found = matches_of(job, LogKind.CUDA_KERNEL_ERROR)

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.gpu._examples import dumped, hung_job
 from hangdoctor.rules.gpu._state import (
     WaitingThread,
     busy_gpus,
@@ -54,32 +54,7 @@ class GpuKernelHang(Rule):
     )
     reads = "capture"
     specificity = 80
-    fires_on = (
-        Example(
-            "run: GPU at 100% with no progress, host waiting in .item()",
-            lambda: hung_job(100.0, 20.0),
-        ),
-        Example(
-            "dump: host in cudaStreamSynchronize, GPU at 100% in both snapshots",
-            lambda: dumped(100.0, native=True),
-        ),
-        Example("dump: host in .item() of a GPU process, GPU at 100%", lambda: dumped(100.0)),
-        Example("dump --native without NVML", lambda: dumped(None, native=True)),
-        Example(
-            "dump: the host waits for queued work while the GPU is idle",
-            lambda: dumped(0.0, native=True),
-        ),
-    )
-    quiet_on = (
-        Example("dump: .item() in a CPU-only process", lambda: dumped(None, on_gpu=False)),
-        Example(
-            "dump: GPU busy, but no host thread waits for it", lambda: dumped(100.0, on_gpu=False)
-        ),
-        Example(
-            "run: GPU idle and no host thread waiting for it",
-            lambda: hung_job(0.0, 20.0, on_gpu=False),
-        ),
-    )
+    fires_on, quiet_on = examples("HD402")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         seen = readings(job)

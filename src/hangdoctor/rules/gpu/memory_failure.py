@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure, failed_with
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules._failure import check_failure
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
@@ -33,23 +34,7 @@ class GpuMemoryFailure(Rule):
     fallback = True
     specificity = 5
     names_culprit = False
-    fires_on = (
-        Example(
-            "CUDA out of memory",
-            lambda: failed_with(
-                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-                ("/home/ml/train.py", 30, "<module>", "out = model(x)"),
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "another failure",
-            lambda: failed_with(
-                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD498")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         return check_failure(job, self.id, self.category)

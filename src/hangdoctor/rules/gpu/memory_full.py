@@ -9,15 +9,16 @@ import re
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, GpuSample, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import Frame, GpuSample, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.gpu._examples import GIB, H200_MEMORY, gpu, gpu_process, hung_job
 from hangdoctor.rules.gpu._state import readings
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
+
+GIB = 2**30
 
 _FULL_SHARE = 0.95
 # The allocator at work: PyTorch's caching allocator (allocating, or releasing its cache to
@@ -40,40 +41,6 @@ def _in_allocator(frames: tuple[Frame, ...]) -> Frame | None:
         ):
             return frame
     return None
-
-
-def _full_job(allocating: bool) -> Bundle:
-    """A dump of a GPU job at 99% memory whose main thread waits: in the allocator, or on a
-    queue that nothing fills."""
-    if allocating:
-        frames = (
-            b.frame(
-                f"{b.SITE}/torch/lib/libc10_cuda.so",
-                0,
-                "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::"
-                "release_cached_blocks",
-                native=True,
-            ),
-            b.frame(
-                f"{b.SITE}/torch/lib/libc10_cuda.so",
-                0,
-                "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc",
-                native=True,
-            ),
-            b.frame("train.py", 61, "forward", code="h = self.proj(x)"),
-        )
-    else:
-        frames = (
-            b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
-            b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
-            b.frame("train.py", 30, "main", code="batch = batches.get()"),
-        )
-    process = gpu_process(7, b.thread(7, *frames, name="MainThread", syscall="futex"))
-    full = (gpu(0.0, 0.99 * H200_MEMORY / GIB, H200_MEMORY),)
-    bundle = b.bundle(process, later=[[process]])
-    return bundle.model_copy(
-        update={"snapshots": tuple(s.model_copy(update={"gpus": full}) for s in bundle.snapshots)}
-    )
 
 
 def _allocating(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence, Frame] | None:
@@ -109,15 +76,7 @@ class GpuMemoryFull(Rule):
     default_severity = Severity.WARNING
     specificity = 60
     names_culprit = False
-    fires_on = (
-        Example("GPU memory full, utilisation fell to 0", lambda: hung_job(0.0, 79.5)),
-        Example(
-            "memory full and the stuck thread waits in the allocator",
-            lambda: _full_job(allocating=True),
-        ),
-        Example("memory full, the main thread waits on a queue", lambda: _full_job(False)),
-    )
-    quiet_on = (Example("memory half used", lambda: hung_job(0.0, 40.0)),)
+    fires_on, quiet_on = examples("HD403")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         seen = readings(job)

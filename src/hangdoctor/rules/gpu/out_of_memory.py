@@ -9,25 +9,11 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
-from hangdoctor.rules._job_examples import failed_job
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
-
-_MESSAGE = (
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-    "capacity of 79.15 GiB of which 1.23 GiB is free."
-)
-_TRACEBACK = (
-    "Traceback (most recent call last):",
-    '  File "/home/me/train.py", line 52, in <module>',
-    "    logits = model(batch)",
-    '  File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 125, '
-    "in forward",
-    "    return F.linear(input, self.weight, self.bias)",
-    _MESSAGE,
-)
 
 
 def _out_of_memory(raised: Raised) -> bool:
@@ -60,22 +46,7 @@ class GpuMemoryExhausted(Rule):
     reads = "capture"
     specificity = 70
     names_culprit = False
-    fires_on = (
-        Example("CUDA out of memory", lambda: failed_job((_MESSAGE,))),
-        Example("CUDA out of memory with its traceback", lambda: failed_job(_TRACEBACK)),
-        Example(
-            "a CUDA call outside the allocator ran out of memory",
-            lambda: failed_job(
-                (
-                    "Traceback (most recent call last):",
-                    '  File "/home/me/train.py", line 12, in <module>',
-                    "    model = Net().cuda()",
-                    "RuntimeError: CUDA error: out of memory",
-                )
-            ),
-        ),
-    )
-    quiet_on = (Example("host memory error only", lambda: failed_job(("MemoryError",))),)
+    fires_on, quiet_on = examples("HD401")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -37,35 +37,7 @@ class CgroupOutOfMemory(Rule):
     reads = "logs"
     specificity = 75
     names_culprit = False
-    fires_on = (
-        Example(
-            "slurmstepd and srun",
-            lambda: logs_bundle(
-                [
-                    "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step "
-                    "tasks have been OOM Killed.",
-                    "srun: error: nid001277: tasks 1-3: Out Of Memory",
-                ]
-            ),
-        ),
-        Example(
-            "the older wording",
-            lambda: logs_bundle(
-                ["slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup."]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a step cancelled for its time limit",
-            lambda: logs_bundle(
-                [
-                    "slurmstepd: error: *** STEP 5512873.0 ON gpu-node-12 CANCELLED AT "
-                    "2026-12-03T12:10:44 DUE TO TIME LIMIT ***"
-                ]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD302")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         events = matches_of(job, LogKind.CGROUP_OOM)

@@ -11,47 +11,15 @@ from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import tracebacks
-from hangdoctor.evidence.model import Frame, JobRecord, ProcessSample, TimelineSample
+from hangdoctor.evidence.model import Frame, JobRecord, TimelineSample
 from hangdoctor.i18n import _
-from hangdoctor.rules._job_examples import failed_job
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import output_lines
 from hangdoctor.taxonomy import Category
 
 _GIB = 2**30
-
-
-def _growing_rss(peak_gib: float) -> tuple[TimelineSample, ...]:
-    return tuple(
-        TimelineSample(
-            elapsed_s=t,
-            processes=(
-                ProcessSample(
-                    pid=7, cpu_seconds=float(t), rss_bytes=int((1 + t / 10 * (peak_gib - 1)) * _GIB)
-                ),
-            ),
-        )
-        for t in range(11)
-    )
-
-
-def _cuda_start_up(steps_from: int | None) -> tuple[TimelineSample, ...]:
-    """A GPU job: 50 MB before `import torch`, 3 GB once CUDA and NCCL are up (6 s), then flat
-    while it trains (from `steps_from`) and hangs."""
-    rss = (0.05, 0.4, 0.7, 1.2, 2.1, 2.8, 3.0)
-    return tuple(
-        TimelineSample(
-            elapsed_s=t,
-            steps=t - steps_from if steps_from and t > steps_from else 0,
-            processes=(
-                ProcessSample(
-                    pid=7, cpu_seconds=float(t), rss_bytes=int(rss[min(t, len(rss) - 1)] * _GIB)
-                ),
-            ),
-        )
-        for t in range(26)
-    )
 
 
 class HostMemoryExhausted(Rule):
@@ -77,39 +45,7 @@ class HostMemoryExhausted(Rule):
     reads = "capture"
     specificity = 70
     names_culprit = False
-    fires_on = (
-        Example(
-            "OOM killer in the kernel log",
-            lambda: failed_job(
-                kernel=(
-                    "2026-11-29T10:00:00 Out of memory: Killed process 7 (python) total-vm:9000kB",
-                ),
-                exit_code=137,
-            ),
-        ),
-        Example(
-            "memory climbed to the machine's size",
-            lambda: failed_job(exit_code=137, timeline=_growing_rss(15.5), memory_total=16 * _GIB),
-        ),
-        Example(
-            "memory climbing steadily, not yet full",
-            lambda: failed_job(exit_code=0, timeline=_growing_rss(6.0), memory_total=64 * _GIB),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "a job that failed with flat memory",
-            lambda: failed_job(exit_code=1, timeline=_growing_rss(1.0), memory_total=16 * _GIB),
-        ),
-        Example(
-            "CUDA start-up, then flat (hung before its first step)",
-            lambda: failed_job(exit_code=1, timeline=_cuda_start_up(None), memory_total=64 * _GIB),
-        ),
-        Example(
-            "CUDA start-up, then flat while training",
-            lambda: failed_job(exit_code=1, timeline=_cuda_start_up(8), memory_total=64 * _GIB),
-        ),
-    )
+    fires_on, quiet_on = examples("HD301")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job

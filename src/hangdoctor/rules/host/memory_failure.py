@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure, failed_with
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules._failure import check_failure
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
@@ -34,23 +35,7 @@ class HostMemoryFailure(Rule):
     fallback = True
     specificity = 5
     names_culprit = False
-    fires_on = (
-        Example(
-            "MemoryError loading a dataset",
-            lambda: failed_with(
-                "MemoryError",
-                ("/home/ml/train.py", 9, "<module>", "data = np.ones((10**6, 10**6))"),
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "another failure",
-            lambda: failed_with(
-                "KeyError: 'lr'", ("/home/ml/train.py", 5, "<module>", "cfg['lr']")
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD698")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         return check_failure(job, self.id, self.category)

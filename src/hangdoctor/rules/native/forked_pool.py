@@ -20,10 +20,10 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import lock_wait
 from hangdoctor.analysis.thread_waits import blocking_call
 from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
@@ -75,54 +75,6 @@ def _still(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bo
     return (share is None or share < 0.02) and len(lines) <= 1
 
 
-def _job(*, pool: bool = True, forked: bool = True, lock: bool = False) -> Bundle:
-    parent = b.process(
-        10,
-        b.thread(
-            10,
-            b.frame(f"{b.STDLIB}/selectors.py", 415, "_PollLikeSelector.select"),
-            b.frame("prep.py", 30, "main", code="out = results.get(timeout=60)"),
-            name="MainThread",
-            syscall="poll",
-        ),
-        *(
-            (
-                b.thread(11, name="python", syscall="futex", python=False),
-                b.thread(12, name="python", syscall="futex", python=False),
-            )
-            if pool
-            else ()
-        ),
-        cmdline=("python", "prep.py"),
-    )
-    inner = (
-        (b.frame(f"{b.STDLIB}/threading.py", 1139, "Lock.acquire", acquiring=("lock",)),)
-        if lock
-        else ()
-    )
-    child = b.process(
-        20,
-        b.thread(
-            20,
-            *inner,
-            b.frame("prep.py", 12, "tokenize", code="emb = x @ w"),
-            *(
-                (
-                    b.frame(f"{b.STDLIB}/multiprocessing/process.py", 108, "BaseProcess.run"),
-                    b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 71, "Popen._launch"),
-                )
-                if forked
-                else ()
-            ),
-            name="MainThread",
-            syscall="futex",
-        ),
-        ppid=10,
-        cmdline=("python", "prep.py") if forked else ("python", "other.py"),
-    )
-    return b.bundle(parent, child, later=[[parent, child]])
-
-
 class ForkedPool(Rule):
     id = "HD451"
     category = Category.NATIVE_BLOCKED
@@ -147,12 +99,7 @@ class ForkedPool(Rule):
     )
     reads = "capture"
     specificity = 70
-    fires_on = (Example("a multiprocessing child blocks in a matrix product", _job),)
-    quiet_on = (
-        Example("the parent runs no native pool", lambda: _job(pool=False)),
-        Example("a child started from another program", lambda: _job(forked=False)),
-        Example("the child waits for a Python lock", lambda: _job(lock=True)),
-    )
+    fires_on, quiet_on = examples("HD451")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

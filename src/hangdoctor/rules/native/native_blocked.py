@@ -8,10 +8,10 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
@@ -56,95 +56,6 @@ def _first_python(thread: ThreadEvidence) -> Frame | None:
     return next((f for f in frames_of(thread) if not f.native), None)
 
 
-def _gil_held_in_sleep() -> Bundle:
-    return b.bundle(
-        b.process(
-            70,
-            b.thread(
-                70,
-                b.frame("io_ext.py", 9, "read_block", code="lib.read_block(handle)"),
-                name="MainThread",
-                syscall="clock_nanosleep",
-                wchan="hrtimer_nanosleep",
-                owns_gil=True,
-            ),
-            b.thread(
-                71,
-                b.frame("logger.py", 4, "flush_loop", code="n += 1"),
-                name="logger",
-                syscall="futex",
-                wchan="futex_wait_queue",
-            ),
-        )
-    )
-
-
-def _gil_held_single_thread() -> Bundle:
-    return b.bundle(
-        b.process(
-            75,
-            b.thread(
-                75,
-                b.frame("ext.py", 3, "<module>", code="lib.wait_device()"),
-                name="MainThread",
-                syscall="ioctl",
-                owns_gil=True,
-            ),
-        )
-    )
-
-
-def _python_running_with_gil() -> Bundle:
-    # Executing Python holds the GIL: that is normal.
-    return b.bundle(
-        b.process(
-            80,
-            b.thread(
-                80,
-                b.frame("train.py", 30, "step", code="total += x"),
-                name="MainThread",
-                state="R",
-                owns_gil=True,
-                active=True,
-            ),
-            b.thread(81, b.frame("train.py", 90, "watch"), syscall="futex"),
-        )
-    )
-
-
-def _sleep_without_gil() -> Bundle:
-    return b.bundle(
-        b.process(
-            85,
-            b.thread(
-                85,
-                b.frame("train.py", 30, "wait", code="time.sleep(10)"),
-                syscall="clock_nanosleep",
-                owns_gil=False,
-            ),
-        )
-    )
-
-
-def _computing_with_the_gil() -> Bundle:
-    # Asleep with the GIL in one snapshot, yet a core's worth of CPU used between the two.
-    def at(cpu: float, state: str) -> ProcessEvidence:
-        return b.process(
-            88,
-            b.thread(
-                88,
-                b.frame("train.py", 22, "calibrate", code="scale = model(x).std().item()"),
-                name="MainThread",
-                state=state,
-                syscall="futex" if state == "S" else None,
-                owns_gil=True,
-                cpu=cpu,
-            ),
-        )
-
-    return b.bundle(at(10.0, "R"), later=[[at(10.45, "S")]])
-
-
 class NativeBlocked(Rule):
     id = "HD103"
     category = Category.NATIVE_BLOCKED
@@ -167,15 +78,7 @@ class NativeBlocked(Rule):
     )
     reads = "capture"
     specificity = 70
-    fires_on = (
-        Example("GIL held across a blocking native call", _gil_held_in_sleep),
-        Example("single thread blocked in native code with the GIL", _gil_held_single_thread),
-    )
-    quiet_on = (
-        Example("Python code running with the GIL", _python_running_with_gil),
-        Example("time.sleep releases the GIL", _sleep_without_gil),
-        Example("a thread computing, caught asleep with the GIL", _computing_with_the_gil),
-    )
+    fires_on, quiet_on = examples("HD103")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

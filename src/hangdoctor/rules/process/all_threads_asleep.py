@@ -21,10 +21,10 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import lock_wait
 from hangdoctor.analysis.thread_waits import at_exit, given_timeout, joined_thread, primitive_call
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
@@ -114,56 +114,6 @@ def _exception_in_flight(thread: ThreadEvidence) -> str | None:
     return None
 
 
-def _waits_on(
-    tid: int, primitive: str, what: str, timeout: str = "None", loop: bool = False, line: int = 30
-) -> ThreadEvidence:
-    user = b.frame("serve.py", line, "worker", code=what, loops=("while True:",) if loop else ())
-    if loop:
-        user = user.model_copy(update={"loop_lines": (line - 2,)})
-    file, function = primitive.split(":")
-    return b.thread(
-        tid,
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            331,
-            "Condition.wait",
-            local_vars={"timeout": (timeout, None)},
-        ),
-        b.frame(f"{b.STDLIB}/{file}", 100, function, local_vars={"timeout": (timeout, None)}),
-        user,
-        name=f"t{tid}",
-        syscall="futex",
-    )
-
-
-def _future_and_batcher(*, producer_runs: bool = False) -> Bundle:
-    main = _waits_on(
-        10, "concurrent/futures/_base.py:Future.result", "score = future.result()", line=85
-    )
-    main = main.model_copy(update={"comm": "MainThread"})
-    batcher = _waits_on(
-        11,
-        "queue.py:Queue.get",
-        "item = self.pending.get(timeout=0.1)",
-        timeout="0.1",
-        loop=True,
-        line=40,
-    )
-    extra = (
-        (b.thread(12, b.frame("serve.py", 60, "feed", code="x = make()"), state="R"),)
-        if producer_runs
-        else ()
-    )
-    job = b.bundle(b.process(10, main, batcher, *extra))
-    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
-
-
-def _one_waits_with_timeout() -> Bundle:
-    main = _waits_on(20, "threading.py:Event.wait", "done.wait(5)", timeout="5")
-    other = _waits_on(21, "queue.py:Queue.get", "item = q.get()")
-    return b.bundle(b.process(20, main, other))
-
-
 class AllThreadsAsleep(Rule):
     id = "HD111"
     category = Category.PROCESS_DEADLOCK
@@ -187,13 +137,7 @@ class AllThreadsAsleep(Rule):
     )
     reads = "capture"
     specificity = 60
-    fires_on = (
-        Example("a future waited on while its batcher waits for more items", _future_and_batcher),
-    )
-    quiet_on = (
-        Example("a third thread still computes", lambda: _future_and_batcher(producer_runs=True)),
-        Example("the only wait without a loop has a timeout", _one_waits_with_timeout),
-    )
+    fires_on, quiet_on = examples("HD111")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

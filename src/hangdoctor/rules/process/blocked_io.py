@@ -11,171 +11,19 @@ from hangdoctor.analysis.frameworks import in_debugger, joining_threads, owned_b
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.thread_waits import multiprocessing_read
 from hangdoctor.analysis.waits import IO_KINDS, Wait, WaitKind, describe_wait
-from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import (
-    Bundle,
     Frame,
     ProcessEvidence,
-    SocketEndpoint,
     ThreadEvidence,
 )
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
 _HTTP_FILES = ("urllib/request.py", "http/client.py", "requests/", "urllib3/", "httpx/")
-
-
-def _pipe_deadlock() -> Bundle:
-    parent = b.process(
-        10,
-        b.thread(
-            10,
-            b.frame(f"{b.STDLIB}/subprocess.py", 1959, "Popen._wait"),
-            b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
-            b.frame("export.py", 8, "main", code="proc.wait()"),
-            name="MainThread",
-            syscall="wait4",
-            args=(11, 0, 0),
-        ),
-        files={3: ("pipe:[777]", "r")},
-    )
-    child = b.process(
-        11,
-        b.thread(11, name="tar", syscall="write", args=(1,), python=False),
-        ppid=10,
-        name="tar",
-        is_python=False,
-        files={1: ("pipe:[777]", "w")},
-    )
-    return b.bundle(parent, child)
-
-
-def _socket_without_timeout() -> Bundle:
-    return b.bundle(
-        b.process(
-            20,
-            b.thread(
-                20,
-                b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-                b.frame(f"{b.STDLIB}/http/client.py", 286, "HTTPResponse._read_status"),
-                b.frame(f"{b.STDLIB}/urllib/request.py", 216, "urlopen"),
-                b.frame("fetch.py", 14, "download", code="urlopen(url).read()"),
-                name="MainThread",
-                syscall="recvfrom",
-                args=(5,),
-            ),
-            files={5: ("socket:[900]", "rw")},
-        ),
-        sockets=[
-            SocketEndpoint(
-                inode=900,
-                protocol="tcp",
-                local="10.0.0.2:51000",
-                remote="10.0.0.9:443",
-                state="ESTABLISHED",
-            )
-        ],
-    )
-
-
-def _debugger_prompt() -> Bundle:
-    return b.bundle(
-        b.process(
-            30,
-            b.thread(
-                30,
-                b.frame(f"{b.STDLIB}/cmd.py", 126, "Cmd.cmdloop"),
-                b.frame(f"{b.STDLIB}/bdb.py", 90, "Bdb.dispatch_line"),
-                b.frame("train.py", 55, "train", code="breakpoint()"),
-                name="MainThread",
-                syscall="read",
-                args=(0,),
-            ),
-            files={0: ("/dev/pts/3", "rw")},
-        )
-    )
-
-
-def _daemon_thread_reading_socket() -> Bundle:
-    # A background thread (e.g. a metrics client) waits on a socket; the main thread computes.
-    return b.bundle(
-        b.process(
-            40,
-            b.thread(
-                40,
-                b.frame("train.py", 80, "train", code="loss.backward()"),
-                name="MainThread",
-                state="R",
-            ),
-            b.thread(
-                41,
-                b.frame(f"{b.STDLIB}/socket.py", 706, "SocketIO.readinto"),
-                b.frame("metrics.py", 20, "listen", code="conn.recv(4096)"),
-                name="metrics",
-                syscall="recvfrom",
-                args=(7,),
-            ),
-            files={7: ("socket:[901]", "rw")},
-        )
-    )
-
-
-def _parent_waits_for_busy_child() -> Bundle:
-    # The parent waits for a child that is working: the child is examined on its own.
-    parent = b.process(
-        50,
-        b.thread(
-            50,
-            b.frame(f"{b.STDLIB}/subprocess.py", 1209, "Popen.wait"),
-            b.frame("launch.py", 8, "main", code="subprocess.run(cmd)"),
-            name="MainThread",
-            syscall="wait4",
-            args=(51,),
-        ),
-    )
-    child = b.process(51, b.thread(51, b.frame("train.py", 10, "step"), state="R"), ppid=50)
-    return b.bundle(parent, child)
-
-
-def _queue_nobody_can_fill() -> Bundle:
-    # A multiprocessing.Queue's reader: the queue's creator holds both ends of its pipe, and
-    # the processes that were to put into it are gone.
-    mp = f"{b.STDLIB}/multiprocessing"
-    return b.bundle(
-        b.process(
-            70,
-            b.thread(
-                70,
-                b.frame(f"{mp}/connection.py", 395, "Connection._recv"),
-                b.frame(f"{mp}/connection.py", 216, "_ConnectionBase.recv_bytes"),
-                b.frame(
-                    f"{mp}/queues.py",
-                    103,
-                    "Queue.get",
-                    local_vars={"block": ("True", None), "timeout": ("None", None)},
-                ),
-                b.frame("prep.py", 62, "main", code="shard, ids = out.get()"),
-                name="MainThread",
-                syscall="read",
-                args=(5,),
-            ),
-            files={5: ("pipe:[880]", "r"), 6: ("pipe:[880]", "w")},
-        )
-    )
-
-
-def _sleeping() -> Bundle:
-    return b.bundle(
-        b.process(
-            60,
-            b.thread(
-                60, b.frame("train.py", 5, "main", code="time.sleep(60)"), syscall="clock_nanosleep"
-            ),
-        )
-    )
 
 
 class BlockedIO(Rule):
@@ -205,17 +53,7 @@ class BlockedIO(Rule):
     )
     reads = "capture"
     specificity = 60
-    fires_on = (
-        Example("parent waits for a child blocked on a full pipe", _pipe_deadlock),
-        Example("HTTP read without a timeout", _socket_without_timeout),
-        Example("breakpoint() left in the code", _debugger_prompt),
-        Example("a multiprocessing queue no process is left to fill", _queue_nobody_can_fill),
-    )
-    quiet_on = (
-        Example("a background thread reading a socket", _daemon_thread_reading_socket),
-        Example("a parent waiting for a working child", _parent_waits_for_busy_child),
-        Example("a sleeping main thread", _sleeping),
-    )
+    fires_on, quiet_on = examples("HD102")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

@@ -4,24 +4,20 @@ it waits rather than computes: that is the GPU rules' to explain, not a loop's e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from hangdoctor.analysis.activity import contended_share, runnable_throughout
 from hangdoctor.analysis.device import device_wait, process_uses_gpu
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import (
-    Bundle,
     Frame,
-    JobRecord,
     ProcessEvidence,
-    ProgressStatus,
     ThreadEvidence,
-    TimelineSample,
 )
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -75,112 +71,6 @@ def _progressed(job: JobView, pid: int) -> bool:
     )
 
 
-def _spin(cpu_after: float, second_frame_line: int) -> Callable[[], Bundle]:
-    def build() -> Bundle:
-        before = b.process(
-            90,
-            b.thread(
-                90,
-                b.frame("wait.py", 7, "wait_ready", code="while not ready():"),
-                b.frame("wait.py", 20, "main"),
-                name="MainThread",
-                state="R",
-                cpu=10.0,
-                owns_gil=True,
-                active=True,
-            ),
-        )
-        after = b.process(
-            90,
-            b.thread(
-                90,
-                b.frame("wait.py", second_frame_line, "wait_ready"),
-                b.frame("wait.py", 20, "main"),
-                name="MainThread",
-                state="R",
-                cpu=10.0 + cpu_after,
-                owns_gil=True,
-                active=True,
-            ),
-        )
-        return b.bundle(before, later=[[after]], interval_s=0.5)
-
-    return build
-
-
-def _spin_crowded() -> Bundle:
-    """A polling loop that got 0.16 of a core, on a machine where 12 tasks were runnable on 2
-    cores at the end of the run's timeline (every core shared six ways)."""
-    bundle = _spin(0.08, 8)()
-    crowded = TimelineSample(elapsed_s=30.0, runnable_tasks=12, cores=2)
-    return bundle.model_copy(update={"job": JobRecord(started_at=0.0, timeline=(crowded,))})
-
-
-def _waits_in_item(on_gpu: bool) -> Callable[[], Bundle]:
-    """A thread at 100% CPU on `loss.item()`: in a process with a GPU open it waits for the
-    device; in a CPU-only one the line itself computes."""
-
-    def build() -> Bundle:
-        files = {3: ("/dev/nvidiactl", "rw"), 4: ("/dev/nvidia0", "rw")} if on_gpu else None
-        samples = [
-            b.process(
-                93,
-                b.thread(
-                    93,
-                    b.frame("train.py", 40, "train", code="total += loss.item()"),
-                    b.frame("train.py", 60, "<module>"),
-                    name="MainThread",
-                    state="R",
-                    cpu=cpu,
-                    active=True,
-                ),
-                files=files,
-            )
-            for cpu in (5.0, 5.49)
-        ]
-        return b.bundle(samples[0], later=[samples[1:]], interval_s=0.5)
-
-    return build
-
-
-def _retrying(*, batches_done: bool) -> Callable[[], Bundle]:
-    """A dataset whose retry loop never finds a usable sample: between samples the thread
-    moves between the loop's lines and the calls it makes, always inside `while True:`."""
-
-    def looping(frame: Frame) -> Frame:
-        return frame.model_copy(update={"loops": ("while True:",), "loop_lines": (51,)})
-
-    def sample(line: int, code: str, cpu: float, *inner: Frame) -> ProcessEvidence:
-        frames = (
-            *inner,
-            looping(b.frame("data.py", line, "Patches.__getitem__", code=code)),
-            b.frame("train.py", 77, "main", code="for batch in loader:"),
-        )
-        return b.process(
-            93,
-            b.thread(93, *frames, name="MainThread", state="R", cpu=cpu, owns_gil=True),
-        )
-
-    def build() -> Bundle:
-        usable = b.frame("data.py", 44, "Patches.usable", code="if mask.mean() < 0.1:")
-        bundle = b.bundle(
-            sample(52, "sample = self.usable(patch)", 10.0, usable),
-            later=[[sample(56, "rng = random.Random(SEED + index)", 10.49)]],
-        )
-        if not batches_done:
-            return bundle
-        status = ProgressStatus(pid=93, updated_at=0.5, batches=40, last_batch_at=0.4)
-        return bundle.model_copy(update={"job": JobRecord(started_at=0.0, progress=(status,))})
-
-    return build
-
-
-def _moving_on() -> Bundle:
-    before = b.process(91, b.thread(91, b.frame("train.py", 7, "forward"), state="R", cpu=3.0))
-    after = b.process(91, b.thread(91, b.frame("train.py", 30, "backward"), state="R", cpu=3.5))
-    return b.bundle(before, later=[[after]])
-
-
 # On a loaded machine a spinning thread shares its core: runnable (state R) in every snapshot
 # and still using a good part of what one task can get there is spinning too.
 _CONTENDED_SHARE = 0.3
@@ -203,30 +93,7 @@ class BusyLoop(Rule):
     )
     reads = "capture"
     specificity = 40
-    fires_on = (
-        Example("a polling loop that never ends", _spin(0.49, 8)),
-        Example("a polling loop sharing its core on a loaded machine", _spin(0.2, 8)),
-        Example("a polling loop on a machine with six runnable tasks a core", _spin_crowded),
-        Example("a CPU job computing in one line", _waits_in_item(on_gpu=False)),
-        Example(
-            "a retry loop that moves between its lines and calls", _retrying(batches_done=False)
-        ),
-    )
-    quiet_on = (
-        Example("the same frames but little CPU", _spin(0.05, 8)),
-        Example("a thread moving through different code", _moving_on),
-        Example("the same loop while batches still arrive", _retrying(batches_done=True)),
-        Example(
-            "a single sample",
-            lambda: b.bundle(
-                b.process(92, b.thread(92, b.frame("x.py", 1, "f"), state="R", cpu=1.0))
-            ),
-        ),
-        Example(
-            "a GPU job's thread spinning in .item(), waiting for the device",
-            _waits_in_item(on_gpu=True),
-        ),
-    )
+    fires_on, quiet_on = examples("HD104")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

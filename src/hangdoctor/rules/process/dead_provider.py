@@ -19,38 +19,12 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, JobRecord, ThreadDeath
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
-
-_DIED = (
-    "Exception in thread writer:\n"
-    "Traceback (most recent call last):\n"
-    '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
-    "    self.run()\n"
-    '  File "train.py", line 12, in write\n'
-    '    raise KeyError("label")\n'
-    "KeyError: 'label'"
-)
-
-
-def _waits_for_dead_writer(*, died: bool = True) -> Bundle:
-    main = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/threading.py", 629, "Event.wait"),
-        b.frame("train.py", 30, "main", code="done.wait()"),
-        name="MainThread",
-        syscall="futex",
-    )
-    job = b.bundle(b.process(10, main))
-    deaths = (ThreadDeath(pid=10, text=_DIED),) if died else ()
-    return job.model_copy(
-        update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0, thread_deaths=deaths)}
-    )
 
 
 def _dead_culprit(job: JobView, death: Death) -> Culprit:
@@ -91,12 +65,7 @@ class DeadProvider(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (
-        Example("waits for an event a dead writer thread would set", _waits_for_dead_writer),
-    )
-    quiet_on = (
-        Example("the same wait, no thread died", lambda: _waits_for_dead_writer(died=False)),
-    )
+    fires_on, quiet_on = examples("HD115")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         graph = build_wait_graph(job)

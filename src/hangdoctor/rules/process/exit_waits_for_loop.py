@@ -12,10 +12,10 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.thread_waits import at_exit, blocking_call
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.rules.log_helpers import output_lines
@@ -47,60 +47,6 @@ def _main_died(job: JobView, process: ProcessEvidence) -> Raised | None:
     )
 
 
-def _monitor(*, loops: bool = True, crashed: bool = False) -> Bundle:
-    exiting = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/threading.py", 1590, "_shutdown"),
-        name="MainThread",
-        syscall="futex",
-    )
-    watch = b.frame(
-        "monitor.py",
-        31,
-        "GpuMonitor.run",
-        code="time.sleep(self.interval)",
-        loops=("while not self.stopped:",) if loops else (),
-    )
-    if loops:
-        watch = watch.model_copy(update={"loop_lines": (28,)})
-    monitor = b.thread(11, watch, name="gpu-monitor", syscall="clock_nanosleep")
-    job = b.bundle(b.process(10, exiting, monitor))
-    tail = (
-        (
-            "Traceback (most recent call last):",
-            f'  File "{b.USER}/train.py", line 70, in <module>',
-            "    main()",
-            f'  File "{b.USER}/train.py", line 52, in main',
-            "    loss = model(batch)",
-            "RuntimeError: shape mismatch",
-        )
-        if crashed
-        else ()
-    )
-    return job.model_copy(
-        update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0, output_tail=tail)}
-    )
-
-
-def _still_training() -> Bundle:
-    main = b.thread(
-        20,
-        b.frame("train.py", 40, "main", code="loss = model(batch)"),
-        name="MainThread",
-        state="R",
-    )
-    watch = b.frame(
-        "monitor.py",
-        31,
-        "GpuMonitor.run",
-        code="time.sleep(self.interval)",
-        loops=("while not self.stopped:",),
-    ).model_copy(update={"loop_lines": (28,)})
-    return b.bundle(
-        b.process(20, main, b.thread(21, watch, name="gpu-monitor", syscall="clock_nanosleep"))
-    )
-
-
 class ExitWaitsForLoop(Rule):
     id = "HD110"
     category = Category.PROCESS_DEADLOCK
@@ -124,17 +70,7 @@ class ExitWaitsForLoop(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (
-        Example("a monitor thread polls a stop flag after the script finished", _monitor),
-        Example(
-            "the main thread crashed; the monitor keeps the process alive",
-            lambda: _monitor(crashed=True),
-        ),
-    )
-    quiet_on = (
-        Example("the monitor loops while the main thread still trains", _still_training),
-        Example("the exit waits for a thread that is not in a loop", lambda: _monitor(loops=False)),
-    )
+    fires_on, quiet_on = examples("HD110")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

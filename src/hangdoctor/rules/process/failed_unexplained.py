@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure, failed_with
-from hangdoctor.rules._job_examples import failed_job
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules._failure import check_failure
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
@@ -37,22 +37,7 @@ class FailedUnexplained(Rule):
     fallback = True
     specificity = 0
     names_culprit = False
-    fires_on = (
-        Example(
-            "a job that failed without a traceback",
-            lambda: failed_job(("step 10", "step 11"), exit_code=3),
-        ),
-    )
-    quiet_on = (
-        Example("a job that completed", lambda: failed_job(("done",), exit_code=0)),
-        Example(
-            "a job that died of an exception (HD197 names it)",
-            lambda: failed_with(
-                "ValueError: labels must be in [0, 10)",
-                ("/home/ml/train.py", 31, "<module>", "check(labels)"),
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD198")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         return check_failure(job, self.id, self.category)

@@ -15,15 +15,14 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import blame_frame, in_function, python_frames, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_put
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
-MP = f"{b.STDLIB}/multiprocessing"
 # What a parent waits in while its children work: a pool's results, a child's end.
 _WAITS_FOR_CHILDREN = (
     ("multiprocessing/pool.py", {"map", "starmap", "get", "wait", "next", "join"}),
@@ -31,49 +30,6 @@ _WAITS_FOR_CHILDREN = (
     ("multiprocessing/popen_fork.py", {"wait", "poll"}),
     ("concurrent/futures/_base.py", {"result", "wait", "as_completed"}),
 )
-
-
-def _pool(*, parent_waits: bool = True, timeout: str = "None") -> Bundle:
-    waits = (
-        (
-            b.frame(f"{MP}/pool.py", 765, "ApplyResult.wait"),
-            b.frame(f"{MP}/pool.py", 367, "Pool.map"),
-            b.frame("prep.py", 38, "main", code="shards = pool.map(extract, range(32))"),
-        )
-        if parent_waits
-        else (b.frame("prep.py", 50, "main", code="train(model)"),)
-    )
-    parent = b.process(
-        10,
-        b.thread(
-            10,
-            *waits,
-            name="MainThread",
-            syscall="futex" if parent_waits else None,
-            state="S" if parent_waits else "R",
-        ),
-    )
-    workers = [
-        b.process(
-            pid,
-            b.thread(
-                pid,
-                b.frame(
-                    f"{MP}/queues.py",
-                    89,
-                    "Queue.put",
-                    local_vars={"block": ("True", None), "timeout": (timeout, None)},
-                ),
-                b.frame("prep.py", 30, "extract", code="stats_queue.put(stats)"),
-                b.frame(f"{MP}/pool.py", 125, "worker"),
-                name="MainThread",
-                syscall="futex",
-            ),
-            ppid=10,
-        )
-        for pid in (11, 12)
-    ]
-    return b.bundle(parent, *workers)
 
 
 def _waits_for_children(thread: ThreadEvidence | None) -> bool:
@@ -104,11 +60,7 @@ class FullQueueDeadlock(Rule):
     )
     reads = "capture"
     specificity = 90
-    fires_on = (Example("pool tasks report on a bounded side queue during Pool.map", _pool),)
-    quiet_on = (
-        Example("the parent is busy (it will read)", lambda: _pool(parent_waits=False)),
-        Example("a put with a timeout", lambda: _pool(timeout="5")),
-    )
+    fires_on, quiet_on = examples("HD109")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         blocked: dict[int, list[tuple[ProcessEvidence, ThreadEvidence, QueueRead]]] = {}

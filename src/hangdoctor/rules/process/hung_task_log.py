@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines
 from hangdoctor.taxonomy import Category
@@ -84,34 +84,7 @@ class HungTaskInKernelLog(Rule):
     )
     reads = "logs"
     specificity = 60
-    fires_on = (
-        Example(
-            "python stuck on NFS",
-            lambda: logs_bundle(
-                kernel=[
-                    "[43500.179242] INFO: task python3:1339 blocked for more than 120 seconds.",
-                    "[43500.179254]       Not tainted 5.15.0-105-generic #115-Ubuntu",
-                    '[43500.179265] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this '
-                    "message.",
-                    "[43500.179276] task:python3         state:D stack:0     pid:1339  ppid:1300",
-                    "[43500.179290] Call Trace:",
-                    "[43500.179293]  <TASK>",
-                    "[43500.179300]  __schedule+0x2b8/0x7fc",
-                    "[43500.179302]  schedule+0x69/0x110",
-                    "[43500.179305]  rpc_wait_bit_killable+0x1e/0xa0 [sunrpc]",
-                    "[43500.179310]  nfs_file_read+0x4f/0xa0 [nfs]",
-                ]
-            ),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "no hung task",
-            lambda: logs_bundle(
-                kernel=["[   99.0] EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode."]
-            ),
-        ),
-    )
+    fires_on, quiet_on = examples("HD150")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         kernel = kernel_lines(job)

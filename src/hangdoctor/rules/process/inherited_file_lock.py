@@ -11,48 +11,13 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
-
-_LOCK = "/data/ckpt/.lock"
-
-
-def _job(*, forked: bool = True, child_has_it: bool = True, own_fd: bool = False) -> Bundle:
-    waiter = b.thread(
-        10,
-        b.frame(
-            "ckpt.py",
-            33,
-            "CheckpointLock.__enter__",
-            code="fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX)",
-        ),
-        name="MainThread",
-        syscall="flock",
-        args=(8, 2),
-    )
-    child = b.thread(
-        11,
-        b.frame("upload.py", 20, "upload", code="item = q.get()"),
-        name="MainThread",
-        syscall="read",
-        args=(6,),
-    )
-    files = {8: (_LOCK, "rw")}
-    return b.bundle(
-        b.process(10, waiter, files=files, cmdline=("python", "train.py")),
-        b.process(
-            11,
-            child,
-            ppid=10,
-            files=({6: (_LOCK, "w")} if own_fd else files) if child_has_it else {},
-            cmdline=("python", "train.py") if forked else ("python", "upload.py"),
-        ),
-    )
 
 
 def _lock_file(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
@@ -104,12 +69,7 @@ class InheritedFileLock(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("the parent relocks a file its forked uploader keeps open", _job),)
-    quiet_on = (
-        Example("the child was started from another program", lambda: _job(forked=False)),
-        Example("the child does not have the file open", lambda: _job(child_has_it=False)),
-        Example("the child opened the file itself (its own lock)", lambda: _job(own_fd=True)),
-    )
+    fires_on, quiet_on = examples("HD114")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process, thread in job.threads():

@@ -15,53 +15,13 @@ from hangdoctor.analysis.frames import (
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import lock_holds, lock_identity, lock_wait
 from hangdoctor.analysis.roles import Role
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
-
-_REGISTRY = ("<MetricsRegistry>", 0x77)
-
-
-def _forked_pool(*, parent_has_other_thread: bool) -> Bundle:
-    parent_main = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
-        b.frame("prep.py", 51, "main", code="pool.map(augment, items)"),
-        name="MainThread",
-        syscall="futex",
-    )
-    exporter = b.thread(
-        11,
-        b.frame(
-            "prep.py",
-            33,
-            "MetricsRegistry.export_forever",
-            code="time.sleep(interval)",
-            local_vars={"self": _REGISTRY},
-        ),
-        name="exporter",
-        syscall="clock_nanosleep",
-    )
-    worker = b.thread(
-        20,
-        b.frame(
-            "prep.py",
-            24,
-            "MetricsRegistry.inc",
-            code="with self._lock:",
-            acquiring=("self._lock",),
-            local_vars={"self": _REGISTRY},
-        ),
-        b.frame("prep.py", 42, "augment", code='metrics.inc("images")'),
-        name="MainThread",
-        syscall="futex",
-    )
-    parent = b.process(10, parent_main, *((exporter,) if parent_has_other_thread else ()))
-    return b.bundle(parent, b.process(20, worker, ppid=10))
 
 
 def _held_by_itself(thread: ThreadEvidence, wanted: tuple[str, ...]) -> bool:
@@ -106,18 +66,7 @@ class InheritedLock(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (
-        Example(
-            "a Pool forked while an exporter thread held the metrics lock",
-            lambda: _forked_pool(parent_has_other_thread=True),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "the same wait, but the parent has no other thread",
-            lambda: _forked_pool(parent_has_other_thread=False),
-        ),
-    )
+    fires_on, quiet_on = examples("HD106")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

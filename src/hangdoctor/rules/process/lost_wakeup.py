@@ -17,61 +17,18 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, in_function, python_frames, short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import (
-    Bundle,
     Frame,
-    JobRecord,
     OffLoopCall,
     ProcessEvidence,
     ThreadEvidence,
 )
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
-
-_ASYNCIO = f"{b.STDLIB}/asyncio"
-
-
-def _loop_asleep(*, off_loop: bool = True, asleep: bool = True) -> Bundle:
-    if asleep:
-        loop = b.thread(
-            10,
-            b.frame(f"{b.STDLIB}/selectors.py", 468, "EpollSelector.select"),
-            b.frame(f"{_ASYNCIO}/base_events.py", 1884, "BaseEventLoop._run_once"),
-            b.frame(f"{_ASYNCIO}/base_events.py", 607, "BaseEventLoop.run_forever"),
-            b.frame(f"{_ASYNCIO}/runners.py", 118, "Runner.run"),
-            b.frame("serve.py", 81, "main", code="asyncio.run(evaluate(model))"),
-            name="MainThread",
-            syscall="epoll_wait",
-        )
-    else:
-        loop = b.thread(
-            10,
-            b.frame("serve.py", 40, "score", code="logits = model(batch)"),
-            b.frame(f"{_ASYNCIO}/base_events.py", 1936, "BaseEventLoop._run_once"),
-            b.frame(f"{_ASYNCIO}/base_events.py", 607, "BaseEventLoop.run_forever"),
-            b.frame("serve.py", 81, "main", code="asyncio.run(evaluate(model))"),
-            name="MainThread",
-            state="R",
-        )
-    batcher = b.thread(
-        11,
-        b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
-        b.frame("serve.py", 41, "Batcher.run", code="items = [self.pending.get()]"),
-        name="batcher",
-        syscall="futex",
-    )
-    calls = (
-        (OffLoopCall(pid=10, thread="batcher", file="serve.py", line=52, function="Batcher.run"),)
-        if off_loop
-        else ()
-    )
-    job = b.bundle(b.process(10, loop, batcher))
-    record = JobRecord(started_at=0.0, hang_declared_s=20.0, offloop_calls=calls)
-    return job.model_copy(update={"job": record})
 
 
 def _asleep_in_selector(thread: ThreadEvidence) -> bool:
@@ -107,14 +64,7 @@ class LostWakeup(Rule):
     )
     reads = "capture"
     specificity = 92
-    fires_on = (Example("a batcher thread completes the loop's futures", _loop_asleep),)
-    quiet_on = (
-        Example(
-            "the loop asleep, nothing scheduled off its thread",
-            lambda: _loop_asleep(off_loop=False),
-        ),
-        Example("the loop is running a callback", lambda: _loop_asleep(asleep=False)),
-    )
+    fires_on, quiet_on = examples("HD118")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record

@@ -17,34 +17,12 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
-
-
-def _lone_shared_event(*, sibling: bool = False) -> Bundle:
-    waiting = b.thread(
-        10,
-        b.frame(
-            f"{b.STDLIB}/multiprocessing/synchronize.py",
-            356,
-            "Event.wait",
-            local_vars={"timeout": ("None", None)},
-        ),
-        b.frame("train.py", 17, "main", code="ready.wait()"),
-        name="MainThread",
-        syscall="futex",
-    )
-    processes = [b.process(10, waiting)]
-    if sibling:
-        worker = b.thread(11, b.frame("train.py", 9, "prepare", code="load()"), state="R")
-        processes.append(b.process(11, worker, ppid=10))
-    job = b.bundle(*processes, target_pid=10)
-    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
 
 
 class NoOneLeft(Rule):
@@ -68,14 +46,7 @@ class NoOneLeft(Rule):
     )
     reads = "capture"
     specificity = 40
-    fires_on = (
-        Example("an event of processes that no other process is left to set", _lone_shared_event),
-    )
-    quiet_on = (
-        Example(
-            "the same wait while another process runs", lambda: _lone_shared_event(sibling=True)
-        ),
-    )
+    fires_on, quiet_on = examples("HD117")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record

@@ -9,145 +9,14 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.thread_waits import LoneWait, at_exit, lone_waits
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
+from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
-
-
-def _lone_get() -> Bundle:
-    main = b.thread(
-        10,
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            327,
-            "Condition.wait",
-            local_vars={"timeout": ("None", None)},
-        ),
-        b.frame(
-            f"{b.STDLIB}/queue.py",
-            171,
-            "Queue.get",
-            local_vars={"block": ("True", None), "timeout": ("None", None)},
-        ),
-        b.frame("train.py", 30, "main", code="item = results.get()"),
-        name="MainThread",
-        syscall="futex",
-    )
-    status = b.thread(
-        11,
-        b.frame(
-            f"{b.SITE}/hangdoctor/instrument/bootstrap/_hangdoctor_writer.py", 59, "_write_loop"
-        ),
-        name="hangdoctor-status",
-        syscall="clock_nanosleep",
-    )
-    return b.bundle(b.process(10, main, status))
-
-
-def _worker_waits(tid: int, thread_object: int) -> ThreadEvidence:
-    return b.thread(
-        tid,
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            327,
-            "Condition.wait",
-            local_vars={"timeout": ("None", None)},
-        ),
-        b.frame(
-            f"{b.STDLIB}/threading.py", 629, "Event.wait", local_vars={"timeout": ("None", None)}
-        ),
-        b.frame("swa.py", 35, "SWAWriter.run", code="self.training_done.wait()"),
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            1045,
-            "Thread._bootstrap_inner",
-            local_vars={"self": ("<SWAWriter>", thread_object)},
-        ),
-        name="swa-writer",
-        syscall="futex",
-    )
-
-
-def _join_before_set(*, same_thread: bool = True) -> Bundle:
-    main = b.thread(
-        40,
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            1139,
-            "Thread._wait_for_tstate_lock",
-            local_vars={"self": ("<SWAWriter>", 900 if same_thread else 901)},
-        ),
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            1119,
-            "Thread.join",
-            local_vars={"self": ("<SWAWriter>", 900 if same_thread else 901)},
-        ),
-        b.frame("swa.py", 43, "SWAWriter.stop", code="self.join()"),
-        b.frame("train.py", 73, "main", code="writer.stop()"),
-        name="MainThread",
-        syscall="futex",
-    )
-    return b.bundle(b.process(40, main, _worker_waits(41, 900)))
-
-
-def _exit_waits_for_thread() -> Bundle:
-    main = b.thread(
-        50,
-        b.frame(f"{b.STDLIB}/threading.py", 1590, "_shutdown"),
-        name="MainThread",
-        syscall="futex",
-    )
-    return b.bundle(b.process(50, main, _worker_waits(51, 910)))
-
-
-def _get_with_a_producer() -> Bundle:
-    job = _lone_get()
-    process = job.snapshots[0].processes[0]
-    producer = b.thread(
-        12, b.frame("train.py", 50, "produce", code="item = make()"), name="producer", state="R"
-    )
-    grown = process.model_copy(update={"threads": (*process.threads, producer)})
-    return b.bundle(grown)
-
-
-def _event_with_timeout() -> Bundle:
-    main = b.thread(
-        20,
-        b.frame(
-            f"{b.STDLIB}/threading.py", 629, "Event.wait", local_vars={"timeout": ("5.0", None)}
-        ),
-        b.frame("train.py", 8, "main", code="ready.wait(5.0)"),
-        name="MainThread",
-        syscall="futex",
-    )
-    return b.bundle(b.process(20, main))
-
-
-def _pool_map() -> Bundle:
-    main = b.thread(
-        30,
-        b.frame(
-            f"{b.STDLIB}/threading.py",
-            327,
-            "Condition.wait",
-            local_vars={"timeout": ("None", None)},
-        ),
-        b.frame(
-            f"{b.STDLIB}/threading.py", 629, "Event.wait", local_vars={"timeout": ("None", None)}
-        ),
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 765, "ApplyResult.wait"),
-        b.frame(f"{b.STDLIB}/multiprocessing/pool.py", 367, "Pool.map"),
-        b.frame("prep.py", 45, "main", code="ids = pool.map(tokenize, corpus)"),
-        name="MainThread",
-        syscall="futex",
-    )
-    return b.bundle(b.process(30, main))
 
 
 class NobodyCanWake(Rule):
@@ -172,24 +41,7 @@ class NobodyCanWake(Rule):
     )
     reads = "capture"
     specificity = 80
-    fires_on = (
-        Example("queue.get() with no other thread", _lone_get),
-        Example(
-            "a thread waits for an event its joiner would set after the join", _join_before_set
-        ),
-        Example(
-            "the interpreter's exit waits for a thread waiting on its queue", _exit_waits_for_thread
-        ),
-    )
-    quiet_on = (
-        Example("queue.get() while a producer thread runs", _get_with_a_producer),
-        Example(
-            "the main thread joins another thread than the waiting one",
-            lambda: _join_before_set(same_thread=False),
-        ),
-        Example("Pool.map waiting on the pool's own event", _pool_map),
-        Example("Event.wait(5.0) with a timeout", _event_with_timeout),
-    )
+    fires_on, quiet_on = examples("HD105")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = thread_deaths(job)

@@ -15,34 +15,12 @@ from hangdoctor.analysis.frames import blame_frame, innermost_user_frame, short_
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
-
-
-def _reads_from_a_daemon(*, outside: bool = True) -> Bundle:
-    reader = b.thread(
-        10,
-        b.frame("train.py", 30, "main", code="line = proc.stdout.readline()"),
-        name="MainThread",
-        syscall="read",
-        args=(5,),
-    )
-    daemon = b.thread(
-        20, b.frame("server.py", 8, "serve", code="time.sleep(3600)"), syscall="clock_nanosleep"
-    )
-    job = b.bundle(
-        b.process(10, reader, files={5: ("pipe:[77]", "r")}),
-        b.process(20, daemon, ppid=1, files={1: ("pipe:[77]", "w")}).model_copy(
-            update={"outside_job": outside}
-        ),
-        target_pid=10,
-    )
-    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
 
 
 class OutsideProvider(Rule):
@@ -67,12 +45,7 @@ class OutsideProvider(Rule):
     )
     reads = "capture"
     specificity = 91
-    fires_on = (Example("reads a pipe a daemon holds open", _reads_from_a_daemon),)
-    quiet_on = (
-        Example(
-            "the pipe's writer is the job's own child", lambda: _reads_from_a_daemon(outside=False)
-        ),
-    )
+    fires_on, quiet_on = examples("HD116")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         graph = build_wait_graph(job)

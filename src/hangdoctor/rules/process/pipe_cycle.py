@@ -12,37 +12,15 @@ from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
 
 _PIPES = frozenset({WaitKind.PIPE_READ, WaitKind.PIPE_WRITE})
-
-
-def _pair(*, child_reads: bool = True) -> Bundle:
-    parent = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/subprocess.py", 1200, "Popen.readline"),
-        b.frame("prep.py", 58, "Tokenizer.ids", code="for line in proc.stdout:"),
-        name="MainThread",
-        syscall="read",
-        args=(9,),
-    )
-    child = b.thread(
-        20,
-        b.frame("prep.py", 27, "tokenize", code="docs = sys.stdin.read()"),
-        name="MainThread",
-        syscall="read" if child_reads else "clock_nanosleep",
-        args=(0,),
-    )
-    return b.bundle(
-        b.process(10, parent, files={9: ("pipe:[501]", "r"), 8: ("pipe:[500]", "w")}),
-        b.process(20, child, ppid=10, files={0: ("pipe:[500]", "r"), 1: ("pipe:[501]", "w")}),
-    )
 
 
 def _pipe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
@@ -74,8 +52,7 @@ class PipeCycle(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (Example("the parent reads the child's stdout, the child its stdin", _pair),)
-    quiet_on = (Example("the child is not reading", lambda: _pair(child_reads=False)),)
+    fires_on, quiet_on = examples("HD113")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         graph = build_wait_graph(job)

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import innermost_user_frame, python_frames, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import waits_on_futex
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
+from hangdoctor.evidence.model import Frame, ThreadEvidence
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -64,38 +64,6 @@ def _waits_on_a_future_in_a_task(thread: ThreadEvidence) -> bool:
     return waiting is not None and task is not None and waiting < task and waits_on_futex(thread)
 
 
-def _starved_pool(*, idle_worker: bool) -> Bundle:
-    queue: dict[str, tuple[str, int | None]] = {
-        "work_queue": ("<_queue.SimpleQueue at 0x7f0291f5fce0>", 0x7F0291F5FCE0)
-    }
-
-    def worker(tid: int) -> ThreadEvidence:
-        return b.thread(
-            tid,
-            b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
-            b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
-            b.frame("cache.py", 28, "build_shard", code="blobs = [f.result() for f in futures]"),
-            b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 58, "_WorkItem.run"),
-            b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 83, "_worker", local_vars=queue),
-            syscall="futex",
-        )
-
-    idle = b.thread(
-        14,
-        b.frame(f"{b.STDLIB}/concurrent/futures/thread.py", 81, "_worker", local_vars=queue),
-        syscall="futex",
-    )
-    main = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/concurrent/futures/_base.py", 451, "Future.result"),
-        b.frame("cache.py", 39, "main", code="tokens = shard.result()"),
-        name="MainThread",
-        syscall="futex",
-    )
-    workers = [worker(11), worker(12), worker(13)]
-    return b.bundle(b.process(10, main, *workers, *((idle,) if idle_worker else ())))
-
-
 def _all_threads(count: int) -> str:
     return _n("its only thread waits", "all {count} of its threads wait", count)
 
@@ -122,18 +90,7 @@ class PoolStarved(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on = (
-        Example(
-            "three workers, each waiting for a sub-task of the same pool",
-            lambda: _starved_pool(idle_worker=False),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "the same, with one worker idle and able to run a sub-task",
-            lambda: _starved_pool(idle_worker=True),
-        ),
-    )
+    fires_on, quiet_on = examples("HD108")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

@@ -19,10 +19,10 @@ from hangdoctor.analysis.frames import (
 )
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
@@ -65,39 +65,6 @@ def _blocked_feeder(job: JobView, child: ProcessEvidence) -> ThreadEvidence | No
     )
 
 
-def _exit_join(*, feeder_blocked: bool) -> Bundle:
-    parent = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 27, "Popen.poll"),
-        b.frame(f"{b.STDLIB}/multiprocessing/popen_fork.py", 43, "Popen.wait"),
-        b.frame(f"{b.STDLIB}/multiprocessing/process.py", 149, "BaseProcess.join"),
-        b.frame("train.py", 60, "main", code="worker.join()"),
-        name="MainThread",
-        syscall="wait4",
-        args=(20,),
-    )
-    child_main = b.thread(
-        20,
-        b.frame(f"{b.STDLIB}/threading.py", 1132, "Thread.join"),
-        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 199, "Queue._finalize_join"),
-        b.frame(f"{b.STDLIB}/multiprocessing/process.py", 317, "BaseProcess._bootstrap"),
-        name="MainThread",
-        syscall="futex",
-    )
-    feeder = b.thread(
-        21,
-        b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 373, "Connection._send"),
-        b.frame(f"{b.STDLIB}/multiprocessing/queues.py", 250, "Queue._feed"),
-        name="QueueFeederThread",
-        syscall="write" if feeder_blocked else "futex",
-        args=(5,),
-    )
-    return b.bundle(
-        b.process(10, parent, files={4: ("pipe:[7701]", "r")}),
-        b.process(20, child_main, feeder, ppid=10, files={5: ("pipe:[7701]", "w")}),
-    )
-
-
 class QueueJoinDeadlock(Rule):
     id = "HD107"
     category = Category.PROCESS_DEADLOCK
@@ -121,18 +88,7 @@ class QueueJoinDeadlock(Rule):
     )
     reads = "capture"
     specificity = 90
-    fires_on = (
-        Example(
-            "the parent joins a child whose queue feeder is blocked",
-            lambda: _exit_join(feeder_blocked=True),
-        ),
-    )
-    quiet_on = (
-        Example(
-            "the parent joins a child whose feeder is idle",
-            lambda: _exit_join(feeder_blocked=False),
-        ),
-    )
+    fires_on, quiet_on = examples("HD107")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for parent in job.processes:

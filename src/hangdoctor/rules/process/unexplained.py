@@ -16,10 +16,10 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.waitgraph import Chain, Party, Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
+from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
@@ -106,48 +106,6 @@ def _start(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence] | None:
     return fallback
 
 
-def _stuck_queue_get() -> Bundle:
-    waiting = b.thread(
-        10,
-        b.frame(f"{b.STDLIB}/threading.py", 327, "Condition.wait"),
-        b.frame(f"{b.STDLIB}/queue.py", 171, "Queue.get"),
-        b.frame("train.py", 30, "main", code="item = results.get()"),
-        name="MainThread",
-        syscall="futex",
-    )
-    job = b.bundle(b.process(10, waiting), later=[[b.process(10, waiting)]])
-    return job.model_copy(update={"job": JobRecord(started_at=0.0, hang_declared_s=20.0)})
-
-
-def _idle_dump_of_a_waiting_process() -> Bundle:
-    waiting = b.thread(
-        20,
-        b.frame("serve.py", 12, "main", code="conn = listener.accept()"),
-        name="MainThread",
-        syscall="accept4",
-        args=(3,),
-    )
-    return b.bundle(b.process(20, waiting, cpu=1.0), later=[[b.process(20, waiting, cpu=1.0)]])
-
-
-def _busy_dump() -> Bundle:
-    running = b.thread(
-        30, b.frame("train.py", 40, "step", code="loss = model(x)"), name="MainThread", state="R"
-    )
-    return b.bundle(b.process(30, running, cpu=1.0), later=[[b.process(30, running, cpu=1.5)]])
-
-
-def _healthy_run() -> Bundle:
-    waiting = b.thread(
-        40,
-        b.frame("train.py", 30, "main", code="batch = next(it)"),
-        name="MainThread",
-        syscall="futex",
-    )
-    job = b.bundle(b.process(40, waiting))
-    return job.model_copy(update={"job": JobRecord(started_at=0.0, exit_code=0)})
-
-
 class Unexplained(Rule):
     id = "HD199"
     category = Category.PROCESS_UNEXPLAINED
@@ -174,14 +132,7 @@ class Unexplained(Rule):
     reads = "capture"
     fallback = True
     specificity = 0
-    fires_on = (
-        Example("a queue nobody fills, in a declared hang", _stuck_queue_get),
-        Example("a dump of a tree that did nothing", _idle_dump_of_a_waiting_process),
-    )
-    quiet_on = (
-        Example("a dump of a busy process", _busy_dump),
-        Example("a job that completed", _healthy_run),
-    )
+    fires_on, quiet_on = examples("HD199")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         if not (_declared_hang(job) or _tree_idle(job)):
