@@ -23,6 +23,7 @@ from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.errors import explain
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules._log_examples import logs_bundle
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import clip, output_lines
 from hangdoctor.taxonomy import Category
@@ -272,7 +273,7 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
             id=rule_id,
             category=category,
             severity=Severity.ERROR,
-            confidence=0.3,
+            confidence=Confidence.GUESS,
             title=_("The job failed ({status}) without a Python traceback", status=status),
             explanation=_(
                 "The job ended with an error status and printed no traceback: a "
@@ -419,11 +420,11 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
         category=category,
         severity=Severity.ERROR,
         confidence=(
-            0.7
+            Confidence.FAIR
             if known is not None and user is not None
-            else 0.6
+            else Confidence.PLAUSIBLE
             if category is not Category.PROCESS_UNEXPLAINED
-            else 0.5
+            else Confidence.POSSIBLE
         ),
         title=f"{raised.short_type}{message}{where}{title_call}{rank}{process}{thread}",
         explanation=_(

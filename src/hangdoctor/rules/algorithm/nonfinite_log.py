@@ -15,6 +15,7 @@ from hangdoctor.evidence.model import Bundle, Frame, JobRecord
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at as place_of
 from hangdoctor.rules.helpers import main_thread
@@ -240,15 +241,15 @@ class NonFiniteFromLog(Rule):
                         "The gradient norm ({key}) became {value}{at}", key=key, value=value, at=at
                     )
                 )
-            severity, confidence = Severity.ERROR, 0.9
+            severity, confidence = Severity.ERROR, Confidence.CERTAIN
         elif collapsed:
             title = _(
                 "Gradients keep overflowing: the loss scale fell to {scale:g}", scale=min(scales)
             )
-            severity, confidence = Severity.ERROR, 0.8
+            severity, confidence = Severity.ERROR, Confidence.PROBABLE
         else:
             title = _("Gradients overflowed {count} times (steps skipped)", count=len(overflows))
-            severity, confidence = Severity.WARNING, 0.6
+            severity, confidence = Severity.WARNING, Confidence.PLAUSIBLE
         rank = first.number("rank")
         location = _nan_source(lines, rank) if first.kind == LogKind.NONFINITE_DETECTED else None
         if first.kind == LogKind.NONFINITE_SKIPPED:

@@ -12,6 +12,7 @@ from hangdoctor.evidence.model import Frame, JobRecord, ProgressStatus
 from hangdoctor.i18n import _
 from hangdoctor.rules._progress_examples import progress_job, progress_status
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
@@ -128,7 +129,7 @@ class NonFiniteLoss(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if stalled else Severity.WARNING,
-            confidence=0.93 if stalled else 0.8,
+            confidence=Confidence.WITNESSED if stalled else Confidence.PROBABLE,
             title=_("The loss became NaN/Inf on {who} before the job stalled", who=who)
             if stalled
             else _("The loss became NaN/Inf on {who}", who=who),

@@ -25,6 +25,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import AsyncTask, Bundle, Frame, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -173,7 +174,7 @@ class AsyncProducerDied(Rule):
                 id=self.id,
                 category=category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "asyncio task {task}{more} died of {exception} at {where}, and nothing read "
                     "it; task {waiting} waits at {waits_at} for what it would have produced",

@@ -8,6 +8,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.i18n import _
 from hangdoctor.rules._progress_examples import progress_job, progress_status
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -67,7 +68,7 @@ class InputBound(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.WARNING,
-                confidence=0.8,
+                confidence=Confidence.PROBABLE,
                 title=_(
                     "Input-bound: {who} spent {share:.0%} of its time waiting for data",
                     who=who,

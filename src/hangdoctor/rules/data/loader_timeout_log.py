@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -63,7 +64,7 @@ class DataLoaderTimeout(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_("The DataLoader waited {seconds} s for a batch and gave up", seconds=seconds),
             explanation=_(
                 "No DataLoader worker delivered a batch within the timeout: a worker "

@@ -28,6 +28,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.rules.log_helpers import output_lines, raised_words
@@ -164,7 +165,7 @@ class ProducerProcessDied(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "A child process that fed the queue died of {type} at {where}{more}; "
                     "{process} waits in {what} at {waits} for a result it will never send",

@@ -19,6 +19,7 @@ from hangdoctor.evidence.logfiles import log_bundle
 from hangdoctor.evidence.model import Bundle, ThreadDeath
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.rules.log_helpers import raised_words
@@ -152,7 +153,7 @@ class ProducerThreadDied(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "The thread producing batches ({thread}) died of {type} at {where}; the "
                     "training loop waits for its next batch in {what} at {waits}",

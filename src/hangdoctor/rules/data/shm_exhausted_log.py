@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -96,7 +97,7 @@ class SharedMemoryExhausted(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9 if shm else 0.6,
+            confidence=Confidence.CERTAIN if shm else Confidence.PLAUSIBLE,
             title=_("Shared memory (/dev/shm) ran out")
             if shm
             else _("A process died of SIGBUS (Bus error): most likely /dev/shm is full"),

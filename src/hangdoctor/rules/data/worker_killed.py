@@ -12,6 +12,7 @@ from hangdoctor.i18n import _
 from hangdoctor.rules._failure import traceback_lines
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import fault_of
 from hangdoctor.taxonomy import Category
@@ -221,7 +222,7 @@ class WorkerKilled(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_(
                 "DataLoader worker pid {pids} died ({signal})",
                 pids=", ".join(map(str, best.pids)),
@@ -254,7 +255,7 @@ class WorkerKilled(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.75,
+            confidence=Confidence.LIKELY,
             title=_(
                 "A DataLoader worker died while handing a batch over ({type})",
                 type=raised.short_type,

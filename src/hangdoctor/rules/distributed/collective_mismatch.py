@@ -22,6 +22,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CodeFinding, Frame
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._desync import (
     extra_call_at_step_0,
     extra_call_before_the_ring,
@@ -335,7 +336,7 @@ class CollectiveMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_(
                 "Collective mismatch: {odd} in {doing} at {where}, {rest} in {other_doing}",
                 odd=rank_list(odd),
@@ -435,7 +436,7 @@ class CollectiveMismatch(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "Collective mismatch: rank {rank} skipped the {op} at "
                     "{where}{under} that rank {other} made (collective "
@@ -501,7 +502,7 @@ class CollectiveMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_(
                 "Collective mismatch: rank {rank} called {op} at {where}"
                 "{under}, {what} (collective #{seq}); every later collective was "
@@ -538,7 +539,7 @@ class CollectiveMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_n(
                 "Point-to-point mismatch: rank {rank} waits in {call} at "
                 "{where}, and {others} waits in {calls}: each waits for a "
@@ -612,7 +613,7 @@ class CollectiveMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=_(
                 "Collective mismatch: rank {rank} in {call}, {rest} "
                 "in {other_call}; the code calls a collective on some ranks only at "

@@ -15,6 +15,7 @@ from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, nccl_line, ranks_text
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
@@ -289,7 +290,7 @@ class CollectiveTimeoutFromLog(Rule):
             culprit = Culprit(rank=behind[0], role="rank")
             related = tuple(Culprit(rank=r, role="rank") for r in behind[1:])
             order = [*behind, *ahead]
-            confidence = 0.85
+            confidence = Confidence.STRONG
         else:
             first = per_rank[behind[0]]
             completed = {
@@ -300,7 +301,7 @@ class CollectiveTimeoutFromLog(Rule):
             }
             absent = sorted(_logged_ranks(lines) - set(per_rank))
             order = behind
-            confidence = 0.8
+            confidence = Confidence.PROBABLE
             if completed and len(set(completed.values())) > 1:
                 lowest = min(completed.values())
                 slow = sorted(r for r, c in completed.items() if c == lowest)
@@ -336,7 +337,7 @@ class CollectiveTimeoutFromLog(Rule):
                 )
                 culprit = Culprit(rank=absent[0], role="rank")
                 related = tuple(Culprit(rank=r, role="rank") for r in absent[1:])
-                confidence = 0.7
+                confidence = Confidence.FAIR
             else:
                 title = _(
                     "NCCL collective {collective} timed out on {behind} after {seconds}",
@@ -444,7 +445,7 @@ class CollectiveTimeoutFromLog(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.7 if absent else 0.75,
+            confidence=Confidence.FAIR if absent else Confidence.LIKELY,
             title=title,
             explanation=explanation,
             culprit=culprit,

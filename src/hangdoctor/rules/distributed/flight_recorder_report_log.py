@@ -14,6 +14,7 @@ from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, clip, matches_of, output_lines
@@ -140,7 +141,7 @@ class FlightRecorderMissingRanks(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=title,
             explanation=_(
                 "The Flight Recorder analyzer matched every rank's collectives: the "

@@ -20,6 +20,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProgressStatus
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._examples import (
     collective_frames,
     rank_process,
@@ -163,7 +164,7 @@ class GroupCreationMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_(
                 "{ahead} created a process "
                 "group at {where} that {behind} did not (new_group called "

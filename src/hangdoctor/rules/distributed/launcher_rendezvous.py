@@ -13,6 +13,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import culprit, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
@@ -138,7 +139,7 @@ class LauncherRendezvous(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "torchrun waits for the other nodes to join its rendezvous; no rank has started"
                 ),

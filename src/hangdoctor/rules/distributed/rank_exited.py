@@ -11,6 +11,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     collective_frames,
@@ -106,7 +107,7 @@ class RankExited(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_n(
                 "Rank {ranks} exited; {waiting} waits for it",
                 "Rank {ranks} exited; {waiting} wait for it",

@@ -21,6 +21,7 @@ from hangdoctor.analysis.tracebacks import (
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text, nccl_line, ranks_text
 from hangdoctor.rules.distributed._ranks import early_exit
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -339,7 +340,7 @@ class RankExitedFromLog(Rule):
             else _("a rank")
         )
         pid = f" (pid {first.pid})" if first.pid else ""
-        severity, confidence = Severity.ERROR, 0.9
+        severity, confidence = Severity.ERROR, Confidence.CERTAIN
         fixes: list[str] = []
         raised: Raised | None = None
         location: Location | None = None
@@ -358,7 +359,7 @@ class RankExitedFromLog(Rule):
                 fix = _("Look in the log and `dmesg` for what sent it.")
             fixes.append(fix)
             if first.signal == 15:
-                severity, confidence = Severity.WARNING, 0.6
+                severity, confidence = Severity.WARNING, Confidence.PLAUSIBLE
             fatal, crashed_at = fault_of(job, rank=first.rank, pid=first.pid)
             if crashed_at is not None:
                 location = Location.of(crashed_at)
@@ -495,14 +496,18 @@ class RankExitedFromLog(Rule):
                         "torchrun's summary carries the exception itself."
                     )
                 )
-            confidence = 0.85 if raised is not None or left is not None else 0.6
+            confidence = (
+                Confidence.STRONG
+                if raised is not None or left is not None
+                else Confidence.PLAUSIBLE
+            )
             # Its own exception is not a lost connection, while its peers' are: it failed first
             # and the peers' connection errors are the consequence, not the cause.
             prefix = f"[rank{first.rank}]:" if first.rank is not None else None
             transport = matches_of(job, LogKind.TRANSPORT_ERROR)
             lost = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
             if prefix and transport and not lost:
-                confidence = 0.85
+                confidence = Confidence.STRONG
                 explanation = _(
                     "{explanation} The other ranks' connection errors followed from it: they "
                     "lost their peer.",
@@ -527,7 +532,7 @@ class RankExitedFromLog(Rule):
                 explanation=explanation,
             )
             evidence += cite(oom, "kernel log", limit=1)
-            confidence = 0.7  # host.memory_exhausted is the better explanation
+            confidence = Confidence.FAIR  # host.memory_exhausted is the better explanation
         other_ranks = [f.rank for f in failures if f is not first and f.rank is not None]
         if other_ranks:
             evidence.append(

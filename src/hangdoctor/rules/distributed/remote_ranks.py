@@ -13,6 +13,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, NodesEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     collective_frames,
@@ -128,7 +129,7 @@ class RemoteRanks(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.5,
+            confidence=Confidence.POSSIBLE,
             title=_(
                 "Ranks {here} ({where}) wait in {call} for ranks {remote}, which {nodes}",
                 here=here,

@@ -12,6 +12,7 @@ from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Bundle, CodeSetting
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._examples import all_in_the_same_collective, never_joined
 from hangdoctor.rules.distributed._ranks import rank_culprit
 from hangdoctor.rules.finding import Finding, Location, Severity
@@ -192,7 +193,7 @@ class Rendezvous(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=title,
             explanation=_(
                 "init_process_group waits until WORLD_SIZE ranks have joined through "

@@ -13,6 +13,7 @@ from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, fault_of, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -73,7 +74,7 @@ class CollectiveSizeMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=title,
             explanation=_(
                 "Collectives pair up by order. Here the ranks' n-th collectives did "

@@ -17,6 +17,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     collective_frames,
@@ -196,7 +197,7 @@ class Straggler(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.7 if slow else 0.85,
+                confidence=Confidence.FAIR if slow else Confidence.STRONG,
                 title=_n(
                     "Rank {rank} is busy outside any collective at {where} while {waiting} "
                     "waits in {call}",

@@ -22,6 +22,7 @@ from hangdoctor.analysis.ranks import RankState, RankView, rank_view
 from hangdoctor.evidence.model import Bundle, FlightRecord
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._examples import (
     all_in_the_same_collective,
     collective_frames,
@@ -152,7 +153,7 @@ class SymmetricHang(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.6,
+            confidence=Confidence.PLAUSIBLE,
             title=_(
                 "Symmetric hang: all {count} ranks wait in {call} at {where}; no rank is elsewhere",
                 count=len(states),

@@ -13,6 +13,7 @@ from hangdoctor.analysis.tracebacks import first_failure
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, matches_of, output_lines
@@ -138,7 +139,7 @@ class TransportFailure(Rule):
             transport=capital(transport),
             line=clip(first.detail or first.line),
         )
-        confidence = 0.75
+        confidence = Confidence.LIKELY
         evidence = cite(errors, limit=4)
         dead = (earlier or violent)[0] if (earlier or violent) else None
         own = first_failure(lines)  # a rank's own exception (not a lost peer) before it
@@ -162,7 +163,7 @@ class TransportFailure(Rule):
                     message=clip(raised_first.message),
                 )
             )
-            confidence, severity = 0.55, Severity.WARNING
+            confidence, severity = Confidence.EVEN, Severity.WARNING
         elif dead is not None or oom:
             severity = Severity.WARNING
             if dead is not None:
@@ -221,7 +222,7 @@ class TransportFailure(Rule):
                 )
                 evidence += cite(oom, "kernel log", limit=1)
             title = _("{title}: a peer probably died first", title=title)
-            confidence = 0.55
+            confidence = Confidence.EVEN
         yield Finding(
             id=self.id,
             category=self.category,

@@ -18,6 +18,7 @@ from hangdoctor.analysis.rank_blame import (
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._desync import extra_call_at_step_0, fewer_batches_on_rank_1
 from hangdoctor.rules.distributed._examples import (
     barrier_only_on_rank_0,
@@ -173,7 +174,7 @@ class UnevenInputs(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_n(
                 "Uneven inputs: {odd} finished early and waits at {where}; {still}",
                 "Uneven inputs: {odd} finished early and wait at {where}; {still}",

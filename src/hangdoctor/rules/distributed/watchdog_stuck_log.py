@@ -11,6 +11,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -132,7 +133,7 @@ class WatchdogStuck(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.92,
+            confidence=Confidence.ANNOUNCED,
             title=title,
             explanation=explanation,
             culprit=Culprit(rank=rank, role="rank") if rank is not None else None,

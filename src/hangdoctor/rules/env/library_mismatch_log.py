@@ -12,6 +12,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, clip, matches_of
 from hangdoctor.taxonomy import Category
@@ -215,7 +216,7 @@ class LibraryMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.95,
+            confidence=Confidence.PROVEN,
             title=title,
             explanation=explanation,
             evidence=tuple(cite(found)),

@@ -13,6 +13,7 @@ from hangdoctor.i18n import _
 from hangdoctor.rules._failure import job_limits
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -100,7 +101,7 @@ class OpenFilesLimit(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=title,
             culprit=Culprit(location=Location.of(frame)) if frame is not None else None,
             explanation=_(

@@ -22,6 +22,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, CodeSetting, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -132,7 +133,7 @@ class ProcessPoolWithoutWorkers(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.75,
+                confidence=Confidence.LIKELY,
                 title=_(
                     "ProcessPoolExecutor with no worker left: the work waited for at "
                     "{place} never runs (CPython bug gh-115634, Python {python})",

@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -161,7 +162,7 @@ class VersionIncompatible(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.95,
+            confidence=Confidence.PROVEN,
             title=title,
             explanation=explanation,
             evidence=tuple(cite(found)),

@@ -13,6 +13,7 @@ from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines, output_lines
 from hangdoctor.taxonomy import Category
@@ -104,11 +105,11 @@ class GpuDeviceFault(Rule):
         node = [c for c in codes if XIDS.get(c, ("", NODE, ""))[1] == NODE]
         fatal = [m for m in pcie if _FATAL_AER.search(m.fields.get("severity", ""))]
         if node or lost or fatal:
-            severity, confidence = Severity.CRITICAL, 0.95
+            severity, confidence = Severity.CRITICAL, Confidence.PROVEN
         elif codes or (pcie and not all("Correct" in m.fields.get("severity", "") for m in pcie)):
-            severity, confidence = Severity.ERROR, 0.85
+            severity, confidence = Severity.ERROR, Confidence.STRONG
         else:
-            severity, confidence = Severity.WARNING, 0.6
+            severity, confidence = Severity.WARNING, Confidence.PLAUSIBLE
         devices = sorted(
             {
                 re.sub(r"\.\d+$", "", m.fields["device"])

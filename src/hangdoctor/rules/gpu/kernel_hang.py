@@ -10,6 +10,7 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.gpu._examples import dumped, hung_job
 from hangdoctor.rules.gpu._state import (
@@ -132,7 +133,15 @@ class GpuKernelHang(Rule):
                     place=at(wait.frame),
                 )
             )
-        confidence = 0.85 if busy and waiting else 0.6 if busy else 0.5 if seen else 0.55
+        confidence = (
+            Confidence.STRONG
+            if busy and waiting
+            else Confidence.PLAUSIBLE
+            if busy
+            else Confidence.POSSIBLE
+            if seen
+            else Confidence.EVEN
+        )
         where = (
             _(" at {where}", where=short_location(waiting.wait.frame))
             if waiting is not None and waiting.wait.frame is not None

@@ -13,6 +13,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, GpuSample, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.gpu._examples import GIB, H200_MEMORY, gpu, gpu_process, hung_job
 from hangdoctor.rules.gpu._state import readings
@@ -168,7 +169,7 @@ class GpuMemoryFull(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if allocating else Severity.WARNING,
-            confidence=0.75 if allocating else 0.3,
+            confidence=Confidence.LIKELY if allocating else Confidence.GUESS,
             title=_(
                 "GPU {index} memory at {share:.0%} and the job is stuck allocating",
                 index=index,

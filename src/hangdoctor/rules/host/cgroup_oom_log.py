@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
@@ -86,7 +87,7 @@ class CgroupOutOfMemory(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_(
                 "Slurm killed step {step} for exceeding its memory allocation{on}", step=step, on=on
             ),

@@ -15,6 +15,7 @@ from hangdoctor.evidence.model import Frame, JobRecord, ProcessSample, TimelineS
 from hangdoctor.i18n import _
 from hangdoctor.rules._job_examples import failed_job
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.taxonomy import Category
 
@@ -153,7 +154,7 @@ class HostMemoryExhausted(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.WARNING if only_climbing else Severity.ERROR,
-            confidence=0.9 if len(evidence) > 1 else 0.75,
+            confidence=Confidence.CERTAIN if len(evidence) > 1 else Confidence.LIKELY,
             title=(
                 _("Host memory climbing: pid {pid}", pid=culprit_pid)
                 if only_climbing

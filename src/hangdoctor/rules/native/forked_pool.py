@@ -24,6 +24,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
@@ -184,7 +185,7 @@ class ForkedPool(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.7,
+            confidence=Confidence.FAIR,
             title=_(
                 "{process} hangs inside the native call at {where}: it was forked from a "
                 "process running a thread pool",

@@ -25,6 +25,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, JobRecord, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
@@ -260,7 +261,7 @@ class AllThreadsAsleep(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.75,
+            confidence=Confidence.LIKELY,
             title=_(
                 "All {count} threads of {process} are asleep waiting for one another; "
                 "{thread} waits at {where}",

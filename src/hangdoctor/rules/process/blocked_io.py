@@ -21,6 +21,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
@@ -326,7 +327,7 @@ def _child(blocked: _Blocked) -> _Why | None:
             _("Or send the output to a file or to subprocess.DEVNULL instead of PIPE."),
             _("Give the wait a limit: `proc.communicate(timeout=...)`."),
         ),
-        confidence=0.95,
+        confidence=Confidence.PROVEN,
         evidence=(
             _(
                 "{process} is {wait}: the pipe is full and nobody reads it",
@@ -355,7 +356,7 @@ def _terminal(blocked: _Blocked) -> _Why:
                 ),
                 _("Type `c` and Enter in the job's terminal to continue this time."),
             ),
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
         )
     return _Why(
         title=_("Waiting for keyboard input at {where}", where=where),
@@ -367,7 +368,7 @@ def _terminal(blocked: _Blocked) -> _Why:
             _("Remove the interactive read at {where}, or make it optional.", where=where),
             _("Run unattended jobs with stdin redirected: `... < /dev/null`."),
         ),
-        confidence=0.9,
+        confidence=Confidence.CERTAIN,
     )
 
 
@@ -452,7 +453,7 @@ def _file_io(blocked: _Blocked) -> _Why:
             ),
             _("Copy inputs to local disk before training, or read them with a timeout."),
         ),
-        confidence=0.7,
+        confidence=Confidence.FAIR,
     )
 
 

@@ -23,6 +23,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ThreadDeath
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -187,7 +188,7 @@ class DeadProvider(Rule):
             id=self.id,
             category=sink_category(job, party) or self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=title,
             explanation=_(
                 "Following who could end each wait leads to a provider that is gone: "

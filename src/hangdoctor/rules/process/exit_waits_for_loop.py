@@ -16,6 +16,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.rules.log_helpers import output_lines
@@ -193,7 +194,7 @@ class ExitWaitsForLoop(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=_(
                 "The script is over but the process never exits: {thread} keeps looping at {where}",
                 thread=thread_label(thread),

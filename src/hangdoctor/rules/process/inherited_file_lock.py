@@ -15,6 +15,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -145,7 +146,7 @@ class InheritedFileLock(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=_(
                 "{thread} waits to lock {path} at {where}, and the lock is held through the "
                 "copy of that file its forked child {names} inherited",

@@ -19,6 +19,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
@@ -154,7 +155,7 @@ class InheritedLock(Rule):
                     id=self.id,
                     category=self.category,
                     severity=Severity.ERROR,
-                    confidence=0.8,
+                    confidence=Confidence.PROBABLE,
                     title=_(
                         "Lock inherited held through fork: {process} waits for `{lock}` at {where}",
                         process=job.describe_process(process.pid),

@@ -21,6 +21,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -104,7 +105,7 @@ class NoOneLeft(Rule):
                 id=self.id,
                 category=sink_category(job, party) or self.category,
                 severity=Severity.ERROR,
-                confidence=0.6,
+                confidence=Confidence.PLAUSIBLE,
                 title=(
                     _(
                         "Waits for no one at {where}: {reason}",

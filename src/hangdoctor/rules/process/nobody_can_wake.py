@@ -13,6 +13,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
@@ -252,7 +253,7 @@ class NobodyCanWake(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "Waits forever: {what} at {where}, and no other thread could {waker}",
                     what=primitive.what,
@@ -371,7 +372,7 @@ class NobodyCanWake(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=title,
             explanation=explanation,
             culprit=culprit(job, process, thread, frame),

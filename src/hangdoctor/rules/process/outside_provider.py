@@ -19,6 +19,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
@@ -97,7 +98,7 @@ class OutsideProvider(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.9,
+                confidence=Confidence.CERTAIN,
                 title=_(
                     "Waits at {waits} on {holder}: `{command}` holds the other end and does "
                     "not answer",

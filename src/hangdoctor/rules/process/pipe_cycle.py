@@ -16,6 +16,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
@@ -122,7 +123,7 @@ class PipeCycle(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_(
                 "Pipe deadlock: {process} waits on a pipe at {where}, and the process at its "
                 "other end waits on a pipe back to it",

@@ -18,6 +18,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, Frame, ThreadEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -152,7 +153,7 @@ class PoolStarved(Rule):
                     id=self.id,
                     category=self.category,
                     severity=Severity.ERROR,
-                    confidence=0.8,
+                    confidence=Confidence.PROBABLE,
                     title=_(
                         "Thread pool starved: {threads} for futures at {where}, and none is "
                         "left to run the work they wait for",

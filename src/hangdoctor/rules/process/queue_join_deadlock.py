@@ -23,6 +23,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
@@ -160,7 +161,7 @@ class QueueJoinDeadlock(Rule):
                     id=self.id,
                     category=self.category,
                     severity=Severity.ERROR,
-                    confidence=0.9,
+                    confidence=Confidence.CERTAIN,
                     title=_(
                         "Deadlock: {parent} waits for {child} to exit {where}, and the child "
                         "cannot exit before its queue's items are read",
