@@ -70,6 +70,9 @@ class NonFiniteLoss(Rule):
     )
     reads = "capture"
     specificity = 95
+    # The instrumentation counted the non-finite losses in the process itself: what the log
+    # rule (HD650) reads from the same job's output says less.
+    supersedes = frozenset({"HD650"})
     fires_on = (
         Example(
             "rank 1's loss went NaN before the hang",

@@ -9,11 +9,18 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_examples import logs_bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Deferral, Example, Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
+
+
+def _worker_killed_by_sigbus(job: JobView) -> bool:
+    """Whether the log names a DataLoader worker killed by a bus error."""
+    return any(
+        (m.detail or "").strip() == "Bus error" for m in matches_of(job, LogKind.WORKER_KILLED)
+    )
 
 
 class SharedMemoryExhausted(Rule):
@@ -39,6 +46,13 @@ class SharedMemoryExhausted(Rule):
     reads = "logs"
     specificity = 80
     names_culprit = False
+    defers_to = (
+        Deferral(
+            frozenset({"HD202"}),
+            why="HD202 names the worker the bus error killed, and gives the same advice",
+            when=_worker_killed_by_sigbus,
+        ),
+    )
     fires_on = (
         Example(
             "no space for a shared tensor",
@@ -83,12 +97,7 @@ class SharedMemoryExhausted(Rule):
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, LogKind.SHM_EXHAUSTED, LogKind.BUS_ERROR, LogKind.WORKER_KILLED)
-        if any(
-            m.kind == LogKind.WORKER_KILLED and (m.detail or "").strip() == "Bus error"
-            for m in found
-        ):
-            return  # HD202 names the worker and gives the same advice
+        found = matches_of(job, LogKind.SHM_EXHAUSTED, LogKind.BUS_ERROR)
         shm = [m for m in found if m.kind == LogKind.SHM_EXHAUSTED]
         bus = [m for m in found if m.kind == LogKind.BUS_ERROR]
         if not shm and not bus:

@@ -111,7 +111,7 @@ class RemoteRanks(Rule):
         if node is None or not view.elsewhere or not alive:
             return
         if not all(s.in_collective for s in alive):
-            return  # a rank here is stuck elsewhere: the cross-rank rules name it
+            return  # not every rank here waits in a collective: not what this rule matches
         if len({(s.call, s.seq) for s in alive}) != 1:
             return
         remote = _span(view.elsewhere)
