@@ -22,7 +22,13 @@ from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_examples import logs_bundle
 from hangdoctor.rules.base import Deferral, Example, Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.distributed._logs import capital, exit_text, nccl_line, ranks_text
+from hangdoctor.rules.distributed._logs import (
+    capital,
+    exit_text,
+    nccl_line,
+    rank_name,
+    ranks_text,
+)
 from hangdoctor.rules.distributed._ranks import early_exit
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
@@ -262,14 +268,6 @@ def _aborted_on_a_size_mismatch(job: JobView) -> bool:
     )
 
 
-def _rank_name(failure: RankFailure) -> str:
-    if failure.rank is not None:
-        return _("rank {rank}", rank=failure.rank)
-    if failure.local_rank is not None:
-        return _("local rank {rank}", rank=failure.local_rank)
-    return _("a rank")
-
-
 @dataclass
 class _Told:
     """What the finding says about the first failure: its facts, then its words."""
@@ -447,7 +445,7 @@ def _exited_without_signal(
 ) -> _Told | None:
     """A rank that exited with an error code: what it raised, or that it left first; None when
     it died of an exception of its own code (the failure rules name that)."""
-    name = _rank_name(first)
+    name = rank_name(first)
     culprit, raised, left = _culprit_rank(job, lines, failures, first)
     if left is not None:
         told = _left_early(job, culprit, raised, left)
@@ -652,7 +650,7 @@ class RankExitedFromLog(Rule):
             # the exception is the cause, named at its origin by the failure rules.
             return
         if first.signal is not None:
-            told: _Told | None = _killed(job, first, _rank_name(first))
+            told: _Told | None = _killed(job, first, rank_name(first))
         else:
             told = _exited_without_signal(job, lines, failures, first)
         if told is None:
