@@ -290,7 +290,7 @@ class _Why:
     title: str
     explanation: str
     fixes: tuple[str, ...]
-    confidence: float = 0.8
+    confidence: Confidence = Confidence.PROBABLE
     #: Said after the thread's own wait and kernel state.
     evidence: tuple[str, ...] = ()
     related: tuple[Culprit, ...] = ()
