@@ -1,5 +1,6 @@
 """Tests generated from every rule's own examples: each must fire where it says it fires and
-stay quiet where it says it stays quiet."""
+stay quiet where it says it stays quiet, its findings taken as the engine keeps them (after the
+rule gives way to the rules it defers to, `Rule.defers_to`, or that supersede it)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.engine import findings_of
 from hangdoctor.rules.registry import ALL_RULES
 from hangdoctor.taxonomy import Category
 
@@ -22,7 +24,7 @@ def _cases(attribute: str) -> list:
 
 @pytest.mark.parametrize(("rule", "example"), _cases("fires_on"))
 def test_rule_fires(rule: type[Rule], example: Example) -> None:
-    findings = list(rule().check(JobView(example.build())))
+    findings = findings_of(rule, JobView(example.build()))
     assert findings, f"{rule.id} stayed quiet on '{example.name}'"
     for finding in findings:
         assert finding.id == rule.id
@@ -36,7 +38,7 @@ def test_rule_fires(rule: type[Rule], example: Example) -> None:
 
 @pytest.mark.parametrize(("rule", "example"), _cases("quiet_on"))
 def test_rule_stays_quiet(rule: type[Rule], example: Example) -> None:
-    findings = list(rule().check(JobView(example.build())))
+    findings = findings_of(rule, JobView(example.build()))
     assert not findings, f"{rule.id} fired on '{example.name}': {findings[0].title}"
 
 

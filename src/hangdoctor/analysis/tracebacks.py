@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin
-from hangdoctor.analysis.logs import split_prefix
+from hangdoctor.analysis.logs import Prefixed, split_prefix
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, active_language
 
@@ -176,71 +176,102 @@ class _Quote:
 def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
     """The tracebacks of `lines`, with their words (a thread's) in `language`: cached per
     language, as a language may be chosen again in one process."""
-    found: list[Raised] = []
-    # One traceback under way per stream: ranks' lines interleave in a torchrun log.
-    open_tracebacks: dict[str | None, list[Frame]] = {}
-    spawned_rank: int | None = None
-    died: dict[str | None, tuple[int, str]] = {}  # "Exception in thread X:" seen at line
-    foreign: dict[str | None, int] = {}  # lines of other output inside an open traceback
-    threads: dict[str | None, str | None] = {}
-    chained: set[str | None] = set()  # streams whose next traceback was raised handling the last
-    after: dict[str | None, _Quote] = {}  # the last exception's line of each stream
-    quoting: dict[str | None, Raised | None] = {}  # the exception an open traceback is quoted in
-    # Whether the quote is announced (`Original Traceback`, Ray's `ray::f() (pid=N)`, mp.spawn's
-    # `-- Process N terminated`) rather than only adjacent to the exception's line.
-    explicit: dict[str | None, bool] = {}
-    spawned_lead: set[str | None] = set()
-
-    def begin(stream: str | None, index: int, outer: Raised | None) -> None:
-        open_tracebacks[stream] = []
-        foreign[stream] = 0
-        header = died.pop(stream, None)
-        threads[stream] = header[1] if header and header[0] == index - 1 else None
-        quoting[stream] = outer
-
+    parser = _Parser()
     for index, raw in enumerate(lines):
+        parser.feed(index, raw)
+    return tuple(parser.found)
+
+
+class _Parser:
+    """Where a parse stands, per stream (ranks' lines interleave in a torchrun log): one
+    traceback under way per stream, and what the lines before it announced."""
+
+    def __init__(self) -> None:
+        self.found: list[Raised] = []
+        self.open_tracebacks: dict[str | None, list[Frame]] = {}
+        self.spawned_rank: int | None = None
+        self.died: dict[str | None, tuple[int, str]] = {}  # "Exception in thread X:" at line
+        self.foreign: dict[str | None, int] = {}  # lines of other output inside a traceback
+        self.threads: dict[str | None, str | None] = {}
+        # Streams whose next traceback was raised handling the last.
+        self.chained: set[str | None] = set()
+        self.after: dict[str | None, _Quote] = {}  # the last exception's line of each stream
+        # The exception an open traceback is quoted in.
+        self.quoting: dict[str | None, Raised | None] = {}
+        # Whether the quote is announced (`Original Traceback`, Ray's `ray::f() (pid=N)`,
+        # mp.spawn's `-- Process N terminated`) rather than only adjacent to the exception's line.
+        self.explicit: dict[str | None, bool] = {}
+        self.spawned_lead: set[str | None] = set()
+
+    def begin(self, stream: str | None, index: int, outer: Raised | None) -> None:
+        self.open_tracebacks[stream] = []
+        self.foreign[stream] = 0
+        header = self.died.pop(stream, None)
+        self.threads[stream] = header[1] if header and header[0] == index - 1 else None
+        self.quoting[stream] = outer
+
+    def feed(self, index: int, raw: str) -> None:
         prefixed = split_prefix(raw)
         stream, line = prefixed.stream, prefixed.text.rstrip("\n")
-        quote = after.get(stream)
-        quote_lead = False
-        if line.strip() in _CHAINING and stream not in open_tracebacks:
-            chained.add(stream)
-            continue
-        if match := _SPAWNED.match(line.strip()):
-            spawned_rank = int(match["index"])
-            spawned_lead.add(stream)
-            continue
-        if match := _THREAD_DIED.search(line.strip()):
-            died[stream] = (index, match["name"])
-            continue
-        ray_remote = stream not in open_tracebacks and _RAY_REMOTE.search(line.strip())
-        header = line.lstrip().removeprefix("Original ")  # (the DataLoader's quote)
-        if line.rstrip().endswith(_START) or ray_remote:
-            quote_lead = stream in spawned_lead
-            spawned_lead.discard(stream)
+        if self._announcement(stream, index, line):
+            return
+        ray_remote = bool(stream not in self.open_tracebacks and _RAY_REMOTE.search(line.strip()))
         if line.rstrip().endswith(_START) or ray_remote:  # (maybe behind another's line)
-            if stream is None and line.rstrip().endswith(_START) and not header.startswith(_START):
-                stream = _stream_behind(line)
-                quote = after.get(stream)
-            outer = None
-            if quote is not None and quote.lines == 0:
-                # Right after an exception's line: its message quotes this traceback; after a
-                # chaining line, the next exception of a chain quoted in the same message.
-                outer = quote.outer if stream not in chained else _quoted_in(found, quote.outer)
-            explicit[stream] = bool(ray_remote) or header.startswith("Original ") or quote_lead
-            begin(stream, index, outer)
-            after.pop(stream, None)
-            continue
-        frames = open_tracebacks.get(stream)
+            self._start(stream, index, line, ray_remote=ray_remote)
+            return
+        frames = self.open_tracebacks.get(stream)
         if frames is None:
-            if quote is not None and not _QUOTE_LEADS.match(line.strip()):
-                if quote.lines == quote.details and quote.lines < _DETAIL_LINES:
-                    quote.details += 1  # still the message: no blank line since
-                    object.__setattr__(quote.outer, "details", (*quote.outer.details, line.strip()))
-                quote.lines += 1
-            elif quote is not None and not line.strip():
-                quote.details = -1  # a blank line ends the message
-            continue
+            self._after_exception(self.after.get(stream), line)
+        else:
+            self._in_traceback(prefixed, index, line, frames)
+
+    def _announcement(self, stream: str | None, index: int, line: str) -> bool:
+        """A line that announces the next traceback: a chaining line, mp.spawn's process that
+        terminated, a thread that died."""
+        if line.strip() in _CHAINING and stream not in self.open_tracebacks:
+            self.chained.add(stream)
+        elif match := _SPAWNED.match(line.strip()):
+            self.spawned_rank = int(match["index"])
+            self.spawned_lead.add(stream)
+        elif match := _THREAD_DIED.search(line.strip()):
+            self.died[stream] = (index, match["name"])
+        else:
+            return False
+        return True
+
+    def _start(self, stream: str | None, index: int, line: str, *, ray_remote: bool) -> None:
+        """A traceback's header: right after an exception's line, that exception quotes it."""
+        header = line.lstrip().removeprefix("Original ")  # (the DataLoader's quote)
+        quote_lead = stream in self.spawned_lead
+        self.spawned_lead.discard(stream)
+        if stream is None and line.rstrip().endswith(_START) and not header.startswith(_START):
+            stream = _stream_behind(line)
+        quote = self.after.get(stream)
+        outer = None
+        if quote is not None and quote.lines == 0:
+            # Right after an exception's line: its message quotes this traceback; after a
+            # chaining line, the next exception of a chain quoted in the same message.
+            outer = (
+                quote.outer if stream not in self.chained else _quoted_in(self.found, quote.outer)
+            )
+        self.explicit[stream] = ray_remote or header.startswith("Original ") or quote_lead
+        self.begin(stream, index, outer)
+        self.after.pop(stream, None)
+
+    @staticmethod
+    def _after_exception(quote: _Quote | None, line: str) -> None:
+        """A line after an exception's, outside any traceback: its message goes on until a
+        blank line."""
+        if quote is not None and not _QUOTE_LEADS.match(line.strip()):
+            if quote.lines == quote.details and quote.lines < _DETAIL_LINES:
+                quote.details += 1  # still the message: no blank line since
+                object.__setattr__(quote.outer, "details", (*quote.outer.details, line.strip()))
+            quote.lines += 1
+        elif quote is not None and not line.strip():
+            quote.details = -1  # a blank line ends the message
+
+    def _in_traceback(self, prefixed: Prefixed, index: int, line: str, frames: list[Frame]) -> None:
+        stream = prefixed.stream
         if frame := _frame_line(line):
             frames.insert(0, frame)
         elif line.startswith("   ") and frames and frames[0].code is None:
@@ -248,54 +279,61 @@ def _parse(lines: tuple[str, ...], language: str) -> tuple[Raised, ...]:
             if not _MARKERS.match(line):
                 frames[0] = frames[0].model_copy(update={"code": line.strip()})
         elif line.startswith(" ") or _MARKERS.match(line) or not line.strip():
-            continue
+            return
         elif (match := _EXCEPTION.match(line.strip())) and (
-            not foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])
+            not self.foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])
         ):
-            outer = quoting.pop(stream, None)
-            if outer is not None and not explicit.get(stream) and _reaches_top(frames):
-                # Two tracebacks back to back (a thread's death, then the main thread's): one
-                # that reaches a module's top level ended its process; it is not quoted text.
-                outer = None
-            rank = prefixed.rank if prefixed.rank is not None else spawned_rank
-            if rank is None and outer is not None:
-                rank = outer.rank
-            cause = (
-                found[-1] if stream in chained and found and found[-1].stream == stream else None
-            )
-            chained.discard(stream)
-            raised = Raised(
-                rank=rank,
-                frames=tuple(frames),
-                type=match["type"],
-                message=(match["message"] or "").strip(),
-                index=index,
-                thread=threads.get(stream) or _thread_of(frames),
-                stream=stream,
-                cause=cause,
-                quoted=outer is not None,
-                process=_process_of(outer) if outer is not None else None,
-            )
-            if outer is not None:
-                # The parser's own objects until it returns them: the outer exception learns
-                # what it wraps once the quoted traceback has ended.
-                object.__setattr__(outer, "wrapped", raised)
-            found.append(raised)
-            del open_tracebacks[stream]
-            after[stream] = _Quote(raised)
-            if _RAY_REMOTE.search(raised.message):
-                begin(stream, index, raised)  # Ray's remote frames follow on the next lines
-                explicit[stream] = True
-                after.pop(stream, None)
-        elif foreign.get(stream, 0) < _FOREIGN_LINES:
+            self._raised(prefixed, index, match, frames)
+        elif self.foreign.get(stream, 0) < _FOREIGN_LINES:
             # Another stream's lines inside it (stdout between the pieces of a traceback
             # written to stderr, even right after its header): skipped; then only a name that
             # looks like an exception (not `epoch: 3`) ends it.
-            foreign[stream] = foreign.get(stream, 0) + 1
+            self.foreign[stream] = self.foreign.get(stream, 0) + 1
         else:
-            del open_tracebacks[stream]  # not a traceback after all
-            quoting.pop(stream, None)
-    return tuple(found)
+            del self.open_tracebacks[stream]  # not a traceback after all
+            self.quoting.pop(stream, None)
+
+    def _raised(
+        self, prefixed: Prefixed, index: int, match: re.Match[str], frames: list[Frame]
+    ) -> None:
+        """The exception's line that ends a traceback."""
+        stream = prefixed.stream
+        outer = self.quoting.pop(stream, None)
+        if outer is not None and not self.explicit.get(stream) and _reaches_top(frames):
+            # Two tracebacks back to back (a thread's death, then the main thread's): one that
+            # reaches a module's top level ended its process; it is not quoted text.
+            outer = None
+        rank = prefixed.rank if prefixed.rank is not None else self.spawned_rank
+        if rank is None and outer is not None:
+            rank = outer.rank
+        found = self.found
+        cause = (
+            found[-1] if stream in self.chained and found and found[-1].stream == stream else None
+        )
+        self.chained.discard(stream)
+        raised = Raised(
+            rank=rank,
+            frames=tuple(frames),
+            type=match["type"],
+            message=(match["message"] or "").strip(),
+            index=index,
+            thread=self.threads.get(stream) or _thread_of(frames),
+            stream=stream,
+            cause=cause,
+            quoted=outer is not None,
+            process=_process_of(outer) if outer is not None else None,
+        )
+        if outer is not None:
+            # The parser's own objects until it returns them: the outer exception learns what
+            # it wraps once the quoted traceback has ended.
+            object.__setattr__(outer, "wrapped", raised)
+        found.append(raised)
+        del self.open_tracebacks[stream]
+        self.after[stream] = _Quote(raised)
+        if _RAY_REMOTE.search(raised.message):
+            self.begin(stream, index, raised)  # Ray's remote frames follow on the next lines
+            self.explicit[stream] = True
+            self.after.pop(stream, None)
 
 
 def _quoted_in(found: Sequence[Raised], last: Raised) -> Raised | None:

@@ -14,6 +14,7 @@ explains the sink when no rule does.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -249,187 +250,291 @@ def _loopback_peer(job: JobView, remote: str) -> ProcessEvidence | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Waiter:
+    """A thread that waits, as the edge finders see it."""
+
+    job: JobView
+    graph: WaitGraph
+    process: ProcessEvidence
+    thread: ThreadEvidence
+    wait: Wait
+
+    @property
+    def me(self) -> Party:
+        return (self.process.pid, self.thread.tid)
+
+
 def _thread_edges(
     job: JobView, graph: WaitGraph, process: ProcessEvidence, thread: ThreadEvidence
 ) -> None:
-    me: Party = (process.pid, thread.tid)
+    """The edges from one thread: the first finder that knows its wait draws them."""
     wait = describe_wait(job, process, thread)
-    graph.waits[me] = wait
-    frames = python_frames(thread.python.frames if thread.python else ())
-
+    graph.waits[(process.pid, thread.tid)] = wait
     if wait.kind is WaitKind.RUNNING:
         return
-    own = waits_for_own_caller(thread)
-    if own is not None:
-        graph.nobody[me] = _(
-            "it waits in {inner}() for {outer}() on the same object to return, and "
-            "{outer}() is further up its own stack: it waits for itself",
-            inner=own.waiting.function.rsplit(".", 1)[-1],
-            outer=own.outer.function.rsplit(".", 1)[-1],
+    waiter = _Waiter(job, graph, process, thread, wait)
+    for edges in _EDGE_FINDERS:
+        if edges(waiter):
+            return
+
+
+def _waits_for_itself(w: _Waiter) -> bool:
+    own = waits_for_own_caller(w.thread)
+    if own is None:
+        return False
+    w.graph.nobody[w.me] = _(
+        "it waits in {inner}() for {outer}() on the same object to return, and "
+        "{outer}() is further up its own stack: it waits for itself",
+        inner=own.waiting.function.rsplit(".", 1)[-1],
+        outer=own.outer.function.rsplit(".", 1)[-1],
+    )
+    return True
+
+
+def _joins_a_thread(w: _Waiter) -> bool:
+    joined = joined_thread(w.thread)
+    if joined is None:
+        return False
+    target = next((t for t in w.process.threads if thread_object(t) == joined), None)
+    if target is None:
+        return False
+    w.graph.add(w.me, (w.process.pid, target.tid), _("is the thread it joins"))
+    return True
+
+
+def _exit_waits(w: _Waiter) -> bool:
+    if not at_exit(w.thread):
+        return False
+    for other in _user_threads(w.process, w.thread):
+        w.graph.add(
+            w.me,
+            (w.process.pid, other.tid),
+            _("is a non-daemon thread the interpreter's exit waits for"),
         )
-        return
-    joined = joined_thread(thread)
-    if joined is not None:
-        target = next((t for t in process.threads if thread_object(t) == joined), None)
-        if target is not None:
-            graph.add(me, (process.pid, target.tid), _("is the thread it joins"))
-            return
-    if at_exit(thread):
-        for other in _user_threads(process, thread):
-            graph.add(
-                me,
-                (process.pid, other.tid),
-                _("is a non-daemon thread the interpreter's exit waits for"),
-            )
-        return
-    locked = lock_wait(thread)
-    if locked is not None:
-        holders = [
-            t
-            for t in process.threads
-            if t.tid != thread.tid and any(h.lock == locked.lock for h in lock_holds(t))
-        ]
-        for holder in holders:
-            graph.add(me, (process.pid, holder.tid), _("holds {lock}", lock=locked.expression))
-        if not holders and any(h.lock == locked.lock for h in lock_holds(thread)):
-            graph.nobody[me] = _(
-                "it already holds {lock} itself, and the lock is not reentrant",
-                lock=locked.expression,
-            )
-            # A plain lock may be released by any thread (a multiprocessing one by any
-            # process): one taken to be released by another that then died is a handoff that
-            # never came, so a death in the job may be what it waits for.
-            graph.no_waker_left.add(me)
-        if holders or me in graph.nobody:
-            return
-        if _no_releaser_left(job, process, thread):
-            graph.no_waker_left.add(me)
-            graph.nobody[me] = _(
-                "no thread holds {lock} in its code, and no other thread or process is left "
-                "that could release it: whoever took it ended without releasing it",
-                lock=locked.expression,
-            )
-            return
-    shared = shared_call(thread)
-    if shared is not None:
-        _shared_edges(job, graph, me, shared[0])
-        return
-    primitive = blocking_call(thread)
-    if primitive is not None:
-        waited = _self_address(primitive[1])
-        candidates = _wakers(process, thread)
-        holding = {t.tid: _held_as(t, waited) for t in candidates}
-        # Those that hold the very object first: a queue's producers before the bystanders.
-        wakers = sorted(candidates, key=lambda t: holding[t.tid] is None)
-        for waker in wakers:
-            name = holding[waker.tid]
-            graph.add(
-                me,
-                (process.pid, waker.tid),
-                _("could {action}", action=primitive[0].waker)
-                if name is None
-                else _(
-                    "could {action}: it holds the same object, as {name}",
-                    action=primitive[0].waker,
-                    name=name,
-                ),
-                certain=False,
-            )
-        if not wakers:
-            graph.no_waker_left.add(me)
-            graph.nobody[me] = _(
-                "it waits in {call} without a timeout, and no other thread of its process is "
-                "left that could {action}",
-                call=primitive[0].what,
+    return True
+
+
+def _lock_edges(w: _Waiter) -> bool:
+    """A lock's holders; or nobody, when it holds the lock itself or no releaser is left. A
+    lock nobody holds in its code falls through to the other finders."""
+    locked = lock_wait(w.thread)
+    if locked is None:
+        return False
+    graph, me, process, thread = w.graph, w.me, w.process, w.thread
+    holders = [
+        t
+        for t in process.threads
+        if t.tid != thread.tid and any(h.lock == locked.lock for h in lock_holds(t))
+    ]
+    for holder in holders:
+        graph.add(me, (process.pid, holder.tid), _("holds {lock}", lock=locked.expression))
+    if not holders and any(h.lock == locked.lock for h in lock_holds(thread)):
+        graph.nobody[me] = _(
+            "it already holds {lock} itself, and the lock is not reentrant",
+            lock=locked.expression,
+        )
+        # A plain lock may be released by any thread (a multiprocessing one by any process): one
+        # taken to be released by another that then died is a handoff that never came, so a
+        # death in the job may be what it waits for.
+        graph.no_waker_left.add(me)
+    if holders or me in graph.nobody:
+        return True
+    if not _no_releaser_left(w.job, process, thread):
+        return False
+    graph.no_waker_left.add(me)
+    graph.nobody[me] = _(
+        "no thread holds {lock} in its code, and no other thread or process is left "
+        "that could release it: whoever took it ended without releasing it",
+        lock=locked.expression,
+    )
+    return True
+
+
+def _shared_object_edges(w: _Waiter) -> bool:
+    shared = shared_call(w.thread)
+    if shared is None:
+        return False
+    _shared_edges(w.job, w.graph, w.me, shared[0])
+    return True
+
+
+def _primitive_edges(w: _Waiter) -> bool:
+    """A queue, event or condition of its own process: the threads that could end the wait,
+    those that hold the very object first; nobody when none is left."""
+    primitive = blocking_call(w.thread)
+    if primitive is None:
+        return False
+    waited = _self_address(primitive[1])
+    candidates = _wakers(w.process, w.thread)
+    holding = {t.tid: _held_as(t, waited) for t in candidates}
+    # Those that hold the very object first: a queue's producers before the bystanders.
+    wakers = sorted(candidates, key=lambda t: holding[t.tid] is None)
+    for waker in wakers:
+        name = holding[waker.tid]
+        w.graph.add(
+            w.me,
+            (w.process.pid, waker.tid),
+            _("could {action}", action=primitive[0].waker)
+            if name is None
+            else _(
+                "could {action}: it holds the same object, as {name}",
                 action=primitive[0].waker,
+                name=name,
+            ),
+            certain=False,
+        )
+    if not wakers:
+        w.graph.no_waker_left.add(w.me)
+        w.graph.nobody[w.me] = _(
+            "it waits in {call} without a timeout, and no other thread of its process is "
+            "left that could {action}",
+            call=primitive[0].what,
+            action=primitive[0].waker,
+        )
+    return True
+
+
+def _manager_edges(w: _Waiter) -> bool:
+    through = manager_call(w.job, w.thread)
+    if through is None:
+        return False
+    if through.server_pid is not None:
+        for party in _process_parties(w.job.process(through.server_pid) or w.process):
+            w.graph.add(w.me, party, _("is the manager's server that must answer"))
+    else:
+        w.graph.outside[w.me] = through.words
+    return True
+
+
+def _child_edges(w: _Waiter) -> bool:
+    if w.wait.kind is not WaitKind.CHILD:
+        return False
+    job, wait = w.job, w.wait
+    children = [job.process(wait.peer_pid)] if wait.peer_pid else job.children(w.process.pid)
+    for child in (c for c in children if c is not None):
+        for party in _process_parties(child):
+            w.graph.add(w.me, party, _("is the child process it waits for"))
+    return True
+
+
+def _pipe_edges(w: _Waiter) -> bool:
+    if w.wait.kind not in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
+        return False
+    peer = w.job.process(w.wait.peer_pid)
+    if peer is not None:
+        for party in _process_parties(peer):
+            w.graph.add(w.me, party, _("holds the pipe's other end"))
+    elif _holds_other_end(w.job, w.process, w.wait):
+        _own_pipe_edges(w.graph, w.me, w.process, w.thread)
+    else:
+        w.graph.outside[w.me] = (
+            _("whoever feeds the job's standard input, outside the capture")
+            if w.wait.fd == 0
+            else _("a process outside the capture that holds the pipe's other end")
+        )
+    return True
+
+
+def _socket_edges(w: _Waiter) -> bool:
+    wait = w.wait
+    if wait.kind not in (WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT):
+        return False
+    endpoint = w.job.socket(wait.target) if wait.target else None
+    if endpoint is not None and endpoint.peer is not None:
+        _socket_pair_edges(w.job, w.graph, w.me, (w.process, w.thread), endpoint.peer)
+        return True
+    peer = _loopback_peer(w.job, wait.remote) if wait.remote else None
+    if peer is not None and peer.pid != w.process.pid:
+        for party in _process_parties(peer):
+            w.graph.add(
+                w.me,
+                party,
+                _("owns the other end of the connection ({remote})", remote=wait.remote),
             )
-        return
-    through = manager_call(job, thread)
-    if through is not None:
-        if through.server_pid is not None:
-            for party in _process_parties(job.process(through.server_pid) or process):
-                graph.add(me, party, _("is the manager's server that must answer"))
-        else:
-            graph.outside[me] = through.words
-        return
-    if wait.kind is WaitKind.CHILD:
-        children = [job.process(wait.peer_pid)] if wait.peer_pid else job.children(process.pid)
-        for child in (c for c in children if c is not None):
-            for party in _process_parties(child):
-                graph.add(me, party, _("is the child process it waits for"))
-        return
-    if wait.kind in (WaitKind.PIPE_READ, WaitKind.PIPE_WRITE):
-        peer = job.process(wait.peer_pid)
-        if peer is not None:
-            for party in _process_parties(peer):
-                graph.add(me, party, _("holds the pipe's other end"))
-        elif _holds_other_end(job, process, wait):
-            _own_pipe_edges(graph, me, process, thread)
-        else:
-            graph.outside[me] = (
-                _("whoever feeds the job's standard input, outside the capture")
-                if wait.fd == 0
-                else _("a process outside the capture that holds the pipe's other end")
-            )
-        return
-    if wait.kind in (WaitKind.SOCKET_READ, WaitKind.SOCKET_WRITE, WaitKind.CONNECT):
-        endpoint = job.socket(wait.target) if wait.target else None
-        if endpoint is not None and endpoint.peer is not None:
-            _socket_pair_edges(job, graph, me, (process, thread), endpoint.peer)
-            return
-        peer = _loopback_peer(job, wait.remote) if wait.remote else None
-        if peer is not None and peer.pid != process.pid:
-            for party in _process_parties(peer):
-                graph.add(
-                    me,
-                    party,
-                    _("owns the other end of the connection ({remote})", remote=wait.remote),
-                )
-        else:
-            graph.outside[me] = _(
-                "the peer at {remote}", remote=wait.remote or _("the other end of a socket")
-            )
-        return
-    if wait.kind is WaitKind.POLL and _polled_pipe_edges(job, graph, me, process):
-        return
-    if opening_fifo(thread):
-        _fifo_open_edges(job, graph, me, (process, thread))
-        return
-    if in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
-        workers = [
-            c for c in job.children(process.pid) if job.role(c.pid) is Role.DATALOADER_WORKER
-        ]
-        for worker in workers:
-            for party in _process_parties(worker):
-                graph.add(me, party, _("is a DataLoader worker that must send the next batch"))
-        if workers:
-            return
-    if wait.kind is WaitKind.TERMINAL:
-        graph.outside[me] = _("a person typing at the terminal")
-        return
-    if wait.kind is WaitKind.ACCEPT:
-        graph.outside[me] = _("a client that connects")
-        return
-    if (
-        device_wait(thread.python.frames if thread.python else (), gpu=process_uses_gpu(process))
+    else:
+        w.graph.outside[w.me] = _(
+            "the peer at {remote}", remote=wait.remote or _("the other end of a socket")
+        )
+    return True
+
+
+def _poll_edges(w: _Waiter) -> bool:
+    return w.wait.kind is WaitKind.POLL and _polled_pipe_edges(w.job, w.graph, w.me, w.process)
+
+
+def _fifo_edges(w: _Waiter) -> bool:
+    if not opening_fifo(w.thread):
+        return False
+    _fifo_open_edges(w.job, w.graph, w.me, (w.process, w.thread))
+    return True
+
+
+def _dataloader_edges(w: _Waiter) -> bool:
+    frames = python_frames(w.thread.python.frames if w.thread.python else ())
+    if not in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
+        return False
+    job = w.job
+    workers = [c for c in job.children(w.process.pid) if job.role(c.pid) is Role.DATALOADER_WORKER]
+    for worker in workers:
+        for party in _process_parties(worker):
+            w.graph.add(w.me, party, _("is a DataLoader worker that must send the next batch"))
+    return bool(workers)
+
+
+def _outside_the_job(w: _Waiter) -> bool:
+    """Waits that something outside the job ends: a person, a client, the device, time."""
+    thread, kind = w.thread, w.wait.kind
+    if kind is WaitKind.TERMINAL:
+        w.graph.outside[w.me] = _("a person typing at the terminal")
+    elif kind is WaitKind.ACCEPT:
+        w.graph.outside[w.me] = _("a client that connects")
+    elif (
+        device_wait(thread.python.frames if thread.python else (), gpu=process_uses_gpu(w.process))
         is not None
     ):
-        graph.outside[me] = _("the device (a kernel or copy that has not finished)")
-        return
-    if wait.kind is WaitKind.SLEEP:
-        graph.outside[me] = _("time: it sleeps, and will wake to check again")
-        return
-    if wait.kind is WaitKind.FUTEX and thread.python is not None:
-        gil = next(
-            (
-                t.tid
-                for t in process.threads
-                if t.tid != thread.tid and t.python and t.python.owns_gil
-            ),
-            None,
-        )
-        if gil is not None:
-            graph.add(me, (process.pid, gil), _("holds the GIL"), certain=False)
+        w.graph.outside[w.me] = _("the device (a kernel or copy that has not finished)")
+    elif kind is WaitKind.SLEEP:
+        w.graph.outside[w.me] = _("time: it sleeps, and will wake to check again")
+    else:
+        return False
+    return True
+
+
+def _gil_edges(w: _Waiter) -> bool:
+    if w.wait.kind is not WaitKind.FUTEX or w.thread.python is None:
+        return False
+    gil = next(
+        (
+            t.tid
+            for t in w.process.threads
+            if t.tid != w.thread.tid and t.python and t.python.owns_gil
+        ),
+        None,
+    )
+    if gil is not None:
+        w.graph.add(w.me, (w.process.pid, gil), _("holds the GIL"), certain=False)
+    return True
+
+
+#: The edge finders, in the order they are tried: the first that knows the wait draws its edges.
+_EDGE_FINDERS: tuple[Callable[[_Waiter], bool], ...] = (
+    _waits_for_itself,
+    _joins_a_thread,
+    _exit_waits,
+    _lock_edges,
+    _shared_object_edges,
+    _primitive_edges,
+    _manager_edges,
+    _child_edges,
+    _pipe_edges,
+    _socket_edges,
+    _poll_edges,
+    _fifo_edges,
+    _dataloader_edges,
+    _outside_the_job,
+    _gil_edges,
+)
 
 
 def _self_address(frame: Frame) -> int | None:

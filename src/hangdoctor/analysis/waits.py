@@ -221,63 +221,19 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
             ),
         )
     if name == "futex":
-        called = blocking_call(thread)
-        if called is not None:
-            return Wait(
-                WaitKind.FUTEX, _("waiting in {call} without a timeout", call=called[0].what)
-            )
-        if joined_thread(thread) is not None:
-            return Wait(WaitKind.FUTEX, _("waiting in Thread.join() for another thread to end"))
-        if at_exit(thread):
-            return Wait(
-                WaitKind.FUTEX,
-                _("in the interpreter's exit, waiting for the non-daemon threads to end"),
-            )
-        innermost = python_frames(thread.python.frames) if thread.python else []
-        acquiring = next((f.acquiring for f in innermost[:1] if f.acquiring), ())
-        if acquiring and not condition_sleep(innermost[0]):
-            return Wait(WaitKind.LOCK, _("waiting to acquire {locks}", locks=", ".join(acquiring)))
-        return Wait(WaitKind.FUTEX, _("waiting on a futex (a lock, condition, queue or the GIL)"))
+        return _futex_wait(thread)
     if name in _SLEEPS:
         return Wait(WaitKind.SLEEP, _("sleeping"))
     if name in _CHILD_WAITS and args:
-        child = _signed32(args[0]) if name == "wait4" else _signed32(args[1])
-        if child > 0:
-            return Wait(
-                WaitKind.CHILD,
-                _("waiting for child {child} to exit", child=job.describe_process(child)),
-                peer_pid=child,
-            )
-        return Wait(WaitKind.CHILD, _("waiting for any child process to exit"))
+        return _child_wait(job, _signed32(args[0]) if name == "wait4" else _signed32(args[1]))
     if name in _READS and args:
         return _fd_wait(job, process, int(args[0]), reading=True)
     if name in _WRITES and args:
         return _fd_wait(job, process, int(args[0]), reading=False)
     if name in ("accept", "accept4") and args:
-        fd = int(args[0])
-        opened = job.open_file(process.pid, fd)
-        endpoint = job.socket(opened.target) if opened else None
-        words = (
-            _(
-                "waiting for an incoming connection on {local} (fd {fd})",
-                local=endpoint.local,
-                fd=fd,
-            )
-            if endpoint and endpoint.local
-            else _("waiting for an incoming connection (fd {fd})", fd=fd)
-        )
-        return Wait(WaitKind.ACCEPT, words, fd=fd)
+        return _accept_wait(job, process, int(args[0]))
     if name == "connect" and args:
-        fd = int(args[0])
-        opened = job.open_file(process.pid, fd)
-        endpoint = job.socket(opened.target) if opened else None
-        remote = endpoint.remote if endpoint else None
-        return Wait(
-            WaitKind.CONNECT,
-            _("connecting to {remote} (fd {fd})", remote=remote or _("a peer"), fd=fd),
-            fd=fd,
-            remote=remote,
-        )
+        return _connect_wait(job, process, int(args[0]))
     if name in _POLLS:
         hint = _stack_hint(thread)
         words = (
@@ -309,3 +265,60 @@ def _classify_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidenc
         else _("no syscall")
     )
     return Wait(WaitKind.UNKNOWN, _("sleeping in {call} (kernel {wchan})", call=label, wchan=wchan))
+
+
+def _futex_wait(thread: ThreadEvidence) -> Wait:
+    """A futex: the Python call that waits on it (a queue, a join, the exit, a lock), else a
+    futex of unknown use."""
+    called = blocking_call(thread)
+    if called is not None:
+        return Wait(WaitKind.FUTEX, _("waiting in {call} without a timeout", call=called[0].what))
+    if joined_thread(thread) is not None:
+        return Wait(WaitKind.FUTEX, _("waiting in Thread.join() for another thread to end"))
+    if at_exit(thread):
+        return Wait(
+            WaitKind.FUTEX,
+            _("in the interpreter's exit, waiting for the non-daemon threads to end"),
+        )
+    innermost = python_frames(thread.python.frames) if thread.python else []
+    acquiring = next((f.acquiring for f in innermost[:1] if f.acquiring), ())
+    if acquiring and not condition_sleep(innermost[0]):
+        return Wait(WaitKind.LOCK, _("waiting to acquire {locks}", locks=", ".join(acquiring)))
+    return Wait(WaitKind.FUTEX, _("waiting on a futex (a lock, condition, queue or the GIL)"))
+
+
+def _child_wait(job: JobView, child: int) -> Wait:
+    if child > 0:
+        return Wait(
+            WaitKind.CHILD,
+            _("waiting for child {child} to exit", child=job.describe_process(child)),
+            peer_pid=child,
+        )
+    return Wait(WaitKind.CHILD, _("waiting for any child process to exit"))
+
+
+def _accept_wait(job: JobView, process: ProcessEvidence, fd: int) -> Wait:
+    opened = job.open_file(process.pid, fd)
+    endpoint = job.socket(opened.target) if opened else None
+    words = (
+        _(
+            "waiting for an incoming connection on {local} (fd {fd})",
+            local=endpoint.local,
+            fd=fd,
+        )
+        if endpoint and endpoint.local
+        else _("waiting for an incoming connection (fd {fd})", fd=fd)
+    )
+    return Wait(WaitKind.ACCEPT, words, fd=fd)
+
+
+def _connect_wait(job: JobView, process: ProcessEvidence, fd: int) -> Wait:
+    opened = job.open_file(process.pid, fd)
+    endpoint = job.socket(opened.target) if opened else None
+    remote = endpoint.remote if endpoint else None
+    return Wait(
+        WaitKind.CONNECT,
+        _("connecting to {remote} (fd {fd})", remote=remote or _("a peer"), fd=fd),
+        fd=fd,
+        remote=remote,
+    )

@@ -263,6 +263,33 @@ def _clock(unix_time: float) -> str:
 
 def render_markdown(report: Report) -> str:
     """The whole report as Markdown."""
+    lines = _summary(report)
+    logs = report.capture.logs
+    lines.append("")
+    not_python = no_python_line(report)
+    if not_python:
+        lines += [not_python, ""]
+    if not report.findings:
+        if logs and not report.processes:
+            lines += [_("No problem found in these logs."), ""]
+        else:
+            lines += [_("No problem found in this capture."), ""]
+    for index, finding in enumerate(report.findings):
+        label = finding_label(report, index)
+        lines += _finding(finding, f"{label} ({index + 1})" if index else label)
+    lines += _capture_problems(report)
+    if logs and not report.processes:
+        return "\n".join(lines)
+    lines += _wait_for(report)
+    lines += _marks(report)
+    lines += _nodes(report)
+    lines += stack_tree_section(report)
+    lines += _processes(report)
+    return "\n".join(lines)
+
+
+def _summary(report: Report) -> list[str]:
+    """The verdict, the hang's kind, the command, its exit code and the logs read."""
     lines = [_("# hangdoctor report"), ""]
     lines.append(_("- **Verdict:** {verdict}", verdict=verdict_word(report.verdict)))
     if report.hang:
@@ -300,18 +327,11 @@ def render_markdown(report: Report) -> str:
         else:
             line = _("- **Log:** `{path}` ({output} output lines, {kernel} kernel lines)", **fields)
         lines.append(line)
-    lines.append("")
-    not_python = no_python_line(report)
-    if not_python:
-        lines += [not_python, ""]
-    if not report.findings:
-        if logs and not report.processes:
-            lines += [_("No problem found in these logs."), ""]
-        else:
-            lines += [_("No problem found in this capture."), ""]
-    for index, finding in enumerate(report.findings):
-        label = finding_label(report, index)
-        lines += _finding(finding, f"{label} ({index + 1})" if index else label)
+    return lines
+
+
+def _capture_problems(report: Report) -> list[str]:
+    lines: list[str] = []
     errors = report.capture.errors
     if errors:
         lines += [_("## Capture problems"), ""]
@@ -328,12 +348,12 @@ def render_markdown(report: Report) -> str:
             for e in errors
         ]
         lines.append("")
-    if logs and not report.processes:
-        return "\n".join(lines)
-    lines += _wait_for(report)
-    lines += _marks(report)
-    lines += _nodes(report)
-    lines += stack_tree_section(report)
+    return lines
+
+
+def _processes(report: Report) -> list[str]:
+    """The table of processes, then each one's threads and stacks."""
+    lines: list[str] = []
     lines += [
         _("## Processes"),
         "",
@@ -375,4 +395,4 @@ def render_markdown(report: Report) -> str:
                 for f in t.stack
             ]
         lines.append("")
-    return "\n".join(lines)
+    return lines

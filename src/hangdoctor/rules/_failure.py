@@ -20,7 +20,8 @@ from hangdoctor.analysis.tracebacks import Raised, first_failure, is_consequence
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import N_, _
-from hangdoctor.knowledge.errors import explain
+from hangdoctor.knowledge.errors import Explained, explain
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import clip, output_lines
 from hangdoctor.taxonomy import Category
@@ -263,29 +264,8 @@ _FIXES: dict[Category, tuple[str, ...]] = {
 def failure_finding(rule_id: str, category: Category, failure: Failure) -> Finding:
     """The finding naming the failure: the exception, its rank, its line and library call."""
     raised = failure.raised
-    status = _status(failure)
     if raised is None:
-        last = tuple(_("last output: {line}", line=line) for line in failure.last_lines)
-        return Finding(
-            id=rule_id,
-            category=category,
-            severity=Severity.ERROR,
-            confidence=0.3,
-            title=_("The job failed ({status}) without a Python traceback", status=status),
-            explanation=_(
-                "The job ended with an error status and printed no traceback: a "
-                "native crash, a process that called exit() with an error code, or "
-                "a child's failure passed on. Its last lines of output are below."
-            ),
-            evidence=last or (_("the job printed nothing"),),
-            fixes=(
-                _(
-                    "Look at the last lines of output above and at the code that exits with "
-                    "that status (`sys.exit(N)`, a shell script's `exit N`)."
-                ),
-                _("For a native crash, run with `python -X faulthandler` to get the stack."),
-            ),
-        )
+        return _without_traceback(rule_id, category, failure)
     shown = _nearest_with_user_frame(raised, failure.surfaced)
     user = innermost_user_frame(shown.frames)
     call = library_call(shown)
@@ -299,9 +279,69 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
     process = _(" in {process}", process=raised.process) if raised.process else ""
     message = f": {clip(raised.message)}" if raised.message else ""
     known = explain(raised.short_type, raised.message, raised.details)
-    evidence: list[str] = [f"{raised.type}{message}"]
-    if known is not None:
-        evidence.append(_("what it means: {meaning}", meaning=known.meaning))
+    title_call = _(" (in {function})", function=call.function) if call is not None else ""
+    return Finding(
+        id=rule_id,
+        category=category,
+        severity=Severity.ERROR,
+        confidence=(
+            Confidence.FAIR
+            if known is not None and user is not None
+            else Confidence.PLAUSIBLE
+            if category is not Category.PROCESS_UNEXPLAINED
+            else Confidence.POSSIBLE
+        ),
+        title=f"{raised.short_type}{message}{where}{title_call}{rank}{process}{thread}",
+        explanation=_(
+            "The job failed of this exception (the first one of its own in the "
+            "output; what was raised while handling it, and other ranks' lost "
+            "connections, came after)."
+        ),
+        culprit=Culprit(
+            rank=raised.rank,
+            role="rank" if raised.rank is not None else None,
+            thread=raised.thread,
+            location=Location.of(user),
+        ),
+        evidence=(
+            f"{raised.type}{message}",
+            *([_("what it means: {meaning}", meaning=known.meaning)] if known else []),
+            *_places(raised, shown, user, call),
+            *_circumstances(failure, category, raised),
+        ),
+        fixes=_fixes(category, raised, user, known),
+    )
+
+
+def _without_traceback(rule_id: str, category: Category, failure: Failure) -> Finding:
+    """A job that failed and printed no traceback: its status and last lines."""
+    last = tuple(_("last output: {line}", line=line) for line in failure.last_lines)
+    return Finding(
+        id=rule_id,
+        category=category,
+        severity=Severity.ERROR,
+        confidence=Confidence.GUESS,
+        title=_("The job failed ({status}) without a Python traceback", status=_status(failure)),
+        explanation=_(
+            "The job ended with an error status and printed no traceback: a "
+            "native crash, a process that called exit() with an error code, or "
+            "a child's failure passed on. Its last lines of output are below."
+        ),
+        evidence=last or (_("the job printed nothing"),),
+        fixes=(
+            _(
+                "Look at the last lines of output above and at the code that exits with "
+                "that status (`sys.exit(N)`, a shell script's `exit N`)."
+            ),
+            _("For a native crash, run with `python -X faulthandler` to get the stack."),
+        ),
+    )
+
+
+def _places(raised: Raised, shown: Raised, user: Frame | None, call: Frame | None) -> list[str]:
+    """Where it was raised: the user's line, the library call it made there (else the line
+    that raised, with no frame of the user's), and the exception shown instead of the origin."""
+    evidence: list[str] = []
     if user is not None:
         code = f" `{user.code}`" if user.code else ""
         evidence.append(
@@ -332,19 +372,24 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
                 line=inner.line,
             )
         )
-    if (
-        failure.surfaced is not None
-        and failure.surfaced.origin is raised
-        and (failure.surfaced is not raised)
-    ):
+    return evidence
+
+
+def _circumstances(failure: Failure, category: Category, raised: Raised) -> list[str]:
+    """How it surfaced, the limit it ran into, the peers it took down and the job's status."""
+    evidence: list[str] = []
+    surfaced = failure.surfaced
+    if surfaced is not None and surfaced.origin is raised and surfaced is not raised:
         evidence.append(
             _(
                 "re-raised as {type} at {where}: the path it took, not its origin",
-                type=failure.surfaced.short_type,
-                where=_where(failure.surfaced),
+                type=surfaced.short_type,
+                where=_where(surfaced),
             )
         )
+    shown = _nearest_with_user_frame(raised, surfaced)
     if shown is not raised:
+        user = innermost_user_frame(shown.frames)
         evidence.append(
             _(
                 "raised inside a library; while handling it, {type} "
@@ -376,10 +421,18 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
         _(
             "the job failed ({status}); {count} traceback(s) of its own in "
             "the output, this is the first",
-            status=status,
+            status=_status(failure),
             count=failure.count,
         )
     )
+    return evidence
+
+
+def _fixes(
+    category: Category, raised: Raised, user: Frame | None, known: Explained | None
+) -> tuple[str, ...]:
+    """The known error's fix at the user's line, else what its message says; then the
+    category's general advice."""
     at = (
         _(
             "At {file}:{line}{code}: ",
@@ -411,33 +464,7 @@ def failure_finding(rule_id: str, category: Category, failure: Failure) -> Findi
                 "launcher or a library; its message and the command line are where to look."
             ),
         )
-    title_call = _(" (in {function})", function=call.function) if call is not None else ""
-    return Finding(
-        id=rule_id,
-        category=category,
-        severity=Severity.ERROR,
-        confidence=(
-            0.7
-            if known is not None and user is not None
-            else 0.6
-            if category is not Category.PROCESS_UNEXPLAINED
-            else 0.5
-        ),
-        title=f"{raised.short_type}{message}{where}{title_call}{rank}{process}{thread}",
-        explanation=_(
-            "The job failed of this exception (the first one of its own in the "
-            "output; what was raised while handling it, and other ranks' lost "
-            "connections, came after)."
-        ),
-        culprit=Culprit(
-            rank=raised.rank,
-            role="rank" if raised.rank is not None else None,
-            thread=raised.thread,
-            location=Location.of(user),
-        ),
-        evidence=tuple(evidence),
-        fixes=fixes,
-    )
+    return fixes
 
 
 def _nearest_with_user_frame(origin: Raised, surfaced: Raised | None) -> Raised:

@@ -19,6 +19,25 @@ from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 
+def always(job: JobView) -> bool:
+    """A deferral that holds whatever the evidence."""
+    return True
+
+
+@dataclass(frozen=True)
+class Deferral:
+    """This rule's findings give way to another rule's: the engine drops them when a rule of `to`
+    produced a finding in the same job (whether or not that finding is itself kept) and `when`
+    holds of the job's evidence. With `same_culprit`, only a finding of theirs that names this
+    finding's culprit (the same process, or the same rank) counts."""
+
+    to: frozenset[str]
+    #: Why theirs is the better finding, for the reader of the rule.
+    why: str
+    when: Callable[[JobView], bool] = always
+    same_culprit: bool = False
+
+
 @dataclass(frozen=True)
 class Example:
     """A named piece of evidence for a rule's self-test."""
@@ -50,6 +69,13 @@ class Rule(ABC):
     fallback: ClassVar[bool] = False
     #: Whether every finding names a culprit process (rules over logs may not know one).
     names_culprit: ClassVar[bool] = True
+    #: The rules whose findings, when they have one in this job, make this rule's findings
+    #: redundant or wrong (see `Deferral`); resolved by the engine (rules/engine.py). A rule
+    #: defers only to regular rules: a fallback does not run once this rule found a problem.
+    defers_to: ClassVar[tuple[Deferral, ...]] = ()
+    #: The rules whose findings this rule's findings replace, in any job where it has one: the
+    #: same as each of them deferring to this rule always.
+    supersedes: ClassVar[frozenset[str]] = frozenset()
     fires_on: ClassVar[Sequence[Example]] = ()
     quiet_on: ClassVar[Sequence[Example]] = ()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hangdoctor.analysis.job import JobView
@@ -48,9 +48,66 @@ def _thread_key(culprit: Culprit | None) -> _ThreadKey | None:
     return (culprit.pid, culprit.tid) if culprit is not None and culprit.pid is not None else None
 
 
+def _same_party(mine: Culprit, theirs: Culprit) -> bool:
+    """Whether two culprits are the same process (on the same node) or the same rank."""
+    if mine.pid is not None and mine.pid == theirs.pid and mine.host == theirs.host:
+        return True
+    return mine.rank is not None and mine.rank == theirs.rank
+
+
+def _names_my_culprit(mine: Finding, theirs: Finding) -> bool:
+    """Whether their finding names my finding's culprit, as its culprit or as a party to it."""
+    return mine.culprit is not None and any(
+        _same_party(mine.culprit, party)
+        for party in (theirs.culprit, *theirs.related)
+        if party is not None
+    )
+
+
+def _gives_way(
+    finding: Finding, found: Sequence[Finding], rules: Mapping[str, type[Rule]], job: JobView
+) -> bool:
+    """Whether a rule that produced a finding here supersedes this one's rule, or this one's rule
+    defers to one that did (`Rule.supersedes`, `Rule.defers_to`)."""
+    producers = {f.id for f in found}
+    if any(finding.id in rules[p].supersedes for p in producers if p in rules):
+        return True
+    rule = rules.get(finding.id)
+    for deferral in rule.defers_to if rule is not None else ():
+        theirs = [f for f in found if f.id in deferral.to]
+        if deferral.same_culprit:
+            theirs = [f for f in theirs if _names_my_culprit(finding, f)]
+        if theirs and deferral.when(job):
+            return True
+    return False
+
+
+def arbitrate(found: Sequence[Finding], rules: Sequence[type[Rule]], job: JobView) -> list[Finding]:
+    """The findings that do not give way to another rule's, in their order: the rules' own
+    declarations of what they defer to and what they supersede, resolved over what every rule
+    produced (so the order the rules ran in does not matter)."""
+    by_id = {rule.id: rule for rule in rules}
+    return [f for f in found if not _gives_way(f, found, by_id, job)]
+
+
+def findings_of(
+    rule: type[Rule], job: JobView, rules: Sequence[type[Rule]] = ALL_RULES
+) -> list[Finding]:
+    """One rule's findings as the engine keeps them: after arbitration with the rules it defers
+    to and those that supersede it (what a rule's examples are tested on)."""
+    mine = list(rule().check(job))
+    others = {i for deferral in rule.defers_to for i in deferral.to}
+    others |= {other.id for other in rules if rule.id in other.supersedes}
+    if not mine or not others:
+        return mine
+    theirs = [f for other in rules if other.id in others for f in other().check(job)]
+    return [f for f in arbitrate([*mine, *theirs], [rule, *rules], job) if f.id == rule.id]
+
+
 def run_rules(job: JobView, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosis:
-    """Findings of every rule, ranked; a finding whose culprit a better-ranked finding already
-    names (as culprit or as a party to it) is dropped."""
+    """Findings of every rule, ranked; a finding that gives way to another rule's (`arbitrate`)
+    is dropped, and so is one whose culprit a better-ranked finding already names (as culprit or
+    as a party to it)."""
     found: list[Finding] = []
     errors: list[str] = []
     specificity = {rule.id: rule.specificity for rule in rules}
@@ -66,6 +123,7 @@ def run_rules(job: JobView, rules: Sequence[type[Rule]] = ALL_RULES) -> Diagnosi
                 )
             except Exception as error:
                 errors.append(f"{rule.id}: {type(error).__name__}: {error}")
+        found = arbitrate(found, rules, job)
     found.sort(key=lambda f: _rank_key(f, specificity, job))
     kept: list[Finding] = []
     seen: set[_ThreadKey] = set()

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, loop_header, origin
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind, scan, step_near
+from hangdoctor.analysis.logs import LogKind, LogMatch, scan, step_near
 from hangdoctor.analysis.tracebacks import first_raised, forward_trace
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at as place_of
@@ -58,101 +60,18 @@ class NonFiniteFromLog(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record
-        if record is not None and any(p.nonfinite_losses for p in record.progress):
-            return  # the instrumentation saw it first-hand: HD601 reports it
         lines = output_lines(job)
-        found = scan(lines)
-        values = [
-            m
-            for m in found
-            if m.kind == LogKind.NONFINITE_VALUE
-            and not _NOT_A_TRAINING_VALUE.search(m.fields.get("key", ""))
-        ]
-        # A non-finite gradient norm next to a finite loss is a step the grad scaler skipped.
-        skipped = [
-            m
-            for m in values
-            if "loss" not in m.fields["key"].lower() and _FINITE_LOSS.search(m.line)
-        ]
-        counted = {id(m) for m in values} - {id(m) for m in skipped}
-        bad = [
-            m
-            for m in found
-            if m.kind in (LogKind.NONFINITE_DETECTED, LogKind.LOSS_SCALE_COLLAPSED)
-            or id(m) in counted
-        ]
-        hung = record is not None and record.hang_declared_s is not None
-        # The loop's own skips of non-finite batches: a livelock when the job then hung.
-        bad += [m for m in found if m.kind == LogKind.NONFINITE_SKIPPED] if hung else []
-        overflows = [m for m in found if m.kind == LogKind.LOSS_SCALE_OVERFLOW] + skipped
-        scales = [float(m.fields["scale"]) for m in overflows if _is_number(m.fields.get("scale"))]
-        collapsed = bool(scales) and min(scales) < _COLLAPSED_SCALE
-        if not bad and not collapsed and len(overflows) < _OVERFLOWS_WORTH_A_WARNING:
+        signs = _signs(lines, hung=record is not None and record.hang_declared_s is not None)
+        if signs is None:
             return
-        first = bad[0] if bad else overflows[0]
-        step = step_near(lines, first.index)
-        at = _(" at step {step}", step=step) if step is not None else ""
-        evidence = cite([first], limit=1)
+        first = signs.first
         before = _finite_losses_before(lines, first.index)
         diverged = len(before) >= 3 and before[0][0] > 0 and before[-1][0] / before[0][0] >= 10
-        if before:
-            evidence.append(
-                _(
-                    "last finite loss before it: {loss:g} ({line})",
-                    loss=before[-1][0],
-                    line=clip(before[-1][1]),
-                )
-            )
-        if diverged:
-            evidence.append(
-                _(
-                    "the loss climbed from {first:g} to {last:g} over "
-                    "the {count} values logged before it",
-                    first=before[0][0],
-                    last=before[-1][0],
-                    count=len(before),
-                )
-            )
-        evidence += cite([m for m in bad[1:3]])
-        if overflows:
-            evidence.append(
-                _(
-                    "{count} step(s) skipped for gradient overflow; loss scale fell to {scale:g}",
-                    count=len(overflows),
-                    scale=min(scales),
-                )
-                if scales
-                else _("{count} step(s) skipped for gradient overflow", count=len(overflows))
-            )
-        if bad:
-            if first.kind == LogKind.LOSS_SCALE_COLLAPSED:
-                title = _("Loss scaling gave up: gradients stayed non-finite{at}", at=at)
-            elif first.kind == LogKind.NONFINITE_DETECTED:
-                function = first.fields.get("function")
-                title = (
-                    _("{function} produced NaN in the backward pass{at}", function=function, at=at)
-                    if function
-                    else _("NaN/Inf detected in training{at}", at=at)
-                )
-            else:
-                key = first.fields.get("key", "loss")
-                value = first.fields.get("value", "NaN")
-                title = (
-                    _("The loss became {value}{at}", value=value, at=at)
-                    if "loss" in key.lower()
-                    else _(
-                        "The gradient norm ({key}) became {value}{at}", key=key, value=value, at=at
-                    )
-                )
-            severity, confidence = Severity.ERROR, 0.9
-        elif collapsed:
-            title = _(
-                "Gradients keep overflowing: the loss scale fell to {scale:g}", scale=min(scales)
-            )
-            severity, confidence = Severity.ERROR, 0.8
-        else:
-            title = _("Gradients overflowed {count} times (steps skipped)", count=len(overflows))
-            severity, confidence = Severity.WARNING, 0.6
+        evidence = _evidence(signs, before, diverged=diverged)
+        step = step_near(lines, first.index)
+        title, severity, confidence = _verdict(
+            signs, _(" at step {step}", step=step) if step is not None else ""
+        )
         rank = first.number("rank")
         location = _nan_source(lines, rank) if first.kind == LogKind.NONFINITE_DETECTED else None
         if first.kind == LogKind.NONFINITE_SKIPPED:
@@ -180,26 +99,7 @@ class NonFiniteFromLog(Rule):
             severity=severity,
             confidence=confidence,
             title=title,
-            explanation=(
-                (
-                    _(
-                        "Training diverged: the loss grew for several logged steps before it "
-                        "became non-finite, which points at the optimisation (learning rate too "
-                        "high, no gradient clipping) rather than one bad batch. "
-                    )
-                    if diverged
-                    else _(
-                        "The first non-finite value is where to look: that batch, or an "
-                        "operation that overflowed (fp16) or divided by zero. "
-                    )
-                    if bad
-                    else ""
-                )
-                + _(
-                    "Once a NaN or Inf reaches the weights every later step is garbage; in a "
-                    "distributed job ranks can also desynchronise and stall."
-                )
-            ),
+            explanation=_explanation(diverged=diverged, bad=bool(signs.bad)),
             culprit=Culprit(
                 rank=rank, role="rank" if rank is not None else None, location=Location.of(location)
             )
@@ -208,10 +108,141 @@ class NonFiniteFromLog(Rule):
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             fixes=tuple(
                 _(f)
-                for f in (_DIVERGED_FIXES if diverged or not bad else _SUDDEN_NAN_FIXES)
+                for f in (_DIVERGED_FIXES if diverged or not signs.bad else _SUDDEN_NAN_FIXES)
                 if not (f is _ANOMALY and forward_trace(lines))
             ),
         )
+
+
+@dataclass(frozen=True)
+class _Signs:
+    """The log's non-finite values worth a finding, and the steps skipped for overflow."""
+
+    bad: list[LogMatch]
+    overflows: list[LogMatch]
+    scales: list[float]
+    collapsed: bool
+
+    @property
+    def first(self) -> LogMatch:
+        return self.bad[0] if self.bad else self.overflows[0]
+
+
+def _signs(lines: tuple[str, ...], *, hung: bool) -> _Signs | None:
+    """What the log says went non-finite, when it is more than dynamic loss scaling at work."""
+    found = scan(lines)
+    values = [
+        m
+        for m in found
+        if m.kind == LogKind.NONFINITE_VALUE
+        and not _NOT_A_TRAINING_VALUE.search(m.fields.get("key", ""))
+    ]
+    # A non-finite gradient norm next to a finite loss is a step the grad scaler skipped.
+    skipped = [
+        m for m in values if "loss" not in m.fields["key"].lower() and _FINITE_LOSS.search(m.line)
+    ]
+    counted = {id(m) for m in values} - {id(m) for m in skipped}
+    bad = [
+        m
+        for m in found
+        if m.kind in (LogKind.NONFINITE_DETECTED, LogKind.LOSS_SCALE_COLLAPSED) or id(m) in counted
+    ]
+    # The loop's own skips of non-finite batches: a livelock when the job then hung.
+    bad += [m for m in found if m.kind == LogKind.NONFINITE_SKIPPED] if hung else []
+    overflows = [m for m in found if m.kind == LogKind.LOSS_SCALE_OVERFLOW] + skipped
+    scales = [float(m.fields["scale"]) for m in overflows if _is_number(m.fields.get("scale"))]
+    collapsed = bool(scales) and min(scales) < _COLLAPSED_SCALE
+    if not bad and not collapsed and len(overflows) < _OVERFLOWS_WORTH_A_WARNING:
+        return None
+    return _Signs(bad=bad, overflows=overflows, scales=scales, collapsed=collapsed)
+
+
+def _evidence(signs: _Signs, before: list[tuple[float, str]], *, diverged: bool) -> list[str]:
+    """The first bad line, the losses before it, the next bad lines and the overflows."""
+    evidence = cite([signs.first], limit=1)
+    if before:
+        evidence.append(
+            _(
+                "last finite loss before it: {loss:g} ({line})",
+                loss=before[-1][0],
+                line=clip(before[-1][1]),
+            )
+        )
+    if diverged:
+        evidence.append(
+            _(
+                "the loss climbed from {first:g} to {last:g} over "
+                "the {count} values logged before it",
+                first=before[0][0],
+                last=before[-1][0],
+                count=len(before),
+            )
+        )
+    evidence += cite([m for m in signs.bad[1:3]])
+    if signs.overflows:
+        evidence.append(
+            _(
+                "{count} step(s) skipped for gradient overflow; loss scale fell to {scale:g}",
+                count=len(signs.overflows),
+                scale=min(signs.scales),
+            )
+            if signs.scales
+            else _("{count} step(s) skipped for gradient overflow", count=len(signs.overflows))
+        )
+    return evidence
+
+
+def _verdict(signs: _Signs, at: str) -> tuple[str, Severity, Confidence]:
+    """The finding's title, severity and confidence: a non-finite value is an error; overflows
+    are one when the loss scale collapsed, else a warning."""
+    first = signs.first
+    if not signs.bad and signs.collapsed:
+        title = _(
+            "Gradients keep overflowing: the loss scale fell to {scale:g}", scale=min(signs.scales)
+        )
+        return title, Severity.ERROR, Confidence.PROBABLE
+    if not signs.bad:
+        title = _("Gradients overflowed {count} times (steps skipped)", count=len(signs.overflows))
+        return title, Severity.WARNING, Confidence.PLAUSIBLE
+    if first.kind == LogKind.LOSS_SCALE_COLLAPSED:
+        title = _("Loss scaling gave up: gradients stayed non-finite{at}", at=at)
+    elif first.kind == LogKind.NONFINITE_DETECTED:
+        function = first.fields.get("function")
+        title = (
+            _("{function} produced NaN in the backward pass{at}", function=function, at=at)
+            if function
+            else _("NaN/Inf detected in training{at}", at=at)
+        )
+    else:
+        key = first.fields.get("key", "loss")
+        value = first.fields.get("value", "NaN")
+        title = (
+            _("The loss became {value}{at}", value=value, at=at)
+            if "loss" in key.lower()
+            else _("The gradient norm ({key}) became {value}{at}", key=key, value=value, at=at)
+        )
+    return title, Severity.ERROR, Confidence.CERTAIN
+
+
+def _explanation(*, diverged: bool, bad: bool) -> str:
+    """Why it matters: a divergence points at the optimisation, a sudden NaN at one batch."""
+    if diverged:
+        lead = _(
+            "Training diverged: the loss grew for several logged steps before it "
+            "became non-finite, which points at the optimisation (learning rate too "
+            "high, no gradient clipping) rather than one bad batch. "
+        )
+    elif bad:
+        lead = _(
+            "The first non-finite value is where to look: that batch, or an "
+            "operation that overflowed (fp16) or divided by zero. "
+        )
+    else:
+        lead = ""
+    return lead + _(
+        "Once a NaN or Inf reaches the weights every later step is garbage; in a "
+        "distributed job ranks can also desynchronise and stall."
+    )
 
 
 def _retry_loop(job: JobView) -> Frame | None:

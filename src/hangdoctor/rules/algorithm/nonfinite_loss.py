@@ -11,6 +11,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Frame, JobRecord, ProgressStatus
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
@@ -70,6 +71,9 @@ class NonFiniteLoss(Rule):
     reads = "capture"
     specificity = 95
     fires_on, quiet_on = examples("HD601")
+    # The instrumentation counted the non-finite losses in the process itself: what the log
+    # rule (HD650) reads from the same job's output says less.
+    supersedes = frozenset({"HD650"})
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record
@@ -118,7 +122,7 @@ class NonFiniteLoss(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if stalled else Severity.WARNING,
-            confidence=0.93 if stalled else 0.8,
+            confidence=Confidence.WITNESSED if stalled else Confidence.PROBABLE,
             title=_("The loss became NaN/Inf on {who} before the job stalled", who=who)
             if stalled
             else _("The loss became NaN/Inf on {who}", who=who),

@@ -24,6 +24,7 @@ from hangdoctor.analysis.thread_waits import waits_in_iterator
 from hangdoctor.evidence.model import AsyncTask, Frame, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -116,7 +117,7 @@ class AsyncProducerDied(Rule):
                 id=self.id,
                 category=category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "asyncio task {task}{more} died of {exception} at {where}, and nothing read "
                     "it; task {waiting} waits at {waits_at} for what it would have produced",

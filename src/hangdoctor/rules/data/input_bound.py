@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
@@ -52,7 +53,7 @@ class InputBound(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.WARNING,
-                confidence=0.8,
+                confidence=Confidence.PROBABLE,
                 title=_(
                     "Input-bound: {who} spent {share:.0%} of its time waiting for data",
                     who=who,

@@ -9,6 +9,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
@@ -46,7 +47,7 @@ class DataLoaderTimeout(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_("The DataLoader waited {seconds} s for a batch and gave up", seconds=seconds),
             explanation=_(
                 "No DataLoader worker delivered a batch within the timeout: a worker "

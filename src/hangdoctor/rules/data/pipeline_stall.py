@@ -20,6 +20,7 @@ from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -153,7 +154,7 @@ class DataPipelineStall(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_("Data pipeline stall: {who} is blocked in {where}", who=who, where=where),
             explanation=_(
                 "The training loop waits for its next batch, and the code that produces it "

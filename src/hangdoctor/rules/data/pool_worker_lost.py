@@ -19,6 +19,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, main_thread
@@ -111,7 +112,7 @@ class PoolWorkerLost(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.8,
+                confidence=Confidence.PROBABLE,
                 title=_(
                     "A pool worker (pid {pids}) died; the pool waits forever at {place}",
                     pids=pids,

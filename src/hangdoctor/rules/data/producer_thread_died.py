@@ -16,6 +16,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import lone_waits, waits_in_iterator
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -68,7 +69,7 @@ class ProducerThreadDied(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "The thread producing batches ({thread}) died of {type} at {where}; the "
                     "training loop waits for its next batch in {what} at {waits}",

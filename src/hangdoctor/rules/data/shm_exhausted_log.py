@@ -8,11 +8,19 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules.base import Deferral, Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
+
+
+def _worker_killed_by_sigbus(job: JobView) -> bool:
+    """Whether the log names a DataLoader worker killed by a bus error."""
+    return any(
+        (m.detail or "").strip() == "Bus error" for m in matches_of(job, LogKind.WORKER_KILLED)
+    )
 
 
 class SharedMemoryExhausted(Rule):
@@ -39,14 +47,16 @@ class SharedMemoryExhausted(Rule):
     specificity = 80
     names_culprit = False
     fires_on, quiet_on = examples("HD250")
+    defers_to = (
+        Deferral(
+            frozenset({"HD202"}),
+            why="HD202 names the worker the bus error killed, and gives the same advice",
+            when=_worker_killed_by_sigbus,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, LogKind.SHM_EXHAUSTED, LogKind.BUS_ERROR, LogKind.WORKER_KILLED)
-        if any(
-            m.kind == LogKind.WORKER_KILLED and (m.detail or "").strip() == "Bus error"
-            for m in found
-        ):
-            return  # HD202 names the worker and gives the same advice
+        found = matches_of(job, LogKind.SHM_EXHAUSTED, LogKind.BUS_ERROR)
         shm = [m for m in found if m.kind == LogKind.SHM_EXHAUSTED]
         bus = [m for m in found if m.kind == LogKind.BUS_ERROR]
         if not shm and not bus:
@@ -55,7 +65,7 @@ class SharedMemoryExhausted(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9 if shm else 0.6,
+            confidence=Confidence.CERTAIN if shm else Confidence.PLAUSIBLE,
             title=_("Shared memory (/dev/shm) ran out")
             if shm
             else _("A process died of SIGBUS (Bus error): most likely /dev/shm is full"),

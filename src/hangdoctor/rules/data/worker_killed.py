@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import fault_of, output_lines
@@ -94,43 +95,7 @@ class WorkerKilled(Rule):
             if m.kind == LogKind.OOM_KILLED and set(m.pids) & set(best.pids)
         ]
         signal_name = (best.detail or "").strip()
-        fixes: tuple[str, ...]
-        if signal_name == "Bus error":
-            explanation = _(
-                "The worker got SIGBUS: tensors are passed from workers through "
-                "shared memory (/dev/shm), and it was full."
-            )
-            fixes = (
-                _(
-                    "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: "
-                    "an emptyDir with medium: Memory mounted at /dev/shm)."
-                ),
-                _(
-                    "Or torch.multiprocessing.set_sharing_strategy('file_system'), or fewer "
-                    "workers / smaller prefetch_factor."
-                ),
-            )
-        elif signal_name == "Killed" or oom:
-            explanation = _(
-                "The worker got SIGKILL, which in a training job almost always "
-                "means the kernel's OOM killer (or a container memory limit)."
-            )
-            fixes = (
-                _(
-                    "Lower host memory use: fewer workers, smaller prefetch_factor, avoid "
-                    "copying the whole dataset into each worker (copy-on-read of Python "
-                    "lists: use numpy arrays or memory-mapped files)."
-                ),
-                _(
-                    "Check `dmesg` for `Out of memory: Killed process`, and the container's "
-                    "memory limit."
-                ),
-            )
-        else:
-            explanation = _(
-                "The worker died; the error inside it is lost because it happened in a subprocess."
-            )
-            fixes = (_("Rerun with num_workers=0 to see the error in the main process."),)
+        explanation, fixes = _why(signal_name, oom=bool(oom))
         # The in-job hooks keep faulthandler armed in each worker: a worker that died of a fatal
         # signal left its Python stack, so the line of the dataset code it died at is known.
         fatal, crashed_at = fault_of(job, pid=best.pids[0]) if best.pids else (None, None)
@@ -169,7 +134,7 @@ class WorkerKilled(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_(
                 "DataLoader worker pid {pids} died ({signal})",
                 pids=", ".join(map(str, best.pids)),
@@ -202,7 +167,7 @@ class WorkerKilled(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.75,
+            confidence=Confidence.LIKELY,
             title=_(
                 "A DataLoader worker died while handing a batch over ({type})",
                 type=raised.short_type,
@@ -233,3 +198,39 @@ class WorkerKilled(Rule):
                 _("Rerun with num_workers=0 to see an error raised in the dataset code."),
             ),
         )
+
+
+def _why(signal_name: str, *, oom: bool) -> tuple[str, tuple[str, ...]]:
+    """What the worker's signal says (a full /dev/shm, the OOM killer), and the fixes."""
+    if signal_name == "Bus error":
+        return _(
+            "The worker got SIGBUS: tensors are passed from workers through "
+            "shared memory (/dev/shm), and it was full."
+        ), (
+            _(
+                "Give the job more shared memory: `docker run --shm-size=16g` (Kubernetes: "
+                "an emptyDir with medium: Memory mounted at /dev/shm)."
+            ),
+            _(
+                "Or torch.multiprocessing.set_sharing_strategy('file_system'), or fewer "
+                "workers / smaller prefetch_factor."
+            ),
+        )
+    if signal_name == "Killed" or oom:
+        return _(
+            "The worker got SIGKILL, which in a training job almost always "
+            "means the kernel's OOM killer (or a container memory limit)."
+        ), (
+            _(
+                "Lower host memory use: fewer workers, smaller prefetch_factor, avoid "
+                "copying the whole dataset into each worker (copy-on-read of Python "
+                "lists: use numpy arrays or memory-mapped files)."
+            ),
+            _(
+                "Check `dmesg` for `Out of memory: Killed process`, and the container's "
+                "memory limit."
+            ),
+        )
+    return _("The worker died; the error inside it is lost because it happened in a subprocess."), (
+        _("Rerun with num_workers=0 to see the error in the main process."),
+    )

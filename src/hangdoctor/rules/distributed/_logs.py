@@ -34,6 +34,15 @@ def ranks_text(ranks: Iterable[int]) -> str:
     return _n("rank {ranks}", "ranks {ranks}", len(values), ranks=", ".join(spans))
 
 
+def rank_name(failure: RankFailure) -> str:
+    """`rank 3`, `local rank 1` (the agent's line names only that), or `a rank`."""
+    if failure.rank is not None:
+        return _("rank {rank}", rank=failure.rank)
+    if failure.local_rank is not None:
+        return _("local rank {rank}", rank=failure.local_rank)
+    return _("a rank")
+
+
 def exit_text(failure: RankFailure) -> str:
     if failure.signal is not None:
         name = SIGNAL_NAMES.get(failure.signal)

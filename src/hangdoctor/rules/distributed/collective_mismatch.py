@@ -21,6 +21,7 @@ from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.evidence.model import CodeFinding, Frame
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.examples import examples
@@ -124,97 +125,19 @@ class CollectiveMismatch(Rule):
                 code, taker = found
                 odd, rest = [taker], [s for s in odd + rest if s is not taker]
                 state = taker
-        seqs = {s.seq for s in odd + rest if s.seq is not None}
-        if len(seqs) == 1:
-            evidence.append(
-                _(
-                    "Flight Recorder: all of them are at collective #{seq}: the same "
-                    "step of the sequence, but not the same operation",
-                    seq=seqs.pop(),
-                )
-                if rank_view(job).flight_recorder
-                else _(
-                    "all of them are at collective #{seq}: the same "
-                    "step of the sequence, but not the same operation",
-                    seq=seqs.pop(),
-                )
-            )
+        evidence += _same_step(job, odd + rest)
         if code is not None:
             yield self._from_code(job, code, state, rest, evidence)
             return
         if all(s.call in POINT_TO_POINT for s in odd + rest):
             yield self._point_to_point(job, state, odd + rest, evidence)
             return
-        guarded = rank_guard(state)
-        guard = (
-            guarded[1]
-            if guarded
-            else (site.guards[-1] if site is not None and site.guards else None)
-        )
-        if guarded is not None and guarded[0] is not site:
-            where = short_location(guarded[0])
-        branch = sorted(extra_guards(state, rest)) if not guard else []
-        if guarded is not None:
-            evidence.append(
-                _("the call at {where} runs only where `{guard}` holds", where=where, guard=guard)
-            )
-            first_fix = _(
-                "The {doing} at {where} runs only where `{guard}` holds: move "
-                "it out of that `if` block, so that every rank calls it.",
-                doing=state.doing,
-                where=where,
-                guard=guard,
-            )
-        elif guard:  # a condition that need not differ between ranks (`if group is None:`)
-            evidence.append(
-                _("the call at {where} sits under `if {guard}`", where=where, guard=guard)
-            )
-            first_fix = _(
-                "{odd_calls} at {where} (under `if {guard}`) while "
-                "{rest_calls}: if `{guard}` can "
-                "differ between ranks, make it the same on every rank; else look for "
-                "a collective (or a group creation) that only some ranks made "
-                "before this one.",
-                odd_calls=capital(_calls(odd, state.doing)),
-                where=where,
-                guard=guard,
-                rest_calls=_calls(rest, rest[0].doing),
-            )
-        elif branch:
-            evidence.append(
-                _(
-                    "{odd} took the branch `if {branch}`, which {rest} did not",
-                    odd=rank_list(odd),
-                    branch=branch[0],
-                    rest=rank_list(rest),
-                )
-            )
-            first_fix = _(
-                "{odd} reached the "
-                "{call} at {where} through `if {branch}`, which "
-                "{rest} did not take: that condition differs between "
-                "ranks (it reads something each rank has its own value of); make it "
-                "the same on every rank, or all-reduce what it reads first.",
-                odd=capital(rank_list(odd)),
-                call=state.call,
-                where=where,
-                branch=branch[0],
-                rest=rank_list(rest),
-            )
-        else:
-            first_fix = _(
-                "Every rank must call the same collectives in the same order: "
-                "{odd_calls} at {where} while {rest_calls} at {other_where}.",
-                odd_calls=_calls(odd, state.doing),
-                where=where,
-                rest_calls=_calls(rest, rest[0].doing),
-                other_where=short_location(rest[0].site) if rest[0].site else _("another place"),
-            )
+        where, first_fix = _why_only_some(state, odd, rest, where, evidence)
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_(
                 "Collective mismatch: {odd} in {doing} at {where}, {rest} in {other_doing}",
                 odd=rank_list(odd),
@@ -309,12 +232,13 @@ class CollectiveMismatch(Rule):
             if all(s.call == stuck[0].call and s.site == stuck[0].site for s in stuck)
             else _("the ranks now wait in different places")
         )
+        related = tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4]
         if skipped:
             return Finding(
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "Collective mismatch: rank {rank} skipped the {op} at "
                     "{where}{under} that rank {other} made (collective "
@@ -336,51 +260,15 @@ class CollectiveMismatch(Rule):
                     rank=state.rank,
                 ),
                 culprit=culprit,
-                related=tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4],
+                related=related,
                 evidence=tuple(evidence),
-                fixes=(
-                    _(
-                        "Make every rank call the {op} at {where} whatever its data: "
-                        "compute the condition `{guard}` from all ranks first (all-reduce the "
-                        "count, then decide), or let the collective handle empty inputs "
-                        "(a metric's compute() must run on every rank).",
-                        op=origin.op,
-                        where=where,
-                        guard=guard,
-                    ),
-                    _(
-                        "Shard data so that every rank gets some of each kind (shuffle the "
-                        "evaluation sampler, or pad the smaller shards)."
-                    ),
-                    process_group_timeout(job),
-                ),
+                fixes=(*_skipped_fixes(origin, where, guard), process_group_timeout(job)),
             )
-        fields = {"op": origin.op, "where": where, "under": under, "rank": origin.rank}
-        fix = (
-            _(
-                "Every rank must call the same collectives in the same order: the {op} "
-                "at {where}{under} runs on rank {rank} and not on the others. "
-                "Move it out of that `if` (call it on every rank, and keep only the rank-"
-                "{rank} work inside), "
-                "or, when only one rank needs the result, make every rank call it anyway "
-                "(gathering a state dict, computing a metric: both are collectives).",
-                **fields,
-            )
-            if guard
-            else _(
-                "Every rank must call the same collectives in the same order: the {op} "
-                "at {where}{under} runs on rank {rank} and not on the others. "
-                "Call it on every rank, "
-                "or, when only one rank needs the result, make every rank call it anyway "
-                "(gathering a state dict, computing a metric: both are collectives).",
-                **fields,
-            )
-        )
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_(
                 "Collective mismatch: rank {rank} called {op} at {where}"
                 "{under}, {what} (collective #{seq}); every later collective was "
@@ -401,9 +289,13 @@ class CollectiveMismatch(Rule):
                 "from the line that made them part."
             ),
             culprit=culprit,
-            related=tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4],
+            related=related,
             evidence=tuple(evidence),
-            fixes=(fix, _(_DEBUG_DETAIL), process_group_timeout(job)),
+            fixes=(
+                _made_alone_fix(origin, where, under, guard),
+                _(_DEBUG_DETAIL),
+                process_group_timeout(job),
+            ),
         )
 
     def _point_to_point(
@@ -417,7 +309,7 @@ class CollectiveMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_n(
                 "Point-to-point mismatch: rank {rank} waits in {call} at "
                 "{where}, and {others} waits in {calls}: each waits for a "
@@ -491,7 +383,7 @@ class CollectiveMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=_(
                 "Collective mismatch: rank {rank} in {call}, {rest} "
                 "in {other_call}; the code calls a collective on some ranks only at "
@@ -523,3 +415,136 @@ class CollectiveMismatch(Rule):
                 process_group_timeout(job),
             ),
         )
+
+
+def _same_step(job: JobView, states: list[RankState]) -> list[str]:
+    """That the ranks are at the same step of their sequence, when they are."""
+    seqs = {s.seq for s in states if s.seq is not None}
+    if len(seqs) != 1:
+        return []
+    if rank_view(job).flight_recorder:
+        return [
+            _(
+                "Flight Recorder: all of them are at collective #{seq}: the same "
+                "step of the sequence, but not the same operation",
+                seq=seqs.pop(),
+            )
+        ]
+    return [
+        _(
+            "all of them are at collective #{seq}: the same "
+            "step of the sequence, but not the same operation",
+            seq=seqs.pop(),
+        )
+    ]
+
+
+def _why_only_some(
+    state: RankState, odd: list[RankState], rest: list[RankState], where: str, evidence: list[str]
+) -> tuple[str, str]:
+    """Why only some ranks made the call, as far as the code tells (a condition on the rank, a
+    condition that may differ, a branch only they took), and the first fix; with the place to
+    name (the guarded call, when that is not where the rank waits)."""
+    site = state.site
+    guarded = rank_guard(state)
+    guard = (
+        guarded[1] if guarded else (site.guards[-1] if site is not None and site.guards else None)
+    )
+    if guarded is not None and guarded[0] is not site:
+        where = short_location(guarded[0])
+    branch = sorted(extra_guards(state, rest)) if not guard else []
+    if guarded is not None:
+        evidence.append(
+            _("the call at {where} runs only where `{guard}` holds", where=where, guard=guard)
+        )
+        return where, _(
+            "The {doing} at {where} runs only where `{guard}` holds: move "
+            "it out of that `if` block, so that every rank calls it.",
+            doing=state.doing,
+            where=where,
+            guard=guard,
+        )
+    if guard:  # a condition that need not differ between ranks (`if group is None:`)
+        evidence.append(_("the call at {where} sits under `if {guard}`", where=where, guard=guard))
+        return where, _(
+            "{odd_calls} at {where} (under `if {guard}`) while "
+            "{rest_calls}: if `{guard}` can "
+            "differ between ranks, make it the same on every rank; else look for "
+            "a collective (or a group creation) that only some ranks made "
+            "before this one.",
+            odd_calls=capital(_calls(odd, state.doing)),
+            where=where,
+            guard=guard,
+            rest_calls=_calls(rest, rest[0].doing),
+        )
+    if branch:
+        evidence.append(
+            _(
+                "{odd} took the branch `if {branch}`, which {rest} did not",
+                odd=rank_list(odd),
+                branch=branch[0],
+                rest=rank_list(rest),
+            )
+        )
+        return where, _(
+            "{odd} reached the "
+            "{call} at {where} through `if {branch}`, which "
+            "{rest} did not take: that condition differs between "
+            "ranks (it reads something each rank has its own value of); make it "
+            "the same on every rank, or all-reduce what it reads first.",
+            odd=capital(rank_list(odd)),
+            call=state.call,
+            where=where,
+            branch=branch[0],
+            rest=rank_list(rest),
+        )
+    return where, _(
+        "Every rank must call the same collectives in the same order: "
+        "{odd_calls} at {where} while {rest_calls} at {other_where}.",
+        odd_calls=_calls(odd, state.doing),
+        where=where,
+        rest_calls=_calls(rest, rest[0].doing),
+        other_where=short_location(rest[0].site) if rest[0].site else _("another place"),
+    )
+
+
+def _skipped_fixes(origin: DesyncOrigin, where: str, guard: str | None) -> tuple[str, str]:
+    """A call made only where a condition on the rank's own data held."""
+    return (
+        _(
+            "Make every rank call the {op} at {where} whatever its data: "
+            "compute the condition `{guard}` from all ranks first (all-reduce the "
+            "count, then decide), or let the collective handle empty inputs "
+            "(a metric's compute() must run on every rank).",
+            op=origin.op,
+            where=where,
+            guard=guard,
+        ),
+        _(
+            "Shard data so that every rank gets some of each kind (shuffle the "
+            "evaluation sampler, or pad the smaller shards)."
+        ),
+    )
+
+
+def _made_alone_fix(origin: DesyncOrigin, where: str, under: str, guard: str | None) -> str:
+    """A call one rank made and the others did not."""
+    fields = {"op": origin.op, "where": where, "under": under, "rank": origin.rank}
+    if guard:
+        return _(
+            "Every rank must call the same collectives in the same order: the {op} "
+            "at {where}{under} runs on rank {rank} and not on the others. "
+            "Move it out of that `if` (call it on every rank, and keep only the rank-"
+            "{rank} work inside), "
+            "or, when only one rank needs the result, make every rank call it anyway "
+            "(gathering a state dict, computing a metric: both are collectives).",
+            **fields,
+        )
+    return _(
+        "Every rank must call the same collectives in the same order: the {op} "
+        "at {where}{under} runs on rank {rank} and not on the others. "
+        "Call it on every rank, "
+        "or, when only one rank needs the result, make every rank call it anyway "
+        "(gathering a state dict, computing a metric: both are collectives).",
+        **fields,
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
@@ -14,6 +15,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch, line_rank, scan
 from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, ranks_text
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -144,6 +146,166 @@ def _logged_ranks(lines: tuple[str, ...]) -> set[int]:
     return ranks
 
 
+@dataclass(frozen=True)
+class _Told:
+    """What an NCCL timeout's finding says: whom it blames and why, and the ranks' timeouts to
+    cite first, in `order`."""
+
+    title: str
+    explanation: str
+    order: list[int]
+    confidence: Confidence
+    culprit: Culprit | None = None
+    related: tuple[Culprit, ...] = ()
+    evidence: list[str] = field(default_factory=list)
+
+
+def _oldest_per_rank(timeouts: list[LogMatch]) -> dict[int, LogMatch]:
+    """The oldest timed-out work of each rank, within the process group most ranks report."""
+    groups: dict[str | None, dict[int, LogMatch]] = {}
+    for match in timeouts:
+        rank = match.number("rank")
+        assert rank is not None  # the pattern requires it
+        group = groups.setdefault(match.fields.get("pg"), {})
+        if rank not in group or _seq(match) < _seq(group[rank]):
+            group[rank] = match
+    return max(groups.values(), key=len)
+
+
+def _behind_the_others(per_rank: dict[int, LogMatch], behind: list[int], ahead: list[int]) -> _Told:
+    """Some ranks timed out in a later collective than others: the ones behind are the culprits."""
+    collective = _collective(per_rank[behind[0]])
+    return _Told(
+        title=_n(
+            "NCCL collective timed out: {behind} is behind, in "
+            "{collective} while {ahead} wait in {ahead_collective}",
+            "NCCL collective timed out: {behind} are behind, in "
+            "{collective} while {ahead} wait in {ahead_collective}",
+            len(behind),
+            behind=ranks_text(behind),
+            collective=collective,
+            ahead=ranks_text(ahead),
+            ahead_collective=_collective(per_rank[ahead[0]]),
+        ),
+        explanation=_(
+            "Every rank runs the same collectives in the same order, numbered by SeqNum. "
+            "{ahead} already issued later collectives, so "
+            "{behind} fell behind: it is stuck in, or before, "
+            "{collective}, or it called a different sequence of "
+            "collectives (one the others do not call).",
+            ahead=ranks_text(ahead).capitalize(),
+            behind=ranks_text(behind),
+            collective=collective,
+        ),
+        order=[*behind, *ahead],
+        confidence=Confidence.STRONG,
+        culprit=Culprit(rank=behind[0], role="rank"),
+        related=tuple(Culprit(rank=r, role="rank") for r in behind[1:]),
+    )
+
+
+def _in_one_collective(
+    lines: tuple[str, ...],
+    per_rank: dict[int, LogMatch],
+    behind: list[int],
+    progress: list[LogMatch],
+    timeout_ms: int | None,
+) -> _Told:
+    """Every reporting rank timed out in the same collective: the rank that completed the
+    fewest collectives, else a rank that logged but never reported the timeout, else nobody."""
+    first = per_rank[behind[0]]
+    completed = {
+        rank: done
+        for m in progress
+        if (rank := m.number("rank")) is not None and (done := m.number("completed")) is not None
+    }
+    absent = sorted(_logged_ranks(lines) - set(per_rank))
+    if completed and len(set(completed.values())) > 1:
+        lowest = min(completed.values())
+        slow = sorted(r for r, c in completed.items() if c == lowest)
+        return _Told(
+            title=_(
+                "NCCL collective timed out: {ranks} completed the fewest "
+                "collectives (last completed work {lowest})",
+                ranks=ranks_text(slow),
+                lowest=lowest,
+            ),
+            explanation=_(
+                "The ranks disagree on how far they got: the one that completed "
+                "the fewest collectives is the one to look at."
+            ),
+            order=behind,
+            confidence=Confidence.PROBABLE,
+            culprit=Culprit(rank=slow[0], role="rank"),
+            evidence=cite((m for m in progress if m.number("rank") in slow), limit=2),
+        )
+    if absent:
+        return _Told(
+            title=_(
+                "NCCL collective {collective} timed out on {behind}; {absent} never reported it",
+                collective=_collective(first),
+                behind=ranks_text(behind),
+                absent=ranks_text(absent),
+            ),
+            explanation=_(
+                "{behind} waited {seconds} in "
+                "{collective}. {absent} logged other lines "
+                "but no timeout: most likely it never entered this collective (stuck or "
+                "slow before it, or it exited), and the others waited for it.",
+                behind=ranks_text(behind).capitalize(),
+                seconds=_seconds(timeout_ms),
+                collective=_collective(first),
+                absent=ranks_text(absent).capitalize(),
+            ),
+            order=behind,
+            confidence=Confidence.FAIR,
+            culprit=Culprit(rank=absent[0], role="rank"),
+            related=tuple(Culprit(rank=r, role="rank") for r in absent[1:]),
+        )
+    return _Told(
+        title=_(
+            "NCCL collective {collective} timed out on {behind} after {seconds}",
+            collective=_collective(first),
+            behind=ranks_text(behind),
+            seconds=_seconds(timeout_ms),
+        ),
+        explanation=_(
+            "The reporting ranks all waited in the same collective, so some rank never "
+            "joined it (stuck before it, or outside this log), or the collective itself "
+            "could not finish (network, GPU). The log alone cannot tell which."
+        ),
+        order=behind,
+        confidence=Confidence.PROBABLE,
+    )
+
+
+def _nccl_fixes(*, supervised: bool) -> tuple[str, ...]:
+    return (
+        _(
+            "Find where each rank was: rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+            "TORCH_NCCL_DUMP_ON_TIMEOUT=1 (Flight Recorder) so every rank dumps its last "
+            "collectives on timeout, and compare them ({docs}).",
+            docs=FLIGHT_RECORDER_DOCS,
+        ),
+        *(() if supervised else (_(_RUN_HINT),)),
+        _(
+            "Look at the code path of the rank that is behind: a collective called only "
+            "on some ranks (inside `if rank == 0:`), a data-dependent branch, an uneven "
+            "number of batches per rank, or a slow step (evaluation, checkpoint saving) "
+            "done by one rank only."
+        ),
+        _(
+            "Set NCCL_DEBUG=INFO (with NCCL_DEBUG_SUBSYS=INIT,NET) to see transport "
+            "errors, and leave TORCH_NCCL_ASYNC_ERROR_HANDLING at its default (never 0) "
+            "so a timeout ends the job instead of hanging it."
+        ),
+        _(
+            "Raise init_process_group(timeout=...) only if a legitimately slow step "
+            "explains the wait."
+        ),
+    )
+
+
 class CollectiveTimeoutFromLog(Rule):
     id = "HD350"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
@@ -201,144 +363,28 @@ class CollectiveTimeoutFromLog(Rule):
         progress: list[LogMatch],
         supervised: bool,
     ) -> Finding:
-        # The oldest timed-out work of each rank, within the process group most ranks report.
-        groups: dict[str | None, dict[int, LogMatch]] = {}
-        for match in timeouts:
-            rank = match.number("rank")
-            assert rank is not None  # the pattern requires it
-            group = groups.setdefault(match.fields.get("pg"), {})
-            if rank not in group or _seq(match) < _seq(group[rank]):
-                group[rank] = match
-        per_rank = max(groups.values(), key=len)
-        timeout_ms = _timeout_ms(timeouts[0])
+        per_rank = _oldest_per_rank(timeouts)
         seqs = {rank: _seq(m) for rank, m in per_rank.items()}
         low = min(seqs.values())
         behind = sorted(r for r, s in seqs.items() if s == low)
         ahead = sorted(r for r, s in seqs.items() if s != low)
-        related: tuple[Culprit, ...] = ()
-        culprit = None
-        evidence: list[str] = []
-        if ahead:
-            first_ahead = per_rank[ahead[0]]
-            title = _n(
-                "NCCL collective timed out: {behind} is behind, in "
-                "{collective} while {ahead} wait in {ahead_collective}",
-                "NCCL collective timed out: {behind} are behind, in "
-                "{collective} while {ahead} wait in {ahead_collective}",
-                len(behind),
-                behind=ranks_text(behind),
-                collective=_collective(per_rank[behind[0]]),
-                ahead=ranks_text(ahead),
-                ahead_collective=_collective(first_ahead),
-            )
-            explanation = _(
-                "Every rank runs the same collectives in the same order, numbered by SeqNum. "
-                "{ahead} already issued later collectives, so "
-                "{behind} fell behind: it is stuck in, or before, "
-                "{collective}, or it called a different sequence of "
-                "collectives (one the others do not call).",
-                ahead=ranks_text(ahead).capitalize(),
-                behind=ranks_text(behind),
-                collective=_collective(per_rank[behind[0]]),
-            )
-            culprit = Culprit(rank=behind[0], role="rank")
-            related = tuple(Culprit(rank=r, role="rank") for r in behind[1:])
-            order = [*behind, *ahead]
-            confidence = 0.85
-        else:
-            first = per_rank[behind[0]]
-            completed = {
-                rank: done
-                for m in progress
-                if (rank := m.number("rank")) is not None
-                and (done := m.number("completed")) is not None
-            }
-            absent = sorted(_logged_ranks(lines) - set(per_rank))
-            order = behind
-            confidence = 0.8
-            if completed and len(set(completed.values())) > 1:
-                lowest = min(completed.values())
-                slow = sorted(r for r, c in completed.items() if c == lowest)
-                title = _(
-                    "NCCL collective timed out: {ranks} completed the fewest "
-                    "collectives (last completed work {lowest})",
-                    ranks=ranks_text(slow),
-                    lowest=lowest,
-                )
-                explanation = _(
-                    "The ranks disagree on how far they got: the one that completed "
-                    "the fewest collectives is the one to look at."
-                )
-                culprit = Culprit(rank=slow[0], role="rank")
-                evidence += cite((m for m in progress if m.number("rank") in slow), limit=2)
-            elif absent:
-                title = _(
-                    "NCCL collective {collective} timed out on {behind}; "
-                    "{absent} never reported it",
-                    collective=_collective(first),
-                    behind=ranks_text(behind),
-                    absent=ranks_text(absent),
-                )
-                explanation = _(
-                    "{behind} waited {seconds} in "
-                    "{collective}. {absent} logged other lines "
-                    "but no timeout: most likely it never entered this collective (stuck or "
-                    "slow before it, or it exited), and the others waited for it.",
-                    behind=ranks_text(behind).capitalize(),
-                    seconds=_seconds(timeout_ms),
-                    collective=_collective(first),
-                    absent=ranks_text(absent).capitalize(),
-                )
-                culprit = Culprit(rank=absent[0], role="rank")
-                related = tuple(Culprit(rank=r, role="rank") for r in absent[1:])
-                confidence = 0.7
-            else:
-                title = _(
-                    "NCCL collective {collective} timed out on {behind} after {seconds}",
-                    collective=_collective(first),
-                    behind=ranks_text(behind),
-                    seconds=_seconds(timeout_ms),
-                )
-                explanation = _(
-                    "The reporting ranks all waited in the same collective, so some rank never "
-                    "joined it (stuck before it, or outside this log), or the collective itself "
-                    "could not finish (network, GPU). The log alone cannot tell which."
-                )
-        evidence = cite(per_rank[r] for r in order) + evidence
+        told = (
+            _behind_the_others(per_rank, behind, ahead)
+            if ahead
+            else _in_one_collective(lines, per_rank, behind, progress, _timeout_ms(timeouts[0]))
+        )
+        evidence = cite(per_rank[r] for r in told.order) + told.evidence
         return Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=confidence,
-            title=title,
-            explanation=explanation,
-            culprit=culprit,
-            related=related,
+            confidence=told.confidence,
+            title=told.title,
+            explanation=told.explanation,
+            culprit=told.culprit,
+            related=told.related,
             evidence=tuple(evidence[:MAX_EVIDENCE]),
-            fixes=(
-                _(
-                    "Find where each rank was: rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
-                    "TORCH_NCCL_DUMP_ON_TIMEOUT=1 (Flight Recorder) so every rank dumps its last "
-                    "collectives on timeout, and compare them ({docs}).",
-                    docs=FLIGHT_RECORDER_DOCS,
-                ),
-                *(() if supervised else (_(_RUN_HINT),)),
-                _(
-                    "Look at the code path of the rank that is behind: a collective called only "
-                    "on some ranks (inside `if rank == 0:`), a data-dependent branch, an uneven "
-                    "number of batches per rank, or a slow step (evaluation, checkpoint saving) "
-                    "done by one rank only."
-                ),
-                _(
-                    "Set NCCL_DEBUG=INFO (with NCCL_DEBUG_SUBSYS=INIT,NET) to see transport "
-                    "errors, and leave TORCH_NCCL_ASYNC_ERROR_HANDLING at its default (never 0) "
-                    "so a timeout ends the job instead of hanging it."
-                ),
-                _(
-                    "Raise init_process_group(timeout=...) only if a legitimately slow step "
-                    "explains the wait."
-                ),
-            ),
+            fixes=_nccl_fixes(supervised=supervised),
         )
 
     def _gloo(self, job: JobView, lines: tuple[str, ...], timeouts: list[LogMatch]) -> Finding:
@@ -399,7 +445,7 @@ class CollectiveTimeoutFromLog(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.7 if absent else 0.75,
+            confidence=Confidence.FAIR if absent else Confidence.LIKELY,
             title=title,
             explanation=explanation,
             culprit=culprit,

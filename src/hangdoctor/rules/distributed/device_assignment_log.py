@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of, output_lines
@@ -61,7 +62,7 @@ class DuplicateGpu(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9 if duplicate else 0.6,
+            confidence=Confidence.CERTAIN if duplicate else Confidence.PLAUSIBLE,
             title=title,
             explanation=_(
                 "Each rank must drive its own GPU. Without "

@@ -13,6 +13,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -121,7 +122,7 @@ class FlightRecorderMissingRanks(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=title,
             explanation=_(
                 "The Flight Recorder analyzer matched every rank's collectives: the "

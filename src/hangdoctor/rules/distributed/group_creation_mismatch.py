@@ -18,6 +18,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import rank_culprit
 from hangdoctor.rules.examples import examples
@@ -113,7 +114,7 @@ class GroupCreationMismatch(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_(
                 "{ahead} created a process "
                 "group at {where} that {behind} did not (new_group called "

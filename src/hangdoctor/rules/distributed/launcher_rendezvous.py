@@ -12,6 +12,7 @@ from hangdoctor.analysis.roles import Role
 from hangdoctor.evidence.model import ProcessEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import culprit, kernel_words, main_thread
@@ -88,7 +89,7 @@ class LauncherRendezvous(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "torchrun waits for the other nodes to join its rendezvous; no rank has started"
                 ),

@@ -9,6 +9,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import rank_list, rank_view
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -73,7 +74,7 @@ class RankExited(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_n(
                 "Rank {ranks} exited; {waiting} waits for it",
                 "Rank {ranks} exited; {waiting} wait for it",

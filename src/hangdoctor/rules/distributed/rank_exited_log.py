@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
@@ -19,8 +19,9 @@ from hangdoctor.analysis.tracebacks import (
     tracebacks,
 )
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules.base import Rule
-from hangdoctor.rules.distributed._logs import capital, exit_text, ranks_text
+from hangdoctor.rules.base import Deferral, Rule
+from hangdoctor.rules.confidence import Confidence
+from hangdoctor.rules.distributed._logs import capital, exit_text, rank_name, ranks_text
 from hangdoctor.rules.distributed._ranks import early_exit
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -209,6 +210,319 @@ def _job_failed(job: JobView) -> bool:
     return record is None or record.exit_code is None or record.exit_code != 0
 
 
+def _failures(job: JobView, lines: tuple[str, ...]) -> list[RankFailure]:
+    """The ranks that failed: torchrun's summary, or without one (Lightning, accelerate, a
+    hand-made mp.spawn) the first rank's own traceback in a job that failed, which PyTorch
+    prefixes with the rank."""
+    failures = torchrun_failures(lines)
+    if failures:
+        return failures
+    raised = first_failure(lines)
+    if raised is None or not _job_failed(job):
+        return []
+    return [
+        RankFailure(
+            rank=raised.rank,
+            local_rank=None,
+            exitcode=1,
+            pid=None,
+            index=raised.index,
+            line=lines[raised.index],
+        )
+    ]
+
+
+def _first_failed(job: JobView) -> RankFailure | None:
+    """The failure to explain (`_first_failure`), if a rank failed."""
+    failures = _failures(job, output_lines(job))
+    return _first_failure(failures) if failures else None
+
+
+def _ended_by_a_collective_timeout(job: JobView) -> bool:
+    """Whether the first failure is a collective timeout's consequence: NCCL's watchdog aborted
+    the rank (SIGABRT), or it raised giving up on a peer, in a job whose collectives timed out."""
+    if not matches_of(job, LogKind.NCCL_TIMEOUT, LogKind.GLOO_TIMEOUT):
+        return False
+    first = _first_failed(job)
+    if first is None or first.signal not in (None, signal.SIGABRT):
+        return False
+    if first.signal == signal.SIGABRT:
+        return True
+    raised = first_raised(output_lines(job), first.rank) if first.rank is not None else None
+    return raised is not None and is_consequence(raised)
+
+
+def _aborted_on_a_size_mismatch(job: JobView) -> bool:
+    """Whether the first failure is gloo's abort (SIGABRT) on a collective size mismatch."""
+    first = _first_failed(job)
+    return (
+        first is not None
+        and first.signal == signal.SIGABRT
+        and bool(matches_of(job, LogKind.COLLECTIVE_SIZE_MISMATCH))
+    )
+
+
+@dataclass
+class _Told:
+    """What the finding says about the first failure: its facts, then its words."""
+
+    first: RankFailure
+    name: str
+    severity: Severity = Severity.ERROR
+    confidence: Confidence = Confidence.CERTAIN
+    explanation: str = ""
+    location: Location | None = None
+    raised: Raised | None = None
+    evidence: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+
+
+def _killed(job: JobView, first: RankFailure, name: str) -> _Told:
+    """A rank a signal ended: what the signal usually means, and where faulthandler saw it die."""
+    assert first.signal is not None
+    told = _Told(first=first, name=name)
+    advice = _SIGNAL_ADVICE.get(first.signal)
+    if advice is not None:
+        told.explanation, fix = _(advice[0]), _(advice[1])
+    else:
+        told.explanation = _("It was killed by signal {signal}.", signal=first.signal)
+        fix = _("Look in the log and `dmesg` for what sent it.")
+    told.fixes.append(fix)
+    if first.signal == signal.SIGTERM:
+        told.severity, told.confidence = Severity.WARNING, Confidence.PLAUSIBLE
+    fatal, crashed_at = fault_of(job, rank=first.rank, pid=first.pid)
+    if crashed_at is None:
+        return told
+    told.location = Location.of(crashed_at)
+    died = {"fatal": fatal or _("fatal signal"), "where": short_location(crashed_at)}
+    told.explanation = _(
+        "{explanation} Python's faulthandler saw it die ({fatal}) at {where}.",
+        explanation=told.explanation,
+        **died,
+    )
+    told.evidence.append(
+        _(
+            "faulthandler: {name} died ({fatal}) at {where} `{code}`",
+            name=name,
+            code=crashed_at.code,
+            **died,
+        )
+        if crashed_at.code
+        else _("faulthandler: {name} died ({fatal}) at {where}", name=name, **died)
+    )
+    return told
+
+
+def _culprit_rank(
+    job: JobView, lines: tuple[str, ...], failures: list[RankFailure], first: RankFailure
+) -> tuple[RankFailure, Raised | None, _Left | None]:
+    """Who to blame for a rank that exited without a signal, and what it raised: the rank
+    itself; or, when it only lost its peer, the rank the timeline saw gone first, which either
+    raised an error of its own (that error is the cause, whichever rank the launcher's summary
+    happened to put first: both failed within the same instant, the summary's order is a race)
+    or left without one (returned or broke out early)."""
+    raised = first_raised(lines, first.rank) if first.rank is not None else None
+    left = _left_first(job, first.rank) if raised is not None and is_consequence(raised) else None
+    own = first_raised(lines, left.rank) if left is not None else None
+    if left is None or own is None or is_consequence(own):
+        return first, raised, left
+    first = next(
+        (f for f in failures if f.rank == left.rank),
+        RankFailure(
+            rank=left.rank,
+            local_rank=None,
+            exitcode=1,  # an uncaught exception ends Python with 1
+            pid=left.pid,
+            index=own.index,
+            line=lines[own.index],
+        ),
+    )
+    return first, own, None
+
+
+def _left_early(job: JobView, first: RankFailure, raised: Raised | None, left: _Left) -> _Told:
+    """A rank that left the job before the others, without an error: where it got out."""
+    told = _Told(
+        first=RankFailure(
+            rank=left.rank, local_rank=None, exitcode=None, pid=left.pid, index=first.index
+        ),
+        name=_("rank {rank}", rank=left.rank),
+    )
+    told.evidence.append(
+        _(
+            "rank {rank} (pid {pid}) left the job first: last seen {seconds:.1f} s after the "
+            "start, before the others failed",
+            rank=left.rank,
+            pid=left.pid,
+            seconds=left.last_seen_s,
+        )
+    )
+    if raised is not None:
+        told.evidence.append(
+            _(
+                "rank {rank} lost its peer ({error})",
+                rank=first.rank,
+                error=raised_words(raised),
+            )
+        )
+    told.explanation = _(
+        "It left the job before the others: no error of its own in the "
+        "log, so it most likely returned or broke out of its loop early "
+        "(early stopping, an exhausted shard, a `return` on some ranks); "
+        "the others failed when their next collective lost it."
+    )
+    way_out = _way_out(job, left.pid)
+    if way_out is not None:
+        told.location, found = way_out
+        told.evidence += found
+    told.fixes.append(
+        _(
+            "Find the exit path rank {rank} took while the others went "
+            "on: every rank must run the same collectives to the end (stop "
+            "together: all_reduce a 'stop' flag before breaking out).",
+            rank=left.rank,
+        )
+    )
+    return told
+
+
+def _raised(first: RankFailure, name: str, raised: Raised) -> _Told:
+    """A rank that raised an exception the failure rules do not name (a library's, or a lost
+    peer's)."""
+    told = _Told(first=first, name=name, raised=raised, location=Location.of(raised.location))
+    told.explanation = _(
+        "It raised {error} and exited with code {code}.",
+        error=raised_words(raised),
+        code=first.exitcode,
+    )
+    told.fixes.append(
+        _(
+            "Fix the {type} at {where}; the other ranks only lost their peer.",
+            type=raised.short_type,
+            where=short_location(raised.location) if raised.location else _("its line"),
+        )
+    )
+    if _UNUSED_PARAMETERS in raised.message:
+        told.fixes.append(_(_UNUSED_PARAMETERS_FIX))
+    return told
+
+
+def _exited(first: RankFailure, name: str) -> _Told:
+    """A rank that exited with an error code and no traceback in the log."""
+    told = _Told(first=first, name=name)
+    told.explanation = _(
+        "It exited with code {code}: a Python exception in "
+        "that rank. Its traceback is in the log above the summary (lines "
+        "prefixed `[rank{rank}]:`).",
+        code=first.exitcode,
+        rank=first.rank if first.rank is not None else "N",
+    )
+    told.fixes.append(
+        _(
+            "Decorate your entry point with "
+            "`@torch.distributed.elastic.multiprocessing.errors.record` so "
+            "torchrun's summary carries the exception itself."
+        )
+    )
+    return told
+
+
+def _own_exception(raised: Raised | None) -> bool:
+    """Whether the rank died of an exception of its own code: that exception is the cause, and
+    its category (process.exception, or a known error's) the one to name; the failure rules name
+    it at its origin, on this rank (see rules/_failure.py)."""
+    return raised is not None and raised.in_user_code and not is_consequence(raised)
+
+
+def _exited_without_signal(
+    job: JobView, lines: tuple[str, ...], failures: list[RankFailure], first: RankFailure
+) -> _Told | None:
+    """A rank that exited with an error code: what it raised, or that it left first; None when
+    it died of an exception of its own code (the failure rules name that)."""
+    name = rank_name(first)
+    culprit, raised, left = _culprit_rank(job, lines, failures, first)
+    if left is not None:
+        told = _left_early(job, culprit, raised, left)
+    elif _own_exception(raised):
+        return None
+    elif raised is not None:
+        told = _raised(culprit, name, raised)
+    else:
+        told = _exited(culprit, name)
+    told.confidence = (
+        Confidence.STRONG if told.raised is not None or left is not None else Confidence.PLAUSIBLE
+    )
+    # Its own exception is not a lost connection, while its peers' are: it failed first and the
+    # peers' connection errors are the consequence, not the cause.
+    prefix = f"[rank{told.first.rank}]:" if told.first.rank is not None else None
+    transport = matches_of(job, LogKind.TRANSPORT_ERROR)
+    lost = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
+    if prefix and transport and not lost:
+        told.confidence = Confidence.STRONG
+        told.explanation = _(
+            "{explanation} The other ranks' connection errors followed from it: they "
+            "lost their peer.",
+            explanation=told.explanation,
+        )
+    return told
+
+
+def _evidence(job: JobView, failures: list[RankFailure], told: _Told) -> list[str]:
+    """The finding's evidence: the facts found, the launcher's line, the OOM killer's line and
+    the ranks that failed after it (and, on the OOM killer's word, a lower confidence)."""
+    first = told.first
+    evidence = [
+        *told.evidence,
+        _("log: {line}", line=clip(first.line))
+        if first.line
+        else _("torchrun: {name} failed", name=told.name),
+    ]
+    if first.cause and first.cause not in evidence[0]:
+        evidence.append(f"torchrun: {first.cause}")
+    oom = [
+        m
+        for m in matches_of(job, LogKind.OOM_KILLED, kernel=True)
+        if first.pid is not None and first.pid in m.pids
+    ]
+    if oom:
+        told.explanation = _(
+            "{explanation} The kernel log shows the OOM killer ended this very process.",
+            explanation=told.explanation,
+        )
+        evidence += cite(oom, "kernel log", limit=1)
+        told.confidence = Confidence.FAIR  # host.memory_exhausted is the better explanation
+    other_ranks = [f.rank for f in failures if f is not first and f.rank is not None]
+    if other_ranks:
+        evidence.append(
+            _("torchrun also lists {ranks} as failed after it", ranks=ranks_text(other_ranks))
+        )
+    if told.raised is not None:
+        evidence.insert(
+            0,
+            _("rank {rank} raised {error}", rank=first.rank, error=raised_words(told.raised)),
+        )
+    return evidence
+
+
+def _title(told: _Told, pid: str) -> str:
+    first = told.first
+    how = (
+        f"{told.raised.short_type}: {clip(told.raised.message)}"
+        if told.raised is not None
+        else exit_text(first)
+    )
+    name = capital(told.name)
+    if first.host:
+        return _(
+            "{name}{pid} on {host} failed first ({how})",
+            name=name,
+            pid=pid,
+            host=first.host,
+            how=how,
+        )
+    return _("{name}{pid} failed first ({how})", name=name, pid=pid, how=how)
+
+
 class RankExitedFromLog(Rule):
     id = "HD352"
     category = Category.DISTRIBUTED_RANK_EXITED
@@ -233,272 +547,56 @@ class RankExitedFromLog(Rule):
     specificity = 80
     names_culprit = False
     fires_on, quiet_on = examples("HD352")
+    defers_to = (
+        Deferral(
+            frozenset({"HD350"}),
+            why="the collective timed out first: the abort or the lost peer followed from it",
+            when=_ended_by_a_collective_timeout,
+        ),
+        Deferral(
+            frozenset({"HD354"}),
+            why="gloo aborted the rank on a size mismatch: the mismatch is the cause",
+            when=_aborted_on_a_size_mismatch,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)
-        failures = torchrun_failures(lines)
+        failures = _failures(job, lines)
         if not failures:
-            # No launcher summary (Lightning, accelerate, a hand-made mp.spawn): the ranks'
-            # own tracebacks, which PyTorch prefixes with the rank, tell who failed first.
-            raised_first = first_failure(lines)
-            if raised_first is None or not _job_failed(job):
-                return
-            failures = [
-                RankFailure(
-                    rank=raised_first.rank,
-                    local_rank=None,
-                    exitcode=1,
-                    pid=None,
-                    index=raised_first.index,
-                    line=lines[raised_first.index],
-                )
-            ]
+            return
         first = _first_failure(failures)
-        timeouts = matches_of(job, LogKind.NCCL_TIMEOUT, LogKind.GLOO_TIMEOUT)
-        if first.signal == 6 and timeouts:
-            return  # the watchdog took it down: the collective timeout is the finding
-        if first.signal == 6 and matches_of(job, LogKind.COLLECTIVE_SIZE_MISMATCH):
-            return  # gloo aborted it on a size mismatch: the mismatch is the finding
-        name = (
-            _("rank {rank}", rank=first.rank)
-            if first.rank is not None
-            else _("local rank {rank}", rank=first.local_rank)
-            if first.local_rank is not None
-            else _("a rank")
-        )
-        pid = f" (pid {first.pid})" if first.pid else ""
-        severity, confidence = Severity.ERROR, 0.9
-        fixes: list[str] = []
-        raised: Raised | None = None
-        location: Location | None = None
-        fault_evidence: list[str] = []
         if first.signal == signal.SIGABRT and _aborted_after_its_own_error(lines, first):
-            # An uncaught exception of its own, then an abort as the process tore down (a
-            # C++ thread still running at exit: "terminate called without an active
-            # exception"): the exception is the cause, named at its origin by the failure rules.
+            # An uncaught exception of its own, then an abort as the process tore down (a C++
+            # thread still running at exit: "terminate called without an active exception"):
+            # the exception is the cause, named at its origin by the failure rules.
             return
         if first.signal is not None:
-            advice = _SIGNAL_ADVICE.get(first.signal)
-            if advice is not None:
-                explanation, fix = _(advice[0]), _(advice[1])
-            else:
-                explanation = _("It was killed by signal {signal}.", signal=first.signal)
-                fix = _("Look in the log and `dmesg` for what sent it.")
-            fixes.append(fix)
-            if first.signal == 15:
-                severity, confidence = Severity.WARNING, 0.6
-            fatal, crashed_at = fault_of(job, rank=first.rank, pid=first.pid)
-            if crashed_at is not None:
-                location = Location.of(crashed_at)
-                died = {
-                    "fatal": fatal or _("fatal signal"),
-                    "where": short_location(crashed_at),
-                }
-                explanation = _(
-                    "{explanation} Python's faulthandler saw it die ({fatal}) at {where}.",
-                    explanation=explanation,
-                    **died,
-                )
-                fault_evidence.append(
-                    _(
-                        "faulthandler: {name} died ({fatal}) at {where} `{code}`",
-                        name=name,
-                        code=crashed_at.code,
-                        **died,
-                    )
-                    if crashed_at.code
-                    else _("faulthandler: {name} died ({fatal}) at {where}", name=name, **died)
-                )
+            told: _Told | None = _killed(job, first, rank_name(first))
         else:
-            raised = first_raised(lines, first.rank) if first.rank is not None else None
-            if raised is not None and is_consequence(raised) and timeouts:
-                return  # it gave up waiting for a peer: the collective timeout is the finding
-            left = (
-                _left_first(job, first.rank)
-                if raised is not None and is_consequence(raised)
-                else None
-            )
-            own = first_raised(lines, left.rank) if left is not None else None
-            if left is not None and own is not None and not is_consequence(own):
-                # The rank that was gone first raised an error of its own: that error is the
-                # cause, whichever rank the launcher's summary happened to put first (both
-                # failed within the same instant; the summary's order is a race).
-                first = next(
-                    (f for f in failures if f.rank == left.rank),
-                    RankFailure(
-                        rank=left.rank,
-                        local_rank=None,
-                        exitcode=1,  # an uncaught exception ends Python with 1
-                        pid=left.pid,
-                        index=own.index,
-                        line=lines[own.index],
-                    ),
-                )
-                raised, left = own, None
-            if left is not None:
-                # It lost its peer: the rank whose process was gone first is where to look.
-                lost_peer = (
-                    _(
-                        "rank {rank} lost its peer ({error})",
-                        rank=first.rank,
-                        error=raised_words(raised),
-                    )
-                    if (raised is not None)
-                    else ""
-                )
-                first = RankFailure(
-                    rank=left.rank,
-                    local_rank=None,
-                    exitcode=None,
-                    pid=left.pid,
-                    index=first.index,
-                    line="",
-                )
-                name = _("rank {rank}", rank=left.rank)
-                raised = None
-                fault_evidence.append(
-                    _(
-                        "rank {rank} (pid {pid}) left the job first: "
-                        "last seen {seconds:.1f} s after the start, "
-                        "before the others failed",
-                        rank=left.rank,
-                        pid=left.pid,
-                        seconds=left.last_seen_s,
-                    )
-                )
-                if lost_peer:
-                    fault_evidence.append(lost_peer)
-            if left is not None:
-                explanation = _(
-                    "It left the job before the others: no error of its own in the "
-                    "log, so it most likely returned or broke out of its loop early "
-                    "(early stopping, an exhausted shard, a `return` on some ranks); "
-                    "the others failed when their next collective lost it."
-                )
-                way_out = _way_out(job, left.pid)
-                if way_out is not None:
-                    location, found = way_out
-                    fault_evidence += found
-                fixes.append(
-                    _(
-                        "Find the exit path rank {rank} took while the others went "
-                        "on: every rank must run the same collectives to the end (stop "
-                        "together: all_reduce a 'stop' flag before breaking out).",
-                        rank=left.rank,
-                    )
-                )
-            elif raised is not None and raised.in_user_code and not is_consequence(raised):
-                # It died of an exception of its own code: that exception is the cause, and
-                # its category (process.exception, or a known error's) the one to name; the
-                # failure rules name it at its origin, on this rank (see rules/_failure.py).
-                return
-            elif raised is not None:
-                explanation = _(
-                    "It raised {error} and exited with code {code}.",
-                    error=raised_words(raised),
-                    code=first.exitcode,
-                )
-                location = Location.of(raised.location)
-                fixes.append(
-                    _(
-                        "Fix the {type} at {where}; the other ranks only lost their peer.",
-                        type=raised.short_type,
-                        where=short_location(raised.location) if raised.location else _("its line"),
-                    )
-                )
-                if _UNUSED_PARAMETERS in raised.message:
-                    fixes.append(_(_UNUSED_PARAMETERS_FIX))
-            else:
-                explanation = _(
-                    "It exited with code {code}: a Python exception in "
-                    "that rank. Its traceback is in the log above the summary (lines "
-                    "prefixed `[rank{rank}]:`).",
-                    code=first.exitcode,
-                    rank=first.rank if first.rank is not None else "N",
-                )
-                fixes.append(
-                    _(
-                        "Decorate your entry point with "
-                        "`@torch.distributed.elastic.multiprocessing.errors.record` so "
-                        "torchrun's summary carries the exception itself."
-                    )
-                )
-            confidence = 0.85 if raised is not None or left is not None else 0.6
-            # Its own exception is not a lost connection, while its peers' are: it failed first
-            # and the peers' connection errors are the consequence, not the cause.
-            prefix = f"[rank{first.rank}]:" if first.rank is not None else None
-            transport = matches_of(job, LogKind.TRANSPORT_ERROR)
-            lost = [m for m in transport if prefix and m.line.lstrip().startswith(prefix)]
-            if prefix and transport and not lost:
-                confidence = 0.85
-                explanation = _(
-                    "{explanation} The other ranks' connection errors followed from it: they "
-                    "lost their peer.",
-                    explanation=explanation,
-                )
-        evidence = [
-            *fault_evidence,
-            _("log: {line}", line=clip(first.line))
-            if first.line
-            else _("torchrun: {name} failed", name=name),
-        ]
-        if first.cause and first.cause not in evidence[0]:
-            evidence.append(f"torchrun: {first.cause}")
-        oom = [
-            m
-            for m in matches_of(job, LogKind.OOM_KILLED, kernel=True)
-            if first.pid is not None and first.pid in m.pids
-        ]
-        if oom:
-            explanation = _(
-                "{explanation} The kernel log shows the OOM killer ended this very process.",
-                explanation=explanation,
-            )
-            evidence += cite(oom, "kernel log", limit=1)
-            confidence = 0.7  # host.memory_exhausted is the better explanation
-        other_ranks = [f.rank for f in failures if f is not first and f.rank is not None]
-        if other_ranks:
-            evidence.append(
-                _(
-                    "torchrun also lists {ranks} as failed after it",
-                    ranks=ranks_text(other_ranks),
-                )
-            )
+            told = _exited_without_signal(job, lines, failures, first)
+        if told is None:
+            return
+        evidence = _evidence(job, failures, told)
         if job.record is None:  # only logs: `run` would have watched every rank
-            fixes.append(
+            told.fixes.append(
                 _(
                     "Run the job under `hangdoctor run -- torchrun ...`, which watches "
                     "every rank and reports the first one that dies, with its signal and "
                     "memory."
                 )
             )
-        how = exit_text(first)
-        if raised is not None:
-            how = f"{raised.short_type}: {clip(raised.message)}"
-            evidence.insert(
-                0, _("rank {rank} raised {error}", rank=first.rank, error=raised_words(raised))
-            )
         yield Finding(
             id=self.id,
             category=self.category,
-            severity=severity,
-            confidence=confidence,
-            title=_(
-                "{name}{pid} on {host} failed first ({how})",
-                name=capital(name),
-                pid=pid,
-                host=first.host,
-                how=how,
-            )
-            if first.host
-            else _(
-                "{name}{pid} failed first ({how})",
-                name=capital(name),
-                pid=pid,
-                how=how,
+            severity=told.severity,
+            confidence=told.confidence,
+            # the pid torchrun's summary gave the failure it put first
+            title=_title(told, f" (pid {first.pid})" if first.pid else ""),
+            explanation=told.explanation,
+            culprit=Culprit(
+                rank=told.first.rank, pid=told.first.pid, role="rank", location=told.location
             ),
-            explanation=explanation,
-            culprit=Culprit(rank=first.rank, pid=first.pid, role="rank", location=location),
             evidence=tuple(evidence[:MAX_EVIDENCE]),
-            fixes=tuple(fixes),
+            fixes=tuple(told.fixes),
         )

@@ -17,6 +17,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, ranks_text
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -188,7 +189,7 @@ class RasMissingRanks(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.75,
+            confidence=Confidence.LIKELY,
             title=_("NCCL RAS: {who} {state}{more}", who=_who(first), state=state, more=more),
             explanation=explanation,
             culprit=_culprit(job, first),
@@ -283,7 +284,7 @@ class RasMissingRanks(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if stalled else Severity.WARNING,
-            confidence=0.65 if minority else 0.5,
+            confidence=Confidence.SUGGESTIVE if minority else Confidence.POSSIBLE,
             title=title,
             explanation=explanation,
             culprit=_culprit(job, first) if first is not None else None,

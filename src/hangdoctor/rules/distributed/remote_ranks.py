@@ -12,6 +12,7 @@ from hangdoctor.analysis.ranks import rank_view
 from hangdoctor.evidence.model import NodesEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
@@ -77,7 +78,7 @@ class RemoteRanks(Rule):
         if node is None or not view.elsewhere or not alive:
             return
         if not all(s.in_collective for s in alive):
-            return  # a rank here is stuck elsewhere: the cross-rank rules name it
+            return  # not every rank here waits in a collective: not what this rule matches
         if len({(s.call, s.seq) for s in alive}) != 1:
             return
         remote = _span(view.elsewhere)
@@ -95,7 +96,7 @@ class RemoteRanks(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.5,
+            confidence=Confidence.POSSIBLE,
             title=_(
                 "Ranks {here} ({where}) wait in {call} for ranks {remote}, which {nodes}",
                 here=here,

@@ -6,15 +6,16 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.analysis.roles import init_method, rendezvous_address
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence.model import CodeSetting
+from hangdoctor.evidence.model import CodeSetting, ProcessEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import rank_culprit
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
 
@@ -69,24 +70,12 @@ class Rendezvous(Rule):
         if not joining or any((s.steps or 0) > 0 for s in view.ranks.values()):
             return
         late = [s for s in view.alive if not s.in_start_up]
-        setting = None
         missing = [
             r
             for r in view.missing
             if r not in {s.rank for s in late} and r not in view.not_captured
         ]  # a rank left out may have joined
-        env = joining[0].process.environ if joining[0].process else {}
-        url = init_method(joining[0].process) if joining[0].process else None
-        seen = rendezvous_address(joining[0].process) if joining[0].process else None
-        address = (
-            url
-            if url and url != "env://"
-            else (
-                f"{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '?')}"
-                if "MASTER_ADDR" in env
-                else seen or url or "?:?"
-            )
-        )
+        setting_name, address = _store(joining[0].process)
         evidence = [
             _n(
                 "{ranks} waits in {doing} at {where}",
@@ -98,71 +87,18 @@ class Rendezvous(Rule):
             ),
             _(
                 "{setting} is {address}, world size {world_size}",
-                setting="init_method" if url and url != "env://" else "MASTER_ADDR:MASTER_PORT",
+                setting=setting_name,
                 address=address,
                 world_size=view.world_size,
             ),
         ]
+        setting = None
         if late:
-            state = late[0]
-            wait = (
-                describe_wait(job, state.process, state.thread)
-                if state.process is not None and state.thread is not None
-                else None
-            )
-            evidence.append(
-                _(
-                    "rank {rank} has not reached init_process_group: it is {doing} at {where}",
-                    rank=state.rank,
-                    doing=wait.summary if wait else _("elsewhere"),
-                    where=at(state.site),
-                )
-            )
-            culprit_ = rank_culprit(job, state)
-            title = _("Rendezvous: rank {rank} never reached init_process_group", rank=state.rank)
+            culprit, title = _late(job, late[0], evidence)
         elif missing:
-            names = ", ".join(map(str, missing[:8]))
-            evidence.append(_("rank(s) {ranks} have no process here", ranks=names))
-            setting = _size_setting(job, view.world_size)
-            if view.on_this_node is not None and view.elsewhere:
-                evidence.append(
-                    _(
-                        "this node runs ranks {first}-{last} of {world_size}: the others belong "
-                        "to other nodes, which never joined (not started, a wrong --node_rank or "
-                        "--nnodes, or the store unreachable from there)",
-                        first=view.on_this_node.start,
-                        last=view.on_this_node.stop - 1,
-                        world_size=view.world_size,
-                    )
-                )
-            culprit_ = rank_culprit(job, joining[0])  # where the job waits for them
-            title = _("Rendezvous: rank(s) {ranks} never joined", ranks=names)
-            if setting is not None:
-                where = _place(setting)
-                sets = {"name": setting.name, "value": setting.value, "where": where}
-                evidence.append(
-                    _("the code sets {name}={value} at {where} `{code}`", code=setting.code, **sets)
-                    if setting.code
-                    else _("the code sets {name}={value} at {where}", **sets)
-                )
-                culprit_ = culprit_.model_copy(
-                    update={
-                        "location": Location(
-                            file=setting.file,
-                            line=setting.line,
-                            function=setting.function,
-                            code=setting.code,
-                        )
-                    }
-                )
-                title = _(
-                    "{title}: the world size of {world_size} comes from {name}={value} at {where}",
-                    title=title,
-                    world_size=view.world_size,
-                    **sets,
-                )
+            culprit, title, setting = _missing(job, view, joining[0], missing, evidence)
         else:
-            culprit_ = rank_culprit(job, joining[0])
+            culprit = rank_culprit(job, joining[0])
             title = _(
                 "Rendezvous: every rank waits at start-up for the store at {address}",
                 address=address,
@@ -171,41 +107,121 @@ class Rendezvous(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=title,
             explanation=_(
                 "init_process_group waits until WORLD_SIZE ranks have joined through "
                 "the store at MASTER_ADDR:MASTER_PORT; some never did."
             ),
-            culprit=culprit_,
+            culprit=culprit,
             evidence=tuple(evidence),
-            fixes=(
-                *(
-                    (
-                        _(
-                            "The code asks for {name}={value} at "
-                            "{where}, and {count} "
-                            "rank(s) started here: start the other node(s) with the same command "
-                            "and their node rank, or, for a run on this machine alone, set it to "
-                            "match what runs here.",
-                            name=setting.name,
-                            value=setting.value,
-                            where=_place(setting),
-                            count=len(view.alive),
-                        ),
-                    )
-                    if missing and setting is not None
-                    else ()
-                ),
-                _(
-                    "Check that every node runs the same command with the same WORLD_SIZE / "
-                    "--nnodes and --nproc_per_node, and that all of them started."
-                ),
-                _(
-                    "Check that {address} is reachable from every node (firewall, the right "
-                    "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
-                    address=address,
-                ),
-                _("Pass init_process_group(timeout=...) so a missing peer fails fast."),
-            ),
+            fixes=_fixes(setting, len(view.alive), address),
         )
+
+
+def _store(process: ProcessEvidence | None) -> tuple[str, str]:
+    """Which setting names the store the ranks rendezvous at, and its address."""
+    env = process.environ if process else {}
+    url = init_method(process) if process else None
+    seen = rendezvous_address(process) if process else None
+    address = (
+        url
+        if url and url != "env://"
+        else (
+            f"{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '?')}"
+            if "MASTER_ADDR" in env
+            else seen or url or "?:?"
+        )
+    )
+    return ("init_method" if url and url != "env://" else "MASTER_ADDR:MASTER_PORT"), address
+
+
+def _late(job: JobView, state: RankState, evidence: list[str]) -> tuple[Culprit, str]:
+    """A rank that runs but has not reached init_process_group: what it does instead."""
+    wait = (
+        describe_wait(job, state.process, state.thread)
+        if state.process is not None and state.thread is not None
+        else None
+    )
+    evidence.append(
+        _(
+            "rank {rank} has not reached init_process_group: it is {doing} at {where}",
+            rank=state.rank,
+            doing=wait.summary if wait else _("elsewhere"),
+            where=at(state.site),
+        )
+    )
+    title = _("Rendezvous: rank {rank} never reached init_process_group", rank=state.rank)
+    return rank_culprit(job, state), title
+
+
+def _missing(
+    job: JobView, view: RankView, joining: RankState, missing: list[int], evidence: list[str]
+) -> tuple[Culprit, str, CodeSetting | None]:
+    """Ranks with no process here: on other nodes that never joined, or asked for by a setting
+    in the code (then the culprit is that setting's line)."""
+    names = ", ".join(map(str, missing[:8]))
+    evidence.append(_("rank(s) {ranks} have no process here", ranks=names))
+    setting = _size_setting(job, view.world_size)
+    if view.on_this_node is not None and view.elsewhere:
+        evidence.append(
+            _(
+                "this node runs ranks {first}-{last} of {world_size}: the others belong "
+                "to other nodes, which never joined (not started, a wrong --node_rank or "
+                "--nnodes, or the store unreachable from there)",
+                first=view.on_this_node.start,
+                last=view.on_this_node.stop - 1,
+                world_size=view.world_size,
+            )
+        )
+    culprit = rank_culprit(job, joining)  # where the job waits for them
+    title = _("Rendezvous: rank(s) {ranks} never joined", ranks=names)
+    if setting is None:
+        return culprit, title, None
+    sets = {"name": setting.name, "value": setting.value, "where": _place(setting)}
+    evidence.append(
+        _("the code sets {name}={value} at {where} `{code}`", code=setting.code, **sets)
+        if setting.code
+        else _("the code sets {name}={value} at {where}", **sets)
+    )
+    location = Location(
+        file=setting.file, line=setting.line, function=setting.function, code=setting.code
+    )
+    title = _(
+        "{title}: the world size of {world_size} comes from {name}={value} at {where}",
+        title=title,
+        world_size=view.world_size,
+        **sets,
+    )
+    return culprit.model_copy(update={"location": location}), title, setting
+
+
+def _fixes(setting: CodeSetting | None, started: int, address: str) -> tuple[str, ...]:
+    asked = (
+        _(
+            "The code asks for {name}={value} at "
+            "{where}, and {count} "
+            "rank(s) started here: start the other node(s) with the same command "
+            "and their node rank, or, for a run on this machine alone, set it to "
+            "match what runs here.",
+            name=setting.name,
+            value=setting.value,
+            where=_place(setting),
+            count=started,
+        )
+        if setting is not None
+        else None
+    )
+    return (
+        *((asked,) if asked else ()),
+        _(
+            "Check that every node runs the same command with the same WORLD_SIZE / "
+            "--nnodes and --nproc_per_node, and that all of them started."
+        ),
+        _(
+            "Check that {address} is reachable from every node (firewall, the right "
+            "interface: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME).",
+            address=address,
+        ),
+        _("Pass init_process_group(timeout=...) so a missing peer fails fast."),
+    )

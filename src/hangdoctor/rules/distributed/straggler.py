@@ -15,6 +15,7 @@ from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
@@ -154,7 +155,7 @@ class Straggler(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.7 if slow else 0.85,
+                confidence=Confidence.FAIR if slow else Confidence.STRONG,
                 title=_n(
                     "Rank {rank} is busy outside any collective at {where} while {waiting} "
                     "waits in {call}",

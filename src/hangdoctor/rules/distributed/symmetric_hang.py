@@ -22,6 +22,7 @@ from hangdoctor.analysis.ranks import RankState, RankView, rank_view
 from hangdoctor.evidence.model import FlightRecord
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -133,7 +134,7 @@ class SymmetricHang(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.6,
+            confidence=Confidence.PLAUSIBLE,
             title=_(
                 "Symmetric hang: all {count} ranks wait in {call} at {where}; no rank is elsewhere",
                 count=len(states),

@@ -18,6 +18,7 @@ from hangdoctor.analysis.rank_blame import (
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import (
     describe_group,
     early_exit,
@@ -75,63 +76,12 @@ class UnevenInputs(Rule):
         state = odd[0]
         where = short_location(state.site) if state.site else _("its call site")
         loop = left_loop(odd, rest)
-        evidence = [describe_group(odd), describe_group(rest)]
-        if loop:
-            evidence.append(
-                _n(
-                    "{rest} is still inside `{loop}`; {odd} already left it",
-                    "{rest} are still inside `{loop}`; {odd} already left it",
-                    len(rest),
-                    rest=rank_list(rest),
-                    loop=loop,
-                    odd=rank_list(odd),
-                )
-            )
         way_out = _way_out(rest, loop) if loop and not ran_out_first(odd, rest) else None
-        if way_out is not None:
-            evidence.append(way_out[1])
-        if ran_out_first(odd, rest):
-            evidence.append(
-                _(
-                    "{odd}'s DataLoader ran out of data {times} time(s), {rest}'s "
-                    "{rest_times}: {odd} finished the epoch first",
-                    odd=rank_list(odd),
-                    times=state.ran_out_of_data,
-                    rest=rank_list(rest),
-                    rest_times=rest[0].ran_out_of_data,
-                )
-            )
-        if state.steps is not None and rest[0].steps is not None:
-            evidence.append(
-                _(
-                    "{odd} took {steps} steps, {rest} {rest_steps}",
-                    odd=rank_list(odd),
-                    steps=state.steps,
-                    rest=rank_list(rest),
-                    rest_steps=rest[0].steps,
-                )
-            )
-        other = rest[0]
-        still = (
-            _n(
-                "{ranks} is still in its loop, in {doing} at {where}",
-                "{ranks} are still in its loop, in {doing} at {where}",
-                len(rest),
-                ranks=rank_list(rest),
-                doing=other.doing,
-                where=short_location(other.site),
-            )
-            if other.site is not None and other.doing
-            else _n(
-                "{ranks} is still in its loop",
-                "{ranks} are still in its loop",
-                len(rest),
-                ranks=rank_list(rest),
-            )
-        )
+        evidence = _evidence(odd, rest, loop, way_out)
         uneven_setting = next(
             (c for c in job.bundle.code_settings if c.name == "even_batches" and c.value == 0), None
         )
+        culprit = rank_culprit(job, state)
         fixes: tuple[str, ...] = ()
         if uneven_setting is not None:
             at_setting = f"{short_file(uneven_setting.file)}:{uneven_setting.line}"
@@ -145,68 +95,133 @@ class UnevenInputs(Rule):
                     where=at_setting,
                 ),
             )
+            location = Location(
+                file=uneven_setting.file,
+                line=uneven_setting.line,
+                function=uneven_setting.function,
+                code=uneven_setting.code,
+            )
+            culprit = culprit.model_copy(update={"location": location})
+        elif way_out is not None:
+            culprit = culprit.model_copy(update={"location": way_out[0]})
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
             title=_n(
                 "Uneven inputs: {odd} finished early and waits at {where}; {still}",
                 "Uneven inputs: {odd} finished early and wait at {where}; {still}",
                 len(odd),
                 odd=rank_list(odd),
                 where=where,
-                still=still,
+                still=_still_in_the_loop(rest),
             ),
             explanation=_(
                 "Ranks got different numbers of batches. The ones that finished "
                 "first wait in a collective after the loop, the others in the loop's "
                 "collective: they can never meet."
             ),
-            culprit=(
-                rank_culprit(job, state).model_copy(
-                    update={
-                        "location": Location(
-                            file=uneven_setting.file,
-                            line=uneven_setting.line,
-                            function=uneven_setting.function,
-                            code=uneven_setting.code,
-                        )
-                    }
-                )
-                if uneven_setting is not None
-                else rank_culprit(job, state).model_copy(update={"location": way_out[0]})
-                if way_out is not None
-                else rank_culprit(job, state)
-            ),
+            culprit=culprit,
             related=tuple(rank_culprit(job, s) for s in rest[:4]),
             evidence=tuple(evidence),
             fixes=(
                 *fixes,
-                *(
-                    (
-                        _(
-                            "Make the decision to leave the loop the same on every rank: "
-                            "all_reduce the stop flag (or the value it is decided on) "
-                            "before the `break`, so that every rank leaves at the same step."
-                        ),
-                    )
-                    if way_out is not None
-                    else ()
-                ),
-                _(
-                    "Give every rank the same number of synchronising steps: with a fixed "
-                    "batch size, DistributedSampler(..., drop_last=True) or "
-                    "DataLoader(drop_last=True); with batches built by a budget (dynamic "
-                    "batching, bucketing) or gradient accumulation under `no_sync()`, the "
-                    "counts differ anyway: all_reduce(MIN) each rank's batch count before the "
-                    "epoch and stop every rank there."
-                ),
-                _(
-                    "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
-                    "supports it) so ranks that finish early shadow the others' collectives."
-                ),
-                _("Or all_reduce a 'has more data' flag every step and stop together."),
+                *_fixes(left_by_a_break=way_out is not None),
                 process_group_timeout(job),
             ),
         )
+
+
+def _evidence(
+    odd: list[RankState],
+    rest: list[RankState],
+    loop: str | None,
+    way_out: tuple[Location, str] | None,
+) -> list[str]:
+    """The two groups, the loop one left, how it left, and the counts that differ."""
+    state = odd[0]
+    evidence = [describe_group(odd), describe_group(rest)]
+    if loop:
+        evidence.append(
+            _n(
+                "{rest} is still inside `{loop}`; {odd} already left it",
+                "{rest} are still inside `{loop}`; {odd} already left it",
+                len(rest),
+                rest=rank_list(rest),
+                loop=loop,
+                odd=rank_list(odd),
+            )
+        )
+    if way_out is not None:
+        evidence.append(way_out[1])
+    if ran_out_first(odd, rest):
+        evidence.append(
+            _(
+                "{odd}'s DataLoader ran out of data {times} time(s), {rest}'s "
+                "{rest_times}: {odd} finished the epoch first",
+                odd=rank_list(odd),
+                times=state.ran_out_of_data,
+                rest=rank_list(rest),
+                rest_times=rest[0].ran_out_of_data,
+            )
+        )
+    if state.steps is not None and rest[0].steps is not None:
+        evidence.append(
+            _(
+                "{odd} took {steps} steps, {rest} {rest_steps}",
+                odd=rank_list(odd),
+                steps=state.steps,
+                rest=rank_list(rest),
+                rest_steps=rest[0].steps,
+            )
+        )
+    return evidence
+
+
+def _still_in_the_loop(rest: list[RankState]) -> str:
+    other = rest[0]
+    if other.site is not None and other.doing:
+        return _n(
+            "{ranks} is still in its loop, in {doing} at {where}",
+            "{ranks} are still in its loop, in {doing} at {where}",
+            len(rest),
+            ranks=rank_list(rest),
+            doing=other.doing,
+            where=short_location(other.site),
+        )
+    return _n(
+        "{ranks} is still in its loop",
+        "{ranks} are still in its loop",
+        len(rest),
+        ranks=rank_list(rest),
+    )
+
+
+def _fixes(*, left_by_a_break: bool) -> tuple[str, ...]:
+    return (
+        *(
+            (
+                _(
+                    "Make the decision to leave the loop the same on every rank: "
+                    "all_reduce the stop flag (or the value it is decided on) "
+                    "before the `break`, so that every rank leaves at the same step."
+                ),
+            )
+            if left_by_a_break
+            else ()
+        ),
+        _(
+            "Give every rank the same number of synchronising steps: with a fixed "
+            "batch size, DistributedSampler(..., drop_last=True) or "
+            "DataLoader(drop_last=True); with batches built by a budget (dynamic "
+            "batching, bucketing) or gradient accumulation under `no_sync()`, the "
+            "counts differ anyway: all_reduce(MIN) each rank's batch count before the "
+            "epoch and stop every rank there."
+        ),
+        _(
+            "Or wrap the training loop in torch.distributed.algorithms.Join (DDP "
+            "supports it) so ranks that finish early shadow the others' collectives."
+        ),
+        _("Or all_reduce a 'has more data' flag every step and stop together."),
+    )

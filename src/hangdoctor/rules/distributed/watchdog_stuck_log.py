@@ -10,6 +10,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
@@ -103,7 +104,7 @@ class WatchdogStuck(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.92,
+            confidence=Confidence.ANNOUNCED,
             title=title,
             explanation=explanation,
             culprit=Culprit(rank=rank, role="rank") if rank is not None else None,

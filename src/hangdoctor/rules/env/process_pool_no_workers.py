@@ -21,6 +21,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import CodeSetting, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -95,7 +96,7 @@ class ProcessPoolWithoutWorkers(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.75,
+                confidence=Confidence.LIKELY,
                 title=_(
                     "ProcessPoolExecutor with no worker left: the work waited for at "
                     "{place} never runs (CPython bug gh-115634, Python {python})",

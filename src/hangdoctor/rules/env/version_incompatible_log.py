@@ -9,6 +9,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of
@@ -121,7 +122,7 @@ class VersionIncompatible(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.95,
+            confidence=Confidence.PROVEN,
             title=title,
             explanation=explanation,
             evidence=tuple(cite(found)),

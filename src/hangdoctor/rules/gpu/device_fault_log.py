@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind, scan
+from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines, output_lines
@@ -54,90 +56,9 @@ class GpuDeviceFault(Rule):
         ]
         if not matches:
             return
-        xids = [m for m in matches if m.kind == LogKind.XID]
-        lost = [m for m in matches if m.kind == LogKind.GPU_LOST]
-        pcie = [m for m in matches if m.kind == LogKind.PCIE_ERROR]
-        codes = sorted({int(m.fields[LogKind.XID]) for m in xids})
-        node = [c for c in codes if XIDS.get(c, ("", NODE, ""))[1] == NODE]
-        fatal = [m for m in pcie if _FATAL_AER.search(m.fields.get("severity", ""))]
-        if node or lost or fatal:
-            severity, confidence = Severity.CRITICAL, 0.95
-        elif codes or (pcie and not all("Correct" in m.fields.get("severity", "") for m in pcie)):
-            severity, confidence = Severity.ERROR, 0.85
-        else:
-            severity, confidence = Severity.WARNING, 0.6
-        devices = sorted(
-            {
-                re.sub(r"\.\d+$", "", m.fields["device"])
-                for m in (*xids, *lost, *pcie)
-                if m.fields.get("device")
-            }
-        )
-        device = _(" on {devices}", devices=", ".join(devices[:3])) if devices else ""
-        if 79 in codes or lost:
-            title = _("GPU fell off the bus{device} (Xid 79)", device=device)
-        elif codes:
-            worst = (node or codes)[0]
-            known = XIDS.get(worst)
-            meaning = _(known.meaning) if known else _("see NVIDIA's Xid catalogue")
-            title = _(
-                "GPU fault{device}: Xid {xid} ({meaning})",
-                device=device,
-                xid=worst,
-                meaning=re.split("[:\uff1a]", meaning)[0],
-            )
-        elif fatal:
-            title = _("PCIe fatal bus error{device}", device=device)
-        elif severity is not Severity.WARNING:
-            title = _("PCIe bus error{device}", device=device)
-        else:
-            title = _("Corrected PCIe errors{device}", device=device)
-        parts: list[str] = []
-        fixes: list[str] = []
-        for code in codes:
-            meaning, owner, action = XIDS.get(
-                code,
-                (
-                    N_("not in hangdoctor's table; look it up in NVIDIA's Xid catalogue"),
-                    NODE,
-                    N_("Look the Xid up in NVIDIA's catalogue and follow its resolution."),
-                ),
-            )
-            verdict = (
-                _("the application is at fault, the GPU is healthy")
-                if owner == APPLICATION
-                else _("the node needs attention")
-            )
-            parts.append(
-                _(
-                    "Xid {xid}: {meaning} ({verdict}).",
-                    xid=code,
-                    meaning=_(meaning),
-                    verdict=verdict,
-                )
-            )
-            fixes.append(_("Xid {xid}: {action}", xid=code, action=_(action)))
-        if lost and 79 not in codes:
-            parts.append(_("The driver reports the GPU fell off the bus: it no longer answers."))
-            fixes.append(_(XIDS[79].action))
-        if pcie:
-            parts.append(
-                _(
-                    "PCIe Advanced Error Reporting logged {count} bus error(s), uncorrected.",
-                    count=len(pcie),
-                )
-                if fatal
-                else _(
-                    "PCIe Advanced Error Reporting logged {count} bus error(s), all corrected.",
-                    count=len(pcie),
-                )
-            )
-            fixes.append(
-                _(
-                    "Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta'`),"
-                    " reseat the GPU or riser, and update BIOS/PCIe firmware."
-                )
-            )
+        faults = _Faults.of(matches)
+        severity, confidence = faults.grade()
+        parts, fixes = _meanings(faults)
         if severity is Severity.CRITICAL:
             fixes.append(
                 _(
@@ -146,7 +67,7 @@ class GpuDeviceFault(Rule):
                     "`nvidia-bug-report.sh` output if you contact support."
                 )
             )
-        culprit_pid = next((m.pids[0] for m in xids if m.pids), None)
+        culprit_pid = next((m.pids[0] for m in faults.xids if m.pids), None)
         evidence = cite(
             sorted(matches, key=lambda m: (m.kind != LogKind.XID, m.index)), "kernel log"
         )
@@ -155,9 +76,122 @@ class GpuDeviceFault(Rule):
             category=self.category,
             severity=severity,
             confidence=confidence,
-            title=title,
+            title=_title(faults, severity),
             explanation=" ".join(parts),
             culprit=Culprit(pid=culprit_pid) if culprit_pid else None,
             evidence=tuple(evidence),
             fixes=tuple(dict.fromkeys(fixes)),
         )
+
+
+@dataclass(frozen=True)
+class _Faults:
+    """The faults the logs name: Xids (and which are the node's), a GPU lost, PCIe errors."""
+
+    xids: list[LogMatch]
+    lost: list[LogMatch]
+    pcie: list[LogMatch]
+    codes: list[int]
+    #: The Xids that mean the node (not the application) is at fault.
+    node: list[int]
+    #: The uncorrected PCIe errors.
+    fatal: list[LogMatch]
+
+    @classmethod
+    def of(cls, matches: list[LogMatch]) -> _Faults:
+        xids = [m for m in matches if m.kind == LogKind.XID]
+        pcie = [m for m in matches if m.kind == LogKind.PCIE_ERROR]
+        codes = sorted({int(m.fields[LogKind.XID]) for m in xids})
+        return cls(
+            xids=xids,
+            lost=[m for m in matches if m.kind == LogKind.GPU_LOST],
+            pcie=pcie,
+            codes=codes,
+            node=[c for c in codes if XIDS.get(c, ("", NODE, ""))[1] == NODE],
+            fatal=[m for m in pcie if _FATAL_AER.search(m.fields.get("severity", ""))],
+        )
+
+    def grade(self) -> tuple[Severity, Confidence]:
+        """Critical when the node is at fault, an error for the application's Xids or an
+        uncorrected bus error, a warning for corrected bus errors alone."""
+        if self.node or self.lost or self.fatal:
+            return Severity.CRITICAL, Confidence.PROVEN
+        if self.codes or (
+            self.pcie and not all("Correct" in m.fields.get("severity", "") for m in self.pcie)
+        ):
+            return Severity.ERROR, Confidence.STRONG
+        return Severity.WARNING, Confidence.PLAUSIBLE
+
+
+def _title(faults: _Faults, severity: Severity) -> str:
+    devices = sorted(
+        {
+            re.sub(r"\.\d+$", "", m.fields["device"])
+            for m in (*faults.xids, *faults.lost, *faults.pcie)
+            if m.fields.get("device")
+        }
+    )
+    device = _(" on {devices}", devices=", ".join(devices[:3])) if devices else ""
+    if 79 in faults.codes or faults.lost:
+        return _("GPU fell off the bus{device} (Xid 79)", device=device)
+    if faults.codes:
+        worst = (faults.node or faults.codes)[0]
+        known = XIDS.get(worst)
+        meaning = _(known.meaning) if known else _("see NVIDIA's Xid catalogue")
+        return _(
+            "GPU fault{device}: Xid {xid} ({meaning})",
+            device=device,
+            xid=worst,
+            meaning=re.split("[:\uff1a]", meaning)[0],
+        )
+    if faults.fatal:
+        return _("PCIe fatal bus error{device}", device=device)
+    if severity is not Severity.WARNING:
+        return _("PCIe bus error{device}", device=device)
+    return _("Corrected PCIe errors{device}", device=device)
+
+
+def _meanings(faults: _Faults) -> tuple[list[str], list[str]]:
+    """What each fault means (whose fault it is) and what to do about it."""
+    parts: list[str] = []
+    fixes: list[str] = []
+    for code in faults.codes:
+        meaning, owner, action = XIDS.get(
+            code,
+            (
+                N_("not in hangdoctor's table; look it up in NVIDIA's Xid catalogue"),
+                NODE,
+                N_("Look the Xid up in NVIDIA's catalogue and follow its resolution."),
+            ),
+        )
+        verdict = (
+            _("the application is at fault, the GPU is healthy")
+            if owner == APPLICATION
+            else _("the node needs attention")
+        )
+        parts.append(
+            _("Xid {xid}: {meaning} ({verdict}).", xid=code, meaning=_(meaning), verdict=verdict)
+        )
+        fixes.append(_("Xid {xid}: {action}", xid=code, action=_(action)))
+    if faults.lost and 79 not in faults.codes:
+        parts.append(_("The driver reports the GPU fell off the bus: it no longer answers."))
+        fixes.append(_(XIDS[79].action))
+    if faults.pcie:
+        parts.append(
+            _(
+                "PCIe Advanced Error Reporting logged {count} bus error(s), uncorrected.",
+                count=len(faults.pcie),
+            )
+            if faults.fatal
+            else _(
+                "PCIe Advanced Error Reporting logged {count} bus error(s), all corrected.",
+                count=len(faults.pcie),
+            )
+        )
+        fixes.append(
+            _(
+                "Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta'`),"
+                " reseat the GPU or riser, and update BIOS/PCIe firmware."
+            )
+        )
+    return parts, fixes

@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import cite, matches_of, output_lines, raised_words
@@ -56,7 +57,7 @@ class CudaKernelError(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_("A CUDA kernel faulted: {what}", what=what),
             explanation=_(
                 "A kernel hit an assert or touched memory it must not (an index out of "

@@ -10,6 +10,7 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.gpu._state import (
@@ -62,37 +63,7 @@ class GpuKernelHang(Rule):
         waiting = _waiter(job)
         if waiting is None and not (busy and len(stalled_samples(job)) >= 3):
             return  # nothing waits for the device, and no long view of a busy GPU either
-        evidence: list[str] = []
-        if busy:
-            span = self._span(job)
-            gpus = ", ".join(map(str, busy))
-            evidence.append(
-                _(
-                    "GPU {gpus} at >= {percent:.0f}% utilisation in all {count} NVML readings "
-                    "over {span:.0f} s without progress",
-                    gpus=gpus,
-                    percent=_BUSY_PERCENT,
-                    count=len(seen),
-                    span=span,
-                )
-                if span
-                else _(
-                    "GPU {gpus} at >= {percent:.0f}% utilisation in all {count} NVML readings",
-                    gpus=gpus,
-                    percent=_BUSY_PERCENT,
-                    count=len(seen),
-                )
-            )
-        elif seen:
-            evidence.append(
-                _(
-                    "NVML shows no GPU busy in {count} readings: the queued work "
-                    "is not running, it waits for something else",
-                    count=len(seen),
-                )
-            )
-        else:
-            evidence.append(_("GPU utilisation unknown: NVML (nvidia-ml-py) was not available"))
+        evidence = [self._utilisation(job, busy, len(seen))]
         if waiting is not None:
             wait = waiting.wait
             how = _("native frames") if wait.native else _("its Python line")
@@ -107,49 +78,22 @@ class GpuKernelHang(Rule):
                     place=at(wait.frame),
                 )
             )
-        confidence = 0.85 if busy and waiting else 0.6 if busy else 0.5 if seen else 0.55
-        where = (
-            _(" at {where}", where=short_location(waiting.wait.frame))
-            if waiting is not None and waiting.wait.frame is not None
-            else ""
+        confidence = (
+            Confidence.STRONG
+            if busy and waiting
+            else Confidence.PLAUSIBLE
+            if busy
+            else Confidence.POSSIBLE
+            if seen
+            else Confidence.EVEN
         )
-        if busy:
-            title = _(
-                "GPU {gpu} stays busy and the job makes no progress: a kernel that never "
-                "completes{where}",
-                gpu=busy[0],
-                where=where,
-            )
-        elif seen:
-            title = _(
-                "The host waits for GPU work that never completes{where}; the GPU is idle",
-                where=where,
-            )
-        else:
-            title = _("The host waits for GPU work that never completes{where}", where=where)
-        dump_only = job.record is None
         yield Finding(
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
             confidence=confidence,
-            title=title,
-            explanation=_(
-                "The host thread is waiting for the device to finish the work queued before its "
-                "line, and the device never finishes: a kernel is looping (a custom CUDA "
-                "kernel's loop bound, a spin-wait on a flag) or waiting for a peer over "
-                "NVLink/PCIe; with the GPU idle, the queued work itself waits (an event on "
-                "another stream, a host callback). The waiting thread may use a full CPU core: "
-                "CUDA's default synchronisation polls; it is not computing."
-            )
-            + (
-                _(
-                    " A dump sees only a moment: if one step of this job can take longer than "
-                    "the dump's span, dump again with `--samples 5 --interval 2`."
-                )
-                if dump_only
-                else ""
-            ),
+            title=_title(busy, bool(seen), waiting),
+            explanation=_explanation(dump_only=job.record is None),
             culprit=culprit(job, waiting.process, waiting.thread, waiting.wait.frame)
             if waiting is not None
             else None,
@@ -170,9 +114,79 @@ class GpuKernelHang(Rule):
             ),
         )
 
+    @classmethod
+    def _utilisation(cls, job: JobView, busy: list[int], readings_seen: int) -> str:
+        """What NVML said of the GPUs: busy all along, idle, or nothing (no NVML)."""
+        if busy:
+            span = cls._span(job)
+            gpus = ", ".join(map(str, busy))
+            return (
+                _(
+                    "GPU {gpus} at >= {percent:.0f}% utilisation in all {count} NVML readings "
+                    "over {span:.0f} s without progress",
+                    gpus=gpus,
+                    percent=_BUSY_PERCENT,
+                    count=readings_seen,
+                    span=span,
+                )
+                if span
+                else _(
+                    "GPU {gpus} at >= {percent:.0f}% utilisation in all {count} NVML readings",
+                    gpus=gpus,
+                    percent=_BUSY_PERCENT,
+                    count=readings_seen,
+                )
+            )
+        if readings_seen:
+            return _(
+                "NVML shows no GPU busy in {count} readings: the queued work "
+                "is not running, it waits for something else",
+                count=readings_seen,
+            )
+        return _("GPU utilisation unknown: NVML (nvidia-ml-py) was not available")
+
     @staticmethod
     def _span(job: JobView) -> float:
         stalled = stalled_samples(job)
         if len(stalled) >= 2:
             return stalled[-1].elapsed_s - stalled[0].elapsed_s
         return job.sampled_span_s
+
+
+def _title(busy: list[int], seen: bool, waiting: WaitingThread | None) -> str:
+    where = (
+        _(" at {where}", where=short_location(waiting.wait.frame))
+        if waiting is not None and waiting.wait.frame is not None
+        else ""
+    )
+    if busy:
+        return _(
+            "GPU {gpu} stays busy and the job makes no progress: a kernel that never "
+            "completes{where}",
+            gpu=busy[0],
+            where=where,
+        )
+    if seen:
+        return _(
+            "The host waits for GPU work that never completes{where}; the GPU is idle",
+            where=where,
+        )
+    return _("The host waits for GPU work that never completes{where}", where=where)
+
+
+def _explanation(*, dump_only: bool) -> str:
+    return _(
+        "The host thread is waiting for the device to finish the work queued before its "
+        "line, and the device never finishes: a kernel is looping (a custom CUDA "
+        "kernel's loop bound, a spin-wait on a flag) or waiting for a peer over "
+        "NVLink/PCIe; with the GPU idle, the queued work itself waits (an event on "
+        "another stream, a host callback). The waiting thread may use a full CPU core: "
+        "CUDA's default synchronisation polls; it is not computing."
+    ) + (
+        _(
+            " A dump sees only a moment: if one step of this job can take longer than "
+            "the dump's span, dump again with `--samples 5 --interval 2`."
+        )
+        if dump_only
+        else ""
+    )

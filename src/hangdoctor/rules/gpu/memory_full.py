@@ -12,6 +12,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence.model import Frame, GpuSample, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.gpu._state import readings
@@ -127,7 +128,7 @@ class GpuMemoryFull(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if allocating else Severity.WARNING,
-            confidence=0.75 if allocating else 0.3,
+            confidence=Confidence.LIKELY if allocating else Confidence.GUESS,
             title=_(
                 "GPU {index} memory at {share:.0%} and the job is stuck allocating",
                 index=index,

@@ -10,6 +10,7 @@ from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import output_lines, raised_words
@@ -64,7 +65,7 @@ class GpuMemoryExhausted(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.95,
+            confidence=Confidence.PROVEN,
             title=_(
                 "GPU memory exhausted (CUDA out of memory) at {file}:{line}",
                 file=where.file.rsplit("/", 1)[-1],

@@ -14,6 +14,7 @@ from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.evidence.model import Frame, JobRecord, TimelineSample
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import output_lines
@@ -90,7 +91,7 @@ class HostMemoryExhausted(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.WARNING if only_climbing else Severity.ERROR,
-            confidence=0.9 if len(evidence) > 1 else 0.75,
+            confidence=Confidence.CERTAIN if len(evidence) > 1 else Confidence.LIKELY,
             title=(
                 _("Host memory climbing: pid {pid}", pid=culprit_pid)
                 if only_climbing

@@ -23,6 +23,7 @@ from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -131,7 +132,7 @@ class ForkedPool(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.7,
+            confidence=Confidence.FAIR,
             title=_(
                 "{process} hangs inside the native call at {where}: it was forked from a "
                 "process running a thread pool",

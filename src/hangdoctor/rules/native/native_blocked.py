@@ -11,6 +11,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -170,7 +171,7 @@ class NativeBlocked(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.9 if starved else 0.7,
+            confidence=Confidence.CERTAIN if starved else Confidence.FAIR,
             title=_(
                 "Stuck in native code holding the GIL at {where}; {count} other thread(s) starved",
                 where=where,

@@ -24,6 +24,7 @@ from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
@@ -204,7 +205,7 @@ class AllThreadsAsleep(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.75,
+            confidence=Confidence.LIKELY,
             title=_(
                 "All {count} threads of {process} are asleep waiting for one another; "
                 "{thread} waits at {where}",

@@ -18,6 +18,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -127,7 +128,7 @@ class _Why:
     title: str
     explanation: str
     fixes: tuple[str, ...]
-    confidence: float = 0.8
+    confidence: Confidence = Confidence.PROBABLE
     #: Said after the thread's own wait and kernel state.
     evidence: tuple[str, ...] = ()
     related: tuple[Culprit, ...] = ()
@@ -164,7 +165,7 @@ def _child(blocked: _Blocked) -> _Why | None:
             _("Or send the output to a file or to subprocess.DEVNULL instead of PIPE."),
             _("Give the wait a limit: `proc.communicate(timeout=...)`."),
         ),
-        confidence=0.95,
+        confidence=Confidence.PROVEN,
         evidence=(
             _(
                 "{process} is {wait}: the pipe is full and nobody reads it",
@@ -193,7 +194,7 @@ def _terminal(blocked: _Blocked) -> _Why:
                 ),
                 _("Type `c` and Enter in the job's terminal to continue this time."),
             ),
-            confidence=0.9,
+            confidence=Confidence.CERTAIN,
         )
     return _Why(
         title=_("Waiting for keyboard input at {where}", where=where),
@@ -205,7 +206,7 @@ def _terminal(blocked: _Blocked) -> _Why:
             _("Remove the interactive read at {where}, or make it optional.", where=where),
             _("Run unattended jobs with stdin redirected: `... < /dev/null`."),
         ),
-        confidence=0.9,
+        confidence=Confidence.CERTAIN,
     )
 
 
@@ -290,7 +291,7 @@ def _file_io(blocked: _Blocked) -> _Why:
             ),
             _("Copy inputs to local disk before training, or read them with a timeout."),
         ),
-        confidence=0.7,
+        confidence=Confidence.FAIR,
     )
 
 

@@ -17,6 +17,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -164,7 +165,7 @@ class BusyLoop(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if in_user_code else Severity.WARNING,
-            confidence=0.7 if in_user_code else 0.4,
+            confidence=Confidence.FAIR if in_user_code else Confidence.WEAK,
             title=_(
                 "{thread} spins at {share:.0%} CPU in {where}",
                 thread=thread_label(thread),

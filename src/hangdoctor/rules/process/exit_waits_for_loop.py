@@ -15,6 +15,7 @@ from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
@@ -129,7 +130,7 @@ class ExitWaitsForLoop(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=_(
                 "The script is over but the process never exits: {thread} keeps looping at {where}",
                 thread=thread_label(thread),

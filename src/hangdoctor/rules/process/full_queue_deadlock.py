@@ -18,6 +18,7 @@ from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_put
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -84,7 +85,7 @@ class FullQueueDeadlock(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "Deadlock: {count} child processes wait for room in a full {queue} at "
                     "{put_at}, and {parent}, which reads it only later, waits for them at "

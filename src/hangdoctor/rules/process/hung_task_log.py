@@ -11,6 +11,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines
@@ -127,7 +128,7 @@ class HungTaskInKernelLog(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR if job_task else Severity.WARNING,
-            confidence=0.8 if job_task else 0.5,
+            confidence=Confidence.PROBABLE if job_task else Confidence.POSSIBLE,
             title=title,
             explanation=_(
                 "The task sat in uninterruptible sleep (state D), waiting inside the "

@@ -14,6 +14,7 @@ from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -105,7 +106,7 @@ class InheritedFileLock(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.8,
+            confidence=Confidence.PROBABLE,
             title=_(
                 "{thread} waits to lock {path} at {where}, and the lock is held through the "
                 "copy of that file its forked child {names} inherited",

@@ -18,6 +18,7 @@ from hangdoctor.analysis.roles import Role
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -103,7 +104,7 @@ class InheritedLock(Rule):
                     id=self.id,
                     category=self.category,
                     severity=Severity.ERROR,
-                    confidence=0.8,
+                    confidence=Confidence.PROBABLE,
                     title=_(
                         "Lock inherited held through fork: {process} waits for `{lock}` at {where}",
                         process=job.describe_process(process.pid),

@@ -16,6 +16,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, kernel_words
@@ -122,7 +123,11 @@ class LockDeadlock(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85 if cycle.inherited else 0.95 if cycle.exact else 0.85,
+            confidence=Confidence.STRONG
+            if cycle.inherited
+            else Confidence.PROVEN
+            if cycle.exact
+            else Confidence.STRONG,
             title=story.title,
             explanation=story.explanation,
             culprit=culprit(job, process, first, cycle.waits[0].frame),

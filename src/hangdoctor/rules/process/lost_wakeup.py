@@ -25,6 +25,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -119,7 +120,7 @@ class LostWakeup(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=_(
                 "Lost wake-up: thread {thread} schedules work on the asyncio loop at {where} "
                 "without `call_soon_threadsafe`; the loop sleeps in its selector and never "

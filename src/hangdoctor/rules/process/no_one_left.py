@@ -19,6 +19,7 @@ from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -75,7 +76,7 @@ class NoOneLeft(Rule):
                 id=self.id,
                 category=sink_category(job, party) or self.category,
                 severity=Severity.ERROR,
-                confidence=0.6,
+                confidence=Confidence.PLAUSIBLE,
                 title=(
                     _(
                         "Waits for no one at {where}: {reason}",

@@ -12,6 +12,7 @@ from hangdoctor.analysis.thread_waits import LoneWait, at_exit, lone_waits
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -104,7 +105,7 @@ class NobodyCanWake(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.85,
+                confidence=Confidence.STRONG,
                 title=_(
                     "Waits forever: {what} at {where}, and no other thread could {waker}",
                     what=primitive.what,
@@ -223,7 +224,7 @@ class NobodyCanWake(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.85,
+            confidence=Confidence.STRONG,
             title=title,
             explanation=explanation,
             culprit=culprit(job, process, thread, frame),

@@ -17,6 +17,7 @@ from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
@@ -70,7 +71,7 @@ class OutsideProvider(Rule):
                 id=self.id,
                 category=self.category,
                 severity=Severity.ERROR,
-                confidence=0.9,
+                confidence=Confidence.CERTAIN,
                 title=_(
                     "Waits at {waits} on {holder}: `{command}` holds the other end and does "
                     "not answer",

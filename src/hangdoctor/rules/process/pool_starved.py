@@ -17,6 +17,7 @@ from hangdoctor.analysis.thread_waits import waits_on_futex
 from hangdoctor.evidence.model import Frame, ThreadEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -109,7 +110,7 @@ class PoolStarved(Rule):
                     id=self.id,
                     category=self.category,
                     severity=Severity.ERROR,
-                    confidence=0.8,
+                    confidence=Confidence.PROBABLE,
                     title=_(
                         "Thread pool starved: {threads} for futures at {where}, and none is "
                         "left to run the work they wait for",

@@ -19,9 +19,10 @@ from hangdoctor.analysis.frames import (
 )
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import CodeFinding, Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -97,112 +98,118 @@ class QueueJoinDeadlock(Rule):
                 continue
             for child in job.children(parent.pid):
                 feeder = _blocked_feeder(job, child)
-                if feeder is None:
-                    continue
-                line = innermost_user_frame(frames_of(joining))
-                where = (
-                    _("at {where}", where=short_location(line))
-                    if line is not None
-                    else _("as it exits (multiprocessing joins its children at exit)")
-                )
-                # With no join line of the user's (the join runs at exit), the line where the
-                # child was started, which a forked child's stack still shows.
-                child_main = next((t for t in child.threads if t.tid == child.pid), None)
-                started = innermost_user_frame(frames_of(child_main)) if child_main else None
-                pointed = line or started
-                # The code may show the loop that stopped reading (`hangdoctor lint` HL403).
-                unread = next((c for c in job.bundle.code_findings if c.rule_id == _UNREAD), None)
-                yield Finding(
-                    id=self.id,
-                    category=self.category,
-                    severity=Severity.ERROR,
-                    confidence=0.9,
-                    title=_(
-                        "Deadlock: {parent} waits for {child} to exit {where}, and the child "
-                        "cannot exit before its queue's items are read",
-                        parent=job.describe_process(parent.pid),
-                        child=job.describe_process(child.pid),
-                        where=where,
-                    ),
-                    explanation=_(
-                        "A process that put items on a multiprocessing.Queue waits, before it "
-                        "ends, until its feeder thread has written them all into the queue's "
-                        "pipe. The pipe is full and only the parent reads it, but the parent "
-                        "stopped reading and waits for the child to end: each waits for the "
-                        "other."
-                    ),
-                    culprit=culprit(job, parent, joining, pointed).model_copy(
-                        update={
-                            "location": Location(
-                                file=unread.file,
-                                line=unread.line,
-                                function=unread.function,
-                                code=unread.code,
-                            )
-                        }
-                        if unread is not None
-                        else {}
-                    ),
-                    related=(culprit(job, child, feeder),),
-                    evidence=(
-                        _(
-                            "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}) "
-                            "at {place}",
-                            process=job.describe_process(parent.pid),
-                            thread=joining.comm or _("thread"),
-                            tid=joining.tid,
-                            kernel=kernel_words(joining),
-                            place=at(line),
-                        )
-                        if line is not None
-                        else _(
-                            "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}), "
-                            "called at exit",
-                            process=job.describe_process(parent.pid),
-                            thread=joining.comm or _("thread"),
-                            tid=joining.tid,
-                            kernel=kernel_words(joining),
-                        ),
-                        _(
-                            "{process}: its Queue feeder thread (tid {tid}) is blocked writing "
-                            "the pipe ({kernel})",
-                            process=job.describe_process(child.pid),
-                            tid=feeder.tid,
-                            kernel=kernel_words(feeder),
-                        ),
-                        *(
-                            (_("the child was started at {place}", place=at(started)),)
-                            if line is None and started is not None
-                            else ()
-                        ),
-                        *(
-                            (
-                                _(
-                                    "code ({rule}): the loop at {file}:{line} reads the queue a "
-                                    "fixed number of times and can stop before the worker's "
-                                    "end marker",
-                                    rule=unread.rule_id,
-                                    file=short_file(unread.file),
-                                    line=unread.line,
-                                ),
-                            )
-                            if unread is not None
-                            else ()
-                        ),
-                    ),
-                    fixes=(
-                        _(
-                            "Read everything the child puts before joining it: drain the queue "
-                            "(until an end marker) and only then call `join()`."
-                        ),
-                        _(
-                            "Or stop the producer first (a stop Event it checks before each "
-                            "`put`), drain what it already put, then join."
-                        ),
-                        _(
-                            "If the items left over do not matter, call `queue.cancel_join_thread()` "
-                            "in the child (they are lost), or make the worker a daemon."
-                        ),
-                    ),
-                )
-                break
+                if feeder is not None:
+                    yield self._finding(job, parent, joining, child, feeder)
+                    break
+
+    def _finding(
+        self,
+        job: JobView,
+        parent: ProcessEvidence,
+        joining: ThreadEvidence,
+        child: ProcessEvidence,
+        feeder: ThreadEvidence,
+    ) -> Finding:
+        line = innermost_user_frame(frames_of(joining))
+        where = (
+            _("at {where}", where=short_location(line))
+            if line is not None
+            else _("as it exits (multiprocessing joins its children at exit)")
+        )
+        # With no join line of the user's (the join runs at exit), the line where the child was
+        # started, which a forked child's stack still shows.
+        child_main = next((t for t in child.threads if t.tid == child.pid), None)
+        started = innermost_user_frame(frames_of(child_main)) if child_main else None
+        # The code may show the loop that stopped reading (`hangdoctor lint` HL403).
+        unread = next((c for c in job.bundle.code_findings if c.rule_id == _UNREAD), None)
+        blamed = culprit(job, parent, joining, line or started)
+        if unread is not None:
+            location = Location(
+                file=unread.file, line=unread.line, function=unread.function, code=unread.code
+            )
+            blamed = blamed.model_copy(update={"location": location})
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=Severity.ERROR,
+            confidence=Confidence.CERTAIN,
+            title=_(
+                "Deadlock: {parent} waits for {child} to exit {where}, and the child "
+                "cannot exit before its queue's items are read",
+                parent=job.describe_process(parent.pid),
+                child=job.describe_process(child.pid),
+                where=where,
+            ),
+            explanation=_(
+                "A process that put items on a multiprocessing.Queue waits, before it "
+                "ends, until its feeder thread has written them all into the queue's "
+                "pipe. The pipe is full and only the parent reads it, but the parent "
+                "stopped reading and waits for the child to end: each waits for the "
+                "other."
+            ),
+            culprit=blamed,
+            related=(culprit(job, child, feeder),),
+            evidence=(
+                _join_words(job, parent, joining, line),
+                _(
+                    "{process}: its Queue feeder thread (tid {tid}) is blocked writing "
+                    "the pipe ({kernel})",
+                    process=job.describe_process(child.pid),
+                    tid=feeder.tid,
+                    kernel=kernel_words(feeder),
+                ),
+                *(
+                    (_("the child was started at {place}", place=at(started)),)
+                    if line is None and started is not None
+                    else ()
+                ),
+                *((_unread_words(unread),) if unread is not None else ()),
+            ),
+            fixes=(
+                _(
+                    "Read everything the child puts before joining it: drain the queue "
+                    "(until an end marker) and only then call `join()`."
+                ),
+                _(
+                    "Or stop the producer first (a stop Event it checks before each "
+                    "`put`), drain what it already put, then join."
+                ),
+                _(
+                    "If the items left over do not matter, call `queue.cancel_join_thread()` "
+                    "in the child (they are lost), or make the worker a daemon."
+                ),
+            ),
+        )
+
+
+def _join_words(
+    job: JobView, parent: ProcessEvidence, joining: ThreadEvidence, line: Frame | None
+) -> str:
+    """The parent's thread waiting in join(), at its line or at exit."""
+    if line is not None:
+        return _(
+            "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}) at {place}",
+            process=job.describe_process(parent.pid),
+            thread=joining.comm or _("thread"),
+            tid=joining.tid,
+            kernel=kernel_words(joining),
+            place=at(line),
+        )
+    return _(
+        "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}), called at exit",
+        process=job.describe_process(parent.pid),
+        thread=joining.comm or _("thread"),
+        tid=joining.tid,
+        kernel=kernel_words(joining),
+    )
+
+
+def _unread_words(unread: CodeFinding) -> str:
+    return _(
+        "code ({rule}): the loop at {file}:{line} reads the queue a "
+        "fixed number of times and can stop before the worker's "
+        "end marker",
+        rule=unread.rule_id,
+        file=short_file(unread.file),
+        line=unread.line,
+    )

@@ -19,6 +19,7 @@ from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
+from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
@@ -178,7 +179,9 @@ class Unexplained(Rule):
             id=self.id,
             category=self.category,
             severity=Severity.ERROR,
-            confidence=0.45 if chain.sink in (Sink.NOBODY, Sink.CYCLE) else 0.3,
+            confidence=Confidence.HINT
+            if chain.sink in (Sink.NOBODY, Sink.CYCLE)
+            else Confidence.GUESS,
             title=_("Stuck at {where}: {wait}", where=where, wait=wait.summary),
             explanation=_(
                 "No rule recognised the mechanism, but the job's wait-for graph says "
