@@ -1,32 +1,42 @@
 """The message catalogs, with Babel: extract every `_`/`_n`/`N_` message of src/hangdoctor
-(and `_(...)` in its Jinja templates), bring the Chinese catalog up to date, compile it.
+(and `_(...)` in its Jinja templates), bring the Chinese catalog up to date, check it.
 
     python tools/i18n.py update            # extract, merge into zh's .po (new: untranslated)
     python tools/i18n.py merge PART.po...  # take translations from other .po files
-    python tools/i18n.py compile           # .po -> .mo (committed: the package reads .mo)
-    python tools/i18n.py check             # what tests/unit/test_translations.py checks
+    python tools/i18n.py check             # errors fail (exit 1); missing translations warn
     python tools/i18n.py missing [PATH...] # untranslated messages, optionally only from PATHs
     python tools/i18n.py part NAME PATH... # tools/i18n_parts/NAME.po: the messages of PATHs,
                                            # to translate apart and `merge` later
 
-Babel is a development tool here (the `test` extra); the installed package needs only the
-compiled .mo and the standard library's gettext."""
+Only the .po is committed. The wheel's build compiles it to the .mo the installed package reads
+(setup.py, with hangdoctor's own standard-library compiler, src/hangdoctor/po_catalog.py), and
+a source checkout compiles it in memory at first use: Babel is a development tool here (the
+`test` extra), needed neither to build nor to run.
+
+A message without a translation is not an error: the report shows it in English, and `check`
+lists it as a warning. Errors are what would show wrong text or none: a translation whose
+`{fields}` differ from its message's, a .po that hangdoctor's compiler reads otherwise than
+Babel does."""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import gettext
 import io
 import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from babel.messages.catalog import Catalog, Message
 from babel.messages.extract import extract_from_dir
-from babel.messages.mofile import read_mo, write_mo
 from babel.messages.pofile import read_po, write_po
+
+from hangdoctor.po_catalog import PoSyntaxError, compile_mo
+from hangdoctor.po_catalog import read_po as read_po_stdlib
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "hangdoctor"
@@ -50,8 +60,10 @@ class Extracted:
     where: tuple[tuple[str, int], ...]
 
 
+@cache
 def extract() -> dict[str | tuple[str, str], list[tuple[str, int]]]:
-    """Every message of the package: its id (a pair for `_n`) and the places it is used."""
+    """Every message of the package: its id (a pair for `_n`) and the places it is used (read
+    once a run: the code does not change under it)."""
     found: dict[str | tuple[str, str], list[tuple[str, int]]] = {}
     options = {"**/templates/**.j2": {"extensions": "jinja2.ext.do"}}
     for filename, line, message, _comments, _context in extract_from_dir(
@@ -160,13 +172,6 @@ def merge(parts: Iterable[Path]) -> None:
         print(f"{language}: {taken} translations taken")
 
 
-def compile_catalogs() -> None:
-    for language in TRANSLATED:
-        catalog = load(po_path(language), language)
-        with po_path(language).with_suffix(".mo").open("wb") as handle:
-            write_mo(handle, catalog, use_fuzzy=False)
-
-
 def _has_text(message: Message) -> bool:
     if isinstance(message.string, tuple | list):
         return all(message.string)
@@ -179,31 +184,58 @@ def untranslated(catalog: Catalog) -> Iterator[Message]:
             yield message
 
 
-def _same(value: object) -> object:
-    """A message's id or string, comparable whichever file it was read from: a plural's are a
-    tuple in a .po and a list in a .mo."""
-    return tuple(value) if isinstance(value, tuple | list) else value
-
-
 def fields(text: str) -> set[str]:
     """The named fields of a format string (`{rank}`, `{share:.0%}`), not `{{literal}}`."""
     return set(_FIELD.findall(text.replace("{{", "").replace("}}", "")))
 
 
+def _first_place(where: list[tuple[str, int]]) -> str:
+    return f"{where[0][0]}:{where[0][1]}"
+
+
+def untranslated_messages() -> list[str]:
+    """The code's messages with no translation (a warning: the report shows them in English),
+    one line each, with the first place that uses it."""
+    found = extract()
+    missing_lines: list[str] = []
+    for language in TRANSLATED:
+        catalog = load(po_path(language), language)
+        for key, where in sorted(found.items(), key=lambda item: item[1][0]):
+            message = catalog.get(key if isinstance(key, str) else key[0])
+            english = key if isinstance(key, str) else key[1]
+            if message is None or not _has_text(message) or message.fuzzy:
+                missing_lines.append(
+                    f"{language}: no translation of {english!r} ({_first_place(where)})"
+                )
+    return missing_lines
+
+
+def unused_entries() -> list[str]:
+    """Entries of a .po whose message the code no longer has (a warning: gettext never looks
+    them up; `update` drops them)."""
+    used = {key if isinstance(key, str) else key[0] for key in extract()}
+    return [
+        f"{language}: {message.id if isinstance(message.id, str) else message.id[0]!r} is no "
+        "longer used (tools/i18n.py update drops it)"
+        for language in TRANSLATED
+        for message in load(po_path(language), language)
+        if message.id and (message.id if isinstance(message.id, str) else message.id[0]) not in used
+    ]
+
+
 def problems() -> list[str]:
-    """What is wrong with the catalogs: messages of the code without a translation, and
-    translations whose fields differ from their message's."""
+    """What is wrong with the catalogs (errors): translations whose fields differ from their
+    message's, and a .po that the package's own compiler (what the wheel's build and a source
+    checkout use) reads otherwise than Babel does."""
     found = extract()
     wrong: list[str] = []
     for language in TRANSLATED:
         catalog = load(po_path(language), language)
         for key, where in sorted(found.items(), key=lambda item: item[1][0]):
             message = catalog.get(key if isinstance(key, str) else key[0])
-            place = f"{where[0][0]}:{where[0][1]}"
             english = key if isinstance(key, str) else key[1]
             if message is None or not _has_text(message) or message.fuzzy:
-                wrong.append(f"{language}: no translation of {english!r} ({place})")
-                continue
+                continue  # a warning (untranslated_messages), not an error
             strings = (
                 message.string if isinstance(message.string, tuple | list) else [message.string]
             )
@@ -213,22 +245,41 @@ def problems() -> list[str]:
                     isinstance(key, tuple) and fields(string) <= fields(english) | {"count"}
                 ):
                     wrong.append(
-                        f"{language}: fields of {english!r} ({place}) differ in {string!r}"
+                        f"{language}: fields of {english!r} ({_first_place(where)}) differ in "
+                        f"{string!r}"
                     )
-        mo = po_path(language).with_suffix(".mo")
-        if not mo.exists():
-            wrong.append(f"{language}: {mo.relative_to(ROOT)} is missing (tools/i18n.py compile)")
-            continue
-        with mo.open("rb") as handle:
-            compiled = {_same(m.id): _same(m.string) for m in read_mo(handle) if m.id}
-        written = {
-            _same(m.id): _same(m.string) for m in catalog if m.id and _has_text(m) and not m.fuzzy
-        }
-        if compiled != written:
-            wrong.append(
-                f"{language}: {mo.relative_to(ROOT)} is out of date (tools/i18n.py compile)"
-            )
+        wrong += _compiled_otherwise(language, catalog)
     return wrong
+
+
+def _compiled_otherwise(language: str, catalog: Catalog) -> list[str]:
+    """The translations hangdoctor's compiler gives that Babel's reading of the .po does not
+    (or a .po it cannot read at all)."""
+    path = po_path(language)
+    try:
+        compiled = gettext.GNUTranslations(io.BytesIO(compile_mo(read_po_stdlib(path))))
+    except (PoSyntaxError, OSError) as error:
+        return [f"{language}: hangdoctor cannot compile {path.relative_to(ROOT)}: {error}"]
+    # gettext keys a plural's forms by (singular, index)
+    ours = {k: v for k, v in compiled._catalog.items() if k != ""}  # type: ignore[attr-defined]
+    theirs: dict[object, object] = {}
+    for message in catalog:
+        if not message.id or not _has_text(message) or message.fuzzy:
+            continue
+        if isinstance(message.id, tuple | list) and isinstance(message.string, tuple | list):
+            for index, form in enumerate(message.string):
+                theirs[(message.id[0], index)] = form
+        else:
+            theirs[message.id] = message.string
+    if ours == theirs:
+        return []
+    differ = sorted(
+        str(k) for k in set(ours) ^ set(theirs) | {k for k in ours if ours[k] != theirs.get(k)}
+    )
+    return [
+        f"{language}: hangdoctor's compiler reads {path.relative_to(ROOT)} otherwise than Babel "
+        f"for {len(differ)} messages, e.g. {differ[:3]}"
+    ]
 
 
 PARTS = ROOT / "tools" / "i18n_parts"
@@ -258,32 +309,51 @@ def part(name: str, paths: list[str]) -> None:
 
 def missing(paths: list[str]) -> None:
     prefixes = [str(Path(p).resolve().relative_to(PACKAGE)) for p in paths]
-    for line in problems():
+    for line in untranslated_messages():
         if not prefixes or any(f"({prefix}" in line for prefix in prefixes):
             print(line)
 
 
+ACTIONS = ("update", "merge", "check", "missing", "part")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "action", choices=["update", "merge", "compile", "check", "missing", "part"]
-    )
+    parser.add_argument("action", choices=ACTIONS)
     parser.add_argument("paths", nargs="*")
     args = parser.parse_args(argv)
     if args.action == "update":
         update()
     elif args.action == "merge":
         merge(Path(p) for p in args.paths)
-    elif args.action == "compile":
-        compile_catalogs()
     elif args.action == "part":
         part(args.paths[0], args.paths[1:])
     elif args.action == "missing":
         missing(args.paths)
     else:
-        wrong = problems()
-        print("\n".join(wrong) or "catalogs complete")
-        return 1 if wrong else 0
+        return check()
+    return 0
+
+
+def check() -> int:
+    """Print the warnings (with their count) and the errors; 1 when there is an error."""
+    untranslated_lines = untranslated_messages()
+    if untranslated_lines:
+        print(
+            f"warning: {len(untranslated_lines)} messages have no translation "
+            "(they show in English):"
+        )
+        print("\n".join(f"  {line}" for line in untranslated_lines))
+    unused = unused_entries()
+    if unused:
+        print(f"warning: {len(unused)} entries are no longer used:")
+        print("\n".join(f"  {line}" for line in unused))
+    wrong = problems()
+    if wrong:
+        print(f"error: {len(wrong)} problems:")
+        print("\n".join(f"  {line}" for line in wrong))
+        return 1
+    print("catalogs complete" if not untranslated_lines and not unused else "no errors")
     return 0
 
 

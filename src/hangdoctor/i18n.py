@@ -6,9 +6,11 @@ Messages are Python format strings with named fields, translated first and fille
     _("rank {rank} waits in {op}", rank=3, op="all_reduce")
 
 so a translation may put the fields in another order. The catalogs live in
-`hangdoctor/locale/<lang>/LC_MESSAGES/hangdoctor.po` (compiled beside it to `.mo`); `python
-tools/i18n.py` extracts, updates and compiles them with Babel, and a unit test fails when a
-message has no translation. What is the contract stays English in every language: taxonomy
+`hangdoctor/locale/<lang>/LC_MESSAGES/hangdoctor.po`: the wheel's build compiles each to a
+`.mo` (setup.py), and a source checkout compiles it in memory at first use; `python
+tools/i18n.py` extracts and updates them with Babel, and checks them (a message without a
+translation is a warning, and shows in English; a translation whose fields differ is an
+error). What is the contract stays English in every language: taxonomy
 and rule ids, report.json's field names, the job's own text (code, paths, thread names).
 
 A message whose translation is missing or cannot be filled falls back to English: a report is
@@ -17,11 +19,14 @@ never lost to a catalog's mistake."""
 from __future__ import annotations
 
 import gettext
+import io
 import os
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Literal
+
+from hangdoctor.po_catalog import compile_mo, read_po
 
 Language = Literal["en", "zh"]
 LANGUAGES: tuple[Language, ...] = ("en", "zh")
@@ -75,9 +80,21 @@ def _catalog(language: Language) -> gettext.NullTranslations:
     if language == "en":
         return gettext.NullTranslations()
     try:
-        return gettext.translation(DOMAIN, LOCALE_DIR, languages=[language])
-    except OSError:  # no compiled catalog: English rather than no report
+        return _translations(language)
+    except (OSError, ValueError):  # no catalog, or a broken one: English rather than no report
         return gettext.NullTranslations()
+
+
+def _translations(language: Language) -> gettext.GNUTranslations:
+    """The compiled `.mo` (an installed wheel has it), else the `.po` compiled here in memory
+    (a source checkout, an editable install: the `.mo` is built, never committed). A `.mo`
+    older than its `.po` is one compiled before the last edit: the `.po` wins."""
+    po = LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+    mo = po.with_suffix(".mo")
+    if mo.exists() and (not po.exists() or mo.stat().st_mtime >= po.stat().st_mtime):
+        with mo.open("rb") as handle:
+            return gettext.GNUTranslations(handle)
+    return gettext.GNUTranslations(io.BytesIO(compile_mo(read_po(po))))
 
 
 def _fill(template: str, english: str, params: Mapping[str, object]) -> str:

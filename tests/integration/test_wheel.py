@@ -50,6 +50,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "hangdoctor-watch.pth" in names  # HANGDOCTOR_WATCH=1, at the top of site-packages
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.startswith("tests/") for n in names)
+    # The catalogs are compiled by the build (setup.py), not committed; the .po stays behind.
+    assert "hangdoctor/locale/zh/LC_MESSAGES/hangdoctor.mo" in names
+    assert not any(n.endswith(".po") for n in names)
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
     bin_dir = root / "venv" / "bin"
     subprocess.run(
@@ -120,6 +123,13 @@ def test_lint_from_the_wheel(installed: Path, tmp_path: Path) -> None:
     done = _hangdoctor(installed, "lint", "train.py", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "train.py:3:1 HL402" in done.stdout
+
+
+def test_chinese_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import torch\n\nbreakpoint()\n")
+    done = _hangdoctor(installed, "lint", "--lang", "zh", "train.py", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "train.py:3:1 HL402 训练代码中遗留了调试断点" in done.stdout
 
 
 @pytest.mark.parametrize("command", ["run", "dump", "analyze", "doctor", "lint"])

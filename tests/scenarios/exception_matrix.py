@@ -28,7 +28,7 @@ from tests.scenarios.generated import write_or_check
 from tests.scenarios.scenario import PROGRAMS, Scenario
 
 FOLDER = PROGRAMS / "matrix"
-HANG_TIMEOUT_S = 10.0  # frameworks import for seconds without output (see catalog_frameworks)
+HANG_TIMEOUT_S = 10.0  # frameworks import for seconds without output (see launch.py)
 
 # rank 1 of two takes records 1 and 3 (`RECORDS[rank::2]`): the bad one is the last.
 _RECORDS = """RECORDS = [

@@ -372,8 +372,9 @@ def _mark(value: bool | None) -> str:
 def table(outcomes: list[Outcome]) -> str:
     """The Markdown accuracy table and the `N/M correct` line."""
     rows = [
-        "| scenario | expected category | first try | now | rank ok | location ok | seconds |",
-        "| --- | --- | --- | --- | --- | --- | ---: |",
+        "| scenario | mechanism | round | expected category | first try | now | rank ok "
+        "| location ok | seconds |",
+        "| --- | --- | ---: | --- | --- | --- | --- | --- | ---: |",
     ]
     for o in outcomes:
         s = o.scenario
@@ -384,9 +385,11 @@ def table(outcomes: list[Outcome]) -> str:
         first = "-" if s.first_try is None else ("right" if s.first_try == "right" else "**wrong**")
         if s.blind:
             first += " (blind)"
+        mechanism = "healthy" if s.healthy else (s.category or "").partition(".")[0]
+        written = "-" if s.round is None else str(s.round)
         rows.append(
-            f"| {s.name} | {expected} | {first} | {got} | {_mark(o.rank_ok)} | "
-            f"{_mark(o.location_ok)} | {o.seconds:.1f} |"
+            f"| {s.name} | {mechanism} | {written} | {expected} | {first} | {got} | "
+            f"{_mark(o.rank_ok)} | {_mark(o.location_ok)} | {o.seconds:.1f} |"
         )
     correct = sum(o.correct for o in outcomes)
     total = sum(o.seconds for o in outcomes)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 PROGRAMS = Path(__file__).parent / "programs"
 HEALTHY = None  # expected category of a healthy control: no error-level finding at all
@@ -39,6 +40,9 @@ class Scenario:
     first_try: str | None = None
     # Kept aside as the blind set: no rule change may look at it; its score is reported apart.
     blind: bool = False
+    # The round of the corpus the program was written in (CORPUS.md tells each round's story);
+    # None for the first programs, written with their rules, and for generated ones.
+    round: int | None = None
     # Run while another load keeps every core busy (a healthy control must stay healthy there).
     loaded: bool = False
 
@@ -77,3 +81,8 @@ class Scenario:
             ]
         launcher = [word.replace("{port}", str(port)) for word in self.launcher]
         return [python, *launcher, str(self.path), *self.args]
+
+
+def from_program(name: str, category: str | None, **kwargs: Any) -> Scenario:
+    """The scenario of `programs/NAME.py`: every hand-written program is named as its file."""
+    return Scenario(name=name, program=f"{name}.py", category=category, **kwargs)

@@ -1,7 +1,12 @@
-"""Every message a user reads exists in Chinese too, and the language is chosen as users
-expect: `--lang`, else HANGDOCTOR_LANG, else the locale."""
+"""The Chinese catalog has no errors (a translation with other fields than its message's), a
+message without a translation is a warning that shows in English, and the language is chosen
+as users expect: `--lang`, else HANGDOCTOR_LANG, else the locale."""
 
 from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
 
 import pytest
 
@@ -9,11 +14,63 @@ from hangdoctor import i18n
 from tools import i18n as catalogs
 
 
-def test_every_message_has_a_chinese_translation_with_the_same_fields() -> None:
+def test_the_chinese_catalog_has_no_errors_and_warns_of_missing_translations() -> None:
     wrong = catalogs.problems()
     assert not wrong, "\n".join(wrong[:40]) + (
         f"\n... {len(wrong)} in all" if len(wrong) > 40 else ""
     )
+    missing = catalogs.untranslated_messages()
+    if missing:  # shown in English meanwhile: a warning in pytest's summary, not a failure
+        warnings.warn(
+            f"{len(missing)} messages have no Chinese translation: "
+            + "; ".join(missing[:10])
+            + " (python tools/i18n.py check lists them all)",
+            stacklevel=1,
+        )
+
+
+@pytest.fixture
+def locale_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The Chinese .po copied aside, and tools/i18n.py pointed at the copy."""
+    po = catalogs.po_path("zh")
+    copy = tmp_path / "locale" / po.relative_to(catalogs.LOCALE)
+    copy.parent.mkdir(parents=True)
+    shutil.copy(po, copy)
+    monkeypatch.setattr(catalogs, "LOCALE", tmp_path / "locale")
+    monkeypatch.setattr(catalogs, "ROOT", tmp_path)
+    return copy
+
+
+def _edit_entry(po: Path, msgid: str, msgstr: str) -> None:
+    text = po.read_text(encoding="utf-8")
+    head = f"msgid {msgid}\nmsgstr "
+    start = text.index(head) + len(head)
+    end = text.index("\n\n", start)
+    po.write_text(text[:start] + msgstr + text[end:], encoding="utf-8")
+
+
+def test_a_missing_translation_is_a_warning_and_a_wrong_field_an_error(
+    locale_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit_entry(locale_copy, '" (in {function})"', '""')
+    assert catalogs.problems() == []
+    assert catalogs.main(["check"]) == 0
+    said = capsys.readouterr().out
+    assert "warning: 1 messages have no translation" in said
+    assert "no translation of ' (in {function})'" in said
+
+    _edit_entry(locale_copy, '" (in {function})"', '"在 {func} 中"')
+    [wrong] = catalogs.problems()
+    assert "fields of ' (in {function})'" in wrong
+    assert catalogs.main(["check"]) == 1
+    assert "error: 1 problems" in capsys.readouterr().out
+
+
+def test_a_po_the_package_cannot_read_is_an_error(locale_copy: Path) -> None:
+    locale_copy.write_text(
+        locale_copy.read_text(encoding="utf-8") + "\nmsgid oops\n", encoding="utf-8"
+    )
+    assert any("cannot compile" in line for line in catalogs.problems())
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,349 @@
+"""The corpus's programs that are slow, silent or busy but never stuck: healthy controls, which
+must never be declared hung (`category=HEALTHY`), filed by category.
+
+Each entry is one program of `programs/`, with what `hangdoctor run` must conclude about it.
+It keeps its origin: the round it was written in (`round`; None for the first programs,
+written with their rules), the public report it was written from (`source`), what hangdoctor
+said the first time it ran, before any rule changed for it (`first_try`), and whether it is in
+the blind set that no rule change may look at (`blind`). How each round was written, and why its
+misses were missed: CORPUS.md beside this file."""
+
+from __future__ import annotations
+
+from tests.scenarios.launch import ACCELERATE_ENV, ACCELERATE_LAUNCH
+from tests.scenarios.scenario import HEALTHY, Scenario
+from tests.scenarios.scenario import from_program as _s
+
+HEALTHY_CONTROLS: tuple[Scenario, ...] = (
+    _s("healthy_slow_input", HEALTHY, verdict="completed"),
+    _s("healthy_silent_eval", HEALTHY, verdict="completed"),
+    _s("healthy_training", HEALTHY, verdict="completed"),
+    _s("healthy_ddp", HEALTHY, verdict="completed", torchrun=True),
+    _s(
+        "u_healthy_ddp",
+        HEALTHY,
+        round=3,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        torchrun=True,
+        source="https://blog.csdn.net/Ookura_Resona/article/details/141941284",
+        first_try="right",
+    ),
+    _s(
+        "u_healthy_spawn",
+        HEALTHY,
+        round=3,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        source="https://github.com/pytorch/tutorials/pull/2049",
+        first_try="right",
+    ),
+    _s(
+        "u_healthy_fsdp",
+        HEALTHY,
+        round=3,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        torchrun=True,
+        source="https://docs.pytorch.org/tutorials/_sources/intermediate/FSDP1_tutorial.rst.txt",
+        first_try="right",
+    ),
+    _s(
+        "u_lightning_healthy_ddp",
+        HEALTHY,
+        round=3,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        source="https://github.com/talmolab/sleap-nn/pull/437",
+        first_try="right",
+    ),
+    _s(
+        "u_trainer_healthy",
+        HEALTHY,
+        round=3,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        torchrun=True,
+        source="https://github.com/huggingface/transformers/issues/17106",
+        first_try="right",
+    ),
+    _s(
+        "u_accelerate_healthy",
+        HEALTHY,
+        round=3,
+        verdict="completed",
+        env=ACCELERATE_ENV,
+        hang_timeout_s=10.0,
+        launcher=ACCELERATE_LAUNCH,
+        source="https://github.com/bytedance/UNO/issues/71",
+        first_try="right",
+    ),
+    _s(
+        "u_healthy_threadpool_cache",
+        HEALTHY,
+        round=4,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        source="https://github.com/langchain-ai/langchain/pull/10638",
+        first_try="right",
+    ),
+    _s(
+        "u_healthy_slow_decode_val",
+        HEALTHY,
+        round=5,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        first_try="right",
+    ),
+    _s(
+        "u_healthy_large_checkpoint",
+        HEALTHY,
+        round=5,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        source="https://github.com/jcjohnson/torch-rnn/issues/112",
+        first_try="right",
+    ),
+    _s(
+        "u_healthy_pool_pretokenize",
+        HEALTHY,
+        round=5,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/huggingface/transfer-learning-conv-ai/pull/24",
+        first_try="right",
+    ),
+    _s(
+        "u_healthy_rank0_eval_barrier",
+        HEALTHY,
+        round=5,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        torchrun=True,
+        limit_s=120.0,
+        source="https://discuss.pytorch.org/t/torch-distributed-barrier-hangs-in-ddp/114522",
+        first_try="right",
+    ),
+    _s(
+        "u_trainer_healthy_final_eval",
+        HEALTHY,
+        round=5,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        torchrun=True,
+        limit_s=120,
+        source="https://github.com/huggingface/transformers/pull/1081",
+        first_try="right",
+    ),
+    # Healthy: async checkpoint writer with a sentinel, a flag-only SIGTERM handler, a pool.
+    _s(
+        "r6a_healthy_async_ckpt",
+        HEALTHY,
+        round=6,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        source="https://github.com/huggingface/transformers/pull/41723",
+        first_try="right",
+        loaded=True,
+    ),
+    # Healthy: SIGUSR1 (the wall-time warning) sets a flag, the loop checkpoints at the next
+    # step and carries on; the prefetch thread is stopped with a drain before the join.
+    _s(
+        "r6a_healthy_sigusr1_flag",
+        HEALTHY,
+        round=6,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        source="https://github.com/huggingface/nanotron/pull/392",
+        first_try="right",
+    ),
+    _s(
+        "r6b_compile_warmup",
+        HEALTHY,
+        round=6,
+        verdict="completed",
+        env={"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"},
+        hang_timeout_s=10.0,
+        limit_s=150.0,
+        source="https://github.com/pytorch/pytorch/issues/97783",
+        first_try=(
+            "wrong: process.unexplained / rank None / r6b_compile_warmup.py:67 / verdict "
+            "hung: declared the compiling job hung and killed it"
+        ),
+        blind=True,
+        loaded=True,
+    ),
+    # limit_s raised: 20-40 s of silent LZMA on top of training, with every core kept busy.
+    _s(
+        "r6b_ckpt_tar_xz",
+        HEALTHY,
+        round=6,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=150.0,
+        source="https://github.com/mosaicml/composer/issues/3117",
+        first_try=(
+            "wrong: process.unexplained / rank None / r6b_ckpt_tar_xz.py:38 / verdict hung: "
+            "declared the compressing job hung (running on a CPU in tar.add) and killed it"
+        ),
+        loaded=True,
+    ),
+    # limit_s raised: a silent CPU-bound preparation pass, with every core kept busy.
+    _s(
+        "r6b_preprocess_shards",
+        HEALTHY,
+        round=6,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=150.0,
+        source="https://github.com/tensorflow/datasets/issues/856",
+        first_try=(
+            "wrong: process.unexplained / rank None / r6b_preprocess_shards.py:34 / verdict "
+            "hung: declared the preparing job hung (running on a CPU in log_spec), killed it"
+        ),
+        loaded=True,
+    ),
+    # Healthy: every rank calls every metric gather (DeepForest's fix), rank 1's empty shard too.
+    _s(
+        "r6c_healthy_lightning_metric_sync",
+        HEALTHY,
+        round=6,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=150,
+        source="https://github.com/weecology/DeepForest/pull/1426",
+        first_try="right",
+    ),
+    # Healthy, on a machine whose cores are all busy: ZeRO consolidation on every rank, the
+    # early-stop decision broadcast from rank 0.
+    _s(
+        "r6c_healthy_zero_consolidate_all",
+        HEALTHY,
+        round=6,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120,
+        source="https://github.com/pytorch/ignite/issues/2623",
+        first_try="right",
+        loaded=True,
+    ),
+    # Healthy: the parent waits silently about 40 s for a checkpoint scrubber child.
+    _s(
+        "r7a_healthy_ckpt_scrub_child",
+        HEALTHY,
+        round=7,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=150.0,
+        first_try="right",
+        blind=True,
+        loaded=True,
+    ),
+    # Healthy: an offline evaluation child computes about 40 s while the parent waits in join().
+    _s(
+        "r7b_healthy_offline_eval",
+        HEALTHY,
+        round=7,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=150.0,
+        first_try="right",
+        blind=True,
+        loaded=True,
+    ),
+    # Healthy: DataLoader workers catch corrupt JSON records, print the traceback with
+    # traceback.print_exc(), skip them, and the job finishes with exit code 0.
+    _s(
+        "r8a_healthy_loader_skip_bad_records",
+        HEALTHY,
+        round=8,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/pytorch/pytorch/issues/1137",
+        first_try="right",
+        blind=True,
+    ),
+    # Healthy: bad sample files, a missing resume checkpoint and a first failed export are each
+    # logged with logging.exception and skipped or retried; the run completes with exit code 0.
+    _s(
+        "r8b_healthy_skip_bad_shards",
+        HEALTHY,
+        round=8,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/GoogleCloudPlatform/gcs-connector-for-pytorch/pull/38",
+        first_try="right",
+        blind=True,
+    ),
+    # Healthy: Pool tokenising, a prefetch thread ended by a sentinel, a joined checkpoint
+    # writer, a Popen'd feeder with its streams redirected and stopped at the end, and an
+    # external scorer run with capture_output that is silent for ~7 s per epoch; exits 0.
+    # (Run with a threshold above its silences, as a user would set it; round 9's template
+    # set 5 s, and its first run was declared hung at that threshold.)
+    _s(
+        "r9a_healthy_eval_scorer_child",
+        HEALTHY,
+        round=9,
+        verdict="completed",
+        hang_timeout_s=15.0,
+        limit_s=120.0,
+        source="https://github.com/python/cpython/issues/75893",
+        first_try=(
+            "wrong: process.unexplained / rank None / r9a_healthy_eval_scorer_child.py:78 / "
+            "verdict hung (run with the template's 5 s threshold, below its 7 s silences; "
+            "right at 15 s)"
+        ),
+    ),
+    # Healthy: queue workers stopped by sentinels and drained before join, commit before the
+    # writers start, a packer subprocess that leaves nothing behind, call_soon_threadsafe;
+    # silent idle waits of ~9 s and ~7 s, exit 0 after ~20-25 s.
+    # (Run with a threshold above its silences, as a user would set it; round 9's template
+    # set 5 s, and its first run was declared hung at that threshold.)
+    _s(
+        "r9b_healthy_feature_pipeline",
+        HEALTHY,
+        round=9,
+        verdict="completed",
+        hang_timeout_s=15.0,
+        needs_torch=False,
+        limit_s=120.0,
+        source="https://github.com/python/cpython/issues/73983",
+        first_try=(
+            "wrong: process.unexplained / rank None / r9b_healthy_feature_pipeline.py:74 / "
+            "verdict hung (run with the template's 5 s threshold, below its 9 s silences; "
+            "right at 15 s)"
+        ),
+    ),
+    # Healthy: JSON-lines records read by two DataLoader workers with the default recursion
+    # limit, a bounded replacement walk with a visited set, a hard-example sampler that never
+    # waits for the trainer, and a checkpoint uploader thread (2 s per file, silent) joined at
+    # the end (up to ~3.5 s without output); exits 0 in ~13 s.
+    _s(
+        "r10a_healthy_track_cloning",
+        HEALTHY,
+        round=10,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/ScrollPrize/villa/issues/1482",
+        first_try="right",
+    ),
+    # Healthy: torchrun, gloo; rank 0 builds a flock-guarded cache (evicting without re-locking)
+    # while rank 1 waits in a barrier, one fixed vector of metric sums reduced over a metrics
+    # group, a silent ~2.5 s checkpoint wait per epoch; exit 0 after ~15-25 s.
+    _s(
+        "r10b_healthy_ddp_cache_metrics",
+        HEALTHY,
+        round=10,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        torchrun=True,
+        limit_s=120.0,
+        source="https://github.com/Lightning-AI/pytorch-lightning/pull/19917",
+        first_try="right",
+    ),
+)

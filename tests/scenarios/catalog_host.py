@@ -1,0 +1,57 @@
+"""The corpus's programs that run out of the host's resources (family `host`: memory), filed by
+category.
+
+Each entry is one program of `programs/`, with what `hangdoctor run` must conclude about it.
+It keeps its origin: the round it was written in (`round`; None for the first programs,
+written with their rules), the public report it was written from (`source`), what hangdoctor
+said the first time it ran, before any rule changed for it (`first_try`), and whether it is in
+the blind set that no rule change may look at (`blind`). How each round was written, and why its
+misses were missed: CORPUS.md beside this file."""
+
+from __future__ import annotations
+
+from tests.scenarios.scenario import Scenario
+from tests.scenarios.scenario import from_program as _s
+
+HOST: tuple[Scenario, ...] = (
+    # --- host.memory_exhausted -------------------------------------------------------------------
+    _s("keeps_activations", "host.memory_exhausted", verdict="failed"),
+    _s(
+        "r6b_cooc_dense_alloc",
+        "host.memory_exhausted",
+        round=6,
+        verdict="failed",
+        markers=("cooc",),
+        hang_timeout_s=10.0,
+        source="https://github.com/Thinklab-SJTU/pygmtools/issues/67",
+        first_try=(
+            "wrong: host.memory_exhausted / rank None / no location / verdict failed: right "
+            "category, but no culprit location for the failed torch.zeros"
+        ),
+    ),
+    # Executor.map submits a task for every item before yielding one: on an endless document
+    # stream the main thread never gets a batch, token tensors pile up in futures, and the
+    # capped address space (RLIMIT_AS) runs out: MemoryError, exit 1.
+    _s(
+        "r10b_stream_tokenize_eager_map",
+        "host.memory_exhausted",
+        round=10,
+        verdict="failed",
+        markers=("eager-map", "endless-stream"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        xfail=(
+            "known miss: process.unexplained at the right line (verdict hung); under "
+            "hangdoctor the job stays at its own address-space cap instead of failing with "
+            "MemoryError, and no rule reads a process's address space against its RLIMIT_AS"
+        ),
+        source="https://github.com/python/cpython/issues/74508",
+        first_try=(
+            "known miss: in 2 of 3 live runs the job stays at its own address-space cap "
+            "instead of failing (its tokenizer threads' allocations fail into their futures) "
+            "and is declared hung, process.unexplained at the right line; no rule reads a "
+            "process's address space against its RLIMIT_AS. In the third it failed with "
+            "MemoryError, named host.memory_exhausted (HD301) with no culprit line"
+        ),
+    ),
+)
