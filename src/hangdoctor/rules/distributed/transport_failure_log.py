@@ -112,11 +112,12 @@ def _broken_connection(first: LogMatch) -> _Told:
         else "NCCL"
     )
     peer = _PEER.search(first.detail or first.line)
+    address = f"{peer[1]}:{peer[2]}" if peer else ""
     title = (
         _(
             "Connection between ranks failed ({transport} with {peer})",
             transport=transport,
-            peer=f"{peer[1]}:{peer[2]}",
+            peer=address,
         )
         if peer
         else _("Connection between ranks failed ({transport})", transport=transport)
