@@ -457,6 +457,31 @@ def test_an_exception_python_could_not_print_is_named_at_its_origin(tmp_path):
 
 
 @pytest.mark.torch
+def test_a_thread_that_owns_an_rlock_and_waits_is_named_over_the_one_blocked_on_it(tmp_path):
+    """No frame shows the refresher holding the cache's RLock (taken by a function that has
+    returned); the lock's record of its owner does, so the refresher's wait is the one the
+    main thread's hangs on."""
+    pytest.importorskip("torch")
+    done, _ = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "3",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "2",
+        *fixture("rlock_kept_by_a_waiting_thread.py"),
+    )
+    assert done.returncode == 124, done.stderr
+    hang = json.loads((tmp_path / "hang-1" / "report.json").read_text())
+    root = hang["findings"][0]
+    assert root["culprit"]["thread"].startswith("refresher"), root
+    line = hang_line("rlock_kept_by_a_waiting_thread.py", "refresher")
+    assert root["culprit"]["location"]["line"] == line
+    assert any("holds cache.guard" in e for e in root["evidence"]), root["evidence"]
+
+
+@pytest.mark.torch
 def test_collective_mismatch_named_by_flight_recorder(tmp_path):
     pytest.importorskip("torch")
     done, report = hd_run(

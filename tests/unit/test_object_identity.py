@@ -13,7 +13,7 @@ from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.capture.object_identity import with_object_attributes
 from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import Bundle
-from hangdoctor.probes.job_objects import parse_objects
+from hangdoctor.probes.job_objects import ObjectsAnswer, parse_objects
 
 THREADING = f"{b.STDLIB}/threading.py"
 WEIGHTS, STATS, PUBLISHER = 0x7F0000001000, 0x7F0000002000, 0x7F0000003000
@@ -68,9 +68,9 @@ def _answer() -> str:
 
 
 def test_the_answer_names_each_attributes_object():
-    pid, attributes = parse_objects(_answer()) or (0, {})
+    pid, answer = parse_objects(_answer()) or (0, ObjectsAnswer({}))
     assert pid == 40
-    assert attributes[(PUBLISHER, "guard")] == (WEIGHTS, "_thread.lock")
+    assert answer.attributes[(PUBLISHER, "guard")] == (WEIGHTS, "_thread.lock")
     assert parse_objects("{not json") is None
     assert parse_objects(json.dumps({"pid": 1, "attributes": [[1, 2]]})) is None
 
@@ -124,15 +124,31 @@ class Guarded:
     def __dict__(self):  # a class that computes its __dict__: never called
         raise SystemExit("__dict__ ran")
 
+class Cache:
+    def __init__(self):
+        self.guard = threading.RLock()
+
+def refresh(cache, done):
+    cache.guard.acquire()  # taken in a function that returns: no frame shows it held
+    cache.guard.acquire()
+    done.wait()
+
 lock, guarded = threading.Lock(), Guarded()
 publisher = Publisher(lock)
 publisher.start()
+cache, done = Cache(), threading.Event()
+refresher = threading.Thread(target=refresh, args=(cache, done), daemon=True)
+refresher.start()
 time.sleep(0.1)
 objects.answer_object_request()
 objects.answer_object_request()  # once per request: the second call writes nothing new
 with open(os.path.join(folder, protocol.objects_file(os.getpid()))) as answer:
-    print(json.dumps({"lock": id(lock), "publisher": id(publisher), "answer": json.load(answer)}))
+    print(json.dumps({
+        "lock": id(lock), "publisher": id(publisher), "answer": json.load(answer),
+        "guard": id(cache.guard), "refresher": refresher.native_id, "file": __file__,
+    }))
 publisher.stop.set()
+done.set()
 """
 
 
@@ -156,8 +172,13 @@ def test_the_process_names_the_object_behind_self_guard(tmp_path):
     said = json.loads(done.stdout)
     parsed = parse_objects(json.dumps(said["answer"]))
     assert parsed is not None
-    assert parsed[1][(said["publisher"], "guard")] == (said["lock"], "_thread.lock")
-    assert parsed[1][(said["publisher"], "stop")][1] == "threading.Event"
+    attributes = parsed[1].attributes
+    assert attributes[(said["publisher"], "guard")] == (said["lock"], "_thread.lock")
+    assert attributes[(said["publisher"], "stop")][1] == "threading.Event"
+    # an RLock records its owner: the thread that took it twice, in a function since returned
+    assert parsed[1].owners[said["guard"]] == (said["refresher"], 2, "_thread.RLock")
+    # a module's globals are named by the module's file (py-spy shows no module locals)
+    assert ("cache.guard", said["guard"], "_thread.RLock") in parsed[1].globals[said["file"]]
 
 
 QUEUE, LOADER = 0x7F0000004000, 0x7F0000005000
@@ -209,7 +230,9 @@ def test_of_the_threads_that_could_fill_a_queue_the_one_holding_it_comes_first()
         syscall="read",
     )
     bundle = b.bundle(b.process(20, getter, heartbeat, loader))
-    named = with_object_attributes(bundle, {20: {(LOADER, "out"): (QUEUE, "queue.Queue")}})
+    named = with_object_attributes(
+        bundle, {20: ObjectsAnswer({(LOADER, "out"): (QUEUE, "queue.Queue")})}
+    )
     edges = build_wait_graph(JobView(named)).edges[(20, 20)]
     assert [e.waited for e in edges] == [(20, 22), (20, 21)]
     assert "as self.out" in edges[0].why and not any(e.certain for e in edges)

@@ -1,7 +1,9 @@
 """Who holds which lock and who waits for it: a wait-for graph between the threads of a process.
 
-Python's locks record no owner, so ownership is read from the code: a thread holds the locks
+A plain lock records no owner, so ownership is read from the code: a thread holds the locks
 of the `with` blocks (and unreleased `acquire()` calls) that enclose the lines its frames are on.
+An RLock records its owner, which the instrumented process says (`ThreadEvidence.owns`): it is
+held by that thread even where no frame shows it taken.
 A lock is identified by the object address py-spy reports for a local (`first`) or the process
 named for an attribute (`self.lock`, `capture.object_identity`), else by its owner's address and
 the attribute's name, or by module and name for a global.
@@ -66,12 +68,14 @@ class LockHold:
     exact: bool
     with_block: bool
     inherited: bool = False  # taken by the parent before it forked this process
+    owned: bool = False  # an RLock whose owner this thread is, as its process said
 
     @property
     def certain(self) -> bool:
-        """A `with` block releases in the same thread; a bare acquire() may be a signal that
-        another thread releases (threading.Condition works that way)."""
-        return self.with_block or self.inherited
+        """A `with` block releases in the same thread, and only an RLock's owner may release
+        it; a bare acquire() of a plain lock may be a signal that another thread releases
+        (threading.Condition works that way)."""
+        return self.with_block or self.inherited or self.owned
 
 
 def lock_wait(thread: ThreadEvidence) -> LockWait | None:
@@ -114,9 +118,39 @@ def _forked_here(frame: Frame) -> bool:
 
 
 def lock_holds(thread: ThreadEvidence) -> list[LockHold]:
-    """Every lock-like context this thread holds, innermost frames first."""
+    """Every lock-like context this thread holds, innermost frames first; then the RLocks its
+    process said it owns that no frame shows (taken by an `acquire()` in a function that has
+    returned)."""
     if thread.python is None:
         return []
+    holds = _held_in_frames(thread)
+    shown = {hold.lock for hold in holds}
+    frames = python_frames(thread.python.frames)
+    here = next((f for f in frames if origin(f) is Origin.USER), frames[0] if frames else None)
+    for owned in thread.owns:
+        lock: LockId = ("object", str(owned.addr))
+        if lock in shown or here is None:
+            continue
+        name = (
+            _name_of(thread, owned.addr)
+            or f"the {owned.kind.rsplit('.', 1)[-1]} at {owned.addr:#x}"
+        )
+        holds.append(LockHold(thread.tid, name, lock, here, here.line, True, False, owned=True))
+    return holds
+
+
+def _name_of(thread: ThreadEvidence, address: int) -> str | None:
+    """What the thread's frames call the object at `address`, if they hold it."""
+    for frame in thread.python.frames if thread.python else ():
+        for variable in (*frame.attributes, *frame.locals):
+            if variable.addr == address:
+                return variable.name
+    return None
+
+
+def _held_in_frames(thread: ThreadEvidence) -> list[LockHold]:
+    """The locks of the `with` blocks and unreleased acquire() calls around its frames."""
+    assert thread.python is not None
     holds = []
     inherited = False
     for frame in python_frames(thread.python.frames):

@@ -101,6 +101,15 @@ class PythonThread(Evidence):
     frames: tuple[Frame, ...] = ()
 
 
+class OwnedLock(Evidence):
+    """A reentrant lock a thread owns, as its process said at a request (an RLock records its
+    owner; a plain Lock does not): held, whether or not a frame shows where it was taken."""
+
+    addr: int = Field(description="the lock object's address")
+    count: int = Field(default=1, description="how many times the owner holds it")
+    kind: str = Field(default="_thread.RLock", description="its type, `module.Class`")
+
+
 class ThreadEvidence(Evidence):
     """One OS thread: its kernel state and, for Python processes, its Python stack."""
 
@@ -108,6 +117,9 @@ class ThreadEvidence(Evidence):
     comm: str | None = None
     kernel: KernelThreadState | None = None
     python: PythonThread | None = None
+    owns: tuple[OwnedLock, ...] = Field(
+        default=(), description="reentrant locks it owns, as its process said"
+    )
 
 
 class OpenFile(Evidence):

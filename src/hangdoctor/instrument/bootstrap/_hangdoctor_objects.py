@@ -1,4 +1,5 @@
-"""Which object `self.lock` is, on request (issue 27: objects have identity).
+"""Which object `self.lock` is, and which thread owns each RLock, on request (issue 27:
+objects have identity).
 
 py-spy shows the address of each local (`model_lock`, `self`), never of an attribute: a thread
 in `with self.model_lock:` and another in `with model_lock:` may hold and want one lock, and
@@ -6,15 +7,20 @@ only the process itself can say so. When the supervisor asks (the request file o
 Recorder at a capture, its own at a look for a proof), the writer thread lists, for the locals of every thread's frames, their attributes
 that are synchronisation objects (locks, conditions, events, semaphores, barriers, queues,
 futures, threads, pipes), as `[owner address, attribute, value address, type]`, into
-`objects-<pid>.json`. Read only: an instance's `__dict__` is read only where the class keeps
-it the ordinary way (no property runs, no `__getattr__`), and nothing is called on a value.
+`objects-<pid>.json`. An RLock records its owner (a plain Lock does not): for each RLock
+among them, `[address, owner's kernel thread id, count, type]`, from the C lock's own repr
+(no Python code of the job runs) or the Python one's `_owner`. Read only: an instance's
+`__dict__` is read only where the class keeps it the ordinary way (no property runs, no
+`__getattr__`), and nothing else is called on a value.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,7 +50,8 @@ _SYNC_MODULES = frozenset({
 
 def answer_object_request() -> None:
     """Write the synchronisation objects the locals of every thread's frames hold as
-    attributes, once per request."""
+    attributes, the modules' global ones, and the owners of RLocks among them, once per
+    request."""
     global _answered
     if probe.directory is None:
         return
@@ -56,14 +63,31 @@ def answer_object_request() -> None:
             return
         _answered = stamp
         entries = []  # type: list[list[object]]
+        owners = []  # type: list[list[object]]
+        named = []  # type: list[list[object]]
         seen = set()  # type: set[int]
+        modules = set()  # type: set[int]
         for top in list(sys._current_frames().values()):
             for frame in _outward(top):
+                if id(frame.f_globals) not in modules and len(named) < _MAX_ENTRIES:
+                    modules.add(id(frame.f_globals))
+                    said, values = _global_objects(frame.f_code.co_filename, frame.f_globals)
+                    named += said
+                    owners += _owners(values)
+                if frame.f_locals is frame.f_globals:
+                    continue  # a module's own frame: its names are its globals, said above
                 for value in list(frame.f_locals.values()):
                     if id(value) not in seen and len(entries) < _MAX_ENTRIES:
                         seen.add(id(value))
-                        entries += _sync_attributes(value)
-        body = json.dumps({"pid": os.getpid(), "attributes": entries[:_MAX_ENTRIES]})
+                        found = _sync_attributes(value)
+                        entries += found
+                        owners += _owners([value, *_values_of(found, value)])
+        body = json.dumps({
+            "pid": os.getpid(),
+            "attributes": entries[:_MAX_ENTRIES],
+            "owners": owners[:_MAX_ENTRIES],
+            "globals": named[:_MAX_ENTRIES],
+        })
         files.write_atomically(protocol.objects_file(os.getpid()), body)
     except Exception:
         pass
@@ -114,3 +138,61 @@ def _sync_attributes(value: Any) -> list[list[object]]:
             if kind is not None:
                 found.append([id(value), name, id(item), kind])
     return found
+
+
+_RLOCK_REPR = re.compile(r"owner=(-?\d+) count=(\d+)")
+
+
+def _values_of(found: list[list[object]], owner: Any) -> list[Any]:
+    """The attribute values `found` names, read again from the owner's plain dictionary."""
+    attributes = _plain_dict(owner) or {}
+    names = {entry[1] for entry in found}
+    return [value for name, value in list(attributes.items()) if name in names]
+
+
+def _owners(values: list[Any]) -> list[list[object]]:
+    """`[address, kernel thread id, count, type]` of each owned RLock among `values`."""
+    found = []  # type: list[list[object]]
+    for value in values:
+        kind = type(value)
+        if kind.__name__ not in ("RLock", "_RLock") or kind.__module__ not in ("_thread", "threading"):
+            continue
+        ident = None  # type: object
+        count = 0  # type: object
+        if kind.__module__ == "_thread":
+            match = _RLOCK_REPR.search(repr(value))  # C: no Python code runs
+            if match is None:
+                continue
+            ident, count = int(match.group(1)), int(match.group(2))
+        else:
+            state = _plain_dict(value) or {}
+            ident, count = state.get("_owner"), state.get("_count", 0)
+        active = getattr(threading, "_active", {})  # ident -> Thread
+        thread = active.get(ident) if isinstance(ident, int) else None
+        native = getattr(thread, "native_id", None) if thread is not None else None
+        if not isinstance(count, int) or count < 1 or not isinstance(native, int):
+            continue
+        found.append([id(value), native, int(count), kind.__module__ + "." + kind.__qualname__])
+    return found
+
+
+def _global_objects(file: str, namespace: dict[str, Any]) -> tuple[list[list[object]], list[Any]]:
+    """`[file, expression, address, type]` of a module's global synchronisation objects and of
+    those its globals hold as attributes (`cache.guard`), and the objects themselves: py-spy
+    shows a function's locals, never a module's globals, so a module's names are said here, by
+    the file of its code."""
+    found = []  # type: list[list[object]]
+    values = []  # type: list[Any]
+    for name, value in list(namespace.items())[:512]:
+        if not isinstance(name, str) or name.startswith("__"):
+            continue
+        kind = _sync_type(value)
+        if kind is not None:
+            found.append([file, name, id(value), kind])
+            values.append(value)
+            continue
+        attributes = _sync_attributes(value)
+        for _, attribute, address, attribute_kind in attributes:
+            found.append([file, name + "." + str(attribute), address, attribute_kind])
+        values += _values_of(attributes, value)
+    return found, values

@@ -20,6 +20,7 @@ from hangdoctor.analysis.frames import (
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import lock_wait
 from hangdoctor.analysis.thread_waits import at_exit, given_timeout, joined_thread, primitive_call
+from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
@@ -100,6 +101,33 @@ def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> _
     return None
 
 
+def _holder_behind(
+    job: JobView, process: ProcessEvidence, first: ThreadEvidence, users: list[ThreadEvidence]
+) -> tuple[ThreadEvidence, list[str]]:
+    """The thread that `first` waits for with certainty (it holds the lock `first` wants), and
+    the one that thread waits for, and so on: the waits the others' hang on, where it stands;
+    with a line for each such link."""
+    by_tid = {t.tid: t for t in users}
+    chain = build_wait_graph(job).follow((process.pid, first.tid))
+    lines: list[str] = []
+    visited = {first.tid}
+    for edge in chain.edges:
+        holder = by_tid.get(edge.waited[1]) if edge.waited[0] == process.pid else None
+        if not edge.certain or holder is None or holder.tid in visited:
+            break
+        visited.add(holder.tid)
+        lines.append(
+            _(
+                "{waiter} waits for {holder}, which {why}",
+                waiter=thread_label(first),
+                holder=thread_label(holder),
+                why=edge.why,
+            )
+        )
+        first = holder
+    return first, lines
+
+
 def _exception_in_flight(thread: ThreadEvidence) -> str | None:
     """A `with` block left because of an exception: its `__exit__` holds the exception (a
     ThreadPoolExecutor's exit waits for its tasks while the error waits to be raised)."""
@@ -168,6 +196,7 @@ class AllThreadsAsleep(Rule):
         main = main_thread(process)
         users = [t for t in threads if innermost_user_frame(frames_of(t)) is not None]
         first = main if main is not None and main in users else users[0]
+        first, held = _holder_behind(job, process, first, users)
         frame = innermost_user_frame(frames_of(first))
         where = short_location(frame) if frame is not None else _("its wait")
         evidence = []
@@ -192,6 +221,7 @@ class AllThreadsAsleep(Rule):
                     "{thread} {how} ({wait})", thread=thread_label(thread), how=words, wait=summary
                 )
             )
+        evidence[:0] = held
         flying = next((e for t in threads if (e := _exception_in_flight(t))), None)
         if flying is not None:
             evidence.append(
