@@ -62,3 +62,16 @@ def test_a_worker_death_is_named_when_the_printed_traceback_was_torn():
     assert before.category != "data.worker_killed"  # what the output alone allows
     assert after.category == "data.worker_killed"
     assert any("4242" in line for line in after.evidence), after.evidence
+
+
+def test_an_exception_raised_after_the_hang_was_declared_is_left_out():
+    """A rank that loses its peers as the hung job is ended raises too: a consequence."""
+    record = _record(
+        _TORN,
+        UncaughtException(pid=100, text=_DIED, at=130.0),  # as the job was ended
+    ).model_copy(update={"started_at": 100.0, "hang_declared_s": 20.0})
+    assert job_output(record) == _TORN
+    before = record.model_copy(
+        update={"uncaught": (UncaughtException(pid=100, text=_DIED, at=110.0),)}
+    )
+    assert job_output(before)[-1].endswith("exited unexpectedly")

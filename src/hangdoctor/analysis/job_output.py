@@ -2,7 +2,8 @@
 exception that a process recorded as it ended (`JobRecord.uncaught`) where the output does
 not show it whole.
 
-The printed traceback of the exception that ended a process can be torn (a signal handler that
+Those raised after a hang was declared are left out: they come of the job being ended. The
+printed traceback of the exception that ended a process can be torn (a signal handler that
 raises while Python prints it: PyTorch's, when a DataLoader worker dies) or lost (stderr closed
 or replaced); the recorded one is whole. It is read as the process would have printed it, its
 lines prefixed with the rank as torchrun prefixes a rank's output.
@@ -18,7 +19,7 @@ def job_output(record: JobRecord | None) -> tuple[str, ...]:
     if record is None:
         return ()
     output = record.output_tail
-    missing = [u for u in record.uncaught if not _printed(u, output)]
+    missing = [u for u in record.uncaught if not _printed(u, output) and not _after_hang(u, record)]
     if not missing:
         return output
     ranks = {s.pid: s.rank for s in record.progress}
@@ -35,3 +36,11 @@ def _printed(uncaught: UncaughtException, output: tuple[str, ...]) -> bool:
     last = next((line for line in reversed(uncaught.text.splitlines()) if line.strip()), "")
     last = last.strip()
     return not last or any(line.rstrip().endswith(last) for line in output)
+
+
+def _after_hang(uncaught: UncaughtException, record: JobRecord) -> bool:
+    """Raised after the hang was declared: as the job was ended (a peer's lost connection once
+    the ranks were stopped), a consequence of the hang, not its cause."""
+    if record.hang_declared_s is None or uncaught.at is None:
+        return False
+    return uncaught.at > record.started_at + record.hang_declared_s

@@ -559,6 +559,7 @@ class UncaughtException(Evidence):
 
     pid: int
     text: str = Field(description="the traceback as Python formats it, redacted")
+    at: float | None = Field(default=None, description="when it was recorded (epoch seconds)")
 
 
 class JobRecord(Evidence):

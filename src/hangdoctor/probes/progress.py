@@ -176,8 +176,13 @@ RAISED_GLOB = protocol.glob_of(protocol.RAISED_PREFIX, protocol.RAISED_SUFFIX)
 
 
 def read_uncaught(status_dir: Path) -> list[UncaughtException]:
-    """The uncaught exceptions that ended the job's processes (`raised-<pid>.txt`)."""
-    return [
-        UncaughtException(pid=pid, text=text)
-        for pid, text in _per_process_tails(status_dir, RAISED_GLOB)
-    ]
+    """The uncaught exceptions that ended the job's processes (`raised-<pid>.txt`), with when
+    each was written."""
+    found = []
+    for pid, text in _per_process_tails(status_dir, RAISED_GLOB):
+        try:
+            at: float | None = (status_dir / protocol.raised_file(pid)).stat().st_mtime
+        except OSError:
+            at = None
+        found.append(UncaughtException(pid=pid, text=text, at=at))
+    return found
