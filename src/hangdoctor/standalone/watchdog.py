@@ -24,9 +24,9 @@ from pathlib import Path
 
 from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+from hangdoctor.options import WATCH_ENV
 from hangdoctor.standalone import exit_record, readings, sidecar
 from hangdoctor.standalone.options import (
-    WATCH_ENV,
     HangInfo,
     WatchOptions,
     described,
