@@ -48,7 +48,7 @@ def test_still_hung_is_said_backing_off_while_the_job_is_captured_again(
         started_wall=0.0,
         status_dir=None,
         sampler=QuietSampler(),  # type: ignore[arg-type]
-        tracker=ProgressTracker(HangPolicy(fixed_timeout_s=5)),
+        tracker=ProgressTracker(HangPolicy(hang_timeout_s=5)),
         log=QuietLog(),  # type: ignore[arg-type]
         failure_watch=FailureWatch(None),
         hangs=hangs,

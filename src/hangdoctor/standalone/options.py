@@ -112,7 +112,10 @@ def resolve(
     """The options in force: each argument given, else its environment variable, else the
     default. Never raises."""
     env = os.environ if environ is None else environ
+    timeout = _seconds(HANG_TIMEOUT, hang_timeout_s, env)
+    budget = _seconds(COMPILE_BUDGET, compile_budget_s, env)
     directory = str(report_dir) if report_dir is not None else _variable(REPORT_DIR, env)
+    policy = _choice(ON_HANG, on_hang, env)
     chosen: HangHook | str | None
     if hook is None:
         chosen = _variable(HOOK, env) or None
@@ -122,10 +125,10 @@ def resolve(
         warn(_("warning: the hook given to watch() is not a function; no hook will be called"))
         chosen = None
     return WatchOptions(
-        hang_timeout_s=_seconds(HANG_TIMEOUT, hang_timeout_s, env),
-        compile_budget_s=_seconds(COMPILE_BUDGET, compile_budget_s, env),
+        hang_timeout_s=timeout,
+        compile_budget_s=budget,
         report_dir=Path(directory).expanduser() if directory else None,
-        on_hang=_choice(ON_HANG, on_hang, env),
+        on_hang=policy,
         hook=chosen,
     )
 

@@ -64,7 +64,7 @@ class Watchdog:
         self.started_wall = time.time()
         self.tracker = ProgressTracker(
             HangPolicy(
-                fixed_timeout_s=options.hang_timeout_s, compile_budget_s=options.compile_budget_s
+                hang_timeout_s=options.hang_timeout_s, compile_budget_s=options.compile_budget_s
             )
         )
         self.current: HangDecision | None = None
@@ -154,7 +154,7 @@ class Watchdog:
             "answer": str(answer),
             "ranks": ranks,
             "started_wall": self.started_wall,
-            "hang_timeout_s": self.tracker.timeout_s,
+            "hang_timeout_s": self.tracker.threshold_s,
             "decision": {
                 "kind": decision.kind,
                 "last_progress_s": decision.last_progress_s,

@@ -132,7 +132,7 @@ class JobCapture:
         every process was (`interrupted`), for the final report."""
         say(_("interrupted: capturing every process before passing the interrupt on"))
         tracker = self.recorder.tracker
-        decision = HangDecision("idle", tracker.last_progress_s, now, tracker.timeout_s)
+        decision = HangDecision("idle", tracker.last_progress_s, now, tracker.threshold_s)
         record = self.recorder.record(interrupted=True)
         captured, _failure = self._bounded("interrupt capture", decision, record)
         if captured is not None:

@@ -62,7 +62,7 @@ class JobRecorder:
             signal=sig,
             interrupted=interrupted,
             killed_by_hangdoctor=killed,
-            hang_timeout_s=self.tracker.timeout_s,
+            hang_timeout_s=self.tracker.threshold_s,
             last_progress_s=round(self.tracker.last_progress_s, 3),
             hang_declared_s=round(hang.declared_s, 3) if hang else None,
             hang_kind=hang.kind if hang else None,

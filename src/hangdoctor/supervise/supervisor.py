@@ -155,7 +155,7 @@ class Supervisor:
         pid = self.launched.process.pid
         options = self.options
         policy = HangPolicy(
-            fixed_timeout_s=options.hang_timeout_s, compile_budget_s=options.compile_budget_s
+            hang_timeout_s=options.hang_timeout_s, compile_budget_s=options.compile_budget_s
         )
         self.sampler = TreeSampler(pid, started, self.status_dir)
         recorder = JobRecorder(

@@ -188,7 +188,7 @@ class WatchLoop:
             self.hangs.resumed()
             return
         self._say_still_hung(now)
-        if now - current.captured_at_s >= max(10.0, self.tracker.timeout_s):
+        if now - current.captured_at_s >= max(10.0, self.tracker.threshold_s):
             self.capture.hang(current.decision, now, again=True)
 
     def _peek(self, now: float) -> None:
@@ -211,7 +211,7 @@ class WatchLoop:
         tracker = self.tracker
         if not self.options.prove or tracker.phase is not None:
             return None
-        if not self.proofs.due(now, tracker.idle_since_s, tracker.timeout_s):
+        if not self.proofs.due(now, tracker.idle_since_s, tracker.threshold_s):
             return None
         from hangdoctor.supervise.proof_peek import prove
 
@@ -268,7 +268,7 @@ class WatchLoop:
         recent = self.sampler.activity()
         busy = self.sampler.runnable() or (recent is not None and recent.computing)
         decision = HangDecision(
-            "busy" if busy else "idle", self.tracker.last_progress_s, now, self.tracker.timeout_s
+            "busy" if busy else "idle", self.tracker.last_progress_s, now, self.tracker.threshold_s
         )
         self.capture.hang(decision, now, again=False, epoch=epoch)
         self._end_if_asked()
