@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -25,35 +25,41 @@ from hangdoctor.options import (
 from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any, Any]
+    _StrChoice = click.Choice[str]
+else:  # click before 8.2: its types are not generic
+    _ParamType = click.ParamType
+    _StrChoice = click.Choice
 
 
-class _SecondsType(click.FloatRange):
-    """A setting in seconds, checked as `watch()` checks it (`hangdoctor.options`): the same
-    line for a value that makes no sense; its range is shown in --help."""
+class _Checked(_ParamType):
+    """A setting's value checked as `watch()` checks it (`hangdoctor.options`): a value that
+    makes no sense is the same line at both doors."""
+
+    setting: Seconds | Choice
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return self.setting.parse(value, _given_as(self.setting, param, ctx))
+        except InvalidSetting as error:
+            raise click.UsageError(str(error), ctx) from None
+
+
+class _SecondsType(_Checked, click.FloatRange):
+    """Seconds, their range shown in --help."""
 
     def __init__(self, setting: Seconds) -> None:
         super().__init__(min=setting.minimum)
         self.setting = setting
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        try:
-            return self.setting.parse(value, _given_as(self.setting, param, ctx))
-        except InvalidSetting as error:
-            raise click.UsageError(str(error), ctx) from None
 
-
-class _ChoiceType(click.Choice[str]):
-    """A choice, checked as `watch()` checks it (`hangdoctor.options`)."""
+class _ChoiceType(_Checked, _StrChoice):
+    """One of the choices, shown in --help."""
 
     def __init__(self, setting: Choice) -> None:
         super().__init__(setting.choices)
         self.setting = setting
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        try:
-            return self.setting.parse(value, _given_as(self.setting, param, ctx))
-        except InvalidSetting as error:
-            raise click.UsageError(str(error), ctx) from None
 
 
 def _given_as(
