@@ -11,17 +11,16 @@ from __future__ import annotations
 import math
 import os
 
+from hangdoctor.standalone.watching import Watching
+
 # Annotations are strings, and these imports are for the type checker only: `typing` alone
 # would cost every `import hangdoctor` some 15 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
     from types import ModuleType, TracebackType
     from typing import Any
 
     from hangdoctor.standalone.options import HangHook
-    from hangdoctor.standalone.plan import WatchPlan
-    from hangdoctor.standalone.watchdog import Watchdog
 
 _MAX_TEXT = 200  # characters of a mark or a phase name
 
@@ -136,24 +135,6 @@ def _budget(value: object) -> float | None:
     except Exception:  # whatever the object does when asked
         return None
     return seconds if math.isfinite(seconds) and seconds > 0 else None
-
-
-class Watching:
-    """What `watch()` set up in this process."""
-
-    def __init__(self, plan: WatchPlan | None, watchdog: Watchdog | None, supervised: bool) -> None:
-        self.plan = plan
-        self.watchdog = watchdog
-        self.supervised = supervised  # under `hangdoctor run`: its supervisor watches
-
-    @property
-    def report_dir(self) -> Path | None:
-        return self.plan.report_dir if self.plan is not None else None
-
-    def stop(self) -> None:
-        """Stop the watchdog (the probe keeps reporting)."""
-        if self.watchdog is not None:
-            self.watchdog.stop()
 
 
 _watching: Watching | None = None

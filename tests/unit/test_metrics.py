@@ -41,7 +41,7 @@ def status(pid: int, rank: int | None, **fields: float) -> ProgressStatus:
 
 
 def job(statuses: list[ProgressStatus], hang: HangDecision | None = None, now: float = 12.0):
-    tracker = ProgressTracker(HangPolicy(fixed_timeout_s=30))
+    tracker = ProgressTracker(HangPolicy(hang_timeout_s=30))
     tracker.observe(2.0, Counters(output_bytes=10))
     return JobState(
         statuses=lambda: statuses,

@@ -8,14 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from hangdoctor.supervise.failure_watch import FailureWatch
 from hangdoctor.supervise.hang_capture import HangReport
+from hangdoctor.supervise.hangs_seen import HangsSeen
+from hangdoctor.supervise.job_capture import JobCapture
+from hangdoctor.supervise.job_record import JobRecorder
 from hangdoctor.supervise.policy import (
     HangDecision,
     HangPolicy,
     ProgressTracker,
     StillHungNotices,
 )
-from hangdoctor.supervise.supervisor import RunOptions, Supervisor
+from hangdoctor.supervise.supervisor import RunOptions
+from hangdoctor.supervise.watch_loop import Interrupts, WatchLoop
 
 
 @dataclass
@@ -37,27 +42,37 @@ class QuietLog:
 def test_still_hung_is_said_backing_off_while_the_job_is_captured_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    supervisor = Supervisor(RunOptions(command=("train",), report_dir=tmp_path))
-    supervisor.tracker = ProgressTracker(HangPolicy(fixed_timeout_s=5))
-    supervisor.sampler = QuietSampler()  # type: ignore[assignment]
-    supervisor.log = QuietLog()  # type: ignore[assignment]
+    hangs = HangsSeen()
+    recorder = JobRecorder(
+        command=("train",),
+        started_wall=0.0,
+        status_dir=None,
+        sampler=QuietSampler(),  # type: ignore[arg-type]
+        tracker=ProgressTracker(HangPolicy(hang_timeout_s=5)),
+        log=QuietLog(),  # type: ignore[arg-type]
+        failure_watch=FailureWatch(None),
+        hangs=hangs,
+    )
+    capture = JobCapture(0, tmp_path, recorder, None, native_stacks=False, ending_job=False)
+    options = RunOptions(command=("train",), report_dir=tmp_path)
+    loop = WatchLoop(options, None, 0.0, capture, Interrupts())  # type: ignore[arg-type]
     declared = 20.0
     decision = HangDecision("idle", last_progress_s=0.0, declared_s=declared, threshold_s=5)
     # The hang as the first capture left it: declared, its report written, notices to come.
-    supervisor.current = HangReport(decision, 1, ("none",), None, None, declared)  # type: ignore[arg-type]
-    supervisor.still_hung = StillHungNotices(declared)
+    hangs.current = HangReport(decision, 1, ("none",), None, None, declared)  # type: ignore[arg-type]
+    hangs.still_hung = StillHungNotices(declared)
     recaptures: list[float] = []
 
     def capture_again(decision: HangDecision, now: float, again: bool) -> None:
-        assert again and supervisor.current is not None
+        assert again and hangs.current is not None
         recaptures.append(now)
-        supervisor.current.captured_at_s = now  # the same picture: nothing new to report
+        hangs.current.captured_at_s = now  # the same picture: nothing new to report
 
-    monkeypatch.setattr(supervisor, "_capture", capture_again)
+    monkeypatch.setattr(capture, "hang", capture_again)
     now = declared
     while now < declared + 2 * 3600:  # two hours of ticks, a second apart
         now += 1.0
-        supervisor._check_progress(now)
+        loop._check_progress(now)
     said = [line for line in capsys.readouterr().err.splitlines() if "still hung" in line]
     assert said == [
         f"hangdoctor: still hung {n} minute{'s' * (n > 1)} after the hang was declared "

@@ -27,7 +27,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _tracker(timeout: float = 10.0) -> ProgressTracker:
-    tracker = ProgressTracker(HangPolicy(fixed_timeout_s=timeout))
+    tracker = ProgressTracker(HangPolicy(hang_timeout_s=timeout))
     tracker.observe(1.0, Counters(heartbeats=1))
     return tracker
 

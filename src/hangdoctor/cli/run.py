@@ -3,48 +3,117 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from hangdoctor.cli.language import language_option
 from hangdoctor.errors import BadInputError
 from hangdoctor.i18n import _
-from hangdoctor.standalone.options import COMPILE_BUDGET_ENV, HANG_TIMEOUT_ENV
+from hangdoctor.options import (
+    COMPILE_BUDGET,
+    HANG_TIMEOUT,
+    KILL_GRACE,
+    ON_HANG,
+    Choice,
+    InvalidSetting,
+    Seconds,
+)
 from hangdoctor.supervise.supervisor import RunOptions, run_supervised
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any, Any]
+    _StrChoice = click.Choice[str]
+else:  # click before 8.2: its types are not generic
+    _ParamType = click.ParamType
+    _StrChoice = click.Choice
+
+
+class _Checked(_ParamType):
+    """A setting's value checked as `watch()` checks it (`hangdoctor.options`): a value that
+    makes no sense is the same line at both doors."""
+
+    setting: Seconds | Choice
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return self.setting.parse(value, _given_as(self.setting, param, ctx))
+        except InvalidSetting as error:
+            raise click.UsageError(str(error), ctx) from None
+
+
+class _SecondsType(_Checked, click.FloatRange):
+    """Seconds, their range shown in --help."""
+
+    def __init__(self, setting: Seconds) -> None:
+        super().__init__(min=setting.minimum)
+        self.setting = setting
+
+
+class _ChoiceType(_Checked, _StrChoice):
+    """One of the choices, shown in --help."""
+
+    def __init__(self, setting: Choice) -> None:
+        super().__init__(setting.choices)
+        self.setting = setting
+
+
+def _given_as(
+    setting: Seconds | Choice, param: click.Parameter | None, ctx: click.Context | None
+) -> str:
+    """How the value came: the environment variable, else the option."""
+    name = param.name if param is not None else None
+    from_env = (
+        ctx is not None
+        and name is not None
+        and (ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT)
+    )
+    if from_env and setting.env is not None:
+        return setting.env
+    return setting.flag or setting.name
+
+
+def _setting(setting: Seconds | Choice, **kwargs: Any) -> Callable[[_Command], _Command]:
+    """The option of a setting (`hangdoctor.options`): its flag, its name, its check, its
+    default and, where `run` reads one, its environment variable."""
+    assert setting.flag is not None
+    kind = _SecondsType(setting) if isinstance(setting, Seconds) else _ChoiceType(setting)
+    return click.option(
+        setting.flag,
+        setting.name,
+        type=kind,
+        default=setting.default,
+        envvar=setting.run_env,
+        show_envvar=setting.run_env is not None,
+        **kwargs,
+    )
 
 
 @click.command(
     "run",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
-@click.option(
-    "--hang-timeout",
-    type=click.FloatRange(min=0.1),
-    default=None,
+@_setting(
+    HANG_TIMEOUT,
     metavar="S",
-    envvar=HANG_TIMEOUT_ENV,
-    show_envvar=True,
     help="Declare a hang S seconds after the last progress when nothing computes "
     "(3*S when something does). Default: $HANGDOCTOR_HANG_TIMEOUT (as watch() reads it), "
     "else adaptive, 300 s until the first training event, then 5x the longest gap seen "
     "between events, within 60-1800 s.",
 )
-@click.option(
-    "--compile-budget",
-    type=click.FloatRange(min=0.1),
-    default=None,
+@_setting(
+    COMPILE_BUDGET,
     metavar="S",
-    envvar=COMPILE_BUDGET_ENV,
-    show_envvar=True,
     help="Seconds a job that compiles (torch.compile, Triton, a C++ compiler in its "
     "process tree) may go without progress. Default: 10 times the hang "
     "timeout.",
 )
-@click.option(
-    "--on-hang",
-    type=click.Choice(["report", "kill"]),
-    default="report",
+@_setting(
+    ON_HANG,
     show_default=True,
     help="report: report and keep watching; kill: report, then end the whole job (exit 124).",
 )
@@ -59,10 +128,8 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
     is_flag=True,
     help="Do not inject progress instrumentation into the job's Python processes.",
 )
-@click.option(
-    "--kill-grace",
-    type=click.FloatRange(min=0.0),
-    default=10.0,
+@_setting(
+    KILL_GRACE,
     show_default=True,
     metavar="S",
     help="With --on-hang kill: seconds between SIGTERM and SIGKILL.",
@@ -104,12 +171,12 @@ from hangdoctor.supervise.supervisor import RunOptions, run_supervised
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @language_option
 def run_command(
-    hang_timeout: float | None,
-    compile_budget: float | None,
+    hang_timeout_s: float | None,
+    compile_budget_s: float | None,
     on_hang: str,
     report_dir: Path | None,
     no_instrument: bool,
-    kill_grace: float,
+    kill_grace_s: float,
     native: bool,
     no_proof: bool,
     coordinator: str | None,
@@ -144,13 +211,13 @@ def run_command(
     options = RunOptions(
         command=tuple(command),
         report_dir=directory,
-        hang_timeout_s=hang_timeout,
+        hang_timeout_s=hang_timeout_s,
         on_hang=on_hang,
         instrument=not no_instrument,
-        kill_grace_s=kill_grace,
+        kill_grace_s=kill_grace_s,
         native_stacks=native,
         prove=not no_proof,
-        compile_budget_s=compile_budget,
+        compile_budget_s=compile_budget_s,
         coordinator=meet,
         join_nodes=not single_node,
         metrics_port=metrics_port,

@@ -1,14 +1,14 @@
 """`watch()`'s options, from its arguments or, for a job started with no code change
 (`HANGDOCTOR_WATCH=1 python train.py`), from environment variables named after `run`'s options.
+Each setting is defined, and checked, in `hangdoctor.options`, for `run` and `watch()` alike.
 
 An argument wins over its variable. A value that makes no sense is said in one line on stderr
-and its default used: watching a job must never stop it from starting.
+(the line `run` stops on) and its default used: watching a job must never stop it from starting.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -16,14 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hangdoctor.i18n import _
-
-WATCH_ENV = "HANGDOCTOR_WATCH"
-HANG_TIMEOUT_ENV = "HANGDOCTOR_HANG_TIMEOUT"
-COMPILE_BUDGET_ENV = "HANGDOCTOR_COMPILE_BUDGET"
-REPORT_DIR_ENV = "HANGDOCTOR_REPORT_DIR"
-ON_HANG_ENV = "HANGDOCTOR_ON_HANG"
-HOOK_ENV = "HANGDOCTOR_HOOK"  # module:function, called with the HangInfo
-ON_HANG_CHOICES = ("report", "kill")
+from hangdoctor.options import (
+    COMPILE_BUDGET,
+    HANG_TIMEOUT,
+    HOOK,
+    ON_HANG,
+    REPORT_DIR,
+    Choice,
+    InvalidSetting,
+    Seconds,
+    Setting,
+)
 
 
 @dataclass(frozen=True)
@@ -68,26 +71,6 @@ def described(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _seconds(name: str, value: str | None) -> float | None:
-    if value is None or not value.strip():
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0.1:
-        warn(
-            _(
-                "warning: {name}='{value}' is not a number of seconds (at least 0.1); using the "
-                "default",
-                name=name,
-                value=value,
-            )
-        )
-        return None
-    return seconds
-
-
 def load_hook(value: str | None) -> HangHook | None:
     """`package.module:function`, imported; None (said on stderr) when it cannot be."""
     if not value:
@@ -99,7 +82,7 @@ def load_hook(value: str | None) -> HangHook | None:
         warn(
             _(
                 "warning: {name}='{value}' cannot be loaded ({error}); no hook will be called",
-                name=HOOK_ENV,
+                name=HOOK.env,
                 value=value,
                 error=described(error),
             )
@@ -109,7 +92,7 @@ def load_hook(value: str | None) -> HangHook | None:
         warn(
             _(
                 "warning: {name}='{value}' is not a function; no hook will be called",
-                name=HOOK_ENV,
+                name=HOOK.env,
                 value=value,
             )
         )
@@ -129,28 +112,13 @@ def resolve(
     """The options in force: each argument given, else its environment variable, else the
     default. Never raises."""
     env = os.environ if environ is None else environ
-
-    def given(value: object, name: str) -> str | None:
-        return env.get(name) if value is None else str(value)
-
-    timeout = _seconds(
-        HANG_TIMEOUT_ENV if hang_timeout_s is None else "hang_timeout_s",
-        given(hang_timeout_s, HANG_TIMEOUT_ENV),
-    )
-    budget = _seconds(
-        COMPILE_BUDGET_ENV if compile_budget_s is None else "compile_budget_s",
-        given(compile_budget_s, COMPILE_BUDGET_ENV),
-    )
-    directory = given(report_dir, REPORT_DIR_ENV)
-    policy = (given(on_hang, ON_HANG_ENV) or "report").strip().lower()
-    if policy not in ON_HANG_CHOICES:
-        warn(
-            _("warning: on_hang '{value}' is not one of report, kill; reporting only", value=policy)
-        )
-        policy = "report"
+    timeout = _seconds(HANG_TIMEOUT, hang_timeout_s, env)
+    budget = _seconds(COMPILE_BUDGET, compile_budget_s, env)
+    directory = str(report_dir) if report_dir is not None else _variable(REPORT_DIR, env)
+    policy = _choice(ON_HANG, on_hang, env)
     chosen: HangHook | str | None
     if hook is None:
-        chosen = env.get(HOOK_ENV) or None
+        chosen = _variable(HOOK, env) or None
     elif callable(hook):
         chosen = hook
     else:
@@ -163,3 +131,34 @@ def resolve(
         on_hang=policy,
         hook=chosen,
     )
+
+
+def _variable(setting: Setting, env: Mapping[str, str]) -> str | None:
+    return env.get(setting.env) if setting.env is not None else None
+
+
+def _seconds(setting: Seconds, value: object, env: Mapping[str, str]) -> float | None:
+    """The setting from its argument, else its variable; its default when the value makes no
+    sense (said in one line)."""
+    try:
+        if value is not None:
+            return setting.parse(value, setting.name)
+        return setting.parse(_variable(setting, env), setting.env or setting.name)
+    except InvalidSetting as error:
+        _using_the_default(error)
+        return setting.default
+
+
+def _choice(setting: Choice, value: object, env: Mapping[str, str]) -> str:
+    """As `_seconds`, for a choice."""
+    try:
+        if value is not None:
+            return setting.parse(value, setting.name)
+        return setting.parse(_variable(setting, env), setting.env or setting.name)
+    except InvalidSetting as error:
+        _using_the_default(error)
+        return setting.default
+
+
+def _using_the_default(error: InvalidSetting) -> None:
+    warn(_("warning: {problem}; using the default", problem=str(error)))

@@ -11,11 +11,11 @@ import sys
 from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 from hangdoctor.private_files import make_dir
-from hangdoctor.sdk import Watching
 from hangdoctor.standalone import arming, exit_record, sidecar
 from hangdoctor.standalone.options import HangHook, resolve, warn
 from hangdoctor.standalone.plan import make_plan, started_at, started_by_multiprocessing
 from hangdoctor.standalone.watchdog import Watchdog
+from hangdoctor.standalone.watching import Watching
 
 
 def _multiprocessing_child() -> bool:

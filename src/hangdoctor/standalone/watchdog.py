@@ -24,9 +24,9 @@ from pathlib import Path
 
 from hangdoctor.i18n import _
 from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
+from hangdoctor.options import WATCH_ENV
 from hangdoctor.standalone import exit_record, readings, sidecar
 from hangdoctor.standalone.options import (
-    WATCH_ENV,
     HangInfo,
     WatchOptions,
     described,
@@ -64,7 +64,7 @@ class Watchdog:
         self.started_wall = time.time()
         self.tracker = ProgressTracker(
             HangPolicy(
-                fixed_timeout_s=options.hang_timeout_s, compile_budget_s=options.compile_budget_s
+                hang_timeout_s=options.hang_timeout_s, compile_budget_s=options.compile_budget_s
             )
         )
         self.current: HangDecision | None = None
@@ -154,7 +154,7 @@ class Watchdog:
             "answer": str(answer),
             "ranks": ranks,
             "started_wall": self.started_wall,
-            "hang_timeout_s": self.tracker.timeout_s,
+            "hang_timeout_s": self.tracker.threshold_s,
             "decision": {
                 "kind": decision.kind,
                 "last_progress_s": decision.last_progress_s,

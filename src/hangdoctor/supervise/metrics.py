@@ -101,7 +101,7 @@ class JobCollector:
             "hangdoctor_hang_threshold_seconds",
             "The idle hang threshold in force (a job that computes gets 3 times as long)",
             state.node,
-            tracker.timeout_s,
+            tracker.threshold_s,
         )
 
     def _per_rank(self) -> Iterator[Metric]:

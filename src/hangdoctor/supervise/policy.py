@@ -63,7 +63,7 @@ MIN_SHARE = 0.25
 class HangPolicy:
     """Thresholds, in seconds."""
 
-    fixed_timeout_s: float | None = None
+    hang_timeout_s: float | None = None  # `run --hang-timeout`, `watch()`; None: adaptive
     startup_budget_s: float = 300.0
     adaptive_factor: float = 5.0
     min_adaptive_s: float = 60.0
@@ -210,7 +210,7 @@ class ProgressTracker:
     def compile_budget_s(self) -> float:
         """How long a compiling job may go without progress."""
         explicit = self.policy.compile_budget_s
-        return explicit if explicit is not None else self.policy.compile_factor * self.timeout_s
+        return explicit if explicit is not None else self.policy.compile_factor * self.threshold_s
 
     def observe(self, now_s: float, counters: Counters) -> bool:
         """Record a reading; True when it shows progress."""
@@ -245,10 +245,10 @@ class ProgressTracker:
         if not busy or self.nonfinite_only or self.waiting_for_device:
             return False
         quiet_since = self.quiet_since_s
-        if now_s - quiet_since < self.timeout_s:
+        if now_s - quiet_since < self.threshold_s:
             return False
         last = self.last_peek_s
-        return last is None or last < quiet_since or now_s - last >= self.timeout_s
+        return last is None or last < quiet_since or now_s - last >= self.threshold_s
 
     def peeked(self, now_s: float, waiting_for_device: bool, compiling: bool = False) -> None:
         """Record what the look showed: whether every busy process waits for the GPU, whether
@@ -259,11 +259,11 @@ class ProgressTracker:
             self.compiled(now_s)
 
     @property
-    def timeout_s(self) -> float:
+    def threshold_s(self) -> float:
         """The idle threshold in force now."""
         policy = self.policy
-        if policy.fixed_timeout_s is not None:
-            return policy.fixed_timeout_s
+        if policy.hang_timeout_s is not None:
+            return policy.hang_timeout_s
         if self.last_training_event_s is None or self.longest_training_gap_s == 0.0:
             return policy.startup_budget_s
         adaptive = policy.adaptive_factor * self.longest_training_gap_s
@@ -278,7 +278,7 @@ class ProgressTracker:
         spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
         computing = busy and not (waiting or spinning)
         compiling = computing and self.compiling
-        threshold = self.timeout_s * (self.policy.busy_factor if computing else 1.0)
+        threshold = self.threshold_s * (self.policy.busy_factor if computing else 1.0)
         if computing and not self.started_up:
             threshold = max(threshold, self.policy.startup_busy_s)
         if compiling:
