@@ -68,9 +68,13 @@ def test_run_declares_a_device_wait_after_s(tmp_path, cudart):
         check=False,
     )
     hang = json.loads((tmp_path / "hang-1" / "report.json").read_text())
+    record = json.loads((tmp_path / "hang-1" / "evidence.json").read_text())["job"]
     waited = hang["hang"]["declared_s"] - hang["hang"]["last_progress_s"]
-    assert S <= waited < 2 * S, done.stderr  # a busy job would get 3 x S
-    assert hang["hang"]["kind"] == "idle"  # it waits for the device; it does not compute
+    assert waited >= S, done.stderr
+    # It waits for the device; it does not compute: declared under S, where a busy job's
+    # threshold is 3 x S (the threshold, not the time taken, which a loaded machine stretches).
+    assert hang["hang"]["kind"] == "idle"
+    assert record["hang_threshold_s"] == S
     root = hang["findings"][0]
     assert root["category"] == "gpu.kernel_hang", [f["id"] for f in hang["findings"]]
     assert root["culprit"]["location"]["file"] == str(JOB)

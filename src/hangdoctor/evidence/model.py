@@ -576,6 +576,11 @@ class JobRecord(Evidence):
     last_progress_s: float | None = None
     hang_declared_s: float | None = None
     hang_kind: str | None = None
+    hang_threshold_s: float | None = Field(
+        default=None,
+        description="the quiet the hang was declared after: the idle threshold, busy_factor "
+        "times it for a job that computed, a compile or phase budget, or less where proven",
+    )
     hang_phase: str | None = Field(
         default=None,
         description="`compile` when the hang was declared while the job compiled "

@@ -89,6 +89,7 @@ def capture_hang(
         update={
             "hang_declared_s": round(decision.declared_s, 3),
             "hang_kind": decision.kind,
+            "hang_threshold_s": round(decision.threshold_s, 3),
             "hang_phase": decision.phase,
             "job_phase": decision.job_phase,
             "kernel_log": tuple(kernel_lines),

@@ -66,6 +66,7 @@ class JobRecorder:
             last_progress_s=round(self.tracker.last_progress_s, 3),
             hang_declared_s=round(hang.declared_s, 3) if hang else None,
             hang_kind=hang.kind if hang else None,
+            hang_threshold_s=round(hang.threshold_s, 3) if hang else None,
             hang_phase=hang.phase if hang else None,
             job_phase=hang.job_phase if hang else None,
             progress=tuple(with_sync_source(s) for s in self.sampler.statuses),
