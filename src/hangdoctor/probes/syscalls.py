@@ -35,6 +35,7 @@ _X86_64 = {
     73: "flock",
     74: "fsync",
     75: "fdatasync",
+    82: "rename",
     128: "rt_sigtimedwait",
     130: "rt_sigsuspend",
     202: "futex",
@@ -43,12 +44,14 @@ _X86_64 = {
     232: "epoll_wait",
     247: "waitid",
     257: "openat",
+    264: "renameat",
     270: "pselect6",
     271: "ppoll",
     281: "epoll_pwait",
     288: "accept4",
     299: "recvmmsg",
     307: "sendmmsg",
+    316: "renameat2",
     441: "epoll_pwait2",
 }
 

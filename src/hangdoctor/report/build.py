@@ -12,7 +12,13 @@ from hangdoctor.analysis.activity import hang_kind
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.waitgraph import build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
-from hangdoctor.evidence.model import Bundle, NodesEvidence, ProcessEvidence, ThreadEvidence
+from hangdoctor.evidence.model import (
+    Bundle,
+    KernelThreadState,
+    NodesEvidence,
+    ProcessEvidence,
+    ThreadEvidence,
+)
 from hangdoctor.i18n import _, active_language
 from hangdoctor.report.model import (
     CaptureInfo,
@@ -39,7 +45,7 @@ def _thread(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> d
         "name": (python.name if python else None) or thread.comm,
         "state": kernel.state if kernel else None,
         "wchan": kernel.wchan if kernel else None,
-        "syscall": (kernel.syscall_name or kernel.syscall) if kernel else None,
+        "syscall": _syscall(kernel) if kernel else None,
         "waiting_on": describe_wait(job, process, thread).summary,
         "cpu_percent": _percent(job.thread_cpu_share(process.pid, thread.tid)),
         "owns_gil": python.owns_gil if python else None,
@@ -219,3 +225,11 @@ def _on_its_node(job: JobView, finding: Finding) -> Finding:
             "related": tuple(dict.fromkeys(placed(c) for c in finding.related)),
         }
     )
+
+
+def _syscall(kernel: KernelThreadState) -> str | None:
+    """The system call a thread is in: its name, or its number where no name is known (a
+    thread caught in a call the table leaves out, such as the rename of an atomic write)."""
+    if kernel.syscall_name:
+        return kernel.syscall_name
+    return _("syscall {syscall}", syscall=kernel.syscall) if kernel.syscall is not None else None

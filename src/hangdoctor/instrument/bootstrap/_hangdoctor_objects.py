@@ -69,7 +69,11 @@ def answer_object_request() -> None:
         modules = set()  # type: set[int]
         for top in list(sys._current_frames().values()):
             for frame in _outward(top):
-                if id(frame.f_globals) not in modules and len(named) < _MAX_ENTRIES:
+                if (
+                    id(frame.f_globals) not in modules
+                    and len(named) < _MAX_ENTRIES
+                    and not _library(frame.f_code.co_filename)
+                ):
                     modules.add(id(frame.f_globals))
                     said, values = _global_objects(frame.f_code.co_filename, frame.f_globals)
                     named += said
@@ -126,7 +130,8 @@ def _plain_dict(value: Any) -> dict[str, Any] | None:
 
 
 def _sync_attributes(value: Any) -> list[list[object]]:
-    if isinstance(value, type) or type(value).__module__ in ("builtins", "types"):
+    # type() runs no code of the object's; isinstance() may (a __class__ that warns or raises)
+    if issubclass(type(value), type) or type(value).__module__ in ("builtins", "types"):
         return []
     attributes = _plain_dict(value)
     if not attributes:
@@ -196,3 +201,16 @@ def _global_objects(file: str, namespace: dict[str, Any]) -> tuple[list[list[obj
             found.append([file, name + "." + str(attribute), address, attribute_kind])
         values += _values_of(attributes, value)
     return found, values
+
+
+_LIBRARY_PARTS = ("site-packages", "dist-packages")
+
+
+def _library(file: str) -> bool:
+    """Whether `file` is the standard library's or an installed package's: their module globals
+    are not the job's objects, and reading them could run a library's own code (a deprecated
+    global that warns when touched)."""
+    if file.startswith("<") or any(part in file for part in _LIBRARY_PARTS):
+        return True
+    prefixes = {sys.base_prefix, sys.prefix, getattr(sys, "base_exec_prefix", sys.base_prefix)}
+    return any(file.startswith(os.path.join(prefix, "lib")) for prefix in prefixes)
