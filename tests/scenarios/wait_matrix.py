@@ -89,6 +89,12 @@ class Primitive:
     orphan_keeps: str = ""
     #: whether the wait goes through a pipe, FIFO or socket (`THROUGH_A_MEDIUM`)
     medium: bool = False
+    #: module-level text (functions the wait calls), after the imports
+    module: str = ""
+    #: fate -> the provider's act for that fate, where the common one (`_fate_line`) does not fit
+    fate_lines: tuple[tuple[str, str], ...] = ()
+    #: the hang timeout its cells run with: above any watchdog of the primitive's own
+    hang_timeout_s: float = HANG_TIMEOUT_S
 
 
 _ENDS_WITH_THREAD = "the wait ends when the thread ends, however it ends"
@@ -373,6 +379,229 @@ PRIMITIVES: tuple[Primitive, ...] = (
     ),
 )
 
+#: Issue 27's second part of the matrix: the primitives its first part left out.
+_FULL = "the writer fills the pipe's 64 KiB first: "
+_ENDS_WITH_TASK = "the pool's shutdown ends when its task ends, however it ends"
+_CHILD_OWN = "a child program's own waits are the other cells, seen in its own process"
+_POSIX_LOCK = "SQLite's POSIX lock is the process's: the kernel releases it when it ends"
+_EPIPE = "main keeps no reader: the write fails with EPIPE once the provider is gone"
+_NO_CONNECT = "nothing but a connection ends accept(): an orphan changes nothing"
+
+SECOND_PART: tuple[Primitive, ...] = (
+    Primitive(
+        "queue_put",
+        "thread",
+        ("queue", "threading"),
+        "    global QUEUE\n    QUEUE = queue.Queue(maxsize=1)\n    QUEUE.put(1)\n",
+        "QUEUE.get()",
+        "QUEUE.put(2)",
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "executor_shutdown",
+        "executor",
+        ("concurrent.futures", "threading"),
+        "    global POOL\n    POOL = concurrent.futures.ThreadPoolExecutor(1)\n",
+        "return 1",
+        "POOL.shutdown(wait=True)",
+        impossible=(
+            *_THREAD_COMMON,
+            ("exception", _ENDS_WITH_TASK),
+            ("exit", _ENDS_WITH_TASK),
+            ("never_started", "the executor starts its own threads"),
+        ),
+    ),
+    Primitive(
+        "exit_join",
+        "exit",
+        ("threading",),
+        "",
+        "pass",
+        "return  # the interpreter joins every non-daemon thread at exit",
+        impossible=(
+            *_THREAD_COMMON,
+            ("exception", _ENDS_WITH_THREAD),
+            ("exit", _ENDS_WITH_THREAD),
+            ("never_started", "the interpreter joins started threads only"),
+        ),
+    ),
+    Primitive(
+        "asyncio_future",
+        "asyncio",
+        ("asyncio", "threading"),
+        "",
+        "LOOP.call_soon_threadsafe(FUTURE.set_result, 1)",
+        "asyncio.run(waiting(start))",
+        module=(
+            "\n\nasync def waiting(start):\n"
+            "    global LOOP, FUTURE\n"
+            "    LOOP = asyncio.get_running_loop()\n"
+            "    FUTURE = LOOP.create_future()\n"
+            "    start()\n"
+            "    await FUTURE  # HANG: waiter\n"
+        ),
+        impossible=_THREAD_COMMON,
+    ),
+    Primitive(
+        "pool_map",
+        "pool_call",
+        ("multiprocessing",),
+        "    global POOL\n    POOL = multiprocessing.Pool(1)\n",
+        "return 1",
+        "POOL.starmap(provider, [()])",
+        impossible=(
+            ("exit", "a return is the result: the wait ends"),
+            ("never_started", _POOL_STARTS),
+            ("outside", _NO_EOF),
+        ),
+        outcome=(
+            ("exception", _CARRIED),
+            ("signal", ("hung", "data.worker_killed", ("sink", "waiter"))),
+        ),
+    ),
+    Primitive(
+        "manager_queue_get",
+        "process",
+        ("multiprocessing",),
+        "    global MANAGER, QUEUE\n    MANAGER = multiprocessing.Manager()\n"
+        "    QUEUE = MANAGER.Queue()\n",
+        "QUEUE.put(1)",
+        "QUEUE.get()",
+        impossible=(("outside", _NO_EOF),),
+    ),
+    Primitive(
+        "os_pipe_write",
+        "process",
+        ("multiprocessing", "os"),
+        "    global READ, WRITE\n    READ, WRITE = os.pipe()\n",
+        "os.read(READ, 1 << 20)",
+        "os.write(WRITE, b'x' * (1 << 20))",
+        after_start="    os.close(READ)\n",
+        impossible=(
+            ("exception", _EPIPE),
+            ("signal", _EPIPE),
+            ("exit", _EPIPE),
+            ("never_started", _EPIPE),
+        ),
+        medium=True,
+    ),
+    Primitive(
+        "socket_accept",
+        "process",
+        ("multiprocessing", "socket"),
+        "    global SERVER\n    SERVER = socket.create_server(('127.0.0.1', 0))\n",
+        "socket.create_connection(SERVER.getsockname()).close()",
+        "SERVER.accept()",
+        impossible=(("outside", _NO_CONNECT),),
+        medium=True,
+    ),
+    Primitive(
+        "selector_read",
+        "process",
+        ("multiprocessing", "os", "selectors"),
+        "    global READ, WRITE\n    READ, WRITE = os.pipe()\n",
+        "os.write(WRITE, b'1')",
+        "selector = selectors.DefaultSelector()\n    selector.register(READ, "
+        "selectors.EVENT_READ)\n    selector.select()",
+        after_start="    os.close(WRITE)\n",
+        impossible=(
+            ("exception", _EOF),
+            ("signal", _EOF),
+            ("exit", _EOF),
+            ("never_started", _EOF),
+        ),
+        medium=True,
+    ),
+    Primitive(
+        "sqlite_write",
+        "process",
+        ("multiprocessing", "os", "sqlite3", "tempfile", "time"),
+        "    global PATH\n    PATH = os.path.join(tempfile.mkdtemp(), 'db.sqlite')\n"
+        "    sqlite3.connect(PATH).execute('CREATE TABLE t (x)')\n",
+        "db.commit()",
+        "sqlite3.connect(PATH, timeout=3600).execute('BEGIN IMMEDIATE')",
+        hold="db = sqlite3.connect(PATH)\n    db.execute('BEGIN IMMEDIATE')",
+        after_start="    time.sleep(0.5)  # the provider takes the write lock first\n",
+        impossible=(
+            ("exception", _POSIX_LOCK),
+            ("signal", _POSIX_LOCK),
+            ("exit", _POSIX_LOCK),
+            ("never_started", "nobody holds the write lock: it is granted"),
+            ("outside", "a POSIX lock is not inherited by a fork: the orphan holds nothing"),
+        ),
+    ),
+    Primitive(
+        "subprocess_wait",
+        "child",
+        ("os", "subprocess", "sys"),
+        "",
+        "pass",
+        "child.wait()",
+        fate_lines=(("cycle", "os.write(1, b'x' * (1 << 20))  # HANG: sink"),),
+        # The taxonomy names a child blocked on a full pipe its parent does not read blocked
+        # I/O, as the suite's programs of it (u_popen_extractor_wait) do.
+        outcome=(("cycle", ("hung", "process.blocked_io", ("sink", "waiter"))),),
+        impossible=(
+            ("exception", _ENDS_WITH_PROCESS),
+            ("signal", _ENDS_WITH_PROCESS),
+            ("exit", _ENDS_WITH_PROCESS),
+            ("chain", _CHILD_OWN),
+            ("never_started", "Popen starts the child"),
+            ("outside", "wait() ends when the child ends, whoever keeps its pipes"),
+        ),
+    ),
+    Primitive(
+        "subprocess_communicate",
+        "child",
+        ("os", "subprocess", "sys", "time"),
+        "",
+        "print('done', flush=True)",
+        "child.communicate()",
+        impossible=(
+            ("exception", _EOF),
+            ("signal", _EOF),
+            ("exit", _EOF),
+            ("chain", _CHILD_OWN),
+            ("cycle", "communicate() reads while it waits: the pipe never fills"),
+            ("never_started", "Popen starts the child"),
+        ),
+        medium=True,
+    ),
+)
+
+#: The training loop's own wait: a DataLoader's worker provides the batch, and the loader
+#: watches its workers, so a worker's death is an error in the loop, not a hang.
+LOADER = Primitive(
+    "dataloader_next",
+    "loader",
+    ("multiprocessing", "torch.utils.data"),
+    "",
+    "return",
+    "next(iter(loader))",
+    module=(
+        "\n\nclass Provided(torch.utils.data.Dataset):\n"
+        "    def __len__(self):\n        return 4\n\n"
+        "    def __getitem__(self, index):\n        provider()\n        return index\n"
+    ),
+    impossible=(
+        ("never_started", "the loader starts its own workers"),
+        ("outside", "the loader reads its own queue, which no orphan feeds or keeps"),
+    ),
+    outcome=(
+        ("exception", ("failed", "process.exception", ("sink",))),
+        ("signal", ("failed", "data.worker_killed", ("sink", "waiter"))),
+        ("exit", ("failed", "data.worker_killed", ("sink", "waiter"))),
+        ("chain", ("hung", "data.pipeline_stall", ("sink",))),
+        ("cycle", ("hung", "data.pipeline_stall", ("sink", "waiter"))),
+    ),
+    fate_lines=(("exit", "os._exit(0)  # HANG: sink"),),
+    # The loader checks its workers every 5 s (MP_STATUS_CHECK_INTERVAL) and raises for one
+    # that is gone: a threshold above that lets it, whatever the load.
+    hang_timeout_s=10.0,
+)
+
+PRIMITIVES = PRIMITIVES + SECOND_PART + (LOADER,)
+
 
 def _fate_line(fate: str) -> str:
     """The provider's act, in its function's body, before it would provide."""
@@ -389,7 +618,8 @@ def _fate_line(fate: str) -> str:
 def _guard_kind(primitive: Primitive) -> str:
     return (
         "threading"
-        if primitive.kind in ("thread", "executor") and ("multiprocessing" not in primitive.imports)
+        if primitive.kind in ("thread", "executor", "exit", "asyncio")
+        and ("multiprocessing" not in primitive.imports)
         else "multiprocessing"
     )
 
@@ -423,7 +653,10 @@ def program_text(primitive: Primitive, fate: str) -> str:
     imports = {*primitive.imports, "time"}
     if fate in ("signal", "outside"):
         imports |= {"os", "signal"}
-    if fate in ("chain", "cycle"):
+    fate_line = dict(primitive.fate_lines).get(fate, _fate_line(fate))
+    if "os." in fate_line:
+        imports.add("os")
+    if "GUARD" in fate_line or "READY" in fate_line:
         imports.add(uses)
     header = (
         f'"""Wait matrix, cell {primitive.name} x {fate} (generated by '
@@ -435,7 +668,6 @@ def program_text(primitive: Primitive, fate: str) -> str:
     body = []
     if primitive.hold:
         body.append(f"    {primitive.hold}")
-    fate_line = _fate_line(fate)
     if fate_line:
         body.append(f"    {fate_line}")
     provide = primitive.provide
@@ -447,9 +679,9 @@ def program_text(primitive: Primitive, fate: str) -> str:
     if fate == "chain":
         extra += _preparer()
     setup = ""  # what the provider's fate uses first: a pool's workers inherit it
-    if fate == "chain":
+    if "READY" in fate_line:
         setup += f"    global READY\n    READY = {uses}.Event()\n"
-    if fate == "cycle":
+    if "GUARD" in fate_line:
         setup += f"    global GUARD\n    GUARD = {uses}.Lock()\n    GUARD.acquire()\n"
     setup += primitive.setup
     start = _start(primitive, fate, uses)
@@ -462,7 +694,12 @@ def program_text(primitive: Primitive, fate: str) -> str:
         + '    print("the wait ended", flush=True)\n'
     )
     tail = '\n\nif __name__ == "__main__":\n    main()\n'
-    return header + lines + "\n" + extra + provider + main + tail
+    if primitive.kind == "child":
+        tail = (
+            '\n\nif __name__ == "__main__":\n'
+            "    if sys.argv[1:] == ['provider']:\n        provider()\n    else:\n        main()\n"
+        )
+    return header + lines + "\n" + primitive.module + extra + provider + main + tail
 
 
 def _indent_wait(wait: str) -> str:
@@ -481,9 +718,23 @@ def _start(primitive: Primitive, fate: str, uses: str) -> str:
         )
     if primitive.kind == "pool":
         return text + "    result = POOL.apply_async(provider)\n"
+    if primitive.kind == "pool_call":
+        return text
+    if primitive.kind == "loader":
+        return text + "    loader = torch.utils.data.DataLoader(Provided(), num_workers=1)\n"
     if primitive.kind == "executor":
         return text + "    future = POOL.submit(provider)\n"
-    if primitive.kind == "thread":
+    if primitive.kind == "child":
+        return text + (
+            "    child = subprocess.Popen([sys.executable, __file__, 'provider'], "
+            "stdout=subprocess.PIPE)\n"
+        )
+    if primitive.kind == "asyncio":
+        create = "    provider_thread = threading.Thread(target=provider)"
+        if fate == "never_started":
+            return text + create + "  # HANG: sink\n    start = lambda: None  # noqa: E731\n"
+        return text + create + "\n    start = provider_thread.start\n"
+    if primitive.kind in ("thread", "exit"):
         name = "provider_thread"
         create = f"    {name} = threading.Thread(target=provider)"
     else:
@@ -544,8 +795,8 @@ def scenarios() -> tuple[Scenario, ...]:
                 category=category,
                 verdict=verdict,
                 markers=markers,
-                hang_timeout_s=HANG_TIMEOUT_S,
-                needs_torch=False,
+                hang_timeout_s=primitive.hang_timeout_s,
+                needs_torch=primitive.kind == "loader",
                 first_try=tries.get(name),
                 xfail=f"known miss: {KNOWN_MISSES[name]}" if name in KNOWN_MISSES else None,
             )

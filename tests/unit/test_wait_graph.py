@@ -3,10 +3,12 @@ the culprit moved out of library code into the user's own line."""
 
 from __future__ import annotations
 
+from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.evidence import build as b
-from hangdoctor.evidence.model import ThreadEvidence
+from hangdoctor.evidence.model import AsyncTask, Bundle, ThreadEvidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.user_code import in_user_code
 from hangdoctor.taxonomy import Category
@@ -292,3 +294,109 @@ def test_a_lock_no_thread_holds_may_be_released_by_another_process_of_the_job():
     other = b.process(11, b.thread(11, b.frame("worker.py", 5, "work"), state="R"), ppid=10)
     job = JobView(b.bundle(b.process(10, _acquires_a_lock_no_one_holds(10)), other))
     assert build_wait_graph(job).follow((10, 10)).sink is not Sink.NOBODY
+
+
+# --- issue 27, the wait matrix's second part -------------------------------------------------
+
+MANAGERS = f"{b.STDLIB}/multiprocessing/managers.py"
+
+
+def _asyncio_loop(tid: int) -> ThreadEvidence:
+    return b.thread(
+        tid,
+        b.frame(f"{b.STDLIB}/selectors.py", 468, "EpollSelector.select"),
+        b.frame(f"{b.STDLIB}/asyncio/base_events.py", 1884, "BaseEventLoop._run_once"),
+        b.frame(f"{b.STDLIB}/asyncio/base_events.py", 607, "BaseEventLoop.run_forever"),
+        b.frame("serve.py", 30, "main", code="asyncio.run(waiting())"),
+        name="MainThread",
+        syscall="epoll_wait",
+    )
+
+
+def _with_tasks(bundle: Bundle, *awaiting: str) -> Bundle:
+    tasks = tuple(
+        AsyncTask(pid=10, name=f"Task-{i}", awaiting=(b.frame("serve.py", 15, "waiting"),))
+        if where == "future"
+        else AsyncTask(
+            pid=10,
+            name=f"Task-{i}",
+            awaiting=(
+                b.frame(f"{b.STDLIB}/asyncio/streams.py", 700, "StreamReader.read"),
+                b.frame("serve.py", 15, "waiting"),
+            ),
+        )
+        for i, where in enumerate(awaiting, start=1)
+    )
+    return bundle.model_copy(update={"async_tasks": tasks})
+
+
+def test_an_event_loop_whose_task_awaits_a_future_waits_for_another_thread_not_for_io():
+    alone = JobView(_with_tasks(b.bundle(b.process(10, _asyncio_loop(10))), "future"))
+    graph = build_wait_graph(alone)
+    chain = graph.follow((10, 10))
+    assert chain.sink is Sink.NOBODY
+    assert "serve.py:15" in graph.waits[(10, 10)].summary
+    assert sink_category(alone, (10, 10)) is Category.PROCESS_DEADLOCK
+
+
+def test_an_event_loop_whose_task_reads_a_stream_is_left_to_its_io():
+    reading = JobView(_with_tasks(b.bundle(b.process(10, _asyncio_loop(10))), "stream"))
+    assert build_wait_graph(reading).follow((10, 10)).sink is not Sink.NOBODY
+
+
+def _proxy_call(tid: int) -> ThreadEvidence:
+    return b.thread(
+        tid,
+        b.frame(f"{b.STDLIB}/multiprocessing/connection.py", 395, "Connection._recv"),
+        b.frame(MANAGERS, 822, "BaseProxy._callmethod"),
+        b.frame("<string>", 2, "get"),
+        b.frame("train.py", 20, "main", code="QUEUE.get()"),
+        name="MainThread",
+        syscall="read",
+    )
+
+
+def _server_main(tid: int) -> ThreadEvidence:
+    return b.thread(
+        tid,
+        b.frame(THREADING, 331, "Condition.wait"),
+        b.frame(MANAGERS, 176, "Server.serve_forever"),
+        b.frame(MANAGERS, 600, "BaseManager._run_server"),
+        syscall="futex",
+    )
+
+
+def _serving(tid: int) -> ThreadEvidence:
+    return b.thread(
+        tid,
+        b.frame(THREADING, 327, "Condition.wait", local_vars={"timeout": ("None", None)}),
+        b.frame(
+            f"{b.STDLIB}/queue.py",
+            171,
+            "Queue.get",
+            local_vars={"block": ("True", None), "timeout": ("None", None)},
+        ),
+        b.frame(MANAGERS, 273, "Server.serve_client", code="res = function(*args, **kwds)"),
+        b.frame(THREADING, 982, "Thread.run"),
+        syscall="futex",
+    )
+
+
+def test_a_manager_proxy_call_waits_for_the_servers_thread_inside_that_call():
+    job = JobView(
+        b.bundle(
+            b.process(10, _proxy_call(10)),
+            b.process(20, _server_main(20), _serving(21), ppid=10),
+        )
+    )
+    chain = build_wait_graph(job).follow((10, 10))
+    assert chain.parties == ((10, 10), (20, 21))
+    assert chain.sink is Sink.NOBODY
+    assert "Manager's server" in chain.reason
+
+
+def test_code_a_library_generated_is_not_the_users_line():
+    frames = _proxy_call(10).python.frames  # type: ignore[union-attr]
+    assert innermost_user_frame(frames).file.endswith("/train.py")  # type: ignore[union-attr]
+    alone = (b.frame("<string>", 3, "<module>", code="time.sleep(5)"),)
+    assert innermost_user_frame(alone).file == "<string>"  # type: ignore[union-attr]

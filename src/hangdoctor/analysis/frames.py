@@ -56,8 +56,20 @@ def python_frames(frames: Sequence[Frame]) -> list[Frame]:
 
 
 def innermost_user_frame(frames: Sequence[Frame]) -> Frame | None:
-    """The innermost frame in the user's own code, or None."""
-    return next((f for f in frames if origin(f) is Origin.USER), None)
+    """The innermost frame in the user's own code, or None. Code a library generated with
+    `exec` (a Manager proxy's methods, file `<string>`) that calls straight back into the
+    library is the library's: the user's line is the one that called it."""
+    inner: Frame | None = None
+    found: Frame | None = None
+    for frame in frames:
+        if origin(frame) is Origin.USER:
+            generated = frame.file == "<string>" and inner is not None
+            if not generated:
+                return frame
+            found = found or frame
+        if not frame.native:
+            inner = frame if origin(frame) is not Origin.USER else None
+    return found
 
 
 def blame_frame(frames: Sequence[Frame]) -> Frame | None:

@@ -10,6 +10,7 @@ same mechanism, and so are a `multiprocessing.Queue` and an `os.pipe` whose writ
 | --- | --- | --- |
 | dead, nobody | a lock, event, condition, queue, semaphore, barrier, join, file lock | process.deadlock |
 | dead, nobody | a pipe, FIFO or socket (multiprocessing's queues and pipes included) | process.blocked_io |
+| dead | a DataLoader's fetch, none of its workers left | data.worker_killed |
 | dead, nobody | anything, waited for by the training loop's input (a DataLoader, an iterator a `for` loop reads) | data.pipeline_stall |
 
 Users name a wait through a pipe by the pipe ("recv() hangs", "open() of a FIFO blocks"), and
@@ -83,6 +84,8 @@ def sink_category(job: JobView, party: Party) -> Category | None:
     chain = graph.follow(party)
     if chain.sink not in DECIDING:
         return None
+    if chain.sink is Sink.DEAD and chain.end in graph.dead_loader_workers:
+        return Category.DATA_WORKER_KILLED
     thread = job.thread(*party)
     if thread is not None and on_data_path(thread):
         return Category.DATA_PIPELINE_STALL

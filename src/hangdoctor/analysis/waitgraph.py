@@ -18,13 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hangdoctor.analysis.deaths import Death, process_deaths, thread_deaths
+from hangdoctor.analysis.deaths import Death, exited_children, process_deaths, thread_deaths
 from hangdoctor.analysis.device import device_wait, process_uses_gpu
 from hangdoctor.analysis.frames import (
+    Origin,
     in_function,
     innermost_user_frame,
+    origin,
     python_frames,
     runs_python_of_its_own,
+    short_file,
 )
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import lock_holds, lock_wait
@@ -108,6 +111,8 @@ class WaitGraph:
     #: Parties in `nobody` whose wait a process outside the job could still end (anyone on the
     #: host may open a FIFO by its path): no proof of a hang.
     unprovable: set[Party] = field(default_factory=set)
+    #: Parties in `dead` whose dead provider was a DataLoader worker of theirs.
+    dead_loader_workers: set[Party] = field(default_factory=set)
 
     def add(
         self,
@@ -366,7 +371,12 @@ def _primitive_edges(w: _Waiter) -> bool:
     if primitive is None:
         return False
     waited = _self_address(primitive[1])
-    candidates = _wakers(w.process, w.thread)
+    served = serves_a_call(w.thread)
+    candidates = (
+        [t for t in w.process.threads if t.tid != w.thread.tid and serves_a_call(t)]
+        if served
+        else _wakers(w.process, w.thread)
+    )
     holding = {t.tid: _held_as(t, waited) for t in candidates}
     # Those that hold the very object first: a queue's producers before the bystanders.
     wakers = sorted(candidates, key=lambda t: holding[t.tid] is None)
@@ -386,11 +396,20 @@ def _primitive_edges(w: _Waiter) -> bool:
         )
     if not wakers:
         w.graph.no_waker_left.add(w.me)
-        w.graph.nobody[w.me] = _(
-            "it waits in {call} without a timeout, and no other thread of its process is "
-            "left that could {action}",
-            call=primitive[0].what,
-            action=primitive[0].waker,
+        w.graph.nobody[w.me] = (
+            _(
+                "the Manager's server waits in {call} for its client without a timeout, and "
+                "no other client is in a call that could {action}",
+                call=primitive[0].what,
+                action=primitive[0].waker,
+            )
+            if served
+            else _(
+                "it waits in {call} without a timeout, and no other thread of its process is "
+                "left that could {action}",
+                call=primitive[0].what,
+                action=primitive[0].waker,
+            )
         )
     return True
 
@@ -400,11 +419,26 @@ def _manager_edges(w: _Waiter) -> bool:
     if through is None:
         return False
     if through.server_pid is not None:
-        for party in _process_parties(w.job.process(through.server_pid) or w.process):
+        server = w.job.process(through.server_pid) or w.process
+        serving = [(server.pid, t.tid) for t in server.threads if serves_a_call(t)]
+        for party in serving or _process_parties(server):
             w.graph.add(w.me, party, _("is the manager's server that must answer"))
     else:
         w.graph.outside[w.me] = through.words
     return True
+
+
+def serves_a_call(thread: ThreadEvidence) -> bool:
+    """Whether a manager server's thread is inside a call it serves (`Server.serve_client`
+    running the method, `queue.get` on the shared queue), not waiting for its client's next
+    request: the proxy's caller waits for that thread, not for the server's accepting one."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    for callee, frame in itertools.pairwise(frames):
+        if frame.file.replace("\\", "/").endswith("/multiprocessing/managers.py") and (
+            frame.function.split(".")[-1] == "serve_client"
+        ):
+            return not callee.file.replace("\\", "/").endswith("/multiprocessing/connection.py")
+    return False
 
 
 def _child_edges(w: _Waiter) -> bool:
@@ -459,6 +493,56 @@ def _socket_edges(w: _Waiter) -> bool:
     return True
 
 
+#: Where a task awaits I/O or time, not a future: the loop's selector wait is then its own.
+_TASK_IO = (
+    "asyncio/streams.py",
+    "asyncio/selector_events.py",
+    "asyncio/base_events.py",
+    "asyncio/tasks.py",
+)
+
+
+def task_await(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
+    """Where an asyncio event loop's tasks wait, when the loop sleeps in its selector and
+    every pending task awaits a future, queue or event (no I/O, no timer): the loop's epoll is
+    not the wait then, the tasks' awaits are, and only another thread of the process can end
+    them (`call_soon_threadsafe`). None for any other thread."""
+    frames = python_frames(thread.python.frames if thread.python else ())
+    if not in_function(frames, "asyncio/base_events.py", {"_run_once"}):
+        return None
+    pending = [t for t in job.bundle.async_tasks if t.pid == process.pid and not t.done]
+    if not pending or any(
+        f.file.replace("\\", "/").endswith(_TASK_IO) for t in pending for f in t.awaiting
+    ):
+        return None
+    first = next((f for f in pending[0].awaiting if origin(f) is Origin.USER), None)
+    where = f"{short_file(first.file)}:{first.line}" if first else _("an unknown line")
+    return _("its asyncio task {task} awaits at {where}", task=pending[0].name, where=where)
+
+
+def _task_edges(w: _Waiter) -> bool:
+    """A loop whose tasks await what another thread should complete (`task_await`)."""
+    awaiting = task_await(w.job, w.process, w.thread)
+    if awaiting is None:
+        return False
+    w.graph.waits[w.me] = Wait(WaitKind.FUTEX, awaiting)
+    wakers = _wakers(w.process, w.thread)
+    for waker in wakers:
+        w.graph.add(
+            w.me,
+            (w.process.pid, waker.tid),
+            _("could complete what the task awaits, from outside the loop"),
+            certain=False,
+        )
+    if not wakers:
+        w.graph.no_waker_left.add(w.me)
+        w.graph.nobody[w.me] = _(
+            "its asyncio tasks await without a timeout, and no other thread of its process is "
+            "left that could complete what they await"
+        )
+    return True
+
+
 def _poll_edges(w: _Waiter) -> bool:
     return w.wait.kind is WaitKind.POLL and _polled_pipe_edges(w.job, w.graph, w.me, w.process)
 
@@ -479,7 +563,17 @@ def _dataloader_edges(w: _Waiter) -> bool:
     for worker in workers:
         for party in _process_parties(worker):
             w.graph.add(w.me, party, _("is a DataLoader worker that must send the next batch"))
-    return bool(workers)
+    if workers:
+        return True
+    gone = set(exited_children(job, w.process.pid))
+    death = next((d for d in process_deaths(job) if d.pid in gone), None)
+    if death is None:
+        return False
+    # No worker is left, and one ended: the batch it owed never comes (PyTorch notices only
+    # at its next check of its workers, seconds later, or never with a timeout of its own).
+    w.graph.dead[w.me] = death
+    w.graph.dead_loader_workers.add(w.me)
+    return True
 
 
 def _outside_the_job(w: _Waiter) -> bool:
@@ -529,6 +623,7 @@ _EDGE_FINDERS: tuple[Callable[[_Waiter], bool], ...] = (
     _child_edges,
     _pipe_edges,
     _socket_edges,
+    _task_edges,
     _poll_edges,
     _fifo_edges,
     _dataloader_edges,
@@ -751,7 +846,9 @@ def _death_edges(job: JobView, graph: WaitGraph) -> None:
     if not threads and not processes:
         return
     for party, wait in graph.waits.items():
-        if wait.kind in _NOT_FOR_THE_DEAD or party in graph.outside:
+        if wait.kind in _NOT_FOR_THE_DEAD or (
+            party in graph.outside and not _accepts_from_its_own(job, party, wait, processes)
+        ):
             continue
         if any(e.certain for e in graph.edges.get(party, ())):
             continue
@@ -766,10 +863,32 @@ def _death_edges(job: JobView, graph: WaitGraph) -> None:
                 (d for d in processes if d.ended_by is not None or d.raised is not None), None
             )
         if death is None and processes:
-            descendants = _descendants(job, pid)
-            death = next((d for d in processes if d.pid in descendants), None)
+            death = _nearest_death(job, pid, processes)
         if death is not None:
             graph.dead[party] = death
+
+
+def _nearest_death(job: JobView, pid: int, processes: list[Death]) -> Death | None:
+    """A process that ended quietly, nearest the waiter's first: its own descendants, then
+    its siblings' (a manager's server waits for the clients its parent started beside it)."""
+    descendants = _descendants(job, pid)
+    death = next((d for d in processes if d.pid in descendants), None)
+    process = job.process(pid)
+    if death is None and process is not None and process.ppid is not None:
+        kin = (_descendants(job, process.ppid) | set(exited_children(job, process.ppid))) - {pid}
+        death = next((d for d in processes if d.pid in kin), None)
+    return death
+
+
+def _accepts_from_its_own(job: JobView, party: Party, wait: Wait, processes: list[Death]) -> bool:
+    """An accept() that anyone could end, in a process none of whose children is left and one
+    of them died: the child started to connect is the likelier client than a stranger (a child
+    forked after the listening socket inherits it, and knows its address). While a child
+    lives, it may still connect: the wait is left to what that child waits on."""
+    if wait.kind is not WaitKind.ACCEPT or _descendants(job, party[0]):
+        return False
+    gone = set(exited_children(job, party[0]))
+    return any(d.pid in gone or (d.pid is None and d.raised is not None) for d in processes)
 
 
 def _descendants(job: JobView, pid: int) -> set[int]:

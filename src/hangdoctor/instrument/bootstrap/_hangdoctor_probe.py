@@ -116,6 +116,7 @@ def watch_offloop_calls() -> None:
     if probe.directory is None:
         probe.directory = os.path.abspath(directory)
     stacks.log_offloop_calls()
+    writer.start_answering()  # its tasks' awaits, asked for at a hang
 
 
 def dynamo_loaded() -> None:
@@ -177,4 +178,4 @@ def _after_fork_in_child() -> None:
     except Exception:
         pass
     stacks.register_stack_dump()
-    writer.start_answering()
+    writer.start_answering(forked=True)

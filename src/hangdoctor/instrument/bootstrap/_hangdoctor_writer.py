@@ -34,6 +34,7 @@ else:
 
 WRITE_INTERVAL_S = 0.5
 probe = shared.probe
+_answering = False  # a thread answers the supervisor's requests (`start_answering`)
 _status = shared.status
 
 
@@ -67,19 +68,25 @@ def _write_loop() -> None:
         time.sleep(WRITE_INTERVAL_S)
 
 
-def start_answering() -> None:
+def start_answering(*, forked: bool = False) -> None:
     """A forked child (a DataLoader or pool worker) counts nothing of its own, so it has no
     writer; it gets a thread that only answers the supervisor's request for its threads'
-    system calls, which /proc hides from every other process where ptrace is refused. It
-    writes nothing else, and stops if the child starts a writer of its own."""
-    if probe.disabled or probe.directory is None:
+    system calls, which /proc hides from every other process where ptrace is refused, and so
+    does a process that runs asyncio without torch (where its tasks wait lives only in it). It
+    writes nothing else, and stops if the process starts a writer of its own."""
+    global _answering
+    if forked:
+        _answering = False  # the parent's answering thread did not survive the fork
+    if probe.disabled or probe.directory is None or _answering:
         return
+    _answering = True
     with contextlib.suppress(Exception):
         threading.Thread(target=_answer_loop, name="hangdoctor-answer", daemon=True).start()
 
 
 def _answer_loop() -> None:
     while not probe.disabled and not probe.writer_started:
+        tasks.answer_task_request()
         kernel.answer_kernel_request()
         objects.answer_object_request()
         stacks.write_thread_map()

@@ -16,15 +16,31 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import LockHold, lock_holds, lock_wait
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.thread_waits import ManagerCall, manager_call
+from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
+
+
+def _a_worker_waits_for_the_dead(job: JobView) -> bool:
+    """Whether following the waits of a DataLoader worker's thread ends at a thread or process
+    that died of an exception, whose line is the one to show (one that ended quietly left no
+    line: the worker's own wait says more)."""
+    graph = build_wait_graph(job)
+    for party in graph.waits:
+        if job.role(party[0]) is not Role.DATALOADER_WORKER:
+            continue
+        chain = graph.follow(party)
+        death = graph.dead.get(chain.end)
+        if chain.sink is Sink.DEAD and death is not None and death.raised is not None:
+            return True
+    return False
 
 
 class DataPipelineStall(Rule):
@@ -52,6 +68,16 @@ class DataPipelineStall(Rule):
     reads = "capture"
     specificity = 85
     fires_on, quiet_on = examples("HD201")
+    defers_to = (
+        Deferral(
+            frozenset({"HD115"}),
+            why=(
+                "the blocked worker waits for a provider that died: HD115 names the death, "
+                "which is the cause, where this rule would name the worker's wait, its symptom"
+            ),
+            when=_a_worker_waits_for_the_dead,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

@@ -8,6 +8,7 @@ from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, scan
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
+from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
@@ -146,7 +147,7 @@ class WorkerKilled(Rule):
             culprit=Culprit(
                 pid=best.pids[0] if best.pids else None,
                 role="dataloader_worker",
-                location=Location.of(crashed_at),
+                location=Location.of(crashed_at or _loop_line(job)),
             ),
             evidence=tuple(evidence),
             fixes=fixes,
@@ -234,3 +235,15 @@ def _why(signal_name: str, *, oom: bool) -> tuple[str, tuple[str, ...]]:
     return _("The worker died; the error inside it is lost because it happened in a subprocess."), (
         _("Rerun with num_workers=0 to see the error in the main process."),
     )
+
+
+def _loop_line(job: JobView) -> Frame | None:
+    """Where the training loop read the batch the dead worker owed, from the traceback of the
+    error PyTorch raised there: the user's line to look at when the worker left no line of
+    its own (a SIGKILL, an exit)."""
+    for raised in tracebacks(output_lines(job)):
+        if "DataLoader worker" in raised.message:
+            user = innermost_user_frame(raised.frames)
+            if user is not None:
+                return user
+    return None

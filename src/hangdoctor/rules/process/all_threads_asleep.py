@@ -20,7 +20,7 @@ from hangdoctor.analysis.frames import (
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.locks import lock_wait
 from hangdoctor.analysis.thread_waits import at_exit, given_timeout, joined_thread, primitive_call
-from hangdoctor.analysis.waitgraph import build_wait_graph
+from hangdoctor.analysis.waitgraph import build_wait_graph, task_await
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
@@ -68,6 +68,9 @@ def _parked(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> _
     looping = _timed_loop(thread)
     if looping is not None and (job.thread_cpu_share(process.pid, thread.tid) or 0.0) < 0.2:
         return looping
+    awaiting = task_await(job, process, thread)
+    if awaiting is not None and kernel is not None and kernel.state == "S":
+        return _Parked(_("runs an asyncio loop: {awaiting}", awaiting=awaiting), forever=True)
     if kernel is None or kernel.state != "S" or kernel.syscall_name not in ("futex", None):
         return None
     if joined_thread(thread) is not None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.frameworks import in_debugger, joining_threads, owned_by_framework_rules
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.analysis.thread_waits import multiprocessing_read
+from hangdoctor.analysis.thread_waits import manager_call, multiprocessing_read
 from hangdoctor.analysis.waits import IO_KINDS, Wait, WaitKind, describe_wait
 from hangdoctor.evidence.model import (
     Frame,
@@ -214,6 +214,9 @@ def _network(blocked: _Blocked) -> _Why | None:
     wait, frames, where = blocked.wait, blocked.frames, blocked.where
     if wait.kind is WaitKind.POLL and not _network_stack(frames):
         return None
+    through = manager_call(blocked.job, blocked.thread)
+    if through is not None and through.server_pid is not None:
+        return None  # a Manager's server of the job: the wait is for what its call waits on
     http = any(any(h in f.file for h in _HTTP_FILES) for f in frames)
     return _Why(
         title=_(

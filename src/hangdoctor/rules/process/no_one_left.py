@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.sink_category import sink_category
-from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
+from hangdoctor.analysis.waitgraph import Sink, build_wait_graph, serves_a_call
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
@@ -63,6 +63,13 @@ class NoOneLeft(Rule):
             if process is None or thread is None or process.outside_job:
                 continue
             frame = innermost_user_frame(frames_of(thread))
+            if frame is None and serves_a_call(thread) and len(chain.parties) > 1:
+                # A Manager's server runs the call for its client: the user's line is the
+                # client's proxy call, one step back on the chain.
+                process, thread = job.process(chain.parties[-2][0]), job.thread(*chain.parties[-2])
+                if process is None or thread is None:
+                    continue
+                frame = innermost_user_frame(frames_of(thread))
             if frame is None:
                 continue  # a framework's own loop (Ray's worker): not where the user can look
             named.add(chain.end)
