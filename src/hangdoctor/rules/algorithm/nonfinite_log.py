@@ -93,9 +93,7 @@ class NonFiniteFromLog(Rule):
             )
         if location is not None and first.kind == LogKind.NONFINITE_DETECTED:
             evidence.insert(1, _("the operation that made it: {place}", place=place_of(location)))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=severity,
             confidence=confidence,
             title=title,

@@ -43,9 +43,7 @@ class DataLoaderTimeout(Rule):
         if not found:
             return
         seconds = found[0].fields["seconds"]
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_("The DataLoader waited {seconds} s for a batch and gave up", seconds=seconds),

@@ -107,9 +107,7 @@ class ProducerProcessDied(Rule):
             exited = _exited_children(job, process.pid)
             reader = culprit(job, process, thread, waiting_at)
             more = _(" ({count} processes died)", count=len(deaths)) if len(deaths) > 1 else ""
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(

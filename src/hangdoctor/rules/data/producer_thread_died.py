@@ -65,9 +65,7 @@ class ProducerThreadDied(Rule):
             where = short_location(raised_at) if raised_at else _("its own code")
             waits = short_location(waiting_at)
             consumer = culprit(job, process, thread, waiting_at)
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(

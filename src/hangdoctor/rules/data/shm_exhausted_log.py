@@ -61,9 +61,7 @@ class SharedMemoryExhausted(Rule):
         bus = [m for m in found if m.kind == LogKind.BUS_ERROR]
         if not shm and not bus:
             return
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if shm else Confidence.PLAUSIBLE,
             title=_("Shared memory (/dev/shm) ran out")

@@ -374,9 +374,7 @@ class CollectiveTimeoutFromLog(Rule):
             else _in_one_collective(lines, per_rank, behind, progress, _timeout_ms(timeouts[0]))
         )
         evidence = cite(per_rank[r] for r in told.order) + told.evidence
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=told.confidence,
             title=told.title,
@@ -441,9 +439,7 @@ class CollectiveTimeoutFromLog(Rule):
                 ranks=ranks_text(absent).capitalize(),
             )
             culprit = Culprit(rank=absent[0], role="rank")
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.FAIR if absent else Confidence.LIKELY,
             title=title,

@@ -58,9 +58,7 @@ class DuplicateGpu(Rule):
             )
         else:
             title = _("NCCL reported invalid usage at the first collective")
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if duplicate else Confidence.PLAUSIBLE,
             title=title,

@@ -118,9 +118,7 @@ class FlightRecorderMissingRanks(Rule):
                     function=user.function,
                 )
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=title,

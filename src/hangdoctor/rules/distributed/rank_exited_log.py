@@ -601,9 +601,7 @@ class RankExitedFromLog(Rule):
                     "memory."
                 )
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=told.severity,
             confidence=told.confidence,
             # the pid torchrun's summary gave the failure it put first

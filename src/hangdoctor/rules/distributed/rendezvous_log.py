@@ -100,9 +100,7 @@ class RendezvousFailed(Rule):
                 "torchrun's rendezvous did not complete: not every node joined in "
                 "time, or the rendezvous endpoint could not be reached."
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,

@@ -63,9 +63,7 @@ class CollectiveSizeMismatch(Rule):
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
         fatal, aborted_at = fault_of(job, rank=rank)
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,

@@ -70,9 +70,7 @@ class TransportFailure(Rule):
             _peer_died_first(told, dead, before_the_error=dead in earlier)
         elif oom:
             _peer_oom_killed(told, oom)
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=told.severity,
             confidence=told.confidence,
             title=told.title,

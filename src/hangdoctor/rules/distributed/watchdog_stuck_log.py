@@ -100,9 +100,7 @@ class WatchdogStuck(Rule):
         if len(ranks) > 1:
             title = _("{title} (ranks {ranks})", title=title, ranks=", ".join(map(str, ranks)))
         # Above the SIGABRT it causes (torchrun reports that rank as failed).
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.ANNOUNCED,
             title=title,

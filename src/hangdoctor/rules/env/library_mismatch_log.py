@@ -198,9 +198,7 @@ class LibraryMismatch(Rule):
             if first.kind == LogKind.UNDEFINED_SYMBOL
             else _library_missing(first.fields)
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=told.title,

@@ -80,9 +80,7 @@ class OpenFilesLimit(Rule):
             if limit is not None
             else ()
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=title,

@@ -118,9 +118,7 @@ class VersionIncompatible(Rule):
                     "on data-centre GPUs)."
                 ),
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=title,

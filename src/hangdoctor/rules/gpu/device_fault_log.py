@@ -71,9 +71,7 @@ class GpuDeviceFault(Rule):
         evidence = cite(
             sorted(matches, key=lambda m: (m.kind != LogKind.XID, m.index)), "kernel log"
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=severity,
             confidence=confidence,
             title=_title(faults, severity),

@@ -53,9 +53,7 @@ class CudaKernelError(Rule):
         evidence = cite(found, limit=2)
         if raised is not None:
             evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_("A CUDA kernel faulted: {what}", what=what),

@@ -55,9 +55,7 @@ class CgroupOutOfMemory(Rule):
             if tasks
             else ""
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(

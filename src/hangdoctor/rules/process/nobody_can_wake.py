@@ -101,9 +101,7 @@ class NobodyCanWake(Rule):
             if wait.joiners:
                 yield self._joined(job, wait, frame)
                 continue
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
@@ -220,9 +218,7 @@ class NobodyCanWake(Rule):
                     "`is_alive()`), so that a thread that cannot finish is an error."
                 ),
             )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,
