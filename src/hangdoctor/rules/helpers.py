@@ -1,4 +1,5 @@
-"""Small builders that rules share: culprits, and how to name a thread's place in the code."""
+"""Small builders that rules share: culprits, how to name a thread's place in the code, and the
+evidence lines several rules give about a thread that waits."""
 
 from __future__ import annotations
 
@@ -56,3 +57,22 @@ def kernel_words(thread: ThreadEvidence) -> str:
     if kernel.syscall_name or kernel.syscall is not None:
         parts.append(_("syscall {syscall}", syscall=kernel.syscall_name or kernel.syscall))
     return ", ".join(parts)
+
+
+def waits_without_timeout(thread: ThreadEvidence, what: str, frame: Frame | None) -> str:
+    """`MainThread (tid 7) waits in queue.get at train.py:41 (state S, ...), with no timeout`."""
+    return _(
+        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), with no timeout",
+        thread=thread.comm or _("thread"),
+        tid=thread.tid,
+        what=what,
+        place=at(frame),
+        kernel=kernel_words(thread),
+    )
+
+
+def no_other_thread_runs_user_code(job: JobView, process: ProcessEvidence) -> str:
+    """The evidence that only the waiting thread could have woken itself."""
+    return _(
+        "no other thread of {process} runs user code", process=job.describe_process(process.pid)
+    )

@@ -25,7 +25,7 @@ from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.rules.helpers import culprit, frames_of, waits_without_timeout
 from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
@@ -140,15 +140,7 @@ class ProducerProcessDied(Rule):
                 related=(reader,),
                 evidence=(
                     _("log: a child process died: {raised}", raised=raised_words(died)),
-                    _(
-                        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), "
-                        "with no timeout",
-                        thread=thread.comm or _("thread"),
-                        tid=thread.tid,
-                        what=read.what,
-                        place=at(waiting_at),
-                        kernel=kernel_words(thread),
-                    ),
+                    waits_without_timeout(thread, read.what, waiting_at),
                     *(
                         (
                             _(
