@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from hangdoctor.analysis.deaths import last_seen_states
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_read
@@ -46,18 +47,7 @@ def _in_child(raised: Raised) -> bool:
 
 def _exited_children(job: JobView, pid: int) -> list[int]:
     """Children of `pid` that the timeline saw end (a zombie not yet reaped, or gone)."""
-    record = job.bundle.job
-    samples = record.timeline if record else ()
-    seen: dict[int, str | None] = {}
-    for sample in samples:
-        present = set()
-        for process in sample.processes:
-            if process.ppid == pid:
-                seen[process.pid] = process.state
-                present.add(process.pid)
-        for child in seen:
-            if child not in present:
-                seen[child] = "gone"
+    seen = last_seen_states(job, pid)
     return sorted(child for child, state in seen.items() if state in ("zombie", "gone"))
 
 
