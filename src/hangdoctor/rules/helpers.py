@@ -33,6 +33,19 @@ def culprit(
     )
 
 
+def pointed_at(party: Culprit, frame: Frame | None) -> Culprit:
+    """The same process and thread, pointing at `frame` instead (where what it waits for went
+    wrong: the line that raised in another process or task)."""
+    return Culprit(
+        pid=party.pid,
+        role=party.role,
+        rank=party.rank,
+        thread=party.thread,
+        tid=party.tid,
+        location=Location.of(frame),
+    )
+
+
 def at(frame: Frame | None) -> str:
     """`train.py:41 in main (`barrier()`)`, or 'an unknown place'."""
     if frame is None:

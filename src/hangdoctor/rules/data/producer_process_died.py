@@ -25,8 +25,8 @@ from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.helpers import culprit, frames_of, waits_without_timeout
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import culprit, frames_of, pointed_at, waits_without_timeout
 from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
@@ -119,14 +119,7 @@ class ProducerProcessDied(Rule):
                     what=read.what,
                     type=died.short_type,
                 ),
-                culprit=Culprit(
-                    pid=process.pid,
-                    role=reader.role,
-                    rank=reader.rank,
-                    thread=reader.thread,
-                    tid=reader.tid,
-                    location=Location.of(raised_at),
-                ),
+                culprit=pointed_at(reader, raised_at),
                 related=(reader,),
                 evidence=(
                     _("log: a child process died: {raised}", raised=raised_words(died)),
