@@ -1,6 +1,7 @@
-"""The rule over log lines of given kinds: it reads the job's output, and when lines of its
-kinds are there, says what they mean. Each such rule names its kinds and implements `explain`;
-the matching, and the silence where nothing matched, are here."""
+"""The rules over log lines: `LogRule` reads the job's output (or the kernel log) and, since a
+line rarely names the process that printed it, names no culprit unless it says otherwise;
+`LogKindsRule` fires where the output has lines of its kinds, and says what they mean (the
+matching, and the silence where nothing matched, are here)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,15 @@ from hangdoctor.rules.log_helpers import matches_of
 
 
 class LogRule(Rule):
-    """A rule that fires on the job's output lines of its `kinds` (analysis/logs.py)."""
+    """A rule that reads log lines."""
 
     reads = "logs"
     names_culprit = False
+
+
+class LogKindsRule(LogRule):
+    """A rule that fires on the job's output lines of its `kinds` (analysis/logs.py)."""
+
     #: The kinds of line it explains; a job whose output has none gets no finding.
     kinds: ClassVar[tuple[LogKind, ...]]
 

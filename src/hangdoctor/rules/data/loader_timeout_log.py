@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -16,7 +16,7 @@ from hangdoctor.rules.log_helpers import cite
 from hangdoctor.taxonomy import Category
 
 
-class DataLoaderTimeout(LogRule):
+class DataLoaderTimeout(LogKindsRule):
     id = "HD251"
     category = Category.DATA_PIPELINE_STALL
     summary = "the DataLoader timed out waiting for a batch"

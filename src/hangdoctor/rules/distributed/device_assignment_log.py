@@ -9,7 +9,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -17,7 +17,7 @@ from hangdoctor.rules.log_helpers import cite, output_lines
 from hangdoctor.taxonomy import Category
 
 
-class DuplicateGpu(LogRule):
+class DuplicateGpu(LogKindsRule):
     id = "HD355"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "two ranks on one GPU: NCCL cannot build its communicator"

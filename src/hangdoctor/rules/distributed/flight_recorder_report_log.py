@@ -12,7 +12,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.examples import examples
@@ -41,7 +41,7 @@ def _block(lines: tuple[str, ...], start: int) -> tuple[dict[str, str], list[Fra
     return fields, stack
 
 
-class FlightRecorderMissingRanks(LogRule):
+class FlightRecorderMissingRanks(LogKindsRule):
     id = "HD357"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "the Flight Recorder analyzer found a collective some ranks never joined"

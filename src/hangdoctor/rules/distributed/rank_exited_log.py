@@ -20,7 +20,8 @@ from hangdoctor.analysis.tracebacks import (
 )
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._failure_rule import EXCEPTION_FAILURE_RULES
-from hangdoctor.rules.base import Deferral, Rule
+from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules.base import Deferral
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text, rank_name, ranks_text
 from hangdoctor.rules.distributed._ranks import early_exit
@@ -539,7 +540,7 @@ def _title(told: _Told, pid: str) -> str:
     return _("{name}{pid} failed first ({how})", name=name, pid=pid, how=how)
 
 
-class RankExitedFromLog(Rule):
+class RankExitedFromLog(LogRule):
     id = "HD352"
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited and the job failed with it"
@@ -559,9 +560,7 @@ class RankExitedFromLog(Rule):
         "that; for SIGKILL check the OOM killer (`dmesg`), for an exit without error look for a "
         "`return` or `break` only some ranks take, and make early stopping a collective decision."
     )
-    reads = "logs"
     specificity = 80
-    names_culprit = False
     fires_on, quiet_on = examples("HD352")
     defers_to = (
         Deferral(

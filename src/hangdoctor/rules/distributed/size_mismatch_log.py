@@ -11,7 +11,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -19,7 +19,7 @@ from hangdoctor.rules.log_helpers import cite, fault_of, output_lines
 from hangdoctor.taxonomy import Category
 
 
-class CollectiveSizeMismatch(LogRule):
+class CollectiveSizeMismatch(LogKindsRule):
     id = "HD354"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "ranks exchanged different sizes in one collective"

@@ -12,7 +12,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch, RankFailure, torchrun_failures
 from hangdoctor.analysis.tracebacks import Raised, first_failure
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text, rank_name
 from hangdoctor.rules.examples import examples
@@ -23,7 +23,7 @@ from hangdoctor.taxonomy import Category
 _PEER = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)\]?[:<](\d+)")
 
 
-class TransportFailure(LogRule):
+class TransportFailure(LogKindsRule):
     id = "HD351"
     category = Category.DISTRIBUTED_NETWORK
     summary = "the transport between ranks failed"

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -17,7 +17,7 @@ from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
 
-class WatchdogStuck(LogRule):
+class WatchdogStuck(LogKindsRule):
     id = "HD356"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
     summary = "the NCCL heartbeat monitor ended a rank whose watchdog was stuck"

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
@@ -156,7 +156,7 @@ def _library_missing(fields: Mapping[str, str]) -> _Told:
     return _Told(title, explanation, fixes)
 
 
-class LibraryMismatch(LogRule):
+class LibraryMismatch(LogKindsRule):
     id = "HD551"
     category = Category.ENV_LIBRARY_MISMATCH
     summary = "user-space libraries do not match"

@@ -11,7 +11,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._failure import job_limits
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -21,7 +21,7 @@ from hangdoctor.taxonomy import Category
 _EMFILE = "Too many open files"
 
 
-class OpenFilesLimit(LogRule):
+class OpenFilesLimit(LogKindsRule):
     id = "HD552"
     category = Category.ENV_OS_LIMITS
     summary = "out of file descriptors"

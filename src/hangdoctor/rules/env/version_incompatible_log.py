@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
@@ -22,7 +22,7 @@ def _cuda_version(encoded: str) -> str:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
-class VersionIncompatible(LogRule):
+class VersionIncompatible(LogKindsRule):
     id = "HD550"
     category = Category.ENV_VERSION_INCOMPATIBLE
     summary = "mismatched PyTorch / CUDA / driver versions"

@@ -9,7 +9,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -17,7 +17,7 @@ from hangdoctor.rules.log_helpers import cite, output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
 
-class CudaKernelError(LogRule):
+class CudaKernelError(LogKindsRule):
     id = "HD404"
     category = Category.GPU_DEVICE_FAULT
     summary = "a CUDA kernel faulted (device-side assert, illegal memory access)"

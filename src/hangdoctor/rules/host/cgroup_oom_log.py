@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
@@ -16,7 +16,7 @@ from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
 
-class CgroupOutOfMemory(LogRule):
+class CgroupOutOfMemory(LogKindsRule):
     id = "HD302"
     category = Category.HOST_MEMORY_EXHAUSTED
     summary = "Slurm's cgroup OOM handler killed the job's tasks"
