@@ -55,7 +55,12 @@ def examples_of(category: Category, count: int = 2) -> tuple[Example, ...]:
 
 
 class KnownErrorFailure(FailureRule):
-    """The fallback rule of one category for failures the knowledge base files under it."""
+    """The fallback rule of one category for failures the knowledge base files under it; it
+    fires on the knowledge base's own messages of its category."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.fires_on = examples_of(cls.category)
 
     instead = (
         "Follow the fix given with the error, at the line of your code named: each known "
