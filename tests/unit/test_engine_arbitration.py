@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.logfiles import log_bundle
+from hangdoctor.rules._failure_rule import EXCEPTION_FAILURE_RULES
 from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.engine import findings_of, run_rules
@@ -90,7 +91,29 @@ class Chained(_LogRule):
     defers_to = (Deferral(frozenset({"HD902"}), why="the abort is the finding"),)
 
 
-_RULES = (Timeout, Abort, Counted, Logged, SameProcess, Chained)
+class Explained(_LogRule):
+    """A fallback: names what no regular rule explained."""
+
+    id = "HD907"
+    word = "raised"
+    fallback = True
+
+
+class LeftToTheFallback(_LogRule):
+    """Gives the case up to the fallback when the log shows an error of the user's own."""
+
+    id = "HD908"
+    word = "exited"
+    defers_to = (
+        Deferral(
+            frozenset({"HD907"}),
+            why="the fallback names the user's own error",
+            when=lambda job: "raised" in " ".join(job.bundle.job.output_tail),
+        ),
+    )
+
+
+_RULES = (Timeout, Abort, Counted, Logged, SameProcess, Chained, Explained, LeftToTheFallback)
 
 
 def _ids(job: JobView, rules: tuple[type[Rule], ...] = _RULES) -> list[str]:
@@ -118,6 +141,14 @@ def test_a_finding_deferred_to_counts_even_when_it_gives_way_itself() -> None:
     assert _ids(_job("timeout", "watchdog abort", "chained")) == ["HD901"]
 
 
+def test_a_deferral_to_a_fallback_gives_the_case_up_to_it_when_its_condition_holds() -> None:
+    # the fallback has no finding yet when the regular rules are arbitrated: it runs after
+    assert _ids(_job("exited", "raised")) == ["HD907"]
+    assert _ids(_job("exited")) == ["HD908"]
+    assert _ids(_job("exited", "raised", "timeout")) == ["HD901"]  # a regular rule explained it
+    assert findings_of(LeftToTheFallback, _job("exited", "raised"), _RULES) == []
+
+
 def test_the_order_the_rules_run_in_does_not_matter() -> None:
     for lines in (("timeout", "watchdog abort", "chained"), ("counted", "logged")):
         assert _ids(_job(*lines), _RULES) == _ids(_job(*lines), _RULES[::-1])
@@ -142,7 +173,18 @@ def test_every_declared_rule_exists_runs_before_the_fallbacks_and_no_two_defer_t
     for rule_id, others in gives_way_to.items():
         for other in others:
             assert other in rules, f"{rule_id} gives way to an unknown rule {other}"
-            # a fallback does not run once a regular rule found a problem
-            assert not rules[other].fallback or rules[rule_id].fallback, (rule_id, other)
             assert rule_id not in gives_way_to[other], f"{rule_id} and {other} defer to each other"
+    for rule in ALL_RULES:
+        for deferral in rule.defers_to:
+            # a fallback does not run once a regular rule found a problem: a regular rule
+            # defers to regular rules, or gives the case up to fallbacks alone
+            kinds = {rules[other].fallback for other in deferral.to}
+            assert len(kinds) == 1, (rule.id, sorted(deferral.to))
     assert any(gives_way_to.values())
+
+
+def test_the_rules_that_name_a_failed_job_s_exception_are_the_failure_rules() -> None:
+    failure_rules = {
+        rule.id for rule in ALL_RULES if rule.fallback and rule.__module__.endswith("_failure")
+    }
+    assert failure_rules - {"HD198"} == EXCEPTION_FAILURE_RULES

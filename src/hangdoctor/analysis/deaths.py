@@ -96,9 +96,9 @@ def process_tracebacks(job: JobView) -> list[Raised]:
     return [r for r in tracebacks(_output(job)) if r.in_user_code and in_multiprocessing_child(r)]
 
 
-def exited_children(job: JobView, pid: int) -> list[int]:
-    """Children of `pid` that ended: a zombie in the capture, or one the timeline saw end."""
-    gone = {p.pid for p in job.children(pid) if p.state in _ZOMBIE}
+def last_seen_states(job: JobView, pid: int) -> dict[int, str | None]:
+    """The state the timeline last saw each child of `pid` in: "gone" once a later sample no
+    longer listed it."""
     record = job.bundle.job
     seen: dict[int, str | None] = {}
     for sample in record.timeline if record else ():
@@ -110,7 +110,15 @@ def exited_children(job: JobView, pid: int) -> list[int]:
         for child in seen:
             if child not in present:
                 seen[child] = "gone"
-    gone |= {child for child, state in seen.items() if state in (*_ZOMBIE, "gone")}
+    return seen
+
+
+def exited_children(job: JobView, pid: int) -> list[int]:
+    """Children of `pid` that ended: a zombie in the capture, or one the timeline saw end."""
+    gone = {p.pid for p in job.children(pid) if p.state in _ZOMBIE}
+    gone |= {
+        child for child, state in last_seen_states(job, pid).items() if state in (*_ZOMBIE, "gone")
+    }
     return sorted(gone)
 
 

@@ -6,15 +6,11 @@ folder; its examples are the knowledge base's own real messages."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from hangdoctor import __version__
-from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.knowledge.errors import known_errors
-from hangdoctor.rules._failure import check_failure
-from hangdoctor.rules.base import Example, Rule
-from hangdoctor.rules.finding import Finding
+from hangdoctor.rules._failure_rule import FailureRule
+from hangdoctor.rules.base import Example
 from hangdoctor.taxonomy import Category
 
 _USER_FRAME = ("/home/ml/train.py", 42, "<module>", "main()")
@@ -58,13 +54,14 @@ def examples_of(category: Category, count: int = 2) -> tuple[Example, ...]:
     )
 
 
-class KnownErrorFailure(Rule):
-    """The fallback rule of one category for failures the knowledge base files under it."""
+class KnownErrorFailure(FailureRule):
+    """The fallback rule of one category for failures the knowledge base files under it; it
+    fires on the knowledge base's own messages of its category."""
 
-    reads = "logs"
-    fallback = True
-    specificity = 5
-    names_culprit = False
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.fires_on = examples_of(cls.category)
+
     instead = (
         "Follow the fix given with the error, at the line of your code named: each known "
         "error's entry says what it means and what to change, with a public report or "
@@ -77,6 +74,3 @@ class KnownErrorFailure(Rule):
             lambda: failed_with("ValueError: labels must be in [0, 10)", _USER_FRAME),
         ),
     )
-
-    def check(self, job: JobView) -> Iterable[Finding]:
-        return check_failure(job, self.id, self.category)

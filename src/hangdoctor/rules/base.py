@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Bundle
-from hangdoctor.rules.finding import Finding
+from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
@@ -82,3 +82,29 @@ class Rule(ABC):
     @abstractmethod
     def check(self, job: JobView) -> Iterable[Finding]:
         """Findings for this job's evidence: no I/O, no clock, no subprocesses."""
+
+    def finding(
+        self,
+        *,
+        severity: Severity,
+        confidence: float,
+        title: str,
+        explanation: str = "",
+        culprit: Culprit | None = None,
+        evidence: tuple[str, ...] = (),
+        fixes: tuple[str, ...] = (),
+        related: tuple[Culprit, ...] = (),
+    ) -> Finding:
+        """A finding of this rule: its id and category, with what it found."""
+        return Finding(
+            id=self.id,
+            category=self.category,
+            severity=severity,
+            confidence=confidence,
+            title=title,
+            explanation=explanation,
+            culprit=culprit,
+            evidence=evidence,
+            fixes=fixes,
+            related=related,
+        )

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.sink_category import contradicts_sink
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.registry import ALL_RULES
 from hangdoctor.rules.user_code import blames_hangdoctor, in_user_code
 
+_REGISTERED = {rule.id: rule for rule in ALL_RULES}
 _RankKey = tuple[int, bool, float, int, str, str]
 _ThreadKey = tuple[int, int | None]
 
@@ -64,6 +65,15 @@ def _names_my_culprit(mine: Finding, theirs: Finding) -> bool:
     )
 
 
+def _to_fallbacks(deferral: Deferral, rules: Mapping[str, type[Rule]]) -> bool:
+    """Whether a deferral is to fallback rules: they run only once no regular rule found a
+    problem, so they have no finding yet to defer to. Such a deferral gives the case up to
+    them whenever its condition holds: the finding is dropped before the engine decides whether
+    the fallbacks run."""
+    known = {**_REGISTERED, **rules}
+    return all(t in known and known[t].fallback for t in deferral.to)
+
+
 def _gives_way(
     finding: Finding, found: Sequence[Finding], rules: Mapping[str, type[Rule]], job: JobView
 ) -> bool:
@@ -74,6 +84,10 @@ def _gives_way(
         return True
     rule = rules.get(finding.id)
     for deferral in rule.defers_to if rule is not None else ():
+        if _to_fallbacks(deferral, rules):
+            if deferral.when(job):
+                return True
+            continue
         theirs = [f for f in found if f.id in deferral.to]
         if deferral.same_culprit:
             theirs = [f for f in theirs if _names_my_culprit(finding, f)]
@@ -85,7 +99,7 @@ def _gives_way(
 def arbitrate(found: Sequence[Finding], rules: Sequence[type[Rule]], job: JobView) -> list[Finding]:
     """The findings that do not give way to another rule's, in their order: the rules' own
     declarations of what they defer to and what they supersede, resolved over what every rule
-    produced (so the order the rules ran in does not matter)."""
+    produced (so the order the rules ran in does not matter), or gave up to fallbacks."""
     by_id = {rule.id: rule for rule in rules}
     return [f for f in found if not _gives_way(f, found, by_id, job)]
 

@@ -1,4 +1,5 @@
-"""Small builders that rules share: culprits, and how to name a thread's place in the code."""
+"""Small builders that rules share: culprits, how to name a thread's place in the code, and the
+evidence lines several rules give about a thread that waits."""
 
 from __future__ import annotations
 
@@ -32,6 +33,19 @@ def culprit(
     )
 
 
+def pointed_at(party: Culprit, frame: Frame | None) -> Culprit:
+    """The same process and thread, pointing at `frame` instead (where what it waits for went
+    wrong: the line that raised in another process or task)."""
+    return Culprit(
+        pid=party.pid,
+        role=party.role,
+        rank=party.rank,
+        thread=party.thread,
+        tid=party.tid,
+        location=Location.of(frame),
+    )
+
+
 def at(frame: Frame | None) -> str:
     """`train.py:41 in main (`barrier()`)`, or 'an unknown place'."""
     if frame is None:
@@ -56,3 +70,22 @@ def kernel_words(thread: ThreadEvidence) -> str:
     if kernel.syscall_name or kernel.syscall is not None:
         parts.append(_("syscall {syscall}", syscall=kernel.syscall_name or kernel.syscall))
     return ", ".join(parts)
+
+
+def waits_without_timeout(thread: ThreadEvidence, what: str, frame: Frame | None) -> str:
+    """`MainThread (tid 7) waits in queue.get at train.py:41 (state S, ...), with no timeout`."""
+    return _(
+        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), with no timeout",
+        thread=thread.comm or _("thread"),
+        tid=thread.tid,
+        what=what,
+        place=at(frame),
+        kernel=kernel_words(thread),
+    )
+
+
+def no_other_thread_runs_user_code(job: JobView, process: ProcessEvidence) -> str:
+    """The evidence that only the waiting thread could have woken itself."""
+    return _(
+        "no other thread of {process} runs user code", process=job.describe_process(process.pid)
+    )

@@ -58,8 +58,7 @@ def report_failure(
         with_sync_source,
     )
     from hangdoctor.redact import redact_argv, redact_value
-    from hangdoctor.report.render_markdown import verdict_word
-    from hangdoctor.supervise.final_report import Ending, final_report
+    from hangdoctor.supervise.final_report import Ending, ending_line, final_report
 
     statuses = [
         with_sync_source(s).model_copy(
@@ -90,21 +89,7 @@ def report_failure(
     )
     directory = report_dir / f"failure-{next_failure_number(report_dir)}"
     report = final_report(directory, end, record, None, None, root_pid, {})
-    root = report.root_cause
-    fields = {
-        "verdict": verdict_word(end.verdict),
-        "code": end.final_code,
-        "seconds": max(0.0, ended_at - since),
-    }
-    if root is not None:
-        line = _(
-            "job {verdict} (exit {code}) after {seconds:.1f} s; {category}: {title}",
-            category=root.category,
-            title=root.title,
-            **fields,
-        )
-    else:
-        line = _("job {verdict} (exit {code}) after {seconds:.1f} s", **fields)
+    line = ending_line(end, max(0.0, ended_at - since), report.root_cause)
     try:
         sys.stderr.write(f"hangdoctor: {line}\n")
         sys.stderr.write("hangdoctor: " + _("report: {path}", path=directory / "report.md") + "\n")

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from hangdoctor.i18n import _
 from hangdoctor.options import (
@@ -22,9 +23,7 @@ from hangdoctor.options import (
     HOOK,
     ON_HANG,
     REPORT_DIR,
-    Choice,
     InvalidSetting,
-    Seconds,
     Setting,
 )
 
@@ -112,10 +111,10 @@ def resolve(
     """The options in force: each argument given, else its environment variable, else the
     default. Never raises."""
     env = os.environ if environ is None else environ
-    timeout = _seconds(HANG_TIMEOUT, hang_timeout_s, env)
-    budget = _seconds(COMPILE_BUDGET, compile_budget_s, env)
+    timeout = _resolved(HANG_TIMEOUT, hang_timeout_s, env)
+    budget = _resolved(COMPILE_BUDGET, compile_budget_s, env)
     directory = str(report_dir) if report_dir is not None else _variable(REPORT_DIR, env)
-    policy = _choice(ON_HANG, on_hang, env)
+    policy = _resolved(ON_HANG, on_hang, env)
     chosen: HangHook | str | None
     if hook is None:
         chosen = _variable(HOOK, env) or None
@@ -137,24 +136,29 @@ def _variable(setting: Setting, env: Mapping[str, str]) -> str | None:
     return env.get(setting.env) if setting.env is not None else None
 
 
-def _seconds(setting: Seconds, value: object, env: Mapping[str, str]) -> float | None:
+_Value = TypeVar("_Value", covariant=True)
+
+
+class _Parses(Protocol[_Value]):
+    """A setting that parses its value (`options.Seconds`, `options.Choice`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def env(self) -> str | None: ...
+    @property
+    def default(self) -> _Value: ...
+    def parse(self, value: object, given_as: str) -> _Value: ...
+
+
+def _resolved(setting: _Parses[_Value], value: object, env: Mapping[str, str]) -> _Value:
     """The setting from its argument, else its variable; its default when the value makes no
     sense (said in one line)."""
     try:
         if value is not None:
             return setting.parse(value, setting.name)
-        return setting.parse(_variable(setting, env), setting.env or setting.name)
-    except InvalidSetting as error:
-        _using_the_default(error)
-        return setting.default
-
-
-def _choice(setting: Choice, value: object, env: Mapping[str, str]) -> str:
-    """As `_seconds`, for a choice."""
-    try:
-        if value is not None:
-            return setting.parse(value, setting.name)
-        return setting.parse(_variable(setting, env), setting.env or setting.name)
+        variable = env.get(setting.env) if setting.env is not None else None
+        return setting.parse(variable, setting.env or setting.name)
     except InvalidSetting as error:
         _using_the_default(error)
         return setting.default

@@ -11,10 +11,12 @@ from pathlib import Path
 from hangdoctor import __version__
 from hangdoctor.errors import ExitCode
 from hangdoctor.evidence.model import Bundle, JobRecord, ProbeError, SystemInfo
+from hangdoctor.i18n import _
 from hangdoctor.pipeline import Context, Mode, diagnose
 from hangdoctor.probes.kernel_log import read_kernel_log
 from hangdoctor.probes.system import read_system
 from hangdoctor.report.model import Report, Verdict
+from hangdoctor.rules.finding import Finding
 from hangdoctor.supervise.hang_capture import HangReport
 from hangdoctor.supervise.launch import exit_status
 
@@ -49,6 +51,21 @@ def ending(returncode: int, signals_received: bool, killed_by_us: bool) -> Endin
     else:
         verdict, final = "failed", exit_code
     return Ending(verdict, final, exit_code, sig, interrupted)
+
+
+def ending_line(end: Ending, seconds: float, root: Finding | None) -> str:
+    """`job failed (exit 1) after 12.0 s`, then the root cause's category and title, if given."""
+    from hangdoctor.report.render_markdown import verdict_word
+
+    fields = {"verdict": verdict_word(end.verdict), "code": end.final_code, "seconds": seconds}
+    if root is None:
+        return _("job {verdict} (exit {code}) after {seconds:.1f} s", **fields)
+    return _(
+        "job {verdict} (exit {code}) after {seconds:.1f} s; {category}: {title}",
+        category=root.category,
+        title=root.title,
+        **fields,
+    )
 
 
 def final_report(

@@ -109,23 +109,9 @@ def _say_unreported(end: Ending, report_dir: Path, error: Exception) -> None:
 
 def _say_ending(end: Ending, record: JobRecord, report: Report, report_dir: Path) -> None:
     """How the job ended, its root cause when it did not complete, and where the report is."""
-    from hangdoctor.report.render_markdown import verdict_word
+    from hangdoctor.supervise.final_report import ending_line
 
-    root = report.root_cause
     duration = record.ended_at - record.started_at if record.ended_at else 0.0
-    fields = {
-        "verdict": verdict_word(end.verdict),
-        "code": end.final_code,
-        "seconds": duration,
-    }
-    if root is not None and end.verdict != "completed":
-        line = _(
-            "job {verdict} (exit {code}) after {seconds:.1f} s; {category}: {title}",
-            category=root.category,
-            title=root.title,
-            **fields,
-        )
-    else:
-        line = _("job {verdict} (exit {code}) after {seconds:.1f} s", **fields)
-    say(line)
+    root = report.root_cause if end.verdict != "completed" else None
+    say(ending_line(end, duration, root))
     say(_("report: {path}", path=report_dir / "report.md"))

@@ -76,25 +76,31 @@ def _start_in_own_group(
     return subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env, preexec_fn=os.setpgrp)
 
 
+def cannot_start(program: str, error: OSError) -> LaunchError:
+    """Why `program` could not be started, with the exit code that says so: not found, or the
+    system's reason."""
+    if isinstance(error, FileNotFoundError):
+        return LaunchError(
+            _("command not found: {command}", command=program), ExitCode.COMMAND_NOT_FOUND
+        )
+    return LaunchError(
+        _("cannot run {command}: {error}", command=program, error=error.strerror or error),
+        ExitCode.NOT_EXECUTABLE,
+    )
+
+
 def launch(command: Sequence[str], env: Mapping[str, str], channels: list[Channel]) -> Launched:
     """Start `command`; raises LaunchError when it cannot be run."""
     stdout_fd = channels[0].child_fd
     stderr_fd = channels[-1].child_fd
     try:
         process = _start_in_own_group(list(command), stdout_fd, stderr_fd, dict(env))
-    except FileNotFoundError as error:
-        raise LaunchError(
-            _("command not found: {command}", command=command[0]), ExitCode.COMMAND_NOT_FOUND
-        ) from error
     except PermissionError as error:
         raise LaunchError(
             _("permission denied: {command}", command=command[0]), ExitCode.NOT_EXECUTABLE
         ) from error
     except OSError as error:
-        raise LaunchError(
-            _("cannot run {command}: {error}", command=command[0], error=error.strerror or error),
-            ExitCode.NOT_EXECUTABLE,
-        ) from error
+        raise cannot_start(command[0], error) from error
     finally:
         for channel in channels:
             with contextlib.suppress(OSError):

@@ -14,7 +14,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, BinaryIO
 
-from hangdoctor.errors import ExitCode, LaunchError
 from hangdoctor.i18n import _
 from hangdoctor.instrument import instrumented_environment
 from hangdoctor.private_files import make_dir, open_log
@@ -26,6 +25,7 @@ from hangdoctor.supervise.job_record import JobRecorder
 from hangdoctor.supervise.launch import (
     Launched,
     become_subreaper,
+    cannot_start,
     launch,
     take_terminal_back,
 )
@@ -266,15 +266,8 @@ def run_unsupervised(command: tuple[str, ...]) -> int:
     status (hangdoctor's only when the command cannot be started)."""
     try:
         os.execvp(command[0], list(command))
-    except FileNotFoundError as error:
-        raise LaunchError(
-            _("command not found: {command}", command=command[0]), ExitCode.COMMAND_NOT_FOUND
-        ) from error
     except OSError as error:
-        raise LaunchError(
-            _("cannot run {command}: {error}", command=command[0], error=error.strerror or error),
-            ExitCode.NOT_EXECUTABLE,
-        ) from error
+        raise cannot_start(command[0], error) from error
 
 
 def run_supervised(options: RunOptions) -> int:

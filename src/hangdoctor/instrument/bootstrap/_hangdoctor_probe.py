@@ -96,27 +96,29 @@ def arm() -> None:
         writer.changed()  # write once now: the supervisor sees which processes are instrumented
 
 
+def _in_status_folder() -> bool:
+    """Whether `run` gave the job a status folder (the probe then writes there)."""
+    directory = os.environ.get(STATUS_DIR_ENV)
+    if not directory:
+        return False
+    if probe.directory is None:
+        probe.directory = os.path.abspath(directory)
+    return True
+
+
 def watch_process_ends() -> None:
     """Note the processes the job ends with terminate() or kill(): cheap (a wrapper on two
     methods), so it is done in every process that imports multiprocessing, torch or not."""
-    directory = os.environ.get(STATUS_DIR_ENV)
-    if not directory:
-        return
-    if probe.directory is None:
-        probe.directory = os.path.abspath(directory)
-    stacks.log_process_ends()
+    if _in_status_folder():
+        stacks.log_process_ends()
 
 
 def watch_offloop_calls() -> None:
     """Note where the job schedules asyncio work from a thread other than the loop's: cheap (a
     thread-id comparison per `call_soon`), in every process that imports asyncio."""
-    directory = os.environ.get(STATUS_DIR_ENV)
-    if not directory:
-        return
-    if probe.directory is None:
-        probe.directory = os.path.abspath(directory)
-    stacks.log_offloop_calls()
-    writer.start_answering()  # its tasks' awaits, asked for at a hang
+    if _in_status_folder():
+        stacks.log_offloop_calls()
+        writer.start_answering()  # its tasks' awaits, asked for at a hang
 
 
 def dynamo_loaded() -> None:

@@ -115,6 +115,18 @@ def log_stop_signal() -> None:
 _DEATH_BYTES = 64 * 1024  # of one traceback, at most
 
 
+def _write_traceback(directory: str, name: str, text: str, mode: int) -> None:
+    """The traceback's last _DEATH_BYTES, in one write, into the status folder's file `name`
+    (`mode`: os.O_APPEND after what is there, or os.O_TRUNC in its place)."""
+    data = text.encode("utf-8", errors="replace")[-_DEATH_BYTES:]
+    path = os.path.join(directory, name)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | mode, files.FILE_MODE)
+    try:
+        os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
+
+
 def log_thread_deaths() -> None:
     """A thread that dies of an exception (a prefetching thread that met a bad record) leaves a
     consumer waiting for it forever, and its traceback is the answer; but threading prints it
@@ -149,13 +161,7 @@ def _note_thread_death(args: threading.ExceptHookArgs) -> None:
         name = args.thread.name if args.thread is not None else "unknown"
         text = f"Exception in thread {name}:\n" + "".join(traceback.format_exception(
             args.exc_type, args.exc_value, args.exc_traceback))
-        data = text.encode("utf-8", errors="replace")[-_DEATH_BYTES:]
-        path = os.path.join(probe.directory, protocol.died_file(os.getpid()))
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, files.FILE_MODE)
-        try:
-            os.write(descriptor, data)
-        finally:
-            os.close(descriptor)
+        _write_traceback(probe.directory, protocol.died_file(os.getpid()), text, os.O_APPEND)
     except Exception:
         pass
 
@@ -202,13 +208,7 @@ def _note_uncaught(kind, value, tb) -> None:  # type: ignore[no-untyped-def]
                 + "".join(traceback.format_exception(
                     type(interrupting), interrupting, interrupting.__traceback__))
             )
-        data = text.encode("utf-8", errors="replace")[-_DEATH_BYTES:]
-        path = os.path.join(probe.directory, protocol.raised_file(os.getpid()))
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, files.FILE_MODE)
-        try:
-            os.write(descriptor, data)
-        finally:
-            os.close(descriptor)
+        _write_traceback(probe.directory, protocol.raised_file(os.getpid()), text, os.O_TRUNC)
     except BaseException:
         pass
 

@@ -3,19 +3,12 @@ whose exception names that mechanism (see rules/_failure.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._failure_rule import FailureRule
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
-SITE = "/usr/lib/python3.11/site-packages"
 
-
-class NonfiniteFailure(Rule):
+class NonfiniteFailure(FailureRule):
     id = "HD651"
     category = Category.ALGORITHM_NONFINITE
     summary = "the job failed of a NaN/Inf check"
@@ -35,11 +28,4 @@ class NonfiniteFailure(Rule):
         "value that can be 0 or negative, a division by a value that can be 0), lower the learning "
         "rate, clip gradients, and use a `GradScaler` with fp16."
     )
-    reads = "logs"
-    fallback = True
-    specificity = 5
-    names_culprit = False
     fires_on, quiet_on = examples("HD651")
-
-    def check(self, job: JobView) -> Iterable[Finding]:
-        return check_failure(job, self.id, self.category)

@@ -13,7 +13,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch, scan, step_near
 from hangdoctor.analysis.tracebacks import first_raised, forward_trace
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
@@ -33,7 +33,7 @@ _OVERFLOWS_WORTH_A_WARNING = 20
 _COLLAPSED_SCALE = 1.0
 
 
-class NonFiniteFromLog(Rule):
+class NonFiniteFromLog(LogRule):
     id = "HD650"
     category = Category.ALGORITHM_NONFINITE
     summary = "loss or gradients became NaN/Inf"
@@ -53,9 +53,7 @@ class NonFiniteFromLog(Rule):
         "(`torch.nn.utils.clip_grad_norm_(..., error_if_nonfinite=True)`), use a `GradScaler` with "
         "fp16, and make any skip decision the same on every rank."
     )
-    reads = "logs"
     specificity = 60
-    names_culprit = False
     fires_on, quiet_on = examples("HD650")
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -93,9 +91,7 @@ class NonFiniteFromLog(Rule):
             )
         if location is not None and first.kind == LogKind.NONFINITE_DETECTED:
             evidence.insert(1, _("the operation that made it: {place}", place=place_of(location)))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=severity,
             confidence=confidence,
             title=title,

@@ -118,9 +118,7 @@ class NonFiniteLoss(Rule):
                     else ""
                 )
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR if stalled else Severity.WARNING,
             confidence=Confidence.WITNESSED if stalled else Confidence.PROBABLE,
             title=_("The loss became NaN/Inf on {who} before the job stalled", who=who)

@@ -26,8 +26,8 @@ from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.helpers import at, culprit, frames_of
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import at, culprit, frames_of, pointed_at
 from hangdoctor.taxonomy import Category
 
 _PRIMITIVES = ("queues.py", "locks.py", "tasks.py", "futures.py")  # what a task awaits in
@@ -138,14 +138,7 @@ class AsyncProducerDied(Rule):
                     code=(awaits_at.code or "await").strip(),
                     driven=_("driven for the training loop") if data else _("run by this thread"),
                 ),
-                culprit=Culprit(
-                    pid=process.pid,
-                    role=driver.role,
-                    rank=driver.rank,
-                    thread=driver.thread,
-                    tid=driver.tid,
-                    location=Location.of(awaits_at),
-                ),
+                culprit=pointed_at(driver, awaits_at),
                 related=(driver,),
                 evidence=(
                     _("task {task} is suspended at {place}", task=task.name, place=at(awaits_at))

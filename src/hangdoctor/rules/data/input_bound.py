@@ -49,9 +49,7 @@ class InputBound(Rule):
             if share < _INPUT_BOUND_SHARE:
                 continue
             who = f"rank {status.rank}" if status.rank is not None else f"pid {status.pid}"
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.WARNING,
                 confidence=Confidence.PROBABLE,
                 title=_(

@@ -3,7 +3,7 @@ rules/_known_failure.py): named at the user's line with what the known error mea
 
 from __future__ import annotations
 
-from hangdoctor.rules._known_failure import KnownErrorFailure, examples_of
+from hangdoctor.rules._known_failure import KnownErrorFailure
 from hangdoctor.taxonomy import Category
 
 
@@ -21,7 +21,6 @@ class KnownWorkerDeathFailure(KnownErrorFailure):
         "in the training loop; the error's wording says how it died (a signal, shared memory), "
         "which decides the fix."
     )
-    fires_on = examples_of(Category.DATA_WORKER_KILLED)
 
 
 class KnownInputStallFailure(KnownErrorFailure):
@@ -37,4 +36,3 @@ class KnownInputStallFailure(KnownErrorFailure):
         "A loader that times out has waited for a batch that never came; the known error says "
         "which wait ran out, and where to look for the worker that stopped."
     )
-    fires_on = examples_of(Category.DATA_PIPELINE_STALL)

@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
-from hangdoctor.rules.log_helpers import cite, matches_of
+from hangdoctor.rules.log_helpers import cite
 from hangdoctor.taxonomy import Category
 
 
-class DataLoaderTimeout(Rule):
+class DataLoaderTimeout(LogKindsRule):
     id = "HD251"
     category = Category.DATA_PIPELINE_STALL
     summary = "the DataLoader timed out waiting for a batch"
@@ -33,19 +33,13 @@ class DataLoaderTimeout(Rule):
         "and storage reads in `__getitem__` a timeout and a retry; raise the DataLoader's timeout "
         "only if batches are legitimately that slow."
     )
-    reads = "logs"
     specificity = 75
-    names_culprit = False
+    kinds = (LogKind.DATALOADER_TIMEOUT,)
     fires_on, quiet_on = examples("HD251")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, LogKind.DATALOADER_TIMEOUT)
-        if not found:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         seconds = found[0].fields["seconds"]
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_("The DataLoader waited {seconds} s for a batch and gave up", seconds=seconds),

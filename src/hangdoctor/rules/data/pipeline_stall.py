@@ -176,9 +176,7 @@ class DataPipelineStall(Rule):
                     wait=other_wait.summary,
                 )
             )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_("Data pipeline stall: {who} is blocked in {where}", who=who, where=where),

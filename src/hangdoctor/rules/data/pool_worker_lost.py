@@ -108,9 +108,7 @@ class PoolWorkerLost(Rule):
                 )
                 for r in replacements[:4]
             ]
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.PROBABLE,
                 title=_(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from hangdoctor.analysis.deaths import last_seen_states
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.thread_waits import QueueRead, multiprocessing_read
@@ -24,8 +25,8 @@ from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.helpers import culprit, frames_of, pointed_at, waits_without_timeout
 from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
@@ -46,18 +47,7 @@ def _in_child(raised: Raised) -> bool:
 
 def _exited_children(job: JobView, pid: int) -> list[int]:
     """Children of `pid` that the timeline saw end (a zombie not yet reaped, or gone)."""
-    record = job.bundle.job
-    samples = record.timeline if record else ()
-    seen: dict[int, str | None] = {}
-    for sample in samples:
-        present = set()
-        for process in sample.processes:
-            if process.ppid == pid:
-                seen[process.pid] = process.state
-                present.add(process.pid)
-        for child in seen:
-            if child not in present:
-                seen[child] = "gone"
+    seen = last_seen_states(job, pid)
     return sorted(child for child, state in seen.items() if state in ("zombie", "gone"))
 
 
@@ -107,9 +97,7 @@ class ProducerProcessDied(Rule):
             exited = _exited_children(job, process.pid)
             reader = culprit(job, process, thread, waiting_at)
             more = _(" ({count} processes died)", count=len(deaths)) if len(deaths) > 1 else ""
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
@@ -131,26 +119,11 @@ class ProducerProcessDied(Rule):
                     what=read.what,
                     type=died.short_type,
                 ),
-                culprit=Culprit(
-                    pid=process.pid,
-                    role=reader.role,
-                    rank=reader.rank,
-                    thread=reader.thread,
-                    tid=reader.tid,
-                    location=Location.of(raised_at),
-                ),
+                culprit=pointed_at(reader, raised_at),
                 related=(reader,),
                 evidence=(
                     _("log: a child process died: {raised}", raised=raised_words(died)),
-                    _(
-                        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), "
-                        "with no timeout",
-                        thread=thread.comm or _("thread"),
-                        tid=thread.tid,
-                        what=read.what,
-                        place=at(waiting_at),
-                        kernel=kernel_words(thread),
-                    ),
+                    waits_without_timeout(thread, read.what, waiting_at),
                     *(
                         (
                             _(

@@ -19,7 +19,12 @@ from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.rules.helpers import (
+    culprit,
+    frames_of,
+    no_other_thread_runs_user_code,
+    waits_without_timeout,
+)
 from hangdoctor.rules.log_helpers import raised_words
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
@@ -65,9 +70,7 @@ class ProducerThreadDied(Rule):
             where = short_location(raised_at) if raised_at else _("its own code")
             waits = short_location(waiting_at)
             consumer = culprit(job, process, thread, waiting_at)
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
@@ -101,19 +104,8 @@ class ProducerThreadDied(Rule):
                         thread=died.thread,
                         raised=raised_words(died),
                     ),
-                    _(
-                        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), "
-                        "with no timeout",
-                        thread=thread.comm or _("thread"),
-                        tid=thread.tid,
-                        what=primitive.what,
-                        place=at(waiting_at),
-                        kernel=kernel_words(thread),
-                    ),
-                    _(
-                        "no other thread of {process} runs user code",
-                        process=job.describe_process(process.pid),
-                    ),
+                    waits_without_timeout(thread, primitive.what, waiting_at),
+                    no_other_thread_runs_user_code(job, process),
                 ),
                 fixes=(
                     _(

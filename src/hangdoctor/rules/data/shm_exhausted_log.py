@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Deferral, Rule
+from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules.base import Deferral
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
@@ -23,7 +24,7 @@ def _worker_killed_by_sigbus(job: JobView) -> bool:
     )
 
 
-class SharedMemoryExhausted(Rule):
+class SharedMemoryExhausted(LogRule):
     id = "HD250"
     category = Category.DATA_WORKER_KILLED
     summary = "shared memory (/dev/shm) exhausted"
@@ -43,9 +44,7 @@ class SharedMemoryExhausted(Rule):
         "workers, a smaller `prefetch_factor` or batch, or "
         '`torch.multiprocessing.set_sharing_strategy("file_system")`.'
     )
-    reads = "logs"
     specificity = 80
-    names_culprit = False
     fires_on, quiet_on = examples("HD250")
     defers_to = (
         Deferral(
@@ -61,9 +60,7 @@ class SharedMemoryExhausted(Rule):
         bus = [m for m in found if m.kind == LogKind.BUS_ERROR]
         if not shm and not bus:
             return
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if shm else Confidence.PLAUSIBLE,
             title=_("Shared memory (/dev/shm) ran out")

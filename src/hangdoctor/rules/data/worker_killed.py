@@ -131,9 +131,7 @@ class WorkerKilled(Rule):
             )
         evidence = [*died_at, *(_("job output: {line}", line=m.line) for m in matches[:3])]
         evidence += [_("kernel log: {line}", line=m.line) for m in oom[:2]]
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
@@ -164,9 +162,7 @@ class WorkerKilled(Rule):
         """A worker died while the main process fetched a batch from it: which message
         PyTorch prints depends on which noticed first, its SIGCHLD handler or the fetch."""
         user = innermost_user_frame(raised.frames)
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.LIKELY,
             title=_(

@@ -133,9 +133,7 @@ class CollectiveMismatch(Rule):
             yield self._point_to_point(job, state, odd + rest, evidence)
             return
         where, first_fix = _why_only_some(state, odd, rest, where, evidence)
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
@@ -234,9 +232,7 @@ class CollectiveMismatch(Rule):
         )
         related = tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4]
         if skipped:
-            return Finding(
-                id=self.id,
-                category=self.category,
+            return self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
@@ -264,9 +260,7 @@ class CollectiveMismatch(Rule):
                 evidence=tuple(evidence),
                 fixes=(*_skipped_fixes(origin, where, guard), process_group_timeout(job)),
             )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
@@ -305,9 +299,7 @@ class CollectiveMismatch(Rule):
         such code is written, not the fault; the counts differ."""
         where = short_location(state.site) if state.site else _("its call site")
         others = [s for s in states if s is not state]
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_n(
@@ -379,9 +371,7 @@ class CollectiveMismatch(Rule):
                 )
             }
         )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=_(

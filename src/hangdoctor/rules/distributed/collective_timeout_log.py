@@ -14,7 +14,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch, line_rank, scan
 from hangdoctor.evidence.model import ProgressStatus
 from hangdoctor.i18n import N_, _, _n
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, ranks_text
 from hangdoctor.rules.examples import examples
@@ -306,7 +306,7 @@ def _nccl_fixes(*, supervised: bool) -> tuple[str, ...]:
     )
 
 
-class CollectiveTimeoutFromLog(Rule):
+class CollectiveTimeoutFromLog(LogRule):
     id = "HD350"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
     summary = "a collective timed out (from NCCL/gloo log lines)"
@@ -329,9 +329,7 @@ class CollectiveTimeoutFromLog(Rule):
         "rank-only slow work); leave `TORCH_NCCL_ASYNC_ERROR_HANDLING` at its default, and raise "
         "`init_process_group(timeout=...)` only for a legitimately slow step."
     )
-    reads = "logs"
     specificity = 55
-    names_culprit = False
     fires_on, quiet_on = examples("HD350")
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -374,9 +372,7 @@ class CollectiveTimeoutFromLog(Rule):
             else _in_one_collective(lines, per_rank, behind, progress, _timeout_ms(timeouts[0]))
         )
         evidence = cite(per_rank[r] for r in told.order) + told.evidence
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=told.confidence,
             title=told.title,
@@ -441,9 +437,7 @@ class CollectiveTimeoutFromLog(Rule):
                 ranks=ranks_text(absent).capitalize(),
             )
             culprit = Culprit(rank=absent[0], role="rank")
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.FAIR if absent else Confidence.LIKELY,
             title=title,

@@ -6,18 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, matches_of, output_lines
+from hangdoctor.rules.log_helpers import cite, output_lines
 from hangdoctor.taxonomy import Category
 
 
-class DuplicateGpu(Rule):
+class DuplicateGpu(LogKindsRule):
     id = "HD355"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "two ranks on one GPU: NCCL cannot build its communicator"
@@ -35,16 +35,13 @@ class DuplicateGpu(Rule):
         '(or pass `device_id=torch.device("cuda", local_rank)` to it), create the model and '
         "tensors on that device, and launch no more processes per node than visible GPUs."
     )
-    reads = "logs"
     specificity = 90
-    names_culprit = False
+    kinds = (LogKind.NCCL_DUPLICATE_GPU, LogKind.NCCL_INVALID_USAGE)
     fires_on, quiet_on = examples("HD355")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        duplicate = matches_of(job, LogKind.NCCL_DUPLICATE_GPU)
-        invalid = matches_of(job, LogKind.NCCL_INVALID_USAGE)
-        if not duplicate and not invalid:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
+        duplicate = [m for m in found if m.kind == LogKind.NCCL_DUPLICATE_GPU]
+        invalid = [m for m in found if m.kind == LogKind.NCCL_INVALID_USAGE]
         first = (duplicate or invalid)[0]
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
@@ -58,9 +55,7 @@ class DuplicateGpu(Rule):
             )
         else:
             title = _("NCCL reported invalid usage at the first collective")
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if duplicate else Confidence.PLAUSIBLE,
             title=title,

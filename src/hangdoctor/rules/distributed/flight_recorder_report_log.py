@@ -9,15 +9,15 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import innermost_user_frame
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, clip, matches_of, output_lines
+from hangdoctor.rules.log_helpers import cite, clip, output_lines
 from hangdoctor.taxonomy import Category
 
 _FIELD = re.compile(r"^\s*(?P<key>[a-z][a-z ]+): (?P<value>.*)$")
@@ -41,7 +41,7 @@ def _block(lines: tuple[str, ...], start: int) -> tuple[dict[str, str], list[Fra
     return fields, stack
 
 
-class FlightRecorderMissingRanks(Rule):
+class FlightRecorderMissingRanks(LogKindsRule):
     id = "HD357"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "the Flight Recorder analyzer found a collective some ranks never joined"
@@ -61,15 +61,11 @@ class FlightRecorderMissingRanks(Rule):
         "differs between ranks around the call (`if rank == 0:`, an uneven number of batches, a "
         "skipped step)."
     )
-    reads = "logs"
     specificity = 80
-    names_culprit = False
+    kinds = (LogKind.FR_MISSING_RANKS,)
     fires_on, quiet_on = examples("HD357")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, LogKind.FR_MISSING_RANKS)
-        if not found:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         first = found[0]
         fields, stack = _block(output_lines(job), first.index)
         missing = sorted(int(r) for r in re.findall(r"\d+", fields.get("missing ranks", "")))
@@ -118,9 +114,7 @@ class FlightRecorderMissingRanks(Rule):
                     function=user.function,
                 )
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=title,

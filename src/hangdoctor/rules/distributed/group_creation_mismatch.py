@@ -110,9 +110,7 @@ class GroupCreationMismatch(Rule):
             else _("an earlier call")
         )
         waiting = next((s for s in states if _waits_creating(s)), state)
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_(

@@ -3,7 +3,7 @@ rules/_known_failure.py): named at the user's line with what the known error mea
 
 from __future__ import annotations
 
-from hangdoctor.rules._known_failure import KnownErrorFailure, examples_of
+from hangdoctor.rules._known_failure import KnownErrorFailure
 from hangdoctor.taxonomy import Category
 
 
@@ -20,7 +20,6 @@ class KnownRendezvousFailure(KnownErrorFailure):
         "Ranks meet through a store before any collective; when one cannot reach it or never "
         "arrives, the others time out in the store. The error's wording says which side failed."
     )
-    fires_on = examples_of(Category.DISTRIBUTED_RENDEZVOUS)
 
 
 class KnownTransportFailure(KnownErrorFailure):
@@ -37,7 +36,6 @@ class KnownTransportFailure(KnownErrorFailure):
         "the known error says which, and what to check (interfaces, firewalls, a peer that died "
         "first)."
     )
-    fires_on = examples_of(Category.DISTRIBUTED_NETWORK)
 
 
 class KnownRankExitFailure(KnownErrorFailure):
@@ -52,7 +50,6 @@ class KnownRankExitFailure(KnownErrorFailure):
         "When one rank exits, the launcher or the peers report it in their own words; the known "
         "error says what that report means and where the first failure is."
     )
-    fires_on = examples_of(Category.DISTRIBUTED_RANK_EXITED)
 
 
 class KnownCollectiveTimeoutFailure(KnownErrorFailure):
@@ -67,4 +64,3 @@ class KnownCollectiveTimeoutFailure(KnownErrorFailure):
         "A collective that outlives its timeout is stopped by the watchdog; the known error says "
         "what the timeout measures and what usually keeps a rank away."
     )
-    fires_on = examples_of(Category.DISTRIBUTED_COLLECTIVE_TIMEOUT)

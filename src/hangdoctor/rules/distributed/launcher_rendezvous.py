@@ -85,9 +85,7 @@ class LauncherRendezvous(Rule):
             if thread is None or not _agent_waiting(process):
                 continue
             options = _options(process.cmdline)
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(

@@ -70,9 +70,7 @@ class RankExited(Rule):
                     collectives=first.status.collectives,
                 )
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_n(

@@ -19,7 +19,9 @@ from hangdoctor.analysis.tracebacks import (
     tracebacks,
 )
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules.base import Deferral, Rule
+from hangdoctor.rules._failure_rule import EXCEPTION_FAILURE_RULES
+from hangdoctor.rules._log_rule import LogRule
+from hangdoctor.rules.base import Deferral
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text, rank_name, ranks_text
 from hangdoctor.rules.distributed._ranks import early_exit
@@ -387,8 +389,8 @@ def _left_early(job: JobView, first: RankFailure, raised: Raised | None, left: _
 
 
 def _raised(first: RankFailure, name: str, raised: Raised) -> _Told:
-    """A rank that raised an exception the failure rules do not name (a library's, or a lost
-    peer's)."""
+    """A rank that raised an exception (one of its own code gives way to the failure rules, see
+    `_died_of_its_own_exception`)."""
     told = _Told(first=first, name=name, raised=raised, location=Location.of(raised.location))
     told.explanation = _(
         "It raised {error} and exited with code {code}.",
@@ -434,17 +436,32 @@ def _own_exception(raised: Raised | None) -> bool:
     return raised is not None and raised.in_user_code and not is_consequence(raised)
 
 
+def _died_of_its_own_exception(job: JobView) -> bool:
+    """Whether the first rank that failed died of an exception of its own code: it exited with
+    one, or it printed one uncaught and then aborted as the process tore down (a C++ thread
+    still running at exit: "terminate called without an active exception"). The exception is
+    the cause, which the failure rules name at its origin."""
+    lines = output_lines(job)
+    failures = _failures(job, lines)
+    if not failures:
+        return False
+    first = _first_failure(failures)
+    if first.signal == signal.SIGABRT:
+        return _aborted_after_its_own_error(lines, first)
+    if first.signal is not None:
+        return False
+    _culprit, raised, left = _culprit_rank(job, lines, failures, first)
+    return left is None and _own_exception(raised)
+
+
 def _exited_without_signal(
     job: JobView, lines: tuple[str, ...], failures: list[RankFailure], first: RankFailure
-) -> _Told | None:
-    """A rank that exited with an error code: what it raised, or that it left first; None when
-    it died of an exception of its own code (the failure rules name that)."""
+) -> _Told:
+    """A rank that exited with an error code: what it raised, or that it left first."""
     name = rank_name(first)
     culprit, raised, left = _culprit_rank(job, lines, failures, first)
     if left is not None:
         told = _left_early(job, culprit, raised, left)
-    elif _own_exception(raised):
-        return None
     elif raised is not None:
         told = _raised(culprit, name, raised)
     else:
@@ -523,7 +540,7 @@ def _title(told: _Told, pid: str) -> str:
     return _("{name}{pid} failed first ({how})", name=name, pid=pid, how=how)
 
 
-class RankExitedFromLog(Rule):
+class RankExitedFromLog(LogRule):
     id = "HD352"
     category = Category.DISTRIBUTED_RANK_EXITED
     summary = "a rank exited and the job failed with it"
@@ -543,9 +560,7 @@ class RankExitedFromLog(Rule):
         "that; for SIGKILL check the OOM killer (`dmesg`), for an exit without error look for a "
         "`return` or `break` only some ranks take, and make early stopping a collective decision."
     )
-    reads = "logs"
     specificity = 80
-    names_culprit = False
     fires_on, quiet_on = examples("HD352")
     defers_to = (
         Deferral(
@@ -558,6 +573,12 @@ class RankExitedFromLog(Rule):
             why="gloo aborted the rank on a size mismatch: the mismatch is the cause",
             when=_aborted_on_a_size_mismatch,
         ),
+        Deferral(
+            EXCEPTION_FAILURE_RULES,
+            why="the rank died of an exception of its own code: the failure rules name that "
+            "exception at its origin, in its own category",
+            when=_died_of_its_own_exception,
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -566,17 +587,10 @@ class RankExitedFromLog(Rule):
         if not failures:
             return
         first = _first_failure(failures)
-        if first.signal == signal.SIGABRT and _aborted_after_its_own_error(lines, first):
-            # An uncaught exception of its own, then an abort as the process tore down (a C++
-            # thread still running at exit: "terminate called without an active exception"):
-            # the exception is the cause, named at its origin by the failure rules.
-            return
         if first.signal is not None:
-            told: _Told | None = _killed(job, first, rank_name(first))
+            told = _killed(job, first, rank_name(first))
         else:
             told = _exited_without_signal(job, lines, failures, first)
-        if told is None:
-            return
         evidence = _evidence(job, failures, told)
         if job.record is None:  # only logs: `run` would have watched every rank
             told.fixes.append(
@@ -586,9 +600,7 @@ class RankExitedFromLog(Rule):
                     "memory."
                 )
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=told.severity,
             confidence=told.confidence,
             # the pid torchrun's summary gave the failure it put first

@@ -185,9 +185,7 @@ class RasMissingRanks(Rule):
             )
         )
         pid = first.pid if first.pid is not None else "PID"
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.LIKELY,
             title=_("NCCL RAS: {who} {state}{more}", who=_who(first), state=state, more=more),
@@ -280,9 +278,7 @@ class RasMissingRanks(Rule):
             )
         first = named[0] if named else None
         where = f" ({_where(first)})" if first is not None else ""
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR if stalled else Severity.WARNING,
             confidence=Confidence.SUGGESTIVE if minority else Confidence.POSSIBLE,
             title=title,

@@ -92,9 +92,7 @@ class RemoteRanks(Rule):
                 "the {count} node in this view", "the {count} nodes in this view", count
             )
             nodes_words = _("run on {nodes}", nodes=_absent_nodes(nodes, view.elsewhere))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.POSSIBLE,
             title=_(

@@ -103,9 +103,7 @@ class Rendezvous(Rule):
                 "Rendezvous: every rank waits at start-up for the store at {address}",
                 address=address,
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,

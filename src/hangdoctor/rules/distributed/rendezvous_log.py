@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.log_helpers import cite, matches_of
+from hangdoctor.rules.log_helpers import cite
 from hangdoctor.taxonomy import Category
 
 
-class RendezvousFailed(Rule):
+class RendezvousFailed(LogKindsRule):
     id = "HD353"
     category = Category.DISTRIBUTED_RENDEZVOUS
     summary = "ranks could not rendezvous"
@@ -36,20 +36,17 @@ class RendezvousFailed(Rule):
         "(not localhost); pick a free MASTER_PORT; pin the interface with "
         "`NCCL_SOCKET_IFNAME`/`GLOO_SOCKET_IFNAME` on nodes with several."
     )
-    reads = "logs"
     specificity = 70
-    names_culprit = False
+    kinds = (
+        LogKind.RENDEZVOUS_ERROR,
+        LogKind.STORE_CONNECT_TIMEOUT,
+        LogKind.STORE_BARRIER_TIMEOUT,
+        LogKind.STORE_CLIENTS_TIMEOUT,
+        LogKind.STORE_CONNECT_FAILED,
+    )
     fires_on, quiet_on = examples("HD353")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(
-            job,
-            LogKind.RENDEZVOUS_ERROR,
-            LogKind.STORE_CONNECT_TIMEOUT,
-            LogKind.STORE_BARRIER_TIMEOUT,
-            LogKind.STORE_CLIENTS_TIMEOUT,
-            LogKind.STORE_CONNECT_FAILED,
-        )
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         strong = [m for m in found if m.kind != LogKind.STORE_CONNECT_FAILED]
         retries = [m for m in found if m.kind == LogKind.STORE_CONNECT_FAILED]
         if not strong and len(retries) < 3:
@@ -100,9 +97,7 @@ class RendezvousFailed(Rule):
                 "torchrun's rendezvous did not complete: not every node joined in "
                 "time, or the rendezvous endpoint could not be reached."
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,

@@ -8,18 +8,18 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, fault_of, matches_of, output_lines
+from hangdoctor.rules.log_helpers import cite, fault_of, output_lines
 from hangdoctor.taxonomy import Category
 
 
-class CollectiveSizeMismatch(Rule):
+class CollectiveSizeMismatch(LogKindsRule):
     id = "HD354"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
     summary = "ranks exchanged different sizes in one collective"
@@ -39,15 +39,11 @@ class CollectiveSizeMismatch(Rule):
         "shape: pad tensors sized by local data (or `all_gather` the sizes first), and find the "
         "call with `TORCH_DISTRIBUTED_DEBUG=DETAIL` on a small run."
     )
-    reads = "logs"
     specificity = 85
-    names_culprit = False
+    kinds = (LogKind.COLLECTIVE_SIZE_MISMATCH,)
     fires_on, quiet_on = examples("HD354")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, LogKind.COLLECTIVE_SIZE_MISMATCH)
-        if not found:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         first = found[0]
         got, wanted = first.number("got"), first.number("wanted")
         title = (
@@ -63,9 +59,7 @@ class CollectiveSizeMismatch(Rule):
         rank = first.number("rank")
         raised = first_raised(output_lines(job), rank) if rank is not None else None
         fatal, aborted_at = fault_of(job, rank=rank)
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,

@@ -151,9 +151,7 @@ class Straggler(Rule):
                 "waiting": rank_list(waiting),
                 "call": waiting[0].call,
             }
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.FAIR if slow else Confidence.STRONG,
                 title=_n(

@@ -130,9 +130,7 @@ class SymmetricHang(Rule):
         records = [r for r in job.bundle.flight_records if r.rank is not None]
         said = _flight_recorder_words(records) if records else None
         evidence += [words for words in (said, _entered_words(states)) if words]
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PLAUSIBLE,
             title=_(

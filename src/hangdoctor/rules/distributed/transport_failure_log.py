@@ -12,7 +12,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch, RankFailure, torchrun_failures
 from hangdoctor.analysis.tracebacks import Raised, first_failure
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text, rank_name
 from hangdoctor.rules.examples import examples
@@ -23,7 +23,7 @@ from hangdoctor.taxonomy import Category
 _PEER = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)\]?[:<](\d+)")
 
 
-class TransportFailure(Rule):
+class TransportFailure(LogKindsRule):
     id = "HD351"
     category = Category.DISTRIBUTED_NETWORK
     summary = "the transport between ranks failed"
@@ -44,16 +44,12 @@ class TransportFailure(Rule):
         "and open all ports between the nodes (NCCL and gloo use random ports, not only "
         "MASTER_PORT)."
     )
-    reads = "logs"
     specificity = 50
-    names_culprit = False
+    kinds = (LogKind.TRANSPORT_ERROR,)
     fires_on, quiet_on = examples("HD351")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
+    def explain(self, job: JobView, errors: list[LogMatch]) -> Iterable[Finding]:
         lines = output_lines(job)
-        errors = matches_of(job, LogKind.TRANSPORT_ERROR)
-        if not errors:
-            return
         first = errors[0]
         failures = torchrun_failures(lines)
         oom = matches_of(job, LogKind.OOM_KILLED, kernel=True)
@@ -70,9 +66,7 @@ class TransportFailure(Rule):
             _peer_died_first(told, dead, before_the_error=dead in earlier)
         elif oom:
             _peer_oom_killed(told, oom)
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=told.severity,
             confidence=told.confidence,
             title=told.title,

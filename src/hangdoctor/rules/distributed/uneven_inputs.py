@@ -104,9 +104,7 @@ class UnevenInputs(Rule):
             culprit = culprit.model_copy(update={"location": location})
         elif way_out is not None:
             culprit = culprit.model_copy(update={"location": way_out[0]})
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_n(

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -17,7 +17,7 @@ from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
 
-class WatchdogStuck(Rule):
+class WatchdogStuck(LogKindsRule):
     id = "HD356"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
     summary = "the NCCL heartbeat monitor ended a rank whose watchdog was stuck"
@@ -37,15 +37,11 @@ class WatchdogStuck(Rule):
         "collective timed out first, fix the rank that never joined it; raise "
         "`TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC` only when the job is slow rather than stuck."
     )
-    reads = "logs"
     specificity = 70
-    names_culprit = False
+    kinds = (LogKind.NCCL_WATCHDOG_STUCK,)
     fires_on, quiet_on = examples("HD356")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        stuck = matches_of(job, LogKind.NCCL_WATCHDOG_STUCK)
-        if not stuck:
-            return
+    def explain(self, job: JobView, stuck: list[LogMatch]) -> Iterable[Finding]:
         timeouts = matches_of(job, LogKind.NCCL_TIMEOUT)
         first = stuck[0]
         rank = first.number("rank")
@@ -100,9 +96,7 @@ class WatchdogStuck(Rule):
         if len(ranks) > 1:
             title = _("{title} (ranks {ranks})", title=title, ranks=", ".join(map(str, ranks)))
         # Above the SIGABRT it causes (torchrun reports that rank as failed).
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.ANNOUNCED,
             title=title,

@@ -3,7 +3,7 @@ rules/_known_failure.py): named at the user's line with what the known error mea
 
 from __future__ import annotations
 
-from hangdoctor.rules._known_failure import KnownErrorFailure, examples_of
+from hangdoctor.rules._known_failure import KnownErrorFailure
 from hangdoctor.taxonomy import Category
 
 
@@ -21,7 +21,6 @@ class KnownVersionFailure(KnownErrorFailure):
         "symptom (a missing kernel image, an attribute that no longer exists) whose cause is the "
         "pair of versions."
     )
-    fires_on = examples_of(Category.ENV_VERSION_INCOMPATIBLE)
 
 
 class KnownLibraryFailure(KnownErrorFailure):
@@ -38,4 +37,3 @@ class KnownLibraryFailure(KnownErrorFailure):
         "loader's message names the symbol or the file, and the fix is in the environment, not "
         "the code."
     )
-    fires_on = examples_of(Category.ENV_LIBRARY_MISMATCH)

@@ -9,13 +9,13 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import N_, _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.log_helpers import cite, clip, matches_of
+from hangdoctor.rules.log_helpers import cite, clip
 from hangdoctor.taxonomy import Category
 
 
@@ -156,7 +156,7 @@ def _library_missing(fields: Mapping[str, str]) -> _Told:
     return _Told(title, explanation, fixes)
 
 
-class LibraryMismatch(Rule):
+class LibraryMismatch(LogKindsRule):
     id = "HD551"
     category = Category.ENV_LIBRARY_MISMATCH
     summary = "user-space libraries do not match"
@@ -176,20 +176,15 @@ class LibraryMismatch(Rule):
         "--force-reinstall --no-binary PKG PKG`); use a newer libstdc++ (`conda install -c "
         "conda-forge libstdcxx-ng`), or a container built on the same base as the wheels."
     )
-    reads = "logs"
     specificity = 85
-    names_culprit = False
+    kinds = (
+        LogKind.SYMBOL_VERSION_MISSING,
+        LogKind.UNDEFINED_SYMBOL,
+        LogKind.SHARED_OBJECT_MISSING,
+    )
     fires_on, quiet_on = examples("HD551")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(
-            job,
-            LogKind.SYMBOL_VERSION_MISSING,
-            LogKind.UNDEFINED_SYMBOL,
-            LogKind.SHARED_OBJECT_MISSING,
-        )
-        if not found:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         first = found[0]
         told = (
             _symbol_version_missing(first.fields)
@@ -198,9 +193,7 @@ class LibraryMismatch(Rule):
             if first.kind == LogKind.UNDEFINED_SYMBOL
             else _library_missing(first.fields)
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=told.title,

@@ -7,21 +7,21 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import short_file
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._failure import job_limits
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, matches_of, output_lines
+from hangdoctor.rules.log_helpers import cite, output_lines
 from hangdoctor.taxonomy import Category
 
 _EMFILE = "Too many open files"
 
 
-class OpenFilesLimit(Rule):
+class OpenFilesLimit(LogKindsRule):
     id = "HD552"
     category = Category.ENV_OS_LIMITS
     summary = "out of file descriptors"
@@ -38,15 +38,11 @@ class OpenFilesLimit(Rule):
         '`torch.multiprocessing.set_sharing_strategy("file_system")` at start; close files and '
         "sockets opened per step or per sample."
     )
-    reads = "logs"
     specificity = 70
-    names_culprit = False
+    kinds = (LogKind.TOO_MANY_OPEN_FILES,)
     fires_on, quiet_on = examples("HD552")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, LogKind.TOO_MANY_OPEN_FILES)
-        if not found:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         # The line of the user's code that failed to open one more (an `open()` per sample).
         raised = next(
             (
@@ -80,9 +76,7 @@ class OpenFilesLimit(Rule):
             if limit is not None
             else ()
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=title,

@@ -4,19 +4,12 @@ rules/_failure.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._failure_rule import FailureRule
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
-SITE = "/usr/lib/python3.11/site-packages"
 
-
-class OsLimitFailure(Rule):
+class OsLimitFailure(FailureRule):
     id = "HD598"
     category = Category.ENV_OS_LIMITS
     summary = "the job failed of an operating-system limit (file size, open files, processes)"
@@ -36,11 +29,4 @@ class OsLimitFailure(Rule):
         "script), raise the one the error names (`ulimit -n 65536`, Docker `--ulimit`, systemd "
         "`LimitNOFILE=`), or write, open or start less at the named line."
     )
-    reads = "logs"
-    fallback = True
-    specificity = 5
-    names_culprit = False
     fires_on, quiet_on = examples("HD598")
-
-    def check(self, job: JobView) -> Iterable[Finding]:
-        return check_failure(job, self.id, self.category)

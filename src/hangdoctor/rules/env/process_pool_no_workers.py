@@ -92,9 +92,7 @@ class ProcessPoolWithoutWorkers(Rule):
                 (s for s in job.bundle.code_settings if s.name == "max_tasks_per_child"), None
             )
             python = job.bundle.system.python or _("this Python")
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.LIKELY,
                 title=_(

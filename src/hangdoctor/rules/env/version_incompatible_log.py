@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.log_helpers import cite, matches_of
+from hangdoctor.rules.log_helpers import cite
 from hangdoctor.taxonomy import Category
 
 
@@ -22,7 +22,7 @@ def _cuda_version(encoded: str) -> str:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
-class VersionIncompatible(Rule):
+class VersionIncompatible(LogKindsRule):
     id = "HD550"
     category = Category.ENV_VERSION_INCOMPATIBLE
     summary = "mismatched PyTorch / CUDA / driver versions"
@@ -41,22 +41,17 @@ class VersionIncompatible(Rule):
         "install torch --index-url https://download.pytorch.org/whl/cu121`), or upgrade the "
         "driver; check with `hangdoctor doctor` before a big run."
     )
-    reads = "logs"
     specificity = 85
-    names_culprit = False
+    kinds = (
+        LogKind.NO_KERNEL_IMAGE,
+        LogKind.ARCH_UNSUPPORTED,
+        LogKind.ARCH_SUPPORTED,
+        LogKind.DRIVER_INSUFFICIENT,
+        LogKind.DRIVER_TOO_OLD,
+    )
     fires_on, quiet_on = examples("HD550")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(
-            job,
-            LogKind.NO_KERNEL_IMAGE,
-            LogKind.ARCH_UNSUPPORTED,
-            LogKind.ARCH_SUPPORTED,
-            LogKind.DRIVER_INSUFFICIENT,
-            LogKind.DRIVER_TOO_OLD,
-        )
-        if not found:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         kinds = {m.kind for m in found}
         arch = next((m for m in found if m.kind == LogKind.ARCH_UNSUPPORTED), None)
         supported = next((m for m in found if m.kind == LogKind.ARCH_SUPPORTED), None)
@@ -118,9 +113,7 @@ class VersionIncompatible(Rule):
                     "on data-centre GPUs)."
                 ),
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=title,

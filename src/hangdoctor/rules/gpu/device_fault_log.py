@@ -12,7 +12,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
@@ -22,7 +22,7 @@ from hangdoctor.taxonomy import Category
 _FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
 
 
-class GpuDeviceFault(Rule):
+class GpuDeviceFault(LogRule):
     id = "HD450"
     category = Category.GPU_DEVICE_FAULT
     summary = "the GPU or its bus faulted"
@@ -42,9 +42,7 @@ class GpuDeviceFault(Rule):
         "(`nvidia-smi -r -i N`) and have it checked (`nvidia-smi -q -d ECC`); run `hangdoctor "
         "doctor` before reusing the node."
     )
-    reads = "logs"
     specificity = 90
-    names_culprit = False
     fires_on, quiet_on = examples("HD450")
 
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -71,9 +69,7 @@ class GpuDeviceFault(Rule):
         evidence = cite(
             sorted(matches, key=lambda m: (m.kind != LogKind.XID, m.index)), "kernel log"
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=severity,
             confidence=confidence,
             title=_title(faults, severity),

@@ -6,18 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import cite, matches_of, output_lines, raised_words
+from hangdoctor.rules.log_helpers import cite, output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
 
-class CudaKernelError(Rule):
+class CudaKernelError(LogKindsRule):
     id = "HD404"
     category = Category.GPU_DEVICE_FAULT
     summary = "a CUDA kernel faulted (device-side assert, illegal memory access)"
@@ -38,24 +38,18 @@ class CudaKernelError(Rule):
         "run the step on the CPU for a clear `IndexError`; check value ranges going into losses "
         "and embeddings; run custom kernels under `compute-sanitizer --tool memcheck`."
     )
-    reads = "logs"
     specificity = 80
-    names_culprit = False
+    kinds = (LogKind.CUDA_KERNEL_ERROR,)
     fires_on, quiet_on = examples("HD404")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        found = matches_of(job, LogKind.CUDA_KERNEL_ERROR)
-        if not found:
-            return
+    def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         fields = found[0].fields
         what = fields["message"] if "message" in fields else _("a CUDA error")
         raised = next((r for r in tracebacks(output_lines(job)) if "CUDA error" in r.message), None)
         evidence = cite(found, limit=2)
         if raised is not None:
             evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_("A CUDA kernel faulted: {what}", what=what),

@@ -87,9 +87,7 @@ class GpuKernelHang(Rule):
             if seen
             else Confidence.EVEN
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=confidence,
             title=_title(busy, bool(seen), waiting),

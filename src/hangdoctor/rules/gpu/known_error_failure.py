@@ -3,7 +3,7 @@ rules/_known_failure.py): named at the user's line with what the known error mea
 
 from __future__ import annotations
 
-from hangdoctor.rules._known_failure import KnownErrorFailure, examples_of
+from hangdoctor.rules._known_failure import KnownErrorFailure
 from hangdoctor.taxonomy import Category
 
 
@@ -21,4 +21,3 @@ class KnownDeviceFaultFailure(KnownErrorFailure):
         "caused it; the known error says what it means and how to find the kernel "
         "(`CUDA_LAUNCH_BLOCKING=1`)."
     )
-    fires_on = examples_of(Category.GPU_DEVICE_FAULT)

@@ -3,17 +3,12 @@ failed job whose exception names that mechanism (see rules/_failure.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._failure_rule import FailureRule
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
 
-class GpuMemoryFailure(Rule):
+class GpuMemoryFailure(FailureRule):
     id = "HD498"
     category = Category.GPU_MEMORY_EXHAUSTED
     summary = "the job failed of device memory exhaustion"
@@ -30,11 +25,4 @@ class GpuMemoryFailure(Rule):
         "Use less device memory at that line: a smaller batch, gradient accumulation, mixed "
         "precision, activation checkpointing; `torch.cuda.memory_summary()` shows what holds it."
     )
-    reads = "logs"
-    fallback = True
-    specificity = 5
-    names_culprit = False
     fires_on, quiet_on = examples("HD498")
-
-    def check(self, job: JobView) -> Iterable[Finding]:
-        return check_failure(job, self.id, self.category)

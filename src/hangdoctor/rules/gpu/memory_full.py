@@ -124,9 +124,7 @@ class GpuMemoryFull(Rule):
                     place=at(frame),
                 )
             )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR if allocating else Severity.WARNING,
             confidence=Confidence.LIKELY if allocating else Confidence.GUESS,
             title=_(

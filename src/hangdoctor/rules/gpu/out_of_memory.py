@@ -61,9 +61,7 @@ class GpuMemoryExhausted(Rule):
         evidence = [_("job output: {line}", line=m.line) for m in matches[:3]]
         if raised is not None:
             evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=_(

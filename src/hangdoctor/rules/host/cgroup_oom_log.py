@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind
+from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
@@ -16,7 +16,7 @@ from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
 
-class CgroupOutOfMemory(Rule):
+class CgroupOutOfMemory(LogKindsRule):
     id = "HD302"
     category = Category.HOST_MEMORY_EXHAUSTED
     summary = "Slurm's cgroup OOM handler killed the job's tasks"
@@ -35,15 +35,11 @@ class CgroupOutOfMemory(Rule):
         "--format=JobID,MaxRSS,ReqMem` shows what each step used), or use less: fewer DataLoader "
         "workers, memory-mapped data instead of a copy per worker, a smaller `prefetch_factor`."
     )
-    reads = "logs"
     specificity = 75
-    names_culprit = False
+    kinds = (LogKind.CGROUP_OOM,)
     fires_on, quiet_on = examples("HD302")
 
-    def check(self, job: JobView) -> Iterable[Finding]:
-        events = matches_of(job, LogKind.CGROUP_OOM)
-        if not events:
-            return
+    def explain(self, job: JobView, events: list[LogMatch]) -> Iterable[Finding]:
         tasks = matches_of(job, LogKind.CGROUP_OOM_TASK)
         step = events[0].fields.get("step") or events[0].fields.get("step2")
         on = (
@@ -55,9 +51,7 @@ class CgroupOutOfMemory(Rule):
             if tasks
             else ""
         )
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(

@@ -87,9 +87,7 @@ class HostMemoryExhausted(Rule):
         if not evidence:
             return
         only_climbing = climbing and len(evidence) == 1
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.WARNING if only_climbing else Severity.ERROR,
             confidence=Confidence.CERTAIN if len(evidence) > 1 else Confidence.LIKELY,
             title=(

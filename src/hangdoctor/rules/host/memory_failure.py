@@ -3,17 +3,12 @@ failed job whose exception names that mechanism (see rules/_failure.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._failure_rule import FailureRule
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
 
-class HostMemoryFailure(Rule):
+class HostMemoryFailure(FailureRule):
     id = "HD698"
     category = Category.HOST_MEMORY_EXHAUSTED
     summary = "the job failed of a host memory allocation"
@@ -31,11 +26,4 @@ class HostMemoryFailure(Rule):
         "streaming), fewer DataLoader workers, no copy of the dataset per worker; check the "
         "container's or scheduler's memory limit."
     )
-    reads = "logs"
-    fallback = True
-    specificity = 5
-    names_culprit = False
     fires_on, quiet_on = examples("HD698")
-
-    def check(self, job: JobView) -> Iterable[Finding]:
-        return check_failure(job, self.id, self.category)

@@ -128,9 +128,7 @@ class ForkedPool(Rule):
     ) -> Finding:
         frame = innermost_user_frame(frames_of(thread)) or python_frames(frames_of(thread))[0]
         where = short_location(frame)
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.FAIR,
             title=_(

@@ -167,9 +167,7 @@ class NativeBlocked(Rule):
                 "the native frames, `gdb -p PID` the rest."
             ),
         ]
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if starved else Confidence.FAIR,
             title=_(

@@ -234,9 +234,7 @@ class AllThreadsAsleep(Rule):
                     exception=flying,
                 )
             )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.LIKELY,
             title=_(

@@ -94,9 +94,7 @@ class BlockedIO(Rule):
             _("kernel: {kernel}", kernel=kernel_words(thread)),
             *why.evidence,
         ]
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=why.confidence,
             title=why.title,

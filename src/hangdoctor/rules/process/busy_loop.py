@@ -161,9 +161,7 @@ class BusyLoop(Rule):
                 where=where,
             )
         )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR if in_user_code else Severity.WARNING,
             confidence=Confidence.FAIR if in_user_code else Confidence.WEAK,
             title=_(

@@ -3,17 +3,12 @@ record, a wrong argument to a library), named at its origin, through whatever re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._failure_rule import FailureRule
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
 
-class ExceptionFailure(Rule):
+class ExceptionFailure(FailureRule):
     id = "HD197"
     category = Category.PROCESS_EXCEPTION
     summary = "the job failed of an exception raised by its own code, named at its origin"
@@ -36,11 +31,5 @@ class ExceptionFailure(Rule):
         "Fix the line named with the input it had: reproduce it in one process (`num_workers=0`, "
         "one rank, no pool) with the same record or argument, then repair the data or the code."
     )
-    reads = "logs"
-    fallback = True
     specificity = 10
-    names_culprit = False
     fires_on, quiet_on = examples("HD197")
-
-    def check(self, job: JobView) -> Iterable[Finding]:
-        return check_failure(job, self.id, self.category)

@@ -126,9 +126,7 @@ class ExitWaitsForLoop(Rule):
             ),
             ended,
         ]
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=_(

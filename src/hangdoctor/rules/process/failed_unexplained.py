@@ -4,17 +4,12 @@ its exception's category; see rules/_failure.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from hangdoctor.analysis.job import JobView
-from hangdoctor.rules._failure import check_failure
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules._failure_rule import FailureRule
 from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
 
-class FailedUnexplained(Rule):
+class FailedUnexplained(FailureRule):
     id = "HD198"
     category = Category.PROCESS_UNEXPLAINED
     summary = "the job failed without a traceback and no specific rule explains why"
@@ -33,11 +28,5 @@ class FailedUnexplained(Rule):
         "there, reproduce it on one rank (or one process) with the same input, and fix it there; "
         "the other ranks' errors follow from it."
     )
-    reads = "logs"
-    fallback = True
     specificity = 0
-    names_culprit = False
     fires_on, quiet_on = examples("HD198")
-
-    def check(self, job: JobView) -> Iterable[Finding]:
-        return check_failure(job, self.id, self.category)

@@ -81,9 +81,7 @@ class FullQueueDeadlock(Rule):
             waits_at = short_location(parent_at) if parent_at else _("its wait")
             queue = put.what.rsplit(".", 1)[0]
             parent_name = job.describe_process(parent_pid)
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(

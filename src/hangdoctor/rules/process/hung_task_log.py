@@ -124,9 +124,7 @@ class HungTaskInKernelLog(Rule):
         evidence = cite([first, *others], "kernel log", limit=4)
         if others:
             evidence.append(_("{count} tasks were reported blocked in all", count=len(tasks)))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR if job_task else Severity.WARNING,
             confidence=Confidence.PROBABLE if job_task else Confidence.POSSIBLE,
             title=title,

@@ -102,9 +102,7 @@ class InheritedFileLock(Rule):
         frame = blame_frame(frames_of(thread))
         where = short_location(frame) if frame is not None else _("its lock call")
         names = ", ".join(job.describe_process(p.pid) for p in holders[:3])
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=_(

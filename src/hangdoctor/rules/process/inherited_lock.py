@@ -100,9 +100,7 @@ class InheritedLock(Rule):
                     )
                     for t in suspects[:3]
                 )
-                yield Finding(
-                    id=self.id,
-                    category=self.category,
+                yield self.finding(
                     severity=Severity.ERROR,
                     confidence=Confidence.PROBABLE,
                     title=_(

@@ -119,9 +119,7 @@ class LockDeadlock(Rule):
                     names=", ".join(f"`{lock_name(w.expression)}`" for w in cycle.waits),
                 )
             )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG
             if cycle.inherited

@@ -116,9 +116,7 @@ class LostWakeup(Rule):
                     place=at(awaiting) if awaiting is not None else _("an await"),
                 )
             )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_(

@@ -15,7 +15,14 @@ from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
-from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
+from hangdoctor.rules.helpers import (
+    at,
+    culprit,
+    frames_of,
+    kernel_words,
+    no_other_thread_runs_user_code,
+    waits_without_timeout,
+)
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
 
@@ -101,9 +108,7 @@ class NobodyCanWake(Rule):
             if wait.joiners:
                 yield self._joined(job, wait, frame)
                 continue
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
@@ -123,19 +128,8 @@ class NobodyCanWake(Rule):
                 ),
                 culprit=culprit(job, process, thread, frame),
                 evidence=(
-                    _(
-                        "{thread} (tid {tid}) waits in {what} at {place} ({kernel}), "
-                        "with no timeout",
-                        thread=thread.comm or _("thread"),
-                        tid=thread.tid,
-                        what=primitive.what,
-                        place=at(frame),
-                        kernel=kernel_words(thread),
-                    ),
-                    _(
-                        "no other thread of {process} runs user code",
-                        process=job.describe_process(process.pid),
-                    ),
+                    waits_without_timeout(thread, primitive.what, frame),
+                    no_other_thread_runs_user_code(job, process),
                 ),
                 fixes=(
                     _(
@@ -220,9 +214,7 @@ class NobodyCanWake(Rule):
                     "`is_alive()`), so that a thread that cannot finish is an error."
                 ),
             )
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,

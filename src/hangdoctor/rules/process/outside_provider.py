@@ -67,9 +67,7 @@ class OutsideProvider(Rule):
             held_at = innermost_user_frame(frames_of(held)) if held is not None else None
             command = " ".join(holder.cmdline) or holder.name or "?"
             wait = describe_wait(job, waiter_process, waiter)
-            yield Finding(
-                id=self.id,
-                category=self.category,
+            yield self.finding(
                 severity=Severity.ERROR,
                 confidence=Confidence.CERTAIN,
                 title=_(

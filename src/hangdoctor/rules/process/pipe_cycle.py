@@ -96,9 +96,7 @@ class PipeCycle(Rule):
             for p, t in parties
         ]
         reads = describe_wait(job, process, thread).kind is WaitKind.PIPE_READ
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_(

@@ -106,9 +106,7 @@ class PoolStarved(Rule):
                 first = workers[0]
                 line = innermost_user_frame(frames_of(first))
                 where = short_location(line) if line is not None else _("its task")
-                yield Finding(
-                    id=self.id,
-                    category=self.category,
+                yield self.finding(
                     severity=Severity.ERROR,
                     confidence=Confidence.PROBABLE,
                     title=_(

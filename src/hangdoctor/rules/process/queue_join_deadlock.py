@@ -128,9 +128,7 @@ class QueueJoinDeadlock(Rule):
                 file=unread.file, line=unread.line, function=unread.function, code=unread.code
             )
             blamed = blamed.model_copy(update={"location": location})
-        return Finding(
-            id=self.id,
-            category=self.category,
+        return self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(

@@ -175,9 +175,7 @@ class Unexplained(Rule):
             )
         )
         evidence.append(_("why the wait does not end: {reason}", reason=chain.reason))
-        yield Finding(
-            id=self.id,
-            category=self.category,
+        yield self.finding(
             severity=Severity.ERROR,
             confidence=Confidence.HINT
             if chain.sink in (Sink.NOBODY, Sink.CYCLE)

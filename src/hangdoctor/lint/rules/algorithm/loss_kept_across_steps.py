@@ -12,7 +12,6 @@ from hangdoctor.lint.flow import bound_call, called_function, origin, statements
 from hangdoctor.lint.index import ModuleIndex, last_name, targets_of
 from hangdoctor.lint.model import Hit, LintRule
 from hangdoctor.lint.rules.algorithm._common import BACKWARD
-from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 #: Calls that turn a loss into a number or cut it from its graph.
@@ -83,7 +82,6 @@ class LossKeptAcrossSteps(LintRule):
     id = "HL301"
     name = "loss-kept-across-steps"
     category = Category.GPU_MEMORY_EXHAUSTED
-    severity = Severity.ERROR
     message = N_("loss tensor kept across training steps: its autograd graph stays alive")
     fix = N_("keep a number instead: `losses.append(loss.item())` or `total += loss.detach()`")
     why = N_(

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 from hangdoctor.i18n import N_
 from hangdoctor.lint.model import Hit, LintRule
-from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 _STRIP = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL)
@@ -284,7 +283,6 @@ class UncheckedKernelIndex(LintRule):
     id = "HL601"
     name = "kernel-index-without-bounds-check"
     category = Category.GPU_KERNEL_HANG
-    severity = Severity.ERROR
     language = "cuda"
     message = N_(
         "kernel indexes global memory with its global thread index without a bounds "

@@ -24,7 +24,6 @@ from hangdoctor.lint.rules.common import (
     resolver,
 )
 from hangdoctor.lint.rules.distributed._common import RANKISH
-from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -218,7 +217,6 @@ class CollectiveUnderRankCondition(LintRule):
     id = "HL101"
     name = "collective-under-rank-condition"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
-    severity = Severity.ERROR
     message = N_("collective called on only some ranks")
     fix = N_(
         "call the collective on every rank: move it out of the rank condition (do only the "

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from hangdoctor.i18n import N_
 from hangdoctor.lint.index import ModuleIndex, last_name
 from hangdoctor.lint.model import Hit, LintRule
-from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 _DEBUGGERS = ("pdb.", "ipdb.", "pudb.", "pdbpp.", "IPython.", "web_pdb.", "remote_pdb.")
@@ -32,7 +31,6 @@ class DebuggerLeftIn(LintRule):
     id = "HL402"
     name = "debugger-breakpoint"
     category = Category.PROCESS_BLOCKED_IO
-    severity = Severity.ERROR
     message = N_("debugger breakpoint left in training code: the process waits for terminal input")
     fix = N_("remove it (or guard it with an explicit debug flag that is off in real runs)")
     why = N_(

@@ -10,7 +10,6 @@ from hangdoctor.i18n import N_, _
 from hangdoctor.lint.flow import statements_in
 from hangdoctor.lint.index import ModuleIndex, dotted, keyword, targets_of
 from hangdoctor.lint.model import Hit, LintRule
-from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 _STREAMS = ("stdout", "stderr")
@@ -48,7 +47,6 @@ class PopenPipeWait(LintRule):
     id = "HL401"
     name = "popen-pipe-wait"
     category = Category.PROCESS_BLOCKED_IO
-    severity = Severity.ERROR
     message = N_("Popen with stdout/stderr=PIPE, then wait() without reading the pipe")
     fix = N_(
         "use `out, err = proc.communicate()` (or `subprocess.run(..., capture_output=True)`), "

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from hangdoctor.i18n import N_
 from hangdoctor.lint.index import ModuleIndex, keyword, last_name
 from hangdoctor.lint.model import Hit, LintRule
-from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
 
 
@@ -76,7 +75,6 @@ class QueueLeftUnread(LintRule):
     id = "HL403"
     name = "queue-left-unread"
     category = Category.PROCESS_DEADLOCK
-    severity = Severity.ERROR
     message = N_(
         "this loop reads the worker's queue a fixed number of times, though the worker "
         "ends its items with a marker: it can stop before the marker and leave items in "
