@@ -99,9 +99,9 @@ def _a_hang_on_one_node_is_a_hang_on_all(boards: list[Callable[[], Board]]) -> N
         epoch = one.declare()
         assert epoch == 1
         for other in (zero, two):
-            seen, after_s = _wait_for_peer_hang(other)
+            # How soon they hear is a figure of benchmarks/bench_session.py, not a gate here.
+            seen, _after_s = _wait_for_peer_hang(other, limit_s=30.0)
             assert seen == epoch, "the other nodes hear of the hang"
-            assert after_s < 1.5
             other.took(seen)
         assert one.peer_hang() is None  # its own hang is not news to it
         views = _whole_jobs((zero, one, two), epoch)
