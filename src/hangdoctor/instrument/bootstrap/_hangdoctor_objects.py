@@ -89,12 +89,24 @@ def answer_object_request() -> None:
         body = json.dumps({
             "pid": os.getpid(),
             "attributes": entries[:_MAX_ENTRIES],
-            "owners": owners[:_MAX_ENTRIES],
+            "owners": _once_each(owners)[:_MAX_ENTRIES],
             "globals": named[:_MAX_ENTRIES],
         })
         files.write_atomically(protocol.objects_file(os.getpid()), body)
     except Exception:
         pass
+
+
+def _once_each(owners: list[list[object]]) -> list[list[object]]:
+    """One entry per RLock: a lock named by a module's global and by a local's attribute is
+    met twice on the way."""
+    seen = set()  # type: set[object]
+    kept = []  # type: list[list[object]]
+    for entry in owners:
+        if entry[0] not in seen:
+            seen.add(entry[0])
+            kept.append(entry)
+    return kept
 
 
 def _outward(frame: FrameType) -> list[FrameType]:
