@@ -71,3 +71,31 @@ def test_the_report_names_the_process_outside_the_tree_that_holds_the_pipe(
     assert [(f["id"], f["category"]) for f in again["findings"]] == [
         (f["id"], f["category"]) for f in report["findings"]
     ]
+
+
+_ASYNC_IDLE = (
+    "import asyncio\n"
+    "async def main():\n"
+    "    await asyncio.Event().wait()  # nothing will set it\n"
+    "asyncio.run(main())\n"
+)
+
+
+def test_runs_own_output_relay_is_never_taken_for_a_process_the_job_left(tmp_path):
+    """A job started with its standard input a pipe, whose event loop polls: every pipe it
+    reads may be the one it waits on, and `run`'s output relay holds the same standard input.
+    The relay is hangdoctor's own: it is not in the capture, nor named."""
+    report_dir = tmp_path / "report"
+    done = subprocess.run(
+        [sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", "2", "--on-hang", "kill"]
+        + ["--report-dir", str(report_dir), "--", sys.executable, "-c", _ASYNC_IDLE],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 124, done.stderr
+    report = (report_dir / "report.md").read_text()
+    evidence = (report_dir / "evidence.json").read_text()
+    assert "hd-relay" not in evidence and "hd-relay" not in report
+    assert "asyncio tasks await" in report  # the loop's own wait is what is explained

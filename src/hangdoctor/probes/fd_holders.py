@@ -18,6 +18,9 @@ import psutil
 from hangdoctor.evidence.model import ProcessEvidence
 from hangdoctor.probes.sockets import _address, _rows
 
+#: What `run`'s output relay calls itself (`ps` shows it; at most 15 bytes).
+RELAY_NAME = b"hd-relay"
+
 #: Processes looked at, at most: a host of tens of thousands of processes is not read whole.
 MAX_PROCESSES = 20_000
 
@@ -88,9 +91,20 @@ def holders(wanted: set[str], exclude: Iterable[int]) -> list[int]:
     except OSError:
         return []
     for pid in pids[:MAX_PROCESSES]:
-        if pid not in skip and _links(pid) & wanted:
+        if pid not in skip and _links(pid) & wanted and not _our_relay(pid):
             found.append(pid)
     return found
+
+
+def _our_relay(pid: int) -> bool:
+    """Whether the process is a `run`'s output relay (`supervise/relay_process.py`, named
+    RELAY_NAME): it holds the reading end of the job's output by design, and is hangdoctor's
+    own, never something the job left behind."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as comm:
+            return comm.read().strip() == RELAY_NAME
+    except OSError:
+        return False
 
 
 def _own_ancestors() -> set[int]:

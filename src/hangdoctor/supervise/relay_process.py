@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from hangdoctor.i18n import _
+from hangdoctor.probes.fd_holders import RELAY_NAME
 from hangdoctor.supervise.output import Channel, OutputLog, start_relays
 
 #: What the supervisor writes on the control pipe to end the relay after the job.
@@ -133,7 +134,7 @@ def _relay_main(
     os.setsid()  # no terminal's or group's signal reaches it, however the supervisor dies
     for sig in _IGNORED:
         signal.signal(sig, signal.SIG_IGN)
-    _name_process(b"hd-relay")  # what `ps` shows (at most 15 bytes)
+    _name_process(RELAY_NAME)
     # The OOM killer should take anything but the few MB the job's output depends on; only
     # root may lower this, and without it the relay is still far smaller than any job.
     with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
