@@ -87,8 +87,11 @@ def test_runs_own_output_relay_is_never_taken_for_a_process_the_job_left(tmp_pat
     The relay is hangdoctor's own: it is not in the capture, nor named."""
     report_dir = tmp_path / "report"
     done = subprocess.run(
-        [sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", "2", "--on-hang", "kill"]
-        + ["--report-dir", str(report_dir), "--", sys.executable, "-c", _ASYNC_IDLE],
+        [
+            *(sys.executable, "-m", "hangdoctor", "run", "--hang-timeout", "2"),
+            *("--on-hang", "kill", "--report-dir", str(report_dir)),
+            *("--", sys.executable, "-c", _ASYNC_IDLE),
+        ],
         stdin=subprocess.PIPE,
         capture_output=True,
         timeout=120,
