@@ -22,7 +22,7 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/ThilinaRajapakse/simpletransformers/issues/1247",
-        first_try=None,
+        first_try="right",
     ),
     # With the "spawn" start method and no `if __name__ == "__main__"` guard, each DataLoader
     # worker re-runs the module's training loop while bootstrapping, raises RuntimeError and
@@ -36,7 +36,10 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/patrickloeber/pytorch-chatbot/issues/2",
-        first_try=None,
+        first_try=(
+            "wrong: data.worker_killed / rank None / r11a_spawn_loader_no_main_guard.py:44 / "
+            "verdict failed: names the worker's exit, not the bootstrapping RuntimeError it printed"
+        ),
         blind=True,
     ),
     # A paged buffer's __del__ frees its page under the allocator's non-reentrant lock; the
@@ -50,7 +53,7 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/LMCache/LMCache/pull/4675",
-        first_try=None,
+        first_try="right",
     ),
     # The whole corpus is written to a line-by-line tokenizer child's stdin before its stdout
     # is read: the child blocks writing its full stdout pipe and stops reading, the parent
@@ -63,7 +66,7 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/ansible/ansible/pull/3991",
-        first_try=None,
+        first_try="right",
     ),
     # A prefetching `run_in_executor(None, q.get)` is left parked after the last step (the
     # reader thread has ended); cancelling its future does not stop the thread, and
@@ -76,7 +79,10 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/jaredrhod/backtalk/issues/24",
-        first_try=None,
+        first_try=(
+            "wrong: process.blocked_io / rank None / bin/hangdoctor:8 / verdict hung: names "
+            "hangdoctor's own hd-relay process reading its pipe, not the executor join at exit"
+        ),
         blind=True,
     ),
     # A checkpoint-writer thread uses a sqlite3 connection opened in the main thread; its first
@@ -90,7 +96,10 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/peter-wangxu/persist-queue/issues/175",
-        first_try=None,
+        first_try=(
+            "wrong: process.deadlock / rank None / r11a_ckpt_index_sqlite_thread.py:29 / "
+            "verdict hung: right line and the thread's ProgrammingError named, filed as a deadlock"
+        ),
     ),
     # A BPR negative sampler redraws until it finds an item outside the user's history; one
     # user has touched every item, so the redraw loop (in the main process, num_workers=0)
@@ -103,7 +112,10 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/recommenders-team/recommenders/issues/2163",
-        first_try=None,
+        first_try=(
+            "wrong: no finding / rank None / no location / verdict interrupted: the spinning "
+            "main thread was not declared hung in the 110 s after its last step (limit 120 s)"
+        ),
     ),
     # A clip reader shared with the CLI calls sys.exit(1) on a bad header; in a DataLoader
     # worker SystemExit is not sent back as an error, the worker exits with code 1 and the
@@ -117,7 +129,10 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/pytorch/pytorch/issues/5301",
-        first_try=None,
+        first_try=(
+            "wrong: data.worker_killed / rank None / r11a_loader_worker_cli_exit.py:52 / "
+            "verdict failed: right category, the loop body's line from the traceback, not sys.exit"
+        ),
         blind=True,
     ),
     # map_async is called inside `with Pool(2) as pool:` and its `.get()` outside: leaving the
@@ -130,7 +145,10 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/python/cpython/issues/126743",
-        first_try=None,
+        first_try=(
+            "wrong: process.unexplained / rank None / r11a_eval_pool_async_after_with.py:49 / "
+            "verdict hung: right line (the get), the with-block's terminate() not linked"
+        ),
     ),
     # Healthy: corpus tokenized up front by a Pool with one shard ~20x the others; the main
     # process waits silently ~8-12 s in pool.map while one worker computes, then trains. The
@@ -143,7 +161,7 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=30.0,
         limit_s=150.0,
         source="https://github.com/huggingface/datasets/issues/6077",
-        first_try=None,
+        first_try="right",
     ),
     # Healthy: the final checkpoint is uploaded by a silent, rate-limited child process (~10 s
     # of sleeping between chunks, nothing computing) awaited with communicate(); the hang
@@ -156,7 +174,7 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=30.0,
         limit_s=150.0,
         source="https://github.com/huggingface/transformers/issues/21116",
-        first_try=None,
+        first_try="right",
         blind=True,
     ),
     # A pyfaidx-like reader takes its lock, then raises for an out-of-range window before the
@@ -170,6 +188,6 @@ ROUND11_PENDING: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/mdshw5/pyfaidx/issues/94",
-        first_try=None,
+        first_try="right",
     ),
 )
