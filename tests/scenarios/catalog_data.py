@@ -257,4 +257,36 @@ DATA: tuple[Scenario, ...] = (
         first_try="right",
         blind=True,
     ),
+    # --- round 11 (issue 27): single-node programs from public reports, written blind ---
+    # A clip reader shared with the CLI calls sys.exit(1) on a bad header; in a DataLoader
+    # worker SystemExit is not sent back as an error, the worker exits with code 1 and the
+    # loop fails with "exited unexpectedly".
+    _s(
+        "r11a_loader_worker_cli_exit",
+        "data.worker_killed",
+        round=11,
+        verdict="failed",
+        markers=("cli-exit", "loader"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/pytorch/pytorch/issues/5301",
+        first_try=(
+            "wrong: data.worker_killed / rank None / r11a_loader_worker_cli_exit.py:52 / "
+            "verdict failed: right category, the loop body's line from the traceback, not sys.exit"
+        ),
+        blind=True,
+    ),
+    # A pyfaidx-like reader takes its lock, then raises for an out-of-range window before the
+    # try/finally that releases it; the Dataset catches the error and fetches the next window,
+    # blocking on the lock its own DataLoader worker holds. The loop waits for that batch.
+    _s(
+        "r11a_fasta_reader_lock_leak",
+        "data.pipeline_stall",
+        round=11,
+        markers=("acquire", "raise-held"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/mdshw5/pyfaidx/issues/94",
+        first_try="right",
+    ),
 )

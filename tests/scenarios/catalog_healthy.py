@@ -346,4 +346,32 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         source="https://github.com/Lightning-AI/pytorch-lightning/pull/19917",
         first_try="right",
     ),
+    # --- round 11 (issue 27): single-node programs from public reports, written blind ---
+    # Healthy: corpus tokenized up front by a Pool with one shard ~20x the others; the main
+    # process waits silently ~8-12 s in pool.map while one worker computes, then trains. The
+    # hang timeout (30 s) is above that silence (and, something computing, 3x it is 90 s).
+    _s(
+        "r11a_healthy_pool_shard_tokenize",
+        HEALTHY,
+        round=11,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        limit_s=150.0,
+        source="https://github.com/huggingface/datasets/issues/6077",
+        first_try="right",
+    ),
+    # Healthy: the final checkpoint is uploaded by a silent, rate-limited child process (~10 s
+    # of sleeping between chunks, nothing computing) awaited with communicate(); the hang
+    # timeout (30 s) is three times that silence.
+    _s(
+        "r11a_healthy_ckpt_upload_child",
+        HEALTHY,
+        round=11,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        limit_s=150.0,
+        source="https://github.com/huggingface/transformers/issues/21116",
+        first_try="right",
+        blind=True,
+    ),
 )

@@ -826,4 +826,139 @@ PROCESS: tuple[Scenario, ...] = (
         source="https://github.com/open-mmlab/mmdetection/issues/2153",
         first_try="wrong: distributed.rank_exited / rank 1 / r8b_ddp_partial_masks_aux_head.py:92",
     ),
+    # --- round 11 (issue 27): single-node programs from public reports, written blind ---
+    # A Dataset opens a multiprocessing.Pool in __getitem__; inside a (daemonic) DataLoader
+    # worker the Pool's first child fails "daemonic processes are not allowed to have children",
+    # and the worker's AssertionError fails the job at its first batch.
+    _s(
+        "r11a_loader_worker_pool_daemon",
+        "process.exception",
+        round=11,
+        verdict="failed",
+        markers=("nested-pool", "daemon-workers"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/ThilinaRajapakse/simpletransformers/issues/1247",
+        first_try="right",
+    ),
+    # With the "spawn" start method and no `if __name__ == "__main__"` guard, each DataLoader
+    # worker re-runs the module's training loop while bootstrapping, raises RuntimeError and
+    # exits; the parent fails with "DataLoader worker ... exited unexpectedly".
+    _s(
+        "r11a_spawn_loader_no_main_guard",
+        "process.exception",
+        round=11,
+        xfail=(
+            "blind-set miss, left untouched: data.worker_killed at the loop's line, not the "
+            "RuntimeError the bootstrapping worker printed"
+        ),
+        verdict="failed",
+        markers=("unguarded-loop", "spawn"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/patrickloeber/pytorch-chatbot/issues/2",
+        first_try=(
+            "wrong: data.worker_killed / rank None / r11a_spawn_loader_no_main_guard.py:44 / "
+            "verdict failed: names the worker's exit, not the bootstrapping RuntimeError it printed"
+        ),
+        blind=True,
+    ),
+    # A paged buffer's __del__ frees its page under the allocator's non-reentrant lock; the
+    # allocator evicts (drops the last reference to) a buffer while holding that lock, so the
+    # finalizer runs on the same thread and waits on the lock it holds.
+    _s(
+        "r11a_kv_buffer_del_lock",
+        "process.deadlock",
+        round=11,
+        markers=("free-in-del", "evict-under-lock", "allocate-lock"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/LMCache/LMCache/pull/4675",
+        first_try="right",
+    ),
+    # The whole corpus is written to a line-by-line tokenizer child's stdin before its stdout
+    # is read: the child blocks writing its full stdout pipe and stops reading, the parent
+    # blocks writing stdin.
+    _s(
+        "r11a_tokenizer_pipe_write_all",
+        "process.blocked_io",
+        round=11,
+        markers=("write-all", "read-after"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/ansible/ansible/pull/3991",
+        first_try="right",
+    ),
+    # A prefetching `run_in_executor(None, q.get)` is left parked after the last step (the
+    # reader thread has ended); cancelling its future does not stop the thread, and
+    # asyncio.run()'s shutdown_default_executor() joins it for ever after training finished.
+    _s(
+        "r11a_asyncio_run_executor_get",
+        "process.deadlock",
+        round=11,
+        xfail=(
+            "blind-set miss, left untouched: process.unexplained at asyncio.run's line (its "
+            "first try named run's own output relay, fixed for every job: see ROUND11.md)"
+        ),
+        markers=("prefetch-get", "asyncio-run"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/jaredrhod/backtalk/issues/24",
+        first_try=(
+            "wrong: process.blocked_io / rank None / bin/hangdoctor:8 / verdict hung: names "
+            "hangdoctor's own hd-relay process reading its pipe, not the executor join at exit"
+        ),
+        blind=True,
+    ),
+    # A checkpoint-writer thread uses a sqlite3 connection opened in the main thread; its first
+    # execute raises ProgrammingError, which ends the thread (traceback on stderr only), and
+    # the loop's end-of-epoch `jobs.join()` waits for ever for tasks no one will finish.
+    # The sink table (analysis/sink_category.py, docs/diagnoses.md) names a wait on a queue
+    # whose only consumer died of an exception a deadlock at the raise, as the wait matrix's
+    # exception cells do; its writer expected process.exception (its first try's judgement).
+    _s(
+        "r11a_ckpt_index_sqlite_thread",
+        "process.deadlock",
+        round=11,
+        markers=("cross-thread-sqlite", "connect-main"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/peter-wangxu/persist-queue/issues/175",
+        first_try=(
+            "wrong: process.deadlock / rank None / r11a_ckpt_index_sqlite_thread.py:29 / "
+            "verdict hung: right line and the thread's ProgrammingError named, filed as a deadlock"
+        ),
+    ),
+    # A BPR negative sampler redraws until it finds an item outside the user's history; one
+    # user has touched every item, so the redraw loop (in the main process, num_workers=0)
+    # spins for ever.
+    _s(
+        "r11a_bpr_negative_sampler_spin",
+        "process.busy_loop",
+        round=11,
+        markers=("neg-loop", "neg-draw"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/recommenders-team/recommenders/issues/2163",
+        first_try=(
+            "wrong: no finding / rank None / no location / verdict interrupted: the spinning "
+            "main thread was not declared hung in the 110 s after its last step (limit 120 s)"
+        ),
+    ),
+    # map_async is called inside `with Pool(2) as pool:` and its `.get()` outside: leaving the
+    # block terminates the workers mid-task, and the AsyncResult's get() waits for ever.
+    _s(
+        "r11a_eval_pool_async_after_with",
+        "process.deadlock",
+        round=11,
+        xfail="known miss: process.unexplained at the get's line",
+        markers=("with-terminate", "get"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/python/cpython/issues/126743",
+        first_try=(
+            "wrong: process.unexplained / rank None / r11a_eval_pool_async_after_with.py:49 / "
+            "verdict hung: right line (the get), the with-block's terminate() not linked"
+        ),
+    ),
 )
