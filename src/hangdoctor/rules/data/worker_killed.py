@@ -12,8 +12,7 @@ from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import fault_of, output_lines
 from hangdoctor.taxonomy import Category
 
@@ -73,7 +72,6 @@ class WorkerKilled(Rule):
     # A worker that died while its batch was fetched is not named in the error: its pid is
     # known only when `run`'s timeline saw it leave.
     names_culprit = False
-    fires_on, quiet_on = examples("HD202")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job
@@ -132,7 +130,6 @@ class WorkerKilled(Rule):
         evidence = [*died_at, *(_("job output: {line}", line=m.line) for m in matches[:3])]
         evidence += [_("kernel log: {line}", line=m.line) for m in oom[:2]]
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
                 "DataLoader worker pid {pids} died ({signal})",
@@ -163,7 +160,6 @@ class WorkerKilled(Rule):
         PyTorch prints depends on which noticed first, its SIGCHLD handler or the fetch."""
         user = innermost_user_frame(raised.frames)
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.LIKELY,
             title=_(
                 "A DataLoader worker died while handing a batch over ({type})",

@@ -11,8 +11,7 @@ from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
@@ -47,7 +46,6 @@ class GpuMemoryExhausted(Rule):
     reads = "capture"
     specificity = 70
     names_culprit = False
-    fires_on, quiet_on = examples("HD401")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job
@@ -62,7 +60,6 @@ class GpuMemoryExhausted(Rule):
         if raised is not None:
             evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=_(
                 "GPU memory exhausted (CUDA out of memory) at {file}:{line}",

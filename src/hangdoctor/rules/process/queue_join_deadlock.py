@@ -23,8 +23,7 @@ from hangdoctor.evidence.model import CodeFinding, Frame, ProcessEvidence, Threa
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Location, Severity
+from hangdoctor.rules.finding import Finding, Location
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
 
@@ -89,7 +88,6 @@ class QueueJoinDeadlock(Rule):
     )
     reads = "capture"
     specificity = 90
-    fires_on, quiet_on = examples("HD107")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for parent in job.processes:
@@ -129,7 +127,6 @@ class QueueJoinDeadlock(Rule):
             )
             blamed = blamed.model_copy(update={"location": location})
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
                 "Deadlock: {parent} waits for {child} to exit {where}, and the child "
