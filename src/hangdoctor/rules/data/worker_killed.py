@@ -6,14 +6,14 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind, scan
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location
-from hangdoctor.rules.log_helpers import fault_of, output_lines
+from hangdoctor.rules.log_helpers import fault_of, matches_of, output_lines
 from hangdoctor.taxonomy import Category
 
 _LOST_HANDOVER = (
@@ -74,14 +74,7 @@ class WorkerKilled(Rule):
     names_culprit = False
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        record = job.bundle.job
-        if record is None:
-            return
-        matches = [
-            m
-            for m in scan(output_lines(job))
-            if m.kind in (LogKind.WORKER_KILLED, LogKind.WORKER_EXITED)
-        ]
+        matches = matches_of(job, LogKind.WORKER_KILLED, LogKind.WORKER_EXITED)
         if not matches:
             lost = next((r for r in tracebacks(output_lines(job)) if _lost_handover(r)), None)
             if lost is not None:
@@ -90,8 +83,8 @@ class WorkerKilled(Rule):
         best = next((m for m in matches if m.kind == LogKind.WORKER_KILLED), matches[0])
         oom = [
             m
-            for m in scan(record.kernel_log)
-            if m.kind == LogKind.OOM_KILLED and set(m.pids) & set(best.pids)
+            for m in matches_of(job, LogKind.OOM_KILLED, kernel=True)
+            if set(m.pids) & set(best.pids)
         ]
         signal_name = (best.detail or "").strip()
         explanation, fixes = _why(signal_name, oom=bool(oom))
