@@ -181,21 +181,20 @@ def _join_words(
     job: JobView, parent: ProcessEvidence, joining: ThreadEvidence, line: Frame | None
 ) -> str:
     """The parent's thread waiting in join(), at its line or at exit."""
+    who = {
+        "process": job.describe_process(parent.pid),
+        "thread": joining.comm or _("thread"),
+        "tid": joining.tid,
+        "kernel": kernel_words(joining),
+    }
     if line is not None:
         return _(
             "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}) at {place}",
-            process=job.describe_process(parent.pid),
-            thread=joining.comm or _("thread"),
-            tid=joining.tid,
-            kernel=kernel_words(joining),
             place=at(line),
+            **who,
         )
     return _(
-        "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}), called at exit",
-        process=job.describe_process(parent.pid),
-        thread=joining.comm or _("thread"),
-        tid=joining.tid,
-        kernel=kernel_words(joining),
+        "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}), called at exit", **who
     )
 
 
