@@ -8,8 +8,9 @@ import pytest
 
 from hangdoctor.analysis.job import JobView
 from hangdoctor.evidence.model import Bundle
-from hangdoctor.rules.base import Example, Rule
+from hangdoctor.rules.base import Rule
 from hangdoctor.rules.engine import findings_of
+from hangdoctor.rules.examples import Example
 from hangdoctor.rules.registry import ALL_RULES
 from hangdoctor.taxonomy import Category
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from hangdoctor.cli.language import language_option
-from hangdoctor.cli.output import prepare_report_dir, show
+from hangdoctor.cli.output import json_option, prepare_report_dir, report_dir_option, show
 from hangdoctor.cli.saved_report import (
     REPORT_FILE,
     SavedReport,
@@ -75,14 +75,8 @@ def _sources(files: list[LogFile]) -> list[LogSource]:
 @click.argument(
     "paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PATH..."
 )
-@click.option(
-    "--report-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Also write report.json and report.md (and, for logs, evidence.json) there.",
-)
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary."
-)
+@report_dir_option("Also write report.json and report.md (and, for logs, evidence.json) there.")
+@json_option
 @language_option
 def analyze_command(paths: tuple[Path, ...], report_dir: Path | None, as_json: bool) -> int:
     """Diagnose a saved capture again, or the logs of a past failure.

@@ -11,7 +11,13 @@ import psutil
 from hangdoctor.capture.job_scope import capture_job
 from hangdoctor.capture.tree import CaptureOptions
 from hangdoctor.cli.language import language_option
-from hangdoctor.cli.output import default_report_dir, prepare_report_dir, show
+from hangdoctor.cli.output import (
+    default_report_dir,
+    json_option,
+    prepare_report_dir,
+    report_dir_option,
+    show,
+)
 from hangdoctor.errors import PTRACE_HELP, PY_SPY_HELP, ExitCode, NoSuchProcessError
 from hangdoctor.evidence.model import Bundle
 from hangdoctor.i18n import _
@@ -63,15 +69,11 @@ def capture_exit_code(bundle: Bundle, hung: bool) -> tuple[ExitCode, str | None,
 
 @click.command("dump")
 @click.argument("pid", type=int)
-@click.option(
-    "--report-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where to write report.json, report.md and evidence.json "
-    "[default: ./hangdoctor-reports/dump-PID-TIME].",
+@report_dir_option(
+    "Where to write report.json, report.md and evidence.json "
+    "[default: ./hangdoctor-reports/dump-PID-TIME]."
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary."
-)
+@json_option
 @click.option("--native", is_flag=True, help="Also read native (C/C++) frames; about 5x slower.")
 @click.option(
     "--locals/--no-locals",

@@ -1,10 +1,13 @@
-"""Printing a report on the terminal or as JSON: shared by dump and analyze."""
+"""Printing a report on the terminal or as JSON, and the folder it is written to: shared by
+dump and analyze (and the folder's option by run)."""
 
 from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -14,6 +17,20 @@ from hangdoctor.private_files import make_dir, write_text
 from hangdoctor.report.model import Report
 from hangdoctor.report.render_json import render_json
 from hangdoctor.report.render_terminal import render_terminal, summary_console
+
+F = TypeVar("F", bound=Callable[..., object])
+
+#: `--json` of the commands that print a report (dump, analyze).
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print the JSON report instead of the summary."
+)
+
+
+def report_dir_option(help: str) -> Callable[[F], F]:
+    """`--report-dir`, the folder a command writes its report to (made if missing, checked
+    before any work by `prepare_report_dir`); `help` says what goes there, and where by
+    default."""
+    return click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), help=help)
 
 
 def show(report: Report, as_json: bool, report_dir: Path | None) -> None:

@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from hangdoctor.cli.language import language_option
+from hangdoctor.cli.output import report_dir_option
 from hangdoctor.errors import BadInputError
 from hangdoctor.i18n import _
 from hangdoctor.options import (
@@ -117,11 +118,8 @@ def _setting(setting: Seconds | Choice, **kwargs: Any) -> Callable[[_Command], _
     show_default=True,
     help="report: report and keep watching; kill: report, then end the whole job (exit 124).",
 )
-@click.option(
-    "--report-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where to write the report, the log and the evidence "
-    "[default: ./hangdoctor-reports/TIMESTAMP].",
+@report_dir_option(
+    "Where to write the report, the log and the evidence [default: ./hangdoctor-reports/TIMESTAMP]."
 )
 @click.option(
     "--no-instrument",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from hangdoctor.analysis.frames import Origin, innermost_user_frame, origin, short_file
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import SIGNAL_NAMES, split_prefix
+from hangdoctor.analysis.logs import split_prefix
 from hangdoctor.analysis.tracebacks import Raised, first_failure, is_consequence, tracebacks
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
 from hangdoctor.evidence.model import Frame
@@ -23,7 +23,7 @@ from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.errors import Explained, explain
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import clip, output_lines
+from hangdoctor.rules.log_helpers import clip, killed_by, output_lines
 from hangdoctor.taxonomy import Category
 
 #: Messages that name a mechanism, by category; matched against `Type: message`.
@@ -213,10 +213,7 @@ def library_call(raised: Raised) -> Frame | None:
 
 def _status(failure: Failure) -> str:
     if failure.signal is not None:
-        name = SIGNAL_NAMES.get(failure.signal)
-        if name is None:
-            return _("killed by signal {signal}", signal=failure.signal)
-        return _("killed by {signal}", signal=name)
+        return killed_by(failure.signal)
     if failure.exit_code is not None:
         return _("exit {code}", code=failure.exit_code)
     return _("it ended")

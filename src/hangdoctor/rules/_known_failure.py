@@ -10,7 +10,7 @@ from hangdoctor import __version__
 from hangdoctor.evidence.model import Bundle, JobRecord
 from hangdoctor.knowledge.errors import known_errors
 from hangdoctor.rules._failure_rule import FailureRule
-from hangdoctor.rules.base import Example
+from hangdoctor.rules.examples import Example
 from hangdoctor.taxonomy import Category
 
 _USER_FRAME = ("/home/ml/train.py", 42, "<module>", "main()")

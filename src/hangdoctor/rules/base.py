@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence.model import Bundle
+from hangdoctor.rules.examples import Example, examples
 from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.severity import Severity
 from hangdoctor.taxonomy import Category
@@ -38,14 +38,6 @@ class Deferral:
     same_culprit: bool = False
 
 
-@dataclass(frozen=True)
-class Example:
-    """A named piece of evidence for a rule's self-test."""
-
-    name: str
-    build: Callable[[], Bundle]
-
-
 class Rule(ABC):
     """A diagnosis rule. Subclasses set the class attributes and implement `check`."""
 
@@ -61,7 +53,8 @@ class Rule(ABC):
     why: ClassVar[str]
     #: What to do instead, in general terms (each finding's fixes are specific).
     instead: ClassVar[str]
-    #: The severity of its usual finding (the rule pages mark warnings).
+    #: The severity of its usual finding (the rule pages mark warnings); a finding has it unless
+    #: it says otherwise.
     default_severity: ClassVar[Severity] = Severity.ERROR
     #: Breaks ties between findings of equal severity and confidence: the more specific wins.
     specificity: ClassVar[int] = 50
@@ -76,8 +69,21 @@ class Rule(ABC):
     #: The rules whose findings this rule's findings replace, in any job where it has one: the
     #: same as each of them deferring to this rule always.
     supersedes: ClassVar[frozenset[str]] = frozenset()
+    #: Its examples: by default those of its id in its family's examples.toml (rules/examples.py),
+    #: filled in when the class is made.
     fires_on: ClassVar[Sequence[Example]] = ()
     quiet_on: ClassVar[Sequence[Example]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A rule that has an id and whose classes state no examples takes those its family's
+        file gives its id, so that each rule names its id once (rules of another origin, such as
+        the known-error failures, state theirs)."""
+        super().__init_subclass__(**kwargs)
+        stated = any(
+            "fires_on" in vars(k) or "quiet_on" in vars(k) for k in cls.__mro__ if k is not Rule
+        )
+        if "id" in vars(cls) and not stated:
+            cls.fires_on, cls.quiet_on = examples(cls.id)
 
     @abstractmethod
     def check(self, job: JobView) -> Iterable[Finding]:
@@ -86,7 +92,6 @@ class Rule(ABC):
     def finding(
         self,
         *,
-        severity: Severity,
         confidence: float,
         title: str,
         explanation: str = "",
@@ -94,12 +99,14 @@ class Rule(ABC):
         evidence: tuple[str, ...] = (),
         fixes: tuple[str, ...] = (),
         related: tuple[Culprit, ...] = (),
+        severity: Severity | None = None,
     ) -> Finding:
-        """A finding of this rule: its id and category, with what it found."""
+        """A finding of this rule: its id and category, with what it found; its severity is the
+        rule's usual one (`default_severity`) unless this finding is graver or milder."""
         return Finding(
             id=self.id,
             category=self.category,
-            severity=severity,
+            severity=self.default_severity if severity is None else severity,
             confidence=confidence,
             title=title,
             explanation=explanation,

@@ -23,7 +23,8 @@ A field whose default is filled but whose value is none is named in `without`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, overload
@@ -34,7 +35,6 @@ from hangdoctor import __version__
 from hangdoctor.evidence.build import SITE, STDLIB, USER
 from hangdoctor.evidence.logfiles import LOGS_ONLY_PID
 from hangdoctor.evidence.model import Bundle, Frame, ProcessEvidence, ThreadEvidence
-from hangdoctor.rules.base import Example
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,6 +56,14 @@ _PROCESS_DEFAULTS: Table = {
 }
 _KERNEL_FIELDS = ("state", "wchan", "syscall", "syscall_name", "syscall_args", "cpu_seconds")
 _PYTHON_FIELDS = ("thread_id", "name", "active", "owns_gil", "frames")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A named piece of evidence for a rule's self-test."""
+
+    name: str
+    build: Callable[[], Bundle]
 
 
 class ExampleError(ValueError):

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from hangdoctor.analysis.frames import innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.job_output import job_output
-from hangdoctor.analysis.logs import LogKind, LogMatch, scan
+from hangdoctor.analysis.logs import SIGNAL_NAMES, LogKind, LogMatch, scan
 from hangdoctor.analysis.ranks import distributed_call
 from hangdoctor.analysis.tracebacks import Raised, fault_stack, main_thread_stack
 from hangdoctor.evidence.model import Frame, JobRecord
@@ -34,6 +34,15 @@ def kernel_lines(job: JobView) -> tuple[str, ...]:
 def matches_of(job: JobView, *kinds: LogKind, kernel: bool = False) -> list[LogMatch]:
     lines = kernel_lines(job) if kernel else output_lines(job)
     return [m for m in scan(lines) if m.kind in kinds]
+
+
+def killed_by(signal: int) -> str:
+    """How a process that a signal ended is said to have ended: by the signal's name where it
+    has one (`killed by SIGKILL`), else by its number; the same words wherever a log names it."""
+    name = SIGNAL_NAMES.get(signal)
+    if name is None:
+        return _("killed by signal {signal}", signal=signal)
+    return _("killed by {signal}", signal=name)
 
 
 def clip(line: str) -> str:

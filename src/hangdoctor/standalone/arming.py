@@ -9,7 +9,6 @@ once if it already is).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -24,20 +23,7 @@ _SITE_MODULE = "_hangdoctor_site"
 
 def _load(name: str, file: str) -> ModuleType:
     """A bootstrap module by its path, under `name`; the one already loaded if there is one."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
-    spec = importlib.util.spec_from_file_location(name, bootstrap_dir() / file)
-    if spec is None or spec.loader is None:
-        raise ImportError(name)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
+    return protocol.load_module(name, str(bootstrap_dir() / file))
 
 
 def probe_module() -> ModuleType:

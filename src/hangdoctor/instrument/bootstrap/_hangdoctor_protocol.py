@@ -8,6 +8,11 @@ run at import), and hangdoctor itself (`instrument`, `probes/`, `analysis/`, `li
 `hangdoctor.instrument.bootstrap._hangdoctor_protocol`.
 """
 
+# Annotations are strings, and `types` is imported for the type checker only (see sitecustomize).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
 #: The folder the probe writes into, set by `hangdoctor run` (instrument.instrumented_env).
 STATUS_DIR_ENV = "HANGDOCTOR_STATUS_DIR"
 #: Set by `hangdoctor run` beside the status folder: the job is supervised, so `watch()` in it
@@ -123,6 +128,31 @@ def ended_file(pid: int) -> str:
 def died_file(pid: int) -> str:
     """The tracebacks of threads that died of an exception."""
     return DIED_PREFIX + str(pid) + DIED_SUFFIX
+
+
+def load_module(name: str, path: str) -> "ModuleType":
+    """The module `name` from the file at `path`, or the one of that name already loaded: how
+    `sitecustomize` loads the probe, and `watch()` (standalone/arming.py) the bootstrap's files
+    under the names they have under `run`, so that both load them alike. A module whose code
+    fails is taken out of sys.modules again, so that a later call starts afresh."""
+    import sys
+
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
 
 
 def glob_of(prefix: str, suffix: str) -> str:

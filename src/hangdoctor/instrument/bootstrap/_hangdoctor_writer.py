@@ -60,11 +60,7 @@ def _write_loop() -> None:
         _note_own_io()
         _flush()
         flight_recorder.answer_flight_recorder_request()
-        tasks.answer_task_request()
-        kernel.answer_kernel_request()
-        objects.answer_object_request()
-        stacks.write_thread_map()
-        stacks.keep_stack_dump()
+        _answer()
         time.sleep(WRITE_INTERVAL_S)
 
 
@@ -86,12 +82,19 @@ def start_answering(*, forked: bool = False) -> None:
 
 def _answer_loop() -> None:
     while not probe.disabled and not probe.writer_started:
-        tasks.answer_task_request()
-        kernel.answer_kernel_request()
-        objects.answer_object_request()
-        stacks.write_thread_map()
-        stacks.keep_stack_dump()
+        _answer()
         time.sleep(WRITE_INTERVAL_S)
+
+
+def _answer() -> None:
+    """What every instrumented process does each interval, writer or forked child alike: answer
+    the supervisor's requests for its asyncio tasks, its threads' system calls and its frames'
+    objects, and keep its thread map and stack dump current."""
+    tasks.answer_task_request()
+    kernel.answer_kernel_request()
+    objects.answer_object_request()
+    stacks.write_thread_map()
+    stacks.keep_stack_dump()
 
 
 def at_exit() -> None:

@@ -35,20 +35,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _probe() -> "ModuleType":
     """The probe, loaded from next to this file (sys.path may have changed since)."""
-    probe = sys.modules.get(_PROBE)
-    if probe is None:
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location(_PROBE, os.path.join(_HERE, _PROBE + ".py"))
-        if spec is None or spec.loader is None:
-            raise ImportError(_PROBE)
-        probe = importlib.util.module_from_spec(spec)
-        sys.modules[_PROBE] = probe
-        try:
-            spec.loader.exec_module(probe)
-        except BaseException:
-            sys.modules.pop(_PROBE, None)
-            raise
+    probe: ModuleType = _hangdoctor_protocol.load_module(
+        _PROBE, os.path.join(_HERE, _PROBE + ".py")
+    )
     return probe
 
 

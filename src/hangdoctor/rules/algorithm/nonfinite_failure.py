@@ -4,7 +4,6 @@ whose exception names that mechanism (see rules/_failure.py)."""
 from __future__ import annotations
 
 from hangdoctor.rules._failure_rule import FailureRule
-from hangdoctor.rules.examples import examples
 from hangdoctor.taxonomy import Category
 
 
@@ -28,4 +27,3 @@ class NonfiniteFailure(FailureRule):
         "value that can be 0 or negative, a division by a value that can be 0), lower the learning "
         "rate, clip gradients, and use a `GradScaler` with fp16."
     )
-    fires_on, quiet_on = examples("HD651")

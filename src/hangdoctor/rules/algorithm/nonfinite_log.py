@@ -15,7 +15,6 @@ from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_rule import LogRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at as place_of
 from hangdoctor.rules.helpers import main_thread
@@ -54,7 +53,6 @@ class NonFiniteFromLog(LogRule):
         "fp16, and make any skip decision the same on every rank."
     )
     specificity = 60
-    fires_on, quiet_on = examples("HD650")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record

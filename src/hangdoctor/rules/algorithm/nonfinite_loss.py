@@ -12,7 +12,6 @@ from hangdoctor.evidence.model import Frame, JobRecord, ProgressStatus
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
@@ -70,7 +69,6 @@ class NonFiniteLoss(Rule):
     )
     reads = "capture"
     specificity = 95
-    fires_on, quiet_on = examples("HD601")
     # The instrumentation counted the non-finite losses in the process itself: what the log
     # rule (HD650) reads from the same job's output says less.
     supersedes = frozenset({"HD650"})

@@ -25,7 +25,6 @@ from hangdoctor.evidence.model import AsyncTask, Frame, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of, pointed_at
 from hangdoctor.taxonomy import Category
@@ -89,7 +88,6 @@ class AsyncProducerDied(Rule):
     )
     reads = "capture"
     specificity = 89
-    fires_on, quiet_on = examples("HD207")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         tasks = job.bundle.async_tasks

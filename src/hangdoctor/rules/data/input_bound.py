@@ -8,7 +8,6 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -35,7 +34,6 @@ class InputBound(Rule):
     default_severity = Severity.WARNING
     specificity = 10
     names_culprit = True
-    fires_on, quiet_on = examples("HD203")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record
@@ -50,7 +48,6 @@ class InputBound(Rule):
                 continue
             who = f"rank {status.rank}" if status.rank is not None else f"pid {status.pid}"
             yield self.finding(
-                severity=Severity.WARNING,
                 confidence=Confidence.PROBABLE,
                 title=_(
                     "Input-bound: {who} spent {share:.0%} of its time waiting for data",

@@ -10,8 +10,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.log_helpers import cite
 from hangdoctor.taxonomy import Category
 
@@ -35,12 +34,10 @@ class DataLoaderTimeout(LogKindsRule):
     )
     specificity = 75
     kinds = (LogKind.DATALOADER_TIMEOUT,)
-    fires_on, quiet_on = examples("HD251")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         seconds = found[0].fields["seconds"]
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_("The DataLoader waited {seconds} s for a batch and gave up", seconds=seconds),
             explanation=_(

@@ -22,8 +22,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -67,7 +66,6 @@ class DataPipelineStall(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD201")
     defers_to = (
         Deferral(
             frozenset({"HD115"}),
@@ -177,7 +175,6 @@ class DataPipelineStall(Rule):
                 )
             )
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_("Data pipeline stall: {who} is blocked in {where}", who=who, where=where),
             explanation=_(

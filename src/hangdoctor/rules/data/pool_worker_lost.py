@@ -20,8 +20,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -76,7 +75,6 @@ class PoolWorkerLost(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD204")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -109,7 +107,6 @@ class PoolWorkerLost(Rule):
                 for r in replacements[:4]
             ]
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.PROBABLE,
                 title=_(
                     "A pool worker (pid {pids}) died; the pool waits forever at {place}",

@@ -24,8 +24,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import culprit, frames_of, pointed_at, waits_without_timeout
 from hangdoctor.rules.log_helpers import output_lines, raised_words
 from hangdoctor.taxonomy import Category
@@ -82,7 +81,6 @@ class ProducerProcessDied(Rule):
     )
     reads = "capture"
     specificity = 89
-    fires_on, quiet_on = examples("HD206")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = process_deaths(job)
@@ -98,7 +96,6 @@ class ProducerProcessDied(Rule):
             reader = culprit(job, process, thread, waiting_at)
             more = _(" ({count} processes died)", count=len(deaths)) if len(deaths) > 1 else ""
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
                     "A child process that fed the queue died of {type} at {where}{more}; "

@@ -17,8 +17,7 @@ from hangdoctor.analysis.thread_waits import lone_waits, waits_in_iterator
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.helpers import (
     culprit,
     frames_of,
@@ -53,7 +52,6 @@ class ProducerThreadDied(Rule):
     )
     reads = "capture"
     specificity = 88
-    fires_on, quiet_on = examples("HD205")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = thread_deaths(job)
@@ -71,7 +69,6 @@ class ProducerThreadDied(Rule):
             waits = short_location(waiting_at)
             consumer = culprit(job, process, thread, waiting_at)
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
                     "The thread producing batches ({thread}) died of {type} at {where}; the "

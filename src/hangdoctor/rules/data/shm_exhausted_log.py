@@ -11,8 +11,7 @@ from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogRule
 from hangdoctor.rules.base import Deferral
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
@@ -45,7 +44,6 @@ class SharedMemoryExhausted(LogRule):
         '`torch.multiprocessing.set_sharing_strategy("file_system")`.'
     )
     specificity = 80
-    fires_on, quiet_on = examples("HD250")
     defers_to = (
         Deferral(
             frozenset({"HD202"}),
@@ -61,7 +59,6 @@ class SharedMemoryExhausted(LogRule):
         if not shm and not bus:
             return
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if shm else Confidence.PLAUSIBLE,
             title=_("Shared memory (/dev/shm) ran out")
             if shm

@@ -6,15 +6,14 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import in_function, innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind, scan
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import fault_of, output_lines
+from hangdoctor.rules.finding import Culprit, Finding, Location
+from hangdoctor.rules.log_helpers import fault_of, matches_of, output_lines
 from hangdoctor.taxonomy import Category
 
 _LOST_HANDOVER = (
@@ -73,17 +72,9 @@ class WorkerKilled(Rule):
     # A worker that died while its batch was fetched is not named in the error: its pid is
     # known only when `run`'s timeline saw it leave.
     names_culprit = False
-    fires_on, quiet_on = examples("HD202")
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        record = job.bundle.job
-        if record is None:
-            return
-        matches = [
-            m
-            for m in scan(output_lines(job))
-            if m.kind in (LogKind.WORKER_KILLED, LogKind.WORKER_EXITED)
-        ]
+        matches = matches_of(job, LogKind.WORKER_KILLED, LogKind.WORKER_EXITED)
         if not matches:
             lost = next((r for r in tracebacks(output_lines(job)) if _lost_handover(r)), None)
             if lost is not None:
@@ -92,8 +83,8 @@ class WorkerKilled(Rule):
         best = next((m for m in matches if m.kind == LogKind.WORKER_KILLED), matches[0])
         oom = [
             m
-            for m in scan(record.kernel_log)
-            if m.kind == LogKind.OOM_KILLED and set(m.pids) & set(best.pids)
+            for m in matches_of(job, LogKind.OOM_KILLED, kernel=True)
+            if set(m.pids) & set(best.pids)
         ]
         signal_name = (best.detail or "").strip()
         explanation, fixes = _why(signal_name, oom=bool(oom))
@@ -132,7 +123,6 @@ class WorkerKilled(Rule):
         evidence = [*died_at, *(_("job output: {line}", line=m.line) for m in matches[:3])]
         evidence += [_("kernel log: {line}", line=m.line) for m in oom[:2]]
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
                 "DataLoader worker pid {pids} died ({signal})",
@@ -163,7 +153,6 @@ class WorkerKilled(Rule):
         PyTorch prints depends on which noticed first, its SIGCHLD handler or the fetch."""
         user = innermost_user_frame(raised.frames)
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.LIKELY,
             title=_(
                 "A DataLoader worker died while handing a batch over ({type})",

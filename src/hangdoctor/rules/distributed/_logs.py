@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.logs import (
-    SIGNAL_NAMES,
-    RankFailure,
-)
+from hangdoctor.analysis.logs import RankFailure
 from hangdoctor.i18n import _, _n
+from hangdoctor.rules.log_helpers import killed_by
 
 
 # --- helpers shared by the distributed rules -------------------------------------------------
@@ -45,10 +43,7 @@ def rank_name(failure: RankFailure) -> str:
 
 def exit_text(failure: RankFailure) -> str:
     if failure.signal is not None:
-        name = SIGNAL_NAMES.get(failure.signal)
-        if name is None:
-            return _("killed by signal {signal}", signal=failure.signal)
-        return _("killed by {signal}", signal=name)
+        return killed_by(failure.signal)
     if failure.exitcode is not None:
         return _("exit code {code}", code=failure.exitcode)
     return _("exited")

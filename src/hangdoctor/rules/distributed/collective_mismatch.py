@@ -24,8 +24,7 @@ from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Location, Severity
+from hangdoctor.rules.finding import Finding, Location
 from hangdoctor.taxonomy import Category
 
 
@@ -98,7 +97,6 @@ class CollectiveMismatch(Rule):
     )
     reads = "ranks"
     specificity = 85
-    fires_on, quiet_on = examples("HD311")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -134,7 +132,6 @@ class CollectiveMismatch(Rule):
             return
         where, first_fix = _why_only_some(state, odd, rest, where, evidence)
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
                 "Collective mismatch: {odd} in {doing} at {where}, {rest} in {other_doing}",
@@ -233,7 +230,6 @@ class CollectiveMismatch(Rule):
         related = tuple(rank_culprit(job, s) for g in split for s in g if s is not state)[:4]
         if skipped:
             return self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
                     "Collective mismatch: rank {rank} skipped the {op} at "
@@ -261,7 +257,6 @@ class CollectiveMismatch(Rule):
                 fixes=(*_skipped_fixes(origin, where, guard), process_group_timeout(job)),
             )
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
                 "Collective mismatch: rank {rank} called {op} at {where}"
@@ -300,7 +295,6 @@ class CollectiveMismatch(Rule):
         where = short_location(state.site) if state.site else _("its call site")
         others = [s for s in states if s is not state]
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_n(
                 "Point-to-point mismatch: rank {rank} waits in {call} at "
@@ -372,7 +366,6 @@ class CollectiveMismatch(Rule):
             }
         )
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=_(
                 "Collective mismatch: rank {rank} in {call}, {rest} "

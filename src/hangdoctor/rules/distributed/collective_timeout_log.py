@@ -17,8 +17,7 @@ from hangdoctor.i18n import N_, _, _n
 from hangdoctor.rules._log_rule import LogRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, ranks_text
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
     cite,
@@ -330,7 +329,6 @@ class CollectiveTimeoutFromLog(LogRule):
         "`init_process_group(timeout=...)` only for a legitimately slow step."
     )
     specificity = 55
-    fires_on, quiet_on = examples("HD350")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         lines = output_lines(job)
@@ -373,7 +371,6 @@ class CollectiveTimeoutFromLog(LogRule):
         )
         evidence = cite(per_rank[r] for r in told.order) + told.evidence
         return self.finding(
-            severity=Severity.ERROR,
             confidence=told.confidence,
             title=told.title,
             explanation=told.explanation,
@@ -438,7 +435,6 @@ class CollectiveTimeoutFromLog(LogRule):
             )
             culprit = Culprit(rank=absent[0], role="rank")
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.FAIR if absent else Confidence.LIKELY,
             title=title,
             explanation=explanation,

@@ -11,8 +11,7 @@ from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import cite, output_lines
 from hangdoctor.taxonomy import Category
 
@@ -37,7 +36,6 @@ class DuplicateGpu(LogKindsRule):
     )
     specificity = 90
     kinds = (LogKind.NCCL_DUPLICATE_GPU, LogKind.NCCL_INVALID_USAGE)
-    fires_on, quiet_on = examples("HD355")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         duplicate = [m for m in found if m.kind == LogKind.NCCL_DUPLICATE_GPU]
@@ -56,7 +54,6 @@ class DuplicateGpu(LogKindsRule):
         else:
             title = _("NCCL reported invalid usage at the first collective")
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if duplicate else Confidence.PLAUSIBLE,
             title=title,
             explanation=_(

@@ -15,8 +15,7 @@ from hangdoctor.i18n import _, _n
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import cite, clip, output_lines
 from hangdoctor.taxonomy import Category
 
@@ -63,7 +62,6 @@ class FlightRecorderMissingRanks(LogKindsRule):
     )
     specificity = 80
     kinds = (LogKind.FR_MISSING_RANKS,)
-    fires_on, quiet_on = examples("HD357")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         first = found[0]
@@ -115,7 +113,6 @@ class FlightRecorderMissingRanks(LogKindsRule):
                 )
             )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=title,
             explanation=_(

@@ -21,8 +21,7 @@ from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital
 from hangdoctor.rules.distributed._ranks import rank_culprit
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Location, Severity
+from hangdoctor.rules.finding import Finding, Location
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
 
@@ -76,7 +75,6 @@ class GroupCreationMismatch(Rule):
     )
     reads = "ranks"
     specificity = 87
-    fires_on, quiet_on = examples("HD317")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -111,7 +109,6 @@ class GroupCreationMismatch(Rule):
         )
         waiting = next((s for s in states if _waits_creating(s)), state)
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_(
                 "{ahead} created a process "

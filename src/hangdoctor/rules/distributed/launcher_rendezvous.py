@@ -13,8 +13,7 @@ from hangdoctor.evidence.model import ProcessEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import culprit, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -75,7 +74,6 @@ class LauncherRendezvous(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD316")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         if any(job.role(p.pid) is Role.RANK for p in job.processes):
@@ -86,7 +84,6 @@ class LauncherRendezvous(Rule):
                 continue
             options = _options(process.cmdline)
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
                     "torchrun waits for the other nodes to join its rendezvous; no rank has started"

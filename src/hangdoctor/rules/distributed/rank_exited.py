@@ -11,8 +11,7 @@ from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.taxonomy import Category
 
 
@@ -37,7 +36,6 @@ class RankExited(Rule):
     )
     reads = "ranks"
     specificity = 90
-    fires_on, quiet_on = examples("HD313")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -71,7 +69,6 @@ class RankExited(Rule):
                 )
             )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_n(
                 "Rank {ranks} exited; {waiting} waits for it",

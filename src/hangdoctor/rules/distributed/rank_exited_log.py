@@ -25,7 +25,6 @@ from hangdoctor.rules.base import Deferral
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text, rank_name, ranks_text
 from hangdoctor.rules.distributed._ranks import early_exit
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import (
     MAX_EVIDENCE,
@@ -561,7 +560,6 @@ class RankExitedFromLog(LogRule):
         "`return` or `break` only some ranks take, and make early stopping a collective decision."
     )
     specificity = 80
-    fires_on, quiet_on = examples("HD352")
     defers_to = (
         Deferral(
             frozenset({"HD350"}),

@@ -19,7 +19,6 @@ from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, ranks_text
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.taxonomy import Category
 
@@ -139,7 +138,6 @@ class RasMissingRanks(Rule):
     reads = "ranks"
     specificity = 35
     names_culprit = False  # the rank RAS names may run on another node
-    fires_on, quiet_on = examples("HD318")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         report = job.bundle.nccl_ras
@@ -186,7 +184,6 @@ class RasMissingRanks(Rule):
         )
         pid = first.pid if first.pid is not None else "PID"
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.LIKELY,
             title=_("NCCL RAS: {who} {state}{more}", who=_who(first), state=state, more=more),
             explanation=explanation,

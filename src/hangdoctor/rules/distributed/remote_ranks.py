@@ -14,8 +14,7 @@ from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.taxonomy import Category
 
 
@@ -69,7 +68,6 @@ class RemoteRanks(Rule):
     )
     reads = "ranks"
     specificity = 40
-    fires_on, quiet_on = examples("HD315")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -93,7 +91,6 @@ class RemoteRanks(Rule):
             )
             nodes_words = _("run on {nodes}", nodes=_absent_nodes(nodes, view.elsewhere))
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.POSSIBLE,
             title=_(
                 "Ranks {here} ({where}) wait in {call} for ranks {remote}, which {nodes}",

@@ -14,8 +14,7 @@ from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import rank_culprit
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.helpers import at
 from hangdoctor.taxonomy import Category
 
@@ -62,7 +61,6 @@ class Rendezvous(Rule):
     reads = "ranks"
     specificity = 85
     names_culprit = False  # a rank that never started has no process to point at
-    fires_on, quiet_on = examples("HD314")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -104,7 +102,6 @@ class Rendezvous(Rule):
                 address=address,
             )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,
             explanation=_(

@@ -10,8 +10,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.log_helpers import cite
 from hangdoctor.taxonomy import Category
 
@@ -44,7 +43,6 @@ class RendezvousFailed(LogKindsRule):
         LogKind.STORE_CLIENTS_TIMEOUT,
         LogKind.STORE_CONNECT_FAILED,
     )
-    fires_on, quiet_on = examples("HD353")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         strong = [m for m in found if m.kind != LogKind.STORE_CONNECT_FAILED]
@@ -98,7 +96,6 @@ class RendezvousFailed(LogKindsRule):
                 "time, or the rendezvous endpoint could not be reached."
             )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,
             explanation=explanation,

@@ -13,8 +13,7 @@ from hangdoctor.analysis.tracebacks import first_raised
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import cite, fault_of, output_lines
 from hangdoctor.taxonomy import Category
 
@@ -41,7 +40,6 @@ class CollectiveSizeMismatch(LogKindsRule):
     )
     specificity = 85
     kinds = (LogKind.COLLECTIVE_SIZE_MISMATCH,)
-    fires_on, quiet_on = examples("HD354")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         first = found[0]
@@ -60,7 +58,6 @@ class CollectiveSizeMismatch(LogKindsRule):
         raised = first_raised(output_lines(job), rank) if rank is not None else None
         fatal, aborted_at = fault_of(job, rank=rank)
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,
             explanation=_(

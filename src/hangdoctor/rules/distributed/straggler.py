@@ -17,8 +17,7 @@ from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at
 from hangdoctor.rules.thread_deaths import died_in, thread_deaths
 from hangdoctor.taxonomy import Category
@@ -91,7 +90,6 @@ class Straggler(Rule):
     # in a distributed job the other ranks are its victims, and the rank is the news; the
     # mechanism is told in this finding's evidence.
     specificity = 90
-    fires_on, quiet_on = examples("HD310")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -152,7 +150,6 @@ class Straggler(Rule):
                 "call": waiting[0].call,
             }
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.FAIR if slow else Confidence.STRONG,
                 title=_n(
                     "Rank {rank} is busy outside any collective at {where} while {waiting} "

@@ -24,8 +24,7 @@ from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.taxonomy import Category
 
 #: Entering the collective this much apart is said: the last to enter was the slow one.
@@ -114,7 +113,6 @@ class SymmetricHang(Rule):
     # Below any rule that names a cause: a device fault, NCCL's RAS, a transport error in the
     # log say more than the symmetry does.
     specificity = 20
-    fires_on, quiet_on = examples("HD319")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -131,7 +129,6 @@ class SymmetricHang(Rule):
         said = _flight_recorder_words(records) if records else None
         evidence += [words for words in (said, _entered_words(states)) if words]
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PLAUSIBLE,
             title=_(
                 "Symmetric hang: all {count} ranks wait in {call} at {where}; no rank is elsewhere",

@@ -15,7 +15,6 @@ from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._logs import capital, exit_text, rank_name
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import MAX_EVIDENCE, cite, clip, matches_of, output_lines
 from hangdoctor.taxonomy import Category
@@ -46,7 +45,6 @@ class TransportFailure(LogKindsRule):
     )
     specificity = 50
     kinds = (LogKind.TRANSPORT_ERROR,)
-    fires_on, quiet_on = examples("HD351")
 
     def explain(self, job: JobView, errors: list[LogMatch]) -> Iterable[Finding]:
         lines = output_lines(job)

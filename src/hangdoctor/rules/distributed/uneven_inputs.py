@@ -24,8 +24,7 @@ from hangdoctor.rules.distributed._ranks import (
     early_exit,
     rank_culprit,
 )
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Location, Severity
+from hangdoctor.rules.finding import Finding, Location
 from hangdoctor.taxonomy import Category
 
 
@@ -65,7 +64,6 @@ class UnevenInputs(Rule):
     )
     reads = "ranks"
     specificity = 88
-    fires_on, quiet_on = examples("HD312")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
@@ -105,7 +103,6 @@ class UnevenInputs(Rule):
         elif way_out is not None:
             culprit = culprit.model_copy(update={"location": way_out[0]})
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_n(
                 "Uneven inputs: {odd} finished early and waits at {where}; {still}",

@@ -11,8 +11,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
@@ -39,7 +38,6 @@ class WatchdogStuck(LogKindsRule):
     )
     specificity = 70
     kinds = (LogKind.NCCL_WATCHDOG_STUCK,)
-    fires_on, quiet_on = examples("HD356")
 
     def explain(self, job: JobView, stuck: list[LogMatch]) -> Iterable[Finding]:
         timeouts = matches_of(job, LogKind.NCCL_TIMEOUT)
@@ -97,7 +95,6 @@ class WatchdogStuck(LogKindsRule):
             title = _("{title} (ranks {ranks})", title=title, ranks=", ".join(map(str, ranks)))
         # Above the SIGABRT it causes (torchrun reports that rank as failed).
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.ANNOUNCED,
             title=title,
             explanation=explanation,

@@ -13,8 +13,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.log_helpers import cite, clip
 from hangdoctor.taxonomy import Category
 
@@ -182,7 +181,6 @@ class LibraryMismatch(LogKindsRule):
         LogKind.UNDEFINED_SYMBOL,
         LogKind.SHARED_OBJECT_MISSING,
     )
-    fires_on, quiet_on = examples("HD551")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         first = found[0]
@@ -194,7 +192,6 @@ class LibraryMismatch(LogKindsRule):
             else _library_missing(first.fields)
         )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=told.title,
             explanation=told.explanation,

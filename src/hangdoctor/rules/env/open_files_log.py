@@ -13,8 +13,7 @@ from hangdoctor.i18n import _
 from hangdoctor.rules._failure import job_limits
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import cite, output_lines
 from hangdoctor.taxonomy import Category
 
@@ -40,7 +39,6 @@ class OpenFilesLimit(LogKindsRule):
     )
     specificity = 70
     kinds = (LogKind.TOO_MANY_OPEN_FILES,)
-    fires_on, quiet_on = examples("HD552")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         # The line of the user's code that failed to open one more (an `open()` per sample).
@@ -77,7 +75,6 @@ class OpenFilesLimit(LogKindsRule):
             else ()
         )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=title,
             culprit=Culprit(location=Location.of(frame)) if frame is not None else None,

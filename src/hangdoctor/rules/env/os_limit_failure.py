@@ -5,7 +5,6 @@ rules/_failure.py)."""
 from __future__ import annotations
 
 from hangdoctor.rules._failure_rule import FailureRule
-from hangdoctor.rules.examples import examples
 from hangdoctor.taxonomy import Category
 
 
@@ -29,4 +28,3 @@ class OsLimitFailure(FailureRule):
         "script), raise the one the error names (`ulimit -n 65536`, Docker `--ulimit`, systemd "
         "`LimitNOFILE=`), or write, open or start less at the named line."
     )
-    fires_on, quiet_on = examples("HD598")

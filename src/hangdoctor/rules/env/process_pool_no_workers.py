@@ -22,8 +22,7 @@ from hangdoctor.evidence.model import CodeSetting, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
 
@@ -78,7 +77,6 @@ class ProcessPoolWithoutWorkers(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD553")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -93,7 +91,6 @@ class ProcessPoolWithoutWorkers(Rule):
             )
             python = job.bundle.system.python or _("this Python")
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.LIKELY,
                 title=_(
                     "ProcessPoolExecutor with no worker left: the work waited for at "

@@ -10,8 +10,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.log_helpers import cite
 from hangdoctor.taxonomy import Category
 
@@ -49,7 +48,6 @@ class VersionIncompatible(LogKindsRule):
         LogKind.DRIVER_INSUFFICIENT,
         LogKind.DRIVER_TOO_OLD,
     )
-    fires_on, quiet_on = examples("HD550")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         kinds = {m.kind for m in found}
@@ -114,7 +112,6 @@ class VersionIncompatible(LogKindsRule):
                 ),
             )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=title,
             explanation=explanation,

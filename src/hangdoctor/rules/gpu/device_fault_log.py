@@ -14,7 +14,6 @@ from hangdoctor.i18n import N_, _
 from hangdoctor.knowledge.xid import APPLICATION, NODE, XIDS
 from hangdoctor.rules._log_rule import LogRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines, output_lines
 from hangdoctor.taxonomy import Category
@@ -43,7 +42,6 @@ class GpuDeviceFault(LogRule):
         "doctor` before reusing the node."
     )
     specificity = 90
-    fires_on, quiet_on = examples("HD450")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         matches = [

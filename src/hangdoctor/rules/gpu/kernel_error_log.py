@@ -11,8 +11,7 @@ from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.log_helpers import cite, output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
@@ -40,7 +39,6 @@ class CudaKernelError(LogKindsRule):
     )
     specificity = 80
     kinds = (LogKind.CUDA_KERNEL_ERROR,)
-    fires_on, quiet_on = examples("HD404")
 
     def explain(self, job: JobView, found: list[LogMatch]) -> Iterable[Finding]:
         fields = found[0].fields
@@ -50,7 +48,6 @@ class CudaKernelError(LogKindsRule):
         if raised is not None:
             evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_("A CUDA kernel faulted: {what}", what=what),
             explanation=_(

@@ -11,8 +11,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.gpu._state import (
     WaitingThread,
     busy_gpus,
@@ -55,7 +54,6 @@ class GpuKernelHang(Rule):
     )
     reads = "capture"
     specificity = 80
-    fires_on, quiet_on = examples("HD402")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         seen = readings(job)
@@ -88,7 +86,6 @@ class GpuKernelHang(Rule):
             else Confidence.EVEN
         )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=confidence,
             title=_title(busy, bool(seen), waiting),
             explanation=_explanation(dump_only=job.record is None),

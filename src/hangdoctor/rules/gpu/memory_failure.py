@@ -4,7 +4,6 @@ failed job whose exception names that mechanism (see rules/_failure.py)."""
 from __future__ import annotations
 
 from hangdoctor.rules._failure_rule import FailureRule
-from hangdoctor.rules.examples import examples
 from hangdoctor.taxonomy import Category
 
 
@@ -25,4 +24,3 @@ class GpuMemoryFailure(FailureRule):
         "Use less device memory at that line: a smaller batch, gradient accumulation, mixed "
         "precision, activation checkpointing; `torch.cuda.memory_summary()` shows what holds it."
     )
-    fires_on, quiet_on = examples("HD498")

@@ -13,7 +13,6 @@ from hangdoctor.evidence.model import Frame, GpuSample, ProcessEvidence, ThreadE
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.gpu._state import readings
 from hangdoctor.rules.helpers import at, culprit, frames_of
@@ -77,7 +76,6 @@ class GpuMemoryFull(Rule):
     default_severity = Severity.WARNING
     specificity = 60
     names_culprit = False
-    fires_on, quiet_on = examples("HD403")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         seen = readings(job)

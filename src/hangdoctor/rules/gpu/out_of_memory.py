@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.logs import LogKind, scan
+from hangdoctor.analysis.logs import LogKind
 from hangdoctor.analysis.tracebacks import Raised, tracebacks
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
-from hangdoctor.rules.log_helpers import output_lines, raised_words
+from hangdoctor.rules.finding import Culprit, Finding, Location
+from hangdoctor.rules.log_helpers import matches_of, output_lines, raised_words
 from hangdoctor.taxonomy import Category
 
 
@@ -47,13 +46,9 @@ class GpuMemoryExhausted(Rule):
     reads = "capture"
     specificity = 70
     names_culprit = False
-    fires_on, quiet_on = examples("HD401")
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        record = job.bundle.job
-        if record is None:
-            return
-        matches = [m for m in scan(output_lines(job)) if m.kind == LogKind.CUDA_OOM]
+        matches = matches_of(job, LogKind.CUDA_OOM)
         raised = next((r for r in tracebacks(output_lines(job)) if _out_of_memory(r)), None)
         if not matches and raised is None:
             return
@@ -62,7 +57,6 @@ class GpuMemoryExhausted(Rule):
         if raised is not None:
             evidence.insert(0, _("raised {raised}", raised=raised_words(raised)))
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROVEN,
             title=_(
                 "GPU memory exhausted (CUDA out of memory) at {file}:{line}",

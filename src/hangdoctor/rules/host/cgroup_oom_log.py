@@ -10,8 +10,7 @@ from hangdoctor.analysis.logs import LogKind, LogMatch
 from hangdoctor.i18n import _
 from hangdoctor.rules._log_rule import LogKindsRule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.log_helpers import cite, matches_of
 from hangdoctor.taxonomy import Category
 
@@ -37,7 +36,6 @@ class CgroupOutOfMemory(LogKindsRule):
     )
     specificity = 75
     kinds = (LogKind.CGROUP_OOM,)
-    fires_on, quiet_on = examples("HD302")
 
     def explain(self, job: JobView, events: list[LogMatch]) -> Iterable[Finding]:
         tasks = matches_of(job, LogKind.CGROUP_OOM_TASK)
@@ -52,7 +50,6 @@ class CgroupOutOfMemory(LogKindsRule):
             else ""
         )
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
                 "Slurm killed step {step} for exceeding its memory allocation{on}", step=step, on=on

@@ -15,7 +15,6 @@ from hangdoctor.evidence.model import Frame, JobRecord, TimelineSample
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.log_helpers import output_lines
 from hangdoctor.taxonomy import Category
@@ -46,7 +45,6 @@ class HostMemoryExhausted(Rule):
     reads = "capture"
     specificity = 70
     names_culprit = False
-    fires_on, quiet_on = examples("HD301")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.bundle.job

@@ -4,7 +4,6 @@ failed job whose exception names that mechanism (see rules/_failure.py)."""
 from __future__ import annotations
 
 from hangdoctor.rules._failure_rule import FailureRule
-from hangdoctor.rules.examples import examples
 from hangdoctor.taxonomy import Category
 
 
@@ -26,4 +25,3 @@ class HostMemoryFailure(FailureRule):
         "streaming), fewer DataLoader workers, no copy of the dataset per worker; check the "
         "container's or scheduler's memory limit."
     )
-    fires_on, quiet_on = examples("HD698")

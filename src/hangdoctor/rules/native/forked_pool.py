@@ -24,8 +24,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -100,7 +99,6 @@ class ForkedPool(Rule):
     )
     reads = "capture"
     specificity = 70
-    fires_on, quiet_on = examples("HD451")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -129,7 +127,6 @@ class ForkedPool(Rule):
         frame = innermost_user_frame(frames_of(thread)) or python_frames(frames_of(thread))[0]
         where = short_location(frame)
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.FAIR,
             title=_(
                 "{process} hangs inside the native call at {where}: it was forked from a "

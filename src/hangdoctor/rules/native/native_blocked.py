@@ -12,8 +12,7 @@ from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
 
@@ -79,7 +78,6 @@ class NativeBlocked(Rule):
     )
     reads = "capture"
     specificity = 70
-    fires_on, quiet_on = examples("HD103")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -168,7 +166,6 @@ class NativeBlocked(Rule):
             ),
         ]
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN if starved else Confidence.FAIR,
             title=_(
                 "Stuck in native code holding the GIL at {where}; {count} other thread(s) starved",

@@ -26,8 +26,7 @@ from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -169,7 +168,6 @@ class AllThreadsAsleep(Rule):
     )
     reads = "capture"
     specificity = 60
-    fires_on, quiet_on = examples("HD111")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -235,7 +233,6 @@ class AllThreadsAsleep(Rule):
                 )
             )
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.LIKELY,
             title=_(
                 "All {count} threads of {process} are asleep waiting for one another; "

@@ -19,8 +19,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Severity
+from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -54,7 +53,6 @@ class BlockedIO(Rule):
     )
     reads = "capture"
     specificity = 60
-    fires_on, quiet_on = examples("HD102")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -95,7 +93,6 @@ class BlockedIO(Rule):
             *why.evidence,
         ]
         return self.finding(
-            severity=Severity.ERROR,
             confidence=why.confidence,
             title=why.title,
             explanation=why.explanation,

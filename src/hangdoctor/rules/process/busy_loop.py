@@ -18,7 +18,6 @@ from hangdoctor.evidence.model import (
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -94,7 +93,6 @@ class BusyLoop(Rule):
     )
     reads = "capture"
     specificity = 40
-    fires_on, quiet_on = examples("HD104")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:

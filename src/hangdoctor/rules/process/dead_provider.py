@@ -22,7 +22,6 @@ from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -66,7 +65,6 @@ class DeadProvider(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD115")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         graph = build_wait_graph(job)

@@ -4,7 +4,6 @@ record, a wrong argument to a library), named at its origin, through whatever re
 from __future__ import annotations
 
 from hangdoctor.rules._failure_rule import FailureRule
-from hangdoctor.rules.examples import examples
 from hangdoctor.taxonomy import Category
 
 
@@ -32,4 +31,3 @@ class ExceptionFailure(FailureRule):
         "one rank, no pool) with the same record or argument, then repair the data or the code."
     )
     specificity = 10
-    fires_on, quiet_on = examples("HD197")

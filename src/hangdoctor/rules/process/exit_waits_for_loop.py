@@ -16,8 +16,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.rules.log_helpers import output_lines
 from hangdoctor.taxonomy import Category
@@ -71,7 +70,6 @@ class ExitWaitsForLoop(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD110")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -127,7 +125,6 @@ class ExitWaitsForLoop(Rule):
             ended,
         ]
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=_(
                 "The script is over but the process never exits: {thread} keeps looping at {where}",

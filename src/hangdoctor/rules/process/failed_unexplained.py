@@ -5,7 +5,6 @@ its exception's category; see rules/_failure.py.)"""
 from __future__ import annotations
 
 from hangdoctor.rules._failure_rule import FailureRule
-from hangdoctor.rules.examples import examples
 from hangdoctor.taxonomy import Category
 
 
@@ -29,4 +28,3 @@ class FailedUnexplained(FailureRule):
         "the other ranks' errors follow from it."
     )
     specificity = 0
-    fires_on, quiet_on = examples("HD198")

@@ -19,8 +19,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -61,7 +60,6 @@ class FullQueueDeadlock(Rule):
     )
     reads = "capture"
     specificity = 90
-    fires_on, quiet_on = examples("HD109")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         blocked: dict[int, list[tuple[ProcessEvidence, ThreadEvidence, QueueRead]]] = {}
@@ -82,7 +80,6 @@ class FullQueueDeadlock(Rule):
             queue = put.what.rsplit(".", 1)[0]
             parent_name = job.describe_process(parent_pid)
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
                     "Deadlock: {count} child processes wait for room in a full {queue} at "

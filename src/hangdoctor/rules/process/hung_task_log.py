@@ -12,7 +12,6 @@ from hangdoctor.analysis.logs import LogKind, LogMatch, scan
 from hangdoctor.i18n import N_, _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Culprit, Finding, Severity
 from hangdoctor.rules.log_helpers import cite, kernel_lines
 from hangdoctor.taxonomy import Category
@@ -85,7 +84,6 @@ class HungTaskInKernelLog(Rule):
     )
     reads = "logs"
     specificity = 60
-    fires_on, quiet_on = examples("HD150")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         kernel = kernel_lines(job)

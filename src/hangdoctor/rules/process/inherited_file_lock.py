@@ -15,8 +15,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
 
@@ -70,7 +69,6 @@ class InheritedFileLock(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD114")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process, thread in job.threads():
@@ -103,7 +101,6 @@ class InheritedFileLock(Rule):
         where = short_location(frame) if frame is not None else _("its lock call")
         names = ", ".join(job.describe_process(p.pid) for p in holders[:3])
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.PROBABLE,
             title=_(
                 "{thread} waits to lock {path} at {where}, and the lock is held through the "

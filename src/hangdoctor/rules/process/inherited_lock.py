@@ -19,8 +19,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
 
@@ -67,7 +66,6 @@ class InheritedLock(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD106")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -101,7 +99,6 @@ class InheritedLock(Rule):
                     for t in suspects[:3]
                 )
                 yield self.finding(
-                    severity=Severity.ERROR,
                     confidence=Confidence.PROBABLE,
                     title=_(
                         "Lock inherited held through fork: {process} waits for `{lock}` at {where}",

@@ -17,8 +17,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, kernel_words
 from hangdoctor.taxonomy import Category
 
@@ -56,7 +55,6 @@ class LockDeadlock(Rule):
     )
     reads = "capture"
     specificity = 90
-    fires_on, quiet_on = examples("HD101")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         graph = build_wait_graph(job)
@@ -120,7 +118,6 @@ class LockDeadlock(Rule):
                 )
             )
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG
             if cycle.inherited
             else Confidence.PROVEN

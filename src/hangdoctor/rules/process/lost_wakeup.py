@@ -26,8 +26,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Culprit, Finding, Location, Severity
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
 
@@ -65,7 +64,6 @@ class LostWakeup(Rule):
     )
     reads = "capture"
     specificity = 92
-    fires_on, quiet_on = examples("HD118")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record
@@ -117,7 +115,6 @@ class LostWakeup(Rule):
                 )
             )
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_(
                 "Lost wake-up: thread {thread} schedules work on the asyncio loop at {where} "

@@ -20,7 +20,6 @@ from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
 from hangdoctor.rules.finding import Finding, Severity
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
@@ -47,7 +46,6 @@ class NoOneLeft(Rule):
     )
     reads = "capture"
     specificity = 40
-    fires_on, quiet_on = examples("HD117")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         record = job.record

@@ -13,8 +13,7 @@ from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import (
     at,
     culprit,
@@ -49,7 +48,6 @@ class NobodyCanWake(Rule):
     )
     reads = "capture"
     specificity = 80
-    fires_on, quiet_on = examples("HD105")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         deaths = thread_deaths(job)
@@ -109,7 +107,6 @@ class NobodyCanWake(Rule):
                 yield self._joined(job, wait, frame)
                 continue
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.STRONG,
                 title=_(
                     "Waits forever: {what} at {where}, and no other thread could {waker}",
@@ -215,7 +212,6 @@ class NobodyCanWake(Rule):
                 ),
             )
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=title,
             explanation=explanation,

@@ -18,8 +18,7 @@ from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -46,7 +45,6 @@ class OutsideProvider(Rule):
     )
     reads = "capture"
     specificity = 91
-    fires_on, quiet_on = examples("HD116")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         graph = build_wait_graph(job)
@@ -68,7 +66,6 @@ class OutsideProvider(Rule):
             command = " ".join(holder.cmdline) or holder.name or "?"
             wait = describe_wait(job, waiter_process, waiter)
             yield self.finding(
-                severity=Severity.ERROR,
                 confidence=Confidence.CERTAIN,
                 title=_(
                     "Waits at {waits} on {holder}: `{command}` holds the other end and does "

@@ -16,8 +16,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -53,7 +52,6 @@ class PipeCycle(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD113")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         graph = build_wait_graph(job)
@@ -97,7 +95,6 @@ class PipeCycle(Rule):
         ]
         reads = describe_wait(job, process, thread).kind is WaitKind.PIPE_READ
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.STRONG,
             title=_(
                 "Pipe deadlock: {process} waits on a pipe at {where}, and the process at its "

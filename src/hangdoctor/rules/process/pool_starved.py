@@ -18,8 +18,7 @@ from hangdoctor.evidence.model import Frame, ThreadEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
 
@@ -91,7 +90,6 @@ class PoolStarved(Rule):
     )
     reads = "capture"
     specificity = 85
-    fires_on, quiet_on = examples("HD108")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
@@ -107,7 +105,6 @@ class PoolStarved(Rule):
                 line = innermost_user_frame(frames_of(first))
                 where = short_location(line) if line is not None else _("its task")
                 yield self.finding(
-                    severity=Severity.ERROR,
                     confidence=Confidence.PROBABLE,
                     title=_(
                         "Thread pool starved: {threads} for futures at {where}, and none is "

@@ -23,8 +23,7 @@ from hangdoctor.evidence.model import CodeFinding, Frame, ProcessEvidence, Threa
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Location, Severity
+from hangdoctor.rules.finding import Finding, Location
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
 from hangdoctor.taxonomy import Category
 
@@ -89,7 +88,6 @@ class QueueJoinDeadlock(Rule):
     )
     reads = "capture"
     specificity = 90
-    fires_on, quiet_on = examples("HD107")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for parent in job.processes:
@@ -129,7 +127,6 @@ class QueueJoinDeadlock(Rule):
             )
             blamed = blamed.model_copy(update={"location": location})
         return self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.CERTAIN,
             title=_(
                 "Deadlock: {parent} waits for {child} to exit {where}, and the child "
@@ -184,21 +181,20 @@ def _join_words(
     job: JobView, parent: ProcessEvidence, joining: ThreadEvidence, line: Frame | None
 ) -> str:
     """The parent's thread waiting in join(), at its line or at exit."""
+    who = {
+        "process": job.describe_process(parent.pid),
+        "thread": joining.comm or _("thread"),
+        "tid": joining.tid,
+        "kernel": kernel_words(joining),
+    }
     if line is not None:
         return _(
             "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}) at {place}",
-            process=job.describe_process(parent.pid),
-            thread=joining.comm or _("thread"),
-            tid=joining.tid,
-            kernel=kernel_words(joining),
             place=at(line),
+            **who,
         )
     return _(
-        "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}), called at exit",
-        process=job.describe_process(parent.pid),
-        thread=joining.comm or _("thread"),
-        tid=joining.tid,
-        kernel=kernel_words(joining),
+        "{process}: {thread} (tid {tid}) waits in Process.join() ({kernel}), called at exit", **who
     )
 
 

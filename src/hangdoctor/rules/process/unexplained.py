@@ -20,8 +20,7 @@ from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
-from hangdoctor.rules.examples import examples
-from hangdoctor.rules.finding import Finding, Severity
+from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
 
@@ -133,7 +132,6 @@ class Unexplained(Rule):
     reads = "capture"
     fallback = True
     specificity = 0
-    fires_on, quiet_on = examples("HD199")
 
     def check(self, job: JobView) -> Iterable[Finding]:
         if not (_declared_hang(job) or _tree_idle(job)):
@@ -176,7 +174,6 @@ class Unexplained(Rule):
         )
         evidence.append(_("why the wait does not end: {reason}", reason=chain.reason))
         yield self.finding(
-            severity=Severity.ERROR,
             confidence=Confidence.HINT
             if chain.sink in (Sink.NOBODY, Sink.CYCLE)
             else Confidence.GUESS,
