@@ -898,7 +898,7 @@ PROCESS: tuple[Scenario, ...] = (
         round=11,
         xfail=(
             "blind-set miss, left untouched: process.unexplained at asyncio.run's line (its "
-            "first try named run's own output relay, fixed for every job: see ROUND11.md)"
+            "first try named run's own output relay, fixed for every job: see CORPUS.md, round 11)"
         ),
         markers=("prefetch-get", "asyncio-run"),
         hang_timeout_s=10.0,
