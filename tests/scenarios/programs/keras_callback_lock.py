@@ -8,8 +8,8 @@ import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
 writer_lock = threading.Lock()
 epoch_ended = threading.Event()

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from hangdoctor.instrument.bootstrap import _hangdoctor_frameworks as frameworks
     from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+    from hangdoctor.instrument.bootstrap import _hangdoctor_writer as writer
 else:
     import _hangdoctor_frameworks as frameworks
     import _hangdoctor_hooks as hooks
     import _hangdoctor_state as shared
+    import _hangdoctor_writer as writer
 
 probe = shared.probe
 _count_step = frameworks.count_step
@@ -87,6 +89,7 @@ def _wrap_made(made: object) -> object:
 def _wrap_jitted(jitted: Callable[..., object]) -> Callable[..., object]:
     name = frameworks.short_name(getattr(jitted, "__wrapped__", jitted))
     first = [True]  # its first call traces and compiles
+    status, now = shared.status, frameworks._now
 
     def jitted_call(*args: object, **kwargs: object) -> object:
         tls = probe.tls
@@ -106,7 +109,16 @@ def _wrap_jitted(jitted: Callable[..., object]) -> Callable[..., object]:
             tls.in_jax = False
             if entry is not None:
                 frameworks.leave_compile(entry)
-        _count_step("jax.jit")
+        try:  # a step, counted inline (`frameworks.count_step`): this runs at every dispatch
+            status.steps += 1
+            status.last_step_at = now()
+            steps = status.framework_steps
+            steps["jax.jit"] = steps.get("jax.jit", 0) + 1
+            status.version += 1
+            if not probe.writer_started:
+                writer.changed()
+        except Exception:
+            pass
         return result
 
     try:
