@@ -113,6 +113,28 @@ def test_an_error_in_a_jitted_function_reaches_the_job_unchanged(tmp_path: Path)
     assert status["steps"] == 0 and status["compiling"] == []
 
 
+def test_optax_updates_and_orbax_saves_are_steps(tmp_path: Path) -> None:
+    status, out = _job(
+        tmp_path,
+        """
+        import jax, optax
+        from orbax.checkpoint import CheckpointManager
+
+        @jax.jit
+        def step(w):
+            return optax.apply_updates(w, 1)  # inside a jitted function: its call is the step
+
+        w = optax.apply_updates(1, 2)
+        w = step(w)
+        manager = CheckpointManager()
+        print(w, manager.save(10), manager.saved)
+        """,
+    )
+    assert out.split() == ["4", "True", "[10]"]
+    assert status["framework_steps"] == {"optax.update": 1, "jax.jit": 1, "orbax.save": 1}
+    assert status["frameworks"]["optax"] == "0.2.5"
+
+
 def test_tf_function_calls_keras_batches_and_tf_data(tmp_path: Path) -> None:
     status, out = _job(
         tmp_path,
@@ -164,6 +186,19 @@ def test_a_hook_that_fails_leaves_the_call_alone(tmp_path: Path) -> None:
     )
     assert out.strip() == "2"
     assert status["framework_steps"] == {"tf.function": 1}
+
+
+def test_the_in_job_watchdog_sees_a_compile(tmp_path: Path) -> None:
+    """`watch()`'s watchdog reads the same statuses: a process that compiles is a compile
+    phase there too."""
+    from hangdoctor.standalone import readings
+
+    status = {"pid": os.getpid(), "updated_at": 0.0, "compiling": [{"what": "x", "since": 1.0}]}
+    (tmp_path / f"status-{os.getpid()}.json").write_text(json.dumps(status))
+    assert readings.read(os.getpid(), tmp_path).compiling
+    status["compiling"] = []
+    (tmp_path / f"status-{os.getpid()}.json").write_text(json.dumps(status))
+    assert not readings.read(os.getpid(), tmp_path).compiling
 
 
 def test_a_job_without_the_frameworks_loads_no_probe(tmp_path: Path) -> None:
