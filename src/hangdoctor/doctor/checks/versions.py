@@ -518,7 +518,9 @@ class FrameworkSettings(Check):
             "info",
             _("JAX and TensorFlow settings"),
             found=_(
-                "{versions}; settings: {settings}", versions=versions or "-", settings=settings
+                "{versions}; settings: {settings}",
+                versions=versions or _("none of them installed in this Python"),
+                settings=settings,
             ),
             why=_("What JAX, XLA, TensorFlow and Keras will read here (secrets redacted)."),
         )
