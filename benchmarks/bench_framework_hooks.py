@@ -4,7 +4,8 @@ callbacks, in the JAX/TensorFlow interpreter with the instrumentation armed as u
 `hangdoctor run` (the bootstrap first on PYTHONPATH, a status folder).
 
 Each case runs in one armed interpreter that times the hooked call and the framework's own
-(the function the hook wraps, which the wrapper keeps as `__wrapped__`), alternated pair by
+(the function the hook wraps, which the wrapper keeps as `__wrapped__`, or for a jitted
+function as `_hangdoctor_jitted`), alternated pair by
 pair, so that both meet the same load on a shared machine; the table gives the median time per
 call of each, the median of the per-pair ratios (hooked / original) and the time added per call.
 Nothing asserts on timings.
@@ -55,7 +56,7 @@ print(json.dumps(found))
 CASES = {
     "jax.jit call (x + 1 on 8 floats)": (
         "import jax, jax.numpy as jnp\nf = jax.jit(lambda x: x + 1)\nx = jnp.ones(8)\n"
-        "raw = f.__wrapped__\nhooked = lambda: f(x)\noriginal = lambda: raw(x)",
+        "raw = f._hangdoctor_jitted\nhooked = lambda: f(x)\noriginal = lambda: raw(x)",
         20000,
     ),
     "tf.function call (x + 1 on 8 floats)": (
