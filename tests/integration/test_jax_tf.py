@@ -30,15 +30,20 @@ def _progress(report: dict) -> list[dict]:
 
 def test_jax_steps_are_progress_and_a_long_compile_is_not_a_hang(tmp_path: Path) -> None:
     # Six silent steps 0.5 s apart (no output at all), then a function whose XLA compile keeps
-    # the job busy and quiet for longer than the busy threshold (3 x 2 s).
+    # the job busy and quiet for longer than the busy threshold (3 x 2 s). The compile budget
+    # is explicit and wide: on a machine loaded far beyond its cores the budget's clock runs at
+    # a quarter of wall time at the slowest, and a compile starved to less than that outlasts
+    # the default one (10 x 2 s).
     done, report = hd_run(
         tmp_path / "ok",
         "--hang-timeout",
         "2",
+        "--compile-budget",
+        "60",
         "--on-hang",
         "kill",
         *_job("jax_steps_then_stuck.py", "6", "0.5", "8000", "exit"),
-        timeout=300,
+        timeout=400,
     )
     assert done.returncode == 0, done.stderr
     assert report["verdict"] == "completed" and report["hang"] is None, done.stderr
