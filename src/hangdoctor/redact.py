@@ -46,6 +46,10 @@ _KEPT_ENV_PREFIXES = (
     "HF_",
     "WANDB_",
     "ACCELERATE_",
+    "XLA_",  # JAX's and TensorFlow's compiler and runtime flags
+    "JAX_",
+    "TF_",
+    "KERAS_",
     "DEEPSPEED_",
     "NVIDIA_",
     "LD_",

@@ -12,13 +12,32 @@ misses were missed: CORPUS.md beside this file."""
 from __future__ import annotations
 
 from tests.scenarios.launch import ACCELERATE_ENV, ACCELERATE_LAUNCH
-from tests.scenarios.scenario import Scenario
+from tests.scenarios.scenario import JAXTF, Scenario
 from tests.scenarios.scenario import from_program as _s
 
 PROCESS: tuple[Scenario, ...] = (
     # --- process.deadlock ------------------------------------------------------------------------
     _s("checkpoint_thread_locks", "process.deadlock", markers=("trainer", "checkpointer")),
     _s("metrics_reentry", "process.deadlock", markers=("flush",)),
+    # JAX and Keras (issue 30), run with their own interpreter (`python=JAXTF`): a jitted loop fed
+    # through a queue by a loader that died; a fit's callback waiting for a lock an uploader
+    # holds while it waits for the end of the epoch.
+    _s(
+        "jax_loop_producer_died",
+        "process.deadlock",
+        markers=("raise", "get"),
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=120.0,
+    ),
+    _s(
+        "keras_callback_lock",
+        "process.deadlock",
+        markers=("held-wait", "lock"),
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=120.0,
+    ),
     _s(
         "u_mp_queue_exit_join",
         "process.deadlock",

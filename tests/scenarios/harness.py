@@ -251,7 +251,11 @@ def _run_scenario(scenario: Scenario, work_dir: Path, mode: str) -> Outcome:
     if report_dir.exists():  # a kept run from before: judge this run, not that one
         shutil.rmtree(report_dir)
     outcome = Outcome(scenario, report_dir=report_dir)
-    job = scenario.command(sys.executable, free_port())
+    python = scenario.interpreter()
+    if python is None:
+        outcome.problem = scenario.skip_reason()
+        return outcome
+    job = scenario.command(python, free_port())
     supervised = [
         sys.executable,
         "-m",

@@ -1,6 +1,7 @@
 """The live sample: the scenarios CI runs for real, one at a time, beside the replay of every
 recording (test_replay.py). Chosen to cover every category the catalogue has, every launcher,
-both no-ptrace modes and the healthy controls with every core kept busy, in at most 25 jobs
+both no-ptrace modes, the healthy controls with every core kept busy and one job each of JAX and
+Keras (their own interpreter, skipped where there is none), in at most 27 jobs
 (`test_sample.py` checks all of that, and that each job's limit is at least three times its
 wall time as measured on a loaded machine, in `sample_seconds.json`).
 
@@ -22,7 +23,7 @@ from tests.scenarios.scenario import Scenario
 #: Measured wall time of each sample job on a loaded 2-core machine (one spinner beside it),
 #: written by `python tests/scenarios/measure_sample.py`.
 MEASURED = Path(__file__).resolve().parent / "sample_seconds.json"
-MAX_JOBS = 25
+MAX_JOBS = 27
 MARGIN = 3.0
 
 
@@ -67,6 +68,9 @@ LIVE_SAMPLE: tuple[SampleJob, ...] = (
     # (the Trainer's collator raises: the KeyError unwrapped from the message that quotes it)
     _job("x_trainer_message"),
     _job("ray_task_remote_read"),
+    # JAX and Keras (issue 30): a jitted loop, a Keras fit, with the JAX/TensorFlow interpreter
+    _job("jax_loop_producer_died"),
+    _job("keras_callback_lock"),
     # without ptrace: under `run`, and with no wrapper at all
     _job("worker_fork_lock", modes.RUN_NOPTRACE),
     _job("ddp_rank_fetches_config", modes.WATCH_NOPTRACE),
@@ -81,13 +85,15 @@ _FRAMEWORKS = {
     "trainer": re.compile(r"\bTrainer\(", re.M),
     "ray": re.compile(r"^\s*import ray\b", re.M),
     "mp.spawn": re.compile(r"\b(mp|multiprocessing)\.spawn\(", re.M),
+    "jax": re.compile(r"^\s*(import jax|from jax)\b", re.M),
+    "keras": re.compile(r"^\s*(import keras|from keras|from tensorflow import keras)\b", re.M),
 }
 
 
 def launchers(scenario: Scenario) -> frozenset[str]:
     """How the scenario's job is started and what runs it: `python` or `torchrun` (the command),
     and the frameworks its program drives (`mp.spawn`, `lightning`, `accelerate`, `trainer`,
-    `ray`)."""
+    `ray`, `jax`, `keras`)."""
     found = (
         {"torchrun"} if scenario.torchrun or "torch.distributed.run" in scenario.launcher else set()
     )

@@ -4,6 +4,8 @@ its culprit must point at."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,11 @@ from typing import Any
 
 PROGRAMS = Path(__file__).parent / "programs"
 HEALTHY = None  # expected category of a healthy control: no error-level finding at all
+REPO = Path(__file__).resolve().parents[2]
+#: `Scenario.python` of a program that runs with JAX and TensorFlow: their interpreter, a venv of
+#: their own (jax[cpu], tensorflow-cpu, keras; .ci/run makes `.venv-jaxtf`), not the suite's.
+JAXTF = "jaxtf"
+JAXTF_PYTHON_ENV = "HANGDOCTOR_JAXTF_PYTHON"
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,9 @@ class Scenario:
     round: int | None = None
     # Run while another load keeps every core busy (a healthy control must stay healthy there).
     loaded: bool = False
+    # The interpreter that runs the program: None, the suite's own; JAXTF, the JAX/TensorFlow
+    # one (`interpreter`).
+    python: str | None = None
 
     @property
     def path(self) -> Path:
@@ -53,6 +63,26 @@ class Scenario:
     @property
     def healthy(self) -> bool:
         return self.category is HEALTHY
+
+    def interpreter(self) -> str | None:
+        """The program's interpreter, or None when this machine has none for it (`skip_reason`
+        says why)."""
+        if self.python is None:
+            return sys.executable
+        if self.python == JAXTF:
+            found = jaxtf_python()
+            return str(found) if found is not None else None
+        raise ValueError(f"{self.name}: unknown python {self.python!r}")
+
+    def skip_reason(self) -> str | None:
+        """Why this scenario cannot run here (its interpreter is missing), or None."""
+        if self.python == JAXTF and jaxtf_python() is None:
+            return (
+                f"{self.name} runs with JAX and TensorFlow: set {JAXTF_PYTHON_ENV} to a Python "
+                f"that has jax[cpu], tensorflow and keras, or make {REPO / '.venv-jaxtf'} "
+                "(.ci/run's step)"
+            )
+        return None
 
     def marker_lines(self) -> frozenset[int]:
         """Lines of the program that carry one of the scenario's markers."""
@@ -86,3 +116,12 @@ class Scenario:
 def from_program(name: str, category: str | None, **kwargs: Any) -> Scenario:
     """The scenario of `programs/NAME.py`: every hand-written program is named as its file."""
     return Scenario(name=name, program=f"{name}.py", category=category, **kwargs)
+
+
+def jaxtf_python(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The JAX/TensorFlow interpreter: $HANGDOCTOR_JAXTF_PYTHON, else `<repo>/.venv-jaxtf`'s;
+    None when neither is an executable file."""
+    env = os.environ if environ is None else environ
+    configured = env.get(JAXTF_PYTHON_ENV, "").strip()
+    candidate = Path(configured) if configured else REPO / ".venv-jaxtf" / "bin" / "python"
+    return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None

@@ -1,5 +1,6 @@
 """The live sample CI runs (`sample.py`) covers what it must: every category the catalogue
-names, every launcher, both no-ptrace modes and loaded healthy controls, in at most 25 jobs,
+names, every launcher (JAX and Keras among them), both no-ptrace modes and loaded healthy
+controls, in at most 27 jobs,
 each measured on a loaded machine."""
 
 from __future__ import annotations
@@ -8,7 +9,17 @@ from tests.scenarios import modes
 from tests.scenarios.catalog import BY_NAME, CATALOG
 from tests.scenarios.sample import LIVE_SAMPLE, MAX_JOBS, launchers, measured_seconds
 
-LAUNCHERS = {"python", "torchrun", "mp.spawn", "lightning", "accelerate", "trainer", "ray"}
+LAUNCHERS = {
+    "python",
+    "torchrun",
+    "mp.spawn",
+    "lightning",
+    "accelerate",
+    "trainer",
+    "ray",
+    "jax",
+    "keras",
+}
 
 
 def test_the_sample_is_small_and_its_jobs_distinct() -> None:
@@ -37,6 +48,8 @@ def test_the_launchers_are_told_apart() -> None:
     assert "accelerate" in launchers(BY_NAME["u_accelerate_main_wait"])
     assert "trainer" in launchers(BY_NAME["u_trainer_missing_file"])
     assert "ray" in launchers(BY_NAME["ray_task_remote_read"])
+    assert launchers(BY_NAME["jax_loop_producer_died"]) == {"python", "jax"}
+    assert "keras" in launchers(BY_NAME["keras_callback_lock"])
 
 
 def test_the_sample_runs_without_ptrace_and_loaded_controls() -> None:

@@ -33,7 +33,7 @@ def _param(scenario: Scenario):
 def test_scenario(scenario: Scenario, tmp_path: Path, outcomes_dir: Path) -> None:
     if scenario.needs_torch:
         pytest.importorskip("torch")
-    if (why := modes.unavailable(modes.current_mode())) is not None:
+    if (why := scenario.skip_reason() or modes.unavailable(modes.current_mode())) is not None:
         pytest.skip(why)
     outcome = run_scenario(scenario, tmp_path)
     if _crashed_by_itself(scenario, outcome.verdict):
@@ -65,7 +65,7 @@ def test_live_sample(job: SampleJob, tmp_path: Path) -> None:
     scenario = job.scenario
     if scenario.needs_torch:
         pytest.importorskip("torch")
-    if (why := modes.unavailable(job.mode)) is not None:
+    if (why := scenario.skip_reason() or modes.unavailable(job.mode)) is not None:
         pytest.skip(why)
     measured = measured_seconds().get(job.id)
     assert measured is not None, (

@@ -112,6 +112,10 @@ COMPILE_FRAME_FILES = (
     "triton/runtime/autotuner.py",
     "triton/runtime/build.py",
     "torch/utils/cpp_extension.py",
+    # JAX lowering to XLA and XLA's compile; TensorFlow tracing a tf.function into a graph
+    "jax/_src/compiler.py",
+    "jax/_src/interpreters/mlir.py",
+    "tensorflow/python/framework/func_graph.py",
 )
 
 

@@ -12,6 +12,7 @@ from enum import Enum
 from hangdoctor.analysis.frames import in_function, python_frames
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import condition_sleep
+from hangdoctor.analysis.native_waits import native_wait
 from hangdoctor.analysis.thread_waits import at_exit, blocking_call, joined_thread
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
@@ -284,6 +285,9 @@ def _futex_wait(thread: ThreadEvidence) -> Wait:
     acquiring = next((f.acquiring for f in innermost[:1] if f.acquiring), ())
     if acquiring and not condition_sleep(innermost[0]):
         return Wait(WaitKind.LOCK, _("waiting to acquire {locks}", locks=", ".join(acquiring)))
+    native = native_wait(thread.python.frames) if thread.python else None
+    if native is not None:  # XLA's and TensorFlow's threads: the runtime's own wait, named
+        return Wait(WaitKind.FUTEX, native.summary)
     return Wait(WaitKind.FUTEX, _("waiting on a futex (a lock, condition, queue or the GIL)"))
 
 

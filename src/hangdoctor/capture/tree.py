@@ -32,7 +32,13 @@ from hangdoctor.probes.code_review import review
 from hangdoctor.probes.fd_holders import outside_holders
 from hangdoctor.probes.gpu import GpuSampler
 from hangdoctor.probes.procfs import process_tree, read_process
-from hangdoctor.probes.pystacks import StackOptions, dump_stacks, find_py_spy, py_spy_version
+from hangdoctor.probes.pystacks import (
+    NATIVE_PROBE,
+    StackOptions,
+    dump_stacks,
+    find_py_spy,
+    py_spy_version,
+)
 from hangdoctor.probes.sockets import read_sockets, socket_inodes
 from hangdoctor.probes.sources import qualified_name, with_source
 from hangdoctor.probes.system import read_system
@@ -257,7 +263,7 @@ def _take_snapshot(
     for process, (stacks, problem) in zip(targets, results, strict=False):
         if problem is not None:
             errors.append(problem)
-        else:
+        if problem is None or problem.probe == NATIVE_PROBE:  # stacks without native frames
             stacks_by_pid[process.pid] = stacks
     with timer.measure("sources"):
         final = [

@@ -34,6 +34,7 @@ class Versions(Fact):
     tensorflow: str | None = None
     jax: str | None = None
     jaxlib: str | None = None
+    keras: str | None = Field(default=None, description="Keras 3, or Keras 2 as tf-keras")
     driver: str | None = Field(default=None, description="NVIDIA kernel driver version")
     driver_cuda: str | None = Field(default=None, description="newest CUDA the driver supports")
     nvcc: str | None = Field(default=None, description="CUDA release of nvcc on PATH")
@@ -153,6 +154,14 @@ class Distributed(Fact):
     interfaces: tuple[str, ...] = Field(default=(), description="network interface names")
 
 
+class FrameworkSettings(Fact):
+    """JAX's, XLA's, TensorFlow's and Keras's settings in this shell's environment."""
+
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="XLA_*, JAX_*, TF_*, KERAS_* variables, redacted"
+    )
+
+
 SelftestStatus = Literal["passed", "failed", "hung", "skipped"]
 
 
@@ -180,6 +189,9 @@ class Facts(Fact):
     libraries: Libraries
     gpus: Gpus
     distributed: Distributed
+    frameworks: FrameworkSettings = Field(
+        default_factory=FrameworkSettings, description="JAX and TensorFlow settings"
+    )
     selftests: tuple[SelftestResult, ...] | None = Field(
         default=None, description="None when --selftest was not asked for"
     )

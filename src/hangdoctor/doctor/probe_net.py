@@ -11,7 +11,7 @@ from typing import NamedTuple
 import psutil
 
 from hangdoctor import bounded
-from hangdoctor.doctor.facts import Distributed
+from hangdoctor.doctor.facts import Distributed, FrameworkSettings
 from hangdoctor.i18n import _
 from hangdoctor.redact import redact_pair
 
@@ -62,6 +62,21 @@ def _resolve(addr: str, local: set[str]) -> _Resolution:
     resolved = tuple(dict.fromkeys(str(info[4][0]) for info in infos))
     is_local = any(a in local or ipaddress.ip_address(a).is_loopback for a in resolved)
     return _Resolution(resolved, None, is_local)
+
+
+#: The variables JAX, XLA, TensorFlow and Keras read (`doctor.checks.frameworks`).
+FRAMEWORK_PREFIXES = ("XLA_", "JAX_", "TF_", "KERAS_")
+
+
+def probe_framework_settings(environ: dict[str, str]) -> FrameworkSettings:
+    """The JAX, XLA, TensorFlow and Keras variables of this shell, redacted."""
+    return FrameworkSettings(
+        environment={
+            k: redact_pair(k, v)
+            for k, v in sorted(environ.items())
+            if k.startswith(FRAMEWORK_PREFIXES)
+        }
+    )
 
 
 def probe_distributed(environ: dict[str, str]) -> Distributed:

@@ -132,6 +132,7 @@ def probe_versions(
         tensorflow=_pick(dists, "tensorflow", "tensorflow-cpu", "tf-nightly"),
         jax=dists.get("jax"),
         jaxlib=dists.get("jaxlib"),
+        keras=_pick(dists, "keras", "tf-keras"),
         driver=driver_from_proc(read_proc_driver()),
         nvcc=nvcc,
         gcc=gcc,

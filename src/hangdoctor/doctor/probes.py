@@ -22,7 +22,7 @@ from hangdoctor.doctor.facts import (
 )
 from hangdoctor.doctor.probe_gpu import cuda_version, probe_gpus
 from hangdoctor.doctor.probe_host import probe_libraries, probe_limits
-from hangdoctor.doctor.probe_net import probe_distributed
+from hangdoctor.doctor.probe_net import probe_distributed, probe_framework_settings
 from hangdoctor.doctor.probe_versions import distribution_versions, probe_versions
 from hangdoctor.evidence.model import ProbeError
 from hangdoctor.i18n import _
@@ -121,6 +121,7 @@ def gather(
         libraries=libraries,
         gpus=gpus,
         distributed=distributed,
+        frameworks=probe_framework_settings(env),
         selftests=selftests,
         dataloader_workers=workers,
         failures=tuple(failures),

@@ -301,6 +301,13 @@ class JobMark(Evidence):
     text: str
 
 
+class Compiling(Evidence):
+    """A compilation an instrumented process says it is running (JAX, TensorFlow)."""
+
+    what: str = Field(description="what compiles, e.g. `jax.jit train_step`")
+    since: float = Field(description="Unix time it started")
+
+
 class ProgressStatus(Evidence):
     """Training progress one instrumented process reports about itself (hangdoctor.instrument).
 
@@ -319,7 +326,11 @@ class ProgressStatus(Evidence):
     read_bytes: int | None = Field(
         default=None, description="bytes it read from storage, from its own /proc/self/io"
     )
-    steps: int = Field(default=0, description="optimizer steps taken")
+    steps: int = Field(
+        default=0,
+        description="training steps taken: torch optimizer steps, and the JAX and TensorFlow "
+        "steps of `framework_steps`",
+    )
     last_step_at: float | None = None
     batches: int = Field(default=0, description="batches received from DataLoaders")
     last_batch_at: float | None = None
@@ -390,6 +401,21 @@ class ProgressStatus(Evidence):
     )
     marks: tuple[JobMark, ...] = Field(
         default=(), description="its last marks (`hangdoctor.mark`, at most 32), oldest first"
+    )
+    frameworks: dict[str, str] = Field(
+        default_factory=dict,
+        description="the deep-learning frameworks it imported (torch, jax, jaxlib, tensorflow, "
+        "keras), with the versions they say they are",
+    )
+    framework_steps: dict[str, int] = Field(
+        default_factory=dict,
+        description="its JAX and TensorFlow steps by where they were counted (`jax.jit`, "
+        "`tf.function`, `keras.train_batch`, `optax.update`, ...); `steps` includes them",
+    )
+    compiling: tuple[Compiling, ...] = Field(
+        default=(),
+        description="compilations running in it now (a jitted function's first call, a "
+        "tf.function's tracing), oldest first: a phase under the compile budget",
     )
 
 

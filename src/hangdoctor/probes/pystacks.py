@@ -93,15 +93,24 @@ def _convert_frame(raw: object) -> Frame | None:
     if not isinstance(raw, dict):
         return None
     locals_ = raw.get("locals")
+    function = _text(raw.get("name"))
+    file = _text(raw.get("filename") or raw.get("short_filename"))
     return Frame(
-        function=_text(raw.get("name")),
-        file=_text(raw.get("filename") or raw.get("short_filename")),
+        function=function,
+        file=file,
         line=max(0, _int(raw.get("line")) or 0),
-        native=raw.get("module") is not None,
+        native=raw.get("module") is not None or _unsymbolised(function, file),
         locals=tuple(local for local in map(_convert_local, locals_) if local is not None)
         if isinstance(locals_, list)
         else (),
     )
+
+
+def _unsymbolised(function: str, file: str) -> bool:
+    """A native address py-spy could not name (`0x13839cd68`, file `?`, no module), between
+    a runtime's C++ frames and the Python frame that called into it (TensorFlow's eager ops):
+    native code, not a file of the user's named `?`."""
+    return file in ("?", "") and function.startswith("0x")
 
 
 def parse_py_spy_json(text: str) -> dict[int, PythonThread]:
@@ -142,8 +151,37 @@ def dump_stacks(
     stacks, problem = _dump_once(pid, binary, options)
     if problem is not None and problem.kind == "failed" and options.locals:
         without = StackOptions(native=options.native, locals=False, timeout_s=options.timeout_s)
-        return _dump_once(pid, binary, without)
+        stacks, problem = _dump_once(pid, binary, without)
+    if problem is not None and problem.kind == "failed" and options.native:
+        return _without_native(pid, binary, options, problem)
     return stacks, problem
+
+
+def _without_native(
+    pid: int, binary: str | None, options: StackOptions, problem: ProbeError
+) -> tuple[dict[int, PythonThread], ProbeError | None]:
+    """py-spy gives up on the whole process when libunwind cannot unwind one thread's native
+    frames (a thread inside XLA's JIT-compiled code has no unwind tables): the Python stacks
+    are read again without native frames, and the failure is kept as a note under its own
+    probe name (`py-spy --native`), which says what is missing, not that the stacks are."""
+    python_only = StackOptions(native=False, locals=options.locals, timeout_s=options.timeout_s)
+    stacks, again = dump_stacks(pid, binary, python_only)
+    if again is not None:
+        return stacks, again
+    note = ProbeError(
+        probe=NATIVE_PROBE,
+        pid=pid,
+        kind="failed",
+        message=_(
+            "native frames could not be unwound ({error}); Python stacks read without them",
+            error=problem.message,
+        ),
+    )
+    return stacks, note
+
+
+#: The probe name of a note that a process's native frames are missing (its stacks are not).
+NATIVE_PROBE = "py-spy --native"
 
 
 def _dump_once(

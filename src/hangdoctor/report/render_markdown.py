@@ -255,6 +255,28 @@ def _marks(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def _framework_steps(report: Report) -> list[str]:
+    """The JAX and TensorFlow steps each process made, by where they were counted, with the
+    frameworks it imported: what a JAX or Keras job did before it stopped."""
+    job = report.capture.job
+    statuses = [s for s in job.progress if s.framework_steps] if job else []
+    if not statuses:
+        return []
+    lines = [_("## Framework steps"), ""]
+    for status in statuses:
+        steps = ", ".join(f"{where} {count}" for where, count in status.framework_steps.items())
+        frameworks = ", ".join(f"{name} {version}" for name, version in status.frameworks.items())
+        lines.append(
+            _(
+                "- pid {pid}: {steps} ({frameworks})",
+                pid=status.pid,
+                steps=steps,
+                frameworks=frameworks,
+            )
+        )
+    return [*lines, ""]
+
+
 def _clock(unix_time: float) -> str:
     """A Unix time as `HH:MM:SS.mmm` UTC: marks are seconds apart, the date is the report's."""
     whole = time.strftime("%H:%M:%S", time.gmtime(unix_time))
@@ -282,6 +304,7 @@ def render_markdown(report: Report) -> str:
         return "\n".join(lines)
     lines += _wait_for(report)
     lines += _marks(report)
+    lines += _framework_steps(report)
     lines += _nodes(report)
     lines += stack_tree_section(report)
     lines += _processes(report)

@@ -36,6 +36,9 @@ class Reading:
     cpu_s: float  # CPU seconds of the tree so far (children that exited included)
     io_bytes: float  # written, and read from storage, by the tree so far
     share: float  # of a core, what one runnable task can get on the machine now
+    #: a live process says it compiles (a jitted function's first call, a tf.function's
+    #: tracing): a compile phase, under the compile budget
+    compiling: bool = False
 
 
 def _alive(pid: int) -> bool:
@@ -169,6 +172,7 @@ def read(root_pid: int, status_dir: Path) -> Reading:
         cpu_s=cpu,
         io_bytes=io,
         share=_share(),
+        compiling=any(s.get("compiling") and s.get("exiting_at") is None for s in statuses),
     )
 
 

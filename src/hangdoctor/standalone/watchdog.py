@@ -123,6 +123,8 @@ class Watchdog:
                 tracker.moved(now)
         if busy:
             tracker.computed(now)
+        if reading.compiling:
+            tracker.compiled(now)
         decision = tracker.check(now, busy=busy)
         if decision is None:
             return None

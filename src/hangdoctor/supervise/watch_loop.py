@@ -292,6 +292,11 @@ class WatchLoop:
         )
         self.killed = True
 
+    def _compiling_in_process(self) -> bool:
+        """Whether a live process says it compiles now (a jitted function's first call, a
+        tf.function's tracing: `ProgressStatus.compiling`)."""
+        return any(s.compiling for s in self.sampler.statuses if s.exiting_at is None)
+
     def _note_activity(self, now: float) -> bool:
         """Tell the tracker what the whole tree did (computing, moving data, compiling);
         True when it is busy: a process runnable, or the tree computing over the last
@@ -309,6 +314,8 @@ class WatchLoop:
             self.tracker.moved(moved_at)
         activity = self.sampler.activity()
         if activity is not None and activity.compilers:
+            self.tracker.compiled(now)
+        if self._compiling_in_process():
             self.tracker.compiled(now)
         working = self.sampler.activity(training=True)
         return runnable or (working is not None and working.computing)

@@ -452,3 +452,91 @@ class SocketInterface(Check):
                 ),
                 source=NCCL_ENV_SOURCE,
             )
+
+
+JAX_DISTRIBUTED_SOURCE = "https://docs.jax.dev/en/latest/multi_process.html"
+_COORDINATOR = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
+
+
+def _jax_env(**environment: str) -> Facts:
+    return node(
+        versions={"jax": "0.10.2", "jaxlib": "0.10.2"}, frameworks={"environment": environment}
+    )
+
+
+class JaxCoordinatorEnvironment(Check):
+    id = "DR608"
+    area = "distributed"
+    summary = "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID complete and in range"
+    why = (
+        "`jax.distributed.initialize()` reads the coordinator's address from the environment; "
+        "the coordinator then waits, by default for five minutes, until every one of the "
+        "processes has connected. A process id outside the count, or a count larger than the "
+        "processes started, is a job whose first line waits for a process that never comes."
+    )
+    instead = (
+        "Set all three for every process (ids 0 to count-1, each once), or none and let the "
+        "cluster (SLURM, Kubernetes, Open MPI) be detected."
+    )
+    fires_on = (
+        Example(
+            "id beyond the count",
+            lambda: _jax_env(
+                JAX_COORDINATOR_ADDRESS="10.0.0.1:1234", JAX_NUM_PROCESSES="2", JAX_PROCESS_ID="2"
+            ),
+            "problem",
+        ),
+        Example(
+            "a count without an id",
+            lambda: _jax_env(JAX_COORDINATOR_ADDRESS="10.0.0.1:1234", JAX_NUM_PROCESSES="4"),
+            "warn",
+        ),
+    )
+    quiet_on = (
+        Example(
+            "complete",
+            lambda: _jax_env(
+                JAX_COORDINATOR_ADDRESS="10.0.0.1:1234", JAX_NUM_PROCESSES="2", JAX_PROCESS_ID="1"
+            ),
+            "ok",
+        ),
+        Example("none set", lambda: _jax_env(), None),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        env = facts.frameworks.environment
+        given = {name: env[name] for name in _COORDINATOR if name in env}
+        if not given:
+            return
+        found = ", ".join(f"{name}={value}" for name, value in given.items())
+        count, ident = given.get("JAX_NUM_PROCESSES", ""), given.get("JAX_PROCESS_ID", "")
+        if count.isdigit() and ident.isdigit() and int(ident) >= int(count):
+            yield self.result(
+                "problem",
+                _("JAX_PROCESS_ID is not below JAX_NUM_PROCESSES"),
+                found=found,
+                wanted=_("a process id from 0 to the count minus one"),
+                why=_(
+                    "jax.distributed.initialize() refuses the id, or the coordinator waits "
+                    "for a process id that no process has."
+                ),
+                fix=_("give each process its own id below JAX_NUM_PROCESSES"),
+                source=JAX_DISTRIBUTED_SOURCE,
+            )
+        elif len(given) < len(_COORDINATOR):
+            missing = ", ".join(name for name in _COORDINATOR if name not in given)
+            yield self.result(
+                "warn",
+                _("JAX's coordinator environment is incomplete"),
+                found=found,
+                wanted=_("also {missing}", missing=missing),
+                why=_(
+                    "What is not set is detected from the cluster, or jax.distributed"
+                    ".initialize() needs it as an argument; a guess that differs between "
+                    "processes leaves the coordinator waiting."
+                ),
+                fix=_("set all three for every process, or none"),
+                source=JAX_DISTRIBUTED_SOURCE,
+            )
+        else:
+            yield self.result("ok", _("JAX's coordinator environment"), found=found)

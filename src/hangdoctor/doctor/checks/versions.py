@@ -3,6 +3,7 @@ combinations from compat.json, and build locks that make custom-op compilation w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import get_args
 
@@ -49,7 +50,7 @@ def known_bad_text(entry: dict[str, object], field: str) -> str:
 class VersionSummary(Check):
     id = "DR101"
     area = "versions"
-    summary = "Python, torch and its CUDA/HIP/cuDNN/NCCL, TensorFlow, JAX, NVIDIA driver, nvcc, gcc"
+    summary = "Python, torch and its CUDA/HIP/cuDNN/NCCL, TensorFlow, JAX, Keras, NVIDIA driver, nvcc, gcc"
     why = (
         "A job that works on one node and hangs on another most often differs in its versions: "
         "Python, torch and its CUDA, cuDNN and NCCL, the driver, the compilers that build custom "
@@ -101,6 +102,7 @@ class VersionSummary(Check):
                 ("TensorFlow", v.tensorflow),
                 ("JAX", v.jax),
                 ("jaxlib", v.jaxlib),
+                ("Keras", v.keras),
                 (_("NVIDIA driver"), v.driver),
                 ("nvcc", v.nvcc),
                 ("gcc", v.gcc),
@@ -436,3 +438,218 @@ class StaleExtensionLock(Check):
             fix=_("If no build is running: `rm {locks}`", locks=" ".join(locks)),
             source=str(compat.load()["stale_extension_lock"]["source"]),
         )
+
+
+JAX_INSTALL_SOURCE = "https://docs.jax.dev/en/latest/installation.html"
+TF_THREADS_SOURCE = "https://www.tensorflow.org/api_docs/python/tf/config/threading"
+TF_LOGGING_SOURCE = "https://www.tensorflow.org/api_docs/python/tf/get_logger"
+#: The JAX and TensorFlow settings worth showing first (the rest of XLA_*, JAX_*, TF_*,
+#: KERAS_* follow).
+_SHOWN_FIRST = (
+    "XLA_FLAGS",
+    "JAX_PLATFORMS",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "TF_NUM_INTEROP_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_CPP_MIN_LOG_LEVEL",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "KERAS_BACKEND",
+)
+
+
+def _framework_installed(facts: Facts) -> bool:
+    v = facts.versions
+    return bool(v.jax or v.jaxlib or v.tensorflow or v.keras)
+
+
+def _jax(jax: str = "0.10.2", jaxlib: str = "0.10.2", **environment: str) -> Facts:
+    return node(versions={"jax": jax, "jaxlib": jaxlib}, frameworks={"environment": environment})
+
+
+def _tf(**environment: str) -> Facts:
+    return node(
+        versions={"tensorflow": "2.21.0", "keras": "3.15.1"},
+        frameworks={"environment": environment},
+    )
+
+
+class FrameworkSettings(Check):
+    id = "DR106"
+    area = "versions"
+    summary = "JAX, jaxlib, TensorFlow and Keras, and the XLA_*, JAX_*, TF_*, KERAS_* settings"
+    why = (
+        "JAX and TensorFlow change behaviour through environment variables: XLA_FLAGS (the "
+        "compiler's and runtime's options, dumps that slow every compile), JAX_PLATFORMS, "
+        "TensorFlow's thread pools and log level, Keras's backend. One left over from a "
+        "debugging session makes a node behave unlike the others."
+    )
+    instead = (
+        "Compare the list with a node where the job works; set what the job needs in its "
+        "launch script, not in a profile every job inherits."
+    )
+    informs_only = True
+    quiet_on = (
+        Example("neither installed", lambda: node(), None),
+        Example("JAX with flags", lambda: _jax(XLA_FLAGS="--xla_dump_to=/tmp/x"), "info"),
+        Example("TensorFlow, nothing set", lambda: _tf(), "info"),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        env = facts.frameworks.environment
+        if not _framework_installed(facts) and not env:
+            return
+        v = facts.versions
+        versions = "; ".join(
+            f"{name} {value}"
+            for name, value in (
+                ("JAX", v.jax),
+                ("jaxlib", v.jaxlib),
+                ("TensorFlow", v.tensorflow),
+                ("Keras", v.keras),
+            )
+            if value
+        )
+        names = [n for n in _SHOWN_FIRST if n in env] + sorted(
+            n for n in env if n not in _SHOWN_FIRST
+        )
+        settings = ", ".join(f"{n}={env[n]}" for n in names) or _("none set")
+        yield self.result(
+            "info",
+            _("JAX and TensorFlow settings"),
+            found=_(
+                "{versions}; settings: {settings}",
+                versions=versions or _("none of them installed in this Python"),
+                settings=settings,
+            ),
+            why=_("What JAX, XLA, TensorFlow and Keras will read here (secrets redacted)."),
+        )
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """`0.10.2` -> (0, 10, 2); `0.4.30.dev20240601` -> (0, 4, 30)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+class JaxlibMatchesJax(Check):
+    id = "DR107"
+    area = "versions"
+    summary = "jax and jaxlib of the same release (`warn` when they differ)"
+    why = (
+        "jax and jaxlib are released together, and jax checks only for a minimum jaxlib: a "
+        "jaxlib left from another install can import, then fail or behave unlike its jax in "
+        "compilation and the distributed runtime, which is hard to tell from a bug in the job."
+    )
+    instead = "Install both at one version: `pip install -U 'jax[cpu]==X' ` (or `jax[cuda12]`)."
+    fires_on = (
+        Example("jaxlib older", lambda: _jax(jax="0.10.2", jaxlib="0.9.0"), "warn"),
+        Example("jaxlib newer", lambda: _jax(jax="0.4.30", jaxlib="0.4.31"), "warn"),
+    )
+    quiet_on = (
+        Example("same release", lambda: _jax(), "ok"),
+        Example("a dev build of the same release", lambda: _jax(jaxlib="0.10.2.dev1"), "ok"),
+        Example("no JAX", lambda: node(), None),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        jax, jaxlib = facts.versions.jax, facts.versions.jaxlib
+        if not jax or not jaxlib:
+            return
+        found = f"jax {jax}, jaxlib {jaxlib}"
+        if _release(jax) != _release(jaxlib):
+            yield self.result(
+                "warn",
+                _("jax and jaxlib are of different releases"),
+                found=found,
+                wanted=_("the same release"),
+                why=_(
+                    "jax only checks for a minimum jaxlib; a mismatched pair can fail or "
+                    "behave unlike either release."
+                ),
+                fix=f"pip install 'jax[cpu]=={jax}'  # or jax[cuda12]",
+                source=JAX_INSTALL_SOURCE,
+            )
+        else:
+            yield self.result("ok", _("jax and jaxlib match"), found=found)
+
+
+class TensorflowLogLevel(Check):
+    id = "DR108"
+    area = "versions"
+    summary = "TF_CPP_MIN_LOG_LEVEL=3 hides TensorFlow's and XLA's errors (`warn`)"
+    why = (
+        "TF_CPP_MIN_LOG_LEVEL filters what TensorFlow's and XLA's C++ code logs. At 3 even "
+        "errors are dropped: an op that fails in a tf.data pipeline or a collective that "
+        "times out leaves no line, and a job that stalls after an error looks like a silent hang."
+    )
+    instead = "Use 2 at most (it hides info and warnings), or unset it while you debug a hang."
+    fires_on = (Example("errors hidden", lambda: _tf(TF_CPP_MIN_LOG_LEVEL="3"), "warn"),)
+    quiet_on = (
+        Example("warnings hidden", lambda: _tf(TF_CPP_MIN_LOG_LEVEL="2"), "ok"),
+        Example("unset", lambda: _tf(), "ok"),
+        Example("no TensorFlow", lambda: node(), None),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        level = facts.frameworks.environment.get("TF_CPP_MIN_LOG_LEVEL")
+        if not facts.versions.tensorflow and level is None:
+            return
+        if level is not None and level.strip().isdigit() and int(level) >= 3:
+            yield self.result(
+                "warn",
+                _("TensorFlow's error log is turned off"),
+                found=f"TF_CPP_MIN_LOG_LEVEL={level}",
+                wanted=_("2 or lower"),
+                why=_(
+                    "At 3 TensorFlow and XLA drop even their errors: a failure before a stall "
+                    "leaves no line in the log."
+                ),
+                fix="export TF_CPP_MIN_LOG_LEVEL=2",
+                source=TF_LOGGING_SOURCE,
+            )
+        else:
+            shown = f"TF_CPP_MIN_LOG_LEVEL={level}" if level is not None else _("unset")
+            yield self.result("ok", _("TensorFlow logs its errors"), found=shown)
+
+
+class TensorflowInterOpThreads(Check):
+    id = "DR109"
+    area = "versions"
+    summary = "TF_NUM_INTEROP_THREADS=1: one inter-op thread (`warn`)"
+    why = (
+        "TensorFlow runs independent ops on its inter-op thread pool. With one thread, an op "
+        "that blocks until another op runs (a queue, a py_function waiting on the graph, a "
+        "collective) holds the only thread the other op could run on, and both wait forever."
+    )
+    instead = (
+        "Leave TF_NUM_INTEROP_THREADS unset (TensorFlow picks) or give it at least 2; to "
+        "limit CPU use, lower TF_NUM_INTRAOP_THREADS instead."
+    )
+    fires_on = (Example("one thread", lambda: _tf(TF_NUM_INTEROP_THREADS="1"), "warn"),)
+    quiet_on = (
+        Example("several threads", lambda: _tf(TF_NUM_INTEROP_THREADS="4"), "ok"),
+        Example("unset", lambda: _tf(), None),
+        Example("no TensorFlow", lambda: node(), None),
+    )
+
+    def check(self, facts: Facts) -> Iterator[CheckResult]:
+        env = facts.frameworks.environment
+        threads = env.get("TF_NUM_INTEROP_THREADS")
+        if threads is None:
+            return
+        found = f"TF_NUM_INTEROP_THREADS={threads}"
+        if threads.strip() == "1":
+            yield self.result(
+                "warn",
+                _("TensorFlow has a single inter-op thread"),
+                found=found,
+                wanted=_("unset, or 2 or more"),
+                why=_(
+                    "An op that blocks until another op runs holds the only thread that op "
+                    "could run on."
+                ),
+                fix="unset TF_NUM_INTEROP_THREADS",
+                source=TF_THREADS_SOURCE,
+            )
+        else:
+            yield self.result("ok", _("TensorFlow's inter-op threads"), found=found)

@@ -1,7 +1,8 @@
 """hangdoctor's in-process probe: counts training progress and writes it to a status file.
 
-Loaded by our `sitecustomize` once `torch` is imported, in the job's own interpreter (any
-Python >= 3.8, hangdoctor not importable): stdlib and torch only. This module arms the probe;
+Loaded by our `sitecustomize` once `torch`, `jax`, `tensorflow` or `keras` is imported, in the
+job's own interpreter (any Python >= 3.8, hangdoctor not importable): stdlib and the job's own
+frameworks only. This module arms the probe;
 its parts, one job each, are the modules beside it that `protocol.PROBE_PARTS` names: the torch
 hooks (`_hangdoctor_hooks`), the status writer thread (`_hangdoctor_writer`), the Flight
 Recorder and asyncio tasks on request, the stacks written without ptrace (`_hangdoctor_stacks`),
@@ -42,16 +43,22 @@ def _sibling(name: str) -> types.ModuleType:
 
 
 if TYPE_CHECKING:
+    from hangdoctor.instrument.bootstrap import _hangdoctor_frameworks as frameworks
     from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
+    from hangdoctor.instrument.bootstrap import _hangdoctor_jax as jax_hooks
     from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
     from hangdoctor.instrument.bootstrap import _hangdoctor_stacks as stacks
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+    from hangdoctor.instrument.bootstrap import _hangdoctor_tf as tf_hooks
     from hangdoctor.instrument.bootstrap import _hangdoctor_writer as writer
 else:
     protocol = _sibling("_hangdoctor_protocol")
     for _part in protocol.PROBE_PARTS:  # in order: each imports only those before it,
         _sibling(_part)  # found in sys.modules by then
     hooks = sys.modules["_hangdoctor_hooks"]
+    frameworks = sys.modules["_hangdoctor_frameworks"]
+    jax_hooks = sys.modules["_hangdoctor_jax"]
+    tf_hooks = sys.modules["_hangdoctor_tf"]
     shared = sys.modules["_hangdoctor_state"]
     stacks = sys.modules["_hangdoctor_stacks"]
     writer = sys.modules["_hangdoctor_writer"]
@@ -85,6 +92,7 @@ def arm() -> None:
             atexit.register(writer.at_exit)
     if torch is not None and not _hooked:
         _hooked = True
+        frameworks.note_version("torch", torch)
         probe.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
         for install in (hooks.hook_optimizer, hooks.hook_dataloader, hooks.hook_distributed,
                         hooks.hook_backward, stacks.keep_fatal_signals_in_loader_workers):
@@ -104,6 +112,31 @@ def _in_status_folder() -> bool:
     if probe.directory is None:
         probe.directory = os.path.abspath(directory)
     return True
+
+
+def framework_loaded(name: str) -> None:
+    """A framework other than torch finished importing (`sitecustomize` watches for them):
+    start reporting, then count its steps (`_hangdoctor_jax`, `_hangdoctor_tf`). Each
+    framework's hooks go in once; a failing one leaves the others and the job alone."""
+    if not os.environ.get(STATUS_DIR_ENV) or name in _frameworks_hooked:
+        return
+    _frameworks_hooked.add(name)
+    arm()
+    module = sys.modules.get(name)
+    with contextlib.suppress(Exception):
+        if name == "jax" and module is not None:
+            jax_hooks.hook_jax(module)
+        elif name == "optax" and module is not None:
+            jax_hooks.hook_optax(module)
+        elif name in ("orbax.checkpoint", "flax.training.checkpoints"):
+            jax_hooks.hook_checkpoints(name)
+        elif name == "tensorflow" and module is not None:
+            tf_hooks.hook_tensorflow(module)
+        elif name in tf_hooks.KERAS_CALLBACK_LISTS:
+            tf_hooks.hook_keras(name)
+
+
+_frameworks_hooked: set[str] = set()
 
 
 def watch_process_ends() -> None:

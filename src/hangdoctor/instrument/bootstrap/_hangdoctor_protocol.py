@@ -33,6 +33,9 @@ PROBE_PARTS = (
     "_hangdoctor_objects",  # which object `self.lock` is, on request
     "_hangdoctor_writer",  # the status writer thread
     "_hangdoctor_hooks",  # the torch hooks that count progress
+    "_hangdoctor_frameworks",  # what the JAX and TensorFlow hooks count
+    "_hangdoctor_jax",  # the JAX hooks: jitted calls, optax, checkpoints, XLA compiles
+    "_hangdoctor_tf",  # the TensorFlow and Keras hooks: tf.function, tf.data, batch ends
     "_hangdoctor_sdk",  # what the job says itself: heartbeats, phases, marks
 )
 #: Dropped by the supervisor at a hang: every instrumented process then answers it (its

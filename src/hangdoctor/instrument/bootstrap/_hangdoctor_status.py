@@ -128,6 +128,7 @@ class Status:
         "collective_calls",
         "collective_sites",
         "collectives",
+        "compiles",
         "data_ends",
         "data_wait_s",
         "device_losses",
@@ -135,6 +136,8 @@ class Status:
         "exit_hung",
         "exit_traceback",
         "exiting_at",
+        "framework_steps",
+        "frameworks",
         "group_seqs",
         "group_sites",
         "groups_created",
@@ -217,6 +220,14 @@ class Status:
         self.phase_moves = 0  # phases entered and left: the job moved on, not a training event
         self.phases: list[list[object]] = []
         self.marks: collections.deque[tuple[float, str]] = collections.deque(maxlen=MARKS_KEPT)
+        # JAX and TensorFlow (_hangdoctor_jax, _hangdoctor_tf): the frameworks the process
+        # imported, by name, with their versions; its steps by where they were counted
+        # (`jax.jit`, `keras.train_batch`, ...), also counted in `steps`; the compilations
+        # running now ([what, started_at], oldest first: a jitted function's first call, a
+        # tf.function's tracing), each a phase under the compile budget.
+        self.frameworks: dict[str, str] = {}
+        self.framework_steps: dict[str, int] = {}
+        self.compiles: list[list[object]] = []
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -264,6 +275,9 @@ class Status:
             "phases": [{"name": name, "budget_s": budget, "entered_at": entered}
                        for name, budget, entered in list(self.phases)],
             "marks": [{"at": at, "text": text} for at, text in list(self.marks)],
+            "frameworks": dict(self.frameworks),
+            "framework_steps": dict(self.framework_steps),
+            "compiling": [{"what": what, "since": since} for what, since in list(self.compiles)],
         }, allow_nan=False)
 
 

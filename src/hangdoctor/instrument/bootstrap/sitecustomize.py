@@ -4,7 +4,8 @@ It runs in the job's interpreter (any Python >= 3.8, any venv, hangdoctor not im
 it is stdlib only. It must cost nothing in processes that never use torch: it only puts a small
 finder on sys.meta_path that waits for `import torch` to complete, and arms the probe
 (`_hangdoctor_probe`) then; it then waits for `torch._dynamo` (torch.compile), which the probe
-must hide from. Being first on PYTHONPATH, it hides any other `sitecustomize`, so it
+must hide from. `jax`, `tensorflow` and `keras` (and optax, Orbax's and Flax's checkpointing)
+arm it the same way, each with its own hooks. Being first on PYTHONPATH, it hides any other `sitecustomize`, so it
 loads the one that would otherwise have run (a venv's, the distribution's) and hands it its name.
 """
 
@@ -72,6 +73,21 @@ def _asyncio_loaded() -> None:
         pass
 
 
+def _framework_loaded(name: str) -> "Callable[[], None]":
+    """What to call when framework `name` (jax, tensorflow, keras, ...) is imported."""
+
+    def loaded() -> None:
+        try:  # noqa: SIM105
+            _probe().framework_loaded(name)
+        except Exception:
+            pass
+
+    return loaded
+
+
+# Frameworks other than torch whose import arms the probe and hooks their steps.
+_FRAMEWORKS = ("jax", "optax", "orbax.checkpoint", "flax.training.checkpoints", "tensorflow",
+               "keras", "tf_keras")
 # Modules whose import completing the probe must hear of, and what to call then.
 _WATCHED = {
     "torch": _arm,
@@ -79,6 +95,7 @@ _WATCHED = {
     "multiprocessing.process": _process_ends,
     "asyncio.base_events": _asyncio_loaded,
 }
+_WATCHED.update((name, _framework_loaded(name)) for name in _FRAMEWORKS)
 
 
 class _ArmingLoader(_LoaderBase):
@@ -173,6 +190,9 @@ def _install() -> None:
             _process_ends()
         if "asyncio.base_events" in sys.modules:
             _asyncio_loaded()
+        for name in _FRAMEWORKS:
+            if name in sys.modules:
+                _WATCHED[name]()
         if not all(watched in sys.modules for watched in _WATCHED):
             sys.meta_path.insert(0, _TorchImportWatcher())
     except Exception:

@@ -33,6 +33,11 @@ _TF_SOURCES = (
     "tensorflow.keras.utils.",
     "tensorflow.keras.preprocessing.",
     "tensorflow.compat.v2.data.",
+    # Keras 3's dataset utilities return tf.data pipelines whichever backend trains
+    "keras.utils.image_dataset_from_directory",
+    "keras.utils.text_dataset_from_directory",
+    "keras.utils.audio_dataset_from_directory",
+    "keras.utils.timeseries_dataset_from_array",
 )
 _PIPELINE_STEPS = frozenset(
     {
@@ -121,6 +126,9 @@ class TfDataWithoutPrefetch(LintRule):
     quiet_on = (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices(x)\n"
         "ds = ds.map(f).batch(32).prefetch(tf.data.AUTOTUNE)\nmodel.fit(ds)\n",
+        # Keras 3's utility, prefetched.
+        "import keras\nds = keras.utils.image_dataset_from_directory(d, batch_size=None)\n"
+        "ds = ds.batch(32).prefetch(2)\nmodel.fit(ds)\n",
         # Returned to callers this code cannot see: they may prefetch it.
         "import tensorflow as tf\ndef make(x):\n"
         "    return tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)\n",
@@ -147,6 +155,9 @@ class TfDataWithoutPrefetch(LintRule):
     fires_on = (
         "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices((x, y))\n"
         "ds = ds.map(parse).batch(64)  # expect\nmodel.fit(ds)\n",
+        # Keras 3's utility returns a tf.data pipeline, mapped here and trained on unprefetched.
+        "import keras\ntrain = keras.utils.image_dataset_from_directory('imgs')\n"
+        "train = train.map(augment)  # expect\nmodel.fit(train, epochs=5)\n",
         "import tensorflow_datasets as tfds\n"
         "train = tfds.load('mnist', split='train').map(norm).batch(128)  # expect\n"
         "for images, labels in train:\n    step(images, labels)\n",
@@ -174,9 +185,9 @@ class TfDataWithoutPrefetch(LintRule):
 
     def check(self, index: ModuleIndex) -> Iterator[Hit]:
         if (
-            "tensorflow" not in index.source
+            ("tensorflow" not in index.source and "keras" not in index.source)
             or not _TF_STEP.search(index.source)
-            or not index.imported & {"tensorflow", "tensorflow_datasets"}
+            or not index.imported & {"tensorflow", "tensorflow_datasets", "keras"}
         ):
             return
         flow = _PipelineFlow(index)

@@ -1,0 +1,109 @@
+"""What the JAX and TensorFlow hooks count, in one place: a step by where it was seen, a
+compilation that runs (a phase under the compile budget, so that a long healthy compile is not
+declared hung), and the frameworks a process imported with their versions.
+
+A step runs in the training loop, so it does the least that can be done (a few attribute
+writes, no lock: the GIL orders them, as for a heartbeat). Every function swallows its errors:
+watching the job must never break it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+    from hangdoctor.instrument.bootstrap import _hangdoctor_writer as writer
+else:
+    import _hangdoctor_state as shared
+    import _hangdoctor_writer as writer
+
+probe = shared.probe
+_status = shared.status
+_now = time.time
+
+
+def count_step(source: str) -> None:
+    """One training step of a framework, counted where `source` says (`jax.jit`)."""
+    try:
+        status = _status
+        status.steps += 1
+        status.last_step_at = _now()
+        steps = status.framework_steps
+        steps[source] = steps.get(source, 0) + 1
+        status.version += 1
+        if not probe.writer_started:
+            writer.changed()
+    except Exception:
+        pass
+
+
+def count_batch(waited_s: float, got_batch: bool) -> None:
+    """One `next()` on a framework's data iterator: the wait, and a batch if one came (else its
+    data ran out)."""
+    try:
+        status = _status
+        status.data_wait_s += waited_s
+        if got_batch:
+            status.batches += 1
+            status.last_batch_at = _now()
+        else:
+            status.data_ends += 1
+        status.version += 1
+        if not probe.writer_started:
+            writer.changed()
+    except Exception:
+        pass
+
+
+def enter_compile(what: str) -> list[object] | None:
+    """A compilation starts; returns its entry for `leave_compile` (None if it failed)."""
+    try:
+        entry: list[object] = [what, _now()]
+        _status.compiles.append(entry)
+        writer.changed()
+        return entry
+    except Exception:
+        return None
+
+
+def leave_compile(entry: list[object] | None) -> None:
+    """The compilation of `entry` ended (returned or raised)."""
+    if entry is None:
+        return
+    try:
+        compiles = _status.compiles
+        for index in range(len(compiles) - 1, -1, -1):
+            if compiles[index] is entry:
+                del compiles[index]
+                break
+        writer.changed()
+    except Exception:
+        pass
+
+
+def note_version(name: str, module: ModuleType | None) -> None:
+    """Note that the process imported framework `name`, with the version its module says (read
+    as a plain attribute: nothing is imported for it)."""
+    if module is None:
+        return
+    try:
+        version = getattr(module, "__version__", None)
+        if not isinstance(version, str):
+            version = str(version) if version is not None else "?"
+        _status.frameworks[name] = version[:64]
+        writer.changed()
+    except Exception:
+        pass
+
+
+def short_name(function: object) -> str:
+    """A function's name for a compile entry (`train_step`), bounded."""
+    try:
+        name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
+        return str(name)[:80] if name else "<function>"
+    except Exception:
+        return "<function>"

@@ -1,0 +1,170 @@
+"""The TensorFlow and Keras hooks: a step per `tf.function` call and per batch end of Keras's
+`fit`, `evaluate` and `predict`; a batch per `next()` on a `tf.data` iterator in eager mode,
+with the time spent waiting for it; a compile phase while a `tf.function` runs for the first
+time (tracing, graph optimisation, XLA's compile with `jit_compile=True`) or traces again.
+
+Keras batch ends are counted where Keras's `CallbackList` hands them to the callbacks, not by a
+callback added to the user's list: a callback of ours that overrides a batch hook would turn
+off Keras 3's asynchronous dispatch of batch ends (and sync the device every step). Calls made
+while a `tf.function` is traced (nested functions, a dataset iterated inside a graph) pass
+straight through.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+
+    from hangdoctor.instrument.bootstrap import _hangdoctor_frameworks as frameworks
+    from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
+    from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+else:
+    import _hangdoctor_frameworks as frameworks
+    import _hangdoctor_hooks as hooks
+    import _hangdoctor_state as shared
+
+probe = shared.probe
+_count_step = frameworks.count_step
+_FUNCTION = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
+_TRACING = "tensorflow.python.eager.polymorphic_function.tracing_compilation"
+_ITERATORS = "tensorflow.python.data.ops.iterator_ops"
+#: Keras's callback lists (Keras 3, and Keras 2 as tf_keras): where batch ends are handed out.
+KERAS_CALLBACK_LISTS = {
+    "keras": "keras.src.callbacks.callback_list",
+    "tf_keras": "tf_keras.src.callbacks",
+}
+_BATCH_ENDS = (("on_train_batch_end", "keras.train_batch"),
+               ("on_test_batch_end", "keras.test_batch"),
+               ("on_predict_batch_end", "keras.predict_batch"))
+
+
+def hook_tensorflow(tf: ModuleType) -> None:
+    """Wrap tf.function calls, retracing and tf.data's iterator; note the version."""
+    frameworks.note_version("tensorflow", tf)
+    function_type = getattr(sys.modules.get(_FUNCTION), "Function", None)
+    if function_type is not None:
+        _patch(function_type, "__call__", _wrap_function_call)
+    tracing = sys.modules.get(_TRACING)
+    if tracing is not None:
+        _patch(tracing, "_create_concrete_function", _wrap_tracing)
+    iterator = getattr(sys.modules.get(_ITERATORS), "OwnedIterator", None)
+    if iterator is not None:
+        _patch(iterator, "__next__", _wrap_next)
+        _patch(iterator, "get_next", _wrap_next)
+
+
+def hook_keras(name: str) -> None:
+    """Keras (3, or 2 as `tf_keras`) is imported: count its batch ends."""
+    frameworks.note_version(name, sys.modules.get(name))
+    callbacks = getattr(sys.modules.get(KERAS_CALLBACK_LISTS.get(name, "")), "CallbackList", None)
+    if callbacks is None:
+        return
+    for method, source in _BATCH_ENDS:
+        _patch(callbacks, method, functools.partial(_wrap_batch_end, source=source))
+
+
+def _patch(owner: object, name: str, wrap: Callable[[Callable[..., object]], object]) -> None:
+    try:
+        original = getattr(owner, name, None)
+        if original is None or shared.is_wrapper(original):
+            return
+        setattr(owner, name, wrap(original))
+    except Exception:
+        pass
+
+
+def _in_graph() -> bool:
+    """Whether this thread is inside a tf.function call of ours (its tracing included)."""
+    return bool(getattr(probe.tls, "in_tf", False))
+
+
+def _wrap_function_call(original: Callable[..., object]) -> Callable[..., object]:
+    @functools.wraps(original)
+    def __call__(self: object, *args: object, **kwargs: object) -> object:
+        tls = probe.tls
+        if getattr(tls, "in_tf", False):
+            return original(self, *args, **kwargs)
+        entry = None
+        try:
+            if self.experimental_get_tracing_count() == 0:  # type: ignore[attr-defined]
+                entry = frameworks.enter_compile("tf.function " + _function_name(self))
+        except Exception:
+            pass
+        tls.in_tf = True
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException as error:
+            hooks._hide_wrapper_frame(error)
+            raise
+        finally:
+            tls.in_tf = False
+            if entry is not None:
+                frameworks.leave_compile(entry)
+        _count_step("tf.function")
+        return result
+
+    shared.mark_wrapper(__call__)
+    return __call__
+
+
+def _function_name(function: object) -> str:
+    name = getattr(function, "_name", None)
+    return str(name)[:80] if name else "<function>"
+
+
+def _wrap_tracing(original: Callable[..., object]) -> Callable[..., object]:
+    """A tf.function traces its Python code again (new input shapes or types)."""
+
+    @functools.wraps(original)
+    def _create_concrete_function(*args: object, **kwargs: object) -> object:
+        entry = frameworks.enter_compile("tf.function tracing")
+        try:
+            return original(*args, **kwargs)
+        except BaseException as error:
+            hooks._hide_wrapper_frame(error)
+            raise
+        finally:
+            frameworks.leave_compile(entry)
+
+    shared.mark_wrapper(_create_concrete_function)
+    return _create_concrete_function
+
+
+def _wrap_next(original: Callable[..., object]) -> Callable[..., object]:
+    clock = time.perf_counter
+
+    @functools.wraps(original)
+    def next_element(self: object, *args: object, **kwargs: object) -> object:
+        if _in_graph():
+            return original(self, *args, **kwargs)
+        started = clock()
+        try:
+            element = original(self, *args, **kwargs)
+        except StopIteration as error:
+            frameworks.count_batch(clock() - started, got_batch=False)
+            hooks._hide_wrapper_frame(error)
+            raise
+        except BaseException as error:
+            hooks._hide_wrapper_frame(error)
+            raise
+        frameworks.count_batch(clock() - started, got_batch=True)
+        return element
+
+    shared.mark_wrapper(next_element)
+    return next_element
+
+
+def _wrap_batch_end(original: Callable[..., object], *, source: str) -> Callable[..., object]:
+    @functools.wraps(original)
+    def on_batch_end(self: object, *args: object, **kwargs: object) -> object:
+        _count_step(source)
+        return original(self, *args, **kwargs)
+
+    shared.mark_wrapper(on_batch_end)
+    return on_batch_end

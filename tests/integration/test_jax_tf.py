@@ -1,0 +1,111 @@
+"""Real JAX and Keras jobs under `hangdoctor run`, with the JAX/TensorFlow interpreter
+(HANGDOCTOR_JAXTF_PYTHON or `.venv-jaxtf`; skipped without one): their steps are counted
+without a line of their code changed, a long XLA compile is a compile phase and not a hang,
+and a job stuck after its steps is declared hung with its steps in the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, hang_line
+from tests.integration.test_run import hd_run, leftovers
+from tests.scenarios.scenario import JAXTF_PYTHON_ENV, jaxtf_python
+
+PYTHON = jaxtf_python()
+pytestmark = pytest.mark.skipif(
+    PYTHON is None,
+    reason=f"no JAX/TensorFlow interpreter: set {JAXTF_PYTHON_ENV} or make .venv-jaxtf",
+)
+
+
+def _job(name: str, *args: str) -> list[str]:
+    return ["--", str(PYTHON), str(FIXTURES / name), *args]
+
+
+def _progress(report: dict) -> list[dict]:
+    return report["capture"]["job"]["progress"]
+
+
+def test_jax_steps_are_progress_and_a_long_compile_is_not_a_hang(tmp_path: Path) -> None:
+    # Six silent steps 0.5 s apart (no output at all), then a function whose XLA compile keeps
+    # the job busy and quiet for longer than the busy threshold (3 x 2 s). The compile budget
+    # is explicit and wide: on a machine loaded far beyond its cores the budget's clock runs at
+    # a quarter of wall time at the slowest, and a compile starved to less than that outlasts
+    # the default one (10 x 2 s).
+    done, report = hd_run(
+        tmp_path / "ok",
+        "--hang-timeout",
+        "2",
+        "--compile-budget",
+        "60",
+        "--on-hang",
+        "kill",
+        *_job("jax_steps_then_stuck.py", "6", "0.5", "8000", "exit"),
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr
+    assert report["verdict"] == "completed" and report["hang"] is None, done.stderr
+    (status,) = _progress(report)
+    assert status["framework_steps"] == {"jax.jit": 7} and status["steps"] == 7
+    assert set(status["frameworks"]) == {"jax", "jaxlib"}
+    # The same compile under a compile budget shorter than it: declared, and while compiling.
+    done, report = hd_run(
+        tmp_path / "budget",
+        "--hang-timeout",
+        "2",
+        "--compile-budget",
+        "3",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "1",
+        *_job("jax_steps_then_stuck.py", "2", "0.1", "8000", "exit"),
+        timeout=300,
+    )
+    assert report["verdict"] == "hung", done.stderr
+    assert report["hang"]["phase"] == "compile"
+    assert leftovers(tmp_path / "budget") == []
+
+
+def test_a_jax_job_stuck_after_its_steps(tmp_path: Path) -> None:
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "2",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "1",
+        *_job("jax_steps_then_stuck.py", "4", "0.2", "0", "stuck"),
+        timeout=300,
+    )
+    assert done.returncode == 124 and report["verdict"] == "hung", done.stderr
+    (status,) = _progress(report)
+    assert status["framework_steps"] == {"jax.jit": 4}
+    culprit = report["findings"][0]["culprit"]["location"]
+    assert culprit["line"] == hang_line("jax_steps_then_stuck.py", "stuck")
+    assert leftovers(tmp_path) == []
+
+
+def test_a_silent_keras_fit_and_a_tf_data_loop_are_progress(tmp_path: Path) -> None:
+    # Two epochs of four batches 0.4 s apart, printed by nobody (verbose=0), then a custom loop
+    # over a tf.data pipeline with a tf.function step.
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "2",
+        "--on-hang",
+        "kill",
+        *_job("keras_silent_fit.py", "2", "0.4", "exit"),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert report["verdict"] == "completed" and report["hang"] is None, done.stderr
+    (status,) = _progress(report)
+    steps = status["framework_steps"]
+    assert steps["keras.train_batch"] == 8
+    assert steps["tf.function"] >= 8 + 3  # fit's train function per batch, the loop's step
+    assert (status["batches"], status["data_ends"]) == (3, 1)
+    assert {"tensorflow", "keras"} <= set(status["frameworks"])
