@@ -108,8 +108,9 @@ class WaitGraph:
     no_waker_left: set[Party] = field(default_factory=set)
     #: Parties whose wait only a thread or process that died would have ended, and that death.
     dead: dict[Party, Death] = field(default_factory=dict)
-    #: Parties in `nobody` whose wait a process outside the job could still end (anyone on the
-    #: host may open a FIFO by its path): no proof of a hang.
+    #: Parties whose wait a process outside the job could still end (anyone on the host may
+    #: open a FIFO by its path), or that are linked to a death only for want of a better
+    #: explanation: no proof of a hang.
     unprovable: set[Party] = field(default_factory=set)
     #: Parties in `dead` whose dead provider was a DataLoader worker of theirs.
     dead_loader_workers: set[Party] = field(default_factory=set)
@@ -573,6 +574,7 @@ def _dataloader_edges(w: _Waiter) -> bool:
     # at its next check of its workers, seconds later, or never with a timeout of its own).
     w.graph.dead[w.me] = death
     w.graph.dead_loader_workers.add(w.me)
+    w.graph.unprovable.add(w.me)  # the loader will raise for it: the job fails on its own
     return True
 
 
@@ -866,6 +868,11 @@ def _death_edges(job: JobView, graph: WaitGraph) -> None:
             death = _nearest_death(job, pid, processes)
         if death is not None:
             graph.dead[party] = death
+            if party not in graph.no_waker_left:
+                # Linked for want of a better explanation (a wait the capture does not name, a
+                # connection anyone may make): it explains the wait, it proves nothing (a
+                # framework's runtime may yet time out and fail on its own).
+                graph.unprovable.add(party)
 
 
 def _nearest_death(job: JobView, pid: int, processes: list[Death]) -> Death | None:
