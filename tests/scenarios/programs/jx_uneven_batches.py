@@ -1,5 +1,5 @@
-"""Source: https://github.com/google/flax/discussions/2080 (uneven per-host batches in multi-host
-JAX training; the same failure as torch's uneven inputs)
+"""Source: https://github.com/NVIDIA-Merlin/NVTabular/issues/1320 (workers with different numbers
+of batches freeze; here the same failure in a multi-process JAX job)
 Mechanism: each process iterates over its own file shard; process 1's shard holds 3 batches,
 process 0's holds 5. Process 1 leaves the loop and waits in jax.distributed.shutdown()'s
 barrier while process 0 waits in step 3's all-gather for a peer that will never call it."""
