@@ -10,7 +10,7 @@ misses were missed: CORPUS.md beside this file."""
 
 from __future__ import annotations
 
-from tests.scenarios.scenario import Scenario
+from tests.scenarios.scenario import JAXTF, Scenario
 from tests.scenarios.scenario import from_program as _s
 
 ALGORITHM: tuple[Scenario, ...] = (
@@ -69,5 +69,41 @@ ALGORITHM: tuple[Scenario, ...] = (
             "backward pass, no culprit line"
         ),
         blind=True,
+    ),
+    # --- round 12 (issue 30): JAX and TensorFlow jobs from public reports, written blind ------
+    # JAX: jax_debug_nans: log(sigma) of a scale driven negative raises FloatingPointError at step
+    # 2
+    _s(
+        "jx_debug_nans",
+        "algorithm.nonfinite",
+        round=12,
+        verdict="failed",
+        markers=("log", "step"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/jax-ml/jax/issues/9092",
+        first_try=(
+            "wrong: process.exception / rank None / jx_debug_nans.py:15 / verdict failed: category process.exception, expected algorithm.nonfinite"
+        ),
+        blind=True,
+    ),
+    # TensorFlow: enable_check_numerics: log(sigma) of a scale driven negative raises
+    # InvalidArgumentError 'Tensor had NaN values'
+    _s(
+        "tf_check_numerics",
+        "algorithm.nonfinite",
+        round=12,
+        verdict="failed",
+        markers=("log",),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/models/issues/5516",
+        first_try=(
+            "wrong: process.exception / rank None / tf_check_numerics.py:22 / verdict failed: category process.exception, expected algorithm.nonfinite"
+        ),
     ),
 )

@@ -301,4 +301,86 @@ DATA: tuple[Scenario, ...] = (
         source="https://github.com/mdshw5/pyfaidx/issues/94",
         first_try="right",
     ),
+    # --- round 12 (issue 30): JAX and TensorFlow jobs from public reports, written blind ------
+    # JAX: io_callback does queue.get() on a queue whose producer thread died on an OSError; the
+    # jitted step never returns
+    _s(
+        "jx_io_callback_dead_producer",
+        "data.pipeline_stall",
+        round=12,
+        markers=("get", "raise", "wait"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/jax-ml/jax/issues/25861",
+        first_try=(
+            "wrong: process.deadlock / rank None / jx_io_callback_dead_producer.py:21 / verdict hung: category process.deadlock, expected data.pipeline_stall"
+        ),
+    ),
+    # JAX: flax-style prefetch_to_device thread dies on a corrupt record; the training loop waits
+    # in queue.get()
+    _s(
+        "jx_prefetch_thread_died",
+        "data.pipeline_stall",
+        round=12,
+        markers=("get", "raise"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/google/flax/issues/1287",
+        first_try=(
+            "right: data.pipeline_stall / rank None / jx_prefetch_thread_died.py:17 / verdict hung: as expected"
+        ),
+    ),
+    # TensorFlow: from_generator's generator blocks in queue.get(); the reader thread filling the
+    # queue died on an unreadable file; model.fit waits in epoch 3
+    _s(
+        "tf_gen_queue_block",
+        "data.pipeline_stall",
+        round=12,
+        markers=("get", "raise", "fit"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/14529",
+        first_try=(
+            "wrong: process.deadlock / rank None / tf_gen_queue_block.py:22 / verdict hung: category process.deadlock, expected data.pipeline_stall"
+        ),
+    ),
+    # TensorFlow: custom GradientTape loop waits in queue.get(); the loader thread died on a badly
+    # shaped batch
+    _s(
+        "tf_custom_loop_input_thread",
+        "data.pipeline_stall",
+        round=12,
+        markers=("get", "raise"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/8696",
+        first_try=(
+            "wrong: process.deadlock / rank None / tf_custom_loop_input_thread.py:23 / verdict hung: category process.deadlock, expected data.pipeline_stall"
+        ),
+        blind=True,
+    ),
+    # TensorFlow: TextLineDataset over a named pipe whose feeder never starts: tf.data's reader
+    # blocks in open(), the loop waits for its first batch
+    _s(
+        "tf_fifo_source",
+        "data.pipeline_stall",
+        round=12,
+        markers=("next", "source"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/aws/sagemaker-tensorflow-extensions/issues/10",
+        first_try=(
+            "wrong: process.unexplained / rank None / tf_fifo_source.py:22 / verdict hung: category process.unexplained, expected data.pipeline_stall"
+        ),
+    ),
 )

@@ -12,7 +12,7 @@ misses were missed: CORPUS.md beside this file."""
 from __future__ import annotations
 
 from tests.scenarios.launch import ACCELERATE_ENV, ACCELERATE_LAUNCH
-from tests.scenarios.scenario import Scenario
+from tests.scenarios.scenario import JAXTF, Scenario
 from tests.scenarios.scenario import from_program as _s
 
 DISTRIBUTED: tuple[Scenario, ...] = (
@@ -695,5 +695,128 @@ DISTRIBUTED: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         source="https://github.com/NVlabs/Sana/issues/126",
         first_try="wrong: distributed.rank_exited / rank 1 / no location / verdict failed",
+    ),
+    # --- round 12 (issue 30): JAX and TensorFlow jobs from public reports, written blind ------
+    # JAX: 2-process jax.distributed job, only process 0 launched: it waits in
+    # jax.distributed.initialize (RegisterTask barrier) for process 1
+    _s(
+        "jx_dist_init_peer_missing",
+        "distributed.rendezvous",
+        round=12,
+        markers=("init",),
+        rank=0,
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/marin-community/marin/pull/7232",
+        first_try=(
+            "wrong: process.unexplained / rank None (process 0) / jx_dist_init_peer_missing.py:24 / verdict hung: category process.unexplained, expected distributed.rendezvous"
+        ),
+    ),
+    # JAX: process 1 raises at step 2; its atexit jax.distributed.shutdown waits in the shutdown
+    # barrier while process 0 waits in process_allgather of step 2
+    _s(
+        "jx_rank_raise_shutdown",
+        "distributed.rank_exited",
+        round=12,
+        markers=("raise", "allgather"),
+        rank=1,
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/pytorch/xla/issues/7974",
+        first_try=(
+            "wrong: process.unexplained / rank None (process 0) / jx_rank_raise_shutdown.py:31 / verdict hung: category process.unexplained, expected distributed.rank_exited; culprit in process 0 (rank None), expected process 1"
+        ),
+    ),
+    # JAX: process_allgather under `if process_index() == 0`; process 1 goes on to the
+    # coordination-service checkpoint barrier: two different collectives
+    _s(
+        "jx_allgather_vs_barrier",
+        "distributed.collective_mismatch",
+        round=12,
+        markers=("allgather", "barrier"),
+        rank=0,
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/OpenMDAO/OpenMDAO/pull/2208",
+        first_try=(
+            "wrong: process.unexplained / rank None (process 0) / jx_allgather_vs_barrier.py:33 / verdict hung: category process.unexplained, expected distributed.collective_mismatch"
+        ),
+        blind=True,
+    ),
+    # JAX: process 1 blocks opening its data shard (a FIFO without writer) outside any collective;
+    # process 0 waits in the step's process_allgather
+    _s(
+        "jx_straggler_fifo",
+        "distributed.straggler",
+        round=12,
+        markers=("read",),
+        rank=1,
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/marin-community/marin/pull/7929",
+        first_try=(
+            "wrong: process.blocked_io / rank None (process 1) / jx_straggler_fifo.py:30 / verdict hung: category process.blocked_io, expected distributed.straggler"
+        ),
+    ),
+    # JAX: process 1 has 3 batches, process 0 has 5: process 1 waits in jax.distributed.shutdown(),
+    # process 0 in step 3's process_allgather
+    _s(
+        "jx_uneven_batches",
+        "distributed.uneven_inputs",
+        round=12,
+        markers=("shutdown", "allgather"),
+        rank=1,
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/NVIDIA-Merlin/NVTabular/issues/1320",
+        first_try=(
+            "wrong: process.unexplained / rank None (process 0) / jx_uneven_batches.py:30 / verdict hung: category process.unexplained, expected distributed.uneven_inputs; culprit in process 0 (rank None), expected process 1"
+        ),
+    ),
+    # TensorFlow: TF_CONFIG names 2 workers on 127.0.0.1, only worker 0 runs: it waits in
+    # MultiWorkerMirroredStrategy() for worker 1
+    _s(
+        "tf_mwms_worker_missing",
+        "distributed.rendezvous",
+        round=12,
+        markers=("strategy",),
+        rank=0,
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/39922",
+        first_try=(
+            "wrong: native.blocked / rank None (process 0) / tf_mwms_worker_missing.py:23 / verdict hung: category native.blocked, expected distributed.rendezvous"
+        ),
+        blind=True,
+    ),
+    # TensorFlow: 2 MWMS workers on loopback; worker 1 raises at step 3 and exits; worker 0's all-
+    # reduce is aborted (UnavailableError: task 1 stopped sending heartbeats)
+    _s(
+        "tf_mwms_worker_dies",
+        "distributed.rank_exited",
+        round=12,
+        verdict="failed",
+        markers=("raise", "allreduce"),
+        rank=1,
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/35878",
+        first_try=(
+            "wrong: process.deadlock / rank None / tf_mwms_worker_dies.py:49 / verdict hung: verdict hung, expected failed; category process.deadlock, expected distributed.rank_exited; location tf_mwms_worker_dies.py:49, expected tf_mwms_worker_dies.py:42; culprit in process None (rank None), expected process 1"
+        ),
     ),
 )

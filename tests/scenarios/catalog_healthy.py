@@ -11,7 +11,7 @@ misses were missed: CORPUS.md beside this file."""
 from __future__ import annotations
 
 from tests.scenarios.launch import ACCELERATE_ENV, ACCELERATE_LAUNCH
-from tests.scenarios.scenario import HEALTHY, Scenario
+from tests.scenarios.scenario import HEALTHY, JAXTF, Scenario
 from tests.scenarios.scenario import from_program as _s
 
 HEALTHY_CONTROLS: tuple[Scenario, ...] = (
@@ -373,5 +373,91 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         source="https://github.com/huggingface/transformers/issues/21116",
         first_try="right",
         blind=True,
+    ),
+    # --- round 12 (issue 30): JAX and TensorFlow jobs from public reports, written blind ------
+    # JAX: healthy: jit of a 450-step unrolled Python loop compiles for tens of seconds with no
+    # output, then runs 5 steps
+    _s(
+        "jx_healthy_long_compile",
+        HEALTHY,
+        round=12,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/jax-ml/jax/issues/2777",
+        first_try=("right: None / rank None / None:None / verdict completed: as expected"),
+    ),
+    # JAX: healthy: a step every ~3 s (slow host batch read), 8 steps
+    _s(
+        "jx_healthy_slow_steps",
+        HEALTHY,
+        round=12,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/jax-ml/jax/issues/1832",
+        first_try=("right: None / rank None / None:None / verdict completed: as expected"),
+        blind=True,
+    ),
+    # JAX: healthy: two jax.distributed processes on loopback (gloo), a cross-process all-gather
+    # every ~2 s, 8 steps
+    _s(
+        "jx_healthy_two_process",
+        HEALTHY,
+        round=12,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/jax-ml/jax/issues/22740",
+        first_try=("right: None / rank None / None:None / verdict completed: as expected"),
+    ),
+    # TensorFlow: healthy: model.fit over a PyDataset taking 0.6 s a batch, verbose=2 (one line per
+    # ~5 s epoch)
+    _s(
+        "tf_healthy_slow_fit",
+        HEALTHY,
+        round=12,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/keras-team/keras/issues/8595",
+        first_try=("right: None / rank None / None:None / verdict completed: as expected"),
+    ),
+    # TensorFlow: healthy: tf.function(jit_compile=True) over a 220-step unrolled loop traces and
+    # compiles for tens of seconds with no output
+    _s(
+        "tf_healthy_xla_compile",
+        HEALTHY,
+        round=12,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/57972",
+        first_try=("right: None / rank None / None:None / verdict completed: as expected"),
+        blind=True,
+    ),
+    # TensorFlow: healthy: tf.data map with a 1.5 s py_function per element, a step printed every
+    # ~1.5 s for 16 steps
+    _s(
+        "tf_healthy_slow_pipeline",
+        HEALTHY,
+        round=12,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/60747",
+        first_try=("right: None / rank None / None:None / verdict completed: as expected"),
     ),
 )

@@ -10,7 +10,7 @@ misses were missed: CORPUS.md beside this file."""
 
 from __future__ import annotations
 
-from tests.scenarios.scenario import Scenario
+from tests.scenarios.scenario import JAXTF, Scenario
 from tests.scenarios.scenario import from_program as _s
 
 HOST: tuple[Scenario, ...] = (
@@ -53,5 +53,41 @@ HOST: tuple[Scenario, ...] = (
             "process's address space against its RLIMIT_AS. In the third it failed with "
             "MemoryError, named host.memory_exhausted (HD301) with no culprit line"
         ),
+    ),
+    # --- round 12 (issue 30): JAX and TensorFlow jobs from public reports, written blind ------
+    # JAX: a dense 512k x 512k float32 bias (1 TiB) on the CPU backend: 'Out of memory allocating
+    # 1099511627776 bytes' (raised asynchronously at the next read)
+    _s(
+        "jx_cpu_oom",
+        "host.memory_exhausted",
+        round=12,
+        verdict="failed",
+        markers=("alloc",),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/jax-ml/jax/issues/22755",
+        first_try=(
+            "wrong: process.exception / rank None / jx_cpu_oom.py:25 / verdict failed: category process.exception, expected host.memory_exhausted"
+        ),
+    ),
+    # TensorFlow: a 2**28 x 1024 float32 embedding table on CPU: ResourceExhaustedError 'OOM when
+    # allocating tensor'
+    _s(
+        "tf_cpu_oom",
+        "host.memory_exhausted",
+        round=12,
+        verdict="failed",
+        markers=("alloc",),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/37029",
+        first_try=(
+            "wrong: process.exception / rank None / tf_cpu_oom.py:28 / verdict failed: category process.exception, expected host.memory_exhausted"
+        ),
+        blind=True,
     ),
 )

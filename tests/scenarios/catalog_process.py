@@ -980,4 +980,71 @@ PROCESS: tuple[Scenario, ...] = (
             "verdict hung: right line (the get), the with-block's terminate() not linked"
         ),
     ),
+    # --- round 12 (issue 30): JAX and TensorFlow jobs from public reports, written blind ------
+    # JAX: the pure_callback takes metrics_lock, which the training loop holds around the jitted
+    # step and its block_until_ready
+    _s(
+        "jx_pure_callback_lock",
+        "process.deadlock",
+        round=12,
+        markers=("callback-lock", "wait"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/jax-ml/jax/issues/24255",
+        first_try=(
+            "right: process.deadlock / rank None / jx_pure_callback_lock.py:17 / verdict hung: as expected"
+        ),
+        blind=True,
+    ),
+    # TensorFlow: a tf.py_function in dataset.map takes vocab_lock, which the main loop holds while
+    # it iterates the dataset
+    _s(
+        "tf_py_function_lock",
+        "process.deadlock",
+        round=12,
+        markers=("lock", "next"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/32454",
+        first_try=(
+            "wrong: process.unexplained / rank None / tf_py_function_lock.py:29 / verdict hung: category process.unexplained, expected process.deadlock"
+        ),
+    ),
+    # TensorFlow: a py_function CSV parser in dataset.map raises ValueError on a malformed line;
+    # model.fit re-raises it as InvalidArgumentError
+    _s(
+        "tf_map_raises",
+        "process.exception",
+        round=12,
+        verdict="failed",
+        markers=("raise", "fit"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/tensorflow/tensorflow/issues/33281",
+        first_try=(
+            "wrong: None / rank None / None:None / verdict hung: verdict hung, expected failed; category None, expected process.exception; location None:None, expected tf_map_raises.py:19"
+        ),
+    ),
+    # TensorFlow: Keras callback takes metrics_lock then upload_lock; the uploader thread takes
+    # them in the opposite order
+    _s(
+        "tf_callback_lock_order",
+        "process.deadlock",
+        round=12,
+        markers=("callback", "uploader"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        source="https://github.com/keras-team/keras/issues/10340",
+        first_try=(
+            "right: process.deadlock / rank None / tf_callback_lock_order.py:26 / verdict hung: as expected"
+        ),
+    ),
 )
