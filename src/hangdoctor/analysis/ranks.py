@@ -86,9 +86,25 @@ BACKWARD_ALL_REDUCE = "all_reduce"
 Signature = tuple[str | None, tuple[str, int] | None]
 
 
+# JAX's multi-process waits (issue 30): joining the job in `jax.distributed.initialize` (its
+# coordination service's rendezvous) and leaving it in `shutdown` (a barrier of every process),
+# and the host-side collectives of `jax.experimental.multihost_utils`.
+_JAX_WAITS = {
+    ("/jax/_src/distributed.py", "initialize"): "rendezvous",
+    ("/jax/_src/distributed.py", "shutdown"): "barrier",
+    ("/jax/experimental/multihost_utils.py", "process_allgather"): "all_gather",
+    ("/jax/experimental/multihost_utils.py", "sync_global_devices"): "barrier",
+    ("/jax/experimental/multihost_utils.py", "broadcast_one_to_all"): "broadcast",
+    ("/jax/experimental/multihost_utils.py", "assert_equal"): "all_gather",
+}
+
+
 def _framework_collective(frame: Frame) -> str | None:
     path = frame.file.replace("\\", "/")
     name = frame.function.split(".")[-1]
+    for (suffix, function), op in _JAX_WAITS.items():
+        if name == function and path.endswith(suffix):
+            return op
     if path.endswith(_DDP_FILE):
         return _DDP_WAITS.get(name)
     if _FSDP in path:

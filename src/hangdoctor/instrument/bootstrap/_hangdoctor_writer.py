@@ -9,6 +9,7 @@ DataLoader worker) writes nothing."""
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -156,13 +157,22 @@ def _note_own_io() -> None:
 
 def _learn_identity() -> None:
     """Read the rank and world size from the process group once it exists: however the job was
-    launched (mp.spawn, Lightning, `--rank` on a command line), the process then knows them."""
+    launched (mp.spawn, Lightning, `--rank` on a command line), the process then knows them.
+    A JAX process of a multi-process job knows them from `jax.distributed.initialize`, which
+    notes them before it connects (so a process stuck there has its rank too): read from its
+    state, never by calling JAX from this thread."""
     try:
         dist = probe.dist
         if _status.rank is None and dist is not None and dist.is_initialized():
             _status.rank = int(dist.get_rank())
             _status.world_size = int(dist.get_world_size())
             changed()
+        state = getattr(sys.modules.get("jax._src.distributed"), "global_state", None)
+        if _status.rank is None and state is not None:
+            rank, size = getattr(state, "process_id", None), getattr(state, "num_processes", None)
+            if type(rank) is int and type(size) is int and size > 1:
+                _status.rank, _status.world_size = rank, size
+                changed()
     except Exception:
         pass
 
