@@ -58,6 +58,16 @@ def _loop_frame(stacks: Sequence[tuple[Frame, ...]]) -> Frame | None:
     return None
 
 
+def _retries_in_a_while_loop(place: Frame | None) -> bool:
+    """Whether the user's line that the spinning library call was made from lies in a `while`
+    loop: a redraw or retry loop calling a short library function round and round (two samples
+    of `random.randrange` may well land on one line of it), not one long call of a library's
+    own. A `for` loop over data moves on; a `while` whose condition never changes does not."""
+    if place is None or not place.loops or len(place.loops) != len(place.loop_lines):
+        return False
+    return place.loops[-1].lstrip().startswith("while")
+
+
 def _progressed(job: JobView, pid: int) -> bool:
     """Whether the process took a step or a batch while it was sampled."""
     record = job.bundle.job
@@ -134,8 +144,10 @@ class BusyLoop(Rule):
         frames = stacks[-1]
         place = loop or innermost_user_frame(frames)
         innermost = next((f for f in frames if not f.native), None)
-        in_user_code = loop is not None or (
-            innermost is not None and origin(innermost) is Origin.USER
+        in_user_code = (
+            loop is not None
+            or (innermost is not None and origin(innermost) is Origin.USER)
+            or _retries_in_a_while_loop(place)
         )
         lines = sorted({f.line for s in stacks for f in s[:1]})
         where = short_location(place) if place else _("its current line")

@@ -1,0 +1,49 @@
+"""HD104 on a redraw loop: `while True:` calls a short library function round and round (a
+negative sampler drawing `random.randrange` until it finds an item the user has not seen). Two
+samples half a second apart may both land on the one library line, so the call chain looks the
+same in each; the user's line lies in a `while` loop, and that loop is what spins."""
+
+from __future__ import annotations
+
+from hangdoctor.analysis.job import JobView
+from hangdoctor.evidence import build as b
+from hangdoctor.evidence.model import ThreadEvidence
+from hangdoctor.rules.finding import Severity
+from hangdoctor.rules.process.busy_loop import BusyLoop
+
+
+def _spinning(cpu: float, loop: str) -> ThreadEvidence:
+    draw = b.frame(
+        "sampler.py", 37, "sample_neg", code="j = random.randrange(N_ITEMS)", loops=(loop,)
+    ).model_copy(update={"loop_lines": (36,)})
+    return b.thread(
+        90,
+        b.frame(f"{b.STDLIB}/random.py", 244, "Random._randbelow_with_getrandbits"),
+        b.frame(f"{b.STDLIB}/random.py", 323, "Random.randrange"),
+        draw,
+        b.frame("sampler.py", 60, "main"),
+        name="MainThread",
+        state="R",
+        cpu=cpu,
+        active=True,
+        owns_gil=True,
+    )
+
+
+def _severity(loop: str) -> Severity:
+    job = JobView(
+        b.bundle(
+            b.process(90, _spinning(10.0, loop)), later=[[b.process(90, _spinning(10.49, loop))]]
+        )
+    )
+    (finding,) = BusyLoop().check(job)
+    assert finding.culprit.location is not None and finding.culprit.location.line == 37
+    return finding.severity
+
+
+def test_a_while_loop_around_a_short_library_call_is_the_users_spin():
+    assert _severity("while True:") is Severity.ERROR
+
+
+def test_a_for_loop_in_one_long_library_call_stays_a_warning():
+    assert _severity("for record in records:") is Severity.WARNING
