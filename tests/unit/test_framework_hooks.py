@@ -212,3 +212,36 @@ def test_a_job_without_the_frameworks_loads_no_probe(tmp_path: Path) -> None:
         check=False,
     )
     assert done.stdout.strip() == "False"
+
+
+def test_a_jax_process_of_a_multi_process_job_knows_its_rank(tmp_path: Path) -> None:
+    """jax.distributed.initialize notes the process's id and the job's size before it connects
+    to the coordinator: a process stuck there has its rank too."""
+    status, _ = _job(
+        tmp_path,
+        """
+        import time, jax
+        from jax._src import distributed
+        distributed.global_state.process_id, distributed.global_state.num_processes = 1, 2
+        jax.jit(lambda x: x)(1)
+        time.sleep(1.5)  # the writer learns who it is on its round
+        """,
+    )
+    assert (status["rank"], status["world_size"]) == (1, 2)
+
+
+def test_a_tensorflow_worker_knows_its_rank_from_the_tf_config_it_set(tmp_path: Path) -> None:
+    status, _ = _job(
+        tmp_path,
+        """
+        import json, os, time
+        os.environ["TF_CONFIG"] = json.dumps({
+            "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"]},
+            "task": {"type": "worker", "index": 1},
+        })
+        import tensorflow as tf
+        tf.function(lambda: 1)()
+        time.sleep(1.5)
+        """,
+    )
+    assert (status["rank"], status["world_size"]) == (2, 3)

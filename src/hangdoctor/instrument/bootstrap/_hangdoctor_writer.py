@@ -9,6 +9,7 @@ DataLoader worker) writes nothing."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -173,8 +174,30 @@ def _learn_identity() -> None:
             if type(rank) is int and type(size) is int and size > 1:
                 _status.rank, _status.world_size = rank, size
                 changed()
+        if _status.rank is None and "tensorflow" in sys.modules:
+            identity = _tf_config_identity(os.environ.get("TF_CONFIG"))
+            if identity is not None:
+                _status.rank, _status.world_size = identity
+                changed()
     except Exception:
         pass
+
+
+def _tf_config_identity(text: str | None) -> tuple[int, int] | None:
+    """(rank, world size) of a TensorFlow multi-worker task from TF_CONFIG, which the job may
+    set in its own environment after it started (then /proc does not show it): the chief is
+    rank 0 and the workers follow it in their order."""
+    if not text:
+        return None
+    import json
+
+    config = json.loads(text)
+    cluster, task = config.get("cluster") or {}, config.get("task") or {}
+    chiefs, workers = len(cluster.get("chief") or ()), len(cluster.get("worker") or ())
+    kind, index = task.get("type"), task.get("index", 0)
+    if chiefs + workers < 2 or type(index) is not int or kind not in ("chief", "worker"):
+        return None
+    return (index if kind == "chief" else chiefs + index), chiefs + workers
 
 
 def _flush() -> None:
