@@ -11,7 +11,7 @@ same mechanism, and so are a `multiprocessing.Queue` and an `os.pipe` whose writ
 | dead, nobody | a lock, event, condition, queue, semaphore, barrier, join, file lock | process.deadlock |
 | dead, nobody | a pipe, FIFO or socket (multiprocessing's queues and pipes included) | process.blocked_io |
 | dead | a DataLoader's fetch, none of its workers left | data.worker_killed |
-| dead, nobody | anything, waited for by the training loop's input (a DataLoader, an iterator a `for` loop reads) | data.pipeline_stall |
+| dead, nobody | anything, waited for by the training loop's input (a DataLoader, an iterator a `for` loop reads, a tf.data pipeline's generator), anywhere on the chain | data.pipeline_stall |
 
 Users name a wait through a pipe by the pipe ("recv() hangs", "open() of a FIFO blocks"), and
 a wait on a lock by the lock, which is why the medium splits the first two rows. Rules of other
@@ -60,7 +60,9 @@ GENERIC = frozenset(
     }
 )
 
-_DATA_FILES = ("torch/utils/data/",)
+#: The input pipelines' own machinery: a thread inside one waits for the training loop's input
+#: (a DataLoader's fetch; tf.data running a generator or a `py_function`; Keras's data adapters).
+_DATA_FILES = ("torch/utils/data/", "tensorflow/python/data/", "keras/src/trainers/data_adapters/")
 
 
 def on_data_path(thread: ThreadEvidence) -> bool:
@@ -86,8 +88,7 @@ def sink_category(job: JobView, party: Party) -> Category | None:
         return None
     if chain.sink is Sink.DEAD and chain.end in graph.dead_loader_workers:
         return Category.DATA_WORKER_KILLED
-    thread = job.thread(*party)
-    if thread is not None and on_data_path(thread):
+    if any((t := job.thread(*p)) is not None and on_data_path(t) for p in chain.parties):
         return Category.DATA_PIPELINE_STALL
     last = _last_wait(graph, chain.end)
     if last is not None and last.kind in THROUGH_A_MEDIUM:

@@ -578,6 +578,41 @@ def _dataloader_edges(w: _Waiter) -> bool:
     return True
 
 
+#: Where TensorFlow runs the user's Python for a tf.data pipeline (`from_generator`,
+#: `py_function`, `numpy_function`): a thread of its own, called from its runtime.
+_TF_PY_FUNC = ("tensorflow/python/ops/script_ops.py", "FuncRegistry.__call__")
+#: Where a thread waits for TensorFlow's runtime to run a function or an op (native below).
+_TF_EXECUTE = ("tensorflow/python/eager/execute.py", "quick_execute")
+
+
+def _tf_pipeline_edges(w: _Waiter) -> bool:
+    """A thread waiting for TensorFlow to run a step (a `tf.function`, Keras's train step) in
+    a process where TensorFlow runs the user's Python for its input pipeline on threads of its
+    own: the step waits for the next element, which those threads produce. Not lasting: the
+    step's native wait is not seen, so it explains the wait and proves nothing."""
+    frames = python_frames(w.thread.python.frames if w.thread.python else ())
+    if not frames or not _in(frames[0], _TF_EXECUTE):
+        return False
+    producers = [
+        t
+        for t in w.process.threads
+        if t.tid != w.thread.tid
+        and any(_in(f, _TF_PY_FUNC) for f in python_frames(t.python.frames if t.python else ()))
+    ]
+    for producer in producers:
+        w.graph.add(
+            w.me,
+            (w.process.pid, producer.tid),
+            _("runs the user's code of the input pipeline that must produce the next element"),
+            lasting=False,
+        )
+    return bool(producers)
+
+
+def _in(frame: Frame, where: tuple[str, str]) -> bool:
+    return frame.file.replace("\\", "/").endswith(where[0]) and frame.function == where[1]
+
+
 def _outside_the_job(w: _Waiter) -> bool:
     """Waits that something outside the job ends: a person, a client, the device, time."""
     thread, kind = w.thread, w.wait.kind
@@ -629,6 +664,7 @@ _EDGE_FINDERS: tuple[Callable[[_Waiter], bool], ...] = (
     _poll_edges,
     _fifo_edges,
     _dataloader_edges,
+    _tf_pipeline_edges,
     _outside_the_job,
     _gil_edges,
 )
