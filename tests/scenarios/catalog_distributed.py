@@ -719,6 +719,9 @@ DISTRIBUTED: tuple[Scenario, ...] = (
     _s(
         "jx_rank_raise_shutdown",
         "distributed.rank_exited",
+        xfail=(
+            "known miss: distributed.uneven_inputs at jax's shutdown; process 1 raised and waits in its exit's shutdown barrier, which is not taken for a rank that exited"
+        ),
         round=12,
         markers=("raise", "allgather"),
         rank=1,
@@ -736,6 +739,7 @@ DISTRIBUTED: tuple[Scenario, ...] = (
     _s(
         "jx_allgather_vs_barrier",
         "distributed.collective_mismatch",
+        xfail=("blind-set miss, left untouched: distributed.straggler (rank 1) at the barrier"),
         round=12,
         markers=("allgather", "barrier"),
         rank=0,
@@ -788,6 +792,7 @@ DISTRIBUTED: tuple[Scenario, ...] = (
     _s(
         "tf_mwms_worker_missing",
         "distributed.rendezvous",
+        xfail=("blind-set miss, left untouched: native.blocked (rank 0) at the strategy's line"),
         round=12,
         markers=("strategy",),
         rank=0,
@@ -806,6 +811,9 @@ DISTRIBUTED: tuple[Scenario, ...] = (
     _s(
         "tf_mwms_worker_dies",
         "distributed.rank_exited",
+        xfail=(
+            "known miss: declared hung at the 10 s threshold before TensorFlow fails worker 0 itself (19 s), named process.deadlock at the launcher's wait, not worker 1's exit"
+        ),
         round=12,
         verdict="failed",
         markers=("raise", "allreduce"),

@@ -61,6 +61,7 @@ HOST: tuple[Scenario, ...] = (
         "jx_cpu_oom",
         "host.memory_exhausted",
         round=12,
+        lines=(25,),
         verdict="failed",
         markers=("alloc",),
         hang_timeout_s=10.0,

@@ -1003,6 +1003,9 @@ PROCESS: tuple[Scenario, ...] = (
     _s(
         "tf_py_function_lock",
         "process.deadlock",
+        xfail=(
+            "known miss: process.unexplained at the loop's line; the py_function thread waits for a lock the step's thread holds, and that step's native wait is not seen"
+        ),
         round=12,
         markers=("lock", "next"),
         hang_timeout_s=10.0,

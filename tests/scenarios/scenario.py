@@ -31,6 +31,9 @@ class Scenario:
     verdict: str = "hung"  # report.json verdict: hung, failed or completed
     rank: int | None = None  # culprit rank, checked when not None
     markers: tuple[str, ...] = ()  # `# HANG: label`s the culprit location may point at
+    # Lines the culprit may point at too, by number: where an expert accepted a line that the
+    # program, kept as it first ran, carries no marker on (JAX raises at the sync point).
+    lines: tuple[int, ...] = ()
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     hang_timeout_s: float = 3.0
@@ -93,7 +96,7 @@ class Scenario:
             if not found:
                 raise AssertionError(f"no '# HANG: {label}' marker in {self.program}")
             lines |= found
-        return frozenset(lines)
+        return frozenset(lines | set(self.lines))
 
     def command(self, python: str, port: int = 29500) -> list[str]:
         """The job's command line; `{port}` in the launcher's arguments becomes `port` (a free
