@@ -29,6 +29,7 @@ from hangdoctor.evidence import build as b
 from hangdoctor.evidence.model import (
     Bundle,
     JobRecord,
+    NodeClass,
     NodeSeen,
     NodesEvidence,
     ProcessEvidence,
@@ -37,6 +38,7 @@ from hangdoctor.evidence.model import (
 from hangdoctor.nodes.classes import reduce_to_classes
 from hangdoctor.nodes.compact import compact, pack, unpack
 from hangdoctor.nodes.merge import PeerCapture, merge
+from hangdoctor.nodes.node_classes import fold, node_shape
 from hangdoctor.nodes.tree import FAN_IN, levels
 from hangdoctor.pipeline import gc_paused
 from hangdoctor.rules.engine import run_rules
@@ -126,15 +128,29 @@ def synthetic_node(node: int, straggler: int) -> Bundle:
     return bundle.model_copy(update={"job": JobRecord(started_at=0.0, progress=tuple(statuses))})
 
 
-def _seen(nodes: range, lower: list[Bundle]) -> NodesEvidence:
-    known = [n for view in lower if view.nodes for n in view.nodes.nodes]
-    listed = {n.node for n in known}
-    known += [
-        NodeSeen(node=str(n), host=f"gpu{n:05d}", answered=True)
-        for n in nodes
-        if str(n) not in listed
-    ]
-    return NodesEvidence(this_node=str(nodes.start), expected=None, nodes=tuple(known))
+def _seen(nodes: range, lower: list[Bundle], level: int, job_nodes: int) -> NodesEvidence:
+    """The block's nodes as the exchange records them (`nodes.exchange`): at the first level
+    each capture as a node with the shape of its ranks, above it the views' nodes and node
+    classes; alike nodes folded into classes (`nodes.node_classes`)."""
+    if level == 1:
+        listed = [
+            NodeSeen(
+                node=str(n),
+                host=f"gpu{n:05d}",
+                ranks=tuple(range(n * RANKS_PER_NODE, (n + 1) * RANKS_PER_NODE)),
+                answered=True,
+                shape=node_shape(capture),
+            )
+            for n, capture in zip(nodes, lower, strict=True)
+        ]
+        classes: list[NodeClass] = []
+    else:
+        listed = [n for view in lower if view.nodes for n in view.nodes.nodes]
+        classes = [c for view in lower if view.nodes for c in view.nodes.classes]
+    folded, node_classes = fold(listed, classes, job_nodes)
+    return NodesEvidence(
+        this_node=str(nodes.start), expected=None, nodes=folded, classes=node_classes
+    )
 
 
 def tree_merge(own: Bundle, packed: list[bytes]) -> tuple[Bundle, list[float]]:
@@ -158,7 +174,8 @@ def tree_merge(own: Bundle, packed: list[bytes]) -> tuple[Bundle, list[float]]:
                 for i, view in enumerate(group[1:], start=1)
             ]
             nodes = range(first * span, min(len(packed), (first + FAN_IN) * span))
-            view = merge(group[0], f"gpu{first * span:05d}", peers, _seen(nodes, group))
+            seen = _seen(nodes, group, level, len(packed))
+            view = merge(group[0], f"gpu{first * span:05d}", peers, seen)
             out: Bundle | bytes = view if level == top or first == 0 else pack(view)
             merged_views.append(out)
             slowest = max(slowest, time.perf_counter() - started)

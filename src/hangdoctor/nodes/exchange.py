@@ -21,10 +21,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hangdoctor.evidence.model import Bundle, NodeSeen, NodesEvidence
+from hangdoctor.evidence.model import Bundle, NodeClass, NodeSeen, NodesEvidence
 from hangdoctor.nodes.board import Board
 from hangdoctor.nodes.compact import pack, unpack
 from hangdoctor.nodes.merge import PeerCapture, merge
+from hangdoctor.nodes.node_classes import fold, never_joined, node_shape
 from hangdoctor.nodes.tree import (
     FAN_IN,
     block,
@@ -206,12 +207,15 @@ class TreeExchange:
         ]
         received = self._receive(level, below)
         peers: list[PeerCapture] = []
+        answered: set[int] = set()
         for index, data in received.items():
             with contextlib.suppress(ValueError):
                 first = self._members_in(block_places(index, level - 1, self.fan_in))[0]
                 beat = self._beats.get(first, (None, 0.0))[0]
                 peers.append(PeerCapture(first, beat.host if beat else None, unpack(data)))
-        nodes = self._nodes_seen(level, view, below, peers)
+                answered.add(index)
+        silent = [index for index in below if index not in answered]
+        nodes = self._nodes_seen(level, view, silent, peers)
         return merge(view, self.me.host, peers, nodes)
 
     def _receive(self, level: int, below: list[int]) -> dict[int, bytes]:
@@ -238,46 +242,47 @@ class TreeExchange:
             time.sleep(POLL_S)
 
     def _nodes_seen(
-        self, level: int, view: Bundle, below: list[int], peers: list[PeerCapture]
+        self, level: int, view: Bundle, silent: list[int], peers: list[PeerCapture]
     ) -> NodesEvidence:
-        """Every node of this block as the exchange saw it: those below that sent their view
-        say which of theirs answered; a block that did not answer is listed node by node."""
-        seen: dict[str, NodeSeen] = {}
-        if view.nodes is not None:
-            seen |= {n.node: n for n in view.nodes.nodes}
-        else:
-            seen[self.me.node] = NodeSeen(
-                node=self.me.node,
-                host=self.me.host,
-                ranks=tuple(sorted(self.me.ranks)),
-                answered=True,
-                silent_s=0.0,
-            )
-        answered = {peer.node for peer in peers}
+        """Every node of this block as the exchange saw it: the views of the blocks below say
+        which of theirs answered (alike nodes as classes, `node_classes`); a block that did
+        not answer is listed node by node. Only the blocks that did not answer are walked, so
+        a level costs what its views hold, not what its nodes are."""
+        listed: list[NodeSeen] = []
+        classes: list[NodeClass] = []
         declared_by = self.me.node if self.me.declared else None
         if view.nodes is not None:
+            listed += view.nodes.nodes
+            classes += view.nodes.classes
             declared_by = declared_by or view.nodes.declared_by
+        else:
+            listed.append(self._answered(self.me.node, self.me.host, self.me.ranks, 0.0, view))
+        now = time.time()
         for peer in peers:
             if level > 1 and peer.bundle.nodes is not None:
-                seen |= {n.node: n for n in peer.bundle.nodes.nodes}
+                listed += peer.bundle.nodes.nodes
+                classes += peer.bundle.nodes.classes
                 declared_by = declared_by or peer.bundle.nodes.declared_by
-        now = time.time()
-        for index in below:
+            else:
+                beat = self._beats.get(peer.node, (None, 0.0))[0]
+                ranks, age = (beat.ranks, round(now - beat.at, 1)) if beat else ((), None)
+                listed.append(self._answered(peer.node, peer.host, ranks, age, peer.bundle))
+        for index in silent:
             for member in self._members_in(block_places(index, level - 1, self.fan_in)):
-                if member in seen:
-                    continue
                 # a node of this block is read (63 at most); those of a block above, as known
                 if level == 1:
                     self._beat(member)
                 looked = member in self._beats
                 beat = self._beats[member][0] if looked else None
-                seen[member] = NodeSeen(
-                    node=member,
-                    host=beat.host if beat else None,
-                    ranks=beat.ranks if beat else (),
-                    joined=beat is not None or not looked,  # never a beat: never joined
-                    answered=level == 1 and member in answered,
-                    silent_s=round(now - beat.at, 1) if beat else None,
+                listed.append(
+                    NodeSeen(
+                        node=member,
+                        host=beat.host if beat else None,
+                        ranks=beat.ranks if beat else (),
+                        joined=beat is not None or not looked,  # never a beat: never joined
+                        answered=False,
+                        silent_s=round(now - beat.at, 1) if beat else None,
+                    )
                 )
         top = level == levels(max(self._size(), 2), self.fan_in)
         if top and declared_by is None:
@@ -285,18 +290,32 @@ class TreeExchange:
                 value = self.board.get(f"declared/{self.epoch}")
                 declared_by = value.decode(errors="replace") if value else None
         expected = self.me.expected
-        if top and expected is not None and all(node.isdigit() for node in seen):
-            seen |= {
-                str(i): NodeSeen(node=str(i), joined=False)
-                for i in range(expected)
-                if str(i) not in seen
-            }
+        if top and expected is not None and all(n.node.isdigit() for n in listed):
+            absent, runs = never_joined(listed, classes, expected)
+            listed += absent
+            classes += runs
+        nodes, node_classes = fold(listed, classes, self._size())
         return NodesEvidence(
             this_node=self.me.node,
             expected=expected,
-            nodes=tuple(sorted(seen.values(), key=lambda n: node_order(n.node))),
+            nodes=tuple(sorted(nodes, key=lambda n: node_order(n.node))),
             declared_by=declared_by,
             transport=self.me.transport,
+            classes=node_classes,
+        )
+
+    @staticmethod
+    def _answered(
+        node: str, host: str | None, ranks: Sequence[int], silent_s: float | None, bundle: Bundle
+    ) -> NodeSeen:
+        """A node whose capture this level received, with the shape of its ranks."""
+        return NodeSeen(
+            node=node,
+            host=host,
+            ranks=tuple(sorted(ranks)),
+            answered=True,
+            silent_s=silent_s,
+            shape=node_shape(bundle),
         )
 
 

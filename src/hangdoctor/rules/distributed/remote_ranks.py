@@ -8,8 +8,9 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.rank_sets import spans_text
 from hangdoctor.analysis.ranks import rank_view
-from hangdoctor.evidence.model import NodesEvidence
+from hangdoctor.evidence.model import NodeClass, NodeSeen, NodesEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
@@ -32,19 +33,26 @@ def _absent_nodes(nodes: NodesEvidence, ranks: list[int]) -> str:
     hold `ranks` and are not in the merged view, as far as the session knows them."""
     absent = [n for n in nodes.nodes if not n.answered]
     holding = [n for n in absent if set(n.ranks) & set(ranks)] or [n for n in absent if not n.ranks]
-    if not holding:
+    words = [
+        _("nodes {nodes} ({count}), {why}", nodes=spans_text(c.nodes), count=c.count, why=_why(c))
+        for c in nodes.classes
+        if not c.answered
+    ][:4]
+    if not holding and not words:
         return _("nodes not in this view")
-    words = []
     for n in holding[:4]:
         host = f" ({n.host})" if n.host and n.host != n.node else ""
-        if not n.joined:
-            why = _("whose hangdoctor never joined")
-        elif n.silent_s is not None and n.silent_s >= 6:
-            why = _("whose hangdoctor stopped answering {seconds:.0f} s ago", seconds=n.silent_s)
-        else:
-            why = _("which sent no evidence in time")
-        words.append(_("node {node}{host}, {why}", node=n.node, host=host, why=why))
+        words.append(_("node {node}{host}, {why}", node=n.node, host=host, why=_why(n)))
     return "; ".join(words)
+
+
+def _why(n: NodeSeen | NodeClass) -> str:
+    """Why a node (or a class of alike nodes) is not in the view."""
+    if not n.joined:
+        return _("whose hangdoctor never joined")
+    if n.silent_s is not None and n.silent_s >= 6:
+        return _("whose hangdoctor stopped answering {seconds:.0f} s ago", seconds=n.silent_s)
+    return _("which sent no evidence in time")
 
 
 class RemoteRanks(Rule):
@@ -87,7 +95,7 @@ class RemoteRanks(Rule):
         nodes = job.bundle.nodes
         if nodes is not None:  # a view merged from several nodes: the missing ones are named
             here = _span(sorted(s.rank for s in alive))
-            count = sum(1 for n in nodes.nodes if n.answered)
+            count = nodes.answered
             where_words = _n(
                 "the {count} node in this view", "the {count} nodes in this view", count
             )
