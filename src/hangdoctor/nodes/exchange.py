@@ -37,8 +37,14 @@ from hangdoctor.nodes.tree import (
     sub_blocks,
 )
 
-#: How often a node looks again for what it waits for.
+#: How often a leader looks again for the captures or views it waits for.
 POLL_S = 0.25
+#: How often a node that leads nothing (most of them) looks for the job's view. Each look is a
+#: store request: a thousand nodes looking every quarter second kept a store on 2 cores busy.
+FOLLOW_S = 0.5
+#: How long a node's beat, once read, is taken as it was: whether a leader is alive is asked
+#: at every look, and a read each time cost two requests of every waiting node.
+BEAT_FRESH_S = 1.0
 #: How long after its last beat a node counts as gone.
 SILENT_S = 6.0
 #: How long the first level waits for the captures of nodes that are alive.
@@ -101,7 +107,8 @@ class TreeExchange:
         self.epoch = epoch
         self.fan_in = fan_in
         self.wait_s = EXCHANGE_S if wait_s is None else wait_s
-        self._beats: dict[str, tuple[Beat | None, float]] = {}  # member -> beat, when read
+        # member -> its beat, when it was read (monotonic), the wall clock then
+        self._beats: dict[str, tuple[Beat | None, float, float]] = {}
         self._places: list[int] = []
         self._member_at: dict[int, str] = {}
         self._place = 0
@@ -132,7 +139,7 @@ class TreeExchange:
                     return unpack(value)
             if time.monotonic() >= give_up:
                 return view
-            time.sleep(POLL_S)
+            time.sleep(FOLLOW_S)
 
     # who leads -------------------------------------------------------------------------------
     def _members(self) -> list[str]:
@@ -168,19 +175,21 @@ class TreeExchange:
 
     def _beat(self, member: str) -> Beat | None:
         known = self._beats.get(member)
-        if known is not None and time.monotonic() - known[1] < POLL_S:
+        if known is not None and time.monotonic() - known[1] < BEAT_FRESH_S:
             return known[0]
         beat = None
         with contextlib.suppress(Exception):
             beat = read_beat(self.board, member)
-        self._beats[member] = (beat, time.monotonic())
+        self._beats[member] = (beat, time.monotonic(), time.time())
         return beat
 
     def _alive(self, member: str) -> bool:
+        """Whether the member's beat was fresh when it was last read (at most `BEAT_FRESH_S`
+        ago): the age is taken at the read, so a cached beat does not age into silence."""
         if member == self.me.node:
             return True
         beat = self._beat(member)
-        return beat is not None and time.time() - beat.at < SILENT_S
+        return beat is not None and self._beats[member][2] - beat.at < SILENT_S
 
     # merging a level -------------------------------------------------------------------------
     def _deadline(self, level: int) -> float:
@@ -211,7 +220,7 @@ class TreeExchange:
         for index, data in received.items():
             with contextlib.suppress(ValueError):
                 first = self._members_in(block_places(index, level - 1, self.fan_in))[0]
-                beat = self._beats.get(first, (None, 0.0))[0]
+                beat = self._beats.get(first, (None, 0.0, 0.0))[0]
                 peers.append(PeerCapture(first, beat.host if beat else None, unpack(data)))
                 answered.add(index)
         silent = [index for index in below if index not in answered]
@@ -264,7 +273,7 @@ class TreeExchange:
                 classes += peer.bundle.nodes.classes
                 declared_by = declared_by or peer.bundle.nodes.declared_by
             else:
-                beat = self._beats.get(peer.node, (None, 0.0))[0]
+                beat = self._beats.get(peer.node, (None, 0.0, 0.0))[0]
                 ranks, age = (beat.ranks, round(now - beat.at, 1)) if beat else ((), None)
                 listed.append(self._answered(peer.node, peer.host, ranks, age, peer.bundle))
         for index in silent:
