@@ -85,16 +85,16 @@ class RemoteRanks(Rule):
         alive = view.alive
         if node is None or not view.elsewhere or not alive:
             return
-        if not all(s.in_collective for s in alive):
+        if not all(s.in_collective for s in alive.distinct()):
             return  # not every rank here waits in a collective: not what this rule matches
-        if len({(s.call, s.seq) for s in alive}) != 1:
+        if len({(s.call, s.seq) for s in alive.distinct()}) != 1:
             return
         remote = _span(view.elsewhere)
         here = f"{node.start}-{node.stop - 1}"
         where_words, nodes_words = _("this node"), _("run on other nodes")
         nodes = job.bundle.nodes
         if nodes is not None:  # a view merged from several nodes: the missing ones are named
-            here = _span(sorted(s.rank for s in alive))
+            here = spans_text(alive.spans())
             count = nodes.answered
             where_words = _n(
                 "the {count} node in this view", "the {count} nodes in this view", count
