@@ -80,6 +80,10 @@ def _counting_board(port: int, traffic: _Traffic) -> Any:
             traffic.add(1)
             return super().compare_set(key, expected, desired)
 
+        def add(self, key: str, amount: int) -> int:
+            traffic.add(1)
+            return super().add(key, amount)
+
         def members(self) -> list[str]:
             before = len(self._known)
             found = super().members()
@@ -139,7 +143,7 @@ def _agents(
         captured = time.time()
         capture = reduce_to_classes(synthetic_node(node, straggler))
         view = session.whole_job(epoch, capture)
-        answered = sum(1 for n in view.nodes.nodes if n.answered) if view.nodes else 0
+        answered = view.nodes.answered if view.nodes else 0  # node classes counted
         results[node] = (captured, time.time(), answered)
 
     threads = [threading.Thread(target=run, args=(s,)) for s in sessions]

@@ -39,6 +39,11 @@ class Board(Protocol):
         """Set `key` to `desired` if it holds `expected` ("" for absent); its value after."""
         ...
 
+    def add(self, key: str, amount: int) -> int:
+        """Add `amount` to the counter `key` (0 when absent); its value after. With 0, one
+        read of a count that many nodes move."""
+        ...
+
     def join(self, member: str) -> None: ...
 
     def members(self) -> list[str]: ...
@@ -74,6 +79,9 @@ class StoreBoard:
     def compare_set(self, key: str, expected: str, desired: str) -> str:
         value = self._store.compare_set(self._prefix + key, expected, desired)
         return bytes(value).decode(errors="replace")
+
+    def add(self, key: str, amount: int) -> int:
+        return int(self._store.add(self._prefix + key, amount))
 
     def join(self, member: str) -> None:
         index = int(self._store.add(self._prefix + "members", 1))
@@ -135,6 +143,19 @@ class DirectoryBoard:
             self.put(key, desired.encode())
             return desired
         return current
+
+    def add(self, key: str, amount: int) -> int:
+        """A counter as a folder of files, one a unit added (a file's creation is atomic on a
+        shared filesystem, a read-modify-write of one file is not)."""
+        folder = self._path(key)
+        for _ in range(amount):
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, _name = tempfile.mkstemp(dir=folder, prefix="unit-")
+            os.close(handle)
+        try:
+            return sum(1 for entry in folder.iterdir() if entry.name.startswith("unit-"))
+        except FileNotFoundError:
+            return 0
 
     def join(self, member: str) -> None:
         self.put(f"members/{member}", member.encode())
