@@ -46,7 +46,7 @@ FOLLOW_S = 0.5
 STALL_S = 1.0
 #: How long a node's beat, once read, is taken as it was: whether a leader is alive is asked
 #: at every look, and a read each time cost two requests of every waiting node.
-BEAT_FRESH_S = 1.0
+BEAT_FRESH_S = 2.0
 #: How long after its last beat a node counts as gone.
 SILENT_S = 6.0
 #: How long the first level waits for the captures of nodes that are alive.
