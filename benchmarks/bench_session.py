@@ -106,6 +106,11 @@ def _agents(
     from hangdoctor.nodes.classes import reduce_to_classes
     from hangdoctor.nodes.session import NodeSession, SessionPlan
 
+    straggler = total * RANKS_PER_NODE // 3
+    # What py-spy and /proc would read on each node, made before the hang (and before the
+    # memory is measured): on 2 cores, making 1,024 synthetic bundles at the hang (about a
+    # millisecond each) was itself much of the captures' spread, work a node does on its own.
+    read = {node: synthetic_node(node, straggler) for node in range(first, first + count)}
     baseline = _rss_bytes()
     traffic = _Traffic()
     sessions = []
@@ -130,7 +135,6 @@ def _agents(
     steady = (traffic.requests - steady_from) / STEADY_S
     exchange_from = (traffic.requests, traffic.sent, traffic.received)
     results: dict[int, tuple[float, float, int]] = {}
-    straggler = total * RANKS_PER_NODE // 3
 
     def run(session: NodeSession) -> None:
         node = int(session.plan.me)
@@ -145,7 +149,7 @@ def _agents(
                     time.sleep(TICK_S)  # as often as the supervisor's loop asks
             session.took(epoch)
         captured = time.time()
-        capture = reduce_to_classes(synthetic_node(node, straggler))
+        capture = reduce_to_classes(read[node])  # what the node sends is reduced here
         view = session.whole_job(epoch, capture)
         answered = view.nodes.answered if view.nodes else 0  # node classes counted
         results[node] = (captured, time.time(), answered)
