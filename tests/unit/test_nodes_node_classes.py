@@ -134,3 +134,12 @@ def test_the_culprit_node_is_named_and_listed_among_a_class_of_alike_nodes() -> 
     assert culprit is not None and (culprit.rank, culprit.node) == (straggler, "77")
     text = render_markdown(report)
     assert "0-76,78-255 (255 nodes alike)" in text and "| 77 | gpu00077 |" in text
+
+
+def test_a_node_whose_threads_share_a_name_with_and_without_python_has_a_shape() -> None:
+    """A launcher's thread seen by py-spy beside one of the same name it did not see: their
+    keys once failed to sort (None against a name), and the exchange lost the whole view."""
+    seen = b.thread(2, b.frame("run.py", 1, "main"), name="torchrun")
+    unseen = b.thread(3, name="torchrun", python=False)
+    launcher = b.process(1, seen, unseen, ppid=0)
+    assert node_shape(b.bundle(launcher)) is not None

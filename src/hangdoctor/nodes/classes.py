@@ -66,8 +66,10 @@ def _record_key(record: FlightRecord | None) -> tuple[object, ...] | None:
 
 
 def _threads_key(process: ProcessEvidence) -> tuple[object, ...]:
-    return tuple(
-        sorted(
+    # sorted by their text: a thread without a Python name beside one with a name of the same
+    # comm would not compare (None < str)
+    ordered = sorted(
+        (
             (
                 thread.comm or "",
                 thread.python.name if thread.python else None,
@@ -79,8 +81,10 @@ def _threads_key(process: ProcessEvidence) -> tuple[object, ...]:
                 ),
             )
             for thread in process.threads
-        )
+        ),
+        key=repr,
     )
+    return tuple(ordered)
 
 
 def class_key(

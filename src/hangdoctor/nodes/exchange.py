@@ -25,7 +25,7 @@ from hangdoctor.evidence.model import Bundle, NodeClass, NodeSeen, NodesEvidence
 from hangdoctor.nodes.board import Board
 from hangdoctor.nodes.compact import pack, unpack
 from hangdoctor.nodes.merge import PeerCapture, merge
-from hangdoctor.nodes.node_classes import fold, never_joined, node_shape
+from hangdoctor.nodes.node_classes import LISTED_NODES, fold, never_joined, node_shape
 from hangdoctor.nodes.tree import (
     FAN_IN,
     block,
@@ -296,7 +296,9 @@ class TreeExchange:
             classes += view.nodes.classes
             declared_by = declared_by or view.nodes.declared_by
         else:
-            listed.append(self._answered(self.me.node, self.me.host, self.me.ranks, 0.0, view))
+            listed.append(
+                self._answered(self.me.node, self.me.host, self.me.ranks, 0.0, self._shape(view))
+            )
         now = time.time()
         for peer in peers:
             if level > 1 and peer.bundle.nodes is not None:
@@ -306,7 +308,8 @@ class TreeExchange:
             else:
                 beat = self._beats.get(peer.node, (None, 0.0, 0.0))[0]
                 ranks, age = (beat.ranks, round(now - beat.at, 1)) if beat else ((), None)
-                listed.append(self._answered(peer.node, peer.host, ranks, age, peer.bundle))
+                shape = self._shape(peer.bundle)
+                listed.append(self._answered(peer.node, peer.host, ranks, age, shape))
         for index in silent:
             for member in self._members_in(block_places(index, level - 1, self.fan_in)):
                 # a node of this block is read (63 at most); those of a block above, as known
@@ -344,9 +347,19 @@ class TreeExchange:
             classes=node_classes,
         )
 
+    def _shape(self, capture: Bundle) -> str | None:
+        """The shape of a node's ranks (`node_classes`), in a job large enough to fold its
+        nodes; a capture it cannot be read from has none (the node is then listed)."""
+        if self._size() <= LISTED_NODES:
+            return None
+        try:
+            return node_shape(capture)
+        except Exception:
+            return None
+
     @staticmethod
     def _answered(
-        node: str, host: str | None, ranks: Sequence[int], silent_s: float | None, bundle: Bundle
+        node: str, host: str | None, ranks: Sequence[int], silent_s: float | None, shape: str | None
     ) -> NodeSeen:
         """A node whose capture this level received, with the shape of its ranks."""
         return NodeSeen(
@@ -355,7 +368,7 @@ class TreeExchange:
             ranks=tuple(sorted(ranks)),
             answered=True,
             silent_s=silent_s,
-            shape=node_shape(bundle),
+            shape=shape,
         )
 
 
