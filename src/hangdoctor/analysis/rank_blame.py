@@ -6,25 +6,32 @@ ranks' captured stacks; the cross-rank rules turn them into findings."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from hangdoctor.analysis.frames import Origin, origin
+from hangdoctor.analysis.rank_runs import RankStates
 from hangdoctor.analysis.ranks import RankState, RankView
 from hangdoctor.evidence.model import Frame, ThreadEvidence
 
 
-def odd_group(groups: list[list[RankState]]) -> list[RankState]:
+def _each(states: Sequence[RankState]) -> Sequence[RankState]:
+    """Each state once: a class's ranks (`rank_runs`) differ in nothing a group is judged by."""
+    return states.distinct() if isinstance(states, RankStates) else states
+
+
+def odd_group(groups: Sequence[Sequence[RankState]]) -> Sequence[RankState]:
     """The group to blame: the one whose ranks ran out of data first; else the smallest; among
     equals, the one whose call sits under an `if`, then the one whose own code asked for its
     collective most directly (a `barrier()` in a callback, rather than the gradient all-reduce
     every rank runs inside backward(), or a framework's per-step broadcast)."""
-    ran_out = max(groups, key=lambda g: min(s.ran_out_of_data for s in g))
+    ran_out = max(groups, key=lambda g: min(s.ran_out_of_data for s in _each(g)))
     if all(
-        min(s.ran_out_of_data for s in ran_out) > max(s.ran_out_of_data for s in g)
+        min(s.ran_out_of_data for s in _each(ran_out)) > max(s.ran_out_of_data for s in _each(g))
         for g in groups
         if g is not ran_out
     ):
         return ran_out
-    candidates = sorted(groups[1:] + groups[:1], key=len)
+    candidates = sorted([*groups[1:], *groups[:1]], key=len)
     smallest = [g for g in candidates if len(g) == len(candidates[0])]
     guarded = [g for g in smallest if rank_guard(g[0]) is not None]
     if len(guarded) == 1 or (guarded and len(guarded) < len(smallest)):
@@ -91,15 +98,17 @@ def rank_guard(state: RankState) -> tuple[Frame, str] | None:
     return None
 
 
-def split_groups(view: RankView) -> tuple[list[RankState], list[RankState]] | None:
-    waiting = [s for s in view.alive if s.in_collective]
+def split_groups(view: RankView) -> tuple[Sequence[RankState], Sequence[RankState]] | None:
+    """The ranks waiting in collectives split into the odd group and the rest, when they wait
+    in more than one place (groups of a class's ranks as runs: `rank_runs`)."""
+    waiting = view.alive.where(lambda s: s.in_collective)
     if len(waiting) < 2:
         return None
     groups = view.groups(waiting)
     if len(groups) < 2:
         return None
     odd = odd_group(groups)
-    rest = [s for g in groups if g is not odd for s in g]
+    rest = RankStates(run for g in groups if g is not odd for run in g.runs)
     return odd, rest
 
 
@@ -111,7 +120,7 @@ def user_frames(thread: ThreadEvidence | None) -> list[Frame]:
     )
 
 
-def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
+def left_loop(odd: Sequence[RankState], rest: Sequence[RankState]) -> str | None:
     """The header of the loop the others still run their collective in and the odd ranks have
     left, or None when they have not left it.
 
@@ -150,13 +159,13 @@ def left_loop(odd: list[RankState], rest: list[RankState]) -> str | None:
     return looping.loops[-1]
 
 
-def ran_out_first(odd: list[RankState], rest: list[RankState]) -> bool:
+def ran_out_first(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
     """Whether the odd ranks' DataLoaders ran out of data more often than the others': they
     finished their epoch while the others are still in it (instrumentation)."""
-    return min(s.ran_out_of_data for s in odd) > max(s.ran_out_of_data for s in rest)
+    return min(s.ran_out_of_data for s in _each(odd)) > max(s.ran_out_of_data for s in _each(rest))
 
 
-def is_uneven(odd: list[RankState], rest: list[RankState]) -> bool:
+def is_uneven(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
     """Whether the odd ranks have left the loop the others still run their collective in, or
     ran out of data before them."""
     return ran_out_first(odd, rest) or left_loop(odd, rest) is not None

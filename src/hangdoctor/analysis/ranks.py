@@ -8,7 +8,7 @@ i+1: sequence numbers can, so they win when both are there.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -16,6 +16,7 @@ from functools import cached_property
 from hangdoctor.analysis.desync import SAME_SIZE_OPS, DesyncOrigin, desync_origin
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.rank_runs import RankMap, RankStates, Run, as_rank
 from hangdoctor.analysis.roles import Role, world_size_of
 from hangdoctor.analysis.waits import IO_KINDS, WaitKind, describe_wait
 from hangdoctor.evidence.model import (
@@ -253,6 +254,7 @@ class RankView:
             if reported.rank is not None:
                 statuses.setdefault(reported.rank, reported)
         by_rank: dict[int, RankState] = {}
+        class_runs: list[Run] = []
         for process in job.processes:
             if job.role(process.pid) is not Role.RANK:
                 continue
@@ -278,15 +280,27 @@ class RankView:
                 distance=_distance(frames, site) if call else None,
             )
             # A process that stands for a class of ranks (`nodes.classes`) is where each of
-            # them is: they showed the same threads, progress and Flight Recorder.
-            for low, high in process.rank_class.ranks if process.rank_class else ():
+            # them is: they showed the same threads, progress and Flight Recorder. Held as runs
+            # of ranks (`rank_runs`), not stood up one by one.
+            if process.rank_class is not None and len(process.rank_class.ranks) > 0:
+                class_runs += [(low, high, state) for low, high in process.rank_class.ranks]
+        classes = RankMap(RankStates(class_runs)) if _apart(class_runs) else None
+        if classes is None:  # overlapping classes (not made by `nodes.classes`): rank by rank
+            for low, high, state in class_runs:
                 for member in range(low, high + 1):
-                    if member != rank:
-                        by_rank[member] = _as_rank(state, member)
+                    if member != state.rank:
+                        by_rank[member] = as_rank(state, member)
+            class_runs = []
         for rank, status in statuses.items():
-            if rank not in by_rank:  # reported progress once, not found alive now
+            if rank not in by_rank and (classes is None or rank not in classes):
+                # reported progress once, not found alive now
                 by_rank[rank] = RankState(rank, None, None, status, None, None, None)
-        self.ranks = dict(sorted(by_rank.items()))
+        singles = [
+            (rank, rank, state)
+            for rank, state in by_rank.items()
+            if classes is None or rank not in classes
+        ]
+        self.ranks = RankMap(RankStates([*class_runs, *singles]))
         #: The first collective number at which the ranks' Flight Recorders name different
         #: operations, and each rank's operation there: the mismatch, named by number.
         self.divergence: Divergence | None = None
@@ -301,9 +315,14 @@ class RankView:
         records = {
             r.rank: r for r in self.job.bundle.flight_records if r.rank is not None and r.entries
         }
-        alive = [s for s in self.ranks.values() if s.alive]
-        if not alive or any(s.rank not in records for s in alive):
+        living = self.all.where(lambda s: s.alive)
+        if not living or any(
+            any(r not in records for r in range(low, high + 1)) for low, high, _s in living.runs
+        ):
             return False
+        # Every live rank has its own record: rank by rank, as the records are.
+        by_rank = {s.rank: s for s in self.all}
+        alive = [s for s in living]
         group = records[alive[0].rank].entries[-1].process_group
         ops = {
             s.rank: {e.seq: e for e in records[s.rank].entries if e.process_group == group}
@@ -337,8 +356,14 @@ class RankView:
                 entry = at or (pending if isinstance(pending, CollectiveRecord) else last)
                 api = state.call if state.call not in (None, entry.op) else None
                 state = replace(state, call=entry.op, seq=entry.seq, api=api)
-            self.ranks[state.rank] = state
+            by_rank[state.rank] = state
+        self.ranks = RankMap(RankStates((r, r, state) for r, state in by_rank.items()))
         return True
+
+    @property
+    def all(self) -> RankStates:
+        """Every rank's state in rank order, a class's ranks as runs of one state."""
+        return self.ranks.states
 
     def _waits_elsewhere(self, state: RankState) -> bool:
         """The rank left its collectives and is now busy or waiting elsewhere: its
@@ -363,6 +388,12 @@ class RankView:
     def desync(self) -> DesyncOrigin | None:
         """Where the ranks' collectives first part, from the calls the instrumentation noted
         (see analysis/desync.py): often long before the place where they stopped."""
+        if not any(
+            s.status.collective_calls or s.status.collective_sites
+            for s in self.all.distinct()
+            if s.status is not None
+        ):
+            return None  # no rank noted a call: nothing to compare, however many ranks
         return desync_origin(
             {r: s.status.collective_calls for r, s in self.ranks.items() if s.status},
             {r: s.status.collective_sites for r, s in self.ranks.items() if s.status},
@@ -378,28 +409,22 @@ class RankView:
     def world_size(self) -> int | None:
         """The world size as the ranks' process groups reported it, else WORLD_SIZE in their
         environments (the most common value)."""
-        # Once per process: the ranks of a class (`nodes.classes`) share their process.
-        states = list(
-            {id(s.process) if s.process else id(s): s for s in self.ranks.values()}.values()
+        # Once a run: the ranks of a class (`nodes.classes`) share their process.
+        reported = self.all.count_by(
+            lambda s: s.status.world_size if s.status is not None else None
         )
-        weight = {id(s): _class_size(s) for s in states}
-        reported: Counter[int] = Counter()
-        for s in states:
-            if s.status is not None and s.status.world_size is not None:
-                reported[s.status.world_size] += weight[id(s)]
+        reported.pop(None, None)
         if reported:
             return reported.most_common(1)[0][0]
-        sizes: Counter[int] = Counter()
-        for s in states:
-            if s.process is not None and (size := world_size_of(s.process)) is not None:
-                sizes[size] += weight[id(s)]
+        sizes = self.all.count_by(lambda s: world_size_of(s.process) if s.process else None)
+        sizes.pop(None, None)
         return sizes.most_common(1)[0][0] if sizes else None
 
     @cached_property
     def on_this_node(self) -> range | None:
         """The ranks this node runs, when the job spans several nodes and the launcher said
         which (torchrun: GROUP_RANK x LOCAL_WORLD_SIZE); None for a one-node job."""
-        for state in self.ranks.values():
+        for state in self.all.distinct():
             environ = state.process.environ if state.process is not None else {}
             local, group = environ.get("LOCAL_WORLD_SIZE", ""), environ.get("GROUP_RANK", "")
             if local.isdigit() and group.isdigit() and self.world_size is not None:
@@ -421,7 +446,13 @@ class RankView:
         """Ranks below the world size that have no live process in the capture (here)."""
         if self.world_size is None:
             return []
-        return [r for r in range(self.world_size) if r not in self.ranks or not self.ranks[r].alive]
+        alive = self.all.where(lambda s: s.alive).spans()
+        missing: list[int] = []
+        at = 0
+        for low, high in [*alive, (self.world_size, self.world_size)]:
+            missing += range(at, min(low, self.world_size))
+            at = max(at, high + 1)
+        return missing
 
     @cached_property
     def partial(self) -> bool:
@@ -436,7 +467,7 @@ class RankView:
         not in the capture has ended."""
         if self.partial:
             return None
-        parents = {s.process.ppid for s in self.ranks.values() if s.process is not None}
+        parents = {s.process.ppid for s in self.all.distinct() if s.process is not None}
         return next(
             (
                 pid
@@ -478,33 +509,23 @@ class RankView:
         """Missing ranks that may be alive outside a capture that says it is partial."""
         return [r for r in self.missing if self.partial and r not in self.exited]
 
-    def groups(self, states: Sequence[RankState] | None = None) -> list[list[RankState]]:
-        """Ranks grouped by signature, largest group first."""
-        grouped: dict[Signature, list[RankState]] = defaultdict(list)
-        for state in states if states is not None else self.ranks.values():
-            grouped[state.signature].append(state)
-        return sorted(grouped.values(), key=lambda g: (-len(g), g[0].rank))
+    def groups(self, states: Sequence[RankState] | None = None) -> list[RankStates]:
+        """Ranks grouped by signature, largest group first (once a run: `rank_runs`)."""
+        grouped = RankStates.of(states if states is not None else self.all).by(
+            lambda s: s.signature
+        )
+        return sorted(grouped.values(), key=lambda g: (-len(g), g.first_rank() or 0))
 
     @cached_property
-    def alive(self) -> list[RankState]:
+    def alive(self) -> RankStates:
         """Ranks whose process is alive."""
-        return [s for s in self.ranks.values() if s.alive]
+        return self.all.where(lambda s: s.alive)
 
 
-def _as_rank(state: RankState, rank: int) -> RankState:
-    """The same state for another rank of its class (`dataclasses.replace` re-runs __init__,
-    too slow for 131,072 ranks)."""
-    twin = object.__new__(RankState)
-    twin.__dict__.update(state.__dict__)
-    twin.__dict__["rank"] = rank
-    return twin
-
-
-def _class_size(state: RankState) -> int:
-    """How many ranks a state's process stands for (1 outside a job analysed by class)."""
-    if state.process is None or state.process.rank_class is None:
-        return 1
-    return max(1, sum(high - low + 1 for low, high in state.process.rank_class.ranks))
+def _apart(runs: Sequence[Run]) -> bool:
+    """Whether runs of ranks never overlap (as the classes of `nodes.classes` do not)."""
+    ordered = sorted((low, high) for low, high, _state in runs)
+    return all(a[1] < b[0] for a, b in itertools.pairwise(ordered))
 
 
 def _pending(
@@ -557,8 +578,15 @@ def rank_view(job: JobView) -> RankView:
 
 def rank_list(states: Sequence[RankState], limit: int = 8) -> str:
     """`ranks 0, 2, 3` (shortened for large jobs)."""
-    ranks = sorted(s.rank for s in states)
+    if isinstance(states, RankStates):  # a class's ranks as runs: the first few, counted
+        count = len(states)
+        ranks = list(
+            itertools.islice((r for lo, hi in states.spans() for r in range(lo, hi + 1)), limit)
+        )
+    else:
+        ranks = sorted(s.rank for s in states)
+        count = len(ranks)
     shown = ", ".join(map(str, ranks[:limit]))
-    if len(ranks) > limit:
-        shown = _("{ranks} and {more} more", ranks=shown, more=len(ranks) - limit)
-    return _n("rank {ranks}", "ranks {ranks}", len(ranks), ranks=shown)
+    if count > limit:
+        shown = _("{ranks} and {more} more", ranks=shown, more=count - limit)
+    return _n("rank {ranks}", "ranks {ranks}", count, ranks=shown)

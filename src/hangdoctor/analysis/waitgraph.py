@@ -31,6 +31,7 @@ from hangdoctor.analysis.frames import (
 )
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import lock_holds, lock_wait
+from hangdoctor.analysis.rank_runs import as_rank
 from hangdoctor.analysis.ranks import RankState, rank_view
 from hangdoctor.analysis.roles import Role
 from hangdoctor.analysis.thread_waits import (
@@ -823,9 +824,9 @@ def _rank_edges(job: JobView, graph: WaitGraph) -> None:
     view = rank_view(job)
     # One state per party: the ranks of a class (`nodes.classes`) share their process.
     parties: dict[Party, RankState] = {}
-    for state in view.ranks.values():
+    for low, _high, state in view.all.runs:  # once a run, as its lowest rank
         if state.process is not None and state.thread is not None:
-            parties.setdefault((state.process.pid, state.thread.tid), state)
+            parties.setdefault((state.process.pid, state.thread.tid), as_rank(state, low))
     states = list(parties.values())
     outside = [s for s in states if not s.in_collective]
     inside: dict[tuple[object, object], list[RankState]] = {}

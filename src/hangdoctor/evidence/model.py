@@ -696,6 +696,30 @@ class NodeSeen(Evidence):
     silent_s: float | None = Field(
         default=None, description="seconds since its hangdoctor was last heard from"
     )
+    shape: str | None = Field(
+        default=None,
+        description="what its ranks showed, as a digest of their classes (`nodes.classes`): "
+        "nodes of the same shape are alike",
+    )
+
+
+class NodeClass(Evidence):
+    """Nodes of a large job that are alike (`nodes.node_classes`): the same classes of ranks,
+    the same state in the session. One entry for thousands of nodes, as a class of ranks is."""
+
+    nodes: tuple[tuple[int, int], ...] = Field(description="their node ranks, as inclusive ranges")
+    count: int = Field(description="how many nodes")
+    shape: str | None = Field(default=None, description="what their ranks showed (NodeSeen.shape)")
+    host: str | None = Field(default=None, description="the host of its first node")
+    last_host: str | None = Field(default=None, description="the host of its last node")
+    ranks: tuple[tuple[int, int], ...] = Field(
+        default=(), description="the ranks their hangdoctors saw, as inclusive ranges"
+    )
+    joined: bool = True
+    answered: bool = False
+    silent_s: float | None = Field(
+        default=None, description="the longest any of them was not heard from, in seconds"
+    )
 
 
 class NodesEvidence(Evidence):
@@ -713,12 +737,27 @@ class NodesEvidence(Evidence):
         description="nodes that answered and hold no culprit, left out of the list in a report "
         "of a large job (counted, not listed)",
     )
+    classes: tuple[NodeClass, ...] = Field(
+        default=(),
+        description="a large job's nodes that are alike, as classes with their node ranges; "
+        "`nodes` then lists only the others (the outliers) one by one",
+    )
+
+    @property
+    def count(self) -> int:
+        """How many nodes this record accounts for: listed, in classes, or counted."""
+        return len(self.nodes) + sum(c.count for c in self.classes) + self.omitted
+
+    @property
+    def answered(self) -> int:
+        """How many nodes sent their evidence for this hang."""
+        listed = sum(1 for n in self.nodes if n.answered)
+        return listed + sum(c.count for c in self.classes if c.answered) + self.omitted
 
     @property
     def partial(self) -> bool:
         """Whether some node of the job is not in the merged view."""
-        answered = sum(1 for n in self.nodes if n.answered) + self.omitted
-        return answered < max(self.expected or 0, len(self.nodes) + self.omitted)
+        return self.answered < max(self.expected or 0, self.count)
 
 
 class RasRank(Evidence):

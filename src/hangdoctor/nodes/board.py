@@ -24,6 +24,9 @@ from typing import Any, Protocol
 
 #: How long one store operation may take before it gives up (a node gone, a partition).
 STORE_TIMEOUT_S = 5.0
+#: What `StoreBoard.get` expects a key to hold, and so hears back for an absent key.
+_ABSENT = "\x00hangdoctor:absent\x00"
+_ABSENT_BYTES = _ABSENT.encode()
 
 
 class Board(Protocol):
@@ -37,6 +40,11 @@ class Board(Protocol):
 
     def compare_set(self, key: str, expected: str, desired: str) -> str:
         """Set `key` to `desired` if it holds `expected` ("" for absent); its value after."""
+        ...
+
+    def add(self, key: str, amount: int) -> int:
+        """Add `amount` to the counter `key` (0 when absent); its value after. With 0, one
+        read of a count that many nodes move."""
         ...
 
     def join(self, member: str) -> None: ...
@@ -65,15 +73,19 @@ class StoreBoard:
         self._store.set(self._prefix + key, value)
 
     def get(self, key: str) -> bytes | None:
-        full = self._prefix + key
-        if not self._store.check([full]):
-            return None
-        value = self._store.get(full)
-        return bytes(value)
+        # One request, not two (`check`, then `get`): a compare-and-set whose expected value
+        # is one no key holds answers the value, or that value where the key is absent (c10d
+        # creates a key only when the expected value is empty). A thousand nodes reading beats
+        # and the job's view made half their requests in `check`.
+        value = bytes(self._store.compare_set(self._prefix + key, _ABSENT, _ABSENT))
+        return None if value == _ABSENT_BYTES else value
 
     def compare_set(self, key: str, expected: str, desired: str) -> str:
         value = self._store.compare_set(self._prefix + key, expected, desired)
         return bytes(value).decode(errors="replace")
+
+    def add(self, key: str, amount: int) -> int:
+        return int(self._store.add(self._prefix + key, amount))
 
     def join(self, member: str) -> None:
         index = int(self._store.add(self._prefix + "members", 1))
@@ -135,6 +147,19 @@ class DirectoryBoard:
             self.put(key, desired.encode())
             return desired
         return current
+
+    def add(self, key: str, amount: int) -> int:
+        """A counter as a folder of files, one a unit added (a file's creation is atomic on a
+        shared filesystem, a read-modify-write of one file is not)."""
+        folder = self._path(key)
+        for _ in range(amount):
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, _name = tempfile.mkstemp(dir=folder, prefix="unit-")
+            os.close(handle)
+        try:
+            return sum(1 for entry in folder.iterdir() if entry.name.startswith("unit-"))
+        except FileNotFoundError:
+            return 0
 
     def join(self, member: str) -> None:
         self.put(f"members/{member}", member.encode())

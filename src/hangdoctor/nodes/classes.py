@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from hangdoctor.analysis.rank_sets import rank_ranges, union_ranges
+from hangdoctor.analysis.rank_sets import union_ranges
 from hangdoctor.evidence.model import (
     Bundle,
     FlightRecord,
@@ -66,8 +66,10 @@ def _record_key(record: FlightRecord | None) -> tuple[object, ...] | None:
 
 
 def _threads_key(process: ProcessEvidence) -> tuple[object, ...]:
-    return tuple(
-        sorted(
+    # sorted by their text: a thread without a Python name beside one with a name of the same
+    # comm would not compare (None < str)
+    ordered = sorted(
+        (
             (
                 thread.comm or "",
                 thread.python.name if thread.python else None,
@@ -79,8 +81,10 @@ def _threads_key(process: ProcessEvidence) -> tuple[object, ...]:
                 ),
             )
             for thread in process.threads
-        )
+        ),
+        key=repr,
     )
+    return tuple(ordered)
 
 
 def class_key(
@@ -106,7 +110,7 @@ def class_key(
 @dataclass
 class _Class:
     kept: ProcessEvidence
-    ranks: list[int] = field(default_factory=list)
+    ranks: list[tuple[int, int]] = field(default_factory=list)  # ranges, never expanded
     size: int = 0
     node_names: set[str] = field(default_factory=set)
     nodes_of_classes: int = 0  # nodes of the classes already reduced that folded into it
@@ -158,7 +162,7 @@ def reduce_to_classes(bundle: Bundle) -> Bundle:
             found = classes[key] = _Class(kept=process)
         kept_of[process.pid] = found.kept.pid
         if known is not None:
-            found.ranks += [r for low, high in known.ranks for r in range(low, high + 1)]
+            found.ranks += known.ranks
             found.size += known.size
             found.nodes_of_classes += known.nodes
         else:
@@ -168,7 +172,7 @@ def reduce_to_classes(bundle: Bundle) -> Bundle:
                 rank = served.get(process.ppid)
             if rank is not None:
                 served[process.pid] = rank
-                found.ranks.append(rank)
+                found.ranks.append((rank, rank))
             found.size += 1
             found.node_names.add(process.node or "")
     kept_pids = {c.kept.pid for c in classes.values()}
@@ -179,7 +183,7 @@ def reduce_to_classes(bundle: Bundle) -> Bundle:
         rank_class = RankClass(
             key=key,
             size=found.size,
-            ranks=rank_ranges(found.ranks),
+            ranks=union_ranges(found.ranks),
             nodes=max(1, len(found.node_names) + found.nodes_of_classes),
         )
         processes.append(process.model_copy(update={"rank_class": rank_class, "ppid": ppid}))

@@ -25,6 +25,7 @@ from hangdoctor.evidence.model import (
 )
 from hangdoctor.i18n import _
 from hangdoctor.nodes.classes import by_class, fold_bundles, reduce_to_classes
+from hangdoctor.nodes.node_classes import node_spans
 
 #: Above Linux's largest pid_max (4194304): a renumbered pid never meets a real one.
 PID_SPACE = 2**22
@@ -182,8 +183,11 @@ def merge(
     errors = [e for e in errors if not (e.probe == "nodes" and e.kind == "partial")]
     if nodes.partial:
         absent = [n.node for n in nodes.nodes if not n.answered]
-        missing = (nodes.expected or 0) - len(nodes.nodes)
-        parts = [_("node {node}", node=n) for n in absent]
+        missing = (nodes.expected or 0) - nodes.count
+        parts = [
+            _("nodes {nodes}", nodes=node_spans(c.nodes)) for c in nodes.classes if not c.answered
+        ]
+        parts += [_("node {node}", node=n) for n in absent]
         if missing > 0:
             parts.append(_("{count} node(s) that never joined", count=missing))
         errors.append(

@@ -5,7 +5,9 @@ moment and each diagnoses the whole job from everyone's evidence.
 On the board, node N writes only its own keys:
 - `member/...` once (the board's `join`), `beat/N` every second: its host, ranks, the time;
 - `epoch`: the job-wide hang number, moved on by whichever node declares a hang first (an
-  atomic compare-and-set, so nodes that declare at the same moment agree on one hang);
+  atomic compare-and-set, so nodes that declare at the same moment agree on one hang), and
+  `hang/E` then, the key the others watch: whether the next hang's key exists is one request,
+  where reading the number was two once it existed; nobody watches during an exchange;
 - at a hang, its capture, and the views of the blocks of nodes it leads in the merge tree
   (`exchange`, `tree`): each node's capture travels once to its block's leader, no node reads
   more than 64 captures or views, and the whole job's view (`merged/E`) once to each node.
@@ -29,6 +31,10 @@ from hangdoctor.nodes.exchange import POLL_S, Me, TreeExchange, own_view
 
 #: How often a node says it is alive (after `exchange.SILENT_S` without a word it is gone).
 BEAT_S = 1.0
+#: How often a node looks for a hang another declared: one store request a look (whether
+#: `hang/E+1` exists), so a thousand nodes make two thousand a second, not four thousand; a
+#: hang is heard of within half a second, inside the second the captures may spread over.
+WATCH_S = 0.5
 #: Between tries to reach the board while it is not there yet (the job's store starts with it).
 CONNECT_RETRY_S = 1.0
 
@@ -58,6 +64,7 @@ class NodeSession:
         self._handled = 0  # the last hang epoch this node captured
         self._seen_epoch = 0
         self._declared_here: set[int] = set()
+        self._exchanging = threading.Event()  # no watching for the next hang meanwhile
         self._pending_peer: int | None = None
         self._thread = threading.Thread(target=self._run, name="hangdoctor-nodes", daemon=True)
         self.problem: str | None = None  # why the board could not be reached, for the report
@@ -95,7 +102,8 @@ class NodeSession:
         if board is not None:
             done: list[int] = []
             worker = threading.Thread(
-                target=lambda: done.append(_raise_epoch(board, self._handled)), daemon=True
+                target=lambda: done.append(_raise_epoch(board, self._handled, self.plan.me)),
+                daemon=True,
             )
             worker.start()
             worker.join(timeout_s)
@@ -130,10 +138,13 @@ class NodeSession:
         board = self._board
         if board is None:
             return own_view(bundle, me, self.problem)
+        self._exchanging.set()
         try:
             return TreeExchange(board, me, epoch).whole_job(bundle)
         except Exception as error:  # the board went away mid-exchange
             return own_view(bundle, me, f"{type(error).__name__}: {error}")
+        finally:
+            self._exchanging.clear()
 
     def finish(self, epoch: int, wait_s: float = 5.0) -> None:
         """Say this node has what it needs of hang `epoch`, and wait (at most `wait_s`) until
@@ -165,21 +176,32 @@ class NodeSession:
         board = self._connect()
         if board is None:
             return
-        next_beat = 0.0
+        next_beat = next_watch = 0.0
+        with contextlib.suppress(Exception):
+            self._heard(_epoch(board))  # a hang declared before this node joined
         while not self._stop.is_set():
             now = time.monotonic()
             with contextlib.suppress(Exception):
                 if now >= next_beat:
+                    next_beat = now + BEAT_S
                     beat = {"host": self.plan.host, "ranks": list(self._ranks()), "at": time.time()}
                     board.put(f"beat/{self.plan.me}", json.dumps(beat).encode())
-                    next_beat = now + BEAT_S
-                epoch = _epoch(board)
-                if epoch > self._seen_epoch:
-                    self._seen_epoch = epoch
-                    if epoch > self._handled and epoch not in self._declared_here:
-                        with self._lock:
-                            self._pending_peer = epoch
-            self._stop.wait(POLL_S)
+                if now >= next_watch:
+                    next_watch = now + WATCH_S
+                    while (
+                        not self._exchanging.is_set()
+                        and board.get(f"hang/{self._seen_epoch + 1}") is not None
+                    ):
+                        self._heard(self._seen_epoch + 1)
+            self._stop.wait(max(0.01, min(next_beat, next_watch) - time.monotonic()))
+
+    def _heard(self, epoch: int) -> None:
+        """Hang `epoch` is declared on the board: a peer's, unless this node declared it."""
+        if epoch > self._seen_epoch:
+            self._seen_epoch = epoch
+            if epoch > self._handled and epoch not in self._declared_here:
+                with self._lock:
+                    self._pending_peer = epoch
 
     def _connect(self) -> Board | None:
         while not self._stop.is_set():
@@ -205,13 +227,16 @@ def _epoch(board: Board) -> int:
         return 0
 
 
-def _raise_epoch(board: Board, handled: int) -> int:
-    """Move the job-wide epoch past `handled` unless a peer already did; the epoch in force."""
+def _raise_epoch(board: Board, handled: int, me: str) -> int:
+    """Move the job-wide epoch past `handled` unless a peer already did, and say so where the
+    others watch (`hang/E`); the epoch in force."""
     current = _epoch(board)
     if current > handled:
         return current
     after = board.compare_set("epoch", str(current) if current else "", str(current + 1))
     try:
-        return int(after)
+        epoch = int(after)
     except ValueError:
-        return current + 1
+        epoch = current + 1
+    board.put(f"hang/{epoch}", me.encode())
+    return epoch

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from hangdoctor.analysis.rank_sets import spans_text
+from hangdoctor.evidence.model import NodeClass, NodeSeen
 from hangdoctor.i18n import N_, _, _n
 from hangdoctor.report.model import Report
 from hangdoctor.report.render_stack_tree import stack_tree_section
@@ -188,18 +189,11 @@ def _nodes(report: Report) -> list[str]:
         lines += [_("**Partial view:** some nodes of the job are not in it."), ""]
     lines += [_("Met through {transport}.", transport=nodes.transport) if nodes.transport else ""]
     lines += ["", _("| node | host | ranks | in this report |"), "|---|---|---|---|"]
-    for node in nodes.nodes:
-        if not node.joined:
-            state = _("no: its hangdoctor never joined")
-        elif node.answered:
-            state = _("yes")
-        elif node.silent_s is not None and node.silent_s >= 6:
-            state = _("no: silent for {seconds:.0f} s", seconds=node.silent_s)
-        else:
-            state = _("no: it sent no evidence in time")
-        ranks = ", ".join(map(str, node.ranks)) if node.ranks else ""
-        here = _(" (this node)") if node.node == nodes.this_node else ""
-        lines.append(f"| {node.node}{here} | {node.host or ''} | {ranks} | {state} |")
+    rows = sorted(
+        [(_order(n.node), _node_row(n, nodes.this_node)) for n in nodes.nodes]
+        + [((0, c.nodes[0][0], ""), _class_row(c, nodes.this_node)) for c in nodes.classes]
+    )
+    lines += [row for _order, row in rows]
     if nodes.omitted:
         lines += [
             "",
@@ -209,6 +203,43 @@ def _nodes(report: Report) -> list[str]:
             ),
         ]
     return [*lines, ""]
+
+
+def _order(node: str) -> tuple[int, int, str]:
+    """Numbered nodes first, by number; then named ones (as `nodes.tree.node_order`)."""
+    return (0, int(node), "") if node.isdigit() else (1, 0, node)
+
+
+def _node_state(node: NodeSeen | NodeClass) -> str:
+    if not node.joined:
+        return _("no: its hangdoctor never joined")
+    if node.answered:
+        return _("yes")
+    if node.silent_s is not None and node.silent_s >= 6:
+        return _("no: silent for {seconds:.0f} s", seconds=node.silent_s)
+    return _("no: it sent no evidence in time")
+
+
+def _node_row(node: NodeSeen, this_node: str) -> str:
+    ranks = ", ".join(map(str, node.ranks)) if node.ranks else ""
+    here = _(" (this node)") if node.node == this_node else ""
+    return f"| {node.node}{here} | {node.host or ''} | {ranks} | {_node_state(node)} |"
+
+
+def _class_row(found: NodeClass, this_node: str) -> str:
+    """Alike nodes (`nodes.node_classes`) in one row: their ranges, how many, first and last
+    host, their ranks' ranges."""
+    here = ""
+    if this_node.isdigit() and any(low <= int(this_node) <= high for low, high in found.nodes):
+        here = _(" (this node among them)")
+    nodes = _n(
+        "{nodes} ({count} node alike)",
+        "{nodes} ({count} nodes alike)",
+        found.count,
+        nodes=spans_text(found.nodes),
+    )
+    hosts = " … ".join(h for h in (found.host, found.last_host) if h)
+    return f"| {nodes}{here} | {hosts} | {spans_text(found.ranks)} | {_node_state(found)} |"
 
 
 def _job_phase(report: Report) -> list[str]:

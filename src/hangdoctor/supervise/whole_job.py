@@ -32,13 +32,13 @@ def whole_job(
     if merged.nodes is not None:
         nodes = merged.nodes.model_copy(update={"this_node": session.plan.me})
         merged = merged.model_copy(update={"nodes": nodes})
-        got = sum(1 for n in nodes.nodes if n.answered)
+        got = nodes.answered
         say(
             _n(
                 "the whole job: evidence of {count} node of {nodes}",
                 "the whole job: evidence of {count} nodes of {nodes}",
                 got,
-                nodes=len(nodes.nodes),
+                nodes=nodes.count,
             )
         )
     if ending_job:

@@ -4,6 +4,8 @@ examples' evidence is in `examples.toml`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.ranks import RankState, rank_list
 from hangdoctor.evidence.model import Frame
@@ -12,7 +14,7 @@ from hangdoctor.rules.finding import Culprit, Location
 from hangdoctor.rules.helpers import at, culprit
 
 
-def describe_group(states: list[RankState]) -> str:
+def describe_group(states: Sequence[RankState]) -> str:
     """`ranks 0, 1 wait in all_reduce #12 at train.py:50 in train`."""
     first = states[0]
     fields = {"ranks": rank_list(states), "doing": first.doing, "where": at(first.site)}

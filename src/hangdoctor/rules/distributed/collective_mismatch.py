@@ -106,10 +106,10 @@ class CollectiveMismatch(Rule):
             split = _apart_from(view, origin)
         if split is None or (origin is None and is_uneven(*split)):
             return
+        odd, rest = list(split[0]), list(split[1])  # it fires: rank by rank from here
         if origin is not None and origin.rank in view.ranks:
-            yield self._from_origin(job, origin, split)
+            yield self._from_origin(job, origin, (odd, rest))
             return
-        odd, rest = split
         state = odd[0]
         site = state.site
         where = short_location(site) if site else _("its call site")

@@ -78,9 +78,10 @@ class GroupCreationMismatch(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
-        states = [s for s in view.alive if s.status is not None]
-        if len(states) < 2 or not any(_waits_creating(s) for s in states):
+        living = view.alive.where(lambda s: s.status is not None)
+        if len(living) < 2 or not any(_waits_creating(s) for s in living.distinct()):
             return
+        states = list(living)  # a rank creates a group: rank by rank from here
         counts = {s.rank: s.status.groups_created for s in states if s.status is not None}
         if len(set(counts.values())) < 2:
             return

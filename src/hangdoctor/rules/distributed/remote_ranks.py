@@ -8,8 +8,9 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.rank_sets import spans_text
 from hangdoctor.analysis.ranks import rank_view
-from hangdoctor.evidence.model import NodesEvidence
+from hangdoctor.evidence.model import NodeClass, NodeSeen, NodesEvidence
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
@@ -31,19 +32,26 @@ def _absent_nodes(nodes: NodesEvidence, ranks: list[int]) -> str:
     hold `ranks` and are not in the merged view, as far as the session knows them."""
     absent = [n for n in nodes.nodes if not n.answered]
     holding = [n for n in absent if set(n.ranks) & set(ranks)] or [n for n in absent if not n.ranks]
-    if not holding:
+    words = [
+        _("nodes {nodes} ({count}), {why}", nodes=spans_text(c.nodes), count=c.count, why=_why(c))
+        for c in nodes.classes
+        if not c.answered
+    ][:4]
+    if not holding and not words:
         return _("nodes not in this view")
-    words = []
     for n in holding[:4]:
         host = f" ({n.host})" if n.host and n.host != n.node else ""
-        if not n.joined:
-            why = _("whose hangdoctor never joined")
-        elif n.silent_s is not None and n.silent_s >= 6:
-            why = _("whose hangdoctor stopped answering {seconds:.0f} s ago", seconds=n.silent_s)
-        else:
-            why = _("which sent no evidence in time")
-        words.append(_("node {node}{host}, {why}", node=n.node, host=host, why=why))
+        words.append(_("node {node}{host}, {why}", node=n.node, host=host, why=_why(n)))
     return "; ".join(words)
+
+
+def _why(n: NodeSeen | NodeClass) -> str:
+    """Why a node (or a class of alike nodes) is not in the view."""
+    if not n.joined:
+        return _("whose hangdoctor never joined")
+    if n.silent_s is not None and n.silent_s >= 6:
+        return _("whose hangdoctor stopped answering {seconds:.0f} s ago", seconds=n.silent_s)
+    return _("which sent no evidence in time")
 
 
 class RemoteRanks(Rule):
@@ -75,17 +83,17 @@ class RemoteRanks(Rule):
         alive = view.alive
         if node is None or not view.elsewhere or not alive:
             return
-        if not all(s.in_collective for s in alive):
+        if not all(s.in_collective for s in alive.distinct()):
             return  # not every rank here waits in a collective: not what this rule matches
-        if len({(s.call, s.seq) for s in alive}) != 1:
+        if len({(s.call, s.seq) for s in alive.distinct()}) != 1:
             return
         remote = _span(view.elsewhere)
         here = f"{node.start}-{node.stop - 1}"
         where_words, nodes_words = _("this node"), _("run on other nodes")
         nodes = job.bundle.nodes
         if nodes is not None:  # a view merged from several nodes: the missing ones are named
-            here = _span(sorted(s.rank for s in alive))
-            count = sum(1 for n in nodes.nodes if n.answered)
+            here = spans_text(alive.spans())
+            count = nodes.answered
             where_words = _n(
                 "the {count} node in this view", "the {count} nodes in this view", count
             )

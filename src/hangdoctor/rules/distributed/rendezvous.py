@@ -64,10 +64,10 @@ class Rendezvous(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
-        joining = [s for s in view.alive if s.in_start_up]
-        if not joining or any((s.steps or 0) > 0 for s in view.ranks.values()):
+        joining = view.alive.where(lambda s: s.in_start_up)
+        if not joining or any((s.steps or 0) > 0 for s in view.all.distinct()):
             return
-        late = [s for s in view.alive if not s.in_start_up]
+        late = view.alive.where(lambda s: not s.in_start_up)
         missing = [
             r
             for r in view.missing

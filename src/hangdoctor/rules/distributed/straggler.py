@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import process_group_timeout, wait_fixes
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.frameworks import dataloader_consumer
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.rank_runs import RankStates
 from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
@@ -25,13 +25,14 @@ from hangdoctor.taxonomy import Category
 
 def _majority_waiting(
     view: RankView,
-) -> tuple[list[RankState], tuple[str | None, int | None]] | None:
-    waiting = [s for s in view.alive if s.in_collective]
+) -> tuple[RankStates, tuple[str | None, int | None]] | None:
+    """The ranks in the collective most ranks wait in (counted once a class: `rank_runs`)."""
+    waiting = view.alive.where(lambda s: s.in_collective)
     if not waiting:
         return None
-    counts = Counter((s.call, s.seq) for s in waiting)
+    counts = waiting.count_by(lambda s: (s.call, s.seq))
     (call, seq), _count = counts.most_common(1)[0]
-    return [s for s in waiting if (s.call, s.seq) == (call, seq)], (call, seq)
+    return waiting.where(lambda s: (s.call, s.seq) == (call, seq)), (call, seq)
 
 
 def _why_stuck(job: JobView, state: RankState) -> list[str]:
@@ -97,7 +98,7 @@ class Straggler(Rule):
         if majority is None:
             return
         waiting, _call = majority
-        outside = [s for s in view.alive if not s.in_collective and not s.in_start_up]
+        outside = view.alive.where(lambda s: not s.in_collective and not s.in_start_up)
         if not outside or len(outside) > len(waiting):
             return
         for state in outside:

@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import RankState, RankView, rank_view
+from hangdoctor.analysis.rank_runs import RankStates
+from hangdoctor.analysis.ranks import RankView, rank_view
 from hangdoctor.evidence.model import FlightRecord
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
@@ -31,18 +32,17 @@ from hangdoctor.taxonomy import Category
 _SPREAD_WORTH_SAYING_S = 1.0
 
 
-def _symmetric(view: RankView) -> list[RankState] | None:
+def _symmetric(view: RankView) -> RankStates | None:
     """Every rank of the job, when each is alive and in the same collective at the same line
-    (by number where the instrumentation numbered them)."""
+    (by number where the instrumentation numbered them). Asked once a class (`rank_runs`)."""
     if view.world_size is None or view.partial or view.missing:
         return None
-    states = list(view.ranks.values())
-    if len(states) != view.world_size or not all(s.alive and s.in_collective for s in states):
+    states = view.all
+    each = states.distinct()
+    if len(states) != view.world_size or not all(s.alive and s.in_collective for s in each):
         return None
     first = states[0]
-    if any(
-        (s.call, s.seq, s.signature) != (first.call, first.seq, first.signature) for s in states
-    ):
+    if any((s.call, s.seq, s.signature) != (first.call, first.seq, first.signature) for s in each):
         return None
     return states
 
@@ -65,14 +65,17 @@ def _flight_recorder_words(records: Iterable[FlightRecord]) -> str | None:
     return None
 
 
-def _entered_words(states: list[RankState]) -> str | None:
+def _entered_words(states: RankStates) -> str | None:
     """When the ranks entered the collective, where they entered it far apart."""
-    entered = {
-        s.rank: s.status.in_collective_since
-        for s in states
-        if s.status is not None and s.status.in_collective_since is not None
-    }
-    if len(entered) < 2:
+    # (first rank, ranks) of each run that says when it entered, with the time: a class's
+    # ranks entered together
+    runs = [
+        (low, high - low + 1, state.status.in_collective_since)
+        for low, high, state in states.runs
+        if state.status is not None and state.status.in_collective_since is not None
+    ]
+    entered = {low: since for low, _count, since in runs}
+    if sum(count for _low, count, _since in runs) < 2:
         return None
     first, last = min(entered.values()), max(entered.values())
     if last - first < _SPREAD_WORTH_SAYING_S:

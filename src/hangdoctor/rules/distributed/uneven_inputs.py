@@ -70,7 +70,7 @@ class UnevenInputs(Rule):
         split = split_groups(view)
         if split is None or not is_uneven(*split) or view.earlier_desync is not None:
             return  # none left early, or a rank's extra call shifted the others out of step
-        odd, rest = split
+        odd, rest = list(split[0]), list(split[1])  # it fires: rank by rank from here
         state = odd[0]
         where = short_location(state.site) if state.site else _("its call site")
         loop = left_loop(odd, rest)
