@@ -396,7 +396,7 @@ def test_a_manager_proxy_call_waits_for_the_servers_thread_inside_that_call():
 
 
 def test_code_a_library_generated_is_not_the_users_line():
-    frames = _proxy_call(10).python.frames  # type: ignore[union-attr]
-    assert innermost_user_frame(frames).file.endswith("/train.py")  # type: ignore[union-attr]
+    frames = _proxy_call(10).python.frames
+    assert innermost_user_frame(frames).file.endswith("/train.py")
     alone = (b.frame("<string>", 3, "<module>", code="time.sleep(5)"),)
-    assert innermost_user_frame(alone).file == "<string>"  # type: ignore[union-attr]
+    assert innermost_user_frame(alone).file == "<string>"
