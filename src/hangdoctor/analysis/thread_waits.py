@@ -152,7 +152,9 @@ def primitive_call(thread: ThreadEvidence, *, with_timeout: bool) -> tuple[Primi
                 "/" + primitive.file
             ):
                 caller = frames[index + 1] if index + 1 < len(frames) else None
-                if caller is None or (origin(caller) is not Origin.USER and not _proxied(caller)):
+                if caller is None or (
+                    origin(caller) is not Origin.USER and not serves_for_a_proxy(caller)
+                ):
                     return None
                 timeout, block = timeout_and_block(frame, caller)
                 if with_timeout or (timeout == "None" and block != "False"):
@@ -161,7 +163,7 @@ def primitive_call(thread: ThreadEvidence, *, with_timeout: bool) -> tuple[Primi
     return None
 
 
-def _proxied(caller: Frame) -> bool:
+def serves_for_a_proxy(caller: Frame) -> bool:
     """Whether a Manager's server calls the primitive for a proxy's caller (`serve_client`
     runs `shared_queue.get()` when a client calls `proxy.get()`): the wait is the user's."""
     return caller.function.split(".")[-1] == "serve_client" and caller.file.replace(

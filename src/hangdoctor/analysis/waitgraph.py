@@ -40,6 +40,7 @@ from hangdoctor.analysis.thread_waits import (
     blocking_call,
     joined_thread,
     manager_call,
+    serves_for_a_proxy,
     shared_call,
     thread_object,
     waits_for_end_of,
@@ -436,9 +437,7 @@ def serves_a_call(thread: ThreadEvidence) -> bool:
     request: the proxy's caller waits for that thread, not for the server's accepting one."""
     frames = python_frames(thread.python.frames if thread.python else ())
     for callee, frame in itertools.pairwise(frames):
-        if frame.file.replace("\\", "/").endswith("/multiprocessing/managers.py") and (
-            frame.function.split(".")[-1] == "serve_client"
-        ):
+        if serves_for_a_proxy(frame):
             return not callee.file.replace("\\", "/").endswith("/multiprocessing/connection.py")
     return False
 
@@ -580,10 +579,10 @@ def _dataloader_edges(w: _Waiter) -> bool:
 
 
 #: Where TensorFlow runs the user's Python for a tf.data pipeline (`from_generator`,
-#: `py_function`, `numpy_function`): a thread of its own, called from its runtime.
-_TF_PY_FUNC = ("tensorflow/python/ops/script_ops.py", "FuncRegistry.__call__")
+#: `py_function`, `numpy_function`): a thread of its own, called from its runtime's registry.
+_TF_PY_FUNC = "tensorflow/python/ops/script_ops.py"
 #: Where a thread waits for TensorFlow's runtime to run a function or an op (native below).
-_TF_EXECUTE = ("tensorflow/python/eager/execute.py", "quick_execute")
+_TF_EXECUTE = "tensorflow/python/eager/execute.py"
 
 
 def _tf_pipeline_edges(w: _Waiter) -> bool:
@@ -592,13 +591,13 @@ def _tf_pipeline_edges(w: _Waiter) -> bool:
     own: the step waits for the next element, which those threads produce. Not lasting: the
     step's native wait is not seen, so it explains the wait and proves nothing."""
     frames = python_frames(w.thread.python.frames if w.thread.python else ())
-    if not frames or not _in(frames[0], _TF_EXECUTE):
+    if not in_function(frames[:1], _TF_EXECUTE, {"quick_execute"}):
         return False
     producers = [
         t
         for t in w.process.threads
         if t.tid != w.thread.tid
-        and any(_in(f, _TF_PY_FUNC) for f in python_frames(t.python.frames if t.python else ()))
+        and in_function(t.python.frames if t.python else (), _TF_PY_FUNC, {"__call__"})
     ]
     for producer in producers:
         w.graph.add(
@@ -608,10 +607,6 @@ def _tf_pipeline_edges(w: _Waiter) -> bool:
             lasting=False,
         )
     return bool(producers)
-
-
-def _in(frame: Frame, where: tuple[str, str]) -> bool:
-    return frame.file.replace("\\", "/").endswith(where[0]) and frame.function == where[1]
 
 
 def _outside_the_job(w: _Waiter) -> bool:
