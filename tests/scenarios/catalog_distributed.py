@@ -719,9 +719,6 @@ DISTRIBUTED: tuple[Scenario, ...] = (
     _s(
         "jx_rank_raise_shutdown",
         "distributed.rank_exited",
-        xfail=(
-            "known miss: distributed.uneven_inputs at jax's shutdown; process 1 raised and waits in its exit's shutdown barrier, which is not taken for a rank that exited"
-        ),
         round=12,
         markers=("raise", "allgather"),
         rank=1,

@@ -19,7 +19,7 @@ def job_output(record: JobRecord | None) -> tuple[str, ...]:
     if record is None:
         return ()
     output = record.output_tail
-    missing = [u for u in record.uncaught if not _printed(u, output) and not _after_hang(u, record)]
+    missing = [u for u in raised_before_hang(record) if not _printed(u, output)]
     if not missing:
         return output
     ranks = {s.pid: s.rank for s in record.progress}
@@ -29,6 +29,13 @@ def job_output(record: JobRecord | None) -> tuple[str, ...]:
         prefix = f"[rank{rank}]: " if rank is not None else ""
         lines += [prefix + line for line in uncaught.text.splitlines()]
     return tuple(lines)
+
+
+def raised_before_hang(record: JobRecord | None) -> tuple[UncaughtException, ...]:
+    """The uncaught exceptions recorded before a hang was declared (all of them, if none was)."""
+    if record is None:
+        return ()
+    return tuple(u for u in record.uncaught if not _after_hang(u, record))
 
 
 def _printed(uncaught: UncaughtException, output: tuple[str, ...]) -> bool:

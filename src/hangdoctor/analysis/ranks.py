@@ -16,6 +16,7 @@ from functools import cached_property
 from hangdoctor.analysis.desync import SAME_SIZE_OPS, DesyncOrigin, desync_origin
 from hangdoctor.analysis.frames import blame_frame, python_frames
 from hangdoctor.analysis.job import JobView
+from hangdoctor.analysis.job_output import raised_before_hang
 from hangdoctor.analysis.rank_runs import RankMap, RankStates, Run, as_rank
 from hangdoctor.analysis.roles import Role, world_size_of
 from hangdoctor.analysis.waits import IO_KINDS, WaitKind, describe_wait
@@ -195,6 +196,10 @@ class RankState:
     #: the collective differently (`new_group`, waiting in the all_reduce that creating a group
     #: runs): what the user's line called.
     api: str | None = None
+    #: The uncaught exception its process recorded, as Python prints it: only a process that is
+    #: ending records one, so a rank still found with it is in its exit path (atexit handlers,
+    #: `jax.distributed.shutdown`'s barrier, joining non-daemon threads), gone from the job.
+    raised: str | None = None
 
     @property
     def doing(self) -> str | None:
@@ -217,7 +222,10 @@ class RankState:
 
     @property
     def alive(self) -> bool:
-        """Whether its process was found alive in the capture."""
+        """Whether its process was found alive in the capture, and not ending of an exception
+        it raised (whatever its exit path waits in is no collective of the training)."""
+        if self.raised is not None:
+            return False
         return self.process is not None and (self.process.state or "") not in ("zombie", "dead")
 
     @property
@@ -255,6 +263,7 @@ class RankView:
                 statuses.setdefault(reported.rank, reported)
         by_rank: dict[int, RankState] = {}
         class_runs: list[Run] = []
+        raised = {u.pid: u.text for u in raised_before_hang(job.record)}
         for process in job.processes:
             if job.role(process.pid) is not Role.RANK:
                 continue
@@ -278,6 +287,7 @@ class RankView:
                 seq=status.in_collective_seq if status and status.in_collective else None,
                 site=site,
                 distance=_distance(frames, site) if call else None,
+                raised=raised.get(process.pid),
             )
             # A process that stands for a class of ranks (`nodes.classes`) is where each of
             # them is: they showed the same threads, progress and Flight Recorder. Held as runs
@@ -481,6 +491,12 @@ class RankView:
         """Why rank `rank`, absent or dead here, is known to have exited; None when nothing
         says so (a rank merely not in the capture is not captured, not exited)."""
         state = self.ranks.get(rank)
+        if state is not None and state.process is not None and state.raised is not None:
+            return _(
+                "its process (pid {pid}) raised {exception} and is ending",
+                pid=state.process.pid,
+                exception=last_line(state.raised),
+            )
         if state is not None and state.process is not None and not state.alive:
             return _(
                 "its process (pid {pid}) is {state}",
@@ -590,3 +606,9 @@ def rank_list(states: Sequence[RankState], limit: int = 8) -> str:
     if count > limit:
         shown = _("{ranks} and {more} more", ranks=shown, more=count - limit)
     return _n("rank {ranks}", "ranks {ranks}", count, ranks=shown)
+
+
+def last_line(traceback: str) -> str:
+    """`ValueError: bad batch`: a traceback's last line, the exception as Python names it."""
+    lines = [line.strip() for line in traceback.splitlines() if line.strip()]
+    return lines[-1] if lines else "an exception"

@@ -6,12 +6,13 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import rank_list, rank_view
+from hangdoctor.analysis.ranks import last_line, rank_list, rank_view
+from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
-from hangdoctor.rules.finding import Culprit, Finding
+from hangdoctor.rules.finding import Culprit, Finding, Location
 from hangdoctor.taxonomy import Category
 
 
@@ -83,11 +84,26 @@ class RankExited(Rule):
                 "returned early (a `return` or `break` some ranks take) leaves the "
                 "others waiting."
             ),
-            culprit=Culprit(pid=first.pid if first else None, rank=missing[0], role="rank"),
+            culprit=Culprit(
+                pid=first.pid if first else None,
+                rank=missing[0],
+                role="rank",
+                location=_raised_at(first.raised) if first and first.raised else None,
+            ),
             related=tuple(rank_culprit(job, s) for s in waiting[:4]),
             evidence=tuple(evidence),
             fixes=(
                 _(
+                    "Fix the error rank {rank} raised ({exception}): its process is still "
+                    "ending, its exit path (an atexit handler, a shutdown barrier, a "
+                    "non-daemon thread) waiting for peers that wait for it. To let one rank's "
+                    "error end the job, catch it at the top of the script, print it and call "
+                    "os._exit(1).",
+                    rank=missing[0],
+                    exception=last_line(first.raised),
+                )
+                if first is not None and first.raised is not None
+                else _(
                     "Read rank {rank}'s own output (output.log) for its error or "
                     "its exit path: every rank must run the same collectives to the end.",
                     rank=missing[0],
@@ -95,3 +111,9 @@ class RankExited(Rule):
                 process_group_timeout(job),
             ),
         )
+
+
+def _raised_at(traceback: str) -> Location | None:
+    """Where the exception that is ending a rank began: its origin's innermost user frame."""
+    found = tracebacks(traceback.splitlines())
+    return Location.of(found[-1].origin.location) if found else None
