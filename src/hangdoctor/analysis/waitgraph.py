@@ -583,15 +583,19 @@ def _dataloader_edges(w: _Waiter) -> bool:
 _TF_PY_FUNC = "tensorflow/python/ops/script_ops.py"
 #: Where a thread waits for TensorFlow's runtime to run a function or an op (native below).
 _TF_EXECUTE = "tensorflow/python/eager/execute.py"
+#: Where an eager loop over a tf.data dataset waits for its next element (native below).
+_TF_DATASET_OPS = "tensorflow/python/ops/gen_dataset_ops.py"
 
 
 def _tf_pipeline_edges(w: _Waiter) -> bool:
-    """A thread waiting for TensorFlow to run a step (a `tf.function`, Keras's train step) in
-    a process where TensorFlow runs the user's Python for its input pipeline on threads of its
+    """A thread waiting for TensorFlow to run a step (a `tf.function`, Keras's train step) or
+    for a tf.data iterator's next element (an eager `for batch in dataset`) in a process where TensorFlow runs the user's Python for its input pipeline on threads of its
     own: the step waits for the next element, which those threads produce. Not lasting: the
     step's native wait is not seen, so it explains the wait and proves nothing."""
     frames = python_frames(w.thread.python.frames if w.thread.python else ())
-    if not in_function(frames[:1], _TF_EXECUTE, {"quick_execute"}):
+    if not in_function(frames[:1], _TF_EXECUTE, {"quick_execute"}) and not in_function(
+        frames[:1], _TF_DATASET_OPS, {"iterator_get_next", "iterator_get_next_sync"}
+    ):
         return False
     producers = [
         t
