@@ -819,6 +819,49 @@ def test_a_process_the_job_terminates_is_noted_with_the_line_that_did(jobs, tmp_
     assert "LINE: terminate" in PROCESS_ENDED.splitlines()[end.line - 1]
 
 
+POOL_BLOCK_ENDED = """
+import multiprocessing, time
+
+
+def started(queue):
+    global running
+    running = queue
+
+
+def slow(x):
+    running.put(x)
+    time.sleep(60)
+    return x
+
+
+if __name__ == "__main__":
+    running = multiprocessing.Queue()
+    with multiprocessing.Pool(2, started, (running,)) as pool:  # LINE: with
+        pending = pool.map_async(slow, range(2), chunksize=1)
+        running.get(), running.get()  # both workers are in a task: neither leaves on its own
+    print("LEFT", flush=True)
+"""
+
+
+def test_workers_a_pool_terminates_are_noted_with_the_jobs_line_that_led_there(jobs, tmp_path):
+    """Leaving `with Pool()` terminates its workers from multiprocessing's own code: the call is
+    noted where it was made (the library) and where the job's code led to it (the with line)."""
+    from hangdoctor.analysis.deaths import ended_at
+    from hangdoctor.probes.progress import read_process_ends
+
+    script = write_script(tmp_path, "pool_block.py", POOL_BLOCK_ENDED)
+    job = jobs(script, env=instrumented(tmp_path / "status"))
+    code, out, _err = job.finish()
+    assert code == 0 and "LEFT" in out
+    ends = read_process_ends(tmp_path / "status")
+    assert len(ends) == 2 and all(e.signal == "SIGTERM" for e in ends)
+    for end in ends:
+        assert end.file.endswith("multiprocessing/pool.py")
+        where = ended_at(end)
+        assert where.file == str(script)
+        assert "LINE: with" in POOL_BLOCK_ENDED.splitlines()[where.line - 1]
+
+
 OFF_LOOP = """\
 import asyncio
 import threading

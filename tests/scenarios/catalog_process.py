@@ -970,7 +970,6 @@ PROCESS: tuple[Scenario, ...] = (
         "r11a_eval_pool_async_after_with",
         "process.deadlock",
         round=11,
-        xfail="known miss: process.unexplained at the get's line",
         markers=("with-terminate", "get"),
         hang_timeout_s=10.0,
         limit_s=120.0,
@@ -1003,9 +1002,6 @@ PROCESS: tuple[Scenario, ...] = (
     _s(
         "tf_py_function_lock",
         "process.deadlock",
-        xfail=(
-            "known miss: process.unexplained at the loop's line; the py_function thread waits for a lock the step's thread holds, and that step's native wait is not seen"
-        ),
         round=12,
         markers=("lock", "next"),
         hang_timeout_s=10.0,

@@ -123,8 +123,12 @@ def exited_children(job: JobView, pid: int) -> list[int]:
 
 
 def ended_at(end: ProcessEnd) -> Frame:
-    """The line of the job's code that called terminate() or kill()."""
-    return Frame(file=end.file, line=end.line, function=end.function)
+    """The line of the job's code that called terminate() or kill(), or that led a library to
+    call it (the end of a `with Pool()` block, whose __exit__ terminates the workers)."""
+    called = Frame(file=end.file, line=end.line, function=end.function)
+    if origin(called) is Origin.USER or end.via_file is None or end.via_line is None:
+        return called
+    return Frame(file=end.via_file, line=end.via_line, function=end.via_function or "?")
 
 
 def _by_the_user(end: ProcessEnd) -> bool:

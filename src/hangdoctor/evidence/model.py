@@ -555,6 +555,13 @@ class ProcessEnd(Evidence):
     file: str
     line: int
     function: str
+    via_file: str | None = Field(
+        default=None,
+        description="where the call was a library's (Pool's cleanup), the job's own line that "
+        "led to it (the end of a `with Pool()` block): its file, line and function",
+    )
+    via_line: int | None = None
+    via_function: str | None = None
 
 
 class OffLoopCall(Evidence):

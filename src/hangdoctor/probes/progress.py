@@ -114,9 +114,9 @@ def read_process_ends(status_dir: Path) -> list[ProcessEnd]:
     for by_pid, text in _per_process_tails(status_dir, ENDED_GLOB):
         for line in text.splitlines():
             fields = line.split("\t")
-            if len(fields) != 5 or not fields[0].isdecimal() or not fields[3].isdecimal():
+            if len(fields) not in (5, 8) or not fields[0].isdecimal() or not fields[3].isdecimal():
                 continue
-            pid, signal, file, number, function = fields
+            pid, signal, file, number, function, *via = fields
             found.append(
                 ProcessEnd(
                     pid=int(pid),
@@ -125,6 +125,9 @@ def read_process_ends(status_dir: Path) -> list[ProcessEnd]:
                     file=file,
                     line=int(number),
                     function=function,
+                    via_file=via[0] if via and via[1].isdecimal() else None,
+                    via_line=int(via[1]) if via and via[1].isdecimal() else None,
+                    via_function=via[2] if via and via[1].isdecimal() else None,
                 )
             )
     return found

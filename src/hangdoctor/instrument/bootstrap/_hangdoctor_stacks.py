@@ -20,6 +20,8 @@ import threading
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from hangdoctor.instrument.bootstrap import _hangdoctor_files as files
     from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
@@ -344,12 +346,35 @@ def _note_process_end(target: object, signal_name: str) -> None:
         if probe.directory is None or pid is None:
             return
         caller = sys._getframe(2)  # 0: this, 1: the wrapper, 2: who called terminate()
-        code = caller.f_code
-        name = getattr(code, "co_qualname", code.co_name)
-        line = f"{pid}\t{signal_name}\t{code.co_filename}\t{caller.f_lineno}\t{name}\n"
-        _append_line(protocol.ended_file(os.getpid()), line)
+        fields = [str(pid), signal_name, *_frame_fields(caller)]
+        own = _own_code_caller(caller)  # a library's cleanup reached from the job's own line
+        if own is not None and own is not caller:
+            fields += _frame_fields(own)
+        _append_line(protocol.ended_file(os.getpid()), "\t".join(fields) + "\n")
     except Exception:
         pass
+
+
+def _frame_fields(frame: FrameType) -> list[str]:
+    code = frame.f_code
+    return [code.co_filename, str(frame.f_lineno), getattr(code, "co_qualname", code.co_name)]
+
+
+def _own_code_caller(frame: FrameType | None) -> FrameType | None:
+    """The innermost frame outside the standard library and installed packages: the job's own
+    line that led to the call (`with Pool(...)`'s end, whose __exit__ terminates the workers)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    folders = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
+    folders.append(os.path.dirname(__file__))  # hangdoctor's own bootstrap
+    library = tuple(os.path.join(os.path.realpath(folder), "") for folder in folders)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<") and not os.path.realpath(name).startswith(library):
+            return frame
+        frame = frame.f_back
+    return None
 
 
 def _append_line(name: str, line: str) -> None:

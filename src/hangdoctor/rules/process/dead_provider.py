@@ -19,6 +19,7 @@ from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
+from hangdoctor.evidence.model import ProcessEnd
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
@@ -116,13 +117,7 @@ class DeadProvider(Rule):
                 where=died_at,
             )
             first = (
-                _(
-                    "Do not end a process with terminate() or kill() at {where} while it may "
-                    "hold a lock or queue it shares, or sit at a barrier: ask it to stop (a "
-                    "sentinel on its queue, an event) and join it; the documentation warns "
-                    "that terminating such a process can leave the others deadlocked.",
-                    where=died_at,
-                )
+                _ended_fix(death.ended_by, died_at)
                 if death.ended_by is not None
                 else _("Fix the error at {where}.", where=died_at)
             )
@@ -170,3 +165,21 @@ class DeadProvider(Rule):
             evidence=tuple(evidence),
             fixes=fixes,
         )
+
+
+def _ended_fix(end: ProcessEnd, where: str) -> str:
+    """How not to end the provider: a pool left with tasks still running, else terminate()."""
+    if end.via_file is not None and end.function.startswith("Pool."):
+        return _(
+            "Leaving `with Pool(...)` at {where} terminated the pool's workers (Pool.__exit__ "
+            "calls terminate()) while they still ran its tasks: take every result (get()) "
+            "inside the block, or call pool.close() and pool.join() before leaving it.",
+            where=where,
+        )
+    return _(
+        "Do not end a process with terminate() or kill() at {where} while it may "
+        "hold a lock or queue it shares, or sit at a barrier: ask it to stop (a "
+        "sentinel on its queue, an event) and join it; the documentation warns "
+        "that terminating such a process can leave the others deadlocked.",
+        where=where,
+    )
