@@ -21,6 +21,9 @@ ROUND13A: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/python/cpython/issues/103061",
+        first_try=(
+            "wrong: process.unexplained / rank None / r13a_pool_record_error_unpickle.py:70 / verdict hung: right line (the pool.map), the dead result-handler thread not linked"
+        ),
     ),
     # Datasets built inside `with Manager():`, training after the block: the Manager dict proxy
     # cannot connect in a DataLoader worker (FileNotFoundError), re-raised by the DataLoader.
@@ -33,6 +36,9 @@ ROUND13A: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/Project-MONAI/MONAI/pull/5365",
+        first_try=(
+            "right: process.exception / rank None / r13a_loader_manager_cache_closed.py:39 / verdict failed: as expected"
+        ),
         blind=True,
     ),
     # A log shipper thread drains a bounded queue fed by a logging handler; when the collector
@@ -47,6 +53,9 @@ ROUND13A: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/release-engineering/kobo/pull/257",
+        first_try=(
+            "right: process.deadlock / rank None / r13a_log_shipper_own_queue.py:52 / verdict hung: as expected"
+        ),
     ),
     # Four ThreadPoolExecutor prefetch tasks call next() on one generator: "ValueError: generator
     # already executing" in a pool thread, re-raised by future.result() in the training loop.
@@ -59,6 +68,9 @@ ROUND13A: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/fizyr/keras-retinanet/issues/1070",
+        first_try=(
+            "right: process.exception / rank None / r13a_prefetch_threads_shared_generator.py:34 / verdict failed: as expected"
+        ),
     ),
     # A loader process puts batch dicts holding a lambda on a multiprocessing.Queue; the feeder
     # thread cannot pickle them and drops them; the loader waits for the next epoch's order and
@@ -72,6 +84,10 @@ ROUND13A: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/python/cpython/issues/84376",
+        first_try=(
+            "wrong: process.blocked_io / rank None / r13a_batch_queue_lambda_dropped.py:60 / verdict hung: category process.blocked_io, expected data.pipeline_stall"
+        ),
+        xfail=("blind-set miss, left untouched: process.blocked_io at the trainer's get (line 60)"),
         blind=True,
     ),
     # Healthy: ~13 s without output while two DataLoader workers featurize molecules (both at
@@ -84,5 +100,6 @@ ROUND13A: tuple[Scenario, ...] = (
         hang_timeout_s=10.0,
         limit_s=120.0,
         source="https://github.com/yvquanli/GLAM/issues/3",
+        first_try=("right: completed, no finding"),
     ),
 )

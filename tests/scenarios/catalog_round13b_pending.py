@@ -20,6 +20,9 @@ ROUND13B: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=13,
         source="https://github.com/Garden-AI/rootstock/pull/166",
+        first_try=(
+            "right: process.blocked_io / rank None / r13b_eval_worker_accept_never_connects.py:85 / verdict hung: as expected"
+        ),
     ),
     # `encode` is defined under `if __name__ == "__main__":`; forkserver pool workers raise
     # NameError tokenizing the next shards, and future.result() re-raises it in the loop.
@@ -32,6 +35,9 @@ ROUND13B: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=13,
         source="https://github.com/karpathy/nano-llama31/pull/5",
+        first_try=(
+            "right: process.exception / rank None / r13b_forkserver_shard_encode_main_only.py:45 / verdict failed: as expected"
+        ),
         blind=True,
     ),
     # An async checkpoint's done callback raises (json.dumps of a tensor); concurrent.futures
@@ -45,6 +51,9 @@ ROUND13B: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=13,
         source="https://github.com/allenai/OLMo-core/pull/831",
+        first_try=(
+            "wrong: process.unexplained / rank None / r13b_ckpt_done_callback_raises.py:65 / verdict hung: category process.unexplained, expected process.deadlock"
+        ),
     ),
     # A reward-model HTTPServer thread answers HTTP/1.1 without Content-Length; the policy
     # loop's keep-alive http.client connection waits in resp.read() for the end of the body.
@@ -57,6 +66,9 @@ ROUND13B: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=13,
         source="https://github.com/huggingface/trl/issues/6973",
+        first_try=(
+            "right: process.blocked_io / rank None / r13b_reward_server_http11_no_length.py:97 / verdict hung: as expected"
+        ),
     ),
     # A daemon command-listener thread parked in input() on a stdin pipe holds stdin's buffer
     # lock; after training, interpreter finalisation aborts (_enter_buffered_busy, SIGABRT).
@@ -70,6 +82,10 @@ ROUND13B: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=13,
         source="https://github.com/deepfakes/faceswap/issues/172",
+        first_try=(
+            "wrong: process.unexplained / rank None / no location / verdict failed: category process.unexplained, expected process.blocked_io"
+        ),
+        xfail=("blind-set miss, left untouched: process.unexplained with no location (exit 134)"),
         blind=True,
     ),
     # Healthy: the final low-rank export runs in a ThreadPoolExecutor that is never awaited;
@@ -83,5 +99,6 @@ ROUND13B: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=13,
         source="https://github.com/ByteDance-Seed/VeOmni/pull/1162",
+        first_try=("right: completed, no finding"),
     ),
 )
