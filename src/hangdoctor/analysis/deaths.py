@@ -35,6 +35,14 @@ class Death:
 
     def words(self, job: JobView) -> str:
         """`thread writer died of KeyError: 'label'`, `child process 42 is gone`."""
+        if self.raised is not None and self.raised.callback is not None:
+            return _(
+                "a callback raised {type}: {message}, which the library only logged "
+                "({header})",
+                type=self.raised.short_type,
+                message=self.raised.message,
+                header=self.raised.callback,
+            )
         if self.raised is not None:
             who = (
                 _("thread {name}", name=self.raised.thread)
@@ -60,21 +68,34 @@ class Death:
 
 
 def _thread_deaths(job: JobView) -> list[Death]:
-    """Threads (not a main one) that died in the user's code: those the instrumentation
-    recorded whole first, then those parsed from the output."""
+    """Threads (not a main one) that died of an exception, and callbacks that raised one the
+    library only logged (a done callback of a Future): those the instrumentation recorded
+    whole first, then those parsed from the output; those that died in the user's code before
+    a library's own (multiprocessing.Pool's result handler, killed by an exception that cannot
+    be unpickled: what the pool's callers wait for dies with it)."""
     record = job.bundle.job
     recorded = [
         Death(True, r, death.pid, N_("recorded by the instrumentation"))
         for death in (record.thread_deaths if record else ())
         for r in tracebacks(tuple(death.text.splitlines()))
-        if r.thread is not None and r.in_user_code
+        if r.thread is not None or r.callback is not None
     ]
+    seen = {_signature(d.raised) for d in recorded if d.raised is not None}
     logged = [
         Death(True, r, None, N_("log"))
         for r in tracebacks(_output(job))
-        if r.thread is not None and r.in_user_code
+        if (r.thread is not None or r.callback is not None) and _signature(r) not in seen
     ]
-    return recorded + logged
+    found = recorded + logged
+    return [d for d in found if _in_user_code(d)] + [d for d in found if not _in_user_code(d)]
+
+
+def _signature(raised: Raised) -> tuple[str | None, str, str]:
+    return raised.thread, raised.type, raised.message
+
+
+def _in_user_code(death: Death) -> bool:
+    return death.raised is not None and death.raised.in_user_code
 
 
 def _output(job: JobView) -> tuple[str, ...]:

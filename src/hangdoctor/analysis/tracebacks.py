@@ -50,6 +50,13 @@ _SPAWNED = re.compile(r"^-- Process (?P<index>\d+) terminated with the following
 # threading.excepthook's header before the traceback of a thread that died of an exception;
 # searched anywhere in the line: on stderr it may follow a stdout line that had no newline yet.
 _THREAD_DIED = re.compile(r"Exception in thread (?P<name>.+):$")
+# The header a library logs before the traceback of a callback that raised, the exception then
+# swallowed: concurrent.futures' done callbacks, asyncio's loop callbacks. Whatever the callback
+# was still to do (complete another future, release a waiter) is never done.
+_CALLBACK_RAISED = re.compile(
+    r"(?P<header>exception calling callback for <Future at 0x[0-9a-f]+[^>]*>|"
+    r"Exception in callback \S.*)$"
+)
 _MARKERS = re.compile(r"^\s*[\^~\s]+$")
 _CHAINING = (
     "During handling of the above exception, another exception occurred:",
@@ -87,6 +94,9 @@ class Raised:
     #: multi-line message (NCCL's `Last error:`, load_state_dict's `Missing key(s)`), at most
     #: a few, set by the parser as it reads them.
     details: tuple[str, ...] = ()
+    #: The library's header, when a callback raised it and the library only logged it
+    #: (`exception calling callback for <Future ...>`): the thread lives on, the callback died.
+    callback: str | None = None
 
     @property
     def path(self) -> tuple[Raised, ...]:
@@ -191,6 +201,8 @@ class _Parser:
         self.open_tracebacks: dict[str | None, list[Frame]] = {}
         self.spawned_rank: int | None = None
         self.died: dict[str | None, tuple[int, str]] = {}  # "Exception in thread X:" at line
+        self.callback_raised: dict[str | None, tuple[int, str]] = {}  # a callback's, at line
+        self.callbacks: dict[str | None, str | None] = {}
         self.foreign: dict[str | None, int] = {}  # lines of other output inside a traceback
         self.threads: dict[str | None, str | None] = {}
         # Streams whose next traceback was raised handling the last.
@@ -208,6 +220,9 @@ class _Parser:
         self.foreign[stream] = 0
         header = self.died.pop(stream, None)
         self.threads[stream] = header[1] if header and header[0] == index - 1 else None
+        logged = self.callback_raised.pop(stream, None)
+        # asyncio logs the handle between its header and the traceback
+        self.callbacks[stream] = logged[1] if logged and index - 3 < logged[0] < index else None
         self.quoting[stream] = outer
 
     def feed(self, index: int, raw: str) -> None:
@@ -235,6 +250,8 @@ class _Parser:
             self.spawned_lead.add(stream)
         elif match := _THREAD_DIED.search(line.strip()):
             self.died[stream] = (index, match["name"])
+        elif match := _CALLBACK_RAISED.search(line.strip()):
+            self.callback_raised[stream] = (index, match["header"])
         else:
             return False
         return True
@@ -322,6 +339,7 @@ class _Parser:
             cause=cause,
             quoted=outer is not None,
             process=_process_of(outer) if outer is not None else None,
+            callback=self.callbacks.get(stream),
         )
         if outer is not None:
             # The parser's own objects until it returns them: the outer exception learns what

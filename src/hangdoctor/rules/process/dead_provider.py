@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.deaths import Death, ended_at
 from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.tracebacks import Raised
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
@@ -119,6 +120,16 @@ class DeadProvider(Rule):
             first = (
                 _ended_fix(death.ended_by, died_at)
                 if death.ended_by is not None
+                else _(
+                    "Fix the error at {where}. A library only logs an exception raised in a "
+                    "callback, so what the callback was still to do (complete another future, "
+                    "wake a waiter) is never done: catch errors in the callback and pass them "
+                    "on (`future.set_exception(error)`).",
+                    where=died_at,
+                )
+                if raised is not None and raised.callback is not None
+                else _library_death_fix(raised, died_at, short_location(frame))
+                if raised is not None and not raised.in_user_code
                 else _("Fix the error at {where}.", where=died_at)
             )
             fixes: tuple[str, ...] = (
@@ -182,4 +193,39 @@ def _ended_fix(end: ProcessEnd, where: str) -> str:
         "sentinel on its queue, an event) and join it; the documentation warns "
         "that terminating such a process can leave the others deadlocked.",
         where=where,
+    )
+
+
+#: Where a process rebuilds what another sent it: an error there is in what was sent.
+_UNPICKLING = (("multiprocessing/connection.py", "recv"), ("multiprocessing/queues.py", "get"))
+
+
+def _library_death_fix(raised: Raised, where: str, waits: str) -> str:
+    """A library's own thread died (Pool's result handler): what the job gave it is at fault,
+    and the library will not tell the waiter."""
+    unpickling = any(
+        f.file.replace("\\", "/").endswith(path) and f.function.split(".")[-1] == function
+        for f in raised.frames
+        for path, function in _UNPICKLING
+    )
+    if unpickling:
+        return _(
+            "An object another process sent could not be rebuilt here ({type}: {message}, at "
+            "{where}), and the library's thread that received it died: an exception class "
+            "whose __init__ takes other arguments than those it passes to "
+            "Exception.__init__ cannot be unpickled. Pass every argument to "
+            "super().__init__(...) (or define __reduce__), or raise a built-in exception "
+            "type across processes.",
+            type=raised.short_type,
+            message=raised.message,
+            where=where,
+        )
+    return _(
+        "A library's own thread died of {type}: {message} (at {where}) and the library does "
+        "not tell the waiter at {waits}: find what the job handed it, and give that wait a "
+        "timeout (`.get(timeout=...)`).",
+        type=raised.short_type,
+        message=raised.message,
+        where=where,
+        waits=waits,
     )
