@@ -49,7 +49,9 @@ RESULT_HANDLER = [
 
 def _deaths(*output: str):
     record = JobRecord(started_at=0.0, output_tail=output)
-    return thread_deaths(JobView(Bundle(tool_version="t", created_at=0.0, target_pid=1, job=record)))
+    return thread_deaths(
+        JobView(Bundle(tool_version="t", created_at=0.0, target_pid=1, job=record))
+    )
 
 
 def test_a_callback_whose_exception_a_library_only_logged_is_a_death_at_its_line():

@@ -37,8 +37,7 @@ class Death:
         """`thread writer died of KeyError: 'label'`, `child process 42 is gone`."""
         if self.raised is not None and self.raised.callback is not None:
             return _(
-                "a callback raised {type}: {message}, which the library only logged "
-                "({header})",
+                "a callback raised {type}: {message}, which the library only logged ({header})",
                 type=self.raised.short_type,
                 message=self.raised.message,
                 header=self.raised.callback,

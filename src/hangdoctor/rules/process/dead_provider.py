@@ -15,9 +15,9 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.deaths import Death, ended_at
 from hangdoctor.analysis.frames import blame_frame, short_location
-from hangdoctor.analysis.tracebacks import Raised
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.sink_category import sink_category
+from hangdoctor.analysis.tracebacks import Raised
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import describe_wait
 from hangdoctor.evidence.model import ProcessEnd
