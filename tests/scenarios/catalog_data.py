@@ -390,4 +390,23 @@ DATA: tuple[Scenario, ...] = (
             "wrong: process.unexplained / rank None / tf_fifo_source.py:22 / verdict hung: category process.unexplained, expected data.pipeline_stall"
         ),
     ),
+    # --- round 13 (issue 27): single-node programs from public reports, written blind ----
+    # A loader process puts batch dicts holding a lambda on a multiprocessing.Queue; the feeder
+    # thread cannot pickle them and drops them; the loader waits for the next epoch's order and
+    # the trainer waits in get() for ever.
+    _s(
+        "r13a_batch_queue_lambda_dropped",
+        "data.pipeline_stall",
+        round=13,
+        verdict="hung",
+        markers=("lambda-aug", "put-batch", "get-batch", "wait-epoch"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/python/cpython/issues/84376",
+        first_try=(
+            "wrong: process.blocked_io / rank None / r13a_batch_queue_lambda_dropped.py:60 / verdict hung: category process.blocked_io, expected data.pipeline_stall"
+        ),
+        xfail=("blind-set miss, left untouched: process.blocked_io at the trainer's get (line 60)"),
+        blind=True,
+    ),
 )

@@ -460,4 +460,30 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         source="https://github.com/tensorflow/tensorflow/issues/60747",
         first_try=("right: None / rank None / None:None / verdict completed: as expected"),
     ),
+    # --- round 13 (issue 27): single-node programs from public reports, written blind ----
+    # Healthy: ~13 s without output while two DataLoader workers featurize molecules (both at
+    # full CPU, the main thread waiting on the loader), then training prints each step.
+    _s(
+        "r13a_healthy_worker_featurize",
+        HEALTHY,
+        round=13,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/yvquanli/GLAM/issues/3",
+        first_try=("right: completed, no finding"),
+    ),
+    # Healthy: the final low-rank export runs in a ThreadPoolExecutor that is never awaited;
+    # the main thread sits ~13 s (30 s loaded) in the interpreter's shutdown join while the
+    # worker computes silently, then the file is written and the job exits 0.
+    _s(
+        "r13b_healthy_async_ckpt_exit_join",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=13,
+        source="https://github.com/ByteDance-Seed/VeOmni/pull/1162",
+        first_try=("right: completed, no finding"),
+    ),
 )

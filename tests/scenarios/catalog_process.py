@@ -1046,4 +1046,149 @@ PROCESS: tuple[Scenario, ...] = (
             "right: process.deadlock / rank None / tf_callback_lock_order.py:26 / verdict hung: as expected"
         ),
     ),
+    # --- round 13 (issue 27): single-node programs from public reports, written blind ----
+    # A Pool worker raises a custom exception whose __init__ signature does not match the args it
+    # passes to Exception; unpickling it kills the pool's result-handler thread, pool.map() hangs.
+    _s(
+        "r13a_pool_record_error_unpickle",
+        # Filed as process.exception by its helper, who noted the precedent of round 9's
+        # r9a_tokenize_pool_shard_error (the same CPython issue, process.deadlock): filed as
+        # that one before either ran here.
+        "process.deadlock",
+        round=13,
+        verdict="hung",
+        markers=("raise-record", "exc-init", "pool-map"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/python/cpython/issues/103061",
+        first_try=(
+            "wrong: process.unexplained / rank None / r13a_pool_record_error_unpickle.py:70 / verdict hung: right line (the pool.map), the dead result-handler thread not linked"
+        ),
+    ),
+    # Datasets built inside `with Manager():`, training after the block: the Manager dict proxy
+    # cannot connect in a DataLoader worker (FileNotFoundError), re-raised by the DataLoader.
+    _s(
+        "r13a_loader_manager_cache_closed",
+        "process.exception",
+        round=13,
+        verdict="failed",
+        markers=("manager-with", "cache-get", "loader-next"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/Project-MONAI/MONAI/pull/5365",
+        first_try=(
+            "right: process.exception / rank None / r13a_loader_manager_cache_closed.py:39 / verdict failed: as expected"
+        ),
+        blind=True,
+    ),
+    # A log shipper thread drains a bounded queue fed by a logging handler; when the collector
+    # child goes away it logs through the same handler, whose lock the training thread holds
+    # while waiting for room in the full queue.
+    _s(
+        "r13a_log_shipper_own_queue",
+        "process.deadlock",
+        round=13,
+        verdict="hung",
+        markers=("log-in-shipper", "handler-put", "main-log"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/release-engineering/kobo/pull/257",
+        first_try=(
+            "right: process.deadlock / rank None / r13a_log_shipper_own_queue.py:52 / verdict hung: as expected"
+        ),
+    ),
+    # Four ThreadPoolExecutor prefetch tasks call next() on one generator: "ValueError: generator
+    # already executing" in a pool thread, re-raised by future.result() in the training loop.
+    _s(
+        "r13a_prefetch_threads_shared_generator",
+        "process.exception",
+        round=13,
+        verdict="failed",
+        markers=("shared-next", "pool-shared-gen", "result"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        source="https://github.com/fizyr/keras-retinanet/issues/1070",
+        first_try=(
+            "right: process.exception / rank None / r13a_prefetch_threads_shared_generator.py:34 / verdict failed: as expected"
+        ),
+    ),
+    # The trainer starts a "spawn" evaluation worker that should connect back to its Listener;
+    # the worker's load_state_dict raises (stale hidden size) and it exits; accept() waits.
+    _s(
+        "r13b_eval_worker_accept_never_connects",
+        "process.blocked_io",
+        verdict="hung",
+        markers=("accept", "worker-dies"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=13,
+        source="https://github.com/Garden-AI/rootstock/pull/166",
+        first_try=(
+            "right: process.blocked_io / rank None / r13b_eval_worker_accept_never_connects.py:85 / verdict hung: as expected"
+        ),
+    ),
+    # `encode` is defined under `if __name__ == "__main__":`; forkserver pool workers raise
+    # NameError tokenizing the next shards, and future.result() re-raises it in the loop.
+    _s(
+        "r13b_forkserver_shard_encode_main_only",
+        "process.exception",
+        verdict="failed",
+        markers=("worker-encode", "main-only-encode"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=13,
+        source="https://github.com/karpathy/nano-llama31/pull/5",
+        first_try=(
+            "right: process.exception / rank None / r13b_forkserver_shard_encode_main_only.py:45 / verdict failed: as expected"
+        ),
+        blind=True,
+    ),
+    # An async checkpoint's done callback raises (json.dumps of a tensor); concurrent.futures
+    # only logs it, so the completion future is never set and the next save waits on it.
+    _s(
+        "r13b_ckpt_done_callback_raises",
+        "process.deadlock",
+        verdict="hung",
+        markers=("callback-raises", "await-save"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=13,
+        source="https://github.com/allenai/OLMo-core/pull/831",
+        first_try=(
+            "wrong: process.unexplained / rank None / r13b_ckpt_done_callback_raises.py:65 / verdict hung: category process.unexplained, expected process.deadlock"
+        ),
+    ),
+    # A reward-model HTTPServer thread answers HTTP/1.1 without Content-Length; the policy
+    # loop's keep-alive http.client connection waits in resp.read() for the end of the body.
+    _s(
+        "r13b_reward_server_http11_no_length",
+        "process.blocked_io",
+        verdict="hung",
+        markers=("read-body", "no-content-length"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=13,
+        source="https://github.com/huggingface/trl/issues/6973",
+        first_try=(
+            "right: process.blocked_io / rank None / r13b_reward_server_http11_no_length.py:97 / verdict hung: as expected"
+        ),
+    ),
+    # A daemon command-listener thread parked in input() on a stdin pipe holds stdin's buffer
+    # lock; after training, interpreter finalisation aborts (_enter_buffered_busy, SIGABRT).
+    _s(
+        "r13b_stdin_daemon_listener_abort",
+        "process.blocked_io",
+        verdict="failed",
+        markers=("stdin-read", "daemon-listener"),
+        stdin_pipe=True,
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=13,
+        source="https://github.com/deepfakes/faceswap/issues/172",
+        first_try=(
+            "wrong: process.unexplained / rank None / no location / verdict failed: category process.unexplained, expected process.blocked_io"
+        ),
+        xfail=("blind-set miss, left untouched: process.unexplained with no location (exit 134)"),
+        blind=True,
+    ),
 )
