@@ -214,8 +214,6 @@ DATA: tuple[Scenario, ...] = (
         python=JAXTF,
         needs_torch=False,
         limit_s=120.0,
-        xfail="the generator waits in TensorFlow's py_func thread, which is not followed yet: "
-        "process.unexplained at the fit line",
     ),
     # --- data.worker_killed ----------------------------------------------------------------------
     _s("worker_sigkill", "data.worker_killed", verdict="failed"),
@@ -376,9 +374,6 @@ DATA: tuple[Scenario, ...] = (
     _s(
         "tf_fifo_source",
         "data.pipeline_stall",
-        xfail=(
-            "known miss: process.unexplained at the loop's line; tf.data opens the FIFO in its C++ runtime, with no Python frame"
-        ),
         round=12,
         markers=("next", "source"),
         hang_timeout_s=10.0,

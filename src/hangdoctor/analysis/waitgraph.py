@@ -610,7 +610,26 @@ def _tf_pipeline_edges(w: _Waiter) -> bool:
             _("runs the user's code of the input pipeline that must produce the next element"),
             lasting=False,
         )
-    return bool(producers)
+    readers = [t for t in w.process.threads if t.tid != w.thread.tid and _native_reader(w, t)]
+    for reader in readers:
+        w.graph.add(
+            w.me,
+            (w.process.pid, reader.tid),
+            _("is a thread of TensorFlow's runtime reading the input pipeline's source"),
+            lasting=False,
+        )
+    return bool(producers or readers)
+
+
+def _native_reader(w: _Waiter, thread: ThreadEvidence) -> bool:
+    """A thread with no Python stack blocked opening a FIFO or reading a pipe or socket: in a
+    process that waits for a tf.data element, the runtime reading the pipeline's source."""
+    if thread.python is not None and thread.python.frames:
+        return False
+    return opening_fifo(thread) or describe_wait(w.job, w.process, thread).kind in (
+        WaitKind.PIPE_READ,
+        WaitKind.SOCKET_READ,
+    )
 
 
 def _outside_the_job(w: _Waiter) -> bool:
@@ -867,8 +886,29 @@ def _build(job: JobView) -> WaitGraph:
         except (ValueError, KeyError, IndexError):
             continue  # one odd thread does not keep the rest of the graph from being built
     _rank_edges(job, graph)
+    _wakers_that_wait_for_it(graph)
     _death_edges(job, graph)
     return graph
+
+
+def _wakers_that_wait_for_it(graph: WaitGraph) -> None:
+    """A wait that only other threads could end, each of which waits for it (a FIFO that only
+    the thread waiting for its reader could open): nobody will, unless a party that died
+    would have (`_death_edges`, drawn next). Found once every edge is drawn, since a waker's
+    own wait may be drawn after it; proves nothing (the wakers' waits may not last)."""
+    for party, edges in graph.edges.items():
+        if party in graph.nobody or any(e.certain for e in edges):
+            continue
+        wakers = {e.waited for e in edges}
+        if all(
+            any(e.certain and e.waited == party for e in graph.edges.get(w, ())) for w in wakers
+        ):
+            graph.nobody[party] = _(
+                "only other threads could end it ({why}), and each of them waits for it",
+                why=edges[0].why,
+            )
+            graph.no_waker_left.add(party)  # as good as none left: one may have died
+            graph.unprovable.add(party)
 
 
 #: Waits that a death cannot explain: they end by themselves, or something else ends them.

@@ -60,10 +60,16 @@ class NoOneLeft(Rule):
             process, thread = job.process(chain.end[0]), job.thread(*chain.end)
             if process is None or thread is None or process.outside_job:
                 continue
+            sink_process, sink_thread = process, thread  # the one that waits for no one
             frame = innermost_user_frame(frames_of(thread))
-            if frame is None and serves_a_call(thread) and len(chain.parties) > 1:
-                # A Manager's server runs the call for its client: the user's line is the
-                # client's proxy call, one step back on the chain.
+            if (
+                frame is None
+                and (serves_a_call(thread) or not frames_of(thread))
+                and len(chain.parties) > 1
+            ):
+                # A Manager's server runs the call for its client, a runtime's native thread
+                # (tf.data reading its source) the work its Python caller asked for: the user's
+                # line is the caller's, one step back on the chain.
                 process, thread = job.process(chain.parties[-2][0]), job.thread(*chain.parties[-2])
                 if process is None or thread is None:
                     continue
@@ -72,6 +78,7 @@ class NoOneLeft(Rule):
                 continue  # a framework's own loop (Ray's worker): not where the user can look
             named.add(chain.end)
             wait = describe_wait(job, process, thread)
+            sink_wait = describe_wait(job, sink_process, sink_thread)
             on_chain = [
                 (p, t)
                 for step in chain.parties[:-1]
@@ -99,9 +106,9 @@ class NoOneLeft(Rule):
                     "Following each wait to whoever could end it leads to {thread} of "
                     "{process} ({wait}), and {reason}. Nothing will change that: the job "
                     "waits forever.",
-                    thread=thread_label(thread),
-                    process=job.describe_process(process.pid),
-                    wait=wait.summary,
+                    thread=thread_label(sink_thread),
+                    process=job.describe_process(sink_process.pid),
+                    wait=sink_wait.summary,
                     reason=chain.reason,
                 ),
                 culprit=culprit(job, process, thread, frame),
