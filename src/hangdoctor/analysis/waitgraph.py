@@ -925,7 +925,7 @@ def _death_edges(job: JobView, graph: WaitGraph) -> None:
         return
     for party, wait in graph.waits.items():
         if wait.kind in _NOT_FOR_THE_DEAD or (
-            party in graph.outside and not _accepts_from_its_own(job, party, wait, processes)
+            party in graph.outside and not _accepts_from_its_own(job, graph, party, wait, processes)
         ):
             continue
         if any(e.certain for e in graph.edges.get(party, ())):
@@ -963,15 +963,26 @@ def _nearest_death(job: JobView, pid: int, processes: list[Death]) -> Death | No
     return death
 
 
-def _accepts_from_its_own(job: JobView, party: Party, wait: Wait, processes: list[Death]) -> bool:
-    """An accept() that anyone could end, in a process none of whose children is left and one
-    of them died: the child started to connect is the likelier client than a stranger (a child
-    forked after the listening socket inherits it, and knows its address). While a child
-    lives, it may still connect: the wait is left to what that child waits on."""
-    if wait.kind is not WaitKind.ACCEPT or _descendants(job, party[0]):
+def _accepts_from_its_own(
+    job: JobView, graph: WaitGraph, party: Party, wait: Wait, processes: list[Death]
+) -> bool:
+    """An accept() that anyone could end, in a process none of whose children is left to
+    connect and one of them died: the child started to connect is the likelier client than a
+    stranger (a child forked after the listening socket inherits it, and knows its address).
+    While a child lives, it may still connect: the wait is left to what that child waits on;
+    but not one that waits for the acceptor itself (multiprocessing's resource tracker, reading
+    a pipe only the acceptor writes)."""
+    if wait.kind is not WaitKind.ACCEPT:
+        return False
+    if any(not _waits_for(graph, (child, child), party) for child in _descendants(job, party[0])):
         return False
     gone = set(exited_children(job, party[0]))
     return any(d.pid in gone or (d.pid is None and d.raised is not None) for d in processes)
+
+
+def _waits_for(graph: WaitGraph, waiter: Party, waited: Party) -> bool:
+    """Whether `waiter` surely waits for `waited` (a certain edge between them)."""
+    return any(e.certain and e.waited == waited for e in graph.edges.get(waiter, ()))
 
 
 def _descendants(job: JobView, pid: int) -> set[int]:
