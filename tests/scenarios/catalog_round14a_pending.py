@@ -23,6 +23,9 @@ ROUND14A: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=14,
         source="https://github.com/huggingface/tokenizers/issues/258",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_tokenizers_parallelism_fork.py:54 / verdict hung: as expected"
+        ),
     ),
     # The dataset grows between epochs in the main process; persistent workers keep the first
     # epoch's copy, and the main-process sampler's new indices raise IndexError in a worker.
@@ -35,6 +38,9 @@ ROUND14A: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=14,
         source="https://github.com/pytorch/pytorch/issues/97326",
+        first_try=(
+            "right: process.exception / rank None / r14a_persistent_workers_curriculum_grow.py:42 / verdict failed: as expected"
+        ),
         blind=True,
     ),
     # A single-threaded HTTP/1.1 feature server stays on the first worker's idle keep-alive
@@ -53,6 +59,9 @@ ROUND14A: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=14,
         source="https://github.com/nschloe/tuna/issues/178",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_sample_server_keepalive.py:62 / verdict hung: as expected"
+        ),
     ),
     # Healthy: non-persistent workers re-parse ~1M annotation lines in worker_init_fn at each
     # epoch's start, ~8 s silent unloaded (17 s on a loaded 2-core machine), both at full CPU.
@@ -64,6 +73,7 @@ ROUND14A: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=14,
         source="https://github.com/open-mmlab/mmpretrain/issues/196",
+        first_try=("right: completed, no error-level finding (HD203 input-bound, a warning)"),
     ),
     # DataLoader workers share one multiprocessing.Queue of shard names ended by a single None:
     # the first worker to read it stops, the other waits in get() for ever.
@@ -76,6 +86,9 @@ ROUND14A: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=14,
         source="https://github.com/meridianlabs-ai/inspect_scout/pull/57",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_shard_queue_one_sentinel.py:48 / verdict hung: as expected"
+        ),
         blind=True,
     ),
     # The trainer holds a shared weights array's lock while it iterates a probe DataLoader whose
@@ -89,5 +102,8 @@ ROUND14A: tuple[Scenario, ...] = (
         limit_s=120.0,
         round=14,
         source="https://discuss.pytorch.org/t/communicating-with-dataloader-workers/11473",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_mining_weights_lock_probe.py:36 / verdict hung: as expected"
+        ),
     ),
 )
