@@ -809,7 +809,7 @@ DISTRIBUTED: tuple[Scenario, ...] = (
         "tf_mwms_worker_dies",
         "distributed.rank_exited",
         xfail=(
-            "known miss: declared hung at the 10 s threshold before TensorFlow fails worker 0 itself (19 s), named process.deadlock at the launcher's wait, not worker 1's exit"
+            "known miss: declared hung at the 10 s threshold before TensorFlow fails worker 0 itself (19 s); named right since (distributed.rank_exited, worker 1 at its raise), the verdict is hung"
         ),
         round=12,
         verdict="failed",

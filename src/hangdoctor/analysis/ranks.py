@@ -83,6 +83,10 @@ _BACKWARD = (
     ("/torch/autograd/__init__.py", "backward"),
 )
 BACKWARD_ALL_REDUCE = "all_reduce"
+# A TensorFlow worker of a multi-worker job idle inside a tf.function step waits in the step's
+# own collectives (MultiWorkerMirroredStrategy all-reduces its gradients there), native below.
+_TF_STEP = ("/tensorflow/python/eager/execute.py", "quick_execute")
+TF_STEP_COLLECTIVE = "tf.function step's collectives"
 
 # What ranks doing the same thing share: (call, (file, line) of the user's site).
 Signature = tuple[str | None, tuple[str, int] | None]
@@ -140,7 +144,18 @@ def distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
         )
     ):
         found = BACKWARD_ALL_REDUCE
+    if found is None and idle and _innermost_in(frames, _TF_STEP):
+        found = TF_STEP_COLLECTIVE
     return found
+
+
+def _innermost_in(frames: Sequence[Frame], where: tuple[str, str]) -> bool:
+    """Whether the innermost Python frame runs `where` (a file's ending, a function)."""
+    inner = python_frames(frames)[:1]
+    return any(
+        f.file.replace("\\", "/").endswith(where[0]) and f.function.split(".")[-1] == where[1]
+        for f in inner
+    )
 
 
 # Beyond this many frames between the user's line and the collective, the collective is the
@@ -304,7 +319,9 @@ class RankView:
         for rank, status in statuses.items():
             if rank not in by_rank and (classes is None or rank not in classes):
                 # reported progress once, not found alive now
-                by_rank[rank] = RankState(rank, None, None, status, None, None, None)
+                by_rank[rank] = RankState(
+                    rank, None, None, status, None, None, None, raised=raised.get(status.pid)
+                )
         singles = [
             (rank, rank, state)
             for rank, state in by_rank.items()
@@ -504,6 +521,12 @@ class RankView:
                 state=state.process.state,
             )
         if state is not None and state.status is not None and state.process is None:
+            if state.raised is not None:
+                return _(
+                    "its process (pid {pid}) raised {exception} and is gone",
+                    pid=state.status.pid,
+                    exception=last_line(state.raised),
+                )
             return _(
                 "it reported progress as pid {pid}, which is no longer running",
                 pid=state.status.pid,

@@ -102,6 +102,14 @@ class RankExited(Rule):
                     rank=missing[0],
                     exception=last_line(first.raised),
                 )
+                if first is not None and first.raised is not None and first.process is not None
+                else _(
+                    "Fix the error rank {rank} raised ({exception}); its peers wait for it in a "
+                    "collective nothing will end: have the launcher end the job when one "
+                    "process fails (torchrun does), or give the collectives a timeout.",
+                    rank=missing[0],
+                    exception=last_line(first.raised),
+                )
                 if first is not None and first.raised is not None
                 else _(
                     "Read rank {rank}'s own output (output.log) for its error or "
