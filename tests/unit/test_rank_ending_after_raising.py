@@ -33,3 +33,17 @@ def test_an_exception_recorded_after_the_hang_was_declared_is_not_why(tmp_path: 
         uncaught["at"] = declared_at + 1.0
     root = replay(recording).findings[0]
     assert root.category is not Category.DISTRIBUTED_RANK_EXITED
+
+
+def test_a_tensorflow_worker_idle_in_its_step_waits_for_the_worker_that_raised(
+    tmp_path: Path,
+) -> None:
+    """Two MultiWorkerMirroredStrategy workers (recorded live: `tf_mwms_worker_dies`): worker 1
+    raised at a step and is gone; worker 0 sits idle in its tf.function step, whose all-reduce
+    needs worker 1. The worker that raised is the culprit, at its raise."""
+    root = replay(load(recording_path("tf_mwms_worker_dies"), tmp_path)).findings[0]
+    assert root.category is Category.DISTRIBUTED_RANK_EXITED
+    assert root.culprit is not None and root.culprit.rank == 1
+    assert root.culprit.location is not None
+    assert "raise ValueError" in (root.culprit.location.code or "")
+    assert any("tf.function step" in line for line in root.evidence)
