@@ -146,6 +146,8 @@ def left_loop(odd: Sequence[RankState], rest: Sequence[RankState]) -> str | None
                 continue
             if len(mine.loops) != len(frame.loops) or index == 0:
                 shorter = len(mine.loops) < len(frame.loops)
+                if shorter and not mine.loops and mine.line < (frame.loop_lines or [0])[0]:
+                    return None  # in no loop here, above the others': it has not reached it
                 return frame.loops[len(mine.loops)] if shorter else None
             own_guards = {g for f in odd_frames[:depth] for g in f.guards}
             own_guards |= set(mine.guards) - set(frame.guards)
@@ -167,5 +169,19 @@ def ran_out_first(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
 
 def is_uneven(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
     """Whether the odd ranks have left the loop the others still run their collective in, or
-    ran out of data before them."""
+    ran out of data before them, having had fewer batches: odd ranks that fetched as many
+    batches as the others and still left the loop skipped a collective inside it (a `continue`
+    before `backward()` on an error caught on one rank), a mismatch, not uneven inputs."""
+    if _as_many_batches(odd, rest):
+        return False
     return ran_out_first(odd, rest) or left_loop(odd, rest) is not None
+
+
+def _as_many_batches(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
+    """Whether every odd rank fetched at least as many batches as any of the others (the
+    instrumentation's count; unknown when a rank counted none)."""
+    counts = [s.status.batches if s.status is not None else 0 for s in _each(odd)]
+    others = [s.status.batches if s.status is not None else 0 for s in _each(rest)]
+    if not counts or not others or min(counts + others) <= 0:
+        return False
+    return min(counts) >= max(others)
