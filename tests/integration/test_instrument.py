@@ -862,6 +862,39 @@ def test_workers_a_pool_terminates_are_noted_with_the_jobs_line_that_led_there(j
         assert "LINE: with" in POOL_BLOCK_ENDED.splitlines()[where.line - 1]
 
 
+EXITS_EARLY = """
+import signal, sys, threading, torch
+
+
+def budget_spent(signum, frame):
+    sys.exit(0)  # LINE: exit
+
+
+threading.Thread(target=sys.exit, args=(3,)).start()  # a thread's SystemExit ends only it
+signal.signal(signal.SIGALRM, budget_spent)
+signal.alarm(1)
+while True:
+    signal.pause()
+"""
+
+
+def test_where_the_main_thread_called_sys_exit_is_noted_and_the_exit_unchanged(jobs, tmp_path):
+    """A rank that leaves with `sys.exit()` (here from a time budget's signal handler) leaves
+    no traceback: its status says where it called it. The exit code is the job's own, and a
+    thread's `sys.exit()` (which ends only that thread) is not taken for it."""
+    from hangdoctor.probes.progress import with_sync_source
+
+    script = write_script(tmp_path, "budget.py", EXITS_EARLY)
+    job = jobs(script, env=instrumented(tmp_path / "status"))
+    code, _out, _err = job.finish()
+    assert code == 0
+    (status,) = read_statuses(tmp_path / "status")
+    assert status.exit_call is not None and status.exit_call[0] == str(script)
+    assert "LINE: exit" in EXITS_EARLY.splitlines()[status.exit_call[1] - 1]
+    site = with_sync_source(status).exit_site
+    assert site is not None and site.code is not None and "sys.exit(0)" in site.code
+
+
 OFF_LOOP = """\
 import asyncio
 import threading

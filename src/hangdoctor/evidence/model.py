@@ -364,6 +364,14 @@ class ProgressStatus(Evidence):
         default=None, description="the uncaught exception it ended with, as Python prints it"
     )
     exit_hung: bool = Field(default=False, description="watch() ended it at a hang (exit 124)")
+    exit_call: tuple[str, int, str] | None = Field(
+        default=None,
+        description="(file, line, function) where its main thread called sys.exit(): the line "
+        "a rank that left the job early took, which leaves no traceback",
+    )
+    exit_site: Frame | None = Field(
+        default=None, description="that call in the user's code, with its source context"
+    )
     last_sync_at: tuple[tuple[str, int, str], ...] = Field(
         default=(),
         description="(file, line, function) of each frame, innermost first (at "

@@ -63,6 +63,11 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     ]
     mine = tuple(with_source(f) for f in frames if origin(f) is Origin.USER)
     update: dict[str, object] = {"last_sync": mine} if mine else {}
+    if status.exit_call is not None:
+        file, line, function = status.exit_call
+        exited = Frame(file=file, line=line, function=function)
+        if origin(exited) is Origin.USER:
+            update["exit_site"] = with_source(exited)
     if status.marks:  # the job's own words: a mark may carry a token, as any output line may
         update["marks"] = tuple(
             m.model_copy(update={"text": redact_value(m.text)}) for m in status.marks

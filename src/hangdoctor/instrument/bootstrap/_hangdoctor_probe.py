@@ -86,6 +86,7 @@ def arm() -> None:
         stacks.log_thread_deaths()
         stacks.log_uncaught_exception()
         stacks.log_process_ends()
+        stacks.log_exit_calls()
         stacks.register_stack_dump()
         with contextlib.suppress(Exception):
             os.register_at_fork(after_in_child=_after_fork_in_child)

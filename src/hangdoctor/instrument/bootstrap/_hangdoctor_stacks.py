@@ -307,6 +307,43 @@ def write_thread_map() -> None:
         pass
 
 
+def log_exit_calls() -> None:
+    """A rank that leaves the job with `sys.exit()` (a time budget's signal handler, an early
+    stop on one rank) prints nothing, and its peers wait for it in their next collective: the
+    line that exited is the answer. So `sys.exit` is wrapped: a call from the main thread notes
+    its caller's file, line and function in the status, then exits exactly as before."""
+    import sys
+
+    try:
+        original = sys.exit
+        if shared.is_wrapper(original):
+            return
+
+        def exit(*args):  # type: ignore[no-untyped-def]
+            _note_exit_call()
+            return original(*args)
+
+        exit.__doc__ = original.__doc__
+        shared.mark_wrapper(exit)
+        sys.exit = exit
+    except Exception:
+        pass
+
+
+def _note_exit_call() -> None:
+    try:
+        import sys
+
+        if threading.current_thread() is not threading.main_thread():
+            return  # SystemExit ends only that thread
+        caller = sys._getframe(2)  # 0: this, 1: the wrapper, 2: who called sys.exit()
+        code = caller.f_code
+        shared.status.exit_call = (
+            code.co_filename, caller.f_lineno, getattr(code, "co_qualname", code.co_name))
+    except Exception:
+        pass
+
+
 def log_process_ends() -> None:
     """A process ended with `Process.terminate()` or `kill()` while it held a shared lock, sat
     in a barrier or was to put a result leaves the others waiting for it forever, and the line

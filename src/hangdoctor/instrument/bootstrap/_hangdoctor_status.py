@@ -132,6 +132,7 @@ class Status:
         "data_ends",
         "data_wait_s",
         "device_losses",
+        "exit_call",
         "exit_code",
         "exit_hung",
         "exit_traceback",
@@ -203,6 +204,9 @@ class Status:
         self.exit_code: int | None = None
         self.exit_traceback: str | None = None
         self.exit_hung = False  # the watchdog ended it at a hang (exit 124)
+        # (file, line, function) of the job's sys.exit() in the main thread
+        # (_hangdoctor_stacks.log_exit_calls)
+        self.exit_call: tuple[str, int, str] | None = None
         # where the job last synchronised (_hangdoctor_hooks._note_sync_site)
         self.last_sync_at: list[tuple[types.CodeType, int]] = []
         self.groups_created = 0  # torch.distributed.new_group calls (_hangdoctor_hooks)
@@ -260,6 +264,7 @@ class Status:
             "exit_code": self.exit_code,
             "exit_traceback": self.exit_traceback,
             "exit_hung": self.exit_hung,
+            "exit_call": self.exit_call,
             "limits": _limits(),
             "last_sync_at": [(code.co_filename, line, code.co_name)
                              for code, line in self.last_sync_at],

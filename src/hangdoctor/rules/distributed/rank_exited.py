@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.advice import process_group_timeout
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.ranks import last_line, rank_list, rank_view
+from hangdoctor.analysis.ranks import RankState, last_line, rank_list, rank_view
 from hangdoctor.analysis.tracebacks import tracebacks
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
@@ -88,7 +88,7 @@ class RankExited(Rule):
                 pid=first.pid if first else None,
                 rank=missing[0],
                 role="rank",
-                location=_raised_at(first.raised) if first and first.raised else None,
+                location=_where_it_left(first),
             ),
             related=tuple(rank_culprit(job, s) for s in waiting[:4]),
             evidence=tuple(evidence),
@@ -119,6 +119,17 @@ class RankExited(Rule):
                 process_group_timeout(job),
             ),
         )
+
+
+def _where_it_left(state: RankState | None) -> Location | None:
+    """Where a rank left the job: the line that raised the exception ending it, else the line
+    where it called sys.exit() (the instrumentation noted both)."""
+    if state is None:
+        return None
+    if state.raised is not None:
+        return _raised_at(state.raised)
+    site = state.status.exit_site if state.status is not None else None
+    return Location.of(site)
 
 
 def _raised_at(traceback: str) -> Location | None:

@@ -184,11 +184,16 @@ def _first_failure(failures: list[RankFailure]) -> RankFailure:
 
 
 def _way_out(job: JobView, pid: int) -> tuple[Location, list[str]] | None:
-    """How a rank that left first, without an error, got out of its training loop: the loop it
-    last synchronised in (a collective, or backward(): the instrumentation noted where) and the
+    """How a rank that left first, without an error, got out of its training loop: the line
+    where it called sys.exit() (noted by the instrumentation), else the loop it last
+    synchronised in (a collective, or backward(): the instrumentation noted where) and the
     statements that leave that loop before its end. With one, that is where it left; with
     several, the loop's header, and the exits in the evidence."""
     status = next((s for s in job.record.progress if s.pid == pid), None) if job.record else None
+    if status is not None and status.exit_site is not None:
+        site = status.exit_site
+        location = Location(file=site.file, line=site.line, function=site.function, code=site.code)
+        return location, [_("it called sys.exit() at {where}", where=short_location(site))]
     frames = status.last_sync if status is not None else ()
     looping = next((f for f in reversed(frames) if f.loops), None)  # outermost first
     if looping is None or not looping.loop_exits:
