@@ -404,4 +404,76 @@ DATA: tuple[Scenario, ...] = (
         xfail=("blind-set miss, left untouched: process.blocked_io at the trainer's get (line 60)"),
         blind=True,
     ),
+    # --- round 14 (issue 27): programs from public reports, written blind -----------------
+    # A tokenizer's thread pool used in the main process, kept enabled across fork by
+    # TOKENIZERS_PARALLELISM=true: the DataLoader workers' encode_batch waits for ever.
+    _s(
+        "r14a_tokenizers_parallelism_fork",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=(
+            "keep-parallelism-across-fork",
+            "encode-in-main",
+            "encode-in-worker",
+            "wait-first-batch",
+        ),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=14,
+        source="https://github.com/huggingface/tokenizers/issues/258",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_tokenizers_parallelism_fork.py:54 / verdict hung: as expected"
+        ),
+    ),
+    # A single-threaded HTTP/1.1 feature server stays on the first worker's idle keep-alive
+    # connection; the second worker's request is never read, and the loader waits for it.
+    _s(
+        "r14a_sample_server_keepalive",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=(
+            "single-threaded-server",
+            "keep-alive-protocol",
+            "worker-getresponse",
+            "loader-next",
+        ),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=14,
+        source="https://github.com/nschloe/tuna/issues/178",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_sample_server_keepalive.py:62 / verdict hung: as expected"
+        ),
+    ),
+    # DataLoader workers share one multiprocessing.Queue of shard names ended by a single None:
+    # the first worker to read it stops, the other waits in get() for ever.
+    _s(
+        "r14a_shard_queue_one_sentinel",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=("one-sentinel", "shard-get", "loader-next"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=14,
+        source="https://github.com/meridianlabs-ai/inspect_scout/pull/57",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_shard_queue_one_sentinel.py:48 / verdict hung: as expected"
+        ),
+        blind=True,
+    ),
+    # The trainer holds a shared weights array's lock while it iterates a probe DataLoader whose
+    # workers take that lock in __getitem__: the workers wait on the trainer, the trainer on them.
+    _s(
+        "r14a_mining_weights_lock_probe",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=("hold-lock-over-probe", "worker-lock", "probe-next"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=14,
+        source="https://discuss.pytorch.org/t/communicating-with-dataloader-workers/11473",
+        first_try=(
+            "right: data.pipeline_stall / rank None / r14a_mining_weights_lock_probe.py:36 / verdict hung: as expected"
+        ),
+    ),
 )

@@ -486,4 +486,31 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         source="https://github.com/ByteDance-Seed/VeOmni/pull/1162",
         first_try=("right: completed, no finding"),
     ),
+    # --- round 14 (issue 27): programs from public reports, written blind -----------------
+    # Healthy: non-persistent workers re-parse ~1M annotation lines in worker_init_fn at each
+    # epoch's start, ~8 s silent unloaded (17 s on a loaded 2-core machine), both at full CPU.
+    _s(
+        "r14a_healthy_epoch_worker_reindex",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        limit_s=120.0,
+        round=14,
+        source="https://github.com/open-mmlab/mmpretrain/issues/196",
+        first_try=("right: completed, no error-level finding (HD203 input-bound, a warning)"),
+    ),
+    # Healthy: rank 0 runs a ~15 s silent Monte-Carlo-dropout validation while rank 1 waits in
+    # broadcast_object_list for the early-stopping decision; the target is met and the job ends.
+    _s(
+        "r14b_healthy_rank0_eval_stop_broadcast",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        limit_s=120.0,
+        torchrun=True,
+        nproc=2,
+        round=14,
+        source="https://github.com/axolotl-ai-cloud/axolotl/pull/537",
+        first_try=("right: completed, no finding"),
+    ),
 )

@@ -1191,4 +1191,38 @@ PROCESS: tuple[Scenario, ...] = (
         xfail=("blind-set miss, left untouched: process.unexplained with no location (exit 134)"),
         blind=True,
     ),
+    # --- round 14 (issue 27): programs from public reports, written blind -----------------
+    # The dataset grows between epochs in the main process; persistent workers keep the first
+    # epoch's copy, and the main-process sampler's new indices raise IndexError in a worker.
+    _s(
+        "r14a_persistent_workers_curriculum_grow",
+        "process.exception",
+        verdict="failed",
+        markers=("stale-copy-index", "grow-in-main", "persistent-workers", "loader-next"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=14,
+        source="https://github.com/pytorch/pytorch/issues/97326",
+        first_try=(
+            "right: process.exception / rank None / r14a_persistent_workers_curriculum_grow.py:42 / verdict failed: as expected"
+        ),
+        blind=True,
+    ),
+    # mp.spawn: rank 0 broadcasts its run state with broadcast_object_list, the LambdaLR
+    # scheduler (a local lr_lambda) included; pickling raises on rank 0, rank 1 waits, spawn ends it.
+    _s(
+        "r14b_spawn_resume_state_scheduler_pickle",
+        "process.exception",
+        verdict="failed",
+        rank=0,
+        markers=("share-state", "unpicklable-state"),
+        hang_timeout_s=10.0,
+        limit_s=120.0,
+        round=14,
+        source="https://github.com/AlibabaResearch/AdvancedLiterateMachinery/issues/45",
+        first_try=(
+            "right: process.exception / rank 0 / r14b_spawn_resume_state_scheduler_pickle.py:98 / verdict failed: as expected"
+        ),
+        blind=True,
+    ),
 )
