@@ -67,7 +67,17 @@ def test_a_name_agrees_with_the_round_it_keeps() -> None:
 
 def test_the_blind_set_stays_identifiable() -> None:
     blind = [s for s in CATALOG if s.blind]
-    assert Counter(s.round for s in blind) == {6: 9, 7: 10, 8: 4, 9: 4, 10: 4, 11: 4, 12: 8, 13: 4, 14: 4}
+    assert Counter(s.round for s in blind) == {
+        6: 9,
+        7: 10,
+        8: 4,
+        9: 4,
+        10: 4,
+        11: 4,
+        12: 8,
+        13: 4,
+        14: 4,
+    }
     assert all(s.first_try is not None for s in blind)  # each ran before any change
     assert not any(s.loaded and s.name.endswith("_loaded") for s in blind)
 

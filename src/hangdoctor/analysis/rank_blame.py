@@ -172,12 +172,12 @@ def is_uneven(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
     ran out of data before them, having had fewer batches: odd ranks that fetched as many
     batches as the others and still left the loop skipped a collective inside it (a `continue`
     before `backward()` on an error caught on one rank), a mismatch, not uneven inputs."""
-    if _as_many_batches(odd, rest):
+    if as_many_batches(odd, rest):
         return False
     return ran_out_first(odd, rest) or left_loop(odd, rest) is not None
 
 
-def _as_many_batches(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
+def as_many_batches(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool:
     """Whether every odd rank fetched at least as many batches as any of the others (the
     instrumentation's count; unknown when a rank counted none)."""
     counts = [s.status.batches if s.status is not None else 0 for s in _each(odd)]

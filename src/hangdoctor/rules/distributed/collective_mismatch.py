@@ -10,9 +10,11 @@ from hangdoctor.analysis.desync import DesyncOrigin
 from hangdoctor.analysis.frames import short_file, short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.rank_blame import (
+    as_many_batches,
     condition_of,
     extra_guards,
     is_uneven,
+    left_loop,
     on_rank,
     rank_guard,
     split_groups,
@@ -124,6 +126,7 @@ class CollectiveMismatch(Rule):
                 odd, rest = [taker], [s for s in odd + rest if s is not taker]
                 state = taker
         evidence += _same_step(job, odd + rest)
+        evidence += _skipped_inside(odd, rest)
         if code is not None:
             yield self._from_code(job, code, state, rest, evidence)
             return
@@ -531,3 +534,23 @@ def _made_alone_fix(origin: DesyncOrigin, where: str, under: str, guard: str | N
         "(gathering a state dict, computing a metric: both are collectives).",
         **fields,
     )
+
+
+def _skipped_inside(odd: list[RankState], rest: list[RankState]) -> list[str]:
+    """Odd ranks that left the loop the others' collective is in after fetching as many batches
+    as they did: one of their iterations skipped a collective (a `continue` before backward()
+    after an error caught on that rank only)."""
+    loop = left_loop(odd, rest)
+    if loop is None or not as_many_batches(odd, rest) or odd[0].status is None:
+        return []
+    return [
+        _(
+            "{odd} fetched as many batches ({batches}) as {rest} and still left `{loop}`: an "
+            "iteration of theirs skipped a collective (a `continue`, or an `if` around "
+            "backward() or a collective, taken on some ranks only)",
+            odd=rank_list(odd),
+            batches=odd[0].status.batches,
+            rest=rank_list(rest),
+            loop=loop,
+        )
+    ]
