@@ -305,9 +305,6 @@ DATA: tuple[Scenario, ...] = (
     _s(
         "jx_io_callback_dead_producer",
         "data.pipeline_stall",
-        xfail=(
-            "known miss: process.deadlock at the dead producer's raise; a host callback's queue is not taken for the step's input"
-        ),
         round=12,
         markers=("get", "raise", "wait"),
         hang_timeout_s=10.0,

@@ -11,7 +11,7 @@ same mechanism, and so are a `multiprocessing.Queue` and an `os.pipe` whose writ
 | dead, nobody | a lock, event, condition, queue, semaphore, barrier, join, file lock | process.deadlock |
 | dead, nobody | a pipe, FIFO or socket (multiprocessing's queues and pipes included) | process.blocked_io |
 | dead | a DataLoader's fetch, none of its workers left | data.worker_killed |
-| dead, nobody | anything, waited for by the training loop's input (a DataLoader, an iterator a `for` loop reads, a tf.data pipeline's generator), anywhere on the chain | data.pipeline_stall |
+| dead, nobody | anything, waited for by the training loop's input (a DataLoader, an iterator a `for` loop reads, a tf.data pipeline's generator, a JAX host callback taking the step's values from a queue), anywhere on the chain | data.pipeline_stall |
 
 Users name a wait through a pipe by the pipe ("recv() hangs", "open() of a FIFO blocks"), and
 a wait on a lock by the lock, which is why the medium splits the first two rows. Rules of other
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import Origin, origin, python_frames
+from hangdoctor.analysis.frames import Origin, in_function, origin, python_frames
 from hangdoctor.analysis.job import JobView
-from hangdoctor.analysis.thread_waits import waits_in_iterator
+from hangdoctor.analysis.thread_waits import blocking_call, shared_call, waits_in_iterator
 from hangdoctor.analysis.waitgraph import Party, Sink, WaitGraph, build_wait_graph
 from hangdoctor.analysis.waits import Wait, WaitKind
 from hangdoctor.evidence.model import ThreadEvidence
@@ -65,11 +65,26 @@ GENERIC = frozenset(
 _DATA_FILES = ("torch/utils/data/", "tensorflow/python/data/", "keras/src/trainers/data_adapters/")
 
 
+#: Where JAX runs a host callback whose results flow into the jitted step (`io_callback`,
+#: `pure_callback`; `jax.debug.callback` returns nothing): one that takes them from a queue
+#: waits for the step's input (one that waits on a lock is a deadlock, whatever it computes).
+_JAX_CALLBACKS = ("jax/_src/callback.py", {"io_callback_impl", "pure_callback_impl"})
+
+
+def _takes_from_a_queue(thread: ThreadEvidence) -> bool:
+    """Whether the thread's own code waits in a queue's get() (threading or multiprocessing)."""
+    found = blocking_call(thread) or shared_call(thread)
+    return found is not None and found[0].function.split(".")[-1] == "get"
+
+
 def on_data_path(thread: ThreadEvidence) -> bool:
-    """Whether the thread waits for the training loop's input: inside a DataLoader, or in a
-    blocking call made on behalf of an iterator a `for` loop reads (a prefetching loader)."""
+    """Whether the thread waits for the training loop's input: inside a DataLoader, in a JAX
+    host callback that feeds the jitted step its values, or in a blocking call made on behalf
+    of an iterator a `for` loop reads (a prefetching loader)."""
     frames = python_frames(thread.python.frames if thread.python else ())
     if any(any(part in f.file.replace("\\", "/") for part in _DATA_FILES) for f in frames):
+        return True
+    if in_function(frames, *_JAX_CALLBACKS) and _takes_from_a_queue(thread):
         return True
     first_user = next((i for i, f in enumerate(frames) if origin(f) is Origin.USER), None)
     if not first_user:  # None, or the thread waits in the user's own frame
