@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import blame_frame, python_frames
+from hangdoctor.analysis.frames import blame_frame, innermost_user_frame, python_frames
 from hangdoctor.analysis.job import JobView
-from hangdoctor.evidence.model import (
-    ProcessEvidence,
-)
+from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
@@ -27,10 +25,33 @@ from hangdoctor.taxonomy import Category
 _POOL = "multiprocessing/pool.py"
 
 
-def _waits_on_pool(process: ProcessEvidence) -> bool:
-    thread = main_thread(process)
+#: Where a caller waits for a pool's results (`map` and `apply` wait in `ApplyResult.wait`).
+_RESULT_WAITS = {"ApplyResult.wait", "ApplyResult.get", "IMapIterator.next"}
+
+
+def _waits_on_pool(thread: ThreadEvidence | None) -> bool:
     frames = python_frames(thread.python.frames) if thread and thread.python else []
     return any(f.file.replace("\\", "/").endswith(_POOL) for f in frames)
+
+
+def _pool_waiter(process: ProcessEvidence) -> ThreadEvidence | None:
+    """The thread that waits for the pool's results: the main thread, else another that waits
+    in a result (a library's loader thread: Keras runs a `PyDataset`'s pool from one)."""
+    main = main_thread(process)
+    if _waits_on_pool(main):
+        return main
+    return next(
+        (
+            t
+            for t in process.threads
+            if t.python is not None
+            and any(
+                f.file.replace("\\", "/").endswith(_POOL) and f.function in _RESULT_WAITS
+                for f in python_frames(t.python.frames)
+            )
+        ),
+        None,
+    )
 
 
 def _replacements(job: JobView, parent: ProcessEvidence) -> list[ProcessEvidence]:
@@ -79,13 +100,19 @@ class PoolWorkerLost(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             gone = [v for v in job.vanished if v.ppid == process.pid]
-            thread = main_thread(process)
-            if thread is None or not _waits_on_pool(process):
+            thread = _pool_waiter(process)
+            if thread is None:
                 continue
             replacements = _replacements(job, process)
             if not gone and not replacements:
                 continue
-            frame = blame_frame(thread.python.frames) if thread.python else None
+            frame = innermost_user_frame(thread.python.frames if thread.python else ())
+            if frame is None:  # the library's own thread: the user's call into the library
+                main = main_thread(process)
+                thread = main or thread
+                frame = innermost_user_frame(main.python.frames if main and main.python else ())
+            if frame is None:
+                frame = blame_frame(thread.python.frames) if thread.python else None
             pids = ", ".join(str(v.pid) for v in gone[:4])
             evidence = [
                 _(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hangdoctor.analysis.deaths import Death, ended_at
-from hangdoctor.analysis.frames import blame_frame, short_location
+from hangdoctor.analysis.frames import blame_frame, innermost_user_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.analysis.sink_category import sink_category
 from hangdoctor.analysis.tracebacks import Raised
@@ -82,8 +82,8 @@ class DeadProvider(Rule):
             if process is None or thread is None:
                 continue
             frame = blame_frame(frames_of(thread))
-            if frame is None:
-                continue
+            if frame is None or innermost_user_frame(frames_of(thread)) is None:
+                continue  # a library's machinery (a pool worker, a queue's feeder) waiting
             named.add(id(death))
             yield self._finding(job, death, culprit(job, process, thread, frame), party)
 
