@@ -20,8 +20,6 @@ from tests.scenarios.catalog_healthy import HEALTHY_CONTROLS
 from tests.scenarios.catalog_host import HOST
 from tests.scenarios.catalog_native import NATIVE
 from tests.scenarios.catalog_process import PROCESS
-from tests.scenarios.catalog_round15a_pending import ROUND15A
-from tests.scenarios.catalog_round15b_pending import ROUND15B
 from tests.scenarios.exception_matrix import scenarios as exception_matrix
 from tests.scenarios.scenario import Scenario
 from tests.scenarios.wait_matrix import scenarios as wait_matrix
@@ -30,16 +28,7 @@ from tests.scenarios.wait_matrix import scenarios as wait_matrix
 # (catalog_<family>.py), healthy controls apart. Each keeps the round it was written in
 # (`round`), its report (`source`), its first try and whether it is blind (CORPUS.md).
 CATALOG: tuple[Scenario, ...] = (
-    DATA
-    + PROCESS
-    + NATIVE
-    + DISTRIBUTED
-    + ALGORITHM
-    + HOST
-    + ENV
-    + HEALTHY_CONTROLS
-    + ROUND15A
-    + ROUND15B
+    DATA + PROCESS + NATIVE + DISTRIBUTED + ALGORITHM + HOST + ENV + HEALTHY_CONTROLS
 )
 
 # Every raise site x every wrapping (issue 26): generated programs, each with its origin line.

@@ -106,4 +106,25 @@ ALGORITHM: tuple[Scenario, ...] = (
             "wrong: process.exception / rank None / tf_check_numerics.py:22 / verdict failed: category process.exception, expected algorithm.nonfinite"
         ),
     ),
+    # --- round 15 (issue 30): JAX and TensorFlow programs from public reports, written blind
+    # JAX: a batch with a NaN feature gives a NaN loss at any learning rate; the loop retries it
+    # with a halved learning rate forever, silently, spinning on the CPU
+    _s(
+        "r15b_nan_retry_backoff",
+        "algorithm.nonfinite",
+        verdict="hung",
+        markers=("retry", "nan"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/pyro-ppl/numpyro/issues/956",
+        first_try=(
+            "wrong: no result within 240 s: each retry is a jitted step, counted as progress; the losses are not read"
+        ),
+        xfail=(
+            "known miss: no verdict; JAX's NaN losses are not read, and each retried jitted step counts as progress"
+        ),
+    ),
 )

@@ -473,4 +473,41 @@ DATA: tuple[Scenario, ...] = (
             "right: data.pipeline_stall / rank None / r14a_mining_weights_lock_probe.py:36 / verdict hung: as expected"
         ),
     ),
+    # --- round 15 (issue 30): JAX and TensorFlow programs from public reports, written blind
+    # Keras fit on a PyDataset with workers=2, use_multiprocessing=True: a worker process dies of
+    # SIGSEGV in a ctypes decoder on a corrupt record; fit waits for its batch for ever.
+    _s(
+        "r15a_pydataset_worker_segv_decode",
+        "data.worker_killed",
+        verdict="hung",
+        markers=("decode", "fit"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/keras-team/keras/issues/11461",
+        first_try=(
+            "wrong: process.deadlock / rank None / threading.py:327 / verdict hung: category process.deadlock at a pool worker's queue feeder thread, expected data.worker_killed"
+        ),
+    ),
+    # JAX: a fork-started multiprocessing pool of augmentation workers calls jax.numpy in children
+    # forked from a process whose JAX runtime already ran; the workers deadlock, the loop waits in imap
+    _s(
+        "r15b_fork_pool_jnp_augment",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=("augment", "imap"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/jax-ml/jax/issues/3382",
+        first_try=(
+            "wrong: native.blocked / rank None / r15b_fork_pool_jnp_augment.py:25 / verdict hung: category native.blocked, expected data.pipeline_stall"
+        ),
+        xfail=("blind-set miss, left untouched: native.blocked at the augment line"),
+        blind=True,
+    ),
 )

@@ -898,4 +898,67 @@ DISTRIBUTED: tuple[Scenario, ...] = (
             "wrong: distributed.rank_exited / rank 0 / no location / verdict failed: right category and rank, no line (the sys.exit(0))"
         ),
     ),
+    # --- round 15 (issue 30): JAX and TensorFlow programs from public reports, written blind
+    # 2 MultiWorkerMirroredStrategy workers: worker 1 polls a stale download lock left by a
+    # preempted run before epoch 1, worker 0 waits in the step's gradient all-reduce.
+    _s(
+        "r15a_mwms_stale_cache_lock",
+        "distributed.straggler",
+        verdict="hung",
+        rank=1,
+        markers=("lock-wait", "fetch", "stale-lock"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/tensorflow/hub/issues/579",
+        first_try=(
+            "wrong: distributed.straggler / rank 1 / r15a_mwms_stale_cache_lock.py:40 / verdict hung: right category and rank, line 40 not a marked line"
+        ),
+        xfail=(
+            "blind-set miss, left untouched: distributed.straggler (rank 1) at line 40, not a marked line"
+        ),
+        blind=True,
+    ),
+    # JAX, 2 processes: process 1's spawn-started decode workers re-import the script, whose
+    # module-level jax.distributed.initialize registers task 1 again; the coordination service aborts all
+    _s(
+        "r15b_loader_worker_reinit_dist",
+        "distributed.rendezvous",
+        verdict="failed",
+        rank=1,
+        markers=("init", "pool"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/google/grain/issues/802",
+        first_try=(
+            "wrong: process.unexplained / rank None / no location / verdict failed: the coordination service's 'tried to connect with a different incarnation' not read"
+        ),
+        xfail=(
+            "known miss: process.unexplained; the coordination service's duplicate registration of task 1 is not read"
+        ),
+    ),
+    # JAX, 2 processes: process 0's main thread waits for its tracker's lock, held by the tracker's
+    # thread in recv() from a server that never answers; process 1 waits in process_allgather
+    _s(
+        "r15b_tracker_lock_straggler",
+        "distributed.straggler",
+        verdict="hung",
+        rank=0,
+        markers=("lock", "recv"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/marin-community/marin/issues/5319",
+        first_try=(
+            "right: distributed.straggler / rank 0 / r15b_tracker_lock_straggler.py:39 / verdict hung: as expected"
+        ),
+        blind=True,
+    ),
 )

@@ -513,4 +513,33 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         source="https://github.com/axolotl-ai-cloud/axolotl/pull/537",
         first_try=("right: completed, no finding"),
     ),
+    # --- round 15 (issue 30): JAX and TensorFlow programs from public reports, written blind
+    # Healthy: a tf.data pipeline with a shuffle buffer as large as the epoch refills it
+    # silently (busy map threads, ~5-12 s) before every epoch of fit.
+    _s(
+        "r15a_healthy_shuffle_buffer_fill",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/tensorflow/tensorflow/issues/30646",
+        first_try=("right: completed, no finding"),
+    ),
+    # healthy, JAX, 2 processes: process 1 restores a 10x larger checkpoint shard (~20 s of silent
+    # CPU work) while process 0 waits in sync_global_devices; then 30 steps and a clean exit
+    _s(
+        "r15b_healthy_slow_restore_barrier",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/marin-community/marin/pull/8538",
+        first_try=("right: completed, no finding"),
+    ),
 )

@@ -1225,4 +1225,77 @@ PROCESS: tuple[Scenario, ...] = (
         ),
         blind=True,
     ),
+    # --- round 15 (issue 30): JAX and TensorFlow programs from public reports, written blind
+    # A Keras callback's background metrics-writer thread dies on float() of a per-class F1
+    # vector; on_train_batch_end then blocks putting into the full bounded queue.
+    _s(
+        "r15a_metrics_writer_thread_vector",
+        "process.deadlock",
+        verdict="hung",
+        markers=("put", "float"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/tensorflow/tensorboard/issues/6167",
+        first_try=(
+            "right: process.deadlock / rank None / r15a_metrics_writer_thread_vector.py:33 / verdict hung: as expected"
+        ),
+    ),
+    # A Keras trainer keeps its data-generation child's stderr on a pipe it never reads: the
+    # child blocks in a logging write, the trainer polls for the next epoch's ready marker.
+    _s(
+        "r15a_datagen_child_stderr_pipe",
+        "process.blocked_io",
+        verdict="hung",
+        markers=("child-log", "stderr-pipe", "wait-ready"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/tensorflow/models/pull/4989",
+        first_try=(
+            "right: process.blocked_io / rank None / r15a_datagen_child_stderr_pipe.py:56 / verdict hung: as expected"
+        ),
+    ),
+    # One @tf.function train step gets a fresh model and Adam optimizer each pruning round: in
+    # round 1 the optimizer creates its slots inside the retraced function -> ValueError.
+    _s(
+        "r15a_tf_function_second_optimizer",
+        "process.exception",
+        verdict="failed",
+        markers=("apply", "call", "new-optimizer"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/tensorflow/tensorflow/issues/36574",
+        first_try=(
+            "wrong: process.exception / rank None / __autograph_generated_file.py:13 / verdict failed: right category, located in autograph's generated code"
+        ),
+        xfail=(
+            "blind-set miss, left untouched: process.exception located in autograph's generated code"
+        ),
+        blind=True,
+    ),
+    # JAX: an io_callback inside the jitted step puts metrics in a bounded queue that the main
+    # thread drains only after block_until_ready: the callback waits for main, main for the step
+    _s(
+        "r15b_metrics_callback_queue_full",
+        "process.deadlock",
+        verdict="hung",
+        markers=("put", "wait"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=15,
+        source="https://github.com/jax-ml/jax/issues/5778",
+        first_try=(
+            "right: process.deadlock / rank None / r15b_metrics_callback_queue_full.py:20 / verdict hung: as expected"
+        ),
+    ),
 )
