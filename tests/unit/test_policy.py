@@ -129,7 +129,7 @@ def test_a_busy_job_waiting_for_the_gpu_is_hung_after_s():
     assert not t.wants_peek(10.9, busy=True)  # not quiet for S yet
     assert not t.wants_peek(11.0, busy=False)  # idle jobs need no look: S applies anyway
     assert t.wants_peek(11.0, busy=True)
-    t.peeked(11.0, waiting_for_device=True)
+    t.peeked(11.0, spins_waiting=True)
     decision = t.check(11.0, busy=True)
     assert decision is not None and decision.threshold_s == 10
     assert decision.kind == "idle"  # it waits (for the device), it does not compute
@@ -138,7 +138,7 @@ def test_a_busy_job_waiting_for_the_gpu_is_hung_after_s():
 def test_a_busy_job_that_computes_keeps_three_times_s_and_is_looked_at_again():
     t = tracker(hang_timeout_s=10)
     t.observe(1.0, Counters(steps=3))
-    t.peeked(11.0, waiting_for_device=False)
+    t.peeked(11.0, spins_waiting=False)
     assert t.check(11.0, busy=True) is None
     assert not t.wants_peek(15.0, busy=True)  # once per threshold
     assert t.wants_peek(21.0, busy=True)
@@ -147,7 +147,7 @@ def test_a_busy_job_that_computes_keeps_three_times_s_and_is_looked_at_again():
 
 def test_progress_clears_a_device_wait():
     t = tracker(hang_timeout_s=10)
-    t.peeked(11.0, waiting_for_device=True)
+    t.peeked(11.0, spins_waiting=True)
     assert t.observe(12.0, Counters(steps=1))
     assert t.check(22.0, busy=True) is None  # computing again: 3 x S
     assert t.wants_peek(22.0, busy=True)  # a new quiet spell gets its own look
@@ -189,7 +189,7 @@ def test_a_compiling_job_gets_its_compile_budget_and_the_decision_says_so():
 
 def test_progress_ends_the_compile_phase_and_an_explicit_budget_wins():
     t = tracker(hang_timeout_s=3, compile_budget_s=100)
-    t.peeked(2.0, waiting_for_device=False, compiling=True)  # a stack in Inductor
+    t.peeked(2.0, spins_waiting=False, compiling=True)  # a stack in Inductor
     assert t.compiling and t.check(90.0, busy=True) is None
     t.observe(95.0, Counters(output_bytes=10))
     assert not t.compiling

@@ -15,9 +15,11 @@ the step and tries the next batch, forever NaN) is a livelock, hung after `timeo
 job although it keeps the CPU busy and the optimizer counting.
 
 A thread waiting for the GPU spins too (CUDA's default synchronisation polls), but it waits, it
-does not compute. When a busy job has gone `timeout` without progress, the tracker asks for one
-look at its stacks (`wants_peek`); if every busy process waits for the device (`peeked`), the job
-is hung then, like an idle one.
+does not compute; so does a pool's housekeeping thread re-scanning a dead worker while the
+user's threads wait (a daemon's CPU is not training work). When a busy job has gone `timeout`
+without progress, the tracker asks for one look at its stacks (`wants_peek`); if every busy
+process waits for the device or only spins in the machinery (`peeked`), the job is hung then,
+like an idle one.
 
 Data read or written beyond the job's own output (a checkpoint being compressed into an
 archive, a dataset being preprocessed) is work the job shows: it restarts the quiet clock as
@@ -134,8 +136,9 @@ class ProgressTracker:
     nonfinite_only: bool = False
     #: Whether the job has shown any progress yet (it is past its silent start-up).
     started_up: bool = False
-    #: A look at the stacks since the last progress showed the busy job waiting for the GPU.
-    waiting_for_device: bool = False
+    #: A look at the stacks since the last progress showed the busy job waiting, not computing:
+    #: for the GPU, or in the machinery's housekeeping (`analysis.machinery`).
+    spins_waiting: bool = False
     last_peek_s: float | None = None
     #: When the job last read or wrote data at the rate of work (not its output).
     last_moved_s: float = 0.0
@@ -236,13 +239,13 @@ class ProgressTracker:
         if progressed:
             self.last_progress_s = now_s
             self.share_clock_at_progress_s = self.share_clock_s
-            self.waiting_for_device = False
+            self.spins_waiting = False
         return progressed
 
     def wants_peek(self, now_s: float, busy: bool) -> bool:
         """Whether to look at the stacks of a job that uses the CPU but has made no progress for
         the idle threshold: once per quiet spell, then again every threshold."""
-        if not busy or self.nonfinite_only or self.waiting_for_device:
+        if not busy or self.nonfinite_only or self.spins_waiting:
             return False
         quiet_since = self.quiet_since_s
         if now_s - quiet_since < self.threshold_s:
@@ -250,11 +253,11 @@ class ProgressTracker:
         last = self.last_peek_s
         return last is None or last < quiet_since or now_s - last >= self.threshold_s
 
-    def peeked(self, now_s: float, waiting_for_device: bool, compiling: bool = False) -> None:
+    def peeked(self, now_s: float, spins_waiting: bool, compiling: bool = False) -> None:
         """Record what the look showed: whether every busy process waits for the GPU, whether
         a stack shows the job compiling."""
         self.last_peek_s = now_s
-        self.waiting_for_device = waiting_for_device
+        self.spins_waiting = spins_waiting
         if compiling:
             self.compiled(now_s)
 
@@ -274,7 +277,7 @@ class ProgressTracker:
         self._advance(now_s)
         if self.phase is not None:
             return self._check_phase(now_s, busy, self.phase)
-        waiting = busy and self.waiting_for_device  # spinning in CUDA's synchronisation
+        waiting = busy and self.spins_waiting  # spinning in CUDA's synchronisation, a pool's loop
         spinning = busy and self.nonfinite_only  # computing, but only on NaN/Inf losses
         computing = busy and not (waiting or spinning)
         compiling = computing and self.compiling
@@ -325,7 +328,7 @@ class ProgressTracker:
         if now_s - quiet_since < phase.budget_s:
             return None
         return HangDecision(
-            kind="busy" if busy and not self.waiting_for_device else "idle",
+            kind="busy" if busy and not self.spins_waiting else "idle",
             last_progress_s=self.last_progress_s,
             declared_s=now_s,
             threshold_s=phase.budget_s,

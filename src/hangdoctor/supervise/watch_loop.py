@@ -192,12 +192,13 @@ class WatchLoop:
             self.capture.hang(current.decision, now, again=True)
 
     def _peek(self, now: float) -> None:
-        """Look once at the busy processes' stacks: do they wait for the device, or compile?"""
+        """Look once at the busy processes' stacks: do they wait (for the device, or spin in
+        the machinery), or compile?"""
         from hangdoctor.supervise.compile_peek import compiling
-        from hangdoctor.supervise.device_peek import waits_for_device
+        from hangdoctor.supervise.device_peek import waits_rather_than_computes
 
         busy_pids = self.sampler.busy_pids(window_s=3.0, cores=_BUSY_CORES)
-        waits = waits_for_device(busy_pids, self.options.native_stacks)
+        waits = waits_rather_than_computes(busy_pids, self.options.native_stacks)
         self.tracker.peeked(
             now,
             waits,
