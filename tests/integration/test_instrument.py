@@ -217,6 +217,53 @@ def test_nonfinite_loss_is_counted(jobs, tmp_path):
     assert status.last_loss is None  # the last loss was NaN, which strict JSON cannot hold
 
 
+SKIPS = """
+import sys, torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+criterion = torch.nn.MSELoss()
+mode = sys.argv[1]
+for step in range(12):
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    if step % 3 == 2:
+        x[0, 0] = float("nan")  # a bad record: the loss function returns NaN
+    loss = criterion(model(x), y) if mode == "module" else torch.nn.functional.mse_loss(model(x), y)
+    if mode != "backprop" and not torch.isfinite(loss):
+        continue  # skip the batch, draw another: backward() never sees this loss
+    optimizer.zero_grad()
+    loss.backward()
+    if torch.isfinite(loss):
+        optimizer.step()
+with torch.no_grad():  # an evaluation's NaN loss is not a training loss
+    torch.nn.functional.mse_loss(model(torch.full((2, 4), float("nan"))), torch.zeros(2, 1))
+try:
+    torch.nn.functional.cross_entropy(torch.randn(4, 3), torch.zeros(5, dtype=torch.long))
+except ValueError:
+    import traceback
+    traceback.print_exc(file=sys.stdout)
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["function", "module", "backprop"])
+def test_a_nonfinite_loss_is_counted_once_whether_or_not_backward_sees_it(jobs, tmp_path, mode):
+    """A loop that skips its NaN losses never calls backward() on them: they are read where
+    the loss function returns them, and one that is then backpropagated is not counted twice.
+    An error raised in a loss function shows no frame of ours."""
+    pytest.importorskip("torch")
+    status_dir = tmp_path / "status"
+    script = write_script(tmp_path, "skips.py", SKIPS)
+    code, out, err = jobs(script, mode, env=instrumented(status_dir)).finish()
+    assert code == 0, err
+    [status] = read_statuses(status_dir)
+    assert status.nonfinite_losses == 4
+    assert status.losses_seen == 12
+    assert status.steps == 8
+    assert "Traceback (most recent call last):" in out and "skips.py" in out
+    assert not names_the_probe(out), out
+
+
 def start_ranks(jobs, tmp_path: Path, status_dir: Path, count: int, mode: str) -> list[Job]:
     script = write_script(tmp_path, "ranks.py", DISTRIBUTED)
     port = str(free_port())

@@ -417,6 +417,15 @@ def _exit_collective(name: str, seq: int) -> None:
         pass
 
 
+def count_nonfinite_loss() -> None:
+    """One more NaN/Inf loss seen (strict JSON has no NaN: `nonfinite_losses` says it)."""
+    state = _status
+    state.losses_seen += 1
+    state.last_loss = None
+    state.nonfinite_losses += 1
+    state.last_nonfinite_at = _now()
+
+
 def hook_backward(torch: ModuleType) -> None:
     tensor_type = torch.Tensor
     original = tensor_type.backward
@@ -486,15 +495,17 @@ def _note_loss(loss: Tensor, tensor_type: type[Tensor]) -> None:
         if plain and loss.is_cuda:
             state.device_losses.add(loss)  # counted when its value reaches the host
             return
-        state.losses_seen += 1
-        if plain and loss.is_cpu:
-            value = float(loss.item())
-            if math.isfinite(value):
-                state.last_loss = value
-            else:
-                state.last_loss = None  # strict JSON has no NaN; nonfinite_losses says it
-                state.nonfinite_losses += 1
-                state.last_nonfinite_at = _now()
+        value = float(loss.item()) if plain and loss.is_cpu else None
+        if value is None:
+            state.losses_seen += 1
+        elif math.isfinite(value):
+            state.losses_seen += 1
+            state.last_loss = value
+            state.nonfinite_unbacked = 0
+        elif state.nonfinite_unbacked > 0:
+            state.nonfinite_unbacked -= 1  # counted where the loss function returned it
+        else:
+            count_nonfinite_loss()
         _changed()
     except Exception:
         pass

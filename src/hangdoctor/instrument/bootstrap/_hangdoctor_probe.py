@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from hangdoctor.instrument.bootstrap import _hangdoctor_frameworks as frameworks
     from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
     from hangdoctor.instrument.bootstrap import _hangdoctor_jax as jax_hooks
+    from hangdoctor.instrument.bootstrap import _hangdoctor_losses as losses
     from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
     from hangdoctor.instrument.bootstrap import _hangdoctor_stacks as stacks
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
@@ -58,6 +59,7 @@ else:
     hooks = sys.modules["_hangdoctor_hooks"]
     frameworks = sys.modules["_hangdoctor_frameworks"]
     jax_hooks = sys.modules["_hangdoctor_jax"]
+    losses = sys.modules["_hangdoctor_losses"]
     tf_hooks = sys.modules["_hangdoctor_tf"]
     shared = sys.modules["_hangdoctor_state"]
     stacks = sys.modules["_hangdoctor_stacks"]
@@ -96,7 +98,8 @@ def arm() -> None:
         frameworks.note_version("torch", torch)
         probe.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
         for install in (hooks.hook_optimizer, hooks.hook_dataloader, hooks.hook_distributed,
-                        hooks.hook_backward, stacks.keep_fatal_signals_in_loader_workers):
+                        hooks.hook_backward, losses.hook_loss_functions,
+                        stacks.keep_fatal_signals_in_loader_workers):
             with contextlib.suppress(Exception):
                 install(torch)
         if "torch._dynamo" in sys.modules:

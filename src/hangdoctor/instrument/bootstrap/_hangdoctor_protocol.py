@@ -33,6 +33,7 @@ PROBE_PARTS = (
     "_hangdoctor_objects",  # which object `self.lock` is, on request
     "_hangdoctor_writer",  # the status writer thread
     "_hangdoctor_hooks",  # the torch hooks that count progress
+    "_hangdoctor_losses",  # the torch hook that reads losses no backward() sees
     "_hangdoctor_frameworks",  # what the JAX and TensorFlow hooks count
     "_hangdoctor_jax",  # the JAX hooks: jitted calls, optax, checkpoints, XLA compiles
     "_hangdoctor_tf",  # the TensorFlow and Keras hooks: tf.function, tf.data, batch ends

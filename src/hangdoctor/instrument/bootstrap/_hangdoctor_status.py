@@ -157,6 +157,7 @@ class Status:
         "losses_seen",
         "marks",
         "nonfinite_losses",
+        "nonfinite_unbacked",
         "phase_moves",
         "phases",
         "pid",
@@ -190,6 +191,9 @@ class Status:
         self.last_loss: float | None = None
         self.nonfinite_losses = 0
         self.last_nonfinite_at: float | None = None
+        # Non-finite training losses counted where a loss function returned them and not yet
+        # backpropagated (_hangdoctor_losses): backward() on one does not count it again.
+        self.nonfinite_unbacked = 0
         self.rank: int | None = None  # as the process group says, once it exists
         self.world_size: int | None = None
         # This process's own /proc/self/io (bytes written by any call, read from storage), for a
