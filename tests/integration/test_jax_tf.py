@@ -5,6 +5,7 @@ and a job stuck after its steps is declared hung with its steps in the report.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,29 @@ def test_a_silent_keras_fit_and_a_tf_data_loop_are_progress(tmp_path: Path) -> N
     assert steps["tf.function"] >= 8 + 3  # fit's train function per batch, the loop's step
     assert (status["batches"], status["data_ends"]) == (3, 1)
     assert {"tensorflow", "keras"} <= set(status["frameworks"])
+
+
+def test_a_jax_step_retried_on_a_nan_loss_for_ever_is_hung_after_s(tmp_path: Path) -> None:
+    """Every retry is a jitted call, a step; the NaN losses the calls return are read, so
+    steps on NaN losses alone are no progress: hung after S (not 3 x S, not never)."""
+    done, report = hd_run(
+        tmp_path,
+        "--hang-timeout",
+        "2",
+        "--on-hang",
+        "kill",
+        "--kill-grace",
+        "1",
+        *_job("jax_nan_retry.py", "5"),
+        timeout=300,
+    )
+    assert done.returncode == 124 and report["verdict"] == "hung", done.stderr
+    record = json.loads((tmp_path / "evidence.json").read_text())["job"]
+    assert record["hang_threshold_s"] == 2.0  # the threshold of a spinning job, not 3 x S
+    (status,) = _progress(report)
+    assert status["nonfinite_losses"] > 0
+    assert status["losses_seen"] - status["nonfinite_losses"] >= 5  # the five finite steps
+    top = report["findings"][0]
+    assert top["category"] == "algorithm.nonfinite", [f["id"] for f in report["findings"]]
+    assert top["culprit"]["location"]["line"] == hang_line("jax_nan_retry.py", "retry")
+    assert leftovers(tmp_path) == []

@@ -123,8 +123,5 @@ ALGORITHM: tuple[Scenario, ...] = (
         first_try=(
             "wrong: no result within 240 s: each retry is a jitted step, counted as progress; the losses are not read"
         ),
-        xfail=(
-            "known miss: no verdict; JAX's NaN losses are not read, and each retried jitted step counts as progress"
-        ),
     ),
 )

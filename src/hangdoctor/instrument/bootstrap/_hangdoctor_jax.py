@@ -1,4 +1,5 @@
-"""The JAX hooks: a step per dispatch of a jitted function, per optax update and per Orbax or
+"""The JAX hooks: a step per dispatch of a jitted function (and the scalars it returns, read as
+losses once ready: `_hangdoctor_jax_losses`), per optax update and per Orbax or
 Flax checkpoint save; a compile phase while a jitted function runs for the first time (tracing,
 lowering and XLA's compile) and while XLA compiles again (new shapes, pmap).
 
@@ -24,11 +25,13 @@ if TYPE_CHECKING:
 
     from hangdoctor.instrument.bootstrap import _hangdoctor_frameworks as frameworks
     from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
+    from hangdoctor.instrument.bootstrap import _hangdoctor_jax_losses as jax_losses
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
     from hangdoctor.instrument.bootstrap import _hangdoctor_writer as writer
 else:
     import _hangdoctor_frameworks as frameworks
     import _hangdoctor_hooks as hooks
+    import _hangdoctor_jax_losses as jax_losses
     import _hangdoctor_state as shared
     import _hangdoctor_writer as writer
 
@@ -114,6 +117,7 @@ def _wrap_jitted(jitted: Callable[..., object]) -> Callable[..., object]:
             status.last_step_at = now()
             steps = status.framework_steps
             steps["jax.jit"] = steps.get("jax.jit", 0) + 1
+            jax_losses.note_outputs(result)
             status.version += 1
             if not probe.writer_started:
                 writer.changed()

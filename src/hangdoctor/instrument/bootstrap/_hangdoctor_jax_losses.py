@@ -1,0 +1,70 @@
+"""The losses a JAX job's jitted steps return, read without waiting for the device.
+
+A step that returns a NaN loss is retried or skipped by many training loops (halve the
+learning rate and try the batch again); each retry is a jitted call, which counts as a step, so
+without its loss a loop that can never get a finite one passes for training. The scalars (0-d
+floating-point arrays) a jitted function returns, at its top level or one level down (a
+`(state, metrics)` pair, a dict of metrics), are kept; at the next jitted call those whose
+values are ready (`jax.Array.is_ready`: never a wait for the device) are read and counted as
+losses, NaN/Inf ones as non-finite. A scalar still computing is kept for the next call, a few
+at most.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
+    from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+else:
+    import _hangdoctor_hooks as hooks
+    import _hangdoctor_state as shared
+
+_KEPT = 8  # scalars waiting for their values, at most
+_pending: list[object] = []
+
+
+def note_outputs(result: object) -> None:
+    """Read the scalars earlier calls returned that are ready now; keep this call's."""
+    try:
+        waiting = [array for array in _pending if not _read_if_ready(array)]
+        _pending[:] = (waiting + list(_scalars(result)))[-_KEPT:]
+    except Exception:
+        _pending.clear()
+
+
+def _scalars(result: object, depth: int = 0) -> list[object]:
+    if _is_scalar(result):
+        return [result]
+    if depth >= 2:
+        return []
+    if isinstance(result, (tuple, list)):
+        parts: list[object] = list(result)
+    elif isinstance(result, dict):
+        parts = list(result.values())
+    else:
+        return []
+    return [s for part in parts[:16] for s in _scalars(part, depth + 1)]
+
+
+def _is_scalar(value: object) -> bool:
+    if not hasattr(value, "is_ready") or getattr(value, "shape", None) != ():
+        return False
+    dtype = getattr(value, "dtype", None)
+    return getattr(dtype, "kind", None) == "f"
+
+
+def _read_if_ready(array: object) -> bool:
+    """Count the scalar when its value is there; False while the device still computes it."""
+    if not array.is_ready():  # type: ignore[attr-defined]
+        return False
+    value = float(array)  # type: ignore[arg-type]
+    status = shared.status
+    if math.isfinite(value):
+        status.losses_seen += 1
+        status.last_loss = value
+    else:
+        hooks.count_nonfinite_loss()
+    return True
