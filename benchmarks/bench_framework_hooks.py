@@ -59,6 +59,17 @@ CASES = {
         "raw = f._hangdoctor_jitted\nhooked = lambda: f(x)\noriginal = lambda: raw(x)",
         20000,
     ),
+    "jax.jit step returning (8 parameters, a scalar loss)": (
+        "import jax, jax.numpy as jnp\n"
+        "def step(p, x):\n"
+        "    loss = sum(jnp.mean(v * x) for v in p.values())\n"
+        "    return {k: v - 0.1 for k, v in p.items()}, loss\n"
+        "f = jax.jit(step)\np = {str(i): jnp.ones(8) for i in range(8)}\nx = jnp.ones(8)\n"
+        "raw = f._hangdoctor_jitted\n"
+        "hooked = lambda: f(p, x)[1].block_until_ready()\n"
+        "original = lambda: raw(p, x)[1].block_until_ready()",
+        5000,
+    ),
     "tf.function call (x + 1 on 8 floats)": (
         "import tensorflow as tf\nf = tf.function(lambda x: x + 1)\nx = tf.ones(8)\n"
         "call = type(f).__call__.__wrapped__\nhooked = lambda: f(x)\n"

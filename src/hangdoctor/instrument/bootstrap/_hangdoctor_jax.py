@@ -114,10 +114,11 @@ def _wrap_jitted(jitted: Callable[..., object]) -> Callable[..., object]:
                 frameworks.leave_compile(entry)
         try:  # a step, counted inline (`frameworks.count_step`): this runs at every dispatch
             status.steps += 1
-            status.last_step_at = now()
+            status.last_step_at = at = now()
             steps = status.framework_steps
             steps["jax.jit"] = steps.get("jax.jit", 0) + 1
-            jax_losses.note_outputs(result)
+            if at >= jax_losses.next_look_at[0]:
+                jax_losses.note_outputs(result, at)
             status.version += 1
             if not probe.writer_started:
                 writer.changed()

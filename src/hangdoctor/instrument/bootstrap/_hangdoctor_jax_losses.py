@@ -4,10 +4,12 @@ A step that returns a NaN loss is retried or skipped by many training loops (hal
 learning rate and try the batch again); each retry is a jitted call, which counts as a step, so
 without its loss a loop that can never get a finite one passes for training. The scalars (0-d
 floating-point arrays) a jitted function returns, at its top level or one level down (a
-`(state, metrics)` pair, a dict of metrics), are kept; at the next jitted call those whose
+`(state, metrics)` pair, a dict of metrics), are kept; at a later jitted call those whose
 values are ready (`jax.Array.is_ready`: never a wait for the device) are read and counted as
-losses, NaN/Inf ones as non-finite. A scalar still computing is kept for the next call, a few
-at most.
+losses, NaN/Inf ones as non-finite. A scalar still computing is kept for the next look, a few
+at most. Reading a value costs microseconds, a step of a small model not many more: the
+outputs are looked at `EVERY_S` at most, so the losses counted are a sample, as the policy
+needs (were the losses since the last reading all NaN?).
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ else:
     import _hangdoctor_state as shared
 
 _KEPT = 8  # scalars waiting for their values, at most
+EVERY_S = 0.2
 _pending: list[object] = []
+#: When the jitted calls' outputs are next looked at (a list: the jax hooks read it inline).
+next_look_at = [0.0]
 
 
-def note_outputs(result: object) -> None:
+def note_outputs(result: object, now: float) -> None:
     """Read the scalars earlier calls returned that are ready now; keep this call's."""
+    next_look_at[0] = now + EVERY_S
     try:
         waiting = [array for array in _pending if not _read_if_ready(array)]
         _pending[:] = (waiting + list(_scalars(result)))[-_KEPT:]
