@@ -938,9 +938,6 @@ DISTRIBUTED: tuple[Scenario, ...] = (
         first_try=(
             "wrong: process.unexplained / rank None / no location / verdict failed: the coordination service's 'tried to connect with a different incarnation' not read"
         ),
-        xfail=(
-            "known miss: process.unexplained; the coordination service's duplicate registration of task 1 is not read"
-        ),
     ),
     # JAX, 2 processes: process 0's main thread waits for its tracker's lock, held by the tracker's
     # thread in recv() from a server that never answers; process 1 waits in process_allgather

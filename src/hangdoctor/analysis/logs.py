@@ -58,6 +58,7 @@ class LogKind(str, Enum):
     STORE_CONNECT_FAILED = "store_connect_failed"
     STORE_BARRIER_TIMEOUT = "store_barrier_timeout"
     STORE_CLIENTS_TIMEOUT = "store_clients_timeout"
+    COORDINATION_TASK_AGAIN = "coordination_task_again"
     XID = "xid"
     GPU_LOST = "gpu_lost"
     PCIE_ERROR = "pcie_error"
@@ -289,6 +290,15 @@ _PATTERNS: tuple[_Pattern, ...] = (
         r"CUDA error: (?P<message>device-side assert triggered|an illegal memory access was "
         r"encountered|misaligned address|an illegal instruction was encountered|unspecified "
         r"launch failure)",
+    ),
+    # JAX's (and TensorFlow's) coordination service when a task connects again with a new
+    # incarnation, a restarted process or a second one given the same process_id
+    # (xla/tsl coordination_service.cc): "ABORTED: 1 unexpectedly tried to connect with a
+    # different incarnation. It has likely restarted." (also "/job:jax_worker/replica:0/task:1")
+    _p(
+        LogKind.COORDINATION_TASK_AGAIN,
+        "different incarnation",
+        r"(?:task:)?(?P<task>\d+) unexpectedly tried to connect with a different incarnation",
     ),
     _p(
         LogKind.RENDEZVOUS_ERROR,

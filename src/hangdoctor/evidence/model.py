@@ -372,6 +372,14 @@ class ProgressStatus(Evidence):
     exit_site: Frame | None = Field(
         default=None, description="that call in the user's code, with its source context"
     )
+    distributed_init: tuple[int | None, int | None, str, int, str] | None = Field(
+        default=None,
+        description="(process_id, num_processes, file, line, function) of its call of "
+        "jax.distributed.initialize: the task of JAX's coordination service it registered as",
+    )
+    init_site: Frame | None = Field(
+        default=None, description="that call in the user's code, with its source context"
+    )
     last_sync_at: tuple[tuple[str, int, str], ...] = Field(
         default=(),
         description="(file, line, function) of each frame, innermost first (at "

@@ -68,6 +68,11 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
         exited = Frame(file=file, line=line, function=function)
         if origin(exited) is Origin.USER:
             update["exit_site"] = with_source(exited)
+    if status.distributed_init is not None:
+        *_, file, line, function = status.distributed_init
+        init = Frame(file=file, line=line, function=function)
+        if origin(init) is Origin.USER:
+            update["init_site"] = with_source(init)
     if status.marks:  # the job's own words: a mark may carry a token, as any output line may
         update["marks"] = tuple(
             m.model_copy(update={"text": redact_value(m.text)}) for m in status.marks

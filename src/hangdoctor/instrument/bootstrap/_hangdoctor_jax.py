@@ -49,6 +49,10 @@ def hook_jax(jax: ModuleType) -> None:
     original = getattr(jax, "jit", None)
     if original is not None and not shared.is_wrapper(original):
         setattr(jax, "jit", _wrap_jit(original))  # noqa: B010 -- any module that is jax
+    distributed = getattr(jax, "distributed", None)
+    initialize = getattr(distributed, "initialize", None)
+    if initialize is not None and not shared.is_wrapper(initialize):
+        setattr(distributed, "initialize", _wrap_initialize(initialize))  # noqa: B010
     compiler = sys.modules.get("jax._src.compiler")
     compile_function = getattr(compiler, "compile_or_get_cached", None)
     if compile_function is not None and not shared.is_wrapper(compile_function):
@@ -140,6 +144,38 @@ def _wrap_jitted(jitted: Callable[..., object]) -> Callable[..., object]:
         pass
     shared.mark_wrapper(jitted_call)
     return jitted_call
+
+
+def _wrap_initialize(original: Callable[..., object]) -> Callable[..., object]:
+    """Note which task of the coordination service this process registers as, and the job's
+    line that asked, written at once: a process the service then aborts (a second process
+    registering as the same task) leaves no other trace of it."""
+
+    @functools.wraps(original)
+    def initialize(*args: object, **kwargs: object) -> object:
+        try:
+            caller = sys._getframe(1)
+            task = kwargs.get("process_id", args[2] if len(args) > 2 else None)
+            count = kwargs.get("num_processes", args[1] if len(args) > 1 else None)
+            shared.status.distributed_init = [
+                task if isinstance(task, int) else None,
+                count if isinstance(count, int) else None,
+                caller.f_code.co_filename,
+                caller.f_lineno,
+                caller.f_code.co_name,
+            ]
+            writer.changed()
+            writer.write_now()
+        except Exception:
+            pass
+        try:
+            return original(*args, **kwargs)
+        except BaseException as error:
+            hooks._hide_wrapper_frame(error)
+            raise
+
+    shared.mark_wrapper(initialize)
+    return initialize
 
 
 def _wrap_compile(original: Callable[..., object]) -> Callable[..., object]:

@@ -132,6 +132,7 @@ class Status:
         "data_ends",
         "data_wait_s",
         "device_losses",
+        "distributed_init",
         "exit_call",
         "exit_code",
         "exit_hung",
@@ -234,6 +235,9 @@ class Status:
         # running now ([what, started_at], oldest first: a jitted function's first call, a
         # tf.function's tracing), each a phase under the compile budget.
         self.frameworks: dict[str, str] = {}
+        # [process_id, num_processes, file, line, function] of the job's call of
+        # jax.distributed.initialize (_hangdoctor_jax): who registered as which task, and where
+        self.distributed_init: list[object] | None = None
         self.framework_steps: dict[str, int] = {}
         self.compiles: list[list[object]] = []
 
@@ -269,6 +273,7 @@ class Status:
             "exit_traceback": self.exit_traceback,
             "exit_hung": self.exit_hung,
             "exit_call": self.exit_call,
+            "distributed_init": self.distributed_init,
             "limits": _limits(),
             "last_sync_at": [(code.co_filename, line, code.co_name)
                              for code, line in self.last_sync_at],
