@@ -1276,9 +1276,6 @@ PROCESS: tuple[Scenario, ...] = (
         first_try=(
             "wrong: process.exception / rank None / __autograph_generated_file.py:13 / verdict failed: right category, located in autograph's generated code"
         ),
-        xfail=(
-            "blind-set miss, left untouched: process.exception located in autograph's generated code"
-        ),
         blind=True,
     ),
     # JAX: an io_callback inside the jitted step puts metrics in a bounded queue that the main

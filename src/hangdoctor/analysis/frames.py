@@ -15,6 +15,10 @@ from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 _STDLIB = re.compile(r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)?t?/(?!(?:site|dist)-packages/)")
 _PACKAGE = re.compile(r"/(?:site|dist)-packages/")
 _TOOL = re.compile(r"/(?:site-packages|src)/hangdoctor/")
+# Code a library wrote into a temporary file and ran: TensorFlow's autograph converts a
+# `tf.function`'s Python into `/tmp/__autograph_generated_file<random>.py`, a frame that is the
+# library's, above the user's line.
+_GENERATED = re.compile(r"/__autograph_generated_file\w*\.py$")
 
 
 class Origin(str, Enum):
@@ -43,6 +47,8 @@ def _origin_of(file: str) -> Origin:
         return Origin.STDLIB
     if _TOOL.search(path):
         return Origin.TOOL
+    if _GENERATED.search(path):
+        return Origin.PACKAGE
     if _PACKAGE.search(path):
         return Origin.PACKAGE
     if _STDLIB.search(path):

@@ -1,5 +1,5 @@
 """The JAX hooks: a step per dispatch of a jitted function (and the scalars it returns, read as
-losses once ready: `_hangdoctor_jax_losses`), per optax update and per Orbax or
+losses once ready: `_hangdoctor_step_losses`), per optax update and per Orbax or
 Flax checkpoint save; a compile phase while a jitted function runs for the first time (tracing,
 lowering and XLA's compile) and while XLA compiles again (new shapes, pmap).
 
@@ -25,14 +25,14 @@ if TYPE_CHECKING:
 
     from hangdoctor.instrument.bootstrap import _hangdoctor_frameworks as frameworks
     from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
-    from hangdoctor.instrument.bootstrap import _hangdoctor_jax_losses as jax_losses
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+    from hangdoctor.instrument.bootstrap import _hangdoctor_step_losses as step_losses
     from hangdoctor.instrument.bootstrap import _hangdoctor_writer as writer
 else:
     import _hangdoctor_frameworks as frameworks
     import _hangdoctor_hooks as hooks
-    import _hangdoctor_jax_losses as jax_losses
     import _hangdoctor_state as shared
+    import _hangdoctor_step_losses as step_losses
     import _hangdoctor_writer as writer
 
 probe = shared.probe
@@ -121,8 +121,8 @@ def _wrap_jitted(jitted: Callable[..., object]) -> Callable[..., object]:
             status.last_step_at = at = now()
             steps = status.framework_steps
             steps["jax.jit"] = steps.get("jax.jit", 0) + 1
-            if at >= jax_losses.next_look_at[0]:
-                jax_losses.note_outputs(result, at)
+            if at >= step_losses.next_look_at[0]:
+                step_losses.note_outputs(result, at)
             status.version += 1
             if not probe.writer_started:
                 writer.changed()

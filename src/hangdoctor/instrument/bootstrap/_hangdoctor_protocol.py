@@ -35,7 +35,7 @@ PROBE_PARTS = (
     "_hangdoctor_hooks",  # the torch hooks that count progress
     "_hangdoctor_losses",  # the torch hook that reads losses no backward() sees
     "_hangdoctor_frameworks",  # what the JAX and TensorFlow hooks count
-    "_hangdoctor_jax_losses",  # the losses JAX's jitted steps return
+    "_hangdoctor_step_losses",  # the losses JAX's and TensorFlow's steps return
     "_hangdoctor_jax",  # the JAX hooks: jitted calls, optax, checkpoints, XLA compiles
     "_hangdoctor_tf",  # the TensorFlow and Keras hooks: tf.function, tf.data, batch ends
     "_hangdoctor_sdk",  # what the job says itself: heartbeats, phases, marks

@@ -1,5 +1,6 @@
-"""The TensorFlow and Keras hooks: a step per `tf.function` call and per batch end of Keras's
-`fit`, `evaluate` and `predict`; a batch per `next()` on a `tf.data` iterator in eager mode,
+"""The TensorFlow and Keras hooks: a step per `tf.function` call (and the scalars it returns,
+read as losses: `_hangdoctor_step_losses`) and per batch end of Keras's `fit`, `evaluate` and
+`predict`; a batch per `next()` on a `tf.data` iterator in eager mode,
 with the time spent waiting for it; a compile phase while a `tf.function` runs for the first
 time (tracing, graph optimisation, XLA's compile with `jit_compile=True`) or traces again.
 
@@ -24,10 +25,12 @@ if TYPE_CHECKING:
     from hangdoctor.instrument.bootstrap import _hangdoctor_frameworks as frameworks
     from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
+    from hangdoctor.instrument.bootstrap import _hangdoctor_step_losses as step_losses
 else:
     import _hangdoctor_frameworks as frameworks
     import _hangdoctor_hooks as hooks
     import _hangdoctor_state as shared
+    import _hangdoctor_step_losses as step_losses
 
 probe = shared.probe
 _count_step = frameworks.count_step
@@ -107,6 +110,12 @@ def _wrap_function_call(original: Callable[..., object]) -> Callable[..., object
             if entry is not None:
                 frameworks.leave_compile(entry)
         _count_step("tf.function")
+        try:
+            at = time.time()
+            if at >= step_losses.next_look_at[0]:
+                step_losses.note_outputs(result, at)
+        except Exception:
+            pass
         return result
 
     shared.mark_wrapper(__call__)
