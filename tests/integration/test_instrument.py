@@ -525,6 +525,46 @@ def test_torch_compile_sees_no_difference(jobs, tmp_path):
     assert (status.steps, status.losses_seen) == (4, 4)
 
 
+SCRIPTED = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(4, 1)
+        self.criterion = nn.MSELoss()
+
+    def forward(self, x, y):
+        out = self.layer(x)
+        return self.criterion(out, y) + nn.functional.smooth_l1_loss(out, y)
+
+
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+scripted = torch.jit.script(Regressor())
+traced = torch.jit.trace(Regressor(), (x, y))
+print("LOSS", scripted(x, y).item().hex(), traced(x, y).item().hex())
+"""
+
+
+@pytest.mark.torch
+def test_torchscript_and_tracing_see_no_difference(jobs, tmp_path):
+    """torch.jit.script compiles a module whose forward calls a loss function that the
+    instrumentation wraps, and torch.jit.trace traces it, as without the instrumentation: the
+    same output, no warning of ours."""
+    pytest.importorskip("torch")
+    script = write_script(tmp_path, "scripted.py", SCRIPTED)
+    code, plain_out, plain_err = jobs(script, env=plain_env()).finish(timeout=300)
+    assert code == 0, plain_err
+    code, out, err = jobs(script, env=instrumented(tmp_path / "status")).finish(timeout=300)
+    assert code == 0, err
+    assert out == plain_out
+    assert err == plain_err
+    assert not names_the_probe(err), err
+
+
 STOPPED_IN_USER_CODE = """
 import sys, time, torch
 print("READY", flush=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch is only imported by the job itself
@@ -43,33 +44,49 @@ def hook_loss_functions(torch: ModuleType) -> None:
     import torch.nn.functional as functional
 
     tensor_type = torch.Tensor
+    tracing = getattr(torch._C, "_get_tracing_state", None)  # torch.jit.trace at work
     for name in sorted(vars(functional)):
         original = getattr(functional, name)
-        if not callable(original) or shared.is_wrapper(original):
+        if not isinstance(original, types.FunctionType) or shared.is_wrapper(original):
             continue
         if name.endswith("_loss") or name in _NAMED_OTHERWISE:
-            setattr(functional, name, _wrap(original, tensor_type))
+            setattr(functional, name, _wrap(original, tensor_type, tracing))
 
 
-def _wrap(original: Callable[..., object], tensor_type: type[Tensor]) -> Callable[..., object]:
-    @functools.wraps(original)
+def _wrap(
+    original: types.FunctionType,
+    tensor_type: type[Tensor],
+    tracing: Callable[[], object] | None,
+) -> Callable[..., object]:
+    """The wrapper, made to live in the original's module: TorchScript, scripting a module
+    whose `forward` calls `F.mse_loss`, compiles the original's source (`__wrapped__`) and
+    resolves its names in the wrapper's globals and closure, which must then be torch's. The
+    closure's names are ours alone (`_hd_`), so that none hides one of torch's."""
+    _hd_original, _hd_tensor, _hd_tracing, _hd_probe = original, tensor_type, tracing, probe
+    _hd_note, _hd_hide = _note_training_loss, hooks._hide_wrapper_frame
+
     def loss_function(*args: object, **kwargs: object) -> object:
-        if getattr(probe.tls, "in_loss", False) or (
-                probe.compiling is not None and probe.compiling()):
-            return original(*args, **kwargs)  # one loss inside another, or traced
-        probe.tls.in_loss = True
+        # Traced (torch.compile, torch.jit.trace), or one loss inside another: pass through.
+        if (_hd_probe.compiling is not None and _hd_probe.compiling()) or (
+                _hd_tracing is not None and _hd_tracing() is not None) or getattr(
+                _hd_probe.tls, "in_loss", False):
+            return _hd_original(*args, **kwargs)
+        _hd_probe.tls.in_loss = True
         try:
-            loss = original(*args, **kwargs)
+            loss = _hd_original(*args, **kwargs)
         except BaseException as error:
-            hooks._hide_wrapper_frame(error)
+            _hd_hide(error)
             raise
         finally:
-            probe.tls.in_loss = False
-        _note_training_loss(loss, tensor_type)
+            _hd_probe.tls.in_loss = False
+        _hd_note(loss, _hd_tensor)
         return loss
 
-    shared.mark_wrapper(loss_function)
-    return loss_function
+    wrapper = types.FunctionType(loss_function.__code__, original.__globals__,
+                                 original.__name__, None, loss_function.__closure__)
+    functools.update_wrapper(wrapper, original)
+    shared.mark_wrapper(wrapper)
+    return wrapper
 
 
 def _note_training_loss(loss: object, tensor_type: type[Tensor]) -> None:
