@@ -47,3 +47,18 @@ def test_a_while_loop_around_a_short_library_call_is_the_users_spin():
 
 def test_a_for_loop_in_one_long_library_call_stays_a_warning():
     assert _severity("for record in records:") is Severity.WARNING
+
+
+def test_a_loop_spinning_on_nan_values_is_named_a_nonfinite_problem():
+    """Every comparison with NaN is false: a loop whose locals hold NaN in every sample spins
+    because of it, and the diagnosis says so (HD602 replaces HD104); the same loop on finite
+    values is a busy loop."""
+    from hangdoctor.pipeline import diagnose
+    from hangdoctor.rules.algorithm.nan_spin import SpinOnNaN
+
+    spins = next(e for e in SpinOnNaN.fires_on if e.name == "a search loop spinning on NaN values")
+    ids = [f.id for f in diagnose(spins.build()).findings]
+    assert ids[0] == "HD602" and "HD104" not in ids
+    finite = next(e for e in SpinOnNaN.quiet_on if e.name == "the same loop on finite values")
+    top = diagnose(finite.build()).findings[0]
+    assert (top.id, top.category) == ("HD104", "process.busy_loop")

@@ -15,10 +15,11 @@ from hangdoctor.instrument.bootstrap import _hangdoctor_protocol as protocol
 _STDLIB = re.compile(r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)?t?/(?!(?:site|dist)-packages/)")
 _PACKAGE = re.compile(r"/(?:site|dist)-packages/")
 _TOOL = re.compile(r"/(?:site-packages|src)/hangdoctor/")
-# Code a library wrote into a temporary file and ran: TensorFlow's autograph converts a
-# `tf.function`'s Python into `/tmp/__autograph_generated_file<random>.py`, a frame that is the
-# library's, above the user's line.
-_GENERATED = re.compile(r"/__autograph_generated_file\w*\.py$")
+# Code that is a library's wherever its file seems to lie: what TensorFlow's autograph wrote
+# into a temporary file and ran (a `tf.function`'s Python, converted, in
+# `/tmp/__autograph_generated_file<random>.py`), and Cython compiled into an extension module,
+# whose frames name the source it was compiled from (numpy's `_mt19937.pyx`, no directory).
+_GENERATED = re.compile(r"(?:/__autograph_generated_file\w*\.py|\.pyx|\.pxd|\.pxi)$")
 
 
 class Origin(str, Enum):

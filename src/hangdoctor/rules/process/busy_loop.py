@@ -4,7 +4,8 @@ it waits rather than computes: that is the GPU rules' to explain, not a loop's e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from hangdoctor.analysis.activity import contended_share, runnable_throughout
 from hangdoctor.analysis.device import device_wait, process_uses_gpu
@@ -86,6 +87,50 @@ def _progressed(job: JobView, pid: int) -> bool:
 _CONTENDED_SHARE = 0.3
 
 
+@dataclass(frozen=True)
+class Spin:
+    """A thread that used a CPU throughout the samples without leaving its call chain, or its
+    loop, and made no progress: where (`loop`, when it moved between lines of one), how much."""
+
+    process: ProcessEvidence
+    thread: ThreadEvidence
+    stacks: tuple[tuple[Frame, ...], ...]
+    share: float
+    loop: Frame | None
+
+
+def spinning_threads(job: JobView) -> Iterator[Spin]:
+    """Every thread that spins: busy in every sample (or runnable throughout on a loaded
+    machine), in one call chain or one loop of the user's, no step or batch meanwhile, and not
+    in CUDA's synchronisation (waiting for the device)."""
+    for process in job.processes:
+        for thread in process.threads:
+            share = job.thread_cpu_share(process.pid, thread.tid)
+            if share is None or (
+                share < _BUSY_SHARE
+                and not (
+                    share >= contended_share(job, _CONTENDED_SHARE)
+                    and runnable_throughout(job, process.pid, thread.tid)
+                )
+            ):
+                continue
+            stacks = tuple(
+                frames_of(sample)
+                for _, sample in job.samples(process.pid, thread.tid)
+                if sample.python is not None and sample.python.frames
+            )
+            if len(stacks) < 2:
+                continue
+            loop: Frame | None = None
+            if len({_signature(s) for s in stacks}) != 1:
+                loop = _loop_frame(stacks)
+                if loop is None or _progressed(job, process.pid):
+                    continue
+            if device_wait(stacks[-1], gpu=process_uses_gpu(process)) is not None:
+                continue  # spinning in CUDA's synchronisation: waiting for the device
+            yield Spin(process, thread, stacks, share, loop)
+
+
 class BusyLoop(Rule):
     id = "HD104"
     category = Category.PROCESS_BUSY_LOOP
@@ -105,32 +150,8 @@ class BusyLoop(Rule):
     specificity = 40
 
     def check(self, job: JobView) -> Iterable[Finding]:
-        for process in job.processes:
-            for thread in process.threads:
-                share = job.thread_cpu_share(process.pid, thread.tid)
-                if share is None or (
-                    share < _BUSY_SHARE
-                    and not (
-                        share >= contended_share(job, _CONTENDED_SHARE)
-                        and runnable_throughout(job, process.pid, thread.tid)
-                    )
-                ):
-                    continue
-                stacks = [
-                    frames_of(sample)
-                    for _, sample in job.samples(process.pid, thread.tid)
-                    if sample.python is not None and sample.python.frames
-                ]
-                if len(stacks) < 2:
-                    continue
-                loop: Frame | None = None
-                if len({_signature(s) for s in stacks}) != 1:
-                    loop = _loop_frame(stacks)
-                    if loop is None or _progressed(job, process.pid):
-                        continue
-                if device_wait(stacks[-1], gpu=process_uses_gpu(process)) is not None:
-                    continue  # spinning in CUDA's synchronisation: waiting for the device
-                yield self._finding(job, process, thread, stacks, share, loop)
+        for spin in spinning_threads(job):
+            yield self._finding(job, spin.process, spin.thread, spin.stacks, spin.share, spin.loop)
 
     def _finding(
         self,
