@@ -30,7 +30,16 @@ from tests.scenarios.wait_matrix import scenarios as wait_matrix
 # (catalog_<family>.py), healthy controls apart. Each keeps the round it was written in
 # (`round`), its report (`source`), its first try and whether it is blind (CORPUS.md).
 CATALOG: tuple[Scenario, ...] = (
-    DATA + PROCESS + NATIVE + DISTRIBUTED + ALGORITHM + HOST + ENV + HEALTHY_CONTROLS + ROUND16A + ROUND16B
+    DATA
+    + PROCESS
+    + NATIVE
+    + DISTRIBUTED
+    + ALGORITHM
+    + HOST
+    + ENV
+    + HEALTHY_CONTROLS
+    + ROUND16A
+    + ROUND16B
 )
 
 # Every raise site x every wrapping (issue 26): generated programs, each with its origin line.
