@@ -6,6 +6,7 @@ and a job stuck after its steps is declared hung with its steps in the report.""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,12 @@ pytestmark = pytest.mark.skipif(
 
 def _job(name: str, *args: str) -> list[str]:
     return ["--", str(PYTHON), str(FIXTURES / name), *args]
+
+
+def _hung(report_dir: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """`run --hang-timeout 2` of a fixture that hangs, ended at the hang."""
+    options = ("--hang-timeout", "2", "--on-hang", "kill", "--kill-grace", "1")
+    return hd_run(report_dir, *options, *_job(name, *args), timeout=300)
 
 
 def hang_lines(fixture: str, label: str) -> set[int]:
@@ -123,17 +130,7 @@ def test_a_step_retried_on_a_nan_loss_for_ever_is_hung_after_s(tmp_path: Path, j
     """Every retry is a jitted or `tf.function` call, a step; the NaN losses the calls return
     are read, so steps on NaN losses alone are no progress: hung after S (not 3 x S, not
     never), at the user's loop (not in autograph's generated code)."""
-    done, report = hd_run(
-        tmp_path,
-        "--hang-timeout",
-        "2",
-        "--on-hang",
-        "kill",
-        "--kill-grace",
-        "1",
-        *_job(job, "5"),
-        timeout=300,
-    )
+    done, report = _hung(tmp_path, job, "5")
     assert done.returncode == 124 and report["verdict"] == "hung", done.stderr
     record = json.loads((tmp_path / "evidence.json").read_text())["job"]
     assert record["hang_threshold_s"] == 2.0  # the threshold of a spinning job, not 3 x S
@@ -145,4 +142,15 @@ def test_a_step_retried_on_a_nan_loss_for_ever_is_hung_after_s(tmp_path: Path, j
     location = top["culprit"]["location"]
     assert location["file"] == str(FIXTURES / job)
     assert location["line"] in hang_lines(job, "retry"), location
+    assert leftovers(tmp_path) == []
+
+
+def test_the_first_call_of_a_tf_function_without_xla_is_no_compile_phase(tmp_path: Path) -> None:
+    """Its tracing is the compile; the rest of the first call runs the graph, here a pipeline
+    whose source spins: a busy hang under 3 x S, not the compile budget (10 x S)."""
+    done, report = _hung(tmp_path, "tf_first_call_waits.py")
+    assert done.returncode == 124 and report["verdict"] == "hung", done.stderr
+    record = json.loads((tmp_path / "evidence.json").read_text())["job"]
+    assert record["hang_phase"] != "compile"
+    assert record["hang_threshold_s"] == 6.0, record["hang_threshold_s"]
     assert leftovers(tmp_path) == []

@@ -20,8 +20,6 @@ from tests.scenarios.catalog_healthy import HEALTHY_CONTROLS
 from tests.scenarios.catalog_host import HOST
 from tests.scenarios.catalog_native import NATIVE
 from tests.scenarios.catalog_process import PROCESS
-from tests.scenarios.catalog_round16a_pending import ROUND16A
-from tests.scenarios.catalog_round16b_pending import ROUND16B
 from tests.scenarios.exception_matrix import scenarios as exception_matrix
 from tests.scenarios.scenario import Scenario
 from tests.scenarios.wait_matrix import scenarios as wait_matrix
@@ -30,16 +28,7 @@ from tests.scenarios.wait_matrix import scenarios as wait_matrix
 # (catalog_<family>.py), healthy controls apart. Each keeps the round it was written in
 # (`round`), its report (`source`), its first try and whether it is blind (CORPUS.md).
 CATALOG: tuple[Scenario, ...] = (
-    DATA
-    + PROCESS
-    + NATIVE
-    + DISTRIBUTED
-    + ALGORITHM
-    + HOST
-    + ENV
-    + HEALTHY_CONTROLS
-    + ROUND16A
-    + ROUND16B
+    DATA + PROCESS + NATIVE + DISTRIBUTED + ALGORITHM + HOST + ENV + HEALTHY_CONTROLS
 )
 
 # Every raise site x every wrapping (issue 26): generated programs, each with its origin line.

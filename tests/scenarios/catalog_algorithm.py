@@ -124,4 +124,23 @@ ALGORITHM: tuple[Scenario, ...] = (
             "wrong: no result within 240 s: each retry is a jitted step, counted as progress; the losses are not read"
         ),
     ),
+    # --- round 16 (issues 27 and 30): programs from public reports, written blind
+    # An all-silent recording is RMS-normalised to NaN; the quietest-window split search never
+    # picks a split, so the chunking loop restarts from 0 for ever at 100% CPU.
+    _s(
+        "r16a_nan_audio_chunker",
+        "algorithm.nonfinite",
+        verdict="hung",
+        markers=(
+            "nan_energy_never_selected",
+            "chunk_cursor_never_advances",
+            "silent_take_normalised_to_nan",
+        ),
+        hang_timeout_s=10.0,
+        round=16,
+        source="https://github.com/vllm-project/vllm/pull/46463",
+        first_try=(
+            "wrong: process.busy_loop / rank None / r16a_nan_audio_chunker.py:95 / verdict hung: right line, the spin named, not the NaN that causes it"
+        ),
+    ),
 )

@@ -958,4 +958,23 @@ DISTRIBUTED: tuple[Scenario, ...] = (
         ),
         blind=True,
     ),
+    # --- round 16 (issues 27 and 30): programs from public reports, written blind
+    # JAX, 2 processes: rank 1's prefetch thread stops without an end marker, rank 1 waits in
+    # queue.get(); rank 0 waits in the step's gradient all-reduce.
+    _s(
+        "r16b_jax_uneven_shard_straggler",
+        "distributed.straggler",
+        verdict="hung",
+        rank=1,
+        markers=("straggler_blocked_on_empty_prefetch_queue", "peer_waits_in_gradient_allreduce"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=16,
+        source="https://github.com/jax-ml/jax/issues/38503",
+        first_try=(
+            "wrong: process.deadlock / rank 1 / r16b_jax_uneven_shard_straggler.py:114 / verdict hung: right rank and line, rank 0's wait for the jitted step's collectives not seen"
+        ),
+    ),
 )

@@ -542,4 +542,30 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         source="https://github.com/marin-community/marin/pull/8538",
         first_try=("right: completed, no finding"),
     ),
+    # --- round 16 (issues 27 and 30): programs from public reports, written blind
+    # Healthy: a GAN computes an FID silently for ~20-25 s between two training ticks.
+    _s(
+        "r16a_healthy_gan_fid_eval",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        limit_s=150.0,
+        round=16,
+        source="https://github.com/NVlabs/stylegan3/issues/178",
+        first_try=("right: completed, no finding"),
+    ),
+    # Healthy: Keras fit's first epoch fills a cold .cache() of audio features silently, ~23 s.
+    _s(
+        "r16b_healthy_tf_cold_cache_first_epoch",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=16,
+        source="https://github.com/keras-team/keras/issues/6503",
+        blind=True,
+        first_try=("right: completed, no finding"),
+    ),
 )

@@ -1295,4 +1295,52 @@ PROCESS: tuple[Scenario, ...] = (
             "right: process.deadlock / rank None / r15b_metrics_callback_queue_full.py:20 / verdict hung: as expected"
         ),
     ),
+    # --- round 16 (issues 27 and 30): programs from public reports, written blind
+    # A prefetch thread's queue is read with get() but never task_done(); the teardown before
+    # validation calls queue.join(), which waits for ever.
+    _s(
+        "r16a_prefetch_queue_join",
+        "process.deadlock",
+        verdict="hung",
+        markers=("queue_join_waits_for_task_done", "get_without_task_done"),
+        hang_timeout_s=10.0,
+        round=16,
+        source="https://github.com/Rikorose/DeepFilterNet/issues/236",
+        blind=True,
+        first_try=(
+            "right: process.deadlock / rank None / r16a_prefetch_queue_join.py:105 / verdict hung: as expected"
+        ),
+    ),
+    # Resumed past 2**32 - 1 consumed samples' worth of seed: np.random.RandomState(seed + idx)
+    # raises ValueError in a DataLoader worker, re-raised by the main process.
+    _s(
+        "r16a_resume_seed_overflow",
+        "process.exception",
+        verdict="failed",
+        markers=("seed_plus_global_index_overflows",),
+        hang_timeout_s=10.0,
+        round=16,
+        source="https://github.com/NVIDIA/Megatron-LM/issues/88",
+        first_try=(
+            "wrong: process.exception / rank None / _mt19937.pyx:182 / verdict failed: located in numpy's Cython source, not the user's line"
+        ),
+    ),
+    # JAX: a KeyError in a pure_callback's vocabulary lookup reaches the loop as a ValueError,
+    # which its `except JaxRuntimeError` skip does not catch: the job fails.
+    _s(
+        "r16b_jax_callback_vocab_valueerror",
+        "process.exception",
+        verdict="failed",
+        markers=("train_step_raises_valueerror", "vocab_lookup_keyerror"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=16,
+        source="https://github.com/jax-ml/jax/issues/34083",
+        blind=True,
+        first_try=(
+            "right: process.exception / rank None / r16b_jax_callback_vocab_valueerror.py:44 / verdict failed: as expected"
+        ),
+    ),
 )

@@ -87,6 +87,15 @@ BACKWARD_ALL_REDUCE = "all_reduce"
 # own collectives (MultiWorkerMirroredStrategy all-reduces its gradients there), native below.
 _TF_STEP = ("/tensorflow/python/eager/execute.py", "quick_execute")
 TF_STEP_COLLECTIVE = "tf.function step's collectives"
+# A JAX process of a multi-process job idle where the host waits for a jitted step's result
+# (`float(loss)`, `np.asarray`, `block_until_ready`) waits for that computation, whose
+# cross-process collectives (a `psum`, a sharded gradient's all-reduce) need every process.
+_JAX_RESULT_WAITS = (
+    ("/jax/_src/array.py", "_value"),
+    ("/jax/_src/array.py", "block_until_ready"),
+    ("/jax/_src/api.py", "block_until_ready"),
+)
+JAX_STEP_COLLECTIVE = "jitted step's collectives"
 
 # What ranks doing the same thing share: (call, (file, line) of the user's site).
 Signature = tuple[str | None, tuple[str, int] | None]
@@ -146,6 +155,8 @@ def distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
         found = BACKWARD_ALL_REDUCE
     if found is None and idle and _innermost_in(frames, _TF_STEP):
         found = TF_STEP_COLLECTIVE
+    if found is None and idle and any(_innermost_in(frames, wait) for wait in _JAX_RESULT_WAITS):
+        found = JAX_STEP_COLLECTIVE
     return found
 
 

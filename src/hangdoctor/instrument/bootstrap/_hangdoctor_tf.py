@@ -1,8 +1,8 @@
 """The TensorFlow and Keras hooks: a step per `tf.function` call (and the scalars it returns,
 read as losses: `_hangdoctor_step_losses`) and per batch end of Keras's `fit`, `evaluate` and
-`predict`; a batch per `next()` on a `tf.data` iterator in eager mode,
-with the time spent waiting for it; a compile phase while a `tf.function` runs for the first
-time (tracing, graph optimisation, XLA's compile with `jit_compile=True`) or traces again.
+`predict`; a batch per `next()` on a `tf.data` iterator in eager mode, with the time spent
+waiting for it; a compile phase while a `tf.function` traces (its first call, and every
+retrace), and for the whole first call of one that XLA compiles (`jit_compile=True`).
 
 Keras batch ends are counted where Keras's `CallbackList` hands them to the callbacks, not by a
 callback added to the user's list: a callback of ours that overrides a batch hook would turn
@@ -95,7 +95,12 @@ def _wrap_function_call(original: Callable[..., object]) -> Callable[..., object
             return original(self, *args, **kwargs)
         entry = None
         try:
-            if self.experimental_get_tracing_count() == 0:  # type: ignore[attr-defined]
+            # The first call of a function XLA compiles (`jit_compile=True`) compiles it inside
+            # the runtime, where no Python shows it: a phase for the whole call. Without XLA the
+            # tracing is the compile (`_wrap_tracing`), and the rest of a first call runs the
+            # graph: a pipeline that never yields its first element is a wait, not a compile.
+            if getattr(self, "_jit_compile", None) and (
+                    self.experimental_get_tracing_count() == 0):  # type: ignore[attr-defined]
                 entry = frameworks.enter_compile("tf.function " + _function_name(self))
         except Exception:
             pass

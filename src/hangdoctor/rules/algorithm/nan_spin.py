@@ -3,8 +3,9 @@
 Every comparison with NaN is false. A search that keeps the smallest or largest value seen never
 selects one, a convergence test is never met, a cursor that moves to the selected point never
 moves: the loop goes round for ever at a full core, and HD104 (process.busy_loop) sees a spin.
-When the spinning thread's frames in the user's code hold a NaN local in every sample (py-spy's
-locals), the NaN is the cause and the spin its symptom: this finding replaces HD104's.
+When the spinning thread's frames in the user's code hold a NaN local, and never a number in
+that name in any sample (py-spy's locals), the NaN is the cause and the spin its symptom: this
+finding replaces HD104's.
 """
 
 from __future__ import annotations
@@ -27,18 +28,16 @@ _NAN_REPRS = frozenset({"nan", "NaN", "-nan"})
 
 
 def nan_locals(stacks: Sequence[tuple[Frame, ...]]) -> list[str]:
-    """The locals of the user's frames that are NaN in every sample."""
-    seen = [
-        {
-            local.name
-            for frame in frames
-            if origin(frame) is Origin.USER
-            for local in frame.locals
-            if local.repr in _NAN_REPRS
-        }
-        for frames in stacks
-    ]
-    return sorted(set.intersection(*seen)) if seen else []
+    """The locals of the user's frames that are NaN wherever a sample shows them (a loop that
+    calls its search again may be caught before the name is bound, never with a number)."""
+    values: dict[str, set[bool]] = {}
+    for frames in stacks:
+        for frame in frames:
+            if origin(frame) is not Origin.USER:
+                continue
+            for local in frame.locals:
+                values.setdefault(local.name, set()).add(local.repr in _NAN_REPRS)
+    return sorted(name for name, nan in values.items() if nan == {True})
 
 
 class SpinOnNaN(Rule):
@@ -46,8 +45,8 @@ class SpinOnNaN(Rule):
     category = Category.ALGORITHM_NONFINITE
     summary = "a loop spins because a value it compares is NaN"
     fires_when = (
-        "a thread spins in the user's code (as HD104 sees it) and a local of its frames is NaN in "
-        "every sample: names the loop and the NaN values"
+        "a thread spins in the user's code (as HD104 sees it) and a local of its frames is NaN "
+        "wherever the samples show it: names the loop and the NaN values"
     )
     why = (
         "Every comparison with NaN is false: a search for the smallest or largest value never "
@@ -85,9 +84,10 @@ class SpinOnNaN(Rule):
             ),
             explanation=_(
                 "Over {span:.1f} s the thread used {share:.0%} of a CPU in the loop at {where} "
-                "without a step or batch done, and in every sample {names} held NaN. Every "
-                "comparison with NaN is false: a search that keeps the smallest or largest value "
-                "never selects one, a tolerance is never met, so the loop's exit never comes.",
+                "without a step or batch done, and {names} held NaN wherever the samples show "
+                "it. Every comparison with NaN is false: a search that keeps the smallest or "
+                "largest value never selects one, a tolerance is never met, so the loop's exit "
+                "never comes.",
                 span=job.sampled_span_s,
                 share=spin.share,
                 where=where,
@@ -96,7 +96,8 @@ class SpinOnNaN(Rule):
             culprit=culprit(job, spin.process, spin.thread, spin.loop),
             evidence=(
                 _(
-                    "CPU {share:.0%} over {span:.1f} s in {count} samples, NaN in {names} in each",
+                    "CPU {share:.0%} over {span:.1f} s in {count} samples, NaN in {names} "
+                    "wherever shown",
                     share=spin.share,
                     span=job.sampled_span_s,
                     count=len(spin.stacks),
