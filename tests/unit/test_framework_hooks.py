@@ -142,15 +142,21 @@ def test_tf_function_calls_keras_batches_and_tf_data(tmp_path: Path) -> None:
         import tensorflow as tf, keras, _hangdoctor_state as state
         from tensorflow.python.data.ops.iterator_ops import OwnedIterator
         from keras.src.callbacks.callback_list import CallbackList
-        seen = []
+        seen, seen_plain = [], []
 
         def double(x):
             seen.append([what for what, _ in state.status.compiles])
             return 2 * x
 
-        f = tf.function(double)
+        def plain(x):
+            seen_plain.append([what for what, _ in state.status.compiles])
+            return x
+
+        f = tf.function(double, jit_compile=True)  # XLA compiles it in its first call
+        g = tf.function(plain)  # traced (a phase), then run: no compile
         for i in range(3):
             f(i)
+            g(i)
         callbacks = CallbackList()
         for batch in range(4):
             callbacks.on_train_batch_end(batch)
@@ -158,19 +164,19 @@ def test_tf_function_calls_keras_batches_and_tf_data(tmp_path: Path) -> None:
         callbacks.on_predict_batch_end(0)
         iterator = OwnedIterator([1, 2])
         print(next(iterator), iterator.get_next(), list(iterator), callbacks.seen[0])
-        print(seen[0], seen[1])
+        print(seen[0], seen[1], seen_plain[0])
         """,
     )
     first, second = out.splitlines()
     assert first == "1 2 [] ('train', 0)"
-    assert second == "['tf.function double'] []"
+    assert second == "['tf.function double'] [] []"
     assert status["framework_steps"] == {
-        "tf.function": 3,
+        "tf.function": 6,
         "keras.train_batch": 4,
         "keras.test_batch": 1,
         "keras.predict_batch": 1,
     }
-    assert status["steps"] == 9
+    assert status["steps"] == 12
     assert (status["batches"], status["data_ends"]) == (2, 1)
     assert status["frameworks"] == {"tensorflow": "2.21.0", "keras": "3.15.1"}
 

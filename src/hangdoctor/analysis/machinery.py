@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from hangdoctor.analysis.frames import Origin, in_function, origin, python_frames
 from hangdoctor.evidence.model import Frame, PythonThread, ThreadEvidence
 
-# (file, function names without their class): the service loops of the standard library's concurrency machinery, each
-# the bottom of a thread that the library started and that never calls the user's code.
+# (file, function names without their class): the service loops of the standard library's
+# concurrency machinery, each the bottom of a thread that the library started and that never
+# calls the user's code.
 SERVICE_LOOPS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "multiprocessing/pool.py",
