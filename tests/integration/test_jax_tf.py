@@ -143,14 +143,3 @@ def test_a_step_retried_on_a_nan_loss_for_ever_is_hung_after_s(tmp_path: Path, j
     assert location["file"] == str(FIXTURES / job)
     assert location["line"] in hang_lines(job, "retry"), location
     assert leftovers(tmp_path) == []
-
-
-def test_the_first_call_of_a_tf_function_without_xla_is_no_compile_phase(tmp_path: Path) -> None:
-    """Its tracing is the compile; the rest of the first call runs the graph, here a pipeline
-    whose source spins: a busy hang under 3 x S, not the compile budget (10 x S)."""
-    done, report = _hung(tmp_path, "tf_first_call_waits.py")
-    assert done.returncode == 124 and report["verdict"] == "hung", done.stderr
-    record = json.loads((tmp_path / "evidence.json").read_text())["job"]
-    assert record["hang_phase"] != "compile"
-    assert record["hang_threshold_s"] == 6.0, record["hang_threshold_s"]
-    assert leftovers(tmp_path) == []
