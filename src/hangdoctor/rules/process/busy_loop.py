@@ -151,17 +151,16 @@ class BusyLoop(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for spin in spinning_threads(job):
-            yield self._finding(job, spin.process, spin.thread, spin.stacks, spin.share, spin.loop)
+            yield self._finding(job, spin)
 
-    def _finding(
-        self,
-        job: JobView,
-        process: ProcessEvidence,
-        thread: ThreadEvidence,
-        stacks: Sequence[tuple[Frame, ...]],
-        share: float,
-        loop: Frame | None = None,
-    ) -> Finding:
+    def _finding(self, job: JobView, spin: Spin) -> Finding:
+        process, thread, stacks, share, loop = (
+            spin.process,
+            spin.thread,
+            spin.stacks,
+            spin.share,
+            spin.loop,
+        )
         frames = stacks[-1]
         place = loop or innermost_user_frame(frames)
         innermost = next((f for f in frames if not f.native), None)
