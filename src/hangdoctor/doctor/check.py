@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
+from hangdoctor.described import describe
 from hangdoctor.doctor.facts import Facts, GpuDevice
 from hangdoctor.doctor.result import Area, CheckResult, Status
 
@@ -34,21 +35,29 @@ class Example:
 
 class Check(ABC):
     """One thing the doctor checks. Subclasses set the class attributes and implement `check`;
-    they live in `hangdoctor.doctor.checks.<area>` and are found there without a list."""
+    they live in `hangdoctor.doctor.checks.<area>` and are found there without a list. Their
+    prose (summary, why, instead) is the class docstring's labelled paragraphs
+    (`hangdoctor.described`)."""
 
     id: ClassVar[str]
     area: ClassVar[Area]
-    #: What it checks, in one line (the table in docs/doctor.md says the same).
+    #: What it checks, in one line (the table in docs/doctor.md says the same): the docstring's
+    #: first paragraph.
     summary: ClassVar[str]
-    #: Why it matters for hangs: 2-4 sentences for the check's page (docs/rules/).
+    #: Why it matters for hangs: 2-4 sentences for the check's page (docs/rules/); `Why:`.
     why: ClassVar[str]
-    #: What to do instead, in general terms (each result's `fix` is specific).
+    #: What to do instead, in general terms (each result's `fix` is specific); `Instead:`.
     instead: ClassVar[str]
     #: True for a check that only reports what it sees (`info`) and never warns: it has no
     #: `fires_on` examples, and the tests make sure of that.
     informs_only: ClassVar[bool] = False
     fires_on: ClassVar[tuple[Example, ...]] = ()
     quiet_on: ClassVar[tuple[Example, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A check's prose comes from its docstring."""
+        super().__init_subclass__(**kwargs)
+        describe(cls)
 
     @abstractmethod
     def check(self, facts: Facts) -> Iterator[CheckResult]:

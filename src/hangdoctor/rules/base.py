@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from hangdoctor.analysis.job import JobView
+from hangdoctor.described import describe
 from hangdoctor.rules.examples import Example, examples
 from hangdoctor.rules.finding import Culprit, Finding
 from hangdoctor.severity import Severity
@@ -39,19 +40,25 @@ class Deferral:
 
 
 class Rule(ABC):
-    """A diagnosis rule. Subclasses set the class attributes and implement `check`."""
+    """A diagnosis rule. Subclasses set the class attributes and implement `check`; their prose
+    (summary, fires_when, why, instead) is the class docstring's labelled paragraphs
+    (`hangdoctor.described`)."""
 
     id: ClassVar[str]
     category: ClassVar[Category]
+    #: What it finds, in a phrase: the docstring's first paragraph.
     summary: ClassVar[str]
-    #: When it fires, in a sentence for the rule tables and pages (generated from this).
+    #: When it fires, in a sentence for the rule tables and pages (generated from this): the
+    #: docstring's `Fires when:` paragraph.
     fires_when: ClassVar[str]
     #: What evidence it reads: one process tree as captured, the ranks of a distributed job
     #: compared, or log lines (the job's output, the kernel log).
     reads: ClassVar[Literal["capture", "ranks", "logs"]]
-    #: Why the mechanism hangs or fails a job: 2-4 sentences for the rule's page (docs/rules/).
+    #: Why the mechanism hangs or fails a job: 2-4 sentences for the rule's page (docs/rules/);
+    #: the docstring's `Why:` paragraph.
     why: ClassVar[str]
-    #: What to do instead, in general terms (each finding's fixes are specific).
+    #: What to do instead, in general terms (each finding's fixes are specific); the docstring's
+    #: `Instead:` paragraph.
     instead: ClassVar[str]
     #: The severity of its usual finding (the rule pages mark warnings); a finding has it unless
     #: it says otherwise.
@@ -77,8 +84,9 @@ class Rule(ABC):
     def __init_subclass__(cls, **kwargs: object) -> None:
         """A rule that has an id and whose classes state no examples takes those its family's
         file gives its id, so that each rule names its id once (rules of another origin, such as
-        the known-error failures, state theirs)."""
+        the known-error failures, state theirs). Its prose comes from its docstring."""
         super().__init_subclass__(**kwargs)
+        describe(cls)
         stated = any(
             "fires_on" in vars(k) or "quiet_on" in vars(k) for k in cls.__mro__ if k is not Rule
         )

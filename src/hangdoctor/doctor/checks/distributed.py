@@ -39,18 +39,18 @@ def matches_interface(spec: str, interfaces: tuple[str, ...], exact: bool) -> bo
 
 
 class EnvironmentVariables(Check):
+    """NCCL_*, TORCH_*, GLOO_*, MASTER_* and rank variables (secrets redacted)
+
+    Why: NCCL, gloo and torch.distributed change behaviour through environment variables (timeouts,
+    transports, interfaces, debug output, the rendezvous address). A variable left over from another
+    job or a debugging session is a frequent, invisible cause of hangs.
+
+    Instead: Review the list and unset what the job does not need; set the variables for a job in
+    its launch script, not in a shell profile every job inherits.
+    """
+
     id = "DR600"
     area = "distributed"
-    summary = "NCCL_*, TORCH_*, GLOO_*, MASTER_* and rank variables (secrets redacted)"
-    why = (
-        "NCCL, gloo and torch.distributed change behaviour through environment variables "
-        "(timeouts, transports, interfaces, debug output, the rendezvous address). A variable left "
-        "over from another job or a debugging session is a frequent, invisible cause of hangs."
-    )
-    instead = (
-        "Review the list and unset what the job does not need; set the variables for a job in its "
-        "launch script, not in a shell profile every job inherits."
-    )
     informs_only = True
     quiet_on = (
         Example("none set", lambda: node(), "info"),
@@ -77,18 +77,18 @@ class EnvironmentVariables(Check):
 
 
 class AsyncErrorHandling(Check):
+    """TORCH_NCCL_ASYNC_ERROR_HANDLING (0 `warn`, unset `info`)
+
+    Why: With async error handling, a collective that times out ends the process, so the job fails
+    and can restart. Set to 0, the watchdog only logs the timeout and every rank stays blocked in
+    the collective forever.
+
+    Instead: Leave `TORCH_NCCL_ASYNC_ERROR_HANDLING` unset (the default ends the process) or `export
+    TORCH_NCCL_ASYNC_ERROR_HANDLING=1`; never set it to 0.
+    """
+
     id = "DR601"
     area = "distributed"
-    summary = "TORCH_NCCL_ASYNC_ERROR_HANDLING (0 `warn`, unset `info`)"
-    why = (
-        "With async error handling, a collective that times out ends the process, so the job fails "
-        "and can restart. Set to 0, the watchdog only logs the timeout and every rank stays "
-        "blocked in the collective forever."
-    )
-    instead = (
-        "Leave `TORCH_NCCL_ASYNC_ERROR_HANDLING` unset (the default ends the process) or `export "
-        "TORCH_NCCL_ASYNC_ERROR_HANDLING=1`; never set it to 0."
-    )
     fires_on = (
         Example("turned off", lambda: _env(TORCH_NCCL_ASYNC_ERROR_HANDLING="0"), "warn"),
         Example(
@@ -139,18 +139,18 @@ class AsyncErrorHandling(Check):
 
 
 class NcclDebugUnset(Check):
+    """NCCL_DEBUG unset (`info`: set INFO while debugging)
+
+    Why: NCCL's INFO log names the transport, the interfaces and the rank that failed. Without it, a
+    NCCL hang leaves almost nothing in the log, and the run has to be repeated to find out where it
+    stopped.
+
+    Instead: While debugging a hang, `export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`; unset it
+    again for production runs.
+    """
+
     id = "DR602"
     area = "distributed"
-    summary = "NCCL_DEBUG unset (`info`: set INFO while debugging)"
-    why = (
-        "NCCL's INFO log names the transport, the interfaces and the rank that failed. Without it, "
-        "a NCCL hang leaves almost nothing in the log, and the run has to be repeated to find out "
-        "where it stopped."
-    )
-    instead = (
-        "While debugging a hang, `export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`; unset it "
-        "again for production runs."
-    )
     informs_only = True
     quiet_on = (
         Example("unset", lambda: node(), "info"),
@@ -176,18 +176,18 @@ class NcclDebugUnset(Check):
 
 
 class MasterAddrResolves(Check):
+    """MASTER_ADDR resolves (bounded in time)
+
+    Why: Every rank connects to the TCPStore at MASTER_ADDR. When the name does not resolve (DNS,
+    `/etc/hosts`), ranks cannot reach the store and wait in `init_process_group` until the
+    rendezvous timeout.
+
+    Instead: Check `getent hosts <MASTER_ADDR>` on every node; fix DNS or `/etc/hosts`, or set
+    MASTER_ADDR to rank 0's IP address.
+    """
+
     id = "DR603"
     area = "distributed"
-    summary = "MASTER_ADDR resolves (bounded in time)"
-    why = (
-        "Every rank connects to the TCPStore at MASTER_ADDR. When the name does not resolve (DNS, "
-        "`/etc/hosts`), ranks cannot reach the store and wait in `init_process_group` until the "
-        "rendezvous timeout."
-    )
-    instead = (
-        "Check `getent hosts <MASTER_ADDR>` on every node; fix DNS or `/etc/hosts`, or set "
-        "MASTER_ADDR to rank 0's IP address."
-    )
     fires_on = (
         Example(
             "a name DNS does not know",
@@ -238,18 +238,18 @@ class MasterAddrResolves(Check):
 
 
 class MasterPort(Check):
+    """MASTER_PORT is a port and free here (when MASTER_ADDR is this host or unset)
+
+    Why: Rank 0's TCPStore listens on MASTER_PORT. When the port is taken (often a previous job's
+    store still alive), rank 0 fails to listen, or other ranks join the stale store and wait
+    forever.
+
+    Instead: Find the holder (`ss -ltnp 'sport = :<MASTER_PORT>'`) and end it, or pick another
+    MASTER_PORT for each job.
+    """
+
     id = "DR604"
     area = "distributed"
-    summary = "MASTER_PORT is a port and free here (when MASTER_ADDR is this host or unset)"
-    why = (
-        "Rank 0's TCPStore listens on MASTER_PORT. When the port is taken (often a previous job's "
-        "store still alive), rank 0 fails to listen, or other ranks join the stale store and wait "
-        "forever."
-    )
-    instead = (
-        "Find the holder (`ss -ltnp 'sport = :<MASTER_PORT>'`) and end it, or pick another "
-        "MASTER_PORT for each job."
-    )
     fires_on = (
         Example(
             "not a number",
@@ -322,15 +322,17 @@ class MasterPort(Check):
 
 
 class DetailDebugLeftOn(Check):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL left on
+
+    Why: `TORCH_DISTRIBUTED_DEBUG=DETAIL` wraps every collective in checks across ranks that slow
+    training, and can crash ranks before the first step on some versions. It is a tool for a small
+    debugging run, not for production.
+
+    Instead: Unset `TORCH_DISTRIBUTED_DEBUG` (or set it to `OFF`) outside debugging runs.
+    """
+
     id = "DR605"
     area = "distributed"
-    summary = "TORCH_DISTRIBUTED_DEBUG=DETAIL left on"
-    why = (
-        "`TORCH_DISTRIBUTED_DEBUG=DETAIL` wraps every collective in checks across ranks that slow "
-        "training, and can crash ranks before the first step on some versions. It is a tool for a "
-        "small debugging run, not for production."
-    )
-    instead = "Unset `TORCH_DISTRIBUTED_DEBUG` (or set it to `OFF`) outside debugging runs."
     fires_on = (Example("DETAIL", lambda: _env(TORCH_DISTRIBUTED_DEBUG="DETAIL"), "warn"),)
     quiet_on = (
         Example("INFO", lambda: _env(TORCH_DISTRIBUTED_DEBUG="INFO"), None),
@@ -355,18 +357,18 @@ class DetailDebugLeftOn(Check):
 
 
 class TransportsDisabled(Check):
+    """NCCL_P2P/IB/SHM_DISABLE left on
+
+    Why: `NCCL_P2P_DISABLE`, `NCCL_IB_DISABLE` and `NCCL_SHM_DISABLE` are often left over from a
+    debugging session: NCCL then takes slower paths (sockets instead of NVLink or InfiniBand), and
+    long collectives can pass their timeout.
+
+    Instead: Unset the `NCCL_*_DISABLE` variables unless the node needs them (and then set them in
+    that job's launch script only).
+    """
+
     id = "DR606"
     area = "distributed"
-    summary = "NCCL_P2P/IB/SHM_DISABLE left on"
-    why = (
-        "`NCCL_P2P_DISABLE`, `NCCL_IB_DISABLE` and `NCCL_SHM_DISABLE` are often left over from a "
-        "debugging session: NCCL then takes slower paths (sockets instead of NVLink or "
-        "InfiniBand), and long collectives can pass their timeout."
-    )
-    instead = (
-        "Unset the `NCCL_*_DISABLE` variables unless the node needs them (and then set them in "
-        "that job's launch script only)."
-    )
     # Left on, it is worth a look; set on purpose, it works around a known fault.
     informs_only = True
     quiet_on = (
@@ -399,18 +401,18 @@ class TransportsDisabled(Check):
 
 
 class SocketInterface(Check):
+    """NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME name no interface of this node
+
+    Why: `NCCL_SOCKET_IFNAME` and `GLOO_SOCKET_IFNAME` tell the libraries which network interface to
+    bind. When they name no interface of this node, the library finds nothing to bind, and ranks
+    cannot reach each other: they wait at rendezvous or in their first collective.
+
+    Instead: Set them to an interface that exists on every node and connects them (`ip -br addr`
+    lists them), e.g. `export NCCL_SOCKET_IFNAME=eth0`, or leave them unset.
+    """
+
     id = "DR607"
     area = "distributed"
-    summary = "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME name no interface of this node"
-    why = (
-        "`NCCL_SOCKET_IFNAME` and `GLOO_SOCKET_IFNAME` tell the libraries which network interface "
-        "to bind. When they name no interface of this node, the library finds nothing to bind, and "
-        "ranks cannot reach each other: they wait at rendezvous or in their first collective."
-    )
-    instead = (
-        "Set them to an interface that exists on every node and connects them (`ip -br addr` lists "
-        "them), e.g. `export NCCL_SOCKET_IFNAME=eth0`, or leave them unset."
-    )
     fires_on = (
         Example(
             "ib on a node without InfiniBand", lambda: _env(NCCL_SOCKET_IFNAME="ib"), "problem"
@@ -465,19 +467,19 @@ def _jax_env(**environment: str) -> Facts:
 
 
 class JaxCoordinatorEnvironment(Check):
+    """JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID complete and in range
+
+    Why: `jax.distributed.initialize()` reads the coordinator's address from the environment; the
+    coordinator then waits, by default for five minutes, until every one of the processes has
+    connected. A process id outside the count, or a count larger than the processes started, is a
+    job whose first line waits for a process that never comes.
+
+    Instead: Set all three for every process (ids 0 to count-1, each once), or none and let the
+    cluster (SLURM, Kubernetes, Open MPI) be detected.
+    """
+
     id = "DR608"
     area = "distributed"
-    summary = "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID complete and in range"
-    why = (
-        "`jax.distributed.initialize()` reads the coordinator's address from the environment; "
-        "the coordinator then waits, by default for five minutes, until every one of the "
-        "processes has connected. A process id outside the count, or a count larger than the "
-        "processes started, is a job whose first line waits for a process that never comes."
-    )
-    instead = (
-        "Set all three for every process (ids 0 to count-1, each once), or none and let the "
-        "cluster (SLURM, Kubernetes, Open MPI) be detected."
-    )
     fires_on = (
         Example(
             "id beyond the count",

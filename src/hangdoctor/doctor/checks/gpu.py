@@ -69,18 +69,18 @@ def _name(gpu: GpuDevice) -> str:
 
 
 class GpusSeen(Check):
+    """GPUs seen through NVML; no GPU is `info`; a driver without NVML readings is `warn`
+
+    Why: Without NVML readings, ECC errors, failing PCIe links, slowed clocks and other processes on
+    a GPU go unseen, and these are common causes of a rank that hangs or straggles. A node with no
+    GPU is a fact, not an error.
+
+    Instead: Install NVML's Python binding (`pip install 'hangdoctor[gpu]'`, which brings
+    nvidia-ml-py) and check that `nvidia-smi` works on the node.
+    """
+
     id = "DR500"
     area = "gpu"
-    summary = "GPUs seen through NVML; no GPU is `info`; a driver without NVML readings is `warn`"
-    why = (
-        "Without NVML readings, ECC errors, failing PCIe links, slowed clocks and other processes "
-        "on a GPU go unseen, and these are common causes of a rank that hangs or straggles. A node "
-        "with no GPU is a fact, not an error."
-    )
-    instead = (
-        "Install NVML's Python binding (`pip install 'hangdoctor[gpu]'`, which brings "
-        "nvidia-ml-py) and check that `nvidia-smi` works on the node."
-    )
     fires_on = (
         Example(
             "a driver, but NVML cannot be read",
@@ -139,18 +139,17 @@ class GpusSeen(Check):
 
 
 class GpuMemory(GpuCheck):
+    """memory used (>= 90% before the job `warn`) and utilisation
+
+    Why: A job started on a GPU that another process already fills stalls in allocator retries or
+    fails with CUDA out of memory on one rank while the others wait for it in their next collective.
+
+    Instead: Find the process using the GPU (`nvidia-smi -i N`) and end it, or pick another GPU with
+    `CUDA_VISIBLE_DEVICES`.
+    """
+
     id = "DR501"
     area = "gpu"
-    summary = "memory used (>= 90% before the job `warn`) and utilisation"
-    why = (
-        "A job started on a GPU that another process already fills stalls in allocator retries or "
-        "fails with CUDA out of memory on one rank while the others wait for it in their next "
-        "collective."
-    )
-    instead = (
-        "Find the process using the GPU (`nvidia-smi -i N`) and end it, or pick another GPU with "
-        "`CUDA_VISIBLE_DEVICES`."
-    )
     fires_on = (
         Example("another process holds 97%", lambda: _gpu(memory_used_bytes=78 * GIB), "warn"),
     )
@@ -195,18 +194,18 @@ class GpuMemory(GpuCheck):
 
 
 class UncorrectableEcc(GpuCheck):
+    """uncorrectable ECC errors (volatile `problem`, aggregate `warn`)
+
+    Why: Uncorrectable ECC errors corrupt or kill the process using that memory (Xid 48/94/95), and
+    its peers hang in their next collective. Past uncorrectable errors mark a GPU whose memory is
+    failing.
+
+    Instead: Reset the GPU when idle (`sudo nvidia-smi -r -i N`) and drain the node if the errors
+    recur; `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i N` shows the history.
+    """
+
     id = "DR502"
     area = "gpu"
-    summary = "uncorrectable ECC errors (volatile `problem`, aggregate `warn`)"
-    why = (
-        "Uncorrectable ECC errors corrupt or kill the process using that memory (Xid 48/94/95), "
-        "and its peers hang in their next collective. Past uncorrectable errors mark a GPU whose "
-        "memory is failing."
-    )
-    instead = (
-        "Reset the GPU when idle (`sudo nvidia-smi -r -i N`) and drain the node if the errors "
-        "recur; `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER -i N` shows the history."
-    )
     fires_on = (
         Example(
             "since boot",
@@ -248,18 +247,18 @@ class UncorrectableEcc(GpuCheck):
 
 
 class MemoryRepairPending(GpuCheck):
+    """retired pages pending, row remapping pending or failed
+
+    Why: A bad memory page is retired, and a faulty row remapped, only at the next GPU reset; until
+    then jobs can hit it again (Xid 48/63/94/95). A GPU that has run out of spare rows (Xid 64)
+    cannot repair itself any more.
+
+    Instead: Reset the GPU when no job uses it (`sudo nvidia-smi -r -i N`); when row remapping
+    failed, drain the node and have the GPU replaced.
+    """
+
     id = "DR503"
     area = "gpu"
-    summary = "retired pages pending, row remapping pending or failed"
-    why = (
-        "A bad memory page is retired, and a faulty row remapped, only at the next GPU reset; "
-        "until then jobs can hit it again (Xid 48/63/94/95). A GPU that has run out of spare rows "
-        "(Xid 64) cannot repair itself any more."
-    )
-    instead = (
-        "Reset the GPU when no job uses it (`sudo nvidia-smi -r -i N`); when row remapping failed, "
-        "drain the node and have the GPU replaced."
-    )
     fires_on = (
         Example("page retirement pending", lambda: _gpu(retired_pages_pending=True), "problem"),
         Example("row remapping failed", lambda: _gpu(remapped_rows_failure=True), "problem"),
@@ -308,22 +307,20 @@ class MemoryRepairPending(GpuCheck):
 
 
 class PcieLink(GpuCheck):
+    """PCIe link generation/width against the maximum (narrower `warn`; lower generation at idle
+    `info`)
+
+    Why: A PCIe link trained at reduced width or generation (a bad seat, riser or slot) cuts host
+    transfers and collectives that go through the host; that rank becomes the straggler its peers
+    wait for in every collective. Idle GPUs lower their link generation to save power, which is
+    normal.
+
+    Instead: Check the link under load (`sudo lspci -vv -s <bus id> | grep -E 'LnkCap|LnkSta'`);
+    reseat the GPU or riser and check the slot and BIOS PCIe settings.
+    """
+
     id = "DR504"
     area = "gpu"
-    summary = (
-        "PCIe link generation/width against the maximum (narrower `warn`; lower "
-        "generation at idle `info`)"
-    )
-    why = (
-        "A PCIe link trained at reduced width or generation (a bad seat, riser or slot) cuts host "
-        "transfers and collectives that go through the host; that rank becomes the straggler its "
-        "peers wait for in every collective. Idle GPUs lower their link generation to save power, "
-        "which is normal."
-    )
-    instead = (
-        "Check the link under load (`sudo lspci -vv -s <bus id> | grep -E 'LnkCap|LnkSta'`); "
-        "reseat the GPU or riser and check the slot and BIOS PCIe settings."
-    )
     fires_on = (
         Example("gen4 x8 of gen4 x16", lambda: _gpu(pcie_gen=4, pcie_width=8), "warn"),
         Example(
@@ -390,18 +387,18 @@ class PcieLink(GpuCheck):
 
 
 class PcieReplays(GpuCheck):
+    """PCIe replay counter (>= 100 `warn`)
+
+    Why: Each PCIe replay is a transfer resent after a link error. Many of them point at a failing
+    link, slow that GPU's transfers, and precede bus errors (Xid 79) that take the GPU off the bus
+    mid-job.
+
+    Instead: Inspect the link (`sudo lspci -vv -s <bus id>`), reseat the card and check the riser;
+    drain the node if the counter keeps climbing.
+    """
+
     id = "DR505"
     area = "gpu"
-    summary = "PCIe replay counter (>= 100 `warn`)"
-    why = (
-        "Each PCIe replay is a transfer resent after a link error. Many of them point at a failing "
-        "link, slow that GPU's transfers, and precede bus errors (Xid 79) that take the GPU off "
-        "the bus mid-job."
-    )
-    instead = (
-        "Inspect the link (`sudo lspci -vv -s <bus id>`), reseat the card and check the riser; "
-        "drain the node if the counter keeps climbing."
-    )
     fires_on = (Example("412 replays", lambda: _gpu(pcie_replay_counter=412), "warn"),)
     quiet_on = (
         Example("a few replays", lambda: _gpu(pcie_replay_counter=3), "info"),
@@ -429,18 +426,18 @@ class PcieReplays(GpuCheck):
 
 
 class ClocksSlowed(GpuCheck):
+    """clock-event reasons: hardware slowdown, thermal, power brake
+
+    Why: A GPU slowed by heat, power delivery or a hardware slowdown makes its rank the straggler:
+    the others wait for it in every collective, and a long enough wait passes the process group's
+    timeout.
+
+    Instead: Look at why (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i N`) and fix the
+    cooling, fans or power supply; drain the node until it runs at full clocks.
+    """
+
     id = "DR506"
     area = "gpu"
-    summary = "clock-event reasons: hardware slowdown, thermal, power brake"
-    why = (
-        "A GPU slowed by heat, power delivery or a hardware slowdown makes its rank the straggler: "
-        "the others wait for it in every collective, and a long enough wait passes the process "
-        "group's timeout."
-    )
-    instead = (
-        "Look at why (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i N`) and fix the cooling, "
-        "fans or power supply; drain the node until it runs at full clocks."
-    )
     fires_on = (
         Example(
             "thermal slowdown",
@@ -486,18 +483,18 @@ class ClocksSlowed(GpuCheck):
 
 
 class SharedGpu(GpuCheck):
+    """processes on the GPU (two or more `warn`)
+
+    Why: Processes that share a GPU compete for its memory and compute. Two ranks mapped to one GPU
+    (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock or fail in NCCL, which forbids two ranks
+    of a communicator on one device.
+
+    Instead: Give each rank its own GPU (`torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))`),
+    and end stray processes on the GPU before a job starts.
+    """
+
     id = "DR507"
     area = "gpu"
-    summary = "processes on the GPU (two or more `warn`)"
-    why = (
-        "Processes that share a GPU compete for its memory and compute. Two ranks mapped to one "
-        "GPU (a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES) deadlock or fail in NCCL, which forbids "
-        "two ranks of a communicator on one device."
-    )
-    instead = (
-        'Give each rank its own GPU (`torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))`), '
-        "and end stray processes on the GPU before a job starts."
-    )
     fires_on = (
         Example(
             "two ranks on one GPU",

@@ -96,18 +96,18 @@ def _headline(meaning: str) -> str:
 
 
 class KernelLogRead(Check):
+    """the kernel log could be read (`skipped` with how to allow it otherwise)
+
+    Why: NVIDIA Xid lines, PCIe errors, the OOM killer and the hung-task detector write only to the
+    kernel log, and they are the only record of many hardware and memory faults behind hangs. A
+    doctor that cannot read it cannot see them.
+
+    Instead: Allow reading the kernel log (`sudo sysctl -w kernel.dmesg_restrict=0`), or run
+    `hangdoctor doctor` as root or with CAP_SYSLOG.
+    """
+
     id = "DR301"
     area = "kernel_log"
-    summary = "the kernel log could be read (`skipped` with how to allow it otherwise)"
-    why = (
-        "NVIDIA Xid lines, PCIe errors, the OOM killer and the hung-task detector write only to "
-        "the kernel log, and they are the only record of many hardware and memory faults behind "
-        "hangs. A doctor that cannot read it cannot see them."
-    )
-    instead = (
-        "Allow reading the kernel log (`sudo sysctl -w kernel.dmesg_restrict=0`), or run "
-        "`hangdoctor doctor` as root or with CAP_SYSLOG."
-    )
     informs_only = True
     quiet_on = (
         Example("a clean log", lambda: node(), "ok"),
@@ -151,24 +151,21 @@ class KernelLogRead(Check):
 
 
 class XidErrors(Check):
+    """one result per Xid code: application errors (13, 31, 43, 45, 68, 109) `warn`, the others
+    `problem` with reset/drain
+
+    Why: The NVIDIA driver logs each GPU fault as an Xid code. Application Xids (13, 31, 43, 45, 68,
+    109) mean the GPU is healthy but a process that hit the fault is stuck or dead, and its peers
+    wait for it in their next collective; the others mean the GPU or node needs attention, and jobs
+    on it hang in their first CUDA call or crash.
+
+    Instead: For an application Xid fix the kernel or index that faulted (`CUDA_LAUNCH_BLOCKING=1`,
+    `compute-sanitizer`); for the others do what the Xid calls for (reset the GPU when idle with
+    `sudo nvidia-smi -r -i N`, drain the node and have it checked) before running jobs there.
+    """
+
     id = "DR302"
     area = "kernel_log"
-    summary = (
-        "one result per Xid code: application errors (13, 31, 43, 45, 68, 109) `warn`, "
-        "the others `problem` with reset/drain"
-    )
-    why = (
-        "The NVIDIA driver logs each GPU fault as an Xid code. Application Xids (13, 31, 43, 45, "
-        "68, 109) mean the GPU is healthy but a process that hit the fault is stuck or dead, and "
-        "its peers wait for it in their next collective; the others mean the GPU or node needs "
-        "attention, and jobs on it hang in their first CUDA call or crash."
-    )
-    instead = (
-        "For an application Xid fix the kernel or index that faulted (`CUDA_LAUNCH_BLOCKING=1`, "
-        "`compute-sanitizer`); for the others do what the Xid calls for (reset the GPU when idle "
-        "with `sudo nvidia-smi -r -i N`, drain the node and have it checked) before running jobs "
-        "there."
-    )
     fires_on = (
         Example("Xid 13: the application's fault", lambda: _log(XID_13), "warn"),
         Example("Xid 79: the GPU fell off the bus", lambda: _log(XID_13, XID_79), "problem"),
@@ -225,18 +222,18 @@ class XidErrors(Check):
 
 
 class PcieErrors(Check):
+    """PCIe AER errors: uncorrected `problem`, corrected `warn`
+
+    Why: An uncorrected PCIe error takes the device off the bus: the GPU or NIC stops answering and
+    the job hangs in its next transfer or collective. Corrected errors are retried by the link, but
+    a flood of them slows transfers and often precedes an uncorrected one.
+
+    Instead: Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta|CESta'`), reseat
+    the card or riser and update BIOS/PCIe firmware; drain the node on uncorrected errors.
+    """
+
     id = "DR303"
     area = "kernel_log"
-    summary = "PCIe AER errors: uncorrected `problem`, corrected `warn`"
-    why = (
-        "An uncorrected PCIe error takes the device off the bus: the GPU or NIC stops answering "
-        "and the job hangs in its next transfer or collective. Corrected errors are retried by the "
-        "link, but a flood of them slows transfers and often precedes an uncorrected one."
-    )
-    instead = (
-        "Check the link (`sudo lspci -vv -s <bus id> | grep -E 'LnkSta|UESta|CESta'`), reseat the "
-        "card or riser and update BIOS/PCIe firmware; drain the node on uncorrected errors."
-    )
     fires_on = (
         Example("an uncorrected (fatal) error", lambda: _log(AER_CORRECTED, AER_FATAL), "problem"),
         Example("corrected errors only", lambda: _log(AER_CORRECTED), "warn"),
@@ -280,18 +277,18 @@ class PcieErrors(Check):
 
 
 class OomKills(Check):
+    """OOM-killer kills
+
+    Why: A rank or DataLoader worker killed by the OOM killer for host memory dies with SIGKILL and
+    no traceback, and leaves its peers waiting in a collective or on a queue that is never filled.
+    Kills in the kernel log show the node is short of memory for its jobs.
+
+    Instead: Use less host memory per job (fewer DataLoader workers, a smaller `prefetch_factor` or
+    batch), check `free -g` and the job's memory limit (`cat /sys/fs/cgroup/memory.max`).
+    """
+
     id = "DR304"
     area = "kernel_log"
-    summary = "OOM-killer kills"
-    why = (
-        "A rank or DataLoader worker killed by the OOM killer for host memory dies with SIGKILL "
-        "and no traceback, and leaves its peers waiting in a collective or on a queue that is "
-        "never filled. Kills in the kernel log show the node is short of memory for its jobs."
-    )
-    instead = (
-        "Use less host memory per job (fewer DataLoader workers, a smaller `prefetch_factor` or "
-        "batch), check `free -g` and the job's memory limit (`cat /sys/fs/cgroup/memory.max`)."
-    )
     fires_on = (Example("a DataLoader worker killed", lambda: _log(OOM_KILL), "warn"),)
     quiet_on = (Example("no OOM kill", lambda: _log(HUNG_TASK), None),)
 
@@ -321,19 +318,19 @@ class OomKills(Check):
 
 
 class HungTasks(Check):
+    """hung-task reports (`blocked for more than N seconds`)
+
+    Why: A task in uninterruptible sleep (usually I/O: NFS, a dying disk, a driver) cannot be killed
+    and stalls whatever waits for it. Hung-task reports mean storage or a driver on this node stops
+    answering, and the next job reading from it will stall too.
+
+    Instead: Find the blocked I/O (`cat /proc/<pid>/stack`, `mount | grep nfs`, `sudo dmesg -T |
+    grep -B5 'blocked for more than'`), fix or remount the storage, and read training data from
+    local disk.
+    """
+
     id = "DR305"
     area = "kernel_log"
-    summary = "hung-task reports (`blocked for more than N seconds`)"
-    why = (
-        "A task in uninterruptible sleep (usually I/O: NFS, a dying disk, a driver) cannot be "
-        "killed and stalls whatever waits for it. Hung-task reports mean storage or a driver on "
-        "this node stops answering, and the next job reading from it will stall too."
-    )
-    instead = (
-        "Find the blocked I/O (`cat /proc/<pid>/stack`, `mount | grep nfs`, `sudo dmesg -T | grep "
-        "-B5 'blocked for more than'`), fix or remount the storage, and read training data from "
-        "local disk."
-    )
     fires_on = (Example("python3 blocked for 122 s", lambda: _log(HUNG_TASK), "warn"),)
     quiet_on = (Example("no hung task", lambda: _log(OOM_KILL), None),)
 
@@ -359,18 +356,18 @@ class HungTasks(Check):
 
 
 class GpuFellOffTheBus(Check):
+    """a GPU fallen off the bus without an Xid line
+
+    Why: A GPU that fell off the bus no longer answers on PCIe: every process using it hangs or
+    fails, and so do their peers. Only a reset or a reboot brings it back, and a GPU that falls off
+    again has a failing card, seat or power supply.
+
+    Instead: Reset the GPU or reboot the node, then drain it and have the GPU, its seat and its
+    power checked before running jobs there again.
+    """
+
     id = "DR306"
     area = "kernel_log"
-    summary = "a GPU fallen off the bus without an Xid line"
-    why = (
-        "A GPU that fell off the bus no longer answers on PCIe: every process using it hangs or "
-        "fails, and so do their peers. Only a reset or a reboot brings it back, and a GPU that "
-        "falls off again has a failing card, seat or power supply."
-    )
-    instead = (
-        "Reset the GPU or reboot the node, then drain it and have the GPU, its seat and its power "
-        "checked before running jobs there again."
-    )
     fires_on = (Example("the driver's line without Xid 79", lambda: _log(FELL_OFF), "problem"),)
     quiet_on = (
         # Xid 79 already says it (DR302): the same fault is not reported twice.

@@ -20,19 +20,19 @@ CONTAINER_SOURCE = (
 
 
 class Glibc(Check):
+    """glibc against the newest manylinux tag of installed wheels
+
+    Why: A wheel built for a newer glibc (its manylinux tag) fails to import with `GLIBC_x.y not
+    found`. In a multi-process job one rank then dies at import while the others wait for it at
+    rendezvous.
+
+    Instead: Reinstall the package for this glibc (`pip install --force-reinstall
+    --only-binary=:all: <package>` picks an older manylinux tag when one exists), or use an image
+    with a newer glibc.
+    """
+
     id = "DR401"
     area = "libraries"
-    summary = "glibc against the newest manylinux tag of installed wheels"
-    why = (
-        "A wheel built for a newer glibc (its manylinux tag) fails to import with `GLIBC_x.y not "
-        "found`. In a multi-process job one rank then dies at import while the others wait for it "
-        "at rendezvous."
-    )
-    instead = (
-        "Reinstall the package for this glibc (`pip install --force-reinstall --only-binary=:all: "
-        "<package>` picks an older manylinux tag when one exists), or use an image with a newer "
-        "glibc."
-    )
     fires_on = (
         Example(
             "glibc 2.17 under wheels for 2.28",
@@ -115,21 +115,18 @@ def _extensions_need(have: str | None) -> Facts:
 
 
 class Libstdcxx(Check):
+    """libstdc++ (the one the loader picks) against the newest `GLIBCXX_` compiled extensions refer to
+
+    Why: A C++ extension built with a newer GCC needs a newer libstdc++ than the one the loader
+    picks (typical when a conda or container libstdc++ shadows the system one): it fails to import
+    with `GLIBCXX_3.4.x not found`, that rank dies and its peers wait.
+
+    Instead: Install a newer libstdc++ (`conda install -c conda-forge 'libstdcxx-ng>=12'`), point
+    `LD_LIBRARY_PATH` at one, or rebuild the extension with the system GCC.
+    """
+
     id = "DR402"
     area = "libraries"
-    summary = (
-        "libstdc++ (the one the loader picks) against the newest `GLIBCXX_` compiled "
-        "extensions refer to"
-    )
-    why = (
-        "A C++ extension built with a newer GCC needs a newer libstdc++ than the one the loader "
-        "picks (typical when a conda or container libstdc++ shadows the system one): it fails to "
-        "import with `GLIBCXX_3.4.x not found`, that rank dies and its peers wait."
-    )
-    instead = (
-        "Install a newer libstdc++ (`conda install -c conda-forge 'libstdcxx-ng>=12'`), point "
-        "`LD_LIBRARY_PATH` at one, or rebuild the extension with the system GCC."
-    )
     fires_on = (
         Example(
             "a conda libstdc++ older than an extension needs",
@@ -193,20 +190,19 @@ class Libstdcxx(Check):
 
 
 class Container(Check):
+    """container detection (docker, podman, kubernetes, ...)
+
+    Why: Inside a container the glibc, libstdc++ and CUDA libraries are the image's; only the kernel
+    and the NVIDIA kernel module are the host's. Limits (`/dev/shm`, ulimits, capabilities) are set
+    by the container runtime, so the same image behaves differently under different runtime options.
+
+    Instead: Compare with the host when versions or limits look wrong (`ldd --version; cat
+    /proc/driver/nvidia/version` there), and set the container's limits explicitly (`--shm-size`,
+    `--ulimit`, `--gpus all`).
+    """
+
     id = "DR403"
     area = "libraries"
-    summary = "container detection (docker, podman, kubernetes, ...)"
-    why = (
-        "Inside a container the glibc, libstdc++ and CUDA libraries are the image's; only the "
-        "kernel and the NVIDIA kernel module are the host's. Limits (`/dev/shm`, ulimits, "
-        "capabilities) are set by the container runtime, so the same image behaves differently "
-        "under different runtime options."
-    )
-    instead = (
-        "Compare with the host when versions or limits look wrong (`ldd --version; cat "
-        "/proc/driver/nvidia/version` there), and set the container's limits explicitly "
-        "(`--shm-size`, `--ulimit`, `--gpus all`)."
-    )
     informs_only = True
     quiet_on = (
         Example("in docker", lambda: node(libraries={"container": "docker"}), "info"),
@@ -238,19 +234,19 @@ class Container(Check):
 
 
 class DriverSplit(Check):
+    """NVIDIA kernel module against the user-space libcuda version
+
+    Why: The NVIDIA kernel module and the user-space driver (libcuda) must be the same version. When
+    they differ (a driver upgrade without a reboot, an image that ships its own libcuda) NVML and
+    CUDA refuse to start with `Driver/library version mismatch`.
+
+    Instead: Reboot after a driver upgrade (or reload the modules: `sudo rmmod nvidia_uvm nvidia_drm
+    nvidia_modeset nvidia && sudo modprobe nvidia`); in containers, remove libcuda from the image
+    and let the NVIDIA container toolkit mount the host's (`docker run --gpus all`).
+    """
+
     id = "DR404"
     area = "libraries"
-    summary = "NVIDIA kernel module against the user-space libcuda version"
-    why = (
-        "The NVIDIA kernel module and the user-space driver (libcuda) must be the same version. "
-        "When they differ (a driver upgrade without a reboot, an image that ships its own libcuda) "
-        "NVML and CUDA refuse to start with `Driver/library version mismatch`."
-    )
-    instead = (
-        "Reboot after a driver upgrade (or reload the modules: `sudo rmmod nvidia_uvm nvidia_drm "
-        "nvidia_modeset nvidia && sudo modprobe nvidia`); in containers, remove libcuda from the "
-        "image and let the NVIDIA container toolkit mount the host's (`docker run --gpus all`)."
-    )
     fires_on = (
         Example(
             "module 550 under a libcuda 535 shipped in the image",

@@ -26,18 +26,18 @@ PTRACE_SOURCE = "https://www.kernel.org/doc/html/latest/admin-guide/LSM/Yama.htm
 
 
 class MaxMapCount(Check):
+    """`vm.max_map_count` (the kernel default 65530 is `info`, lower is `warn`)
+
+    Why: Every memory-mapped file, shared-memory tensor passed by a DataLoader worker and large
+    allocation is one memory map. At `vm.max_map_count` mmap fails with ENOMEM: workers die or the
+    loader waits for a batch that never comes.
+
+    Instead: Raise the limit on nodes that run large jobs (`sudo sysctl -w
+    vm.max_map_count=1048576`, persistently in `/etc/sysctl.d/`).
+    """
+
     id = "DR201"
     area = "os_limits"
-    summary = "`vm.max_map_count` (the kernel default 65530 is `info`, lower is `warn`)"
-    why = (
-        "Every memory-mapped file, shared-memory tensor passed by a DataLoader worker and large "
-        "allocation is one memory map. At `vm.max_map_count` mmap fails with ENOMEM: workers die "
-        "or the loader waits for a batch that never comes."
-    )
-    instead = (
-        "Raise the limit on nodes that run large jobs (`sudo sysctl -w vm.max_map_count=1048576`, "
-        "persistently in `/etc/sysctl.d/`)."
-    )
     fires_on = (
         Example("below the kernel default", lambda: node(limits={"max_map_count": 30000}), "warn"),
     )
@@ -85,18 +85,18 @@ class MaxMapCount(Check):
 
 
 class ListenBacklog(Check):
+    """`net.core.somaxconn` (< 1024 `warn`, < WORLD_SIZE `problem`)
+
+    Why: Rank 0's TCPStore accepts every rank's connection at start-up. Beyond the listen backlog
+    (`net.core.somaxconn`) connections are dropped, and ranks wait in `init_process_group` until the
+    rendezvous times out, more often the more ranks a job has.
+
+    Instead: Raise the backlog above the job's world size (`sudo sysctl -w net.core.somaxconn=4096`,
+    persistently in `/etc/sysctl.d/`).
+    """
+
     id = "DR202"
     area = "os_limits"
-    summary = "`net.core.somaxconn` (< 1024 `warn`, < WORLD_SIZE `problem`)"
-    why = (
-        "Rank 0's TCPStore accepts every rank's connection at start-up. Beyond the listen backlog "
-        "(`net.core.somaxconn`) connections are dropped, and ranks wait in `init_process_group` "
-        "until the rendezvous times out, more often the more ranks a job has."
-    )
-    instead = (
-        "Raise the backlog above the job's world size (`sudo sysctl -w net.core.somaxconn=4096`, "
-        "persistently in `/etc/sysctl.d/`)."
-    )
     fires_on = (
         Example(
             "128, a job of 512 ranks",
@@ -139,19 +139,19 @@ class ListenBacklog(Check):
 
 
 class OpenFiles(Check):
+    """open files, `ulimit -n` (< 4096 `warn`)
+
+    Why: DataLoader workers pass tensors to the trainer as file descriptors, and NCCL opens sockets
+    per peer. With a low open-files limit the loader fails with `received 0 items of ancdata` or
+    `Too many open files`, and collectives fail to connect.
+
+    Instead: Raise the limit before launching (`ulimit -n 65536`; persistently `* soft nofile 65536`
+    in `/etc/security/limits.conf`; Docker `--ulimit nofile=65536:65536`), or use
+    `torch.multiprocessing.set_sharing_strategy("file_system")`.
+    """
+
     id = "DR203"
     area = "os_limits"
-    summary = "open files, `ulimit -n` (< 4096 `warn`)"
-    why = (
-        "DataLoader workers pass tensors to the trainer as file descriptors, and NCCL opens "
-        "sockets per peer. With a low open-files limit the loader fails with `received 0 items of "
-        "ancdata` or `Too many open files`, and collectives fail to connect."
-    )
-    instead = (
-        "Raise the limit before launching (`ulimit -n 65536`; persistently `* soft nofile 65536` "
-        "in `/etc/security/limits.conf`; Docker `--ulimit nofile=65536:65536`), or use "
-        '`torch.multiprocessing.set_sharing_strategy("file_system")`.'
-    )
     fires_on = (
         Example("1024", lambda: node(limits={"nofile_soft": 1024, "nofile_hard": 4096}), "warn"),
     )
@@ -191,19 +191,19 @@ class OpenFiles(Check):
 
 
 class LockedMemory(Check):
+    """locked memory, `ulimit -l` (`warn` when RDMA devices exist and it is not unlimited)
+
+    Why: RDMA transports (InfiniBand, RoCE) pin their communication buffers in memory. With a small
+    locked-memory limit NCCL's IB transport fails to register memory and falls back to slower paths
+    or stalls at start-up.
+
+    Instead: Allow unlimited locked memory where RDMA devices exist (`ulimit -l unlimited`;
+    persistently `* - memlock unlimited` in `/etc/security/limits.conf`; Docker `--ulimit
+    memlock=-1:-1`).
+    """
+
     id = "DR204"
     area = "os_limits"
-    summary = "locked memory, `ulimit -l` (`warn` when RDMA devices exist and it is not unlimited)"
-    why = (
-        "RDMA transports (InfiniBand, RoCE) pin their communication buffers in memory. With a "
-        "small locked-memory limit NCCL's IB transport fails to register memory and falls back to "
-        "slower paths or stalls at start-up."
-    )
-    instead = (
-        "Allow unlimited locked memory where RDMA devices exist (`ulimit -l unlimited`; "
-        "persistently `* - memlock unlimited` in `/etc/security/limits.conf`; Docker `--ulimit "
-        "memlock=-1:-1`)."
-    )
     fires_on = (
         Example(
             "8 MiB with an InfiniBand device",
@@ -263,22 +263,20 @@ def _shm_node(total_mib: int, free_mib: int | None = None, workers: int = 8) -> 
 
 
 class SharedMemory(Check):
+    """/dev/shm free space against DataLoader workers (256 MiB each wanted, 64 MiB each minimum, 256
+    MiB floor)
+
+    Why: Each DataLoader worker hands its batches to the trainer through `/dev/shm`. When it fills,
+    a worker dies of SIGBUS (`insufficient shared memory`) or blocks, and the trainer waits for a
+    batch that never comes. Docker's default is 64 MiB.
+
+    Instead: Give the job shared memory for its workers (Docker `--ipc=host` or `--shm-size=16g`;
+    Kubernetes an `emptyDir` with `medium: Memory` at `/dev/shm`; host `sudo mount -o
+    remount,size=16G /dev/shm`), or use fewer workers.
+    """
+
     id = "DR205"
     area = "os_limits"
-    summary = (
-        "/dev/shm free space against DataLoader workers (256 MiB each wanted, 64 MiB "
-        "each minimum, 256 MiB floor)"
-    )
-    why = (
-        "Each DataLoader worker hands its batches to the trainer through `/dev/shm`. When it "
-        "fills, a worker dies of SIGBUS (`insufficient shared memory`) or blocks, and the trainer "
-        "waits for a batch that never comes. Docker's default is 64 MiB."
-    )
-    instead = (
-        "Give the job shared memory for its workers (Docker `--ipc=host` or `--shm-size=16g`; "
-        "Kubernetes an `emptyDir` with `medium: Memory` at `/dev/shm`; host `sudo mount -o "
-        "remount,size=16G /dev/shm`), or use fewer workers."
-    )
     fires_on = (
         Example("Docker's default 64 MiB, 8 workers", lambda: _shm_node(64), "problem"),
         Example(
@@ -339,19 +337,19 @@ class SharedMemory(Check):
 
 
 class Swap(Check):
+    """swap (heavy swapping `warn`)
+
+    Why: A training job that swaps slows down by orders of magnitude and looks hung, and the peers
+    of the slow rank time out in their collectives. Without swap, host memory exhaustion ends in the
+    OOM killer instead: a rank or worker disappears and its peers wait.
+
+    Instead: Free the memory before a job starts (`ps aux --sort=-rss | head` shows what uses it),
+    or move the job to a node with room; `sudo swapoff -a && sudo swapon -a` empties swap once
+    memory is free.
+    """
+
     id = "DR206"
     area = "os_limits"
-    summary = "swap (heavy swapping `warn`)"
-    why = (
-        "A training job that swaps slows down by orders of magnitude and looks hung, and the peers "
-        "of the slow rank time out in their collectives. Without swap, host memory exhaustion ends "
-        "in the OOM killer instead: a rank or worker disappears and its peers wait."
-    )
-    instead = (
-        "Free the memory before a job starts (`ps aux --sort=-rss | head` shows what uses it), or "
-        "move the job to a node with room; `sudo swapoff -a && sudo swapon -a` empties swap once "
-        "memory is free."
-    )
     fires_on = (
         Example(
             "8 GiB of 16 GiB swapped out",
@@ -407,23 +405,21 @@ class Swap(Check):
 
 
 class Ptrace(Check):
+    """py-spy present and ptrace allowed (Yama ptrace_scope, CAP_SYS_PTRACE), so `run` and `dump` can
+    read stacks
+
+    Why: `hangdoctor run` and `dump` read Python stacks with py-spy, which needs ptrace. Without it
+    (Yama `ptrace_scope` 2 or 3, a container without CAP_SYS_PTRACE) a hang is reported without the
+    line where each thread waits; with `ptrace_scope` 1, `dump` of a job started elsewhere is
+    refused.
+
+    Instead: Install py-spy and allow ptrace: `sudo sysctl -w kernel.yama.ptrace_scope=0` (or run
+    `dump` with sudo); in containers add the capability (Docker `--cap-add SYS_PTRACE`, Kubernetes
+    `securityContext.capabilities.add: [SYS_PTRACE]`).
+    """
+
     id = "DR207"
     area = "os_limits"
-    summary = (
-        "py-spy present and ptrace allowed (Yama ptrace_scope, CAP_SYS_PTRACE), so `run` "
-        "and `dump` can read stacks"
-    )
-    why = (
-        "`hangdoctor run` and `dump` read Python stacks with py-spy, which needs ptrace. Without "
-        "it (Yama `ptrace_scope` 2 or 3, a container without CAP_SYS_PTRACE) a hang is reported "
-        "without the line where each thread waits; with `ptrace_scope` 1, `dump` of a job started "
-        "elsewhere is refused."
-    )
-    instead = (
-        "Install py-spy and allow ptrace: `sudo sysctl -w kernel.yama.ptrace_scope=0` (or run "
-        "`dump` with sudo); in containers add the capability (Docker `--cap-add SYS_PTRACE`, "
-        "Kubernetes `securityContext.capabilities.add: [SYS_PTRACE]`)."
-    )
     fires_on = (
         Example(
             "ptrace_scope 3: no ptrace at all", lambda: node(limits={"ptrace_scope": 3}), "problem"

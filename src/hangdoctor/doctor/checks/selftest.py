@@ -106,19 +106,18 @@ class SelftestCheck(Check):
 
 
 class CpuStep(SelftestCheck):
+    """3 SGD steps of a small MLP on the CPU, in a child
+
+    Why: A training step that hangs or fails on the CPU alone rules out GPUs and the network: the
+    framework install, its thread pools (OpenMP, MKL) or a native library is at fault, and every job
+    on this environment will hit it.
+
+    Instead: Try the step single-threaded (`OMP_NUM_THREADS=1 python -c 'import torch;
+    print(torch.ones(2) @ torch.ones(2))'`) and reinstall torch in a fresh virtual environment.
+    """
+
     id = "DR701"
     kind = "cpu_step"
-    summary = "3 SGD steps of a small MLP on the CPU, in a child"
-    why = (
-        "A training step that hangs or fails on the CPU alone rules out GPUs and the network: the "
-        "framework install, its thread pools (OpenMP, MKL) or a native library is at fault, and "
-        "every job on this environment will hit it."
-    )
-    instead = (
-        "Try the step single-threaded (`OMP_NUM_THREADS=1 python -c 'import torch; "
-        "print(torch.ones(2) @ torch.ones(2))'`) and reinstall torch in a fresh virtual "
-        "environment."
-    )
     title = N_("Training step on the CPU")
     diagnosis = N_(
         "A step that hangs on the CPU alone rules out GPUs and the network: the "
@@ -156,18 +155,18 @@ class CpuStep(SelftestCheck):
 
 
 class GlooAllreduce(SelftestCheck):
+    """all-reduce of 2 gloo ranks over loopback
+
+    Why: Two local ranks that cannot all-reduce over loopback with gloo point at the host's
+    networking (a firewall on `lo`, a hostname that resolves to an unreachable address) or the
+    torch.distributed install: no distributed job can start here.
+
+    Instead: `export GLOO_SOCKET_IFNAME=lo` for the test, check that `getent hosts $(hostname)`
+    resolves to a local address, and fix the firewall or `/etc/hosts`.
+    """
+
     id = "DR702"
     kind = "gloo_allreduce"
-    summary = "all-reduce of 2 gloo ranks over loopback"
-    why = (
-        "Two local ranks that cannot all-reduce over loopback with gloo point at the host's "
-        "networking (a firewall on `lo`, a hostname that resolves to an unreachable address) or "
-        "the torch.distributed install: no distributed job can start here."
-    )
-    instead = (
-        "`export GLOO_SOCKET_IFNAME=lo` for the test, check that `getent hosts $(hostname)` "
-        "resolves to a local address, and fix the firewall or `/etc/hosts`."
-    )
     title = N_("All-reduce of 2 CPU ranks (gloo, loopback)")
     diagnosis = N_(
         "Two local ranks that cannot all-reduce over loopback point at the host's "
@@ -195,17 +194,17 @@ class GlooAllreduce(SelftestCheck):
 
 
 class GpuStep(SelftestCheck):
+    """the CPU step on each GPU alone (`CUDA_VISIBLE_DEVICES=i`)
+
+    Why: A step that works on the CPU but hangs or fails on one GPU alone points at that GPU, its
+    driver or its PCIe link: any job that puts a rank there will hang or fail.
+
+    Instead: Inspect that GPU (`nvidia-smi -q -i N`, `sudo dmesg -T | grep -i xid`), reset it when
+    idle (`sudo nvidia-smi -r -i N`) or drain the node.
+    """
+
     id = "DR703"
     kind = "gpu_step"
-    summary = "the CPU step on each GPU alone (`CUDA_VISIBLE_DEVICES=i`)"
-    why = (
-        "A step that works on the CPU but hangs or fails on one GPU alone points at that GPU, its "
-        "driver or its PCIe link: any job that puts a rank there will hang or fail."
-    )
-    instead = (
-        "Inspect that GPU (`nvidia-smi -q -i N`, `sudo dmesg -T | grep -i xid`), reset it when "
-        "idle (`sudo nvidia-smi -r -i N`) or drain the node."
-    )
     title = N_("Training step on one GPU")
     diagnosis = N_(
         "A step that works on the CPU but hangs on one GPU alone points at that GPU, "
@@ -231,19 +230,19 @@ class GpuStep(SelftestCheck):
 
 
 class NcclAllreduce(SelftestCheck):
+    """NCCL all-reduce across all local GPUs
+
+    Why: GPUs that work alone but hang together in an NCCL all-reduce point at the peer-to-peer
+    paths (NVLink, PCIe ACS or the IOMMU) or NCCL's configuration: every multi-GPU job on this node
+    will hang in its first collective.
+
+    Instead: Rerun with `NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest`; if that
+    passes, disable PCIe ACS (check with `sudo lspci -vvv | grep ACSCtl`) and look at `nvidia-smi
+    topo -m`.
+    """
+
     id = "DR704"
     kind = "nccl_allreduce"
-    summary = "NCCL all-reduce across all local GPUs"
-    why = (
-        "GPUs that work alone but hang together in an NCCL all-reduce point at the peer-to-peer "
-        "paths (NVLink, PCIe ACS or the IOMMU) or NCCL's configuration: every multi-GPU job on "
-        "this node will hang in its first collective."
-    )
-    instead = (
-        "Rerun with `NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 hangdoctor doctor --selftest`; if that "
-        "passes, disable PCIe ACS (check with `sudo lspci -vvv | grep ACSCtl`) and look at "
-        "`nvidia-smi topo -m`."
-    )
     title = N_("All-reduce across the local GPUs (NCCL)")
     diagnosis = N_(
         "GPUs that work alone but hang together point at peer-to-peer paths (NVLink, "
@@ -264,18 +263,18 @@ _BUILT_IN = frozenset(c.kind for c in (CpuStep, GlooAllreduce, GpuStep, NcclAllr
 
 
 class Script(SelftestCheck):
+    """the program given to `--selftest-script`, in a child with the same time limit
+
+    Why: A minimal reproduction that hangs on its own, outside the full training job, narrows the
+    cause to what the script does; given a time limit, the doctor says that it hangs instead of
+    hanging itself.
+
+    Instead: Run the script under `hangdoctor run -- python <script>` to capture where it waits, and
+    shrink it further until the hang has one cause.
+    """
+
     id = "DR705"
     kind = "script"
-    summary = "the program given to `--selftest-script`, in a child with the same time limit"
-    why = (
-        "A minimal reproduction that hangs on its own, outside the full training job, narrows the "
-        "cause to what the script does; given a time limit, the doctor says that it hangs instead "
-        "of hanging itself."
-    )
-    instead = (
-        "Run the script under `hangdoctor run -- python <script>` to capture where it waits, and "
-        "shrink it further until the hang has one cause."
-    )
     title = N_("Self-test script")
     diagnosis = N_("The script given to --selftest-script did not finish in time.")
     fix = N_("Run it under `hangdoctor run -- python <script>`")

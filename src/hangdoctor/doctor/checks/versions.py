@@ -48,18 +48,18 @@ def known_bad_text(entry: dict[str, object], field: str) -> str:
 
 
 class VersionSummary(Check):
+    """Python, torch and its CUDA/HIP/cuDNN/NCCL, TensorFlow, JAX, Keras, NVIDIA driver, nvcc, gcc
+
+    Why: A job that works on one node and hangs on another most often differs in its versions:
+    Python, torch and its CUDA, cuDNN and NCCL, the driver, the compilers that build custom ops. The
+    version matrix is the first thing to compare, and it is what a bug report needs.
+
+    Instead: Compare this list with a node where the job works, pin the versions that differ (a lock
+    file, one container image for every node), and paste the list into bug reports.
+    """
+
     id = "DR101"
     area = "versions"
-    summary = "Python, torch and its CUDA/HIP/cuDNN/NCCL, TensorFlow, JAX, Keras, NVIDIA driver, nvcc, gcc"
-    why = (
-        "A job that works on one node and hangs on another most often differs in its versions: "
-        "Python, torch and its CUDA, cuDNN and NCCL, the driver, the compilers that build custom "
-        "ops. The version matrix is the first thing to compare, and it is what a bug report needs."
-    )
-    instead = (
-        "Compare this list with a node where the job works, pin the versions that differ (a lock "
-        "file, one container image for every node), and paste the list into bug reports."
-    )
     quiet_on = (
         Example("a CPU node", lambda: node(), "info"),
         Example(
@@ -127,25 +127,21 @@ def _cuda_node(cuda: str, driver: str) -> Facts:
 
 
 class RuntimeAgainstDriver(Check):
+    """torch's CUDA runtime against the driver: below the toolkit's minimum driver (NVIDIA's table) is
+    `warn` while CUDA minor-version compatibility still applies, `problem` below that
+
+    Why: Each CUDA runtime needs a minimum NVIDIA driver. Below it, CUDA initialisation fails (`CUDA
+    driver version is insufficient`) on some ranks while the others wait for them in their first
+    collective; just above the floor of minor-version compatibility most kernels run, but PTX built
+    for the newer toolkit cannot be JIT-compiled and custom ops fail or stall.
+
+    Instead: Install a driver at least as new as the runtime's minimum (NVIDIA's table), or a torch
+    build for an older CUDA that the driver supports (`pip install torch --index-url
+    https://download.pytorch.org/whl/cuXYZ`).
+    """
+
     id = "DR102"
     area = "versions"
-    summary = (
-        "torch's CUDA runtime against the driver: below the toolkit's minimum driver "
-        "(NVIDIA's table) is `warn` while CUDA minor-version compatibility still "
-        "applies, `problem` below that"
-    )
-    why = (
-        "Each CUDA runtime needs a minimum NVIDIA driver. Below it, CUDA initialisation fails "
-        "(`CUDA driver version is insufficient`) on some ranks while the others wait for them in "
-        "their first collective; just above the floor of minor-version compatibility most kernels "
-        "run, but PTX built for the newer toolkit cannot be JIT-compiled and custom ops fail or "
-        "stall."
-    )
-    instead = (
-        "Install a driver at least as new as the runtime's minimum (NVIDIA's table), or a torch "
-        "build for an older CUDA that the driver supports (`pip install torch --index-url "
-        "https://download.pytorch.org/whl/cuXYZ`)."
-    )
     fires_on = (
         Example(
             "12.4 on driver 535: minor-version compatibility only",
@@ -256,19 +252,19 @@ def _nvcc_node(cuda: str, nvcc: str) -> Facts:
 
 
 class NvccAgainstTorch(Check):
+    """nvcc's CUDA against torch's: a major mismatch stops CUDA extensions from building
+
+    Why: `torch.utils.cpp_extension` refuses to build CUDA extensions with an nvcc of another CUDA
+    major version than torch's. Projects that build custom ops on first import then fail, or every
+    rank retries the build and waits on the others' build lock.
+
+    Instead: Put a toolkit of torch's CUDA major version first on PATH (`export
+    CUDA_HOME=/usr/local/cuda-12.1 PATH=$CUDA_HOME/bin:$PATH`), or install the torch build for
+    nvcc's CUDA.
+    """
+
     id = "DR103"
     area = "versions"
-    summary = "nvcc's CUDA against torch's: a major mismatch stops CUDA extensions from building"
-    why = (
-        "`torch.utils.cpp_extension` refuses to build CUDA extensions with an nvcc of another CUDA "
-        "major version than torch's. Projects that build custom ops on first import then fail, or "
-        "every rank retries the build and waits on the others' build lock."
-    )
-    instead = (
-        "Put a toolkit of torch's CUDA major version first on PATH (`export "
-        "CUDA_HOME=/usr/local/cuda-12.1 PATH=$CUDA_HOME/bin:$PATH`), or install the torch build "
-        "for nvcc's CUDA."
-    )
     fires_on = (
         Example(
             "nvcc 13.0 against torch built for CUDA 12.1",
@@ -341,18 +337,18 @@ def _matches(when: dict[str, str], values: dict[str, object]) -> bool:
 
 
 class KnownBadCombination(Check):
+    """known-bad combinations listed in `compat.json`
+
+    Why: Some combinations of versions are known to hang or crash (a NCCL release with a deadlock, a
+    driver that breaks a CUDA feature, a torch and Python pair): the job fails on them however
+    correct its code is, often only at scale or after hours.
+
+    Instead: Leave the combination: do what the entry's fix says (upgrade, downgrade or pin the
+    package it names, or apply its workaround until you can); each entry cites its source.
+    """
+
     id = "DR104"
     area = "versions"
-    summary = "known-bad combinations listed in `compat.json`"
-    why = (
-        "Some combinations of versions are known to hang or crash (a NCCL release with a deadlock, "
-        "a driver that breaks a CUDA feature, a torch and Python pair): the job fails on them "
-        "however correct its code is, often only at scale or after hours."
-    )
-    instead = (
-        "Leave the combination: do what the entry's fix says (upgrade, downgrade or pin the "
-        "package it names, or apply its workaround until you can); each entry cites its source."
-    )
     fires_on = (
         Example(
             "torch built for CUDA 10.2 with nvcc 10.2 (pytorch#33203)",
@@ -390,22 +386,19 @@ class KnownBadCombination(Check):
 
 
 class StaleExtensionLock(Check):
+    """`lock` files left in the torch extensions build directory (`load()` waits on them forever)
+
+    Why: `torch.utils.cpp_extension.load` takes a `lock` file in the extensions build directory and
+    waits, with no time limit and no message, until it disappears. A build that was killed leaves
+    the lock behind, and every later start of the job hangs while loading its custom op.
+
+    Instead: Remove the stale lock (`rm ~/.cache/torch_extensions/*/*/lock`, or the directory
+    `TORCH_EXTENSIONS_DIR` names) when no build is running, and build extensions ahead of time (`pip
+    install .` / `setup.py`) rather than on first import in every rank.
+    """
+
     id = "DR105"
     area = "versions"
-    summary = (
-        "`lock` files left in the torch extensions build directory (`load()` waits on them forever)"
-    )
-    why = (
-        "`torch.utils.cpp_extension.load` takes a `lock` file in the extensions build directory "
-        "and waits, with no time limit and no message, until it disappears. A build that was "
-        "killed leaves the lock behind, and every later start of the job hangs while loading its "
-        "custom op."
-    )
-    instead = (
-        "Remove the stale lock (`rm ~/.cache/torch_extensions/*/*/lock`, or the directory "
-        "`TORCH_EXTENSIONS_DIR` names) when no build is running, and build extensions ahead of "
-        "time (`pip install .` / `setup.py`) rather than on first import in every rank."
-    )
     fires_on = (
         Example(
             "a lock left by a killed build",
@@ -475,19 +468,19 @@ def _tf(**environment: str) -> Facts:
 
 
 class FrameworkSettings(Check):
+    """JAX, jaxlib, TensorFlow and Keras, and the XLA_*, JAX_*, TF_*, KERAS_* settings
+
+    Why: JAX and TensorFlow change behaviour through environment variables: XLA_FLAGS (the
+    compiler's and runtime's options, dumps that slow every compile), JAX_PLATFORMS, TensorFlow's
+    thread pools and log level, Keras's backend. One left over from a debugging session makes a node
+    behave unlike the others.
+
+    Instead: Compare the list with a node where the job works; set what the job needs in its launch
+    script, not in a profile every job inherits.
+    """
+
     id = "DR106"
     area = "versions"
-    summary = "JAX, jaxlib, TensorFlow and Keras, and the XLA_*, JAX_*, TF_*, KERAS_* settings"
-    why = (
-        "JAX and TensorFlow change behaviour through environment variables: XLA_FLAGS (the "
-        "compiler's and runtime's options, dumps that slow every compile), JAX_PLATFORMS, "
-        "TensorFlow's thread pools and log level, Keras's backend. One left over from a "
-        "debugging session makes a node behave unlike the others."
-    )
-    instead = (
-        "Compare the list with a node where the job works; set what the job needs in its "
-        "launch script, not in a profile every job inherits."
-    )
     informs_only = True
     quiet_on = (
         Example("neither installed", lambda: node(), None),
@@ -532,15 +525,17 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 class JaxlibMatchesJax(Check):
+    """jax and jaxlib of the same release (`warn` when they differ)
+
+    Why: jax and jaxlib are released together, and jax checks only for a minimum jaxlib: a jaxlib
+    left from another install can import, then fail or behave unlike its jax in compilation and the
+    distributed runtime, which is hard to tell from a bug in the job.
+
+    Instead: Install both at one version: `pip install -U 'jax[cpu]==X' ` (or `jax[cuda12]`).
+    """
+
     id = "DR107"
     area = "versions"
-    summary = "jax and jaxlib of the same release (`warn` when they differ)"
-    why = (
-        "jax and jaxlib are released together, and jax checks only for a minimum jaxlib: a "
-        "jaxlib left from another install can import, then fail or behave unlike its jax in "
-        "compilation and the distributed runtime, which is hard to tell from a bug in the job."
-    )
-    instead = "Install both at one version: `pip install -U 'jax[cpu]==X' ` (or `jax[cuda12]`)."
     fires_on = (
         Example("jaxlib older", lambda: _jax(jax="0.10.2", jaxlib="0.9.0"), "warn"),
         Example("jaxlib newer", lambda: _jax(jax="0.4.30", jaxlib="0.4.31"), "warn"),
@@ -574,15 +569,17 @@ class JaxlibMatchesJax(Check):
 
 
 class TensorflowLogLevel(Check):
+    """TF_CPP_MIN_LOG_LEVEL=3 hides TensorFlow's and XLA's errors (`warn`)
+
+    Why: TF_CPP_MIN_LOG_LEVEL filters what TensorFlow's and XLA's C++ code logs. At 3 even errors
+    are dropped: an op that fails in a tf.data pipeline or a collective that times out leaves no
+    line, and a job that stalls after an error looks like a silent hang.
+
+    Instead: Use 2 at most (it hides info and warnings), or unset it while you debug a hang.
+    """
+
     id = "DR108"
     area = "versions"
-    summary = "TF_CPP_MIN_LOG_LEVEL=3 hides TensorFlow's and XLA's errors (`warn`)"
-    why = (
-        "TF_CPP_MIN_LOG_LEVEL filters what TensorFlow's and XLA's C++ code logs. At 3 even "
-        "errors are dropped: an op that fails in a tf.data pipeline or a collective that "
-        "times out leaves no line, and a job that stalls after an error looks like a silent hang."
-    )
-    instead = "Use 2 at most (it hides info and warnings), or unset it while you debug a hang."
     fires_on = (Example("errors hidden", lambda: _tf(TF_CPP_MIN_LOG_LEVEL="3"), "warn"),)
     quiet_on = (
         Example("warnings hidden", lambda: _tf(TF_CPP_MIN_LOG_LEVEL="2"), "ok"),
@@ -613,18 +610,18 @@ class TensorflowLogLevel(Check):
 
 
 class TensorflowInterOpThreads(Check):
+    """TF_NUM_INTEROP_THREADS=1: one inter-op thread (`warn`)
+
+    Why: TensorFlow runs independent ops on its inter-op thread pool. With one thread, an op that
+    blocks until another op runs (a queue, a py_function waiting on the graph, a collective) holds
+    the only thread the other op could run on, and both wait forever.
+
+    Instead: Leave TF_NUM_INTEROP_THREADS unset (TensorFlow picks) or give it at least 2; to limit
+    CPU use, lower TF_NUM_INTRAOP_THREADS instead.
+    """
+
     id = "DR109"
     area = "versions"
-    summary = "TF_NUM_INTEROP_THREADS=1: one inter-op thread (`warn`)"
-    why = (
-        "TensorFlow runs independent ops on its inter-op thread pool. With one thread, an op "
-        "that blocks until another op runs (a queue, a py_function waiting on the graph, a "
-        "collective) holds the only thread the other op could run on, and both wait forever."
-    )
-    instead = (
-        "Leave TF_NUM_INTEROP_THREADS unset (TensorFlow picks) or give it at least 2; to "
-        "limit CPU use, lower TF_NUM_INTRAOP_THREADS instead."
-    )
     fires_on = (Example("one thread", lambda: _tf(TF_NUM_INTEROP_THREADS="1"), "warn"),)
     quiet_on = (
         Example("several threads", lambda: _tf(TF_NUM_INTEROP_THREADS="4"), "ok"),

@@ -41,24 +41,23 @@ def nan_locals(stacks: Sequence[tuple[Frame, ...]]) -> list[str]:
 
 
 class SpinOnNaN(Rule):
+    """a loop spins because a value it compares is NaN
+
+    Fires when: a thread spins in the user's code (as HD104 sees it) and a local of its frames is
+    NaN wherever the samples show it: names the loop and the NaN values
+
+    Why: Every comparison with NaN is false: a search for the smallest or largest value never
+    selects one, a convergence test is never met, and a loop whose exit depends on them goes round
+    for ever. The NaN usually comes from the data (a division by a zero norm, a 0/0, a log of 0, a
+    missing value) long before the loop.
+
+    Instead: Guard the values where they are computed (skip or repair the record, add an epsilon to
+    a norm), and test them with `math.isnan()` or `torch.isfinite()` before a comparison decides
+    whether a loop ends.
+    """
+
     id = "HD602"
     category = Category.ALGORITHM_NONFINITE
-    summary = "a loop spins because a value it compares is NaN"
-    fires_when = (
-        "a thread spins in the user's code (as HD104 sees it) and a local of its frames is NaN "
-        "wherever the samples show it: names the loop and the NaN values"
-    )
-    why = (
-        "Every comparison with NaN is false: a search for the smallest or largest value never "
-        "selects one, a convergence test is never met, and a loop whose exit depends on them goes "
-        "round for ever. The NaN usually comes from the data (a division by a zero norm, a 0/0, "
-        "a log of 0, a missing value) long before the loop."
-    )
-    instead = (
-        "Guard the values where they are computed (skip or repair the record, add an epsilon to "
-        "a norm), and test them with `math.isnan()` or `torch.isfinite()` before a comparison "
-        "decides whether a loop ends."
-    )
     reads = "capture"
     specificity = 60
     supersedes = frozenset({"HD104"})

@@ -33,25 +33,24 @@ _COLLAPSED_SCALE = 1.0
 
 
 class NonFiniteFromLog(LogRule):
+    """loss or gradients became NaN/Inf
+
+    Fires when: a logged loss or gradient norm turns NaN/Inf (with the step, and whether the loss
+    was diverging before), loss scaling that gave up or collapsed
+
+    Why: Once a NaN or Inf reaches the weights every later step is garbage, and in a distributed job
+    ranks that react to it differently desynchronise and stall. A loss that grew for several steps
+    before it became non-finite points at the optimisation (learning rate, no clipping); a sudden
+    one points at a batch or an operation that overflowed.
+
+    Instead: Find the first non-finite step and its batch (`torch.autograd.set_detect_anomaly(True)`
+    on a short run); lower the learning rate or add warm-up, clip gradients
+    (`torch.nn.utils.clip_grad_norm_(..., error_if_nonfinite=True)`), use a `GradScaler` with fp16,
+    and make any skip decision the same on every rank.
+    """
+
     id = "HD650"
     category = Category.ALGORITHM_NONFINITE
-    summary = "loss or gradients became NaN/Inf"
-    fires_when = (
-        "a logged loss or gradient norm turns NaN/Inf (with the step, and whether the loss "
-        "was diverging before), loss scaling that gave up or collapsed"
-    )
-    why = (
-        "Once a NaN or Inf reaches the weights every later step is garbage, and in a distributed "
-        "job ranks that react to it differently desynchronise and stall. A loss that grew for "
-        "several steps before it became non-finite points at the optimisation (learning rate, no "
-        "clipping); a sudden one points at a batch or an operation that overflowed."
-    )
-    instead = (
-        "Find the first non-finite step and its batch (`torch.autograd.set_detect_anomaly(True)` "
-        "on a short run); lower the learning rate or add warm-up, clip gradients "
-        "(`torch.nn.utils.clip_grad_norm_(..., error_if_nonfinite=True)`), use a `GradScaler` with "
-        "fp16, and make any skip decision the same on every rank."
-    )
     specificity = 60
 
     def check(self, job: JobView) -> Iterable[Finding]:

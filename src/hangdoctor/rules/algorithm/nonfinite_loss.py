@@ -48,25 +48,24 @@ def _retry_loop(status: ProgressStatus, sampled: Frame | None) -> Frame | None:
 
 
 class NonFiniteLoss(Rule):
+    """the loss became NaN or Inf
+
+    Fires when: the instrumentation saw NaN/Inf losses before the job stalled or failed; ranked
+    first, since a rank that skips a step on NaN desynchronises the others
+
+    Why: A NaN or Inf loss poisons the gradients and then the weights: every later step is garbage.
+    Code that reacts to it on one rank (skipping the step, retrying, breaking out of the loop) makes
+    that rank skip a collective the others wait in, so a numerical problem becomes a distributed
+    hang.
+
+    Instead: Find the first bad step (`torch.autograd.set_detect_anomaly(True)` on a short run, and
+    check that batch's inputs); lower the learning rate or add warm-up, clip gradients
+    (`torch.nn.utils.clip_grad_norm_`), use a `GradScaler` with fp16; make a skip decision
+    collective (`all_reduce` an is-finite flag so every rank skips together).
+    """
+
     id = "HD601"
     category = Category.ALGORITHM_NONFINITE
-    summary = "the loss became NaN or Inf"
-    fires_when = (
-        "the instrumentation saw NaN/Inf losses before the job stalled or failed; ranked "
-        "first, since a rank that skips a step on NaN desynchronises the others"
-    )
-    why = (
-        "A NaN or Inf loss poisons the gradients and then the weights: every later step is "
-        "garbage. Code that reacts to it on one rank (skipping the step, retrying, breaking out of "
-        "the loop) makes that rank skip a collective the others wait in, so a numerical problem "
-        "becomes a distributed hang."
-    )
-    instead = (
-        "Find the first bad step (`torch.autograd.set_detect_anomaly(True)` on a short run, and "
-        "check that batch's inputs); lower the learning rate or add warm-up, clip gradients "
-        "(`torch.nn.utils.clip_grad_norm_`), use a `GradScaler` with fp16; make a skip decision "
-        "collective (`all_reduce` an is-finite flag so every rank skips together)."
-    )
     reads = "capture"
     specificity = 95
     # The instrumentation counted the non-finite losses in the process itself: what the log

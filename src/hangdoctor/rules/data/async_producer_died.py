@@ -65,27 +65,25 @@ def _died(task: AsyncTask) -> Frame | None:
 
 
 class AsyncProducerDied(Rule):
+    """asyncio tasks that fed a waiting task died; the event loop waits for good
+
+    Fires when: under `run`, a thread runs an asyncio event loop, a task of its process is suspended
+    in `await` on a queue, event, lock or future from your code, and tasks of that process ended
+    with an exception raised in your code that nothing retrieved; data.pipeline_stall when the loop
+    is driven for a `for` loop's iterator, else process.deadlock
+
+    Why: An exception that ends an asyncio task is stored in the task and reported only when the
+    task object is freed; a program that keeps its tasks in a list never frees them, so nothing is
+    printed. A task awaiting a queue, event or future those tasks were to fill waits for good, and
+    the event loop idles in its selector.
+
+    Instead: Await the producer tasks (`asyncio.gather(*tasks)`, or an `asyncio.TaskGroup`, which
+    cancels the others and raises the first error), or add a done callback that passes the exception
+    on; give waits a timeout (`await asyncio.wait_for(queue.get(), 60)`).
+    """
+
     id = "HD207"
     category = Category.DATA_PIPELINE_STALL
-    summary = "asyncio tasks that fed a waiting task died; the event loop waits for good"
-    fires_when = (
-        "under `run`, a thread runs an asyncio event loop, a task of its process is suspended "
-        "in `await` on a queue, event, lock or future from your code, and tasks of that "
-        "process ended with an exception raised in your code that nothing retrieved; "
-        "data.pipeline_stall when the loop is driven for a `for` loop's iterator, else "
-        "process.deadlock"
-    )
-    why = (
-        "An exception that ends an asyncio task is stored in the task and reported only when the "
-        "task object is freed; a program that keeps its tasks in a list never frees them, so "
-        "nothing is printed. A task awaiting a queue, event or future those tasks were to fill "
-        "waits for good, and the event loop idles in its selector."
-    )
-    instead = (
-        "Await the producer tasks (`asyncio.gather(*tasks)`, or an `asyncio.TaskGroup`, which "
-        "cancels the others and raises the first error), or add a done callback that passes the "
-        "exception on; give waits a timeout (`await asyncio.wait_for(queue.get(), 60)`)."
-    )
     reads = "capture"
     specificity = 89
 

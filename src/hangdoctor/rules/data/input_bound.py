@@ -16,20 +16,21 @@ _MIN_BATCHES = 20
 
 
 class InputBound(Rule):
+    """the job is input-bound
+
+    Fires when: a healthy job that spends most of its time waiting for batches (input-bound)
+
+    Why: A job that waits for the DataLoader more than it computes is not hung, but its GPUs sit
+    idle for most of each step: the input pipeline, not the model, sets the speed of training, and a
+    slow enough pipeline looks like a hang to a watchdog.
+
+    Instead: Feed the model faster: more workers (`num_workers`), `pin_memory=True`,
+    `persistent_workers=True`, a larger `prefetch_factor`; move expensive decoding or augmentation
+    out of `__getitem__`, or cache its result.
+    """
+
     id = "HD203"
     category = Category.DATA_PIPELINE_STALL
-    summary = "the job is input-bound"
-    fires_when = "a healthy job that spends most of its time waiting for batches (input-bound)"
-    why = (
-        "A job that waits for the DataLoader more than it computes is not hung, but its GPUs sit "
-        "idle for most of each step: the input pipeline, not the model, sets the speed of "
-        "training, and a slow enough pipeline looks like a hang to a watchdog."
-    )
-    instead = (
-        "Feed the model faster: more workers (`num_workers`), `pin_memory=True`, "
-        "`persistent_workers=True`, a larger `prefetch_factor`; move expensive decoding or "
-        "augmentation out of `__getitem__`, or cache its result."
-    )
     reads = "capture"
     default_severity = Severity.WARNING
     specificity = 10

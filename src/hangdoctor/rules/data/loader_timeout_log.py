@@ -16,22 +16,23 @@ from hangdoctor.taxonomy import Category
 
 
 class DataLoaderTimeout(LogKindsRule):
+    """the DataLoader timed out waiting for a batch
+
+    Fires when: `DataLoader timed out after N seconds`
+
+    Why: `DataLoader(timeout=N)` raises when no batch arrives for N seconds: a worker is blocked in
+    the dataset (a read without a timeout, a lock copied into it by fork, a deadlocked library) or
+    is far slower than the training step. The timeout turned a hang into an error, but the cause is
+    still in the worker.
+
+    Instead: See where the workers wait (`hangdoctor run -- python train.py`, or `hangdoctor dump
+    PID` while they hang), reproduce with `num_workers=0` for a plain traceback, and give network
+    and storage reads in `__getitem__` a timeout and a retry; raise the DataLoader's timeout only if
+    batches are legitimately that slow.
+    """
+
     id = "HD251"
     category = Category.DATA_PIPELINE_STALL
-    summary = "the DataLoader timed out waiting for a batch"
-    fires_when = "`DataLoader timed out after N seconds`"
-    why = (
-        "`DataLoader(timeout=N)` raises when no batch arrives for N seconds: a worker is blocked "
-        "in the dataset (a read without a timeout, a lock copied into it by fork, a deadlocked "
-        "library) or is far slower than the training step. The timeout turned a hang into an "
-        "error, but the cause is still in the worker."
-    )
-    instead = (
-        "See where the workers wait (`hangdoctor run -- python train.py`, or `hangdoctor dump PID` "
-        "while they hang), reproduce with `num_workers=0` for a plain traceback, and give network "
-        "and storage reads in `__getitem__` a timeout and a retry; raise the DataLoader's timeout "
-        "only if batches are legitimately that slow."
-    )
     specificity = 75
     kinds = (LogKind.DATALOADER_TIMEOUT,)
 

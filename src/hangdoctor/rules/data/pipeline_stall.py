@@ -43,27 +43,26 @@ def _a_worker_waits_for_the_dead(job: JobView) -> bool:
 
 
 class DataPipelineStall(Rule):
+    """the training loop waits for data that a blocked worker never delivers
+
+    Fires when: the training loop waits for a batch while a DataLoader worker (or the in-process
+    dataset) is blocked in dataset code; says what it is blocked on, including a lock copied held
+    through fork
+
+    Why: A DataLoader waits for its next batch forever by default (`timeout=0`). When the code that
+    produces batches (the dataset's `__getitem__`/`__iter__` or `collate_fn`, in a worker or in the
+    main process) blocks on a read without a timeout, a lock copied held through fork, a thread pool
+    or a Manager that does not answer, the training loop stops in `next()` with no error and the
+    GPUs sit idle.
+
+    Instead: Give every network and storage read in the dataset a timeout and a retry; set
+    `DataLoader(timeout=120)` so a stuck worker raises in the training loop instead of hanging it;
+    start workers with `DataLoader(..., multiprocessing_context="spawn")` when the parent runs
+    threads or holds locks; debug the dataset with `num_workers=0`.
+    """
+
     id = "HD201"
     category = Category.DATA_PIPELINE_STALL
-    summary = "the training loop waits for data that a blocked worker never delivers"
-    fires_when = (
-        "the training loop waits for a batch while a DataLoader worker (or the in-process "
-        "dataset) is blocked in dataset code; says what it is blocked on, including a lock "
-        "copied held through fork"
-    )
-    why = (
-        "A DataLoader waits for its next batch forever by default (`timeout=0`). When the code "
-        "that produces batches (the dataset's `__getitem__`/`__iter__` or `collate_fn`, in a "
-        "worker or in the main process) blocks on a read without a timeout, a lock copied held "
-        "through fork, a thread pool or a Manager that does not answer, the training loop stops in "
-        "`next()` with no error and the GPUs sit idle."
-    )
-    instead = (
-        "Give every network and storage read in the dataset a timeout and a retry; set "
-        "`DataLoader(timeout=120)` so a stuck worker raises in the training loop instead of "
-        'hanging it; start workers with `DataLoader(..., multiprocessing_context="spawn")` when '
-        "the parent runs threads or holds locks; debug the dataset with `num_workers=0`."
-    )
     reads = "capture"
     specificity = 85
     defers_to = (

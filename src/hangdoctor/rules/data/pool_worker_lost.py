@@ -74,26 +74,25 @@ def _replacements(job: JobView, parent: ProcessEvidence) -> list[ProcessEvidence
 
 
 class PoolWorkerLost(Rule):
+    """a multiprocessing.Pool worker died and Pool.map waits forever
+
+    Fires when: the main thread waits in `multiprocessing.Pool` (`map`, `apply`, `imap`) and a child
+    process of it vanished while the job ran (`run`'s timeline), or a worker's stack shows the pool
+    started it to replace one that exited (`maxtasksperchild` None): the task the dead worker held
+    never finishes
+
+    Why: `multiprocessing.Pool` replaces a worker that dies (the OOM killer, a signal, a crash in
+    native code), but the task that worker held is lost: its result never arrives, so `Pool.map()`
+    and friends wait for it forever with no error.
+
+    Instead: Use `concurrent.futures.ProcessPoolExecutor`, which raises `BrokenProcessPool` when a
+    worker dies, or wait with a timeout (`pool.map_async(...).get(timeout=...)`); find why the
+    worker died (`dmesg` for `Out of memory: Killed process`) and lower the memory a single task
+    needs.
+    """
+
     id = "HD204"
     category = Category.DATA_WORKER_KILLED
-    summary = "a multiprocessing.Pool worker died and Pool.map waits forever"
-    fires_when = (
-        "the main thread waits in `multiprocessing.Pool` (`map`, `apply`, `imap`) and a child "
-        "process of it vanished while the job ran (`run`'s timeline), or a worker's stack shows "
-        "the pool started it to replace one that exited (`maxtasksperchild` None): the task the "
-        "dead worker held never finishes"
-    )
-    why = (
-        "`multiprocessing.Pool` replaces a worker that dies (the OOM killer, a signal, a crash in "
-        "native code), but the task that worker held is lost: its result never arrives, so "
-        "`Pool.map()` and friends wait for it forever with no error."
-    )
-    instead = (
-        "Use `concurrent.futures.ProcessPoolExecutor`, which raises `BrokenProcessPool` when a "
-        "worker dies, or wait with a timeout (`pool.map_async(...).get(timeout=...)`); find why "
-        "the worker died (`dmesg` for `Out of memory: Killed process`) and lower the memory a "
-        "single task needs."
-    )
     reads = "capture"
     specificity = 85
 

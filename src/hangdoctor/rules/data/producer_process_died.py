@@ -59,26 +59,24 @@ def _readers(job: JobView) -> Iterator[tuple[ProcessEvidence, ThreadEvidence, Qu
 
 
 class ProducerProcessDied(Rule):
+    """a child process that fed a multiprocessing queue died; the reader waits for it
+
+    Fires when: a thread waits without a timeout in a multiprocessing `Queue.get()` or
+    `Connection.recv()` called from your code, and the output holds the traceback of a
+    `multiprocessing.Process` that died of an exception in your code; names the line that raised
+
+    Why: A `multiprocessing.Process` that dies of an exception prints its traceback and exits with
+    code 1, but nothing reaches the queue it was to fill. The reader's `Queue.get()` or
+    `Connection.recv()` without a timeout then waits for an item no process is left to send.
+
+    Instead: Have each worker put its exception (or an error marker) on the queue in a `try/except`,
+    and the reader raise it; or use `ProcessPoolExecutor`/`Pool`, which hand a worker's exception
+    back to the caller; or read with `get(timeout=...)` and check the workers' `exitcode` when it
+    expires.
+    """
+
     id = "HD206"
     category = Category.DATA_PIPELINE_STALL
-    summary = "a child process that fed a multiprocessing queue died; the reader waits for it"
-    fires_when = (
-        "a thread waits without a timeout in a multiprocessing `Queue.get()` or "
-        "`Connection.recv()` called from your code, and the output holds the traceback of a "
-        "`multiprocessing.Process` that died of an exception in your code; names the line "
-        "that raised"
-    )
-    why = (
-        "A `multiprocessing.Process` that dies of an exception prints its traceback and exits with "
-        "code 1, but nothing reaches the queue it was to fill. The reader's `Queue.get()` or "
-        "`Connection.recv()` without a timeout then waits for an item no process is left to send."
-    )
-    instead = (
-        "Have each worker put its exception (or an error marker) on the queue in a `try/except`, "
-        "and the reader raise it; or use `ProcessPoolExecutor`/`Pool`, which hand a worker's "
-        "exception back to the caller; or read with `get(timeout=...)` and check the workers' "
-        "`exitcode` when it expires."
-    )
     reads = "capture"
     specificity = 89
 

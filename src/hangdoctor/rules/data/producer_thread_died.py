@@ -30,26 +30,25 @@ from hangdoctor.taxonomy import Category
 
 
 class ProducerThreadDied(Rule):
+    """the thread that produced batches died of an exception; the loop waits for it
+
+    Fires when: a thread waits without a timeout in `Queue.get()` (or an Event, a Condition) for the
+    iterator a `for` loop reads, no other thread of its process runs your code, and a thread of that
+    process died of an exception (recorded whole by the instrumentation under `run`, else `Exception
+    in thread ...` in the output); names the line that raised
+
+    Why: A prefetching loader hands batches over through a `queue.Queue` or an Event. When the
+    producer thread raises, threading prints its traceback and the thread ends, but nothing tells
+    the consumer, whose `get()` without a timeout waits for a batch no thread is left to produce:
+    the traceback scrolls by and the job hangs.
+
+    Instead: Hand the producer's exception over: wrap its loop in `try/except BaseException as e:
+    q.put(e)` (and `finally: q.put(END)`) and re-raise in the consumer; or wait with a timeout
+    (`q.get(timeout=...)`) and check `thread.is_alive()` when it expires.
+    """
+
     id = "HD205"
     category = Category.DATA_PIPELINE_STALL
-    summary = "the thread that produced batches died of an exception; the loop waits for it"
-    fires_when = (
-        "a thread waits without a timeout in `Queue.get()` (or an Event, a Condition) for the "
-        "iterator a `for` loop reads, no other thread of its process runs your code, and a "
-        "thread of that process died of an exception (recorded whole by the instrumentation "
-        "under `run`, else `Exception in thread ...` in the output); names the line that raised"
-    )
-    why = (
-        "A prefetching loader hands batches over through a `queue.Queue` or an Event. When the "
-        "producer thread raises, threading prints its traceback and the thread ends, but nothing "
-        "tells the consumer, whose `get()` without a timeout waits for a batch no thread is left "
-        "to produce: the traceback scrolls by and the job hangs."
-    )
-    instead = (
-        "Hand the producer's exception over: wrap its loop in `try/except BaseException as e: "
-        "q.put(e)` (and `finally: q.put(END)`) and re-raise in the consumer; or wait with a "
-        "timeout (`q.get(timeout=...)`) and check `thread.is_alive()` when it expires."
-    )
     reads = "capture"
     specificity = 88
 

@@ -24,25 +24,23 @@ def _worker_killed_by_sigbus(job: JobView) -> bool:
 
 
 class SharedMemoryExhausted(LogRule):
+    """shared memory (/dev/shm) exhausted
+
+    Fires when: `/dev/shm` ran out (`unable to write to file </torch_...>`, the DataLoader's
+    bus-error message, `Bus error (core dumped)`)
+
+    Why: DataLoader workers hand batches to the training process through shared memory (`/dev/shm`).
+    When it fills up, workers fail to write their tensors (ENOSPC) or die of SIGBUS, and the
+    training loop fails or waits. Docker gives containers only 64 MB of `/dev/shm` by default.
+
+    Instead: Give the job more shared memory (`docker run --shm-size=16g` or `--ipc=host`; in
+    Kubernetes an `emptyDir` with `medium: Memory` at `/dev/shm`), or use less: fewer workers, a
+    smaller `prefetch_factor` or batch, or
+    `torch.multiprocessing.set_sharing_strategy("file_system")`.
+    """
+
     id = "HD250"
     category = Category.DATA_WORKER_KILLED
-    summary = "shared memory (/dev/shm) exhausted"
-    fires_when = (
-        "`/dev/shm` ran out (`unable to write to file </torch_...>`, the DataLoader's "
-        "bus-error message, `Bus error (core dumped)`)"
-    )
-    why = (
-        "DataLoader workers hand batches to the training process through shared memory "
-        "(`/dev/shm`). When it fills up, workers fail to write their tensors (ENOSPC) or die of "
-        "SIGBUS, and the training loop fails or waits. Docker gives containers only 64 MB of "
-        "`/dev/shm` by default."
-    )
-    instead = (
-        "Give the job more shared memory (`docker run --shm-size=16g` or `--ipc=host`; in "
-        "Kubernetes an `emptyDir` with `medium: Memory` at `/dev/shm`), or use less: fewer "
-        "workers, a smaller `prefetch_factor` or batch, or "
-        '`torch.multiprocessing.set_sharing_strategy("file_system")`.'
-    )
     specificity = 80
     defers_to = (
         Deferral(

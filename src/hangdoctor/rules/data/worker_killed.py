@@ -48,25 +48,24 @@ def _lost_handover(raised: Raised) -> bool:
 
 
 class WorkerKilled(Rule):
+    """a DataLoader worker process died
+
+    Fires when: a DataLoader worker died (`run`, from the job's output and the kernel log): SIGBUS
+    from a full `/dev/shm`, SIGKILL from the OOM killer, or an error lost in the worker
+
+    Why: A DataLoader worker that dies takes the batches it was preparing with it, and the error
+    inside it is lost because it ran in a subprocess. SIGBUS means `/dev/shm`, through which workers
+    pass tensors, was full; SIGKILL almost always means the kernel's OOM killer or a container
+    memory limit. The training loop fails, or waits, far from the real cause.
+
+    Instead: Give the job enough shared memory (`docker run --shm-size=16g`, `--ipc=host`) or use
+    `torch.multiprocessing.set_sharing_strategy("file_system")`; lower host memory use (fewer
+    workers, a smaller `prefetch_factor`, no copy of a large Python dataset per worker); rerun with
+    `num_workers=0` to see an error raised in the dataset code.
+    """
+
     id = "HD202"
     category = Category.DATA_WORKER_KILLED
-    summary = "a DataLoader worker process died"
-    fires_when = (
-        "a DataLoader worker died (`run`, from the job's output and the kernel log): SIGBUS "
-        "from a full `/dev/shm`, SIGKILL from the OOM killer, or an error lost in the worker"
-    )
-    why = (
-        "A DataLoader worker that dies takes the batches it was preparing with it, and the error "
-        "inside it is lost because it ran in a subprocess. SIGBUS means `/dev/shm`, through which "
-        "workers pass tensors, was full; SIGKILL almost always means the kernel's OOM killer or a "
-        "container memory limit. The training loop fails, or waits, far from the real cause."
-    )
-    instead = (
-        "Give the job enough shared memory (`docker run --shm-size=16g`, `--ipc=host`) or use "
-        '`torch.multiprocessing.set_sharing_strategy("file_system")`; lower host memory use '
-        "(fewer workers, a smaller `prefetch_factor`, no copy of a large Python dataset per "
-        "worker); rerun with `num_workers=0` to see an error raised in the dataset code."
-    )
     reads = "capture"
     specificity = 80
     # A worker that died while its batch was fetched is not named in the error: its pid is

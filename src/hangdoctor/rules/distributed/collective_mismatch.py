@@ -76,27 +76,25 @@ def _apart_from(
 
 
 class CollectiveMismatch(Rule):
+    """ranks are in different collectives
+
+    Fires when: ranks wait in different collectives, or in one only some of them call; names the
+    call site and the `if` condition around it (`rank == 0`), and the sequence number where they
+    diverged
+
+    Why: Collectives pair up across ranks by order, not by name or line: each rank's n-th collective
+    meets every other rank's n-th. A collective called only on some ranks (under `if rank == 0:`, a
+    data-dependent branch) or a different one shifts every later pairing, so the ranks stop wherever
+    the shifted calls can no longer match, often far from the line that made them part.
+
+    Instead: Make every rank call the same collectives in the same order: move the call out of the
+    rank condition (do only the rank-0 work inside it), decide data-dependent branches collectively
+    (`all_reduce` the condition first), and check with `TORCH_DISTRIBUTED_DEBUG=DETAIL` on a small
+    run.
+    """
+
     id = "HD311"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
-    summary = "ranks are in different collectives"
-    fires_when = (
-        "ranks wait in different collectives, or in one only some of them call; names the "
-        "call site and the `if` condition around it (`rank == 0`), and the sequence number "
-        "where they diverged"
-    )
-    why = (
-        "Collectives pair up across ranks by order, not by name or line: each rank's n-th "
-        "collective meets every other rank's n-th. A collective called only on some ranks (under "
-        "`if rank == 0:`, a data-dependent branch) or a different one shifts every later pairing, "
-        "so the ranks stop wherever the shifted calls can no longer match, often far from the line "
-        "that made them part."
-    )
-    instead = (
-        "Make every rank call the same collectives in the same order: move the call out of the "
-        "rank condition (do only the rank-0 work inside it), decide data-dependent branches "
-        "collectively (`all_reduce` the condition first), and check with "
-        "`TORCH_DISTRIBUTED_DEBUG=DETAIL` on a small run."
-    )
     reads = "ranks"
     specificity = 85
 

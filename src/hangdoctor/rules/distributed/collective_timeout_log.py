@@ -306,28 +306,27 @@ def _nccl_fixes(*, supervised: bool) -> tuple[str, ...]:
 
 
 class CollectiveTimeoutFromLog(LogRule):
+    """a collective timed out (from NCCL/gloo log lines)
+
+    Fires when: NCCL's watchdog (`WorkNCCL(SeqNum=..., OpType=...)`) or a gloo operation timed out;
+    names the rank that is behind when the ranks' sequence numbers disagree, or the rank that never
+    reported
+
+    Why: A collective that does not complete within the process group's timeout means some rank
+    never joined it, or joined a different one, or the transport failed. The watchdog's sequence
+    numbers (SeqNum) say which rank is behind: every rank numbers its collectives the same way, so
+    the lowest number, or a rank that logged nothing, is the one to look at; the ranks that timed
+    out are its victims.
+
+    Instead: Rerun with the Flight Recorder (`TORCH_NCCL_TRACE_BUFFER_SIZE=2000
+    TORCH_NCCL_DUMP_ON_TIMEOUT=1`) to compare every rank's last collectives; fix the code path of
+    the rank that is behind (a collective under `if rank == 0:`, uneven batches, rank-only slow
+    work); leave `TORCH_NCCL_ASYNC_ERROR_HANDLING` at its default, and raise
+    `init_process_group(timeout=...)` only for a legitimately slow step.
+    """
+
     id = "HD350"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
-    summary = "a collective timed out (from NCCL/gloo log lines)"
-    fires_when = (
-        "NCCL's watchdog (`WorkNCCL(SeqNum=..., OpType=...)`) or a gloo operation timed out; "
-        "names the rank that is behind when the ranks' sequence numbers disagree, or the rank "
-        "that never reported"
-    )
-    why = (
-        "A collective that does not complete within the process group's timeout means some rank "
-        "never joined it, or joined a different one, or the transport failed. The watchdog's "
-        "sequence numbers (SeqNum) say which rank is behind: every rank numbers its collectives "
-        "the same way, so the lowest number, or a rank that logged nothing, is the one to look at; "
-        "the ranks that timed out are its victims."
-    )
-    instead = (
-        "Rerun with the Flight Recorder (`TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
-        "TORCH_NCCL_DUMP_ON_TIMEOUT=1`) to compare every rank's last collectives; fix the code "
-        "path of the rank that is behind (a collective under `if rank == 0:`, uneven batches, "
-        "rank-only slow work); leave `TORCH_NCCL_ASYNC_ERROR_HANDLING` at its default, and raise "
-        "`init_process_group(timeout=...)` only for a legitimately slow step."
-    )
     specificity = 55
 
     def check(self, job: JobView) -> Iterable[Finding]:

@@ -17,23 +17,22 @@ from hangdoctor.taxonomy import Category
 
 
 class DuplicateGpu(LogKindsRule):
+    """two ranks on one GPU: NCCL cannot build its communicator
+
+    Fires when: NCCL's `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device N` (or its
+    `invalid usage` error at the first collective)
+
+    Why: Each rank must drive its own GPU. Without `torch.cuda.set_device(local_rank)` every rank on
+    a node uses GPU 0, and NCCL refuses to put two ranks of one communicator on the same device, so
+    the job dies at its first collective (or, with some versions, hangs there).
+
+    Instead: Call `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group`
+    (or pass `device_id=torch.device("cuda", local_rank)` to it), create the model and tensors on
+    that device, and launch no more processes per node than visible GPUs.
+    """
+
     id = "HD355"
     category = Category.DISTRIBUTED_RENDEZVOUS
-    summary = "two ranks on one GPU: NCCL cannot build its communicator"
-    fires_when = (
-        "NCCL's `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device N` (or its "
-        "`invalid usage` error at the first collective)"
-    )
-    why = (
-        "Each rank must drive its own GPU. Without `torch.cuda.set_device(local_rank)` every rank "
-        "on a node uses GPU 0, and NCCL refuses to put two ranks of one communicator on the same "
-        "device, so the job dies at its first collective (or, with some versions, hangs there)."
-    )
-    instead = (
-        'Call `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before `init_process_group` '
-        '(or pass `device_id=torch.device("cuda", local_rank)` to it), create the model and '
-        "tensors on that device, and launch no more processes per node than visible GPUs."
-    )
     specificity = 90
     kinds = (LogKind.NCCL_DUPLICATE_GPU, LogKind.NCCL_INVALID_USAGE)
 

@@ -41,25 +41,23 @@ def _block(lines: tuple[str, ...], start: int) -> tuple[dict[str, str], list[Fra
 
 
 class FlightRecorderMissingRanks(LogKindsRule):
+    """the Flight Recorder analyzer found a collective some ranks never joined
+
+    Fires when: fr_trace's `Not all ranks joining collective`: names the missing ranks, the
+    collective, its sequence number and the line of your code that called it
+
+    Why: PyTorch's Flight Recorder analyzer (`fr_trace`) matches every rank's recorded collectives;
+    a collective that not every rank joined means the missing ranks were elsewhere: in another
+    collective, in a branch that skips this one, or still computing. The ranks that did join wait
+    for them until the timeout.
+
+    Instead: Find where the missing ranks were instead (their last Flight Recorder entries with
+    `fr_trace -j`, or their stacks with `hangdoctor dump`), and remove the condition that differs
+    between ranks around the call (`if rank == 0:`, an uneven number of batches, a skipped step).
+    """
+
     id = "HD357"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
-    summary = "the Flight Recorder analyzer found a collective some ranks never joined"
-    fires_when = (
-        "fr_trace's `Not all ranks joining collective`: names the missing ranks, the "
-        "collective, its sequence number and the line of your code that called it"
-    )
-    why = (
-        "PyTorch's Flight Recorder analyzer (`fr_trace`) matches every rank's recorded "
-        "collectives; a collective that not every rank joined means the missing ranks were "
-        "elsewhere: in another collective, in a branch that skips this one, or still computing. "
-        "The ranks that did join wait for them until the timeout."
-    )
-    instead = (
-        "Find where the missing ranks were instead (their last Flight Recorder entries with "
-        "`fr_trace -j`, or their stacks with `hangdoctor dump`), and remove the condition that "
-        "differs between ranks around the call (`if rank == 0:`, an uneven number of batches, a "
-        "skipped step)."
-    )
     specificity = 80
     kinds = (LogKind.FR_MISSING_RANKS,)
 

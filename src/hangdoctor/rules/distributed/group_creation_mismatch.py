@@ -55,24 +55,23 @@ def _waits_creating(state: RankState) -> bool:
 
 
 class GroupCreationMismatch(Rule):
+    """ranks created process groups in different numbers (new_group on some ranks)
+
+    Fires when: under `run`, a rank waits in `new_group` and the ranks' counts of new_group calls
+    differ; names the call the ahead rank made and the others did not
+
+    Why: `torch.distributed.new_group` must be called by every rank for every group, members or not,
+    in the same order: groups are told apart by how many were created before them. A group created
+    on its members only leaves the ranks counting differently, and the next group creation waits for
+    peers that registered it under another name.
+
+    Instead: Call `new_group` on every rank, also on those that are not members (create the group
+    before the `if rank in ...:` and use it only inside), or create every group once, right after
+    `init_process_group`; check with `TORCH_DISTRIBUTED_DEBUG=DETAIL`.
+    """
+
     id = "HD317"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
-    summary = "ranks created process groups in different numbers (new_group on some ranks)"
-    fires_when = (
-        "under `run`, a rank waits in `new_group` and the ranks' counts of new_group calls "
-        "differ; names the call the ahead rank made and the others did not"
-    )
-    why = (
-        "`torch.distributed.new_group` must be called by every rank for every group, members or "
-        "not, in the same order: groups are told apart by how many were created before them. A "
-        "group created on its members only leaves the ranks counting differently, and the next "
-        "group creation waits for peers that registered it under another name."
-    )
-    instead = (
-        "Call `new_group` on every rank, also on those that are not members (create the group "
-        "before the `if rank in ...:` and use it only inside), or create every group once, right "
-        "after `init_process_group`; check with `TORCH_DISTRIBUTED_DEBUG=DETAIL`."
-    )
     reads = "ranks"
     specificity = 87
 

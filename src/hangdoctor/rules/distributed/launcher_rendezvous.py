@@ -53,25 +53,24 @@ def _options(cmdline: tuple[str, ...]) -> list[str]:
 
 
 class LauncherRendezvous(Rule):
+    """the launcher waits for other nodes to join before starting any rank
+
+    Fires when: torchrun's agent waits in its rendezvous (`next_rendezvous`) and no rank has
+    started: the other nodes of `--nnodes` never joined; names the launcher's options
+
+    Why: A multi-node launcher (torchrun's agent) starts its ranks only once every node's launcher
+    has joined the rendezvous. When a node was not launched, was launched with other options, or
+    cannot reach the rendezvous endpoint, no rank starts anywhere and the launchers wait until the
+    rendezvous timeout.
+
+    Instead: Start torchrun on every node with the same `--nnodes`, `--rdzv-endpoint` (or
+    `--master-addr`/`--master-port`) and `--rdzv-id`, each with its own `--node-rank`; check that
+    the endpoint is reachable from each node (`nc -zv HOST PORT`); use `--standalone` for a single
+    machine.
+    """
+
     id = "HD316"
     category = Category.DISTRIBUTED_RENDEZVOUS
-    summary = "the launcher waits for other nodes to join before starting any rank"
-    fires_when = (
-        "torchrun's agent waits in its rendezvous (`next_rendezvous`) and no rank has started: "
-        "the other nodes of `--nnodes` never joined; names the launcher's options"
-    )
-    why = (
-        "A multi-node launcher (torchrun's agent) starts its ranks only once every node's launcher "
-        "has joined the rendezvous. When a node was not launched, was launched with other options, "
-        "or cannot reach the rendezvous endpoint, no rank starts anywhere and the launchers wait "
-        "until the rendezvous timeout."
-    )
-    instead = (
-        "Start torchrun on every node with the same `--nnodes`, `--rdzv-endpoint` (or "
-        "`--master-addr`/`--master-port`) and `--rdzv-id`, each with its own `--node-rank`; check "
-        "that the endpoint is reachable from each node (`nc -zv HOST PORT`); use `--standalone` "
-        "for a single machine."
-    )
     reads = "capture"
     specificity = 85
 

@@ -17,24 +17,22 @@ from hangdoctor.taxonomy import Category
 
 
 class RankExited(Rule):
+    """a rank exited while the others wait for it
+
+    Fires when: a rank below WORLD_SIZE is known to have ended (a zombie, gone after reporting
+    progress, or no longer run by its captured launcher) while the others wait for it
+
+    Why: A rank that returned early (a `return` or `break` some ranks take, early stopping on one
+    rank) or died leaves its peers waiting in the next collective that needs it. Unless the launcher
+    notices and ends the job, they wait until the process group's timeout, or forever.
+
+    Instead: Make every rank run the same collectives to the end: decide early stopping on all ranks
+    together (`all_reduce` the stop flag), read the missing rank's own output for its error, and
+    keep `TORCH_NCCL_ASYNC_ERROR_HANDLING` at its default so a lost rank ends the job.
+    """
+
     id = "HD313"
     category = Category.DISTRIBUTED_RANK_EXITED
-    summary = "a rank exited while the others wait for it"
-    fires_when = (
-        "a rank below WORLD_SIZE is known to have ended (a zombie, gone after reporting "
-        "progress, or no longer run by its captured launcher) while the others wait for it"
-    )
-    why = (
-        "A rank that returned early (a `return` or `break` some ranks take, early stopping on one "
-        "rank) or died leaves its peers waiting in the next collective that needs it. Unless the "
-        "launcher notices and ends the job, they wait until the process group's timeout, or "
-        "forever."
-    )
-    instead = (
-        "Make every rank run the same collectives to the end: decide early stopping on all ranks "
-        "together (`all_reduce` the stop flag), read the missing rank's own output for its error, "
-        "and keep `TORCH_NCCL_ASYNC_ERROR_HANDLING` at its default so a lost rank ends the job."
-    )
     reads = "ranks"
     specificity = 90
 

@@ -545,25 +545,24 @@ def _title(told: _Told, pid: str) -> str:
 
 
 class RankExitedFromLog(LogRule):
+    """a rank exited and the job failed with it
+
+    Fires when: torchrun's failure summary (or `torch.multiprocessing.spawn`'s): the first rank that
+    failed, and what its signal or exit code means; a rank that died of an exception of its own code
+    is left to the failure rules, which name that exception at its origin
+
+    Why: When one rank dies (an exception, a signal, the OOM killer) or returns early, the launcher
+    ends the others, which then print errors of their own about lost peers and broken collectives.
+    The first rank that failed, and how (its exit code or signal), is the cause; the rest of the log
+    is its consequence.
+
+    Instead: Read the first failed rank's own traceback (the lines prefixed with its rank) and fix
+    that; for SIGKILL check the OOM killer (`dmesg`), for an exit without error look for a `return`
+    or `break` only some ranks take, and make early stopping a collective decision.
+    """
+
     id = "HD352"
     category = Category.DISTRIBUTED_RANK_EXITED
-    summary = "a rank exited and the job failed with it"
-    fires_when = (
-        "torchrun's failure summary (or `torch.multiprocessing.spawn`'s): the first rank that "
-        "failed, and what its signal or exit code means; a rank that died of an exception of "
-        "its own code is left to the failure rules, which name that exception at its origin"
-    )
-    why = (
-        "When one rank dies (an exception, a signal, the OOM killer) or returns early, the "
-        "launcher ends the others, which then print errors of their own about lost peers and "
-        "broken collectives. The first rank that failed, and how (its exit code or signal), is the "
-        "cause; the rest of the log is its consequence."
-    )
-    instead = (
-        "Read the first failed rank's own traceback (the lines prefixed with its rank) and fix "
-        "that; for SIGKILL check the OOM killer (`dmesg`), for an exit without error look for a "
-        "`return` or `break` only some ranks take, and make early stopping a collective decision."
-    )
     specificity = 80
     defers_to = (
         Deferral(

@@ -113,22 +113,21 @@ def _context(report: RasReport) -> list[str]:
 
 
 class RasMissingRanks(Rule):
+    """NCCL's RAS service names the rank that stopped answering, or that is behind
+
+    Fires when: `ncclras`, run at the hang, reports a rank whose process sent no data or is
+    considered dead (names its node, pid and GPU), or a communicator whose ranks launched different
+    numbers of a collective (names the rank with the lowest count)
+
+    Why: Every NCCL process (NCCL 2.24 and later) runs a RAS thread, and together they see the whole
+    job, every node included. A rank whose process stops answering them is hung outside NCCL,
+    stopped, or on a node that went down; a rank that launched fewer collectives than its peers has
+    not reached the one they wait in. Either way the other ranks are only its victims, and on a
+    multi-node job it is often on another node than the one being looked at.
+    """
+
     id = "HD318"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
-    summary = "NCCL's RAS service names the rank that stopped answering, or that is behind"
-    fires_when = (
-        "`ncclras`, run at the hang, reports a rank whose process sent no data or is considered "
-        "dead (names its node, pid and GPU), or a communicator whose ranks launched different "
-        "numbers of a collective (names the rank with the lowest count)"
-    )
-    why = (
-        "Every NCCL process (NCCL 2.24 and later) runs a RAS thread, and together they see the "
-        "whole job, every node included. A rank whose process stops answering them is hung "
-        "outside NCCL, stopped, or on a node that went down; a rank that launched fewer "
-        "collectives than its peers has not reached the one they wait in. Either way the other "
-        "ranks are only its victims, and on a multi-node job it is often on another node than "
-        "the one being looked at."
-    )
     instead = (
         "Go to the node RAS names and look at that process: is it alive, where is its stack "
         "(`hangdoctor dump PID` there), what does that node's kernel log say (Xid errors, the "

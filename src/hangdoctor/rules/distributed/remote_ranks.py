@@ -55,25 +55,24 @@ def _why(n: NodeSeen | NodeClass) -> str:
 
 
 class RemoteRanks(Rule):
+    """this node's ranks wait in a collective for ranks on other nodes
+
+    Fires when: every rank on this node waits in the same collective and the ranks missing here
+    belong to other nodes (torchrun's GROUP_RANK and LOCAL_WORLD_SIZE): names them and what to check
+    there
+
+    Why: When every rank on this node waits in the same collective and the ranks that have not
+    joined it run on other nodes, the cause is on those nodes: a rank stuck or slow outside the
+    collective, a rank that died, or the network between the nodes. Looking only at this node's
+    ranks finds only victims.
+
+    Instead: Capture the other nodes too (`hangdoctor dump PID` of torchrun there, or run one
+    `hangdoctor run` per node so they merge their evidence); check their logs for a failed rank and
+    the network between nodes (`NCCL_DEBUG=INFO`, `NCCL_SOCKET_IFNAME`).
+    """
+
     id = "HD315"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
-    summary = "this node's ranks wait in a collective for ranks on other nodes"
-    fires_when = (
-        "every rank on this node waits in the same collective and the ranks missing here belong "
-        "to other nodes (torchrun's GROUP_RANK and LOCAL_WORLD_SIZE): names them and what to "
-        "check there"
-    )
-    why = (
-        "When every rank on this node waits in the same collective and the ranks that have not "
-        "joined it run on other nodes, the cause is on those nodes: a rank stuck or slow outside "
-        "the collective, a rank that died, or the network between the nodes. Looking only at this "
-        "node's ranks finds only victims."
-    )
-    instead = (
-        "Capture the other nodes too (`hangdoctor dump PID` of torchrun there, or run one "
-        "`hangdoctor run` per node so they merge their evidence); check their logs for a failed "
-        "rank and the network between nodes (`NCCL_DEBUG=INFO`, `NCCL_SOCKET_IFNAME`)."
-    )
     reads = "ranks"
     specificity = 40
 

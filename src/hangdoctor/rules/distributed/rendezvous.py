@@ -42,22 +42,23 @@ def _place(setting: CodeSetting) -> str:
 
 
 class Rendezvous(Rule):
+    """ranks wait at start-up for peers that never join
+
+    Fires when: ranks wait in `init_process_group`/the store while a peer never reached it
+
+    Why: `init_process_group` waits until WORLD_SIZE ranks have joined through the store at
+    MASTER_ADDR:MASTER_PORT. A node that never started, a world size that does not match what was
+    launched, or an address the other nodes cannot reach leaves the ranks that did start waiting at
+    start-up until the timeout (30 minutes by default).
+
+    Instead: Launch every node with the same command, world size (`--nnodes`, `--nproc_per_node`)
+    and endpoint, make MASTER_ADDR reachable from every node (not localhost; the right interface
+    with `NCCL_SOCKET_IFNAME`/`GLOO_SOCKET_IFNAME`), and pass
+    `init_process_group(timeout=timedelta(minutes=5))` so a missing peer fails fast.
+    """
+
     id = "HD314"
     category = Category.DISTRIBUTED_RENDEZVOUS
-    summary = "ranks wait at start-up for peers that never join"
-    fires_when = "ranks wait in `init_process_group`/the store while a peer never reached it"
-    why = (
-        "`init_process_group` waits until WORLD_SIZE ranks have joined through the store at "
-        "MASTER_ADDR:MASTER_PORT. A node that never started, a world size that does not match what "
-        "was launched, or an address the other nodes cannot reach leaves the ranks that did start "
-        "waiting at start-up until the timeout (30 minutes by default)."
-    )
-    instead = (
-        "Launch every node with the same command, world size (`--nnodes`, `--nproc_per_node`) and "
-        "endpoint, make MASTER_ADDR reachable from every node (not localhost; the right interface "
-        "with `NCCL_SOCKET_IFNAME`/`GLOO_SOCKET_IFNAME`), and pass "
-        "`init_process_group(timeout=timedelta(minutes=5))` so a missing peer fails fast."
-    )
     reads = "ranks"
     specificity = 85
     names_culprit = False  # a rank that never started has no process to point at

@@ -16,25 +16,24 @@ from hangdoctor.taxonomy import Category
 
 
 class RendezvousFailed(LogKindsRule):
+    """ranks could not rendezvous
+
+    Fires when: the store could not be reached, or not every worker joined
+    (`RendezvousTimeoutError`, store-based barrier, TCPStore timeouts)
+
+    Why: The process group needs every worker to reach its store (MASTER_ADDR:MASTER_PORT, or
+    torchrun's rendezvous endpoint) before training starts. A node that did not start or crashed at
+    start-up, a wrong world size, an unreachable address, a firewall, or a port still held by a
+    previous run leaves the others waiting until the rendezvous times out.
+
+    Instead: Start every node with the same command and world size; test the endpoint from each
+    worker (`nc -zv MASTER_ADDR MASTER_PORT`), with MASTER_ADDR an address the other nodes can reach
+    (not localhost); pick a free MASTER_PORT; pin the interface with
+    `NCCL_SOCKET_IFNAME`/`GLOO_SOCKET_IFNAME` on nodes with several.
+    """
+
     id = "HD353"
     category = Category.DISTRIBUTED_RENDEZVOUS
-    summary = "ranks could not rendezvous"
-    fires_when = (
-        "the store could not be reached, or not every worker joined "
-        "(`RendezvousTimeoutError`, store-based barrier, TCPStore timeouts)"
-    )
-    why = (
-        "The process group needs every worker to reach its store (MASTER_ADDR:MASTER_PORT, or "
-        "torchrun's rendezvous endpoint) before training starts. A node that did not start or "
-        "crashed at start-up, a wrong world size, an unreachable address, a firewall, or a port "
-        "still held by a previous run leaves the others waiting until the rendezvous times out."
-    )
-    instead = (
-        "Start every node with the same command and world size; test the endpoint from each worker "
-        "(`nc -zv MASTER_ADDR MASTER_PORT`), with MASTER_ADDR an address the other nodes can reach "
-        "(not localhost); pick a free MASTER_PORT; pin the interface with "
-        "`NCCL_SOCKET_IFNAME`/`GLOO_SOCKET_IFNAME` on nodes with several."
-    )
     specificity = 70
     kinds = (
         LogKind.RENDEZVOUS_ERROR,

@@ -19,25 +19,24 @@ from hangdoctor.taxonomy import Category
 
 
 class CollectiveSizeMismatch(LogKindsRule):
+    """ranks exchanged different sizes in one collective
+
+    Fires when: gloo's `Received data size doesn't match expected size. Is there a distributed
+    collective mismatch in your code?` or TORCH_DISTRIBUTED_DEBUG's `Detected mismatch between
+    collectives`; says the sizes
+
+    Why: Collectives pair up by order, and the ranks' n-th collectives must agree on the data size.
+    When they do not, either the ranks called different collectives (one skipped or added one) or
+    the same collective on tensors of different shapes; gloo aborts the process, NCCL may hang or
+    corrupt the result.
+
+    Instead: Call the same collectives in the same order on every rank, with tensors of the same
+    shape: pad tensors sized by local data (or `all_gather` the sizes first), and find the call with
+    `TORCH_DISTRIBUTED_DEBUG=DETAIL` on a small run.
+    """
+
     id = "HD354"
     category = Category.DISTRIBUTED_COLLECTIVE_MISMATCH
-    summary = "ranks exchanged different sizes in one collective"
-    fires_when = (
-        "gloo's `Received data size doesn't match expected size. Is there a distributed "
-        "collective mismatch in your code?` or TORCH_DISTRIBUTED_DEBUG's `Detected mismatch "
-        "between collectives`; says the sizes"
-    )
-    why = (
-        "Collectives pair up by order, and the ranks' n-th collectives must agree on the data "
-        "size. When they do not, either the ranks called different collectives (one skipped or "
-        "added one) or the same collective on tensors of different shapes; gloo aborts the "
-        "process, NCCL may hang or corrupt the result."
-    )
-    instead = (
-        "Call the same collectives in the same order on every rank, with tensors of the same "
-        "shape: pad tensors sized by local data (or `all_gather` the sizes first), and find the "
-        "call with `TORCH_DISTRIBUTED_DEBUG=DETAIL` on a small run."
-    )
     specificity = 85
     kinds = (LogKind.COLLECTIVE_SIZE_MISMATCH,)
 

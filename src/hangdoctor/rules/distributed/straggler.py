@@ -68,24 +68,23 @@ def _why_stuck(job: JobView, state: RankState) -> list[str]:
 
 
 class Straggler(Rule):
+    """one rank is stuck outside any collective while its peers wait in one
+
+    Fires when: the other ranks wait inside one collective and one rank is in none: it is blocked
+    (or computing) elsewhere; says where and on what
+
+    Why: A collective completes only when every rank of its group joins it. When one rank is blocked
+    or still computing outside any collective (a slow evaluation or checkpoint on rank 0, a read
+    that hangs, a lock), every other rank waits inside the collective, uses no CPU and looks stuck:
+    the waiting ranks are victims, the odd one out is the cause.
+
+    Instead: Fix what the odd rank waits on (its stack names the line); keep rank-only work short or
+    move it off the critical path (save checkpoints asynchronously, evaluate on every rank), and
+    give `init_process_group(timeout=...)` a value that turns a stuck rank into an error.
+    """
+
     id = "HD310"
     category = Category.DISTRIBUTED_STRAGGLER
-    summary = "one rank is stuck outside any collective while its peers wait in one"
-    fires_when = (
-        "the other ranks wait inside one collective and one rank is in none: it is blocked "
-        "(or computing) elsewhere; says where and on what"
-    )
-    why = (
-        "A collective completes only when every rank of its group joins it. When one rank is "
-        "blocked or still computing outside any collective (a slow evaluation or checkpoint on "
-        "rank 0, a read that hangs, a lock), every other rank waits inside the collective, uses no "
-        "CPU and looks stuck: the waiting ranks are victims, the odd one out is the cause."
-    )
-    instead = (
-        "Fix what the odd rank waits on (its stack names the line); keep rank-only work short or "
-        "move it off the critical path (save checkpoints asynchronously, evaluate on every rank), "
-        "and give `init_process_group(timeout=...)` a value that turns a stuck rank into an error."
-    )
     reads = "ranks"
     # Above a process-level mechanism found in the same rank (a dead producer thread, a lock):
     # in a distributed job the other ranks are its victims, and the rank is the news; the

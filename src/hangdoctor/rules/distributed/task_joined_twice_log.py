@@ -26,26 +26,25 @@ from hangdoctor.taxonomy import Category
 
 
 class CoordinationTaskJoinedTwice(LogKindsRule):
+    """a task joined JAX's coordination service twice
+
+    Fires when: the coordination service says a task `unexpectedly tried to connect with a different
+    incarnation`: names the processes that registered as that task and the line of
+    `jax.distributed.initialize` they ran
+
+    Why: JAX's coordination service admits each task (`process_id`) once. A process that connects as
+    a task already there, with a new incarnation, is taken for a restart: the service puts the job
+    in error and every process aborts. The second process is often the job's own: a `spawn` worker
+    re-imports the main script, and a `jax.distributed.initialize` at its top level runs again
+    there, as the same task.
+
+    Instead: Call `jax.distributed.initialize` inside `main()` under `if __name__ == '__main__':`,
+    never at import, so that spawned workers (multiprocessing, data loader workers) do not run it;
+    restart a failed process together with the whole job.
+    """
+
     id = "HD358"
     category = Category.DISTRIBUTED_RENDEZVOUS
-    summary = "a task joined JAX's coordination service twice"
-    fires_when = (
-        "the coordination service says a task `unexpectedly tried to connect with a different "
-        "incarnation`: names the processes that registered as that task and the line of "
-        "`jax.distributed.initialize` they ran"
-    )
-    why = (
-        "JAX's coordination service admits each task (`process_id`) once. A process that "
-        "connects as a task already there, with a new incarnation, is taken for a restart: the "
-        "service puts the job in error and every process aborts. The second process is often "
-        "the job's own: a `spawn` worker re-imports the main script, and a "
-        "`jax.distributed.initialize` at its top level runs again there, as the same task."
-    )
-    instead = (
-        "Call `jax.distributed.initialize` inside `main()` under `if __name__ == '__main__':`, "
-        "never at import, so that spawned workers (multiprocessing, data loader workers) do not "
-        "run it; restart a failed process together with the whole job."
-    )
     specificity = 80
     names_culprit = True
     kinds = (LogKind.COORDINATION_TASK_AGAIN,)

@@ -23,26 +23,24 @@ _PEER = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)\]?
 
 
 class TransportFailure(LogKindsRule):
+    """the transport between ranks failed
+
+    Fires when: gloo or NCCL connections closed, reset or refused, InfiniBand completion errors, the
+    TCPStore lost; says when a peer died first
+
+    Why: Ranks exchange tensors over sockets, NVLink or InfiniBand; a connection that is closed,
+    reset or refused, or an InfiniBand completion error, fails the collective on every rank that
+    used it. When a rank died first, the broken connection is only its consequence and the network
+    is probably fine.
+
+    Instead: If a rank died first, fix its own error (the first traceback or signal in the log,
+    `dmesg` for the OOM killer); otherwise pin the interface that connects the nodes
+    (`NCCL_SOCKET_IFNAME=<iface>`, `GLOO_SOCKET_IFNAME`), check InfiniBand ports (`ibstat`), and
+    open all ports between the nodes (NCCL and gloo use random ports, not only MASTER_PORT).
+    """
+
     id = "HD351"
     category = Category.DISTRIBUTED_NETWORK
-    summary = "the transport between ranks failed"
-    fires_when = (
-        "gloo or NCCL connections closed, reset or refused, InfiniBand completion errors, the "
-        "TCPStore lost; says when a peer died first"
-    )
-    why = (
-        "Ranks exchange tensors over sockets, NVLink or InfiniBand; a connection that is closed, "
-        "reset or refused, or an InfiniBand completion error, fails the collective on every rank "
-        "that used it. When a rank died first, the broken connection is only its consequence and "
-        "the network is probably fine."
-    )
-    instead = (
-        "If a rank died first, fix its own error (the first traceback or signal in the log, "
-        "`dmesg` for the OOM killer); otherwise pin the interface that connects the nodes "
-        "(`NCCL_SOCKET_IFNAME=<iface>`, `GLOO_SOCKET_IFNAME`), check InfiniBand ports (`ibstat`), "
-        "and open all ports between the nodes (NCCL and gloo use random ports, not only "
-        "MASTER_PORT)."
-    )
     specificity = 50
     kinds = (LogKind.TRANSPORT_ERROR,)
 

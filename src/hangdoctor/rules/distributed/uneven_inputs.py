@@ -43,25 +43,23 @@ def _way_out(rest: list[RankState], loop: str) -> tuple[Location, str] | None:
 
 
 class UnevenInputs(Rule):
+    """ranks ran different numbers of steps
+
+    Fires when: a rank left the training loop (its stack is past the loop the others' collective is
+    in) and waits in a later collective
+
+    Why: When ranks get different numbers of batches, the ones that finish first leave the training
+    loop and wait in a collective after it, while the others wait in the loop's collective (DDP's
+    gradient all-reduce): the two groups can never meet, and the job hangs at the end of an epoch.
+
+    Instead: Give every rank the same number of synchronising steps: `DistributedSampler(...,
+    drop_last=True)` or `DataLoader(drop_last=True)`; with dynamic batching, `all_reduce(MIN)` the
+    batch count before the epoch; or wrap the loop in `torch.distributed.algorithms.Join`; make any
+    early `break` a collective decision.
+    """
+
     id = "HD312"
     category = Category.DISTRIBUTED_UNEVEN_INPUTS
-    summary = "ranks ran different numbers of steps"
-    fires_when = (
-        "a rank left the training loop (its stack is past the loop the others' collective is "
-        "in) and waits in a later collective"
-    )
-    why = (
-        "When ranks get different numbers of batches, the ones that finish first leave the "
-        "training loop and wait in a collective after it, while the others wait in the loop's "
-        "collective (DDP's gradient all-reduce): the two groups can never meet, and the job hangs "
-        "at the end of an epoch."
-    )
-    instead = (
-        "Give every rank the same number of synchronising steps: `DistributedSampler(..., "
-        "drop_last=True)` or `DataLoader(drop_last=True)`; with dynamic batching, "
-        "`all_reduce(MIN)` the batch count before the epoch; or wrap the loop in "
-        "`torch.distributed.algorithms.Join`; make any early `break` a collective decision."
-    )
     reads = "ranks"
     specificity = 88
 

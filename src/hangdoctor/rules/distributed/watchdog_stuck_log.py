@@ -17,25 +17,24 @@ from hangdoctor.taxonomy import Category
 
 
 class WatchdogStuck(LogKindsRule):
+    """the NCCL heartbeat monitor ended a rank whose watchdog was stuck
+
+    Fires when: `Heartbeat monitor timed out!` or `ProcessGroupNCCL's watchdog got stuck for N
+    seconds`: names the rank, how long, and what usually blocks the watchdog
+
+    Why: ProcessGroupNCCL runs a watchdog thread that checks collectives, and a heartbeat monitor
+    that ends the process (SIGABRT) when the watchdog itself makes no progress. A watchdog blocked
+    in a NCCL or CUDA call (often aborting a communicator after a collective timed out, or a thread
+    holding the GIL inside a CUDA call) takes the rank down.
+
+    Instead: Find what the rank was doing: Flight Recorder dumps (`TORCH_NCCL_TRACE_BUFFER_SIZE=2000
+    TORCH_NCCL_DUMP_ON_TIMEOUT=1`) or `hangdoctor run` to capture every rank's stack; if a
+    collective timed out first, fix the rank that never joined it; raise
+    `TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC` only when the job is slow rather than stuck.
+    """
+
     id = "HD356"
     category = Category.DISTRIBUTED_COLLECTIVE_TIMEOUT
-    summary = "the NCCL heartbeat monitor ended a rank whose watchdog was stuck"
-    fires_when = (
-        "`Heartbeat monitor timed out!` or `ProcessGroupNCCL's watchdog got stuck for N "
-        "seconds`: names the rank, how long, and what usually blocks the watchdog"
-    )
-    why = (
-        "ProcessGroupNCCL runs a watchdog thread that checks collectives, and a heartbeat monitor "
-        "that ends the process (SIGABRT) when the watchdog itself makes no progress. A watchdog "
-        "blocked in a NCCL or CUDA call (often aborting a communicator after a collective timed "
-        "out, or a thread holding the GIL inside a CUDA call) takes the rank down."
-    )
-    instead = (
-        "Find what the rank was doing: Flight Recorder dumps (`TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
-        "TORCH_NCCL_DUMP_ON_TIMEOUT=1`) or `hangdoctor run` to capture every rank's stack; if a "
-        "collective timed out first, fix the rank that never joined it; raise "
-        "`TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC` only when the job is slow rather than stuck."
-    )
     specificity = 70
     kinds = (LogKind.NCCL_WATCHDOG_STUCK,)
 

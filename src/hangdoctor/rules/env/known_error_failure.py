@@ -8,32 +8,31 @@ from hangdoctor.taxonomy import Category
 
 
 class KnownVersionFailure(KnownErrorFailure):
+    """the job failed of a known error of incompatible versions
+
+    Fires when: the job failed and its exception is a known version incompatibility (a GPU
+    architecture the build has no kernels for, a driver older than the runtime, a library API that
+    changed): names it at your line, with what it means and the fix
+
+    Why: Builds, drivers and libraries move independently; when they disagree the error names a
+    symptom (a missing kernel image, an attribute that no longer exists) whose cause is the pair of
+    versions.
+    """
+
     id = "HD596"
     category = Category.ENV_VERSION_INCOMPATIBLE
-    summary = "the job failed of a known error of incompatible versions"
-    fires_when = (
-        "the job failed and its exception is a known version incompatibility (a GPU architecture "
-        "the build has no kernels for, a driver older than the runtime, a library API that "
-        "changed): names it at your line, with what it means and the fix"
-    )
-    why = (
-        "Builds, drivers and libraries move independently; when they disagree the error names a "
-        "symptom (a missing kernel image, an attribute that no longer exists) whose cause is the "
-        "pair of versions."
-    )
 
 
 class KnownLibraryFailure(KnownErrorFailure):
+    """the job failed of a known error of missing or mismatched libraries
+
+    Fires when: the job failed and its exception is a known library error (a module that is not
+    installed, an undefined symbol, a GLIBC or shared library that is not found): names it at your
+    line, with what it means and the fix
+
+    Why: An extension built against one library loads in an environment that has another; the
+    loader's message names the symbol or the file, and the fix is in the environment, not the code.
+    """
+
     id = "HD597"
     category = Category.ENV_LIBRARY_MISMATCH
-    summary = "the job failed of a known error of missing or mismatched libraries"
-    fires_when = (
-        "the job failed and its exception is a known library error (a module that is not "
-        "installed, an undefined symbol, a GLIBC or shared library that is not found): names it "
-        "at your line, with what it means and the fix"
-    )
-    why = (
-        "An extension built against one library loads in an environment that has another; the "
-        "loader's message names the symbol or the file, and the fix is in the environment, not "
-        "the code."
-    )

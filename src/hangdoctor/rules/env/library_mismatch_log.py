@@ -156,25 +156,24 @@ def _library_missing(fields: Mapping[str, str]) -> _Told:
 
 
 class LibraryMismatch(LogKindsRule):
+    """user-space libraries do not match
+
+    Fires when: `GLIBC_2.xx` / `GLIBCXX_3.4.xx not found`, `undefined symbol` in an extension, a
+    missing `.so`; names the extension
+
+    Why: A compiled extension needs the user-space libraries it was built against: a glibc or
+    libstdc++ at least as new, the same torch C++ ABI, the CUDA runtime libraries it links. When
+    they differ it fails to import (`GLIBC_2.xx not found`, `undefined symbol`, a missing `.so`) and
+    the job dies before training starts.
+
+    Instead: Install extensions built for this environment: a wheel for the installed torch and CUDA
+    version, or a build from source against it (`pip install --no-build-isolation --force-reinstall
+    --no-binary PKG PKG`); use a newer libstdc++ (`conda install -c conda-forge libstdcxx-ng`), or a
+    container built on the same base as the wheels.
+    """
+
     id = "HD551"
     category = Category.ENV_LIBRARY_MISMATCH
-    summary = "user-space libraries do not match"
-    fires_when = (
-        "`GLIBC_2.xx` / `GLIBCXX_3.4.xx not found`, `undefined symbol` in an extension, a "
-        "missing `.so`; names the extension"
-    )
-    why = (
-        "A compiled extension needs the user-space libraries it was built against: a glibc or "
-        "libstdc++ at least as new, the same torch C++ ABI, the CUDA runtime libraries it links. "
-        "When they differ it fails to import (`GLIBC_2.xx not found`, `undefined symbol`, a "
-        "missing `.so`) and the job dies before training starts."
-    )
-    instead = (
-        "Install extensions built for this environment: a wheel for the installed torch and CUDA "
-        "version, or a build from source against it (`pip install --no-build-isolation "
-        "--force-reinstall --no-binary PKG PKG`); use a newer libstdc++ (`conda install -c "
-        "conda-forge libstdcxx-ng`), or a container built on the same base as the wheels."
-    )
     specificity = 85
     kinds = (
         LogKind.SYMBOL_VERSION_MISSING,

@@ -21,22 +21,22 @@ _EMFILE = "Too many open files"
 
 
 class OpenFilesLimit(LogKindsRule):
+    """out of file descriptors
+
+    Fires when: `Too many open files`, `received 0 items of ancdata`
+
+    Why: Each process may open only so many files (`ulimit -n`, often 1024). DataLoader workers send
+    every tensor to the main process as a file descriptor, so many workers or large batches exhaust
+    a low limit and the job fails with `Too many open files` or `received 0 items of ancdata`.
+
+    Instead: Raise the limit before launching (`ulimit -n 65536`; Docker `--ulimit
+    nofile=65536:65536`; systemd `LimitNOFILE=`), or call
+    `torch.multiprocessing.set_sharing_strategy("file_system")` at start; close files and sockets
+    opened per step or per sample.
+    """
+
     id = "HD552"
     category = Category.ENV_OS_LIMITS
-    summary = "out of file descriptors"
-    fires_when = "`Too many open files`, `received 0 items of ancdata`"
-    why = (
-        "Each process may open only so many files (`ulimit -n`, often 1024). DataLoader workers "
-        "send every tensor to the main process as a file descriptor, so many workers or large "
-        "batches exhaust a low limit and the job fails with `Too many open files` or `received 0 "
-        "items of ancdata`."
-    )
-    instead = (
-        "Raise the limit before launching (`ulimit -n 65536`; Docker `--ulimit "
-        "nofile=65536:65536`; systemd `LimitNOFILE=`), or call "
-        '`torch.multiprocessing.set_sharing_strategy("file_system")` at start; close files and '
-        "sockets opened per step or per sample."
-    )
     specificity = 70
     kinds = (LogKind.TOO_MANY_OPEN_FILES,)
 

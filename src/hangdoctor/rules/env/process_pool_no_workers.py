@@ -56,25 +56,24 @@ def _waits_on_a_future(thread: ThreadEvidence) -> bool:
 
 
 class ProcessPoolWithoutWorkers(Rule):
+    """a ProcessPoolExecutor stopped starting workers (CPython gh-115634)
+
+    Fires when: a thread waits for a `ProcessPoolExecutor` future while the pool's manager thread
+    has no worker left, saw one exit and did not break the pool: the Python bug that stops replacing
+    workers retired by `max_tasks_per_child`
+
+    Why: CPython's bug gh-115634: a `ProcessPoolExecutor` with `max_tasks_per_child` does not
+    replace a worker that retires at its task limit. Once the last one retires the pool has no
+    worker, is not marked broken, and the tasks still queued wait forever with no error.
+
+    Instead: Upgrade to a Python with the fix of gh-115634 (3.15.0b4 or later; for 3.11-3.14 check
+    your point release's changelog), or drop `max_tasks_per_child` (on Linux
+    `multiprocessing.Pool(maxtasksperchild=...)` replaces workers correctly); pass a timeout to
+    `future.result(timeout=...)`.
+    """
+
     id = "HD553"
     category = Category.ENV_VERSION_INCOMPATIBLE
-    summary = "a ProcessPoolExecutor stopped starting workers (CPython gh-115634)"
-    fires_when = (
-        "a thread waits for a `ProcessPoolExecutor` future while the pool's manager thread has "
-        "no worker left, saw one exit and did not break the pool: the Python bug that stops "
-        "replacing workers retired by `max_tasks_per_child`"
-    )
-    why = (
-        "CPython's bug gh-115634: a `ProcessPoolExecutor` with `max_tasks_per_child` does not "
-        "replace a worker that retires at its task limit. Once the last one retires the pool has "
-        "no worker, is not marked broken, and the tasks still queued wait forever with no error."
-    )
-    instead = (
-        "Upgrade to a Python with the fix of gh-115634 (3.15.0b4 or later; for 3.11-3.14 check "
-        "your point release's changelog), or drop `max_tasks_per_child` (on Linux "
-        "`multiprocessing.Pool(maxtasksperchild=...)` replaces workers correctly); pass a timeout "
-        "to `future.result(timeout=...)`."
-    )
     reads = "capture"
     specificity = 85
 

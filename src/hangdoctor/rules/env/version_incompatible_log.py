@@ -22,24 +22,23 @@ def _cuda_version(encoded: str) -> str:
 
 
 class VersionIncompatible(LogKindsRule):
+    """mismatched PyTorch / CUDA / driver versions
+
+    Fires when: `no kernel image is available`, an unsupported `sm_XX`, a driver too old for the
+    CUDA runtime
+
+    Why: PyTorch wheels carry CUDA kernels compiled for a set of GPU architectures and need a driver
+    at least as new as their CUDA runtime. A build without kernels for this GPU, or a driver too old
+    for the runtime, fails at the first CUDA call (`no kernel image is available`), or worse,
+    part-way into a run on one node of many.
+
+    Instead: Install a build that matches the GPU and driver (the selector at pytorch.org, e.g. `pip
+    install torch --index-url https://download.pytorch.org/whl/cu121`), or upgrade the driver; check
+    with `hangdoctor doctor` before a big run.
+    """
+
     id = "HD550"
     category = Category.ENV_VERSION_INCOMPATIBLE
-    summary = "mismatched PyTorch / CUDA / driver versions"
-    fires_when = (
-        "`no kernel image is available`, an unsupported `sm_XX`, a driver too old for the "
-        "CUDA runtime"
-    )
-    why = (
-        "PyTorch wheels carry CUDA kernels compiled for a set of GPU architectures and need a "
-        "driver at least as new as their CUDA runtime. A build without kernels for this GPU, or a "
-        "driver too old for the runtime, fails at the first CUDA call (`no kernel image is "
-        "available`), or worse, part-way into a run on one node of many."
-    )
-    instead = (
-        "Install a build that matches the GPU and driver (the selector at pytorch.org, e.g. `pip "
-        "install torch --index-url https://download.pytorch.org/whl/cu121`), or upgrade the "
-        "driver; check with `hangdoctor doctor` before a big run."
-    )
     specificity = 85
     kinds = (
         LogKind.NO_KERNEL_IMAGE,

@@ -22,25 +22,24 @@ _FATAL_AER = re.compile(r"Uncorrect", re.IGNORECASE)
 
 
 class GpuDeviceFault(LogRule):
+    """the GPU or its bus faulted
+
+    Fires when: NVIDIA Xid lines, a GPU fallen off the bus, PCIe AER errors; says per Xid whether
+    the application or the node is at fault and what to do
+
+    Why: The NVIDIA driver reports GPU and bus faults as Xid codes in the kernel log; a GPU that
+    fell off the bus or PCIe errors mean the hardware or its link failed. Some Xids are the
+    application's fault (an illegal address in a kernel), others the node's (memory errors, a lost
+    GPU): the job on that GPU fails or hangs, and reruns on the same node fail again.
+
+    Instead: Read what the Xid means (NVIDIA's Xid table): for an application Xid fix the kernel or
+    the index that faulted; for a hardware Xid drain the node, reset the GPU when idle (`nvidia-smi
+    -r -i N`) and have it checked (`nvidia-smi -q -d ECC`); run `hangdoctor doctor` before reusing
+    the node.
+    """
+
     id = "HD450"
     category = Category.GPU_DEVICE_FAULT
-    summary = "the GPU or its bus faulted"
-    fires_when = (
-        "NVIDIA Xid lines, a GPU fallen off the bus, PCIe AER errors; says per Xid whether "
-        "the application or the node is at fault and what to do"
-    )
-    why = (
-        "The NVIDIA driver reports GPU and bus faults as Xid codes in the kernel log; a GPU that "
-        "fell off the bus or PCIe errors mean the hardware or its link failed. Some Xids are the "
-        "application's fault (an illegal address in a kernel), others the node's (memory errors, a "
-        "lost GPU): the job on that GPU fails or hangs, and reruns on the same node fail again."
-    )
-    instead = (
-        "Read what the Xid means (NVIDIA's Xid table): for an application Xid fix the kernel or "
-        "the index that faulted; for a hardware Xid drain the node, reset the GPU when idle "
-        "(`nvidia-smi -r -i N`) and have it checked (`nvidia-smi -q -d ECC`); run `hangdoctor "
-        "doctor` before reusing the node."
-    )
     specificity = 90
 
     def check(self, job: JobView) -> Iterable[Finding]:

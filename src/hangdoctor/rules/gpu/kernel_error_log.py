@@ -17,26 +17,25 @@ from hangdoctor.taxonomy import Category
 
 
 class CudaKernelError(LogKindsRule):
+    """a CUDA kernel faulted (device-side assert, illegal memory access)
+
+    Fires when: `CUDA error: device-side assert triggered`, `an illegal memory access was
+    encountered`, `misaligned address`, `unspecified launch failure`; with the line the traceback
+    names
+
+    Why: A kernel that hits a device-side assert or touches memory it must not (usually an index out
+    of range: a label >= the number of classes, an embedding index >= its size) puts the CUDA
+    context in an error state: the process cannot use the GPU again and must restart. CUDA reports
+    the error asynchronously, so the line named may be a later call than the culprit; the GPU itself
+    is healthy.
+
+    Instead: Rerun with `CUDA_LAUNCH_BLOCKING=1` so the error is raised at the kernel that failed,
+    or run the step on the CPU for a clear `IndexError`; check value ranges going into losses and
+    embeddings; run custom kernels under `compute-sanitizer --tool memcheck`.
+    """
+
     id = "HD404"
     category = Category.GPU_DEVICE_FAULT
-    summary = "a CUDA kernel faulted (device-side assert, illegal memory access)"
-    fires_when = (
-        "`CUDA error: device-side assert triggered`, `an illegal memory access was "
-        "encountered`, `misaligned address`, `unspecified launch failure`; with the line the "
-        "traceback names"
-    )
-    why = (
-        "A kernel that hits a device-side assert or touches memory it must not (usually an index "
-        "out of range: a label >= the number of classes, an embedding index >= its size) puts the "
-        "CUDA context in an error state: the process cannot use the GPU again and must restart. "
-        "CUDA reports the error asynchronously, so the line named may be a later call than the "
-        "culprit; the GPU itself is healthy."
-    )
-    instead = (
-        "Rerun with `CUDA_LAUNCH_BLOCKING=1` so the error is raised at the kernel that failed, or "
-        "run the step on the CPU for a clear `IndexError`; check value ranges going into losses "
-        "and embeddings; run custom kernels under `compute-sanitizer --tool memcheck`."
-    )
     specificity = 80
     kinds = (LogKind.CUDA_KERNEL_ERROR,)
 

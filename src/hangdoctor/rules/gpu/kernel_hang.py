@@ -32,26 +32,24 @@ def _waiter(job: JobView) -> WaitingThread | None:
 
 
 class GpuKernelHang(Rule):
+    """a GPU kernel never completes
+
+    Fires when: a host thread waits for the device (`.item()`, `.cpu()`, `synchronize()`;
+    `cudaStreamSynchronize` in native frames) in every snapshot while NVML shows the GPU pinned at
+    ~100%; or, under `run`, the GPU stays pinned from the last progress on
+
+    Why: The host waits for the device (`.item()`, `.cpu()`, `synchronize()`) until the work queued
+    before it finishes. A kernel that never completes (a custom kernel's loop bound, a spin-wait on
+    a flag, an NCCL kernel waiting for a peer GPU) keeps the GPU at 100% and the host thread waiting
+    forever, often spinning a CPU core in CUDA's polling.
+
+    Instead: Find the kernel with `CUDA_LAUNCH_BLOCKING=1` on a small input (the Python line then
+    blocks at the launch); check custom kernels' loop bounds and grid-stride loops and run them
+    under `compute-sanitizer`; for an NCCL kernel, look at the other ranks (`NCCL_DEBUG=INFO`).
+    """
+
     id = "HD402"
     category = Category.GPU_KERNEL_HANG
-    summary = "a GPU kernel never completes"
-    fires_when = (
-        "a host thread waits for the device (`.item()`, `.cpu()`, `synchronize()`; "
-        "`cudaStreamSynchronize` in native frames) in every snapshot while NVML shows the GPU "
-        "pinned at ~100%; or, under `run`, the GPU stays pinned from the last progress on"
-    )
-    why = (
-        "The host waits for the device (`.item()`, `.cpu()`, `synchronize()`) until the work "
-        "queued before it finishes. A kernel that never completes (a custom kernel's loop bound, a "
-        "spin-wait on a flag, an NCCL kernel waiting for a peer GPU) keeps the GPU at 100% and the "
-        "host thread waiting forever, often spinning a CPU core in CUDA's polling."
-    )
-    instead = (
-        "Find the kernel with `CUDA_LAUNCH_BLOCKING=1` on a small input (the Python line then "
-        "blocks at the launch); check custom kernels' loop bounds and grid-stride loops and run "
-        "them under `compute-sanitizer`; for an NCCL kernel, look at the other ranks "
-        "(`NCCL_DEBUG=INFO`)."
-    )
     reads = "capture"
     specificity = 80
 

@@ -52,26 +52,24 @@ def _allocating(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence, Frame] |
 
 
 class GpuMemoryFull(Rule):
+    """GPU memory at capacity during the stall
+
+    Fires when: NVML shows device memory at capacity when the job stalled: a warning for context
+    (PyTorch's caching allocator keeps memory in healthy jobs too), the root cause when a stuck
+    thread is inside the allocator
+
+    Why: PyTorch's caching allocator keeps what it allocated once, so a healthy job sits near
+    capacity too: full memory alone is context. It is the cause when a stuck thread is inside the
+    allocator, which near capacity frees its cache and retries, so allocations stall or fail.
+
+    Instead: Lower the peak (smaller batches with gradient accumulation, mixed precision, activation
+    checkpointing), check for other processes on the GPU (`nvidia-smi`) and tensors kept across
+    steps, and set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`;
+    `torch.cuda.memory_stats()["num_alloc_retries"]` counts the retries.
+    """
+
     id = "HD403"
     category = Category.GPU_MEMORY_EXHAUSTED
-    summary = "GPU memory at capacity during the stall"
-    fires_when = (
-        "NVML shows device memory at capacity when the job stalled: a warning for context "
-        "(PyTorch's caching allocator keeps memory in healthy jobs too), the root cause when a "
-        "stuck thread is inside the allocator"
-    )
-    why = (
-        "PyTorch's caching allocator keeps what it allocated once, so a healthy job sits near "
-        "capacity too: full memory alone is context. It is the cause when a stuck thread is inside "
-        "the allocator, which near capacity frees its cache and retries, so allocations stall or "
-        "fail."
-    )
-    instead = (
-        "Lower the peak (smaller batches with gradient accumulation, mixed precision, activation "
-        "checkpointing), check for other processes on the GPU (`nvidia-smi`) and tensors kept "
-        "across steps, and set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`; "
-        '`torch.cuda.memory_stats()["num_alloc_retries"]` counts the retries.'
-    )
     reads = "capture"
     default_severity = Severity.WARNING
     specificity = 60

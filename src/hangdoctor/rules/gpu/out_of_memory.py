@@ -23,26 +23,24 @@ def _out_of_memory(raised: Raised) -> bool:
 
 
 class GpuMemoryExhausted(Rule):
+    """GPU memory exhausted
+
+    Fires when: `CUDA out of memory` (or `CUDA error: out of memory`) in the job's output; with the
+    line of your code the traceback ends in
+
+    Why: CUDA raises `out of memory` when an allocation does not fit in the GPU's free memory. The
+    peak of a step (activations of a large batch, an optimizer's states, memory kept alive across
+    steps, another process on the same GPU) decides it; in a distributed job the other ranks then
+    wait for the one that failed.
+
+    Instead: Lower the peak: a smaller batch with gradient accumulation, mixed precision
+    (`torch.autocast`), activation checkpointing; keep no tensors across steps (`loss.item()`);
+    reduce fragmentation with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`; check `nvidia-smi`
+    for other processes on the GPU.
+    """
+
     id = "HD401"
     category = Category.GPU_MEMORY_EXHAUSTED
-    summary = "GPU memory exhausted"
-    fires_when = (
-        "`CUDA out of memory` (or `CUDA error: out of memory`) in the job's output; with the "
-        "line of your code the traceback ends in"
-    )
-    why = (
-        "CUDA raises `out of memory` when an allocation does not fit in the GPU's free memory. The "
-        "peak of a step (activations of a large batch, an optimizer's states, memory kept alive "
-        "across steps, another process on the same GPU) decides it; in a distributed job the other "
-        "ranks then wait for the one that failed."
-    )
-    instead = (
-        "Lower the peak: a smaller batch with gradient accumulation, mixed precision "
-        "(`torch.autocast`), activation checkpointing; keep no tensors across steps "
-        "(`loss.item()`); reduce fragmentation with "
-        "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`; check `nvidia-smi` for other "
-        "processes on the GPU."
-    )
     reads = "capture"
     specificity = 70
     names_culprit = False

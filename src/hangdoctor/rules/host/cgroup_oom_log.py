@@ -16,24 +16,23 @@ from hangdoctor.taxonomy import Category
 
 
 class CgroupOutOfMemory(LogKindsRule):
+    """Slurm's cgroup OOM handler killed the job's tasks
+
+    Fires when: slurmstepd's `Detected N oom_kill event(s) in StepId=...` (or the older `oom-kill
+    event(s) in step ... cgroup`), with srun's `task N: Out Of Memory`
+
+    Why: Slurm runs each job step in a cgroup limited to its allocation (`--mem`, `--mem-per-cpu`).
+    When the step's processes use more, the cgroup's OOM handler kills them with SIGKILL: no Python
+    traceback, only slurmstepd's `oom_kill event` line, and the other ranks of the job fail or hang
+    waiting for them.
+
+    Instead: Ask for more memory (`#SBATCH --mem=...` or `--mem-per-cpu=...`; `sacct -j JOBID
+    --format=JobID,MaxRSS,ReqMem` shows what each step used), or use less: fewer DataLoader workers,
+    memory-mapped data instead of a copy per worker, a smaller `prefetch_factor`.
+    """
+
     id = "HD302"
     category = Category.HOST_MEMORY_EXHAUSTED
-    summary = "Slurm's cgroup OOM handler killed the job's tasks"
-    fires_when = (
-        "slurmstepd's `Detected N oom_kill event(s) in StepId=...` (or the older `oom-kill "
-        "event(s) in step ... cgroup`), with srun's `task N: Out Of Memory`"
-    )
-    why = (
-        "Slurm runs each job step in a cgroup limited to its allocation (`--mem`, "
-        "`--mem-per-cpu`). When the step's processes use more, the cgroup's OOM handler kills them "
-        "with SIGKILL: no Python traceback, only slurmstepd's `oom_kill event` line, and the other "
-        "ranks of the job fail or hang waiting for them."
-    )
-    instead = (
-        "Ask for more memory (`#SBATCH --mem=...` or `--mem-per-cpu=...`; `sacct -j JOBID "
-        "--format=JobID,MaxRSS,ReqMem` shows what each step used), or use less: fewer DataLoader "
-        "workers, memory-mapped data instead of a copy per worker, a smaller `prefetch_factor`."
-    )
     specificity = 75
     kinds = (LogKind.CGROUP_OOM,)
 

@@ -23,25 +23,23 @@ _GIB = 2**30
 
 
 class HostMemoryExhausted(Rule):
+    """host memory exhausted
+
+    Fires when: the OOM killer in the kernel log, allocation failures in the output, or the job's
+    memory climbing to the machine's size in the timeline; names the process that grew
+
+    Why: When the machine runs out of RAM, the kernel's OOM killer ends a process with SIGKILL (no
+    traceback) or allocations fail. Memory that climbs step after step is usually tensors kept
+    across steps, a cache without a bound, or DataLoader workers each duplicating a large Python
+    dataset; the job dies, or its ranks hang waiting for the one that was killed.
+
+    Instead: Keep only numbers across steps (`losses.append(loss.item())`, not `loss`), bound
+    caches, and lower the peak: smaller batches, fewer DataLoader workers, `prefetch_factor=1`,
+    memory-mapped datasets (`numpy.memmap`, Arrow) instead of one Python copy per worker.
+    """
+
     id = "HD301"
     category = Category.HOST_MEMORY_EXHAUSTED
-    summary = "host memory exhausted"
-    fires_when = (
-        "the OOM killer in the kernel log, allocation failures in the output, or the job's "
-        "memory climbing to the machine's size in the timeline; names the process that grew"
-    )
-    why = (
-        "When the machine runs out of RAM, the kernel's OOM killer ends a process with SIGKILL (no "
-        "traceback) or allocations fail. Memory that climbs step after step is usually tensors "
-        "kept across steps, a cache without a bound, or DataLoader workers each duplicating a "
-        "large Python dataset; the job dies, or its ranks hang waiting for the one that was "
-        "killed."
-    )
-    instead = (
-        "Keep only numbers across steps (`losses.append(loss.item())`, not `loss`), bound caches, "
-        "and lower the peak: smaller batches, fewer DataLoader workers, `prefetch_factor=1`, "
-        "memory-mapped datasets (`numpy.memmap`, Arrow) instead of one Python copy per worker."
-    )
     reads = "capture"
     specificity = 70
     names_culprit = False

@@ -8,20 +8,19 @@ from hangdoctor.taxonomy import Category
 
 
 class HostMemoryFailure(FailureRule):
+    """the job failed of a host memory allocation
+
+    Fires when: the job failed of `MemoryError` or `Cannot allocate memory` and no other rule found
+    an error: names it and its line in your code
+
+    Why: A `MemoryError` or `Cannot allocate memory` means the host could not give the process the
+    memory it asked for: the machine, the container or the job's allocation is full. The line that
+    asked is where to start, even when the memory was used up elsewhere.
+
+    Instead: Use less host memory at the named line: load data lazily (memory-mapped files,
+    streaming), fewer DataLoader workers, no copy of the dataset per worker; check the container's
+    or scheduler's memory limit.
+    """
+
     id = "HD698"
     category = Category.HOST_MEMORY_EXHAUSTED
-    summary = "the job failed of a host memory allocation"
-    fires_when = (
-        "the job failed of `MemoryError` or `Cannot allocate memory` and no other rule found an "
-        "error: names it and its line in your code"
-    )
-    why = (
-        "A `MemoryError` or `Cannot allocate memory` means the host could not give the process the "
-        "memory it asked for: the machine, the container or the job's allocation is full. The line "
-        "that asked is where to start, even when the memory was used up elsewhere."
-    )
-    instead = (
-        "Use less host memory at the named line: load data lazily (memory-mapped files, "
-        "streaming), fewer DataLoader workers, no copy of the dataset per worker; check the "
-        "container's or scheduler's memory limit."
-    )

@@ -76,27 +76,26 @@ def _still(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bo
 
 
 class ForkedPool(Rule):
+    """a forked child waits inside a native call for a thread pool that fork did not copy
+
+    Fires when: a process forked (not exec'd) from a parent that runs native pool threads sleeps on
+    a futex inside a native call of your code (a torch or numpy operation), alone in its process and
+    unmoving: OpenMP's pool in the child waits for workers that do not exist
+
+    Why: fork() copies only the thread that calls it. A parent that already ran torch's or numpy's
+    parallel operations has a native thread pool (GNU OpenMP, MKL) whose state the child inherits
+    without its worker threads; the child's first parallel operation waits for workers that do not
+    exist, asleep on a futex forever (libgomp is not fork-safe).
+
+    Instead: Start children with the `spawn` or `forkserver` start method
+    (`multiprocessing.set_start_method("spawn")`, `DataLoader(...,
+    multiprocessing_context="spawn")`); or do no parallel torch/numpy work before forking, or run
+    the children single-threaded (`torch.set_num_threads(1)` as the child starts,
+    `OMP_NUM_THREADS=1`).
+    """
+
     id = "HD451"
     category = Category.NATIVE_BLOCKED
-    summary = "a forked child waits inside a native call for a thread pool that fork did not copy"
-    fires_when = (
-        "a process forked (not exec'd) from a parent that runs native pool threads sleeps on a "
-        "futex inside a native call of your code (a torch or numpy operation), alone in its "
-        "process and unmoving: OpenMP's pool in the child waits for workers that do not exist"
-    )
-    why = (
-        "fork() copies only the thread that calls it. A parent that already ran torch's or numpy's "
-        "parallel operations has a native thread pool (GNU OpenMP, MKL) whose state the child "
-        "inherits without its worker threads; the child's first parallel operation waits for "
-        "workers that do not exist, asleep on a futex forever (libgomp is not fork-safe)."
-    )
-    instead = (
-        "Start children with the `spawn` or `forkserver` start method "
-        '(`multiprocessing.set_start_method("spawn")`, `DataLoader(..., '
-        'multiprocessing_context="spawn")`); or do no parallel torch/numpy work before forking, '
-        "or run the children single-threaded (`torch.set_num_threads(1)` as the child starts, "
-        "`OMP_NUM_THREADS=1`)."
-    )
     reads = "capture"
     specificity = 70
 

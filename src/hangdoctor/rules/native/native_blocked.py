@@ -57,25 +57,23 @@ def _first_python(thread: ThreadEvidence) -> Frame | None:
 
 
 class NativeBlocked(Rule):
+    """a thread stuck in native code, holding the GIL
+
+    Fires when: a thread holds the GIL while blocked inside native code, starving every other Python
+    thread
+
+    Why: Python's own blocking calls release the global interpreter lock while they wait; a C/C++
+    extension, custom op or ctypes function that blocks in the kernel without releasing it keeps it.
+    Every other Python thread of the process (DataLoader pin-memory threads, heartbeats, logging,
+    the watchdog) then waits for the GIL, so the whole process freezes behind one native call.
+
+    Instead: Release the GIL around blocking native work (`Py_BEGIN_ALLOW_THREADS`,
+    `py::gil_scoped_release` in pybind11, `nogil` in Cython), give the blocking call a timeout, and
+    look at the native frames with `hangdoctor dump PID --native`.
+    """
+
     id = "HD103"
     category = Category.NATIVE_BLOCKED
-    summary = "a thread stuck in native code, holding the GIL"
-    fires_when = (
-        "a thread holds the GIL while blocked inside native code, starving every other Python "
-        "thread"
-    )
-    why = (
-        "Python's own blocking calls release the global interpreter lock while they wait; a C/C++ "
-        "extension, custom op or ctypes function that blocks in the kernel without releasing it "
-        "keeps it. Every other Python thread of the process (DataLoader pin-memory threads, "
-        "heartbeats, logging, the watchdog) then waits for the GIL, so the whole process freezes "
-        "behind one native call."
-    )
-    instead = (
-        "Release the GIL around blocking native work (`Py_BEGIN_ALLOW_THREADS`, "
-        "`py::gil_scoped_release` in pybind11, `nogil` in Cython), give the blocking call a "
-        "timeout, and look at the native frames with `hangdoctor dump PID --native`."
-    )
     reads = "capture"
     specificity = 70
 

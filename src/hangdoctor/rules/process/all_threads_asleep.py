@@ -146,26 +146,25 @@ def _exception_in_flight(thread: ThreadEvidence) -> str | None:
 
 
 class AllThreadsAsleep(Rule):
+    """every thread of a process sleeps in an in-process wait: none can wake another
+
+    Fires when: every thread of a process that runs Python waits in a queue, event, condition,
+    future, lock or join (without a timeout, or with one inside a loop that waits again), at least
+    one with no timeout at all, and none runs, sleeps on a timer or waits on I/O
+
+    Why: Python's in-process waits (a queue, an event, a condition, a future, a lock, a join) end
+    only when another thread of the same process acts. When every thread of the process waits in
+    one, nobody is left to put, set, notify, release or return, and the threads that wait with a
+    timeout just go round their loops and wait again: the process never moves on.
+
+    Instead: Give waits a timeout that raises (`future.result(timeout=...)`, `q.get(timeout=...)`),
+    end workers on a sentinel or an event that every exit path sets (in a `finally:`), and flush
+    partial work on shutdown (a batcher that runs only full batches must run the last partial one
+    too).
+    """
+
     id = "HD111"
     category = Category.PROCESS_DEADLOCK
-    summary = "every thread of a process sleeps in an in-process wait: none can wake another"
-    fires_when = (
-        "every thread of a process that runs Python waits in a queue, event, condition, future, "
-        "lock or join (without a timeout, or with one inside a loop that waits again), at "
-        "least one with no timeout at all, and none runs, sleeps on a timer or waits on I/O"
-    )
-    why = (
-        "Python's in-process waits (a queue, an event, a condition, a future, a lock, a join) end "
-        "only when another thread of the same process acts. When every thread of the process waits "
-        "in one, nobody is left to put, set, notify, release or return, and the threads that wait "
-        "with a timeout just go round their loops and wait again: the process never moves on."
-    )
-    instead = (
-        "Give waits a timeout that raises (`future.result(timeout=...)`, `q.get(timeout=...)`), "
-        "end workers on a sentinel or an event that every exit path sets (in a `finally:`), and "
-        "flush partial work on shutdown (a batcher that runs only full batches must run the last "
-        "partial one too)."
-    )
     reads = "capture"
     specificity = 60
 

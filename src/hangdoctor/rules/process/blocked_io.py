@@ -27,30 +27,27 @@ _HTTP_FILES = ("urllib/request.py", "http/client.py", "requests/", "urllib3/", "
 
 
 class BlockedIO(Rule):
+    """blocked on a pipe, socket, terminal, file or child that will not answer
+
+    Fires when: the main thread waits on something outside the process that will not answer: a child
+    blocked on a full pipe the parent does not read, a network read or connect without a timeout,
+    the terminal (`input()`, a `breakpoint()` left in), a file lock, hung storage
+
+    Why: A blocking read, write, connect or wait with no timeout lasts as long as whatever is on the
+    other side takes: a child stuck on a full pipe nobody reads, a server that stopped answering, a
+    terminal with nobody at it, a file lock another process keeps, storage that hangs. The thread
+    the job depends on waits there forever and the job makes no progress without ever raising an
+    error.
+
+    Instead: Read a child's pipes while waiting for it (`proc.communicate(timeout=...)` or
+    `subprocess.run(..., capture_output=True, timeout=...)`), pass `timeout=` to every network call
+    (`requests.get(url, timeout=(5, 30))`, `sock.settimeout(30)`), run unattended jobs with `<
+    /dev/null` and no `breakpoint()` left in (or `PYTHONBREAKPOINT=0`), take file locks with a
+    timeout (`filelock.FileLock(path, timeout=...)`), and copy inputs to local disk.
+    """
+
     id = "HD102"
     category = Category.PROCESS_BLOCKED_IO
-    summary = "blocked on a pipe, socket, terminal, file or child that will not answer"
-    fires_when = (
-        "the main thread waits on something outside the process that will not answer: a child "
-        "blocked on a full pipe the parent does not read, a network read or connect without a "
-        "timeout, the terminal (`input()`, a `breakpoint()` left in), a file lock, hung "
-        "storage"
-    )
-    why = (
-        "A blocking read, write, connect or wait with no timeout lasts as long as whatever is on "
-        "the other side takes: a child stuck on a full pipe nobody reads, a server that stopped "
-        "answering, a terminal with nobody at it, a file lock another process keeps, storage that "
-        "hangs. The thread the job depends on waits there forever and the job makes no progress "
-        "without ever raising an error."
-    )
-    instead = (
-        "Read a child's pipes while waiting for it (`proc.communicate(timeout=...)` or "
-        "`subprocess.run(..., capture_output=True, timeout=...)`), pass `timeout=` to every "
-        "network call (`requests.get(url, timeout=(5, 30))`, `sock.settimeout(30)`), run "
-        "unattended jobs with `< /dev/null` and no `breakpoint()` left in (or "
-        "`PYTHONBREAKPOINT=0`), take file locks with a timeout (`filelock.FileLock(path, "
-        "timeout=...)`), and copy inputs to local disk."
-    )
     reads = "capture"
     specificity = 60
 

@@ -132,20 +132,21 @@ def spinning_threads(job: JobView) -> Iterator[Spin]:
 
 
 class BusyLoop(Rule):
+    """a thread spins on the CPU in the same code
+
+    Fires when: a thread spins at ~100% CPU in the same call chain in every sample
+
+    Why: A loop that polls a condition which never becomes true burns a CPU core forever and never
+    moves on: a flag only another thread or process would set, a value that never changes, an exit
+    test that is wrong. The job looks busy, so nothing times out, yet no step completes.
+
+    Instead: Wait on an event instead of polling (`threading.Event.wait(timeout=...)`,
+    `multiprocessing.Event`), and bound every polling loop with a deadline or a maximum number of
+    iterations that raises when it is reached.
+    """
+
     id = "HD104"
     category = Category.PROCESS_BUSY_LOOP
-    summary = "a thread spins on the CPU in the same code"
-    fires_when = "a thread spins at ~100% CPU in the same call chain in every sample"
-    why = (
-        "A loop that polls a condition which never becomes true burns a CPU core forever and never "
-        "moves on: a flag only another thread or process would set, a value that never changes, an "
-        "exit test that is wrong. The job looks busy, so nothing times out, yet no step completes."
-    )
-    instead = (
-        "Wait on an event instead of polling (`threading.Event.wait(timeout=...)`, "
-        "`multiprocessing.Event`), and bound every polling loop with a deadline or a maximum "
-        "number of iterations that raises when it is reached."
-    )
     reads = "capture"
     specificity = 40
 

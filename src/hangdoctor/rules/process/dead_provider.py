@@ -47,24 +47,23 @@ def _dead_culprit(job: JobView, death: Death) -> Culprit:
 
 
 class DeadProvider(Rule):
+    """a wait that only a thread or process that died would have ended
+
+    Fires when: following the job's wait-for graph from a waiting thread ends at a thread or process
+    that died (its traceback recorded or in the output, a zombie child, a child that ended) and no
+    live party is known to end the wait; names the line that raised
+
+    Why: An event, lock, queue, pipe or result that one thread or process was to provide is never
+    provided when that provider dies first: nothing tells the waiter, which waits without a timeout
+    forever. The root cause is the death, not the wait.
+
+    Instead: Catch exceptions in the provider and hand them to the waiter (put the error on the
+    queue, set a failure flag, use `concurrent.futures`, whose `result()` re-raises); give the wait
+    a timeout that checks whether the provider is still alive.
+    """
+
     id = "HD115"
     category = Category.PROCESS_DEADLOCK
-    summary = "a wait that only a thread or process that died would have ended"
-    fires_when = (
-        "following the job's wait-for graph from a waiting thread ends at a thread or process "
-        "that died (its traceback recorded or in the output, a zombie child, a child that "
-        "ended) and no live party is known to end the wait; names the line that raised"
-    )
-    why = (
-        "An event, lock, queue, pipe or result that one thread or process was to provide is "
-        "never provided when that provider dies first: nothing tells the waiter, which waits "
-        "without a timeout forever. The root cause is the death, not the wait."
-    )
-    instead = (
-        "Catch exceptions in the provider and hand them to the waiter (put the error on the "
-        "queue, set a failure flag, use `concurrent.futures`, whose `result()` re-raises); give "
-        "the wait a timeout that checks whether the provider is still alive."
-    )
     reads = "capture"
     specificity = 85
 

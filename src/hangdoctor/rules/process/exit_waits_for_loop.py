@@ -48,26 +48,25 @@ def _main_died(job: JobView, process: ProcessEvidence) -> Raised | None:
 
 
 class ExitWaitsForLoop(Rule):
+    """the main thread ended, but the interpreter's exit waits for a looping thread
+
+    Fires when: the main thread is in the interpreter's exit (`threading._shutdown`), which joins
+    every non-daemon thread, and one of them runs a loop of your code that sleeps or waits with a
+    timeout: its stop condition was the main thread's to set
+
+    Why: When the main thread ends (the script finished, or died of an exception), Python joins
+    every non-daemon thread before the process can exit. A thread whose loop waits for a stop flag
+    or event that only the main thread would have set never ends, so the process stays alive doing
+    nothing and its launcher (torchrun, a scheduler) waits for it forever. atexit handlers run only
+    after that join, so they cannot stop it.
+
+    Instead: Stop the thread on every way out of the main code: set its event in a `finally:` (or a
+    context manager around the training loop); or start it with `daemon=True` when it holds nothing
+    that must be flushed.
+    """
+
     id = "HD110"
     category = Category.PROCESS_DEADLOCK
-    summary = "the main thread ended, but the interpreter's exit waits for a looping thread"
-    fires_when = (
-        "the main thread is in the interpreter's exit (`threading._shutdown`), which joins "
-        "every non-daemon thread, and one of them runs a loop of your code that sleeps or "
-        "waits with a timeout: its stop condition was the main thread's to set"
-    )
-    why = (
-        "When the main thread ends (the script finished, or died of an exception), Python joins "
-        "every non-daemon thread before the process can exit. A thread whose loop waits for a stop "
-        "flag or event that only the main thread would have set never ends, so the process stays "
-        "alive doing nothing and its launcher (torchrun, a scheduler) waits for it forever. atexit "
-        "handlers run only after that join, so they cannot stop it."
-    )
-    instead = (
-        "Stop the thread on every way out of the main code: set its event in a `finally:` (or a "
-        "context manager around the training loop); or start it with `daemon=True` when it holds "
-        "nothing that must be flushed."
-    )
     reads = "capture"
     specificity = 85
 

@@ -38,26 +38,24 @@ def _waits_for_children(thread: ThreadEvidence | None) -> bool:
 
 
 class FullQueueDeadlock(Rule):
+    """child processes wait for room in a full queue that their waiting parent reads
+
+    Fires when: processes wait in a multiprocessing queue's `put()` (no timeout) from your code, and
+    their parent's main thread waits for its children (`Pool.map`, a result, `join()`); names the
+    put and the parent's wait
+
+    Why: `put()` on a bounded `multiprocessing.Queue(maxsize=N)` blocks while N items wait. When
+    child processes or pool tasks report on such a queue and their parent, the only reader, waits
+    for them first (`Pool.map()`, `join()`), the children wait for room and the parent waits for the
+    children: a cycle between processes that never ends.
+
+    Instead: Read the queue while the children run (start them with `map_async` or `imap` and drain
+    the queue until the result is ready); or return the reports as part of the tasks' results, use
+    an unbounded `multiprocessing.Queue()`, or `put(item, timeout=...)` and handle `queue.Full`.
+    """
+
     id = "HD109"
     category = Category.PROCESS_DEADLOCK
-    summary = "child processes wait for room in a full queue that their waiting parent reads"
-    fires_when = (
-        "processes wait in a multiprocessing queue's `put()` (no timeout) from your code, and "
-        "their parent's main thread waits for its children (`Pool.map`, a result, `join()`); "
-        "names the put and the parent's wait"
-    )
-    why = (
-        "`put()` on a bounded `multiprocessing.Queue(maxsize=N)` blocks while N items wait. When "
-        "child processes or pool tasks report on such a queue and their parent, the only reader, "
-        "waits for them first (`Pool.map()`, `join()`), the children wait for room and the parent "
-        "waits for the children: a cycle between processes that never ends."
-    )
-    instead = (
-        "Read the queue while the children run (start them with `map_async` or `imap` and drain "
-        "the queue until the result is ready); or return the reports as part of the tasks' "
-        "results, use an unbounded `multiprocessing.Queue()`, or `put(item, timeout=...)` and "
-        "handle `queue.Full`."
-    )
     reads = "capture"
     specificity = 90
 

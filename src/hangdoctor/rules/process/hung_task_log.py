@@ -63,25 +63,23 @@ def _blocked_in(lines: tuple[str, ...], index: int) -> str | None:
 
 
 class HungTaskInKernelLog(Rule):
+    """a task was blocked in the kernel (hung task)
+
+    Fires when: the kernel's hung-task detector reports a task blocked for more than N s (state D);
+    says what it waits in (NFS, FUSE, Lustre, a local disk, the NVIDIA driver)
+
+    Why: A task in uninterruptible sleep (state D) waits inside the kernel for storage or a driver
+    (NFS, FUSE, Lustre, a failing disk, the NVIDIA driver) that does not answer. It cannot be
+    interrupted or even killed until the I/O completes, so a training job reading from such a mount
+    stalls and survives SIGKILL.
+
+    Instead: Read training data from local disk (copy it to local NVMe first, or use a local cache)
+    instead of a network mount; for NFS check the server and the mount options (`hard`/`soft`,
+    `timeo`); fix or remount the storage, or reboot the node, to free a task in state D.
+    """
+
     id = "HD150"
     category = Category.PROCESS_BLOCKED_IO
-    summary = "a task was blocked in the kernel (hung task)"
-    fires_when = (
-        "the kernel's hung-task detector reports a task blocked for more than N s (state D); "
-        "says what it waits in (NFS, FUSE, Lustre, a local disk, the NVIDIA driver)"
-    )
-    why = (
-        "A task in uninterruptible sleep (state D) waits inside the kernel for storage or a driver "
-        "(NFS, FUSE, Lustre, a failing disk, the NVIDIA driver) that does not answer. It cannot be "
-        "interrupted or even killed until the I/O completes, so a training job reading from such a "
-        "mount stalls and survives SIGKILL."
-    )
-    instead = (
-        "Read training data from local disk (copy it to local NVMe first, or use a local cache) "
-        "instead of a network mount; for NFS check the server and the mount options "
-        "(`hard`/`soft`, `timeo`); fix or remount the storage, or reboot the node, to free a task "
-        "in state D."
-    )
     reads = "logs"
     specificity = 60
 

@@ -47,26 +47,25 @@ def _forked_from(job: JobView, child: ProcessEvidence, parent: ProcessEvidence) 
 
 
 class InheritedFileLock(Rule):
+    """a process waits for a file lock that a child it forked holds through fork
+
+    Fires when: a thread waits in flock()/fcntl() to lock a file that a process forked from it (same
+    command line, no exec) also has open: the lock belongs to the open file the child inherited, so
+    closing the parent's descriptor did not release it
+
+    Why: An flock() lock belongs to the open file, not to the descriptor or the process, and fork()
+    shares open files with the child. Closing the parent's descriptor does not release the lock
+    while a forked child (a DataLoader worker, a Pool, a multiprocessing.Process) keeps its copy, so
+    the parent's next lock on that file waits for its own child, forever.
+
+    Instead: Do not fork while holding a file lock: start helpers before taking it, or unlock
+    explicitly with `fcntl.flock(fd, fcntl.LOCK_UN)` first (do not rely on `close()`); open lock
+    files with `O_CLOEXEC` and start helpers with the `spawn` start method so children do not
+    inherit them.
+    """
+
     id = "HD114"
     category = Category.PROCESS_DEADLOCK
-    summary = "a process waits for a file lock that a child it forked holds through fork"
-    fires_when = (
-        "a thread waits in flock()/fcntl() to lock a file that a process forked from it (same "
-        "command line, no exec) also has open: the lock belongs to the open file the child "
-        "inherited, so closing the parent's descriptor did not release it"
-    )
-    why = (
-        "An flock() lock belongs to the open file, not to the descriptor or the process, and "
-        "fork() shares open files with the child. Closing the parent's descriptor does not release "
-        "the lock while a forked child (a DataLoader worker, a Pool, a multiprocessing.Process) "
-        "keeps its copy, so the parent's next lock on that file waits for its own child, forever."
-    )
-    instead = (
-        "Do not fork while holding a file lock: start helpers before taking it, or unlock "
-        "explicitly with `fcntl.flock(fd, fcntl.LOCK_UN)` first (do not rely on `close()`); open "
-        "lock files with `O_CLOEXEC` and start helpers with the `spawn` start method so children "
-        "do not inherit them."
-    )
     reads = "capture"
     specificity = 85
 

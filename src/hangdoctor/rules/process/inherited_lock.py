@@ -42,28 +42,26 @@ def _users_in_parent(parent: ProcessEvidence, owner: str | None) -> list[ThreadE
 
 
 class InheritedLock(Rule):
+    """a forked child waits for a lock that was held when its parent forked
+
+    Fires when: a child process, alone in its own code, waits for a lock that nothing in it holds,
+    while its parent runs other threads (one of which held the lock at fork time): names the
+    parent's threads that use the same object
+
+    Why: fork() copies the memory of the parent, including every lock, but only the thread that
+    called it. A lock another thread of the parent held at that moment is held in the child too, by
+    a thread that does not exist there, so the child's first attempt to take it (logging, a
+    tokenizer, an allocator) waits forever. multiprocessing forks by default on Linux, so DataLoader
+    workers and pools are exposed whenever the parent runs threads.
+
+    Instead: Start workers with the `spawn` or `forkserver` start method
+    (`multiprocessing.get_context("spawn").Pool(...)`, `DataLoader(...,
+    multiprocessing_context="spawn")`); or create the processes before starting background threads,
+    or re-create the lock in the child with `os.register_at_fork(after_in_child=...)`.
+    """
+
     id = "HD106"
     category = Category.PROCESS_DEADLOCK
-    summary = "a forked child waits for a lock that was held when its parent forked"
-    fires_when = (
-        "a child process, alone in its own code, waits for a lock that nothing in it holds, "
-        "while its parent runs other threads (one of which held the lock at fork time): names "
-        "the parent's threads that use the same object"
-    )
-    why = (
-        "fork() copies the memory of the parent, including every lock, but only the thread that "
-        "called it. A lock another thread of the parent held at that moment is held in the child "
-        "too, by a thread that does not exist there, so the child's first attempt to take it "
-        "(logging, a tokenizer, an allocator) waits forever. multiprocessing forks by default on "
-        "Linux, so DataLoader workers and pools are exposed whenever the parent runs threads."
-    )
-    instead = (
-        "Start workers with the `spawn` or `forkserver` start method "
-        '(`multiprocessing.get_context("spawn").Pool(...)`, `DataLoader(..., '
-        'multiprocessing_context="spawn")`); or create the processes before starting background '
-        "threads, or re-create the lock in the child with "
-        "`os.register_at_fork(after_in_child=...)`."
-    )
     reads = "capture"
     specificity = 85
 

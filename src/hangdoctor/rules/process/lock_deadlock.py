@@ -32,27 +32,26 @@ def _handoff_from_the_dead(graph: WaitGraph, process: ProcessEvidence, cycle: Cy
 
 
 class LockDeadlock(Rule):
+    """threads wait for locks held by each other
+
+    Fires when: threads wait for locks held by each other (cycle in the wait-for graph); a
+    non-reentrant lock taken twice; a lock inherited in its held state through `fork`
+
+    Why: Threads that take the same locks in different orders can each end up holding one lock while
+    waiting for the other: none can continue, and nothing outside will ever release them. The same
+    happens to a thread that takes a non-reentrant `threading.Lock` twice, to a signal handler that
+    waits for a lock the code it interrupted holds, and to a forked child that got a lock in its
+    held state. The job stops with no error and no CPU use.
+
+    Instead: Take locks in one fixed order everywhere, or protect the shared state with a single
+    lock; use `threading.RLock` where a thread may take the lock again, and
+    `lock.acquire(timeout=...)` with a back-off where an order cannot be fixed. In a signal handler
+    set a flag instead of locking; start child processes with the `spawn` start method
+    (`multiprocessing.set_start_method("spawn")`).
+    """
+
     id = "HD101"
     category = Category.PROCESS_DEADLOCK
-    summary = "threads wait for locks held by each other"
-    fires_when = (
-        "threads wait for locks held by each other (cycle in the wait-for graph); a "
-        "non-reentrant lock taken twice; a lock inherited in its held state through `fork`"
-    )
-    why = (
-        "Threads that take the same locks in different orders can each end up holding one lock "
-        "while waiting for the other: none can continue, and nothing outside will ever release "
-        "them. The same happens to a thread that takes a non-reentrant `threading.Lock` twice, to "
-        "a signal handler that waits for a lock the code it interrupted holds, and to a forked "
-        "child that got a lock in its held state. The job stops with no error and no CPU use."
-    )
-    instead = (
-        "Take locks in one fixed order everywhere, or protect the shared state with a single lock; "
-        "use `threading.RLock` where a thread may take the lock again, and "
-        "`lock.acquire(timeout=...)` with a back-off where an order cannot be fixed. In a signal "
-        "handler set a flag instead of locking; start child processes with the `spawn` start "
-        'method (`multiprocessing.set_start_method("spawn")`).'
-    )
     reads = "capture"
     specificity = 90
 

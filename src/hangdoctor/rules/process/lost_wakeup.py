@@ -42,26 +42,24 @@ def _asleep_in_selector(thread: ThreadEvidence) -> bool:
 
 
 class LostWakeup(Rule):
+    """an asyncio loop never woken: another thread scheduled on it without thread safety
+
+    Fires when: the job hung, a thread's asyncio event loop sleeps in its selector, and the
+    instrumentation saw another thread of that process call the loop's `call_soon` (directly, or
+    through `Future.set_result`); names that line
+
+    Why: `loop.call_soon` and a future's `set_result` are not thread-safe: from another thread they
+    queue the callback without waking the loop. A loop asleep in `select()` with no timer left never
+    runs it, and the coroutine awaiting the future waits for ever; while timers or I/O still wake
+    the loop, the callbacks merely run late, so the bug hides until the end of the work.
+
+    Instead: From another thread, hand work to the loop with `loop.call_soon_threadsafe(...)`
+    (`loop.call_soon_threadsafe(fut.set_result, value)`), or use `asyncio.run_coroutine_threadsafe`
+    or `loop.run_in_executor`, which do so.
+    """
+
     id = "HD118"
     category = Category.PROCESS_DEADLOCK
-    summary = "an asyncio loop never woken: another thread scheduled on it without thread safety"
-    fires_when = (
-        "the job hung, a thread's asyncio event loop sleeps in its selector, and the "
-        "instrumentation saw another thread of that process call the loop's `call_soon` "
-        "(directly, or through `Future.set_result`); names that line"
-    )
-    why = (
-        "`loop.call_soon` and a future's `set_result` are not thread-safe: from another thread "
-        "they queue the callback without waking the loop. A loop asleep in `select()` with no "
-        "timer left never runs it, and the coroutine awaiting the future waits for ever; while "
-        "timers or I/O still wake the loop, the callbacks merely run late, so the bug hides "
-        "until the end of the work."
-    )
-    instead = (
-        "From another thread, hand work to the loop with `loop.call_soon_threadsafe(...)` "
-        "(`loop.call_soon_threadsafe(fut.set_result, value)`), or use "
-        "`asyncio.run_coroutine_threadsafe` or `loop.run_in_executor`, which do so."
-    )
     reads = "capture"
     specificity = 92
 

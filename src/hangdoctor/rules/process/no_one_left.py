@@ -26,24 +26,22 @@ from hangdoctor.taxonomy import Category
 
 
 class NoOneLeft(Rule):
+    """a wait that nothing left in the job can end, or a cycle of waits
+
+    Fires when: the job hung and following its wait-for graph from a waiting thread ends at a wait
+    that no thread or process of the job is left to end, or comes back to a thread already on the
+    chain; names where the chain stops
+
+    Why: A wait without a timeout ends only when some other party acts. When the graph of who could
+    act shows nobody (the provider was never started, or already ended), or each party waits for the
+    next and the last for the first, the wait can never end, whatever the primitive is called.
+
+    Instead: Make sure the party that ends the wait exists and cannot block on the waiter: start it
+    before waiting, release what it needs first; give the wait a timeout that raises.
+    """
+
     id = "HD117"
     category = Category.PROCESS_DEADLOCK
-    summary = "a wait that nothing left in the job can end, or a cycle of waits"
-    fires_when = (
-        "the job hung and following its wait-for graph from a waiting thread ends at a wait "
-        "that no thread or process of the job is left to end, or comes back to a thread "
-        "already on the chain; names where the chain stops"
-    )
-    why = (
-        "A wait without a timeout ends only when some other party acts. When the graph of who "
-        "could act shows nobody (the provider was never started, or already ended), or each "
-        "party waits for the next and the last for the first, the wait can never end, whatever "
-        "the primitive is called."
-    )
-    instead = (
-        "Make sure the party that ends the wait exists and cannot block on the waiter: start "
-        "it before waiting, release what it needs first; give the wait a timeout that raises."
-    )
     reads = "capture"
     specificity = 40
 

@@ -27,25 +27,24 @@ from hangdoctor.taxonomy import Category
 
 
 class NobodyCanWake(Rule):
+    """a thread waits on a queue, event or condition that nothing can ever fill or set
+
+    Fires when: a thread waits without a timeout in `Queue.get()`, `Event.wait()`,
+    `Condition.wait()`, `Semaphore.acquire()` or `Barrier.wait()`, and no other thread of its
+    process runs any of your code that could put, set, notify or release
+
+    Why: `Queue.get()`, `Event.wait()`, `Condition.wait()`, `Semaphore.acquire()` and
+    `Barrier.wait()` without a timeout return only when another thread of the same process puts,
+    sets, notifies or releases. When no such thread exists (the producer never started, or died, or
+    is the one waiting), the wait can never end and the job hangs silently.
+
+    Instead: Start the producer thread before waiting (and keep it alive), or fill the queue before
+    reading it; give the wait a timeout that raises (`q.get(timeout=60)` raising `queue.Empty`) so
+    that a missing producer is an error, not a hang.
+    """
+
     id = "HD105"
     category = Category.PROCESS_DEADLOCK
-    summary = "a thread waits on a queue, event or condition that nothing can ever fill or set"
-    fires_when = (
-        "a thread waits without a timeout in `Queue.get()`, `Event.wait()`, `Condition.wait()`, "
-        "`Semaphore.acquire()` or `Barrier.wait()`, and no other thread of its process runs "
-        "any of your code that could put, set, notify or release"
-    )
-    why = (
-        "`Queue.get()`, `Event.wait()`, `Condition.wait()`, `Semaphore.acquire()` and "
-        "`Barrier.wait()` without a timeout return only when another thread of the same process "
-        "puts, sets, notifies or releases. When no such thread exists (the producer never started, "
-        "or died, or is the one waiting), the wait can never end and the job hangs silently."
-    )
-    instead = (
-        "Start the producer thread before waiting (and keep it alive), or fill the queue before "
-        "reading it; give the wait a timeout that raises (`q.get(timeout=60)` raising "
-        "`queue.Empty`) so that a missing producer is an error, not a hang."
-    )
     reads = "capture"
     specificity = 80
 

@@ -24,25 +24,24 @@ from hangdoctor.taxonomy import Category
 
 
 class OutsideProvider(Rule):
+    """a job thread waits on a process outside the job's tree
+
+    Fires when: following the job's wait-for graph from a waiting thread ends at a process that is
+    no descendant of the job's root (an orphan the job left, a daemon) and holds the other end of
+    the pipe, FIFO or connection waited on; names that process and its line
+
+    Why: A pipe's reader sees end-of-file only when every holder of the write end has closed it, and
+    a connection's reader waits for whoever holds the other socket. A process that a job's child
+    started in the background inherits those descriptors and outlives the child: the job then waits
+    for it, though it is no part of the job's tree.
+
+    Instead: Start background processes with their standard streams redirected
+    (`stdout=subprocess.DEVNULL`, `> /dev/null 2>&1 &` in a shell) or with `close_fds`, and end them
+    when the job ends; read with a timeout.
+    """
+
     id = "HD116"
     category = Category.PROCESS_BLOCKED_IO
-    summary = "a job thread waits on a process outside the job's tree"
-    fires_when = (
-        "following the job's wait-for graph from a waiting thread ends at a process that is no "
-        "descendant of the job's root (an orphan the job left, a daemon) and holds the other "
-        "end of the pipe, FIFO or connection waited on; names that process and its line"
-    )
-    why = (
-        "A pipe's reader sees end-of-file only when every holder of the write end has closed "
-        "it, and a connection's reader waits for whoever holds the other socket. A process that "
-        "a job's child started in the background inherits those descriptors and outlives the "
-        "child: the job then waits for it, though it is no part of the job's tree."
-    )
-    instead = (
-        "Start background processes with their standard streams redirected "
-        "(`stdout=subprocess.DEVNULL`, `> /dev/null 2>&1 &` in a shell) or with `close_fds`, "
-        "and end them when the job ends; read with a timeout."
-    )
     reads = "capture"
     specificity = 91
 

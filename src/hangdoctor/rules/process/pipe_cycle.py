@@ -28,28 +28,26 @@ def _pipe_wait(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -
 
 
 class PipeCycle(Rule):
+    """two processes wait on pipes to each other: a parent and its child, each waiting
+
+    Fires when: following pipe waits through the wait-for graph comes back to where it started: a
+    process reads (or writes) a pipe whose other end is held by a process that is itself blocked on
+    a pipe to the first (a child reading its stdin to EOF while the parent, which never closed that
+    stdin, reads the child's stdout)
+
+    Why: A child that reads its stdin to the end waits for end-of-file, which comes only when every
+    write end is closed; a parent that still holds that end open while it reads the child's output
+    waits for output the child writes only after end-of-file. Two processes that both write into
+    full pipes (64 KiB) the other does not read wait the same way. Each waits for the other forever.
+
+    Instead: Close the child's stdin as soon as the input is written (`proc.stdin.close()`) before
+    reading its output, or use `proc.communicate(input, timeout=...)`, which writes, closes and
+    reads at once; for a line-by-line conversation, flush after each line and have the child answer
+    each line.
+    """
+
     id = "HD113"
     category = Category.PROCESS_BLOCKED_IO
-    summary = "two processes wait on pipes to each other: a parent and its child, each waiting"
-    fires_when = (
-        "following pipe waits through the wait-for graph comes back to where it started: a "
-        "process reads (or writes) a pipe whose other end is held by a process that is itself "
-        "blocked on a pipe to the first (a child reading its stdin to EOF while the parent, "
-        "which never closed that stdin, reads the child's stdout)"
-    )
-    why = (
-        "A child that reads its stdin to the end waits for end-of-file, which comes only when "
-        "every write end is closed; a parent that still holds that end open while it reads the "
-        "child's output waits for output the child writes only after end-of-file. Two processes "
-        "that both write into full pipes (64 KiB) the other does not read wait the same way. Each "
-        "waits for the other forever."
-    )
-    instead = (
-        "Close the child's stdin as soon as the input is written (`proc.stdin.close()`) before "
-        "reading its output, or use `proc.communicate(input, timeout=...)`, which writes, closes "
-        "and reads at once; for a line-by-line conversation, flush after each line and have the "
-        "child answer each line."
-    )
     reads = "capture"
     specificity = 85
 

@@ -69,25 +69,23 @@ def _all_threads(count: int) -> str:
 
 
 class PoolStarved(Rule):
+    """every thread of a thread pool waits for work queued in that same pool
+
+    Fires when: every worker thread of a `ThreadPoolExecutor` runs a task that waits in
+    `Future.result()` (or `wait`/`as_completed`), none is idle or running: the tasks they wait for
+    are queued behind them with no thread to run them
+
+    Why: A task that submits sub-tasks to its own bounded `ThreadPoolExecutor` and waits for them
+    takes a pool thread while it waits. Once every thread waits like that, the sub-tasks sit in the
+    pool's queue behind them with no thread left to run them, and the pool starves forever.
+
+    Instead: Submit the sub-tasks from the caller and wait there, or give them a pool of their own;
+    or return the sub-futures (or chain them with `add_done_callback`) instead of blocking a pool
+    thread, and pass a timeout to `future.result(timeout=...)`.
+    """
+
     id = "HD108"
     category = Category.PROCESS_DEADLOCK
-    summary = "every thread of a thread pool waits for work queued in that same pool"
-    fires_when = (
-        "every worker thread of a `ThreadPoolExecutor` runs a task that waits in "
-        "`Future.result()` (or `wait`/`as_completed`), none is idle or running: the tasks they "
-        "wait for are queued behind them with no thread to run them"
-    )
-    why = (
-        "A task that submits sub-tasks to its own bounded `ThreadPoolExecutor` and waits for them "
-        "takes a pool thread while it waits. Once every thread waits like that, the sub-tasks sit "
-        "in the pool's queue behind them with no thread left to run them, and the pool starves "
-        "forever."
-    )
-    instead = (
-        "Submit the sub-tasks from the caller and wait there, or give them a pool of their own; or "
-        "return the sub-futures (or chain them with `add_done_callback`) instead of blocking a "
-        "pool thread, and pass a timeout to `future.result(timeout=...)`."
-    )
     reads = "capture"
     specificity = 85
 

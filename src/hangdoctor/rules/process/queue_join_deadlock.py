@@ -66,26 +66,24 @@ def _blocked_feeder(job: JobView, child: ProcessEvidence) -> ThreadEvidence | No
 
 
 class QueueJoinDeadlock(Rule):
+    """a parent joins a child whose Queue still holds items nobody reads
+
+    Fires when: a thread waits in `Process.join()` for a child, and that child's
+    `multiprocessing.Queue` feeder thread is blocked writing a full pipe: the child cannot exit
+    until the parent reads, and the parent reads nothing until the child exits
+
+    Why: A process that put items on a `multiprocessing.Queue` does not end until its feeder thread
+    has written them all into the queue's pipe. When the pipe is full and the parent, its only
+    reader, is waiting in `join()` for that child, each waits for the other and the job hangs
+    (Python's documentation warns of it under "Joining processes that use queues").
+
+    Instead: Drain the queue (until an end marker) before calling `join()`; or stop the producer
+    first, drain what it put, then join. If the items left over do not matter, call
+    `queue.cancel_join_thread()` in the child.
+    """
+
     id = "HD107"
     category = Category.PROCESS_DEADLOCK
-    summary = "a parent joins a child whose Queue still holds items nobody reads"
-    fires_when = (
-        "a thread waits in `Process.join()` for a child, and that child's `multiprocessing."
-        "Queue` feeder thread is blocked writing a full pipe: the child cannot exit until the "
-        "parent reads, and the parent reads nothing until the child exits"
-    )
-    why = (
-        "A process that put items on a `multiprocessing.Queue` does not end until its feeder "
-        "thread has written them all into the queue's pipe. When the pipe is full and the parent, "
-        "its only reader, is waiting in `join()` for that child, each waits for the other and the "
-        "job hangs (Python's documentation warns of it under \"Joining processes that use "
-        'queues").'
-    )
-    instead = (
-        "Drain the queue (until an end marker) before calling `join()`; or stop the producer "
-        "first, drain what it put, then join. If the items left over do not matter, call "
-        "`queue.cancel_join_thread()` in the child."
-    )
     reads = "capture"
     specificity = 90
 

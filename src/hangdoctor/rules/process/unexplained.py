@@ -107,28 +107,26 @@ def _start(job: JobView) -> tuple[ProcessEvidence, ThreadEvidence] | None:
 
 
 class Unexplained(Rule):
+    """the job is stuck and no specific rule explains why; where it waits
+
+    Fires when: the job hung (or a dump found the whole tree idle) and no other rule found an error:
+    names the thread everything waits on (following the job's wait-for graph: a lock's holder, a
+    child, a pipe's other end, a joined thread, whoever could fill a queue), its line in your code,
+    what it waits in and why nothing ends the wait; low confidence
+
+    Why: When no rule recognises the mechanism of a hang, the thread that everything waits on is
+    still the place to start: following each wait to whoever could end it (a lock's holder, a child,
+    a pipe's other end, a joined thread, a queue's producers) leads there. A wait with no timeout at
+    that point is what turns a slow or lost peer into a hang.
+
+    Instead: Give the wait at the named line a timeout so that a stall raises an error
+    (`q.get(timeout=...)`, `future.result(timeout=...)`, `proc.wait(timeout=...)`); look at native
+    frames with `hangdoctor dump PID --native`; `faulthandler.dump_traceback_later(600)` prints
+    every thread's stack when a step takes too long.
+    """
+
     id = "HD199"
     category = Category.PROCESS_UNEXPLAINED
-    summary = "the job is stuck and no specific rule explains why; where it waits"
-    fires_when = (
-        "the job hung (or a dump found the whole tree idle) and no other rule found an error: "
-        "names the thread everything waits on (following the job's wait-for graph: a lock's "
-        "holder, a child, a pipe's other end, a joined thread, whoever could fill a queue), "
-        "its line in your code, what it waits in and why nothing ends the wait; low confidence"
-    )
-    why = (
-        "When no rule recognises the mechanism of a hang, the thread that everything waits on is "
-        "still the place to start: following each wait to whoever could end it (a lock's holder, a "
-        "child, a pipe's other end, a joined thread, a queue's producers) leads there. A wait with "
-        "no timeout at that point is what turns a slow or lost peer into a hang."
-    )
-    instead = (
-        "Give the wait at the named line a timeout so that a stall raises an error "
-        "(`q.get(timeout=...)`, `future.result(timeout=...)`, `proc.wait(timeout=...)`); look at "
-        "native frames with `hangdoctor dump PID --native`; "
-        "`faulthandler.dump_traceback_later(600)` prints every thread's stack when a step takes "
-        "too long."
-    )
     reads = "capture"
     fallback = True
     specificity = 0
