@@ -9,15 +9,19 @@ watching the job must never break it.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
 
+    from hangdoctor.instrument.bootstrap import _hangdoctor_hooks as hooks
     from hangdoctor.instrument.bootstrap import _hangdoctor_state as shared
     from hangdoctor.instrument.bootstrap import _hangdoctor_writer as writer
 else:
+    import _hangdoctor_hooks as hooks
     import _hangdoctor_state as shared
     import _hangdoctor_writer as writer
 
@@ -83,6 +87,26 @@ def leave_compile(entry: list[object] | None) -> None:
         writer.changed()
     except Exception:
         pass
+
+
+def compile_phase(original: Callable[..., object], what: str) -> Callable[..., object]:
+    """`original` wrapped so that each call is a compile phase named `what` for as long as it runs,
+    whoever called it (XLA compiling or fetching a computation from its cache, a tf.function
+    tracing its Python code again)."""
+
+    @functools.wraps(original)
+    def compiling(*args: object, **kwargs: object) -> object:
+        entry = enter_compile(what)
+        try:
+            return original(*args, **kwargs)
+        except BaseException as error:
+            hooks._hide_wrapper_frame(error)
+            raise
+        finally:
+            leave_compile(entry)
+
+    shared.mark_wrapper(compiling)
+    return compiling
 
 
 def note_version(name: str, module: ModuleType | None) -> None:

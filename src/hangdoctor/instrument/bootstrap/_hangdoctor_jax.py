@@ -56,7 +56,9 @@ def hook_jax(jax: ModuleType) -> None:
     compiler = sys.modules.get("jax._src.compiler")
     compile_function = getattr(compiler, "compile_or_get_cached", None)
     if compile_function is not None and not shared.is_wrapper(compile_function):
-        compiler.compile_or_get_cached = _wrap_compile(compile_function)  # type: ignore[union-attr]
+        compiler.compile_or_get_cached = frameworks.compile_phase(  # type: ignore[union-attr]
+            compile_function, "xla compile"
+        )
 
 
 def _is_jitted(made: object) -> TypeGuard[Callable[..., object]]:
@@ -176,25 +178,6 @@ def _wrap_initialize(original: Callable[..., object]) -> Callable[..., object]:
 
     shared.mark_wrapper(initialize)
     return initialize
-
-
-def _wrap_compile(original: Callable[..., object]) -> Callable[..., object]:
-    """XLA compiles (or fetches from its persistent cache) one computation: a compile phase
-    for as long as it takes, whoever asked for it (a recompile for new shapes, pmap)."""
-
-    @functools.wraps(original)
-    def compile_or_get_cached(*args: object, **kwargs: object) -> object:
-        entry = frameworks.enter_compile("xla compile")
-        try:
-            return original(*args, **kwargs)
-        except BaseException as error:
-            hooks._hide_wrapper_frame(error)
-            raise
-        finally:
-            frameworks.leave_compile(entry)
-
-    shared.mark_wrapper(compile_or_get_cached)
-    return compile_or_get_cached
 
 
 def hook_optax(optax: ModuleType) -> None:

@@ -55,7 +55,7 @@ def hook_tensorflow(tf: ModuleType) -> None:
         _patch(function_type, "__call__", _wrap_function_call)
     tracing = sys.modules.get(_TRACING)
     if tracing is not None:
-        _patch(tracing, "_create_concrete_function", _wrap_tracing)
+        _patch(tracing, "_create_concrete_function", _tracing_phase)
     iterator = getattr(sys.modules.get(_ITERATORS), "OwnedIterator", None)
     if iterator is not None:
         _patch(iterator, "__next__", _wrap_next)
@@ -97,7 +97,7 @@ def _wrap_function_call(original: Callable[..., object]) -> Callable[..., object
         try:
             # The first call of a function XLA compiles (`jit_compile=True`) compiles it inside
             # the runtime, where no Python shows it: a phase for the whole call. Without XLA the
-            # tracing is the compile (`_wrap_tracing`), and the rest of a first call runs the
+            # tracing is the compile (`_tracing_phase`), and the rest of a first call runs the
             # graph: a pipeline that never yields its first element is a wait, not a compile.
             if getattr(self, "_jit_compile", None) and (
                     self.experimental_get_tracing_count() == 0):  # type: ignore[attr-defined]
@@ -127,27 +127,17 @@ def _wrap_function_call(original: Callable[..., object]) -> Callable[..., object
     return __call__
 
 
+def _tracing_phase(original: Callable[..., object]) -> Callable[..., object]:
+    """A tf.function traces its Python code again (new input shapes or types)."""
+    return frameworks.compile_phase(original, "tf.function tracing")
+
+
 def _function_name(function: object) -> str:
     name = getattr(function, "_name", None)
     return str(name)[:80] if name else "<function>"
 
 
-def _wrap_tracing(original: Callable[..., object]) -> Callable[..., object]:
-    """A tf.function traces its Python code again (new input shapes or types)."""
 
-    @functools.wraps(original)
-    def _create_concrete_function(*args: object, **kwargs: object) -> object:
-        entry = frameworks.enter_compile("tf.function tracing")
-        try:
-            return original(*args, **kwargs)
-        except BaseException as error:
-            hooks._hide_wrapper_frame(error)
-            raise
-        finally:
-            frameworks.leave_compile(entry)
-
-    shared.mark_wrapper(_create_concrete_function)
-    return _create_concrete_function
 
 
 def _wrap_next(original: Callable[..., object]) -> Callable[..., object]:
