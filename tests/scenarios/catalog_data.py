@@ -527,10 +527,5 @@ DATA: tuple[Scenario, ...] = (
         first_try=(
             "wrong: process.unexplained / rank None / r16b_tf_val_ignore_errors_spin.py:107 / verdict hung: right line, declared after 161 s (the first call of Keras's test function was taken for a compile phase)"
         ),
-        xfail=(
-            "known miss: process.unexplained at the right line (verdict hung, after 3 x S since a "
-            "first call without XLA is no compile phase); Keras's test function waits for its "
-            "tf.data pipeline inside the graph, which only native stacks show"
-        ),
     ),
 )

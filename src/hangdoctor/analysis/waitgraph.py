@@ -34,6 +34,7 @@ from hangdoctor.analysis.locks import lock_holds, lock_wait
 from hangdoctor.analysis.rank_runs import as_rank
 from hangdoctor.analysis.ranks import RankState, rank_view
 from hangdoctor.analysis.roles import Role
+from hangdoctor.analysis.tf_steps import runs_pipeline_python
 from hangdoctor.analysis.thread_waits import (
     Primitive,
     at_exit,
@@ -578,9 +579,6 @@ def _dataloader_edges(w: _Waiter) -> bool:
     return True
 
 
-#: Where TensorFlow runs the user's Python for a tf.data pipeline (`from_generator`,
-#: `py_function`, `numpy_function`): a thread of its own, called from its runtime's registry.
-_TF_PY_FUNC = "tensorflow/python/ops/script_ops.py"
 #: Where a thread waits for TensorFlow's runtime to run a function or an op (native below).
 _TF_EXECUTE = "tensorflow/python/eager/execute.py"
 #: Where an eager loop over a tf.data dataset waits for its next element (native below).
@@ -600,8 +598,7 @@ def _tf_pipeline_edges(w: _Waiter) -> bool:
     producers = [
         t
         for t in w.process.threads
-        if t.tid != w.thread.tid
-        and in_function(t.python.frames if t.python else (), _TF_PY_FUNC, {"__call__"})
+        if t.tid != w.thread.tid and runs_pipeline_python(t.python.frames if t.python else ())
     ]
     for producer in producers:
         w.graph.add(
