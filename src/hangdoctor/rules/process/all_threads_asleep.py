@@ -172,7 +172,7 @@ class AllThreadsAsleep(Rule):
         for process in job.processes:
             threads = [t for t in process.threads if runs_python_of_its_own(t)]
             if len(threads) < 2:
-                continue  # one thread alone: HD105's case
+                continue  # a lone thread: no other thread of its own that could wake it
             how = {t.tid: _parked(job, process, t) for t in threads}
             if any(v is None for v in how.values()):
                 continue

@@ -14,10 +14,9 @@ from hangdoctor.analysis.frames import (
 )
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.locks import lock_holds, lock_identity, lock_wait
-from hangdoctor.analysis.roles import Role
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -64,15 +63,22 @@ class InheritedLock(Rule):
     category = Category.PROCESS_DEADLOCK
     reads = "capture"
     specificity = 85
+    defers_to = (
+        Deferral(
+            frozenset({"HD201"}),
+            why=(
+                "a DataLoader worker blocked on a lock copied through fork stalls the training "
+                "loop's data: HD201 names the same worker with the batch it was fetching and the "
+                "loop that waits for it"
+            ),
+            same_culprit=True,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             parent = job.process(process.ppid)
-            if (
-                parent is None
-                or not parent.stacks_sampled
-                or job.role(process.pid) is Role.DATALOADER_WORKER
-            ):  # HD201's to say
+            if parent is None or not parent.stacks_sampled:
                 continue
             parent_threads = [
                 t for t in parent.threads if t.tid != parent.pid and runs_python_of_its_own(t)
