@@ -977,4 +977,24 @@ DISTRIBUTED: tuple[Scenario, ...] = (
             "wrong: process.deadlock / rank 1 / r16b_jax_uneven_shard_straggler.py:114 / verdict hung: right rank and line, rank 0's wait for the jitted step's collectives not seen"
         ),
     ),
+    # --- round 17 (issue 30): programs from public reports, written blind
+    # TensorFlow MultiWorkerMirroredStrategy, 2 workers: each counts its steps from its own,
+    # unequal shard; worker 1 leaves the last epoch early and polls for the chief's weights, the
+    # chief waits in the step's gradient all-reduce.
+    _s(
+        "r17b_uneven_shard_steps",
+        "distributed.uneven_inputs",
+        verdict="hung",
+        rank=1,
+        markers=("steps_from_local_shard", "loop_ends_early", "polls_for_weights"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=17,
+        source="https://github.com/tensorflow/tensorflow/issues/37112",
+        first_try=(
+            "wrong: distributed.straggler / rank 1 / r17b_uneven_shard_steps.py:173 / verdict hung: right rank and line; rank 1 past the loop rank 0 waits in was not seen as having finished it"
+        ),
+    ),
 )

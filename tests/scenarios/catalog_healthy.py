@@ -568,4 +568,16 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         blind=True,
         first_try=("right: completed, no finding"),
     ),
+    # Healthy: a shuffle buffer as large as the dataset fills for ~50 s at full CPU, silently.
+    _s(
+        "r17b_healthy_shuffle_fill",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        round=17,
+        source="https://github.com/daniel-kukiela/nmt-chatbot/issues/63",
+    ),
 )

@@ -1343,4 +1343,27 @@ PROCESS: tuple[Scenario, ...] = (
             "right: process.exception / rank None / r16b_jax_callback_vocab_valueerror.py:44 / verdict failed: as expected"
         ),
     ),
+    # --- round 17 (issue 30): programs from public reports, written blind
+    # Keras fit over a tf.data map of tf.numpy_function(np.load) on a truncated .npy: the
+    # ValueError on a tf.data thread reaches fit as InvalidArgumentError (node PyFunc).
+    _s(
+        "r17b_numpy_function_bad_record",
+        "process.exception",
+        verdict="failed",
+        markers=("bad_record_load",),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=17,
+        source="https://github.com/tensorflow/tensorflow/issues/42713",
+        blind=True,
+        first_try=(
+            "wrong: process.exception / rank None / r17b_numpy_function_bad_record.py:86 / verdict failed: right category, located at the fit line instead of read_clip's np.load on the tf.data thread"
+        ),
+        xfail=(
+            "blind-set miss, left untouched: process.exception at the fit line; the ValueError "
+            "raised in the numpy_function on a tf.data thread is not followed to its line"
+        ),
+    ),
 )

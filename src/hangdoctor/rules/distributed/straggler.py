@@ -14,7 +14,7 @@ from hangdoctor.analysis.ranks import RankState, RankView, rank_list, rank_view
 from hangdoctor.analysis.waitgraph import Sink, build_wait_graph
 from hangdoctor.analysis.waits import WaitKind, describe_wait
 from hangdoctor.i18n import _, _n
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.distributed._ranks import describe_group, rank_culprit
 from hangdoctor.rules.finding import Finding
@@ -90,6 +90,16 @@ class Straggler(Rule):
     # in a distributed job the other ranks are its victims, and the rank is the news; the
     # mechanism is told in this finding's evidence.
     specificity = 90
+    defers_to = (
+        Deferral(
+            frozenset({"HD320"}),
+            why=(
+                "the rank outside the collective is past the loop the others wait in: it ran "
+                "fewer steps, and HD320 says so where this rule would say only where it waits"
+            ),
+            same_culprit=True,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         view = rank_view(job)
