@@ -997,4 +997,22 @@ DISTRIBUTED: tuple[Scenario, ...] = (
             "wrong: distributed.straggler / rank 1 / r17b_uneven_shard_steps.py:173 / verdict hung: right rank and line; rank 1 past the loop rank 0 waits in was not seen as having finished it"
         ),
     ),
+    # JAX, 2 processes: files split unevenly across hosts; host 1 runs out of batches, leaves
+    # the loop and waits at exit while host 0 waits in the jitted step's gradient all-reduce.
+    _s(
+        "r17a_uneven_host_shards",
+        "distributed.uneven_inputs",
+        verdict="hung",
+        rank=1,
+        markers=("uneven_host_split", "loop_ends_early", "leaves_training"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=17,
+        source="https://github.com/jax-ml/jax/issues/38503",
+        first_try=(
+            "wrong: distributed.uneven_inputs / rank 1 / distributed.py:199 / verdict hung: right category and rank, located in JAX's exit (shutdown), where rank 1 waits after leaving the user's code"
+        ),
+    ),
 )

@@ -579,5 +579,19 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         limit_s=300.0,
         round=17,
         source="https://github.com/daniel-kukiela/nmt-chatbot/issues/63",
+        first_try=("right: completed, no finding"),
+    ),
+    # Healthy: a GRU unrolled over 80 steps compiles for ~70-80 s at full CPU, silently.
+    _s(
+        "r17a_healthy_unrolled_gru_compile",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=30.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        round=17,
+        source="https://github.com/jax-ml/jax/issues/1223",
+        first_try=("right: completed, no finding"),
     ),
 )

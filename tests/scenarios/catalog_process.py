@@ -1366,4 +1366,22 @@ PROCESS: tuple[Scenario, ...] = (
             "raised in the numpy_function on a tf.data thread is not followed to its line"
         ),
     ),
+    # JAX: a label check run as jax.debug.callback inside the jitted step raises ValueError on
+    # the host; the loop sees a JaxRuntimeError at the train_step call.
+    _s(
+        "r17a_callback_label_check",
+        "process.exception",
+        verdict="failed",
+        markers=("label_check_raises", "unknown_label_index"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=17,
+        source="https://github.com/gbionics/jaxsim/pull/181",
+        blind=True,
+        first_try=(
+            "right: process.exception / rank None / r17a_callback_label_check.py:71 / verdict failed: as expected"
+        ),
+    ),
 )

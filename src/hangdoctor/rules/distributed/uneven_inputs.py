@@ -42,6 +42,16 @@ def _way_out(rest: list[RankState], loop: str) -> tuple[Location, str] | None:
     return where, words
 
 
+def _loop_header(rest: list[RankState], loop: str) -> Location | None:
+    """Where the loop that the others are still in begins, in their code: the place to show
+    for a rank that has left the user's code altogether (it waits in the framework's exit)."""
+    site = rest[0].site
+    if site is None or loop not in site.loops or len(site.loop_lines) != len(site.loops):
+        return None
+    line = site.loop_lines[site.loops.index(loop)]
+    return Location(file=site.file, line=line, function=site.function, code=loop)
+
+
 class UnevenInputs(Rule):
     """ranks ran different numbers of steps
 
@@ -100,6 +110,9 @@ class UnevenInputs(Rule):
             culprit = culprit.model_copy(update={"location": location})
         elif way_out is not None:
             culprit = culprit.model_copy(update={"location": way_out[0]})
+        elif loop is not None and not user_frames(state.thread):
+            left = _loop_header(rest, loop)  # it left the user's code: the loop it left
+            culprit = culprit.model_copy(update={"location": left}) if left else culprit
         yield self.finding(
             confidence=Confidence.CERTAIN,
             title=_n(
