@@ -32,14 +32,16 @@ class _LogRule(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         for line in job.bundle.job.output_tail if job.bundle.job else ():
             if self.word in line:
-                rank = int(line.split("rank=")[1]) if "rank=" in line else None
+                said = dict(w.split("=") for w in line.split() if "=" in w)
+                rank = int(said["rank"]) if "rank" in said else None
+                pid = int(said["pid"]) if "pid" in said else None
                 yield Finding(
                     id=self.id,
                     category=self.category,
                     severity=Severity.ERROR,
                     confidence=Confidence.LIKELY,
                     title=f"{self.word} seen",
-                    culprit=Culprit(rank=rank) if rank is not None else None,
+                    culprit=Culprit(rank=rank, pid=pid) if rank is not None else None,
                 )
 
 
@@ -83,6 +85,14 @@ class SameProcess(_LogRule):
     defers_to = (Deferral(frozenset({"HD901"}), why="the same rank", same_culprit=True),)
 
 
+class SameProcessOnly(_LogRule):
+    """Gives way to the timeout only when it names this very process, not a sibling of its rank."""
+
+    id = "HD909"
+    word = "sibling"
+    defers_to = (Deferral(frozenset({"HD901"}), why="the same process", same_process=True),)
+
+
 class Chained(_LogRule):
     """Defers to a rule that itself gives way: what counts is that it found something."""
 
@@ -113,7 +123,17 @@ class LeftToTheFallback(_LogRule):
     )
 
 
-_RULES = (Timeout, Abort, Counted, Logged, SameProcess, Chained, Explained, LeftToTheFallback)
+_RULES = (
+    Timeout,
+    Abort,
+    Counted,
+    Logged,
+    SameProcess,
+    SameProcessOnly,
+    Chained,
+    Explained,
+    LeftToTheFallback,
+)
 
 
 def _ids(job: JobView, rules: tuple[type[Rule], ...] = _RULES) -> list[str]:
@@ -135,6 +155,11 @@ def test_a_deferral_to_the_same_culprit_needs_their_finding_to_name_mine() -> No
     # (a culprit of a rank alone: the engine's dropping of a thread already named does not apply)
     assert _ids(_job("timeout rank=7", "stuck rank=7")) == ["HD901"]
     assert _ids(_job("timeout rank=7", "stuck rank=8")) == ["HD901", "HD905"]
+
+
+def test_a_deferral_to_the_same_process_ignores_another_process_of_the_same_rank() -> None:
+    assert _ids(_job("timeout rank=7 pid=70", "sibling rank=7 pid=70")) == ["HD901"]
+    assert _ids(_job("timeout rank=7 pid=70", "sibling rank=7 pid=71")) == ["HD901", "HD909"]
 
 
 def test_a_finding_deferred_to_counts_even_when_it_gives_way_itself() -> None:

@@ -187,27 +187,30 @@ def as_many_batches(odd: Sequence[RankState], rest: Sequence[RankState]) -> bool
     return min(counts) >= max(others)
 
 
-def finished_loops(state: RankState, rest: Sequence[RankState]) -> str | None:
-    """The outermost loop around the others' collective that `state`'s rank, in no collective,
-    has run to its end; None when it is still inside one of those loops (a rank-only evaluation
-    between epochs is a straggler's), has not reached them, or shares no function with them.
+def finished_loops(state: RankState, rest: Sequence[RankState]) -> Frame | None:
+    """The others' frame whose outermost loop `state`'s rank, in no collective, has run to its
+    end, in the innermost function of the user's code both stacks run in; None when it is still
+    inside one of the loops around the others' collective at any level of the stack (a rank-only
+    checkpoint between epochs, whose epoch loop is in a caller, is a straggler's), has not
+    reached them, or when a frame's source could not be read (its loops are then unknown).
 
-    In the innermost function of the user's code that both stacks run in, the others are inside
-    the loops and this rank's line is past the outermost one's header, in none of them: it ran
-    all the iterations it had and went on (polling for a file the chief writes at the end, a
-    final evaluation), while the others, with more, wait in the loop for it."""
+    The others are inside the loops and this rank's line, in each function both run in, is past
+    the outermost loop's header and in none of them: it ran all the iterations it had and went on
+    (polling for a file the chief writes at the end, a final evaluation), while the others, with
+    more, wait in the loop for it."""
     looping = rest[0].site
     if state.thread is None or looping is None:
         return None
     rest_frames = user_frames(rest[0].thread) or [looping]
     own = user_frames(state.thread)
+    found = None
     for frame in rest_frames:  # innermost first
         mine = next((f for f in own if (f.file, f.function) == (frame.file, frame.function)), None)
-        if mine is None:
+        if mine is None or not frame.loops:
             continue
-        if not frame.loop_lines or len(frame.loop_lines) != len(frame.loops):
-            return None
+        if mine.code is None or frame.code is None or len(frame.loop_lines) != len(frame.loops):
+            return None  # no source read: its loops are unknown
         if set(mine.loop_lines) & set(frame.loop_lines) or mine.line <= frame.loop_lines[0]:
             return None
-        return frame.loops[0]
-    return None
+        found = found or frame
+    return found

@@ -43,11 +43,11 @@ class Check(ABC):
     area: ClassVar[Area]
     #: What it checks, in one line (the table in docs/doctor.md says the same): the docstring's
     #: first paragraph.
-    summary: ClassVar[str]
+    summary: ClassVar[str] = ""  # empty only under `python -OO`, which drops docstrings
     #: Why it matters for hangs: 2-4 sentences for the check's page (docs/rules/); `Why:`.
-    why: ClassVar[str]
+    why: ClassVar[str] = ""
     #: What to do instead, in general terms (each result's `fix` is specific); `Instead:`.
-    instead: ClassVar[str]
+    instead: ClassVar[str] = ""
     #: True for a check that only reports what it sees (`info`) and never warns: it has no
     #: `fires_on` examples, and the tests make sure of that.
     informs_only: ClassVar[bool] = False

@@ -30,13 +30,17 @@ class Deferral:
     """This rule's findings give way to another rule's: the engine drops them when a rule of `to`
     produced a finding in the same job (whether or not that finding is itself kept) and `when`
     holds of the job's evidence. With `same_culprit`, only a finding of theirs that names this
-    finding's culprit (the same process, or the same rank) counts."""
+    finding's culprit (the same process, or the same rank) counts; with `same_process`, only
+    one that names the same process."""
 
     to: frozenset[str]
     #: Why theirs is the better finding, for the reader of the rule.
     why: str
     when: Callable[[JobView], bool] = always
     same_culprit: bool = False
+    #: Stricter than `same_culprit`: only a finding of theirs that names this finding's very
+    #: process counts (not another process of the same rank, such as a sibling worker).
+    same_process: bool = False
 
 
 class Rule(ABC):
@@ -47,19 +51,19 @@ class Rule(ABC):
     id: ClassVar[str]
     category: ClassVar[Category]
     #: What it finds, in a phrase: the docstring's first paragraph.
-    summary: ClassVar[str]
+    summary: ClassVar[str] = ""  # empty only under `python -OO`, which drops docstrings
     #: When it fires, in a sentence for the rule tables and pages (generated from this): the
     #: docstring's `Fires when:` paragraph.
-    fires_when: ClassVar[str]
+    fires_when: ClassVar[str] = ""
     #: What evidence it reads: one process tree as captured, the ranks of a distributed job
     #: compared, or log lines (the job's output, the kernel log).
     reads: ClassVar[Literal["capture", "ranks", "logs"]]
     #: Why the mechanism hangs or fails a job: 2-4 sentences for the rule's page (docs/rules/);
     #: the docstring's `Why:` paragraph.
-    why: ClassVar[str]
+    why: ClassVar[str] = ""
     #: What to do instead, in general terms (each finding's fixes are specific); the docstring's
     #: `Instead:` paragraph.
-    instead: ClassVar[str]
+    instead: ClassVar[str] = ""
     #: The severity of its usual finding (the rule pages mark warnings); a finding has it unless
     #: it says otherwise.
     default_severity: ClassVar[Severity] = Severity.ERROR

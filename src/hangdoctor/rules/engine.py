@@ -65,6 +65,21 @@ def _names_my_culprit(mine: Finding, theirs: Finding) -> bool:
     )
 
 
+def _names_my_process(mine: Finding, theirs: Finding) -> bool:
+    """Whether their finding names my finding's culprit process (pid and host) as its culprit
+    or as a party to it."""
+    me = mine.culprit
+    return (
+        me is not None
+        and me.pid is not None
+        and any(
+            party.pid == me.pid and party.host == me.host
+            for party in (theirs.culprit, *theirs.related)
+            if party is not None
+        )
+    )
+
+
 def _to_fallbacks(deferral: Deferral, rules: Mapping[str, type[Rule]]) -> bool:
     """Whether a deferral is to fallback rules: they run only once no regular rule found a
     problem, so they have no finding yet to defer to. Such a deferral gives the case up to
@@ -91,6 +106,8 @@ def _gives_way(
         theirs = [f for f in found if f.id in deferral.to]
         if deferral.same_culprit:
             theirs = [f for f in theirs if _names_my_culprit(finding, f)]
+        if deferral.same_process:
+            theirs = [f for f in theirs if _names_my_process(finding, f)]
         if theirs and deferral.when(job):
             return True
     return False

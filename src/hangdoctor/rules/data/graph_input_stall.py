@@ -4,10 +4,12 @@ TensorFlow's runtime with no step done: the pipeline gives no next element."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame
 from hangdoctor.analysis.job import JobView, thread_label
+from hangdoctor.analysis.roles import world_size_of
 from hangdoctor.analysis.tf_steps import GraphInput, graph_input, runs_pipeline_python
 from hangdoctor.evidence.model import ProcessEvidence, ProgressStatus, ThreadEvidence
 from hangdoctor.i18n import _
@@ -27,8 +29,20 @@ def _alone(job: JobView, process: ProcessEvidence, status: ProgressStatus | None
     also waits in its collectives (the distributed rules compare the workers)."""
     if status is not None and (status.world_size or 1) > 1:
         return False
+    if (world_size_of(process) or 1) > 1 or _tf_config_tasks(process.environ.get("TF_CONFIG")) > 1:
+        return False
     ranks = {job.rank(p.pid) for p in job.processes} - {None}
     return len(ranks) <= 1
+
+
+def _tf_config_tasks(text: str | None) -> int:
+    """How many tasks a TensorFlow cluster (TF_CONFIG) has: a worker of one with more waits in
+    its step's collectives too (0 when there is none or it cannot be read)."""
+    try:
+        cluster = json.loads(text).get("cluster") or {} if text else {}
+        return sum(len(tasks) for tasks in cluster.values() if isinstance(tasks, list))
+    except (ValueError, AttributeError):
+        return 0
 
 
 def _pipeline_python_seen(process: ProcessEvidence) -> bool:
@@ -48,8 +62,9 @@ class GraphInputStall(Rule):
 
     Fires when: a thread waits in TensorFlow's runtime running a step that was handed a tf.data
     iterator (Keras's `fit`, `evaluate`, `predict`, or a custom `step(iterator)`), the process
-    has no peer whose collectives it could wait for, and no thread of it runs the pipeline's
-    Python (a generator or `py_function`, whose own wait would show)
+    has no peer whose collectives it could wait for (no other rank, no TF_CONFIG cluster), is
+    not compiling, and no thread of it runs the pipeline's Python (a generator or `py_function`,
+    whose own wait would show)
 
     Why: Keras and custom distributed loops call `next()` on the dataset's iterator inside the
     step's graph, so Python shows only the step's call while TensorFlow's runtime waits for the
@@ -71,6 +86,8 @@ class GraphInputStall(Rule):
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
             status = _status(job, process.pid)
+            if status is not None and status.compiling:
+                continue  # compiling (XLA's first call): the runtime is busy with that
             if not _alone(job, process, status) or _pipeline_python_seen(process):
                 continue
             for thread in process.threads:
@@ -106,9 +123,9 @@ class GraphInputStall(Rule):
             evidence.append(_("{steps} steps were counted before this one", steps=status.steps))
         how = (
             _(
-                "The process keeps a CPU busy with no step done: the pipeline runs but yields "
-                "nothing (a filter or ignore_errors() that drops every element, a repeat() of "
-                "elements that are all dropped)."
+                "The process keeps a CPU busy with no step done: either the pipeline runs but "
+                "yields nothing (a filter or ignore_errors() that drops every element, a repeat() "
+                "of elements that are all dropped), or the step itself computes for this long."
             )
             if busy
             else _(

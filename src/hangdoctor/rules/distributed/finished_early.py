@@ -10,6 +10,7 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.rank_blame import finished_loops
 from hangdoctor.analysis.ranks import RankState, rank_list, rank_view
+from hangdoctor.evidence.model import Frame
 from hangdoctor.i18n import _, _n
 from hangdoctor.rules.base import Rule
 from hangdoctor.rules.confidence import Confidence
@@ -27,8 +28,8 @@ class RankFinishedEarly(Rule):
     """a rank ran out of steps and left the training loop the others still wait in
 
     Fires when: the other ranks wait in one collective inside the training loop and one rank is
-    in no collective, past that loop in the same function (not inside any of its loops): it ran
-    fewer iterations and went on
+    in no collective, past that loop in every function both stacks run in (inside none of the
+    loops around the others' collective, at any level): it ran fewer iterations and went on
 
     Why: Each rank decides for itself how many steps its loop runs (the size of its own shard,
     its own `steps_per_epoch`, an uneven split of files). The rank with fewer leaves the loop and
@@ -58,13 +59,19 @@ class RankFinishedEarly(Rule):
         if len(outside) > len(waiting):
             return
         for state in outside:
-            loop = finished_loops(state, list(waiting))
-            if loop is not None:
-                yield self._finding(job, state, list(waiting), loop, call)
+            frame = finished_loops(state, list(waiting))
+            if frame is not None:
+                yield self._finding(job, state, list(waiting), frame, call)
 
     def _finding(
-        self, job: JobView, state: RankState, waiting: list[RankState], loop: str, call: str | None
+        self,
+        job: JobView,
+        state: RankState,
+        waiting: list[RankState],
+        frame: Frame,
+        call: str | None,
     ) -> Finding:
+        loop = frame.loops[0]
         where = short_location(state.site) if state.site else _("its current line")
         evidence = [
             describe_group(waiting),
@@ -85,8 +92,18 @@ class RankFinishedEarly(Rule):
                     theirs=max(theirs),
                 )
             )
+        for way_out in frame.loop_exits[:2]:  # a rank may also leave by a decision of its own
+            evidence.append(
+                _(
+                    "the loop can also be left early, at line {line} `{code}`: if rank {rank} "
+                    "alone took that way, the decision was its own, not its data's",
+                    line=way_out.line,
+                    code=way_out.code or "break",
+                    rank=state.rank,
+                )
+            )
         return self.finding(
-            confidence=Confidence.STRONG,
+            confidence=Confidence.LIKELY if frame.loop_exits else Confidence.STRONG,
             title=_n(
                 "Rank {rank} left the training loop early and waits at {where}; {waiting} "
                 "still waits in {call} inside it",

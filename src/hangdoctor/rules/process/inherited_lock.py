@@ -71,7 +71,7 @@ class InheritedLock(Rule):
                 "loop's data: HD201 names the same worker with the batch it was fetching and the "
                 "loop that waits for it"
             ),
-            same_culprit=True,
+            same_process=True,
         ),
     )
 
