@@ -528,4 +528,49 @@ DATA: tuple[Scenario, ...] = (
             "wrong: process.unexplained / rank None / r16b_tf_val_ignore_errors_spin.py:107 / verdict hung: right line, declared after 161 s (the first call of Keras's test function was taken for a compile phase)"
         ),
     ),
+    # --- round 18 (issue 30): programs from public reports, written blind
+    # JAX: a multiprocessing Pool forked after JAX started; the workers' jitted augmentation
+    # never returns, the loop waits in the pool's next().
+    _s(
+        "r18a_forked_augment_workers",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=("worker_jit_after_fork", "pool_forked_after_jax", "loop_waits_for_batch"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=18,
+        source="https://github.com/jax-ml/jax/issues/9767",
+        blind=True,
+        first_try=(
+            "wrong: native.blocked / rank None / r18a_forked_augment_workers.py:87 / verdict hung: category native.blocked (a pool forked from a threaded process), expected data.pipeline_stall; right line"
+        ),
+        xfail=(
+            "blind-set miss, left untouched: native.blocked at the worker's jitted call; the "
+            "program's author names the stalled pipeline, hangdoctor the fork of a threaded process"
+        ),
+    ),
+    # Keras fit on a PyDataset with use_multiprocessing=True whose __getitem__ runs TensorFlow
+    # ops, after the parent used TensorFlow: the forked workers block in TF's runtime.
+    _s(
+        "r18b_forked_pydataset_tf_ops",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=("worker_tf_op_after_fork", "worker_resize_after_fork", "fit_waits_for_batch"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=18,
+        source="https://github.com/tensorflow/tensorflow/issues/35317",
+        first_try=(
+            "wrong: process.unexplained / rank None / r18b_forked_pydataset_tf_ops.py:150 / verdict hung: right line (fit), the forked PyDataset workers blocked in TensorFlow's runtime not seen as the stalled pipeline"
+        ),
+        xfail=(
+            "known miss: process.unexplained at the fit line; the Keras PyDataset workers forked "
+            "from a process whose TensorFlow runtime already ran block in its first op, and "
+            "nothing follows fit's wait to them"
+        ),
+    ),
 )

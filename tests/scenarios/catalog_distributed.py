@@ -1015,4 +1015,23 @@ DISTRIBUTED: tuple[Scenario, ...] = (
             "wrong: distributed.uneven_inputs / rank 1 / distributed.py:199 / verdict hung: right category and rank, located in JAX's exit (shutdown), where rank 1 waits after leaving the user's code"
         ),
     ),
+    # --- round 18 (issue 30): programs from public reports, written blind
+    # JAX, 2 processes: only process 0 evaluates and checkpoints, and the save ends with
+    # multihost_utils.sync_global_devices; process 1 waits in the next step's gradient exchange.
+    _s(
+        "r18a_primary_only_checkpoint_sync",
+        "distributed.collective_mismatch",
+        verdict="hung",
+        rank=0,
+        markers=("sync_only_rank0_calls", "rank0_only_branch", "save_on_rank0"),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=18,
+        source="https://github.com/google/orbax/issues/211",
+        first_try=(
+            "right: distributed.collective_mismatch / rank 0 / r18a_primary_only_checkpoint_sync.py:198 / verdict hung: as expected"
+        ),
+    ),
 )

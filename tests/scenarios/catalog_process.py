@@ -1384,4 +1384,27 @@ PROCESS: tuple[Scenario, ...] = (
             "right: process.exception / rank None / r17a_callback_label_check.py:71 / verdict failed: as expected"
         ),
     ),
+    # --- round 18 (issue 30): programs from public reports, written blind
+    # Keras: a custom layer reshapes with the configured batch size; the last, smaller
+    # validation batch fails the reshape inside fit.
+    _s(
+        "r18b_fixed_batch_reshape",
+        "process.exception",
+        verdict="failed",
+        markers=("reshape_with_fixed_batch",),
+        hang_timeout_s=10.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        round=18,
+        source="https://github.com/keras-team/keras/issues/12338",
+        blind=True,
+        first_try=(
+            "wrong: process.exception / rank None / r18b_fixed_batch_reshape.py:167 / verdict failed: right category, located at the fit line instead of the custom layer's reshape (line 86) that the graph error names"
+        ),
+        xfail=(
+            "blind-set miss, left untouched: process.exception at the fit line; the graph error "
+            "of a reshape inside a custom layer's call is not followed to its line"
+        ),
+    ),
 )
