@@ -18,6 +18,7 @@ from hangdoctor.evidence.model import (
     JobRecord,
     OpenFile,
     ProcessEvidence,
+    ProgressStatus,
     SocketEndpoint,
     ThreadEvidence,
 )
@@ -196,6 +197,11 @@ class JobView:
     def record(self) -> JobRecord | None:
         """The supervised job's record (`hangdoctor run` only)."""
         return self.bundle.job
+
+    def progress_of(self, pid: int) -> ProgressStatus | None:
+        """What the instrumented process `pid` last reported about itself, if it did."""
+        record = self.record
+        return next((s for s in record.progress if s.pid == pid), None) if record else None
 
     @cached_property
     def _pipe_ends(self) -> dict[str, list[PipeEnd]]:

@@ -19,6 +19,7 @@ from hangdoctor.analysis.job import JobView
 from hangdoctor.analysis.job_output import raised_before_hang
 from hangdoctor.analysis.rank_runs import RankMap, RankStates, Run, as_rank
 from hangdoctor.analysis.roles import Role, world_size_of
+from hangdoctor.analysis.tf_steps import waits_in_tf_runtime
 from hangdoctor.analysis.waits import IO_KINDS, WaitKind, describe_wait
 from hangdoctor.evidence.model import (
     CollectiveRecord,
@@ -85,7 +86,6 @@ _BACKWARD = (
 BACKWARD_ALL_REDUCE = "all_reduce"
 # A TensorFlow worker of a multi-worker job idle inside a tf.function step waits in the step's
 # own collectives (MultiWorkerMirroredStrategy all-reduces its gradients there), native below.
-_TF_STEP = ("/tensorflow/python/eager/execute.py", "quick_execute")
 TF_STEP_COLLECTIVE = "tf.function step's collectives"
 # A JAX process of a multi-process job idle where the host waits for a jitted step's result
 # (`float(loss)`, `np.asarray`, `block_until_ready`) waits for that computation, whose
@@ -153,7 +153,7 @@ def distributed_call(frames: Sequence[Frame], idle: bool) -> str | None:
         )
     ):
         found = BACKWARD_ALL_REDUCE
-    if found is None and idle and _innermost_in(frames, _TF_STEP):
+    if found is None and idle and waits_in_tf_runtime(frames):
         found = TF_STEP_COLLECTIVE
     if found is None and idle and any(_innermost_in(frames, wait) for wait in _JAX_RESULT_WAITS):
         found = JAX_STEP_COLLECTIVE

@@ -17,7 +17,7 @@ from hangdoctor.evidence.model import Frame
 #: `py_function`, `numpy_function`): a thread of its own, called from its runtime's registry.
 _PY_FUNC = "tensorflow/python/ops/script_ops.py"
 #: Where a thread waits for TensorFlow's runtime to run a function (native below).
-_EXECUTE = "tensorflow/python/eager/execute.py"
+_EXECUTE = "/tensorflow/python/eager/execute.py"
 #: A tf.function's call, whose `args` local holds what it was called with.
 _FUNCTION_CALL = "tensorflow/python/eager/polymorphic_function/polymorphic_function.py"
 #: Keras 3's TensorFlow trainer: its step functions take the iterator (`function(iterator)`,
@@ -40,6 +40,12 @@ class GraphInput:
     in_fit: bool  # an evaluate run by fit: the validation data
 
 
+def waits_in_tf_runtime(frames: Sequence[Frame]) -> bool:
+    """Whether the thread's innermost Python frame hands work to TensorFlow's runtime
+    (`quick_execute`: a tf.function step or an op), which runs it natively below."""
+    return in_function(python_frames(frames)[:1], _EXECUTE, {"quick_execute"})
+
+
 def _iterator_in_args(frame: Frame) -> str | None:
     for local in frame.locals:
         if local.name in ("args", "iterator") and local.repr:
@@ -52,9 +58,9 @@ def _iterator_in_args(frame: Frame) -> str | None:
 def graph_input(frames: Sequence[Frame]) -> GraphInput | None:
     """What the step this thread waits in reads its input from, when the thread is inside
     TensorFlow's runtime running a function that was handed a tf.data iterator; None otherwise."""
-    python = python_frames(frames)
-    if not in_function(python[:1], _EXECUTE, {"quick_execute"}):
+    if not waits_in_tf_runtime(frames):
         return None
+    python = python_frames(frames)
     iterator = None
     keras_step = False
     loops: list[str] = []

@@ -34,7 +34,7 @@ from hangdoctor.analysis.locks import lock_holds, lock_wait
 from hangdoctor.analysis.rank_runs import as_rank
 from hangdoctor.analysis.ranks import RankState, rank_view
 from hangdoctor.analysis.roles import Role
-from hangdoctor.analysis.tf_steps import runs_pipeline_python
+from hangdoctor.analysis.tf_steps import runs_pipeline_python, waits_in_tf_runtime
 from hangdoctor.analysis.thread_waits import (
     Primitive,
     at_exit,
@@ -579,8 +579,6 @@ def _dataloader_edges(w: _Waiter) -> bool:
     return True
 
 
-#: Where a thread waits for TensorFlow's runtime to run a function or an op (native below).
-_TF_EXECUTE = "tensorflow/python/eager/execute.py"
 #: Where an eager loop over a tf.data dataset waits for its next element (native below).
 _TF_DATASET_OPS = "tensorflow/python/ops/gen_dataset_ops.py"
 
@@ -591,7 +589,7 @@ def _tf_pipeline_edges(w: _Waiter) -> bool:
     own: the step waits for the next element, which those threads produce. Not lasting: the
     step's native wait is not seen, so it explains the wait and proves nothing."""
     frames = python_frames(w.thread.python.frames if w.thread.python else ())
-    if not in_function(frames[:1], _TF_EXECUTE, {"quick_execute"}) and not in_function(
+    if not waits_in_tf_runtime(frames) and not in_function(
         frames[:1], _TF_DATASET_OPS, {"iterator_get_next", "iterator_get_next_sync"}
     ):
         return False

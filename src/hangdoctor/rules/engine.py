@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hangdoctor.analysis.job import JobView
@@ -49,34 +49,25 @@ def _thread_key(culprit: Culprit | None) -> _ThreadKey | None:
     return (culprit.pid, culprit.tid) if culprit is not None and culprit.pid is not None else None
 
 
+def _same_process(mine: Culprit, theirs: Culprit) -> bool:
+    """Whether two culprits are the same process on the same node."""
+    return mine.pid is not None and mine.pid == theirs.pid and mine.host == theirs.host
+
+
 def _same_party(mine: Culprit, theirs: Culprit) -> bool:
     """Whether two culprits are the same process (on the same node) or the same rank."""
-    if mine.pid is not None and mine.pid == theirs.pid and mine.host == theirs.host:
-        return True
-    return mine.rank is not None and mine.rank == theirs.rank
+    return _same_process(mine, theirs) or (mine.rank is not None and mine.rank == theirs.rank)
 
 
-def _names_my_culprit(mine: Finding, theirs: Finding) -> bool:
-    """Whether their finding names my finding's culprit, as its culprit or as a party to it."""
+def _names_my_culprit(
+    mine: Finding, theirs: Finding, same: Callable[[Culprit, Culprit], bool] = _same_party
+) -> bool:
+    """Whether their finding names my finding's culprit (by `same`: the same party, or only the
+    same process), as its culprit or as a party to it."""
     return mine.culprit is not None and any(
-        _same_party(mine.culprit, party)
+        same(mine.culprit, party)
         for party in (theirs.culprit, *theirs.related)
         if party is not None
-    )
-
-
-def _names_my_process(mine: Finding, theirs: Finding) -> bool:
-    """Whether their finding names my finding's culprit process (pid and host) as its culprit
-    or as a party to it."""
-    me = mine.culprit
-    return (
-        me is not None
-        and me.pid is not None
-        and any(
-            party.pid == me.pid and party.host == me.host
-            for party in (theirs.culprit, *theirs.related)
-            if party is not None
-        )
     )
 
 
@@ -107,7 +98,7 @@ def _gives_way(
         if deferral.same_culprit:
             theirs = [f for f in theirs if _names_my_culprit(finding, f)]
         if deferral.same_process:
-            theirs = [f for f in theirs if _names_my_process(finding, f)]
+            theirs = [f for f in theirs if _names_my_culprit(finding, f, _same_process)]
         if theirs and deferral.when(job):
             return True
     return False

@@ -137,9 +137,6 @@ def _function_name(function: object) -> str:
     return str(name)[:80] if name else "<function>"
 
 
-
-
-
 def _wrap_next(original: Callable[..., object]) -> Callable[..., object]:
     clock = time.perf_counter
 

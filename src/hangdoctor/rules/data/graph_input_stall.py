@@ -52,11 +52,6 @@ def _pipeline_python_seen(process: ProcessEvidence) -> bool:
     return any(runs_pipeline_python(frames_of(t)) for t in process.threads)
 
 
-def _status(job: JobView, pid: int) -> ProgressStatus | None:
-    record = job.record
-    return next((s for s in record.progress if s.pid == pid), None) if record else None
-
-
 class GraphInputStall(Rule):
     """a TensorFlow step waits inside its graph for a tf.data element that never comes
 
@@ -85,7 +80,7 @@ class GraphInputStall(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
-            status = _status(job, process.pid)
+            status = job.progress_of(process.pid)
             if status is not None and status.compiling:
                 continue  # compiling (XLA's first call): the runtime is busy with that
             if not _alone(job, process, status) or _pipeline_python_seen(process):

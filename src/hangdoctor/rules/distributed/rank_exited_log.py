@@ -189,7 +189,7 @@ def _way_out(job: JobView, pid: int) -> tuple[Location, list[str]] | None:
     synchronised in (a collective, or backward(): the instrumentation noted where) and the
     statements that leave that loop before its end. With one, that is where it left; with
     several, the loop's header, and the exits in the evidence."""
-    status = next((s for s in job.record.progress if s.pid == pid), None) if job.record else None
+    status = job.progress_of(pid)
     if status is not None and status.exit_site is not None:
         site = status.exit_site
         location = Location(file=site.file, line=site.line, function=site.function, code=site.code)
