@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 from hangdoctor.probes.flight_recorder import parse_dump
 from hangdoctor.probes.kernel_log import _since
-from hangdoctor.probes.procfs import parse_fdinfo_mode, parse_stat, parse_syscall
+from hangdoctor.probes.procfs import (
+    parse_fdinfo_locked,
+    parse_fdinfo_mode,
+    parse_stat,
+    parse_syscall,
+)
 from hangdoctor.probes.progress import read_statuses
 from hangdoctor.probes.pystacks import parse_py_spy_json
 from hangdoctor.probes.sockets import _inet, _unix
@@ -108,6 +113,24 @@ def test_proc_text(stat, syscall, fdinfo):
     parse_stat(PROC_STAT + stat)
     parse_syscall(syscall)
     parse_fdinfo_mode(fdinfo)
+    parse_fdinfo_locked(fdinfo)
+
+
+def test_an_flock_held_on_an_open_file_is_read_from_its_fdinfo(tmp_path):
+    """fdinfo lists the locks held on the open file; a file nobody locked lists none."""
+    import fcntl
+
+    from hangdoctor.probes.procfs import read_open_files
+
+    with open(tmp_path / "held", "w") as held, open(tmp_path / "free", "w") as free:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        files = {f.target: f for f in read_open_files(os.getpid())}
+        assert files[str(tmp_path / "held")].locked is True
+        assert files[str(free.name)].locked is False
+    assert parse_fdinfo_locked(
+        "pos:\t0\nflags:\t02\nlock:\t1: FLOCK  ADVISORY  WRITE 7 0:1:2 0 EOF\n"
+    )
+    assert not parse_fdinfo_locked("pos:\t0\nflags:\t02\n")
 
 
 def test_digits_that_int_does_not_take():

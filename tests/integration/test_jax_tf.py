@@ -125,6 +125,34 @@ def test_a_silent_keras_fit_and_a_tf_data_loop_are_progress(tmp_path: Path) -> N
     assert {"tensorflow", "keras"} <= set(status["frameworks"])
 
 
+def test_a_keras_validation_that_never_ends_is_hung_at_its_steps_argument(tmp_path: Path) -> None:
+    # validation_steps=0 over a repeated dataset: every validation batch is computed, none is
+    # progress, and the report names the argument's line of the multi-line fit call.
+    done, report = _hung(tmp_path, "keras_endless_validation.py", "endless")
+    assert report["verdict"] == "hung", done.stderr
+    finding = report["findings"][0]
+    assert (finding["id"], finding["category"]) == ("HD120", "process.busy_loop")
+    assert finding["culprit"]["location"]["line"] == hang_line(
+        "keras_endless_validation.py", "steps"
+    )
+    (status,) = _progress(report)
+    loop = status["endless_loop"]
+    assert loop["argument"] == "validation_steps" and loop["batches"] > 0
+    assert status["framework_steps"]["keras.train_batch"] == 4  # the first epoch, then nothing
+    assert leftovers(tmp_path) == []
+
+
+def test_a_keras_validation_with_steps_ends_and_is_no_endless_loop(tmp_path: Path) -> None:
+    done, report = hd_run(
+        tmp_path, "--hang-timeout", "2", *_job("keras_endless_validation.py", "steps"), timeout=300
+    )
+    assert done.returncode == 0 and b"DONE" in done.stdout, done.stderr
+    assert report["verdict"] == "completed" and report["hang"] is None
+    (status,) = _progress(report)
+    assert status["endless_loop"] is None
+    assert status["framework_steps"]["keras.test_batch"] == 4  # two validations of two steps
+
+
 @pytest.mark.parametrize("job", ["jax_nan_retry.py", "tf_nan_retry.py"])
 def test_a_step_retried_on_a_nan_loss_for_ever_is_hung_after_s(tmp_path: Path, job: str) -> None:
     """Every retry is a jitted or `tf.function` call, a step; the NaN losses the calls return

@@ -557,7 +557,14 @@ DATA: tuple[Scenario, ...] = (
         "r18b_forked_pydataset_tf_ops",
         "data.pipeline_stall",
         verdict="hung",
-        markers=("worker_tf_op_after_fork", "worker_resize_after_fork", "fit_waits_for_batch"),
+        # (line 86's marker added after round 18: the recorded stack shows the worker blocked
+        # in that line's tf.stack, a TensorFlow op after the fork its author had not marked)
+        markers=(
+            "worker_tf_op_after_fork",
+            "worker_resize_after_fork",
+            "worker_stack_after_fork",
+            "fit_waits_for_batch",
+        ),
         hang_timeout_s=10.0,
         python=JAXTF,
         needs_torch=False,
@@ -567,10 +574,21 @@ DATA: tuple[Scenario, ...] = (
         first_try=(
             "wrong: process.unexplained / rank None / r18b_forked_pydataset_tf_ops.py:150 / verdict hung: right line (fit), the forked PyDataset workers blocked in TensorFlow's runtime not seen as the stalled pipeline"
         ),
-        xfail=(
-            "known miss: process.unexplained at the fit line; the Keras PyDataset workers forked "
-            "from a process whose TensorFlow runtime already ran block in its first op, and "
-            "nothing follows fit's wait to them"
+    ),
+    # TensorFlow: a callback drops the only tf.data service worker and collects it; the step's next(iterator) waits for ever.
+    _s(
+        "r19c_tfdata_service_worker_gc_hang",
+        "data.pipeline_stall",
+        verdict="hung",
+        markers=("next_on_dead_worker", "builder_dropped", "worker_server_collected"),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "right: data.pipeline_stall / rank None / r19c_tfdata_service_worker_gc_hang.py:111 / verdict hung: as expected"
         ),
+        round=19,
+        source="https://github.com/tensorflow/tensorflow/pull/56495",
     ),
 )

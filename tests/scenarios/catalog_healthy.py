@@ -626,4 +626,43 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
             "(native, in 2 of 7 of its author's runs) reaches S = 30 s"
         ),
     ),
+    # Healthy: JAX computes a diagonal Fisher in one silent jitted scan of ~40 s between two tasks.
+    _s(
+        "r19a_healthy_ewc_fisher_scan",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        first_try=("right: completed, no finding"),
+        round=19,
+        source="https://github.com/jeremiecoullon/jax-tqdm/pull/27",
+    ),
+    # Healthy: Keras TextVectorization.adapt over 210,000 documents, silent for 25-60 s.
+    _s(
+        "r19b_textvec_adapt_warmup",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=20.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        first_try=("right: completed, no finding"),
+        round=19,
+        source="https://github.com/keras-team/keras/pull/22971",
+    ),
+    # Healthy: a JAX job caches every frame in memory before training, silent for 27-55 s.
+    _s(
+        "r19c_jax_healthy_silent_memory_cache",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=20.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        first_try=("right: completed, no finding"),
+        round=19,
+        source="https://github.com/talmolab/sleap/issues/2560",
+    ),
 )

@@ -1361,10 +1361,6 @@ PROCESS: tuple[Scenario, ...] = (
         first_try=(
             "wrong: process.exception / rank None / r17b_numpy_function_bad_record.py:86 / verdict failed: right category, located at the fit line instead of read_clip's np.load on the tf.data thread"
         ),
-        xfail=(
-            "blind-set miss, left untouched: process.exception at the fit line; the ValueError "
-            "raised in the numpy_function on a tf.data thread is not followed to its line"
-        ),
     ),
     # JAX: a label check run as jax.debug.callback inside the jitted step raises ValueError on
     # the host; the loop sees a JaxRuntimeError at the train_step call.
@@ -1402,9 +1398,105 @@ PROCESS: tuple[Scenario, ...] = (
         first_try=(
             "wrong: process.exception / rank None / r18b_fixed_batch_reshape.py:167 / verdict failed: right category, located at the fit line instead of the custom layer's reshape (line 86) that the graph error names"
         ),
-        xfail=(
-            "blind-set miss, left untouched: process.exception at the fit line; the graph error "
-            "of a reshape inside a custom layer's call is not followed to its line"
+    ),
+    # JAX, 2 processes: a data generator holds a file lock across its `yield`; process 0 waits for the lock, process 1 (its holder) waits in the step's all-reduce.
+    _s(
+        "r19a_shard_cache_lock_across_yield",
+        "process.deadlock",
+        verdict="hung",
+        rank=0,
+        markers=(
+            "flock_blocks",
+            "lock_held_across_yield",
+            "allreduce_waits_for_peer",
+            "blocks_on_step_result",
         ),
+        hang_timeout_s=20.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "wrong: distributed.straggler / rank 0 / r19a_shard_cache_lock_across_yield.py:83 / verdict hung: right rank and line (the flock), named a straggler; the file lock rank 0 waits for is held by rank 1, which waits in the all-reduce for rank 0: a cycle across the ranks"
+        ),
+        round=19,
+        source="https://devblogs.microsoft.com/oldnewthing/20210707-00/?p=105417",
+    ),
+    # JAX: an lru_cache keeps tracers made while train_step compiled; eval_step, compiled later, gets them: UnexpectedTracerError.
+    _s(
+        "r19a_cached_rope_leaked_tracer",
+        "process.exception",
+        verdict="failed",
+        markers=(
+            "tracer_cached_here",
+            "stale_tracer_fetched",
+            "raises_unexpected_tracer",
+            "eval_call_site",
+        ),
+        hang_timeout_s=30.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "right: process.exception / rank None / r19a_cached_rope_leaked_tracer.py:167 / verdict failed: as expected"
+        ),
+        round=19,
+        source="https://github.com/jax-ml/jax/pull/24818",
+        blind=True,
+    ),
+    # Keras: validation_steps = 40 // 64 = 0 means no limit; the repeated validation set is evaluated for ever.
+    _s(
+        "r19b_val_steps_zero_hang",
+        "process.busy_loop",
+        verdict="hung",
+        markers=("repeated_val_dataset", "validation_steps_zero", "fit_with_zero_val_steps"),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "wrong: no result within 240 s (never declared hung): every batch of the endless validation counted as progress"
+        ),
+        round=19,
+        source="https://github.com/tensorflow/tensorflow/issues/39465",
+    ),
+    # Keras: a custom IoU metric feeds void labels (255) to confusion_matrix in the first validation: InvalidArgumentError.
+    _s(
+        "r19b_iou_metric_void_label",
+        "process.exception",
+        verdict="failed",
+        markers=("void_label_out_of_bound", "fit_runs_validation"),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "right: process.exception / rank None / r19b_iou_metric_void_label.py:97 / verdict failed: as expected"
+        ),
+        round=19,
+        source="https://github.com/google-research/deeplab2/issues/106",
+        blind=True,
+    ),
+    # JAX: an async checkpoint thread reads arrays that the next step donated: RuntimeError, re-raised by future.result().
+    _s(
+        "r19c_jax_async_ckpt_donated_buffers",
+        "process.exception",
+        verdict="failed",
+        markers=(
+            "read_donated_array",
+            "reraise_in_main",
+            "async_save_submit",
+            "donates_state",
+            "save_then_step",
+        ),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "right: process.exception / rank None / r19c_jax_async_ckpt_donated_buffers.py:57 / verdict failed: as expected"
+        ),
+        round=19,
+        source="https://github.com/google/orbax/issues/626",
+        blind=True,
     ),
 )

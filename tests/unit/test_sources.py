@@ -123,3 +123,23 @@ def test_a_bare_function_name_gets_its_qualified_name(tmp_path):
     assert qualified_name(str(path), 4, "Event.wait") == "Event.wait"  # py-spy's, as it is
     assert qualified_name(str(path), 4, "other") == "other"  # not that line's function
     assert qualified_name(str(tmp_path / "gone.py"), 4, "wait") == "wait"
+
+
+FIT_CALL = """\
+history = model.fit(train_ds, epochs=3,
+                    validation_data=val_ds,
+                    validation_steps=val_steps)
+other(validation_steps=1)
+"""
+
+
+def test_the_line_that_passes_an_argument_of_a_call_over_several_lines(tmp_path):
+    from hangdoctor.probes.sources import argument_line
+
+    path = tmp_path / "train.py"
+    path.write_text(FIT_CALL)
+    assert argument_line(str(path), 1, "validation_steps") == 3
+    assert argument_line(str(path), 1, "steps") is None  # not passed
+    assert argument_line(str(path), 2, "validation_steps") is None  # no call starts there
+    assert argument_line(str(path), 4, "validation_steps") == 4
+    assert argument_line(str(tmp_path / "gone.py"), 1, "validation_steps") is None

@@ -10,7 +10,13 @@ mp.spawn's `ProcessRaisedException`, Ray's `RayTaskError(KeyError): ray::f() (pi
 followed by the remote frames, or user code that raises `RuntimeError(traceback.format_exc())`.
 A traceback that starts right after an exception's line is quoted in that exception's message:
 it is what the exception wraps (`Raised.wrapped`), and `Raised.origin` follows wrappers and
-chains down to the exception that started it all."""
+chains down to the exception that started it all.
+
+TensorFlow quotes its origin in two more ways. A graph op that failed names the Python stack
+that created it (`Detected at node N defined at (most recent call last):`, frame lines with no
+code, then the op's message), and an error while AutoGraph converted a function lists the
+function's frames indented under `in user code:`, the exception's line last. Both are read as
+quoted tracebacks: the op's stack as an exception of the outer's type, with the op's message."""
 
 from __future__ import annotations
 
@@ -39,8 +45,16 @@ _EXCEPTION = re.compile(
 # Where Ray's remote traceback starts: `ray::label_of() (pid=19927, ip=192.0.2.2)` in place of
 # `Traceback (most recent call last):`, at the end of the exception's line or on its own line.
 _RAY_REMOTE = re.compile(r"ray::(?P<task>[\w.<>]+)\(\)\s+\(pid=(?P<pid>\d+)(?:, ip=[^)]*)?\)\s*$")
-# Lines between an exception's line and the traceback its message quotes.
-_QUOTE_LEADS = re.compile(r'^(?:-- Process \d+ terminated with the following error:|"""|)$')
+# Lines between an exception's line and the traceback its message quotes (TensorFlow's: a
+# `tf.py_function`'s traceback follows the node that ran it, whose creation stack is unknown).
+_QUOTE_LEADS = re.compile(
+    r'^(?:-- Process \d+ terminated with the following error:|"""|<stack traces unavailable>|'
+    r"Error in user-defined function passed to .*|)$"
+)
+# The stack that created a TensorFlow graph op that failed, quoted in the op's error.
+_DEFINED_AT = re.compile(r"^Detected at node .+ defined at \(most recent call last\):$")
+# The message of an error AutoGraph met converting a function, its frames indented below.
+_AUTOGRAPH = ("in user code:", "in converted code:")
 # Which process raised a quoted traceback, as the wrapper's message says.
 _QUOTED_PROCESS = (
     re.compile(r"in (?P<process>DataLoader worker process \d+)"),
@@ -180,6 +194,9 @@ class _Quote:
     outer: Raised
     lines: int = 0
     details: int = 0  # of those lines, how many continue its message (-1: no more)
+    #: Whether the quoted exception's own line may come first (a `tf.py_function`'s error
+    #: names it before its traceback, where the op's creation stack would stand).
+    restated: bool = False
 
 
 @lru_cache(maxsize=8)
@@ -214,9 +231,13 @@ class _Parser:
         # mp.spawn's `-- Process N terminated`) rather than only adjacent to the exception's line.
         self.explicit: dict[str | None, bool] = {}
         self.spawned_lead: set[str | None] = set()
+        # Streams inside a TensorFlow listing (`_DEFINED_AT`, `_AUTOGRAPH`) rather than a
+        # traceback: its frames, then a line that ends it.
+        self.listing: dict[str | None, str] = {}
 
     def begin(self, stream: str | None, index: int, outer: Raised | None) -> None:
         self.open_tracebacks[stream] = []
+        self.listing.pop(stream, None)
         self.foreign[stream] = 0
         header = self.died.pop(stream, None)
         self.threads[stream] = header[1] if header and header[0] == index - 1 else None
@@ -236,9 +257,61 @@ class _Parser:
             return
         frames = self.open_tracebacks.get(stream)
         if frames is None:
-            self._after_exception(self.after.get(stream), line)
+            quote = self.after.get(stream)
+            if quote is None or not self._listing_starts(stream, index, quote, line):
+                self._after_exception(quote, line)
+        elif stream in self.listing:
+            self._in_listing(prefixed, index, line, frames)
         else:
             self._in_traceback(prefixed, index, line, frames)
+
+    def _listing_starts(self, stream: str | None, index: int, quote: _Quote, line: str) -> bool:
+        """Right after an exception's line, TensorFlow's quote of where it started: a failed
+        op's creation stack, or the frames of a function AutoGraph converted."""
+        if quote.lines:
+            return False
+        if _DEFINED_AT.match(line.strip()):
+            kind, frame = "defined_at", None
+        elif quote.outer.message in _AUTOGRAPH and (frame := _frame_line(line)) is not None:
+            kind = "autograph"
+        else:
+            return False
+        self.begin(stream, index, quote.outer)
+        self.explicit[stream] = True
+        self.listing[stream] = kind
+        self.after.pop(stream, None)
+        if frame is not None:
+            self.open_tracebacks[stream].insert(0, _autograph_frame(frame))
+        return True
+
+    def _in_listing(self, prefixed: Prefixed, index: int, line: str, frames: list[Frame]) -> None:
+        """A line of a TensorFlow listing: a frame, a frame's code, or the line that ends it
+        (the op's message after its stack; the indented exception after AutoGraph's frames)."""
+        stream = prefixed.stream
+        text = line.strip()
+        if frame := _frame_line(line):
+            frames.insert(0, _autograph_frame(frame))
+            return
+        if not text or _MARKERS.match(line):
+            return
+        kind = self.listing[stream]
+        outer = self.quoting.get(stream)
+        match = _EXCEPTION.match(text)
+        if kind == "autograph" and not (match and _EXCEPTION_NAME.search(match["type"])):
+            if frames and frames[0].code is None:
+                frames[0] = frames[0].model_copy(update={"code": text})
+            return
+        del self.listing[stream]
+        if kind == "autograph" and match:
+            self._raised(prefixed, index, match["type"], match["message"] or "", frames)
+        elif frames and outer is not None:
+            self._raised(prefixed, index, outer.type, text, frames)
+        else:
+            # No stack (`<stack traces unavailable>`): what follows may still quote one.
+            del self.open_tracebacks[stream]
+            self.quoting.pop(stream, None)
+            if outer is not None:
+                self.after[stream] = _Quote(outer, restated=True)
 
     def _announcement(self, stream: str | None, index: int, line: str) -> bool:
         """A line that announces the next traceback: a chaining line, mp.spawn's process that
@@ -279,7 +352,9 @@ class _Parser:
     def _after_exception(quote: _Quote | None, line: str) -> None:
         """A line after an exception's, outside any traceback: its message goes on until a
         blank line."""
-        if quote is not None and not _QUOTE_LEADS.match(line.strip()):
+        if quote is not None and quote.restated and _restates(line):
+            quote.restated = False
+        elif quote is not None and not _QUOTE_LEADS.match(line.strip()):
             if quote.lines == quote.details and quote.lines < _DETAIL_LINES:
                 quote.details += 1  # still the message: no blank line since
                 object.__setattr__(quote.outer, "details", (*quote.outer.details, line.strip()))
@@ -300,7 +375,7 @@ class _Parser:
         elif (match := _EXCEPTION.match(line.strip())) and (
             not self.foreign.get(stream) or _EXCEPTION_NAME.search(match["type"])
         ):
-            self._raised(prefixed, index, match, frames)
+            self._raised(prefixed, index, match["type"], match["message"] or "", frames)
         elif self.foreign.get(stream, 0) < _FOREIGN_LINES:
             # Another stream's lines inside it (stdout between the pieces of a traceback
             # written to stderr, even right after its header): skipped; then only a name that
@@ -311,7 +386,7 @@ class _Parser:
             self.quoting.pop(stream, None)
 
     def _raised(
-        self, prefixed: Prefixed, index: int, match: re.Match[str], frames: list[Frame]
+        self, prefixed: Prefixed, index: int, type_: str, message: str, frames: list[Frame]
     ) -> None:
         """The exception's line that ends a traceback."""
         stream = prefixed.stream
@@ -331,8 +406,8 @@ class _Parser:
         raised = Raised(
             rank=rank,
             frames=tuple(frames),
-            type=match["type"],
-            message=(match["message"] or "").strip(),
+            type=type_,
+            message=message.strip(),
             index=index,
             thread=self.threads.get(stream) or _thread_of(frames),
             stream=stream,
@@ -352,6 +427,18 @@ class _Parser:
             self.begin(stream, index, raised)  # Ray's remote frames follow on the next lines
             self.explicit[stream] = True
             self.after.pop(stream, None)
+
+
+def _restates(line: str) -> bool:
+    """Whether the line is an exception's `Type: message`."""
+    match = _EXCEPTION.match(line.strip())
+    return bool(match and match["message"] is not None and _EXCEPTION_NAME.search(match["type"]))
+
+
+def _autograph_frame(frame: Frame) -> Frame:
+    """A frame without the ` *` AutoGraph writes after a function of the user's."""
+    function = frame.function.removesuffix("*").rstrip()
+    return frame if function == frame.function else frame.model_copy(update={"function": function})
 
 
 def _quoted_in(found: Sequence[Raised], last: Raised) -> Raised | None:

@@ -418,6 +418,59 @@ def _primitive_edges(w: _Waiter) -> bool:
     return True
 
 
+#: Where a thread waits for a process pool's result (`Pool.map`, `apply_async(...).get()`,
+#: `imap`'s next item; `ProcessPoolExecutor`'s futures), and where that pool's worker
+#: processes run a task: the loop each worker runs, and the call in it that takes the next task.
+_POOL_RESULTS = (
+    ("multiprocessing/pool.py", {"get", "wait", "next", "__next__"}),
+    ("concurrent/futures/_base.py", {"result", "wait", "as_completed"}),
+)
+_POOL_WORKERS = (
+    ("multiprocessing/pool.py", "worker"),
+    ("concurrent/futures/process.py", "_process_worker"),
+)
+
+
+def _running_a_task(process: ProcessEvidence) -> bool | None:
+    """Whether a pool's worker process runs a task (None: it is no pool worker); a worker that
+    waits in its loop for the next task runs none."""
+    main = _main(process)
+    frames = python_frames(main.python.frames if main is not None and main.python else ())
+    for index, frame in enumerate(frames):
+        path = frame.file.replace("\\", "/")
+        if any(
+            path.endswith(file) and frame.function.split(".")[-1] == loop
+            for file, loop in _POOL_WORKERS
+        ):
+            inner = frames[index - 1] if index else None
+            return inner is not None and not inner.file.replace("\\", "/").endswith(
+                ("multiprocessing/queues.py", "multiprocessing/connection.py")
+            )
+    return None
+
+
+def _pool_result_edges(w: _Waiter) -> bool:
+    """A thread waiting for a process pool's result waits for the pool's workers that run a
+    task: their children among this process's (not the result thread of the pool, which only
+    carries what a worker sends)."""
+    frames = python_frames(w.thread.python.frames if w.thread.python else ())
+    if not any(in_function(frames[:4], file, functions) for file, functions in _POOL_RESULTS):
+        return False
+    busy = [
+        (c.pid, main.tid)
+        for c in w.job.children(w.process.pid)
+        if _running_a_task(c) and (main := _main(c)) is not None
+    ]
+    for worker in busy:
+        w.graph.add(
+            w.me,
+            worker,
+            _("is a worker process of the pool, running the task whose result it waits for"),
+            certain=len(busy) == 1,
+        )
+    return bool(busy)
+
+
 def _manager_edges(w: _Waiter) -> bool:
     through = manager_call(w.job, w.thread)
     if through is None:
@@ -556,6 +609,38 @@ def _fifo_edges(w: _Waiter) -> bool:
     return True
 
 
+def _file_lock_edges(w: _Waiter) -> bool:
+    """A thread waiting to lock a file (flock, fcntl) waits for the processes of the job that
+    hold a lock on it: fdinfo lists a lock on an open file of theirs with that path. Without
+    fdinfo's word (a process that read itself), each one that has the file open could."""
+    kernel = w.thread.kernel
+    if w.wait.kind is not WaitKind.FILE_LOCK or kernel is None or not kernel.syscall_args:
+        return False
+    wanted = w.job.open_file(w.process.pid, int(kernel.syscall_args[0]))
+    if wanted is None or not wanted.target.startswith("/"):
+        return False
+    holders, openers = [], []
+    for process in w.job.processes:
+        same = [f for f in process.open_files if f.target == wanted.target]
+        if process.pid == w.process.pid or not same:
+            continue
+        if any(f.locked for f in same):
+            holders.append(process)
+        elif all(f.locked is None for f in same):
+            openers.append(process)
+    for holder in holders or openers:
+        for party in _process_parties(holder):
+            w.graph.add(
+                w.me,
+                party,
+                _("holds a lock on {file}", file=wanted.target)
+                if holders
+                else _("has {file} open, and could hold its lock", file=wanted.target),
+                certain=bool(holders) and len(holders) == 1,
+            )
+    return bool(holders or openers)
+
+
 def _dataloader_edges(w: _Waiter) -> bool:
     frames = python_frames(w.thread.python.frames if w.thread.python else ())
     if not in_function(frames, "torch/utils/data/dataloader.py", {"_try_get_data", "_get_data"}):
@@ -669,6 +754,7 @@ _EDGE_FINDERS: tuple[Callable[[_Waiter], bool], ...] = (
     _exit_waits,
     _lock_edges,
     _shared_object_edges,
+    _pool_result_edges,
     _primitive_edges,
     _manager_edges,
     _child_edges,
@@ -677,6 +763,7 @@ _EDGE_FINDERS: tuple[Callable[[_Waiter], bool], ...] = (
     _task_edges,
     _poll_edges,
     _fifo_edges,
+    _file_lock_edges,
     _dataloader_edges,
     _tf_pipeline_edges,
     _outside_the_job,

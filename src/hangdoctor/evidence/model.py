@@ -128,6 +128,11 @@ class OpenFile(Evidence):
     fd: int
     target: str = Field(description="readlink of /proc/PID/fd/N: a path, pipe:[ino], socket:[ino]")
     mode: str | None = Field(default=None, description="r, w or rw, from fdinfo flags")
+    locked: bool | None = Field(
+        default=None,
+        description="whether the open file holds a file lock (flock, fcntl), from fdinfo's "
+        "`lock:` lines; None where fdinfo was not read",
+    )
 
 
 class RankClass(Evidence):
@@ -308,6 +313,26 @@ class Compiling(Evidence):
     since: float = Field(description="Unix time it started")
 
 
+class EndlessLoop(Evidence):
+    """A loop of the framework's that the process runs and that cannot end by itself (Keras
+    evaluating a dataset that repeats for ever, with no number of steps): its batches are not
+    progress."""
+
+    what: str = Field(description="what runs, e.g. `keras evaluate()`")
+    why: str = Field(description="why it cannot end, in the framework's terms")
+    since: float = Field(description="Unix time it started")
+    batches: int = Field(default=0, description="steps it has run since, not counted as progress")
+    site: Frame | None = Field(
+        default=None,
+        description="the user's call that started it (`model.fit(...)`): the line that passes "
+        "`argument` where the call spans several",
+    )
+    argument: str | None = Field(
+        default=None,
+        description="the argument of that call that would have ended it (`validation_steps`)",
+    )
+
+
 class ProgressStatus(Evidence):
     """Training progress one instrumented process reports about itself (hangdoctor.instrument).
 
@@ -427,6 +452,11 @@ class ProgressStatus(Evidence):
         default_factory=dict,
         description="its JAX and TensorFlow steps by where they were counted (`jax.jit`, "
         "`tf.function`, `keras.train_batch`, `optax.update`, ...); `steps` includes them",
+    )
+    endless_loop: EndlessLoop | None = Field(
+        default=None,
+        description="a loop of its framework that cannot end by itself, running now (its steps "
+        "are not counted in `steps`)",
     )
     compiling: tuple[Compiling, ...] = Field(
         default=(),

@@ -99,11 +99,18 @@ def read_threads(pid: int) -> tuple[ThreadEvidence, ...]:
     return tuple(threads)
 
 
-def _fd_mode(pid: int, fd: str) -> str | None:
+def _fd_info(pid: int, fd: str) -> tuple[str | None, bool | None]:
+    """The descriptor's access mode, and whether its open file holds a file lock."""
     info = _read(Path(f"/proc/{pid}/fdinfo/{fd}"))
     if not info:
-        return None
-    return parse_fdinfo_mode(info)
+        return None, None
+    return parse_fdinfo_mode(info), parse_fdinfo_locked(info)
+
+
+def parse_fdinfo_locked(text: str) -> bool:
+    """Whether /proc/PID/fdinfo/FD lists a lock held on the open file (`lock:\t1: FLOCK
+    ADVISORY WRITE 17583 ...`, Linux 4.1 and later; a lock waited for is not listed there)."""
+    return any(line.startswith("lock:") for line in text.splitlines())
 
 
 def parse_fdinfo_mode(text: str) -> str | None:
@@ -132,7 +139,8 @@ def read_open_files(pid: int) -> tuple[OpenFile, ...]:
             target = os.readlink(f"{fd_dir}/{fd}")
         except OSError:
             continue
-        files.append(OpenFile(fd=int(fd), target=target, mode=_fd_mode(pid, fd)))
+        mode, locked = _fd_info(pid, fd)
+        files.append(OpenFile(fd=int(fd), target=target, mode=mode, locked=locked))
     return tuple(files)
 
 

@@ -55,7 +55,7 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
     call sites of its collectives get the same (the `if` around a call only some ranks make).
     Its marks are redacted."""
     from hangdoctor.analysis.frames import Origin, origin
-    from hangdoctor.probes.sources import with_source
+    from hangdoctor.probes.sources import argument_line, with_source
 
     frames = [
         Frame(file=file, line=line, function=function)
@@ -73,6 +73,13 @@ def with_sync_source(status: ProgressStatus) -> ProgressStatus:
         init = Frame(file=file, line=line, function=function)
         if origin(init) is Origin.USER:
             update["init_site"] = with_source(init)
+    endless = status.endless_loop
+    if endless is not None and endless.site is not None and origin(endless.site) is Origin.USER:
+        site = endless.site
+        passed = argument_line(site.file, site.line, endless.argument) if endless.argument else None
+        if passed is not None:
+            site = site.model_copy(update={"line": passed})
+        update["endless_loop"] = endless.model_copy(update={"site": with_source(site)})
     if status.marks:  # the job's own words: a mark may carry a token, as any output line may
         update["marks"] = tuple(
             m.model_copy(update={"text": redact_value(m.text)}) for m in status.marks

@@ -258,6 +258,20 @@ def loop_exits_at(path: str, line: int) -> tuple[LoopExit, ...]:
     return _loop_exits(source[0], line) if source is not None else ()
 
 
+def argument_line(path: str, line: int, argument: str) -> int | None:
+    """The line of the keyword argument `argument` in the call that starts at `line` (a call
+    written over several lines: `fit(...,\n validation_steps=n)`); None where there is none."""
+    source = _source(path)
+    if source is None:
+        return None
+    for node in ast.walk(source[0].tree):
+        if isinstance(node, ast.Call) and node.lineno == line:
+            for keyword in node.keywords:
+                if keyword.arg == argument:
+                    return keyword.value.lineno
+    return None
+
+
 def with_source(frame: Frame) -> Frame:
     """The frame with its source line and lock context filled in, where the file is readable."""
     if frame.native or frame.line <= 0 or not os.path.isfile(frame.file):

@@ -83,7 +83,7 @@ class TileSequence(keras.utils.PyDataset):
         sel = self.order[idx * self.batch_size:(idx + 1) * self.batch_size]
         raw = [tf.io.decode_png(tf.io.read_file(p), channels=3)  # HANG: worker_tf_op_after_fork
                for p in self.paths[sel]]
-        images = tf.cast(tf.stack(raw), tf.float32) / 255.0
+        images = tf.cast(tf.stack(raw), tf.float32) / 255.0  # HANG: worker_stack_after_fork
         images = tf.image.resize(images, (INPUT, INPUT), method="bicubic")  # HANG: worker_resize_after_fork
         if self.augment:
             images = tf.image.random_flip_left_right(images)

@@ -30,10 +30,20 @@ _status = shared.status
 _now = time.time
 
 
+#: How many loops that cannot end are running (`enter_endless`): their steps are no progress.
+_endless_depth = [0]
+
+
 def count_step(source: str) -> None:
-    """One training step of a framework, counted where `source` says (`jax.jit`)."""
+    """One training step of a framework, counted where `source` says (`jax.jit`); inside a loop
+    that cannot end, one more of its batches instead."""
     try:
         status = _status
+        if _endless_depth[0]:
+            loop = status.endless_loop
+            if loop is not None:
+                loop["batches"] = int(loop.get("batches", 0)) + 1  # type: ignore[call-overload]
+            return
         status.steps += 1
         status.last_step_at = _now()
         steps = status.framework_steps
@@ -107,6 +117,40 @@ def compile_phase(original: Callable[..., object], what: str) -> Callable[..., o
 
     shared.mark_wrapper(compiling)
     return compiling
+
+
+def enter_endless(what: str, why: str, site: tuple[str, int, str] | None,
+                  argument: str | None = None) -> bool:
+    """A loop of the framework starts that cannot end by itself (`why`), called from `site`
+    (file, line, function) of the user's code, whose `argument` would have ended it; returns
+    whether it was noted."""
+    try:
+        if not _endless_depth[0]:
+            file, line, function = site if site is not None else (None, None, None)
+            _status.endless_loop = {
+                "what": what,
+                "why": why,
+                "since": _now(),
+                "batches": 0,
+                "site": {"file": file, "line": line, "function": function} if site else None,
+                "argument": argument,
+            }
+        _endless_depth[0] += 1
+        writer.changed()
+        return True
+    except Exception:
+        return False
+
+
+def leave_endless() -> None:
+    """That loop ended after all (it raised, or was stopped)."""
+    try:
+        _endless_depth[0] = max(0, _endless_depth[0] - 1)
+        if not _endless_depth[0]:
+            _status.endless_loop = None
+        writer.changed()
+    except Exception:
+        pass
 
 
 def note_version(name: str, module: ModuleType | None) -> None:

@@ -133,6 +133,7 @@ class Status:
         "data_wait_s",
         "device_losses",
         "distributed_init",
+        "endless_loop",
         "exit_call",
         "exit_code",
         "exit_hung",
@@ -240,6 +241,9 @@ class Status:
         self.distributed_init: list[object] | None = None
         self.framework_steps: dict[str, int] = {}
         self.compiles: list[list[object]] = []
+        # A loop of the framework that cannot end, running now (_hangdoctor_frameworks.
+        # enter_endless): what, why, since, its batches (not counted in `steps`), the user's site.
+        self.endless_loop: dict[str, object] | None = None
 
     def as_json(self) -> str:
         device = self.device_losses
@@ -292,6 +296,7 @@ class Status:
             "frameworks": dict(self.frameworks),
             "framework_steps": dict(self.framework_steps),
             "compiling": [{"what": what, "since": since} for what, since in list(self.compiles)],
+            "endless_loop": dict(self.endless_loop) if self.endless_loop else None,
         }, allow_nan=False)
 
 

@@ -42,6 +42,9 @@ KERAS_CALLBACK_LISTS = {
     "keras": "keras.src.callbacks.callback_list",
     "tf_keras": "tf_keras.src.callbacks",
 }
+#: Keras 3's trainers, whose `evaluate` (also `fit`'s validation) runs until its data ends.
+_KERAS_TRAINERS = ("keras.src.backend.tensorflow.trainer", "TensorFlowTrainer")
+_INFINITE = -1  # tf.data.INFINITE_CARDINALITY
 _BATCH_ENDS = (("on_train_batch_end", "keras.train_batch"),
                ("on_test_batch_end", "keras.test_batch"),
                ("on_predict_batch_end", "keras.predict_batch"))
@@ -70,6 +73,64 @@ def hook_keras(name: str) -> None:
         return
     for method, source in _BATCH_ENDS:
         _patch(callbacks, method, functools.partial(_wrap_batch_end, source=source))
+    if name == "keras":
+        module, trainer = _KERAS_TRAINERS
+        owner = getattr(sys.modules.get(module), trainer, None)
+        if owner is not None:
+            _patch(owner, "evaluate", _wrap_evaluate)
+
+
+def _endless_evaluation(args: tuple[object, ...], kwargs: dict[str, object],
+                        argument: str) -> str | None:
+    """Why an `evaluate(x, y, batch_size, verbose, sample_weight, steps, ...)` call cannot end:
+    no number of steps, and a dataset that repeats for ever (None: it ends)."""
+    steps = kwargs.get("steps", args[5] if len(args) > 5 else None)
+    if steps:
+        return None
+    data = kwargs.get("x", args[0] if args else None)
+    cardinality = getattr(data, "cardinality", None)
+    if cardinality is None or int(cardinality()) != _INFINITE:
+        return None
+    return f"{argument}={steps!r} and a dataset of infinite cardinality (it repeats for ever)"
+
+
+def _user_site(frame: object) -> tuple[str, int, str] | None:
+    """The innermost frame of the user's code from `frame` outward."""
+    for _ in range(64):
+        if frame is None:
+            return None
+        code = frame.f_code  # type: ignore[attr-defined]
+        if hooks._user_code(code):
+            return code.co_filename, frame.f_lineno, code.co_name  # type: ignore[attr-defined]
+        frame = frame.f_back  # type: ignore[attr-defined]
+    return None
+
+
+def _wrap_evaluate(original: Callable[..., object]) -> Callable[..., object]:
+    @functools.wraps(original)
+    def evaluate(self: object, *args: object, **kwargs: object) -> object:
+        noted = False
+        try:
+            # fit's validation calls evaluate() with its cached dataset
+            argument = ("validation_steps" if kwargs.get("_use_cached_eval_dataset")
+                        else "steps")
+            why = _endless_evaluation(args, kwargs, argument)
+            if why is not None:
+                noted = frameworks.enter_endless(
+                    "keras evaluate()", why, _user_site(sys._getframe(1)), argument)
+        except Exception:
+            pass
+        try:
+            return original(self, *args, **kwargs)
+        except BaseException as error:
+            hooks._hide_wrapper_frame(error)
+            raise
+        finally:
+            if noted:
+                frameworks.leave_endless()
+
+    shared.mark_wrapper(evaluate)
+    return evaluate
 
 
 def _patch(owner: object, name: str, wrap: Callable[[Callable[..., object]], object]) -> None:

@@ -99,6 +99,14 @@ class Straggler(Rule):
             ),
             same_culprit=True,
         ),
+        Deferral(
+            frozenset({"HD119"}),
+            why=(
+                "the rank outside the collective waits for a peer that waits in it: HD119 "
+                "names the cycle, where this rule would blame the rank alone"
+            ),
+            same_culprit=True,
+        ),
     )
 
     def check(self, job: JobView) -> Iterable[Finding]:

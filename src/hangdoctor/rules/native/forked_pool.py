@@ -8,71 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hangdoctor.analysis.frames import (
-    Origin,
-    innermost_user_frame,
-    origin,
-    python_frames,
-    runs_python_of_its_own,
-    short_location,
-)
+from hangdoctor.analysis.forked_pools import ForkedPoolWait, forked_pool_wait
+from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.analysis.locks import lock_wait
-from hangdoctor.analysis.thread_waits import blocking_call
-from hangdoctor.analysis.waits import WaitKind, describe_wait
-from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding
-from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words, main_thread
+from hangdoctor.rules.helpers import at, culprit, kernel_words, main_thread
 from hangdoctor.taxonomy import Category
-
-_FORKED_IN = ("multiprocessing/popen_fork.py", "torch/utils/data/_utils/worker.py")
-
-
-def _forked(job: JobView, process: ProcessEvidence) -> ProcessEvidence | None:
-    """The captured parent this process was forked from (not exec'd): multiprocessing's fork
-    start method or a DataLoader worker on its stack, or the parent's very command line."""
-    parent = job.process(process.ppid)
-    if parent is None or not parent.is_python:
-        return None
-    frames = [f.file.replace("\\", "/") for t in process.threads[:1] for f in frames_of(t)]
-    if any(path.endswith(_FORKED_IN) for path in frames) or process.cmdline == parent.cmdline:
-        return parent
-    return None
-
-
-def _native_threads(process: ProcessEvidence) -> list[ThreadEvidence]:
-    """Threads with no Python stack of their own: a native library's pool."""
-    return [
-        t
-        for t in process.threads
-        if t.tid != process.pid
-        and not runs_python_of_its_own(t)
-        and not (t.python and t.python.frames)
-    ]
-
-
-def _in_native_call(thread: ThreadEvidence) -> bool:
-    """Asleep on a futex while its innermost Python frame is the user's or a package's own
-    line: the futex is inside the native call that line made, not one of Python's locks,
-    conditions or queues (those have standard-library frames inside)."""
-    frames = python_frames(frames_of(thread))
-    if not frames or lock_wait(thread) is not None or blocking_call(thread) is not None:
-        return False
-    return origin(frames[0]) in (Origin.USER, Origin.PACKAGE)
-
-
-def _still(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> bool:
-    """It did not move between the samples: same line, no CPU used."""
-    share = job.thread_cpu_share(process.pid, thread.tid)
-    lines = {
-        (s.python.frames[0].file, s.python.frames[0].line)
-        for _, s in job.samples(process.pid, thread.tid)
-        if s.python and s.python.frames
-    }
-    return (share is None or share < 0.02) and len(lines) <= 1
 
 
 class ForkedPool(Rule):
@@ -98,32 +42,31 @@ class ForkedPool(Rule):
     category = Category.NATIVE_BLOCKED
     reads = "capture"
     specificity = 70
+    defers_to = (
+        Deferral(
+            frozenset({"HD209"}),
+            why=(
+                "the training's input waits for this child: HD209 names the same child as the "
+                "worker that stalls the data pipeline, with the thread that waits for its batch"
+            ),
+            same_culprit=True,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
-            parent = _forked(job, process)
-            thread = main_thread(process)
-            if parent is None or thread is None:
-                continue
-            pool = _native_threads(parent)
-            if not pool or describe_wait(job, process, thread).kind is not WaitKind.FUTEX:
-                continue
-            others = [
-                t for t in process.threads if t.tid != thread.tid and runs_python_of_its_own(t)
-            ]
-            if others or not _in_native_call(thread) or not _still(job, process, thread):
-                continue
-            yield self._finding(job, parent, process, thread, len(pool))
+            stuck = forked_pool_wait(job, process)
+            if stuck is not None:
+                yield self._finding(job, stuck)
 
-    def _finding(
-        self,
-        job: JobView,
-        parent: ProcessEvidence,
-        process: ProcessEvidence,
-        thread: ThreadEvidence,
-        pool: int,
-    ) -> Finding:
-        frame = innermost_user_frame(frames_of(thread)) or python_frames(frames_of(thread))[0]
+    def _finding(self, job: JobView, stuck: ForkedPoolWait) -> Finding:
+        process, thread, parent, pool, frame = (
+            stuck.process,
+            stuck.thread,
+            stuck.parent,
+            stuck.pool,
+            stuck.frame,
+        )
         where = short_location(frame)
         return self.finding(
             confidence=Confidence.FAIR,

@@ -10,7 +10,7 @@ from hangdoctor.analysis.frames import short_location
 from hangdoctor.analysis.job import JobView, thread_label
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
-from hangdoctor.rules.base import Rule
+from hangdoctor.rules.base import Deferral, Rule
 from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of, kernel_words
@@ -76,6 +76,17 @@ class NativeBlocked(Rule):
     category = Category.NATIVE_BLOCKED
     reads = "capture"
     specificity = 70
+    defers_to = (
+        Deferral(
+            frozenset({"HD209", "HD451"}),
+            why=(
+                "the thread is a forked child's, asleep in a native thread pool that fork did "
+                "not copy: those rules say why it never returns, where this one says only that "
+                "it holds the GIL meanwhile"
+            ),
+            same_process=True,
+        ),
+    )
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process in job.processes:
