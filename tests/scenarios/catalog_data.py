@@ -546,10 +546,6 @@ DATA: tuple[Scenario, ...] = (
         first_try=(
             "wrong: native.blocked / rank None / r18a_forked_augment_workers.py:87 / verdict hung: category native.blocked (a pool forked from a threaded process), expected data.pipeline_stall; right line"
         ),
-        xfail=(
-            "blind-set miss, left untouched: native.blocked at the worker's jitted call; the "
-            "program's author names the stalled pipeline, hangdoctor the fork of a threaded process"
-        ),
     ),
     # Keras fit on a PyDataset with use_multiprocessing=True whose __getitem__ runs TensorFlow
     # ops, after the parent used TensorFlow: the forked workers block in TF's runtime.

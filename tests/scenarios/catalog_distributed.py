@@ -1034,4 +1034,48 @@ DISTRIBUTED: tuple[Scenario, ...] = (
             "right: distributed.collective_mismatch / rank 0 / r18a_primary_only_checkpoint_sync.py:198 / verdict hung: as expected"
         ),
     ),
+    # JAX, 2 processes: each stops early on its own shard's validation loss; process 0 stops and enters sync_global_devices, process 1 trains on into the step's pmean.
+    _s(
+        "r20a_local_early_stop_mismatch",
+        "distributed.collective_mismatch",
+        verdict="hung",
+        rank=0,
+        markers=(
+            "local_early_stop_decision",
+            "barrier_after_early_stop",
+            "train_step_pmean",
+            "loss_fetch_waits_on_pmean",
+        ),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "wrong: distributed.collective_mismatch / rank 1 / r20a_local_early_stop_mismatch.py:121 / verdict hung: right category, the rank still in the loop blamed instead of rank 0, which stopped on its own validation loss"
+        ),
+        xfail=(
+            "known miss: rank 1 (in the loop's all-reduce) blamed; rank 0 left the loop on its own early-stop decision. Blaming the rank that left the loop breaks r10b_ddp_metric_keys_differ (a rank with one metric key fewer leaves its loop over the keys first, and is not the culprit); HD312 would name it uneven inputs, as r6c_spawn_local_early_stop's author expects for the same mechanism"
+        ),
+        round=20,
+        source="https://github.com/huggingface/transformers/issues/17478",
+    ),
+    # TensorFlow MWMS, 2 workers: only the chief saves, and its save sums a SyncOnRead counter while worker 1 all-reduces its gradients: shape mismatch in the collective.
+    _s(
+        "r20c_tf_mwms_chief_only_ckpt",
+        "distributed.collective_mismatch",
+        verdict="failed",
+        rank=0,
+        markers=("chief_only_save_call", "chief_only_save_runs_collective"),
+        hang_timeout_s=20.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "wrong: process.exception / rank None / r20c_tf_mwms_chief_only_ckpt.py:86 / verdict failed: the collective's shape mismatch named an exception, not a collective mismatch at the chief's save"
+        ),
+        xfail=("blind-set miss, left untouched: process.exception, not a collective mismatch"),
+        round=20,
+        source="https://github.com/ray-project/raydp/pull/447",
+        blind=True,
+    ),
 )

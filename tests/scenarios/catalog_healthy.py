@@ -665,4 +665,43 @@ HEALTHY_CONTROLS: tuple[Scenario, ...] = (
         round=19,
         source="https://github.com/talmolab/sleap/issues/2560",
     ),
+    # Healthy: JAX, 2 processes: process 1 tokenizes for ~40 s before jax.distributed.initialize, process 0 waits in it.
+    _s(
+        "r20a_late_peer_data_prep",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=20.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        first_try=("right: completed, no finding"),
+        round=20,
+        source="https://github.com/mosaicml/composer/pull/272",
+    ),
+    # Healthy: TensorFlow counts the records of 8 TFRecord shards in one silent pass before fit.
+    _s(
+        "r20b_healthy_tfrecord_count_pass",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=20.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        first_try=("right: completed, no severe finding"),
+        round=20,
+        source="https://github.com/tensorflow/tensorflow/issues/26966",
+    ),
+    # Healthy: JAX runs most of its training as one silent jitted fori_loop of ~40 s.
+    _s(
+        "r20c_jax_fused_fori_loop_training",
+        HEALTHY,
+        verdict="completed",
+        hang_timeout_s=20.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=300.0,
+        first_try=("right: completed, no finding"),
+        round=20,
+        source="https://github.com/thomaspinder/GPJax/issues/46",
+    ),
 )

@@ -1499,4 +1499,75 @@ PROCESS: tuple[Scenario, ...] = (
         source="https://github.com/google/orbax/issues/626",
         blind=True,
     ),
+    # JAX: a checkpoint helper calls np.asarray on a typed PRNG key in the state: TypeError.
+    _s(
+        "r20a_ckpt_typed_prng_key",
+        "process.exception",
+        verdict="failed",
+        markers=("typed_key_to_numpy", "ckpt_flatten", "save_checkpoint_call"),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "right: process.exception / rank None / r20a_ckpt_typed_prng_key.py:81 / verdict failed: as expected"
+        ),
+        round=20,
+        source="https://github.com/google/flax/issues/4509",
+        blind=True,
+    ),
+    # Keras: an upload task submits its checksum to its own one-worker pool and waits; the callback waits for the upload.
+    _s(
+        "r20b_ckpt_upload_executor_deadlock",
+        "process.deadlock",
+        verdict="hung",
+        markers=(
+            "nested_submit_same_pool",
+            "upload_waits_on_queued_task",
+            "main_thread_waits_previous_upload",
+        ),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "right: process.deadlock / rank None / r20b_ckpt_upload_executor_deadlock.py:113 / verdict hung: as expected"
+        ),
+        round=20,
+        source="https://github.com/python/cpython/pull/141620",
+    ),
+    # TensorFlow: the validation pipeline caches to the training cache's prefix; the first validation meets the training iterator's lockfile: AlreadyExistsError.
+    _s(
+        "r20b_shared_cache_prefix_lockfile",
+        "process.exception",
+        verdict="failed",
+        markers=("cache_to_shared_prefix", "val_reuses_train_cache_prefix"),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "wrong: process.exception / rank None / r20b_shared_cache_prefix_lockfile.py:136 / verdict failed: right category, located at the fit line, not at the cache prefix the validation pipeline reuses"
+        ),
+        xfail=("blind-set miss, left untouched: process.exception at the fit line"),
+        round=20,
+        source="https://github.com/tensorflow/tensorflow/issues/18266",
+        blind=True,
+    ),
+    # JAX: close() sets a stop flag and joins a writer thread parked in queue.get(); no sentinel is sent.
+    _s(
+        "r20c_jax_async_ckpt_close_join",
+        "process.deadlock",
+        verdict="hung",
+        markers=("writer_parked_in_queue_get", "close_joins_writer_thread", "main_waits_in_close"),
+        hang_timeout_s=15.0,
+        python=JAXTF,
+        needs_torch=False,
+        limit_s=240.0,
+        first_try=(
+            "right: process.deadlock / rank None / r20c_jax_async_ckpt_close_join.py:56 / verdict hung: as expected"
+        ),
+        round=20,
+        source="https://github.com/tensorflow/tensorflow/pull/8981",
+    ),
 )

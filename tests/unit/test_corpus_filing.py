@@ -82,6 +82,7 @@ def test_the_blind_set_stays_identifiable() -> None:
         17: 2,
         18: 2,
         19: 3,
+        20: 3,
     }
     assert all(s.first_try is not None for s in blind)  # each ran before any change
     assert not any(s.loaded and s.name.endswith("_loaded") for s in blind)
