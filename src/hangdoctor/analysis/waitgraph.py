@@ -48,7 +48,7 @@ from hangdoctor.analysis.thread_waits import (
     waits_for_own_caller,
     waits_with_timeout,
 )
-from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait, opening_fifo
+from hangdoctor.analysis.waits import Wait, WaitKind, describe_wait, locked_file, opening_fifo
 from hangdoctor.evidence.model import Frame, ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 
@@ -437,11 +437,7 @@ def _running_a_task(process: ProcessEvidence) -> bool | None:
     main = _main(process)
     frames = python_frames(main.python.frames if main is not None and main.python else ())
     for index, frame in enumerate(frames):
-        path = frame.file.replace("\\", "/")
-        if any(
-            path.endswith(file) and frame.function.split(".")[-1] == loop
-            for file, loop in _POOL_WORKERS
-        ):
+        if any(in_function((frame,), file, {loop}) for file, loop in _POOL_WORKERS):
             inner = frames[index - 1] if index else None
             return inner is not None and not inner.file.replace("\\", "/").endswith(
                 ("multiprocessing/queues.py", "multiprocessing/connection.py")
@@ -613,15 +609,14 @@ def _file_lock_edges(w: _Waiter) -> bool:
     """A thread waiting to lock a file (flock, fcntl) waits for the processes of the job that
     hold a lock on it: fdinfo lists a lock on an open file of theirs with that path. Without
     fdinfo's word (a process that read itself), each one that has the file open could."""
-    kernel = w.thread.kernel
-    if w.wait.kind is not WaitKind.FILE_LOCK or kernel is None or not kernel.syscall_args:
+    if w.wait.kind is not WaitKind.FILE_LOCK:
         return False
-    wanted = w.job.open_file(w.process.pid, int(kernel.syscall_args[0]))
-    if wanted is None or not wanted.target.startswith("/"):
+    wanted = locked_file(w.job, w.process, w.thread)
+    if wanted is None:
         return False
     holders, openers = [], []
     for process in w.job.processes:
-        same = [f for f in process.open_files if f.target == wanted.target]
+        same = [f for f in process.open_files if f.target == wanted]
         if process.pid == w.process.pid or not same:
             continue
         if any(f.locked for f in same):
@@ -633,9 +628,9 @@ def _file_lock_edges(w: _Waiter) -> bool:
             w.graph.add(
                 w.me,
                 party,
-                _("holds a lock on {file}", file=wanted.target)
+                _("holds a lock on {file}", file=wanted)
                 if holders
-                else _("has {file} open, and could hold its lock", file=wanted.target),
+                else _("has {file} open, and could hold its lock", file=wanted),
                 certain=bool(holders) and len(holders) == 1,
             )
     return bool(holders or openers)

@@ -178,6 +178,20 @@ def _stack_hint(thread: ThreadEvidence) -> str | None:
 _FIFO_OPEN_WCHANS = frozenset({"wait_for_partner", "fifo_open"})
 
 
+def locked_file(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
+    """The file the thread waits to lock (flock, fcntl), from its call's descriptor: a path, or
+    None when it waits for no file lock or the descriptor is not a file's."""
+    kernel = thread.kernel
+    if (
+        describe_wait(job, process, thread).kind is not WaitKind.FILE_LOCK
+        or kernel is None
+        or not kernel.syscall_args
+    ):
+        return None
+    opened = job.open_file(process.pid, int(kernel.syscall_args[0]))
+    return opened.target if opened is not None and opened.target.startswith("/") else None
+
+
 def opening_fifo(thread: ThreadEvidence) -> bool:
     """Whether the thread is in open() of a FIFO, waiting for a process to open its other end
     (the kernel's `wait_for_partner`)."""

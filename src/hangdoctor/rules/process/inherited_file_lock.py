@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from hangdoctor.analysis.frames import blame_frame, short_location
 from hangdoctor.analysis.job import JobView, thread_label
-from hangdoctor.analysis.waits import WaitKind, describe_wait
+from hangdoctor.analysis.waits import locked_file
 from hangdoctor.evidence.model import ProcessEvidence, ThreadEvidence
 from hangdoctor.i18n import _
 from hangdoctor.rules.base import Rule
@@ -18,19 +18,6 @@ from hangdoctor.rules.confidence import Confidence
 from hangdoctor.rules.finding import Finding
 from hangdoctor.rules.helpers import at, culprit, frames_of
 from hangdoctor.taxonomy import Category
-
-
-def _lock_file(job: JobView, process: ProcessEvidence, thread: ThreadEvidence) -> str | None:
-    """The file the thread waits to lock, from the descriptor of its flock/fcntl call."""
-    kernel = thread.kernel
-    if (
-        describe_wait(job, process, thread).kind is not WaitKind.FILE_LOCK
-        or kernel is None
-        or not kernel.syscall_args
-    ):
-        return None
-    opened = job.open_file(process.pid, int(kernel.syscall_args[0]))
-    return opened.target if opened is not None and opened.target.startswith("/") else None
 
 
 def _forked_from(job: JobView, child: ProcessEvidence, parent: ProcessEvidence) -> bool:
@@ -71,7 +58,7 @@ class InheritedFileLock(Rule):
 
     def check(self, job: JobView) -> Iterable[Finding]:
         for process, thread in job.threads():
-            path = _lock_file(job, process, thread)
+            path = locked_file(job, process, thread)
             if path is None:
                 continue
             fd = thread.kernel.syscall_args[0] if thread.kernel else None
